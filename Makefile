@@ -1,0 +1,170 @@
+# Top-level, non-recursive Makefile. Each component contributes a module.mk
+# that names its programs; library sources are every src/*.c that is not a
+# program's main file (*_main.c). Everything is built under build/.
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+B := build
+
+# config.mk is (re)made by configure; a fresh clone gets its system packages
+# installed first, so `make check` alone works on a new Debian machine.
+-include config.mk
+config.mk: configure VERSION
+	@bash test/install-deps.sh build
+	./configure $(CONFIGURE_ARGS)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
+	-Wno-format-nonliteral -Wvla
+COMPONENTS := dttools resource_monitor work_queue batch_drivers makeflow
+INCLUDES := -I. $(foreach c,$(COMPONENTS),-I$(c)/src)
+ALL_CFLAGS = -std=gnu11 $(OPT) $(SAN_FLAGS) $(WARN) -D_GNU_SOURCE $(INCLUDES) \
+	$(DEP_CFLAGS) $(EXTRA_CFLAGS) -MMD -MP
+ALL_LDFLAGS = $(SAN_FLAGS) $(EXTRA_LDFLAGS)
+ALL_LIBS = $(DEP_LIBS) -lm
+
+# Library name and link chain per component (a component links itself and
+# every component to its left; see doc/design.md "Layering").
+LIB_dttools := dttools
+LIB_resource_monitor := rmonitor
+LIB_work_queue := work_queue
+LIB_batch_drivers := batch
+LIB_makeflow := makeflow
+
+PROGS :=
+FUZZERS :=
+include $(foreach c,$(COMPONENTS),$(c)/module.mk)
+
+# ---- derived lists -------------------------------------------------------
+MAIN_SRCS := $(foreach c,$(COMPONENTS),$(wildcard $(c)/src/*_main.c))
+lib_srcs = $(filter-out $(MAIN_SRCS),$(wildcard $(1)/src/*.c))
+obj = $(patsubst %.c,$(B)/%.o,$(1))
+libfile = $(if $(call lib_srcs,$(1)),$(B)/lib/lib$(LIB_$(1)).a)
+# Libraries to link for component $(1): itself and everything to its left,
+# right-most first (static link order).
+chain_dttools := dttools
+chain_resource_monitor := resource_monitor $(chain_dttools)
+chain_work_queue := work_queue $(chain_resource_monitor)
+chain_batch_drivers := batch_drivers $(chain_work_queue)
+chain_makeflow := makeflow $(chain_batch_drivers)
+link_libs = $(foreach c,$(chain_$(1)),$(call libfile,$(c)))
+
+ALL_LIBFILES := $(foreach c,$(COMPONENTS),$(call libfile,$(c)))
+ALL_OBJS := $(call obj,$(foreach c,$(COMPONENTS),$(wildcard $(c)/src/*.c) $(wildcard $(c)/test/*.c)))
+
+define lib_rule
+$(call libfile,$(1)): $(call obj,$(call lib_srcs,$(1)))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach c,$(COMPONENTS),$(if $(call lib_srcs,$(c)),$(eval $(call lib_rule,$(c)))))
+
+# Programs: module.mk says `PROGS += name` and `name_COMPONENT := comp`;
+# the main file is comp/src/name_main.c.
+define prog_rule
+$(B)/bin/$(1): $(call obj,$($(1)_COMPONENT)/src/$(1)_main.c) $(call link_libs,$($(1)_COMPONENT))
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter %.o,$$^) $(call link_libs,$($(1)_COMPONENT)) $$(ALL_LIBS)
+endef
+$(foreach p,$(PROGS),$(eval $(call prog_rule,$(p))))
+PROG_FILES := $(addprefix $(B)/bin/,$(PROGS))
+
+# Unit tests: comp/test/test_*.c, one cmocka binary per module.
+UNIT_SRCS := $(foreach c,$(COMPONENTS),$(wildcard $(c)/test/test_*.c))
+define unit_rule
+$(B)/$(basename $(1)): $(call obj,$(1)) $(call link_libs,$(firstword $(subst /, ,$(1))))
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter %.o,$$^) $(call link_libs,$(firstword $(subst /, ,$(1)))) $$(CMOCKA_LIBS) $$(ALL_LIBS)
+endef
+$(foreach t,$(UNIT_SRCS),$(eval $(call unit_rule,$(t))))
+UNIT_BINS := $(addprefix $(B)/,$(basename $(UNIT_SRCS)))
+
+# Test helper programs: comp/test/helper_*.c, plain programs used by suites.
+HELPER_SRCS := $(foreach c,$(COMPONENTS),$(wildcard $(c)/test/helper_*.c))
+$(foreach t,$(HELPER_SRCS),$(eval $(call unit_rule,$(t))))
+HELPER_BINS := $(addprefix $(B)/,$(basename $(HELPER_SRCS)))
+
+$(B)/%.o: %.c config.h | config.mk
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(if $(filter %/test/%,$<),$(CMOCKA_CFLAGS)) -c -o $@ $<
+
+config.h: config.mk
+
+-include $(ALL_OBJS:.o=.d)
+
+# ---- targets --------------------------------------------------------------
+.PHONY: all check check-unit check-e2e demo bench fuzz install uninstall clean \
+	distclean lint format deps tests
+
+all: $(ALL_LIBFILES) $(PROG_FILES)
+
+tests: all $(UNIT_BINS) $(HELPER_BINS)
+
+DEPS_GROUPS ?= build
+check check-unit: DEPS_GROUPS = build test
+bench: DEPS_GROUPS = build test bench
+fuzz: DEPS_GROUPS = build test
+deps:
+	@bash test/install-deps.sh $(DEPS_GROUPS)
+
+# `make check` runs every unit binary and end-to-end suite and ends with one
+# line "N passed, N failed". SUITES=... limits the end-to-end suites.
+check: deps
+	@$(MAKE) --no-print-directory tests
+	@bash test/run-tests.sh --build $(B) $(if $(SUITES),--suites "$(SUITES)")
+
+check-unit: deps
+	@$(MAKE) --no-print-directory tests
+	@bash test/run-tests.sh --build $(B) --no-e2e
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@bash test/demo.sh $(B)
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@bash test/bench/run.sh $(B)
+
+fuzz: deps
+	@bash test/fuzz.sh $(B) $(or $(FUZZ_SECONDS),300)
+
+# ---- install ----------------------------------------------------------------
+DESTDIR ?=
+BINDIR := $(DESTDIR)$(PREFIX)/bin
+LIBDIR := $(DESTDIR)$(PREFIX)/lib
+INCDIR := $(DESTDIR)$(PREFIX)/include/htc
+MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
+PCDIR := $(LIBDIR)/pkgconfig
+PUBLIC_HEADERS := $(foreach c,$(COMPONENTS),$(wildcard $(c)/src/*.h))
+MAN_PAGES := $(wildcard doc/man/*.1)
+
+install: all
+	install -d $(BINDIR) $(LIBDIR) $(INCDIR) $(MANDIR) $(PCDIR)
+	$(if $(PROG_FILES),install -m 755 $(PROG_FILES) $(BINDIR))
+	$(if $(ALL_LIBFILES),install -m 644 $(ALL_LIBFILES) $(LIBDIR))
+	install -m 644 $(PUBLIC_HEADERS) config.h $(INCDIR)
+	$(if $(MAN_PAGES),install -m 644 $(MAN_PAGES) $(MANDIR))
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell cat VERSION)|g' \
+		dttools/htc-work-queue.pc.in > $(PCDIR)/htc-work-queue.pc
+
+uninstall:
+	rm -f $(addprefix $(BINDIR)/,$(PROGS))
+	rm -f $(addprefix $(LIBDIR)/,$(notdir $(ALL_LIBFILES)))
+	rm -rf $(INCDIR)
+	rm -f $(addprefix $(MANDIR)/,$(notdir $(MAN_PAGES)))
+	rm -f $(PCDIR)/htc-work-queue.pc
+
+clean:
+	rm -rf $(B)
+
+distclean: clean
+	rm -f config.mk config.h
+
+# ---- style ------------------------------------------------------------------
+C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find $(COMPONENTS) -name '*.[ch]')
+
+lint:
+	@bash test/lint.sh
+
+format:
+	clang-format -i $(C_FILES)

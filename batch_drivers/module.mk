@@ -1,0 +1,2 @@
+# batch_drivers/module.mk: programs of this component (library sources are found
+# automatically; see the top-level Makefile).
