@@ -141,13 +141,16 @@ static void user_message(const char *kind, const char *fmt, va_list ap)
 	if (debug_file)
 		emit(debug_file, kind, fmt, copy);
 	va_end(copy);
-	fprintf(stderr, "%s: ", debug_program);
+	char msg[4096];
+	int n = vsnprintf(msg, sizeof msg, fmt, ap);
+	if (n < 0)
+		msg[0] = 0;
+	size_t len = strlen(msg);
+	int nl = len > 0 && msg[len - 1] == '\n';
 	if (strcmp(kind, "notice"))
-		fprintf(stderr, "%s: ", kind);
-	vfprintf(stderr, fmt, ap);
-	size_t n = strlen(fmt);
-	if (n == 0 || fmt[n - 1] != '\n')
-		fputc('\n', stderr);
+		fprintf(stderr, "%s: %s: %s%s", debug_program, kind, msg, nl ? "" : "\n");
+	else
+		fprintf(stderr, "%s: %s%s", debug_program, msg, nl ? "" : "\n");
 }
 
 void notice(const char *fmt, ...)

@@ -1,0 +1,62 @@
+/* batch_driver.h: the contract between the generic batch queue (batch_queue.c) and each driver,
+ * internal to the batch_drivers component. A driver is one const struct of function pointers;
+ * the generic layer owns job records and delivers completions, the driver owns its own state.
+ * See doc/batch-driver-interface.md. */
+#ifndef HTC_BATCH_DRIVER_H
+#define HTC_BATCH_DRIVER_H
+
+#include "batch_queue.h"
+
+#include <stdint.h>
+#include <uv.h>
+
+/* One job as the generic layer keeps it. The driver may read everything, writes only result
+ * (before batch_job_complete) and driver_data; it never frees it. */
+struct batch_job {
+	int64_t id;
+	struct batch_job_spec spec; /* deep copy, owned by the generic layer */
+	int state;                  /* enum batch_job_state; generic layer only */
+	struct batch_result result; /* filled by the driver before batch_job_complete() */
+	void *driver_data;          /* the driver's per-job record */
+	char *error_text;           /* owned copy behind result.error (batch_job_set_error) */
+};
+
+struct batch_driver {
+	const char *name;
+	unsigned features; /* batch_feature bits */
+	/* Required. Sets *state to the driver's private state; 0 or -errno. */
+	int (*create)(struct batch_queue *q, void **state);
+	/* Required. Kills every job it still holds, without completing them, and frees state.
+	 * Handles are closed with close callbacks that free their own memory. */
+	void (*destroy)(void *state);
+	/* Optional (NULL: the driver has no options). 0, or -EINVAL. */
+	int (*set_option)(void *state, const char *key, const char *value);
+	/* Required. Takes the job (already validated and copied); must not call the completion
+	 * path synchronously in a way that re-enters the user (batch_job_complete() only queues).
+	 * Returns 0, or a negative error, in which case the job is dropped and never completed. */
+	int (*submit)(void *state, struct batch_job *job);
+	/* Optional (NULL: HTC_EUNSUP). Kills a job that has not been completed yet; the driver
+	 * must then complete it exactly once (now for a waiting job, on exit for a running one),
+	 * with result.removed = 1. 0 or negative error. */
+	int (*remove)(void *state, struct batch_job *job);
+};
+
+/* Services the generic layer provides to drivers. */
+
+uv_loop_t *batch_queue_loop(struct batch_queue *q);
+/* The driver calls this when the job starts executing (counts move waiting -> running) and sets
+ * result.start_us. */
+void batch_job_started(struct batch_queue *q, struct batch_job *job);
+/* The driver has filled job->result; the generic layer delivers it from the loop on a later
+ * turn. After this call the driver must not touch the job again. */
+void batch_job_complete(struct batch_queue *q, struct batch_job *job);
+/* Sets result.error to a formatted message the job owns. */
+void batch_job_set_error(struct batch_job *job, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A result with nothing known yet: measured all -1, times 0. */
+void batch_result_init(struct batch_result *r);
+
+extern const struct batch_driver batch_driver_local;
+extern const struct batch_driver batch_driver_dryrun;
+
+#endif

@@ -1,0 +1,124 @@
+/* batch_queue.h: the one interface through which the workflow engine runs jobs on any execution
+ * system ("local", "dryrun", ...). A queue is bound to a libuv loop; submission returns at once
+ * and each job's completion is delivered later, from the loop, through one callback. The
+ * contract is written out in doc/batch-driver-interface.md. */
+#ifndef HTC_BATCH_QUEUE_H
+#define HTC_BATCH_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+struct batch_queue; /* opaque */
+
+/* A file a job reads or writes. remote_name is the name the job sees; NULL means the same as
+ * local_name. A different remote_name needs BATCH_FEATURE_REMOTE_RENAME. */
+struct batch_file {
+	const char *local_name;
+	const char *remote_name;
+};
+
+/* Declared (or measured) resources; -1 means unset (or unknown). */
+struct batch_resources {
+	int64_t cores;
+	int64_t memory_mb;
+	int64_t disk_mb;
+	int64_t gpus;
+	int64_t wall_time_s;
+};
+
+/* What to run. Everything is copied by batch_queue_submit(); the caller keeps ownership. */
+struct batch_job_spec {
+	const char *command; /* run by /bin/sh -c; required */
+	const struct batch_file *inputs;
+	size_t n_inputs;
+	const struct batch_file *outputs;
+	size_t n_outputs;
+	const char *const *env; /* NULL-terminated "NAME=value" list added to the job's
+	                           environment; may be NULL */
+	struct batch_resources resources;
+	const char *category;      /* may be NULL */
+	const char *batch_options; /* driver-specific per-job text; may be NULL */
+	const char *tag;           /* free text for logs and scripts; may be NULL */
+};
+
+/* Which limit a job exceeded (bits of batch_result.exhausted). */
+enum batch_exhausted {
+	BATCH_EXHAUSTED_CORES = 1 << 0,
+	BATCH_EXHAUSTED_MEMORY = 1 << 1,
+	BATCH_EXHAUSTED_DISK = 1 << 2,
+	BATCH_EXHAUSTED_GPUS = 1 << 3,
+	BATCH_EXHAUSTED_WALL_TIME = 1 << 4,
+};
+
+/* How a job ended. Valid only during the completion callback (copy what you keep). */
+struct batch_result {
+	int exited_normally; /* like WIFEXITED */
+	int exit_code;       /* like WEXITSTATUS, when exited_normally */
+	int signal;          /* terminating signal, or 0 */
+	int exhausted;       /* nonzero (batch_exhausted bits): killed for exceeding its
+	                        allocation, which is not an ordinary failure */
+	int removed;         /* 1 if it ended because of batch_queue_remove*() */
+	int64_t submit_us;   /* wall-clock microseconds since the epoch; */
+	int64_t start_us;    /* start_us is 0 if the job never started */
+	int64_t end_us;
+	struct batch_resources measured; /* -1 where unknown */
+	const char *error; /* driver-level failure text (e.g. spawn failed), or NULL */
+};
+
+typedef void (*batch_complete_fn)(struct batch_queue *q, int64_t job_id,
+                                  const struct batch_result *r, void *arg);
+
+/* What a driver can do (batch_queue_features()). */
+enum batch_feature {
+	BATCH_FEATURE_REMOTE_RENAME = 1 << 0,   /* remote_name may differ from local_name */
+	BATCH_FEATURE_ABSOLUTE_PATHS = 1 << 1,  /* file names may be absolute paths */
+	BATCH_FEATURE_VIRTUAL_OUTPUTS = 1 << 2, /* outputs are not created (dryrun) */
+	BATCH_FEATURE_LOCAL_EXECUTION = 1 << 3, /* jobs run on this host in the cwd */
+	BATCH_FEATURE_WALL_TIME = 1 << 4,       /* enforces resources.wall_time_s */
+	BATCH_FEATURE_ADMISSION = 1 << 5,       /* never overcommits declared resources;
+	                                           rejects jobs that can never fit */
+	BATCH_FEATURE_REMOVE = 1 << 6,          /* batch_queue_remove() is supported */
+};
+
+/* Space-separated names of the compiled-in drivers, e.g. "local dryrun" (static string). */
+const char *batch_queue_types(void);
+
+/* Creates a queue of the given type on LOOP; CB is called once per submitted job, from the loop,
+ * never from inside another batch_queue_* call. Returns NULL with errno set (EINVAL for an
+ * unknown type). Caller deletes with batch_queue_delete(). */
+struct batch_queue *batch_queue_create(uv_loop_t *loop, const char *type, batch_complete_fn cb,
+                                       void *arg);
+
+/* Sets a driver option (see doc/batch-driver-interface.md for each driver's keys). Returns 0,
+ * -EINVAL for an unknown key or a bad value, -EBUSY once a job has been submitted. */
+int batch_queue_set_option(struct batch_queue *q, const char *key, const char *value);
+
+unsigned batch_queue_features(struct batch_queue *q);
+/* The driver's name, e.g. "local" (static string). */
+const char *batch_queue_type(struct batch_queue *q);
+
+/* Submits a job; SPEC is copied and the call returns at once. Returns the job id (> 0), or a
+ * negative error: -EINVAL (bad spec), HTC_EUNSUP (needs a feature the driver lacks),
+ * HTC_ELIMIT (can never fit this queue's resources), or another -errno from the driver. No
+ * callback fires for a rejected job. */
+int64_t batch_queue_submit(struct batch_queue *q, const struct batch_job_spec *spec);
+
+/* Kills a waiting or running job. Returns 0, after which its callback still fires exactly once
+ * (removed = 1, normally with signal set); -ENOENT if the id is unknown or the job has already
+ * finished (its callback reports how it really ended); HTC_EUNSUP if the driver cannot. */
+int batch_queue_remove(struct batch_queue *q, int64_t job_id);
+/* batch_queue_remove() on every unfinished job; returns how many were removed, or HTC_EUNSUP. */
+int batch_queue_remove_all(struct batch_queue *q);
+
+/* Jobs started (or finished) whose callback has not yet been called. */
+size_t batch_queue_running(struct batch_queue *q);
+/* Jobs accepted but not yet started. */
+size_t batch_queue_waiting(struct batch_queue *q);
+
+/* Kills every unfinished job (no callbacks fire for them) and frees the queue; NULL is ok. May be
+ * called from the completion callback. libuv handles are closed asynchronously: run the loop
+ * (e.g. uv_run(loop, UV_RUN_NOWAIT)) before uv_loop_close(). */
+void batch_queue_delete(struct batch_queue *q);
+
+#endif

@@ -1,0 +1,578 @@
+/* test_batch_local.c: unit tests for the generic batch queue and the "local" driver, with real
+ * processes on a real libuv loop: exit status, signals, environment, max-jobs, resource
+ * admission, wall-time kills, removal and deletion. Each test runs in a fresh temporary
+ * directory. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "batch_queue.h"
+#include "htc_error.h"
+#include "timeutil.h"
+#include "banned.h"
+
+#define MAX_RESULTS 64
+
+struct done {
+	int64_t id;
+	struct batch_result r; /* error pointer not kept */
+};
+
+struct ctx {
+	uv_loop_t loop;
+	uv_timer_t guard;
+	int expired;
+	int in_submit; /* set around submit: the callback must never see it */
+	int reentered;
+	int n_done;
+	struct done done[MAX_RESULTS];
+	char dir[64];
+	char old_cwd[4096];
+};
+
+static struct ctx C;
+
+static void on_complete(struct batch_queue *q, int64_t id, const struct batch_result *r, void *arg)
+{
+	(void)q;
+	struct ctx *c = arg;
+	if (c->in_submit)
+		c->reentered = 1;
+	if (c->n_done < MAX_RESULTS) {
+		c->done[c->n_done].id = id;
+		c->done[c->n_done].r = *r;
+		c->done[c->n_done].r.error = NULL;
+	}
+	c->n_done++;
+}
+
+static const struct batch_result *result_of(int64_t id)
+{
+	for (int i = 0; i < C.n_done && i < MAX_RESULTS; i++)
+		if (C.done[i].id == id)
+			return &C.done[i].r;
+	return NULL;
+}
+
+static void guard_fired(uv_timer_t *t)
+{
+	((struct ctx *)t->data)->expired = 1;
+}
+
+/* Runs the loop until N completions have arrived (fails after 20 s). */
+static void run_until_done(int n)
+{
+	C.expired = 0;
+	uv_timer_start(&C.guard, guard_fired, 20000, 0);
+	while (C.n_done < n && !C.expired)
+		uv_run(&C.loop, UV_RUN_ONCE);
+	uv_timer_stop(&C.guard);
+	assert_false(C.expired);
+}
+
+/* Runs the loop for about MS milliseconds. */
+static void run_for(int ms)
+{
+	C.expired = 0;
+	uv_timer_start(&C.guard, guard_fired, (uint64_t)ms, 0);
+	while (!C.expired)
+		uv_run(&C.loop, UV_RUN_ONCE);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&C, 0, sizeof C);
+	assert_non_null(getcwd(C.old_cwd, sizeof C.old_cwd));
+	snprintf(C.dir, sizeof C.dir, "/tmp/test_batch_local.XXXXXX");
+	assert_non_null(mkdtemp(C.dir));
+	assert_int_equal(chdir(C.dir), 0);
+	assert_int_equal(uv_loop_init(&C.loop), 0);
+	uv_timer_init(&C.loop, &C.guard);
+	C.guard.data = &C;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	uv_close((uv_handle_t *)&C.guard, NULL);
+	uv_run(&C.loop, UV_RUN_DEFAULT);
+	/* every handle of the queue has been closed and freed */
+	assert_int_equal(uv_loop_close(&C.loop), 0);
+	assert_int_equal(chdir(C.old_cwd), 0);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", C.dir);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+static struct batch_queue *make_queue(void)
+{
+	struct batch_queue *q = batch_queue_create(&C.loop, "local", on_complete, &C);
+	assert_non_null(q);
+	return q;
+}
+
+static struct batch_job_spec spec_of(const char *command)
+{
+	struct batch_job_spec s = {.command = command};
+	s.resources = (struct batch_resources){-1, -1, -1, -1, -1};
+	return s;
+}
+
+static int64_t submit(struct batch_queue *q, const struct batch_job_spec *s)
+{
+	C.in_submit = 1;
+	int64_t id = batch_queue_submit(q, s);
+	C.in_submit = 0;
+	return id;
+}
+
+static int64_t submit_cmd(struct batch_queue *q, const char *command)
+{
+	struct batch_job_spec s = spec_of(command);
+	return submit(q, &s);
+}
+
+/* Reads two nanosecond stamps "START END" that a job wrote to PATH. */
+static void read_span(const char *path, long long *start, long long *end)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%lld %lld", start, end), 2);
+	fclose(f);
+}
+
+/* A job that records its start and end times (ns) in span.NAME around sleeping SECS. */
+static char *span_cmd(char *buf, size_t size, const char *name, const char *secs)
+{
+	snprintf(buf, size, "s=$(date +%%s%%N); sleep %s; echo $s $(date +%%s%%N) > span.%s", secs,
+	         name);
+	return buf;
+}
+
+/* Whether PID is gone (or only a zombie nobody has reaped yet). */
+static int process_gone(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static int wait_gone(pid_t pid)
+{
+	for (int i = 0; i < 100; i++) {
+		if (process_gone(pid))
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+static pid_t read_pid(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	int pid = -1;
+	if (fscanf(f, "%d", &pid) != 1)
+		pid = -1;
+	fclose(f);
+	return pid;
+}
+
+static void test_types_and_create(void **state)
+{
+	(void)state;
+	assert_non_null(strstr(batch_queue_types(), "local"));
+	assert_non_null(strstr(batch_queue_types(), "dryrun"));
+	errno = 0;
+	assert_null(batch_queue_create(&C.loop, "no-such-driver", on_complete, &C));
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(batch_queue_create(&C.loop, "local", NULL, &C));
+	assert_int_equal(errno, EINVAL);
+	struct batch_queue *q = make_queue();
+	assert_string_equal(batch_queue_type(q), "local");
+	unsigned f = batch_queue_features(q);
+	assert_true(f & BATCH_FEATURE_LOCAL_EXECUTION);
+	assert_true(f & BATCH_FEATURE_WALL_TIME);
+	assert_true(f & BATCH_FEATURE_ADMISSION);
+	assert_false(f & BATCH_FEATURE_VIRTUAL_OUTPUTS);
+	assert_false(f & BATCH_FEATURE_REMOTE_RENAME);
+	batch_queue_delete(q);
+	batch_queue_delete(NULL);
+}
+
+static void test_options(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "no-such-option", "1"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "0"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "two"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "memory", "-5"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "memory", ""), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "4"), 0);
+	assert_int_equal(batch_queue_set_option(q, "cores", "4"), 0);
+	assert_int_equal(batch_queue_set_option(q, "memory", "100"), 0);
+	assert_int_equal(batch_queue_set_option(q, "disk", "100"), 0);
+	assert_int_equal(batch_queue_set_option(q, "gpus", "0"), 0);
+	assert_true(submit_cmd(q, "true") > 0);
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "2"), -EBUSY);
+	run_until_done(1);
+	batch_queue_delete(q);
+}
+
+static void test_bad_specs(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_submit(q, NULL), -EINVAL);
+	struct batch_job_spec s = spec_of(NULL);
+	assert_int_equal(batch_queue_submit(q, &s), -EINVAL);
+	s = spec_of("true");
+	const char *bad_env[] = {"1X=y", NULL};
+	s.env = bad_env;
+	assert_int_equal(batch_queue_submit(q, &s), -EINVAL);
+	const char *bad_env2[] = {"NOEQUALS", NULL};
+	s.env = bad_env2;
+	assert_int_equal(batch_queue_submit(q, &s), -EINVAL);
+	s = spec_of("true");
+	struct batch_file renamed = {"a.txt", "b.txt"};
+	s.inputs = &renamed;
+	s.n_inputs = 1;
+	assert_int_equal(batch_queue_submit(q, &s), HTC_EUNSUP);
+	struct batch_file same = {"/etc/hostname", "/etc/hostname"};
+	s.inputs = &same;
+	assert_true(batch_queue_submit(q, &s) > 0);
+	run_until_done(1);
+	batch_queue_delete(q);
+}
+
+static void test_exit_codes_and_signals(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	int64_t ok = submit_cmd(q, "true");
+	int64_t three = submit_cmd(q, "exit 3");
+	int64_t term = submit_cmd(q, "kill -TERM $$");
+	int64_t stdin_null = submit_cmd(q, "! read line");
+	assert_true(ok > 0 && three > ok && term > three && stdin_null > term);
+	assert_int_equal(C.n_done, 0);
+	run_until_done(4);
+	assert_false(C.reentered);
+	const struct batch_result *r = result_of(ok);
+	assert_true(r->exited_normally);
+	assert_int_equal(r->exit_code, 0);
+	assert_int_equal(r->signal, 0);
+	assert_int_equal(r->exhausted, 0);
+	assert_int_equal(r->removed, 0);
+	assert_true(r->submit_us > 0 && r->start_us >= r->submit_us && r->end_us >= r->start_us);
+	assert_true(r->measured.wall_time_s >= 0);
+	assert_int_equal(r->measured.memory_mb, -1);
+	r = result_of(three);
+	assert_true(r->exited_normally);
+	assert_int_equal(r->exit_code, 3);
+	r = result_of(term);
+	assert_false(r->exited_normally);
+	assert_int_equal(r->signal, SIGTERM);
+	assert_int_equal(r->exhausted, 0);
+	r = result_of(stdin_null);
+	assert_true(r->exited_normally);
+	assert_int_equal(r->exit_code, 0);
+	assert_int_equal(batch_queue_running(q), 0);
+	assert_int_equal(batch_queue_waiting(q), 0);
+	batch_queue_delete(q);
+}
+
+static void test_env(void **state)
+{
+	(void)state;
+	setenv("HTC_TEST_INHERITED", "kept", 1);
+	setenv("HTC_TEST_REPLACED", "old", 1);
+	struct batch_queue *q = make_queue();
+	const char *env[] = {"HTC_TEST_A=hello world 'quoted' $x", "HTC_TEST_REPLACED=new", NULL};
+	struct batch_job_spec s = spec_of("test \"$HTC_TEST_A\" = \"hello world 'quoted' \\$x\" && "
+	                                  "test \"$HTC_TEST_REPLACED\" = new && "
+	                                  "test \"$HTC_TEST_INHERITED\" = kept && "
+	                                  "test $(env | grep -c ^HTC_TEST_REPLACED=) = 1");
+	s.env = env;
+	int64_t id = submit(q, &s);
+	assert_true(id > 0);
+	run_until_done(1);
+	const struct batch_result *r = result_of(id);
+	assert_true(r->exited_normally);
+	assert_int_equal(r->exit_code, 0);
+	batch_queue_delete(q);
+	unsetenv("HTC_TEST_INHERITED");
+	unsetenv("HTC_TEST_REPLACED");
+}
+
+/* Largest number of [start, end) spans that overlap. */
+static int max_overlap(long long (*span)[2], int n)
+{
+	int best = 0;
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+		for (int j = 0; j < n; j++)
+			if (span[j][0] <= span[i][0] && span[i][0] < span[j][1])
+				k++;
+		if (k > best)
+			best = k;
+	}
+	return best;
+}
+
+static void test_max_jobs(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "cores", "16"), 0);
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "3"), 0);
+	char cmd[256], name[16];
+	enum { N = 8 };
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "%d", i);
+		assert_true(submit_cmd(q, span_cmd(cmd, sizeof cmd, name, "0.3")) > 0);
+	}
+	assert_int_equal(batch_queue_running(q), 3);
+	assert_int_equal(batch_queue_waiting(q), N - 3);
+	run_until_done(N);
+	long long span[N][2];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "span.%d", i);
+		read_span(name, &span[i][0], &span[i][1]);
+	}
+	int m = max_overlap(span, N);
+	assert_true(m <= 3);
+	assert_true(m >= 2);
+	batch_queue_delete(q);
+}
+
+static void test_cores_admission(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "cores", "4"), 0);
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "10"), 0);
+	struct batch_job_spec s = spec_of("sleep 0.2");
+	s.resources.cores = 5;
+	assert_int_equal(batch_queue_submit(q, &s), HTC_ELIMIT);
+	s.resources.cores = 3;
+	assert_true(submit(q, &s) > 0);
+	assert_true(submit(q, &s) > 0);
+	/* unset cores count as 1: this one fits beside the first */
+	assert_true(submit_cmd(q, "true") > 0);
+	assert_int_equal(batch_queue_running(q), 2);
+	assert_int_equal(batch_queue_waiting(q), 1);
+	run_until_done(3);
+	batch_queue_delete(q);
+}
+
+static void test_memory_admission(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "memory", "8000"), 0);
+	assert_int_equal(batch_queue_set_option(q, "cores", "4"), 0);
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "4"), 0);
+	char cmd[256];
+	struct batch_job_spec big = spec_of(NULL);
+	big.resources.memory_mb = 9000;
+	big.command = "true";
+	assert_int_equal(batch_queue_submit(q, &big), HTC_ELIMIT);
+	big.resources.memory_mb = 6000;
+	big.command = span_cmd(cmd, sizeof cmd, "a", "0.3");
+	int64_t a = submit(q, &big);
+	big.command = span_cmd(cmd, sizeof cmd, "b", "0.3");
+	int64_t b = submit(q, &big);
+	/* a small job behind the blocked one is backfilled beside the first */
+	struct batch_job_spec small = spec_of(span_cmd(cmd, sizeof cmd, "c", "0.1"));
+	small.resources.memory_mb = 1000;
+	int64_t c = submit(q, &small);
+	assert_true(a > 0 && b > 0 && c > 0);
+	assert_int_equal(batch_queue_running(q), 2);
+	assert_int_equal(batch_queue_waiting(q), 1);
+	run_until_done(3);
+	long long sa, ea, sb, eb, sc, ec;
+	read_span("span.a", &sa, &ea);
+	read_span("span.b", &sb, &eb);
+	read_span("span.c", &sc, &ec);
+	assert_true(sb >= ea); /* the two 6000 MB jobs never overlap */
+	assert_true(sc < ea);  /* the small one ran beside the first */
+	assert_true(result_of(b)->start_us >= result_of(a)->end_us);
+	batch_queue_delete(q);
+}
+
+static void test_wall_time(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	struct batch_job_spec s = spec_of("sleep 30 & echo $! > bg.pid; sleep 30; true");
+	s.resources.wall_time_s = 1;
+	int64_t id = submit(q, &s);
+	struct batch_job_spec quick = spec_of("sleep 0.1");
+	quick.resources.wall_time_s = 5;
+	int64_t quick_id = submit(q, &quick);
+	assert_true(id > 0 && quick_id > 0);
+	run_until_done(2);
+	const struct batch_result *r = result_of(id);
+	assert_false(r->exited_normally);
+	assert_int_equal(r->signal, SIGKILL);
+	assert_true(r->exhausted & BATCH_EXHAUSTED_WALL_TIME);
+	int64_t ran = r->end_us - r->start_us;
+	assert_true(ran >= 1000000);
+	assert_true(ran < 1150000);
+	assert_int_equal(r->measured.wall_time_s, 1);
+	/* the background child in the job's process group was killed too */
+	pid_t bg = read_pid("bg.pid");
+	assert_true(bg > 0);
+	assert_true(wait_gone(bg));
+	r = result_of(quick_id);
+	assert_true(r->exited_normally);
+	assert_int_equal(r->exhausted, 0);
+	batch_queue_delete(q);
+}
+
+static void test_remove(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "1"), 0);
+	int64_t running = submit_cmd(q, "sleep 30; true");
+	int64_t waiting = submit_cmd(q, "sleep 30; true");
+	assert_int_equal(batch_queue_running(q), 1);
+	assert_int_equal(batch_queue_waiting(q), 1);
+	assert_int_equal(batch_queue_remove(q, 12345), -ENOENT);
+	int64_t t0 = time_now_us();
+	assert_int_equal(batch_queue_remove(q, waiting), 0);
+	assert_int_equal(C.n_done, 0); /* delivered from the loop, not from remove() */
+	assert_int_equal(batch_queue_remove(q, waiting), -ENOENT);
+	assert_int_equal(batch_queue_remove(q, running), 0);
+	run_until_done(2);
+	assert_true(time_now_us() - t0 < 2000000);
+	const struct batch_result *r = result_of(waiting);
+	assert_true(r->removed);
+	assert_int_equal(r->signal, SIGKILL);
+	assert_int_equal(r->start_us, 0);
+	r = result_of(running);
+	assert_true(r->removed);
+	assert_false(r->exited_normally);
+	assert_int_equal(r->signal, SIGKILL);
+	assert_int_equal(r->exhausted, 0);
+	assert_int_equal(batch_queue_remove(q, running), -ENOENT);
+	/* remove_all */
+	for (int i = 0; i < 3; i++)
+		assert_true(submit_cmd(q, "sleep 30; true") > 0);
+	assert_int_equal(batch_queue_remove_all(q), 3);
+	run_until_done(5);
+	for (int i = 2; i < 5; i++)
+		assert_true(C.done[i].r.removed);
+	assert_int_equal(batch_queue_running(q), 0);
+	assert_int_equal(batch_queue_waiting(q), 0);
+	run_for(50);
+	assert_int_equal(C.n_done, 5); /* exactly one callback per job */
+	batch_queue_delete(q);
+}
+
+static void test_delete_kills(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "cores", "4"), 0);
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "2"), 0);
+	assert_true(submit_cmd(q, "sleep 30 & echo $! > child.1; echo $$ > sh.1; wait") > 0);
+	assert_true(submit_cmd(q, "sleep 30 & echo $! > child.2; echo $$ > sh.2; wait") > 0);
+	assert_true(submit_cmd(q, "echo never > waiting.ran") > 0);
+	pid_t pids[4] = {-1, -1, -1, -1};
+	for (int i = 0; i < 100 && (pids[0] <= 0 || pids[1] <= 0 || pids[2] <= 0 || pids[3] <= 0);
+	     i++) {
+		run_for(20);
+		pids[0] = read_pid("child.1");
+		pids[1] = read_pid("sh.1");
+		pids[2] = read_pid("child.2");
+		pids[3] = read_pid("sh.2");
+	}
+	for (int i = 0; i < 4; i++)
+		assert_true(pids[i] > 0);
+	batch_queue_delete(q);
+	for (int i = 0; i < 4; i++)
+		assert_true(wait_gone(pids[i]));
+	/* the shells were reaped by the driver: no zombie is left behind */
+	assert_int_equal(kill(pids[1], 0), -1);
+	assert_int_equal(kill(pids[3], 0), -1);
+	run_for(50);
+	assert_int_equal(C.n_done, 0);
+	assert_int_equal(access("waiting.ran", F_OK), -1);
+}
+
+static struct batch_queue *deleting_q;
+static int deleting_calls;
+
+static void delete_on_first(struct batch_queue *q, int64_t id, const struct batch_result *r,
+                            void *arg)
+{
+	(void)id;
+	(void)r;
+	(void)arg;
+	assert_ptr_equal(q, deleting_q);
+	deleting_calls++;
+	batch_queue_delete(q);
+}
+
+static void test_delete_from_callback(void **state)
+{
+	(void)state;
+	deleting_calls = 0;
+	deleting_q = batch_queue_create(&C.loop, "local", delete_on_first, NULL);
+	assert_non_null(deleting_q);
+	assert_true(batch_queue_submit(deleting_q, &(struct batch_job_spec){.command = "true"}) >
+	            0);
+	assert_true(batch_queue_submit(deleting_q, &(struct batch_job_spec){.command = "true"}) >
+	            0);
+	assert_true(batch_queue_submit(deleting_q,
+	                               &(struct batch_job_spec){.command = "sleep 30; true"}) > 0);
+	for (int i = 0; i < 200 && !deleting_calls; i++)
+		run_for(10);
+	run_for(200);
+	assert_int_equal(deleting_calls, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_types_and_create, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_options, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_specs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_exit_codes_and_signals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_env, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_max_jobs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cores_admission, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_memory_admission, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wall_time, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_delete_kills, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_delete_from_callback, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,767 @@
+/* engine.c: the makeflow execution engine's core: rule states, the ready
+ * queue, dispatch to batch queues, completion handling (output checks,
+ * retries, failures), garbage collection and signals. Every event does work
+ * proportional to the rules and files it touches, never a scan of the DAG. */
+#include "engine.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "debug.h"
+#include "engine_internal.h"
+#include "htc_error.h"
+#include "path.h"
+#include "stringtools.h"
+#include "timeutil.h"
+#include "xalloc.h"
+#include "banned.h"
+
+struct job_map {
+	int64_t key;
+	struct dag_node *node;
+	UT_hash_handle hh;
+};
+
+void engine_options_init(struct engine_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->batch_type = "local";
+	o->gc = ENGINE_GC_NONE;
+	o->gc_count = 1;
+	o->gc_size = (int64_t)1 << 30;
+}
+
+const char *engine_node_state_name(int state)
+{
+	switch (state) {
+	case NODE_WAITING: return "waiting";
+	case NODE_READY: return "ready";
+	case NODE_RUNNING: return "running";
+	case NODE_COMPLETE: return "complete";
+	case NODE_FAILED: return "failed";
+	case NODE_ABORTED: return "aborted";
+	default: return "unknown";
+	}
+}
+
+/* The one place a rule changes state; an impossible transition is a bug. */
+static void set_state(struct engine *e, struct dag_node *n, int to)
+{
+	int from = n->state;
+	int ok = 0;
+	switch (from) {
+	case NODE_WAITING: ok = (to == NODE_READY || to == NODE_COMPLETE); break;
+	case NODE_READY: ok = (to == NODE_RUNNING || to == NODE_FAILED); break;
+	case NODE_RUNNING:
+		ok = (to == NODE_COMPLETE || to == NODE_FAILED || to == NODE_ABORTED ||
+		      to == NODE_READY);
+		break;
+	default: ok = 0;
+	}
+	if (!ok) {
+		fprintf(stderr, "makeflow: internal error: rule %d: %s -> %s\n", n->id,
+		        engine_node_state_name(from), engine_node_state_name(to));
+		abort();
+	}
+	debug(D_MAKEFLOW, "rule %d: %s -> %s", n->id, engine_node_state_name(from),
+	      engine_node_state_name(to));
+	n->state = to;
+	(void)e;
+}
+
+static void ready_enqueue(struct engine *e, struct dag_node *n)
+{
+	if (e->ready_len == e->ready_cap) {
+		size_t cap = e->ready_cap ? e->ready_cap * 2 : 1024;
+		struct dag_node **r = xmalloc(cap * sizeof *r);
+		for (size_t i = 0; i < e->ready_len; i++)
+			r[i] = e->ready[(e->ready_head + i) % e->ready_cap];
+		free(e->ready);
+		e->ready = r;
+		e->ready_cap = cap;
+		e->ready_head = 0;
+	}
+	e->ready[(e->ready_head + e->ready_len) % e->ready_cap] = n;
+	e->ready_len++;
+}
+
+static void ready_push(struct engine *e, struct dag_node *n)
+{
+	set_state(e, n, NODE_READY);
+	ready_enqueue(e, n);
+}
+
+static struct dag_node *ready_pop(struct engine *e)
+{
+	struct dag_node *n = e->ready[e->ready_head];
+	e->ready_head = (e->ready_head + 1) % e->ready_cap;
+	e->ready_len--;
+	return n;
+}
+
+int file_stat(const char *name, int64_t *size, int64_t *mtime_ns, int *is_dir)
+{
+	struct stat st;
+	if (stat(name, &st) < 0)
+		return -errno;
+	if (size)
+		*size = (int64_t)st.st_size;
+	if (mtime_ns)
+		*mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	if (is_dir)
+		*is_dir = S_ISDIR(st.st_mode);
+	return 0;
+}
+
+/* ---- garbage collection ------------------------------------------------ */
+
+static int collectable(const struct engine *e, const struct dag_file *f)
+{
+	return e->opt->gc != ENGINE_GC_NONE && f->producer && !f->is_source &&
+	       !f->is_final_output && !f->is_extra_input;
+}
+
+static void gc_collect(struct engine *e)
+{
+	for (size_t i = 0; i < e->n_collectable; i++) {
+		struct dag_file *f = e->collectable[i];
+		if (f->ref_count > 0)
+			continue; /* needed again (a producer re-ran) */
+		int64_t size = 0;
+		if (file_stat(f->name, &size, NULL, NULL) < 0)
+			continue;
+		int r = path_rm_rf(f->name);
+		if (r < 0) {
+			warn("cannot delete intermediate file %s: %s", f->name, htc_strerror(r));
+			continue;
+		}
+		debug(D_MAKEFLOW, "gc: deleted %s (%lld bytes)", f->name, (long long)size);
+		if (e->log)
+			txlog_file(e->log, TXLOG_FILE_DELETED, -1, -1, f->name);
+		e->gc_files++;
+		e->gc_bytes += size;
+	}
+	e->n_collectable = 0;
+}
+
+static void gc_add(struct engine *e, struct dag_file *f)
+{
+	if (e->n_collectable == e->collectable_cap) {
+		e->collectable_cap = e->collectable_cap ? e->collectable_cap * 2 : 64;
+		e->collectable =
+		    xrealloc(e->collectable, e->collectable_cap * sizeof *e->collectable);
+	}
+	e->collectable[e->n_collectable++] = f;
+}
+
+static void gc_maybe(struct engine *e)
+{
+	if (e->n_collectable == 0)
+		return;
+	switch (e->opt->gc) {
+	case ENGINE_GC_REF_CNT:
+	case ENGINE_GC_ALL:
+		if ((int64_t)e->n_collectable >= (e->opt->gc_count > 0 ? e->opt->gc_count : 1))
+			gc_collect(e);
+		break;
+	case ENGINE_GC_ON_DEMAND: {
+		struct statvfs sv;
+		if (statvfs(".", &sv) == 0 &&
+		    (int64_t)sv.f_bavail * (int64_t)sv.f_frsize < e->opt->gc_size)
+			gc_collect(e);
+		break;
+	}
+	default: break;
+	}
+}
+
+/* ---- submission ---------------------------------------------------------- */
+
+static void node_fail(struct engine *e, struct dag_node *n);
+
+static char *nested_command(const struct engine *e, const struct dag_node *n)
+{
+	char *exe = str_escape_shell(e->opt->self_exe ? e->opt->self_exe : "makeflow");
+	char *wf = str_escape_shell(n->workflow);
+	char *cmd = xasprintf("%s %s %s", exe, n->workflow_args ? n->workflow_args : "", wf);
+	free(exe);
+	free(wf);
+	return cmd;
+}
+
+static void prepare_output_dirs(const struct dag_node *n)
+{
+	for (int i = 0; i < n->noutputs; i++) {
+		const char *name = n->outputs[i].file->name;
+		const char *slash = strrchr(name, '/');
+		if (!slash || slash == name)
+			continue;
+		char *dir = path_dirname(name);
+		path_mkdir_p(dir, 0777);
+		free(dir);
+	}
+}
+
+static void submit(struct engine *e, struct dag_node *n)
+{
+	struct node_extra *x = &e->extra[n->id];
+	int use_local = n->local && e->local_queue;
+	struct batch_queue *q = use_local ? e->local_queue : e->queue;
+
+	if (!(e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS))
+		prepare_output_dirs(n);
+
+	struct batch_file *in = xcalloc((size_t)n->ninputs + 1, sizeof *in);
+	struct batch_file *out = xcalloc((size_t)n->noutputs + 1, sizeof *out);
+	for (int i = 0; i < n->ninputs; i++) {
+		in[i].local_name = n->inputs[i].file->name;
+		in[i].remote_name = n->inputs[i].remote_name;
+	}
+	for (int i = 0; i < n->noutputs; i++) {
+		out[i].local_name = n->outputs[i].file->name;
+		out[i].remote_name = n->outputs[i].remote_name;
+	}
+	int nenv = n->env ? n->env->count : 0;
+	const char **env = xcalloc((size_t)nenv + 1, sizeof *env);
+	for (int i = 0; i < nenv; i++)
+		env[i] = n->env->vars[i];
+	char *cmd = n->workflow ? nested_command(e, n) : NULL;
+	char tag[64];
+	snprintf(tag, sizeof tag, "rule %d (line %d)", n->id, n->line);
+
+	struct batch_job_spec spec = {
+	    .command = cmd ? cmd : n->command,
+	    .inputs = in,
+	    .n_inputs = (size_t)n->ninputs,
+	    .outputs = out,
+	    .n_outputs = (size_t)n->noutputs,
+	    .env = env,
+	    .resources = {n->resources.cores, n->resources.memory, n->resources.disk,
+	                  n->resources.gpus, n->resources.wall_time},
+	    .category = n->category ? n->category->name : NULL,
+	    .batch_options = n->batch_options ? n->batch_options : e->opt->batch_options,
+	    .tag = tag,
+	};
+
+	x->attempts++;
+	if (e->log)
+		txlog_node(e->log, n->id, TXLOG_NODE_RUNNING, x->key);
+	set_state(e, n, NODE_RUNNING);
+	int64_t id = batch_queue_submit(q, &spec);
+	free(in);
+	free(out);
+	free(env);
+	free(cmd);
+	if (id < 0) {
+		free(x->last_error);
+		if (id == HTC_ELIMIT)
+			x->last_error =
+			    xasprintf("needs more resources than the %s queue has "
+			              "(cores %lld, memory %lld MB, disk %lld MB)",
+			              batch_queue_type(q), (long long)n->resources.cores,
+			              (long long)n->resources.memory, (long long)n->resources.disk);
+		else
+			x->last_error = xasprintf("cannot submit to %s: %s", batch_queue_type(q),
+			                          htc_strerror((int)id));
+		x->last_exit_code = -1;
+		node_fail(e, n);
+		return;
+	}
+	x->job_id = id;
+	x->on_local_queue = use_local;
+	struct job_map *m = xmalloc(sizeof *m);
+	m->key = id * 2 + use_local;
+	m->node = n;
+	HASH_ADD(hh, e->jobs, key, sizeof m->key, m);
+	e->n_running++;
+	if (!use_local)
+		e->n_submitted_remote++;
+	debug(D_MAKEFLOW, "rule %d submitted as job %lld to %s", n->id, (long long)id,
+	      batch_queue_type(q));
+}
+
+static void check_done(struct engine *e);
+
+static void dispatch(struct engine *e)
+{
+	while (!e->aborting && e->ready_len > 0) {
+		struct dag_node *n = e->ready[e->ready_head];
+		int use_local = n->local && e->local_queue;
+		if (!use_local) {
+			int64_t limit = e->opt->max_remote_jobs;
+			if (e->features & BATCH_FEATURE_LOCAL_EXECUTION) {
+				/* The local driver admits by resources itself; keep a
+				 * window of waiting jobs so it can backfill. */
+				limit =
+				    (e->opt->max_local_jobs > 0 ? e->opt->max_local_jobs : 64) + 64;
+			}
+			if (limit > 0 && e->n_submitted_remote >= limit)
+				break;
+		}
+		ready_pop(e);
+		submit(e, n);
+	}
+	check_done(e);
+}
+
+/* ---- completion ---------------------------------------------------------- */
+
+static void move_outputs_aside(struct engine *e, struct dag_node *n)
+{
+	if (e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS)
+		return;
+	char dir[64];
+	snprintf(dir, sizeof dir, "makeflow.failed.%d", n->id);
+	int made = 0;
+	for (int i = 0; i < n->noutputs; i++) {
+		const char *name = n->outputs[i].file->name;
+		if (!path_exists(name))
+			continue;
+		if (!made) {
+			path_rm_rf(dir);
+			path_mkdir_p(dir, 0777);
+			made = 1;
+		}
+		char *dest = path_join(dir, name);
+		char *destdir = path_dirname(dest);
+		path_mkdir_p(destdir, 0777);
+		if (rename(name, dest) < 0)
+			warn("cannot move %s to %s: %s", name, dest, strerror(errno));
+		free(dest);
+		free(destdir);
+	}
+	if (made)
+		notice("outputs of the failed rule at line %d were moved to %s/", n->line, dir);
+}
+
+static void describe_failure(const struct node_extra *x, char *buf, size_t len)
+{
+	if (x->last_error)
+		snprintf(buf, len, "%s", x->last_error);
+	else if (x->last_exhausted)
+		snprintf(buf, len, "exceeded its resource allocation");
+	else if (x->last_signal)
+		snprintf(buf, len, "killed by signal %d (%s)", x->last_signal,
+		         strsignal(x->last_signal));
+	else
+		snprintf(buf, len, "exit code %d", x->last_exit_code);
+}
+
+static void node_fail(struct engine *e, struct dag_node *n)
+{
+	struct node_extra *x = &e->extra[n->id];
+	set_state(e, n, NODE_FAILED);
+	if (e->log)
+		txlog_node(e->log, n->id, TXLOG_NODE_FAILED, x->key);
+	e->n_failed++;
+	if (e->n_failed_list == e->failed_cap) {
+		e->failed_cap = e->failed_cap ? e->failed_cap * 2 : 16;
+		e->failed = xrealloc(e->failed, e->failed_cap * sizeof *e->failed);
+	}
+	e->failed[e->n_failed_list++] = n;
+	char why[512];
+	describe_failure(x, why, sizeof why);
+	engine_progress_update(e, -1);
+	fprintf(stderr, "makeflow: %s:%d: rule %d failed: %s\n", e->dag->filename, n->line, n->id,
+	        why);
+	move_outputs_aside(e, n);
+}
+
+static void node_complete(struct engine *e, struct dag_node *n)
+{
+	struct node_extra *x = &e->extra[n->id];
+	if (e->log) {
+		for (int i = 0; i < n->noutputs; i++) {
+			int64_t size = -1, mtime = -1;
+			file_stat(n->outputs[i].file->name, &size, &mtime, NULL);
+			txlog_file(e->log, TXLOG_FILE_EXISTS, size, mtime,
+			           n->outputs[i].file->name);
+		}
+		txlog_node(e->log, n->id, TXLOG_NODE_COMPLETE, x->key);
+	}
+	set_state(e, n, NODE_COMPLETE);
+	e->n_complete++;
+	for (int i = 0; i < n->nchildren; i++) {
+		struct dag_node *c = n->children[i];
+		if (c->state != NODE_WAITING)
+			continue;
+		if (--c->unfinished_parents == 0)
+			ready_push(e, c);
+	}
+	for (int i = 0; i < n->ninputs; i++) {
+		struct dag_file *f = n->inputs[i].file;
+		if (--f->ref_count == 0 && collectable(e, f))
+			gc_add(e, f);
+	}
+	gc_maybe(e);
+}
+
+/* Checks a finished job's outputs; returns 1 if all are there. */
+static int outputs_ok(struct engine *e, struct dag_node *n)
+{
+	struct node_extra *x = &e->extra[n->id];
+	if (e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS)
+		return 1;
+	for (int i = 0; i < n->noutputs; i++) {
+		const char *name = n->outputs[i].file->name;
+		int64_t size = 0;
+		int is_dir = 0;
+		if (file_stat(name, &size, NULL, &is_dir) < 0) {
+			free(x->last_error);
+			x->last_error = xasprintf("exited 0 but did not create output '%s'", name);
+			return 0;
+		}
+		if (e->opt->zero_length_is_missing && !is_dir && size == 0) {
+			free(x->last_error);
+			x->last_error = xasprintf("output '%s' is empty (-z)", name);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static void on_complete(struct batch_queue *q, int64_t job_id, const struct batch_result *r,
+                        void *arg)
+{
+	struct engine *e = arg;
+	int64_t key = job_id * 2 + (q == e->local_queue && e->local_queue ? 1 : 0);
+	struct job_map *m;
+	HASH_FIND(hh, e->jobs, &key, sizeof key, m);
+	if (!m) {
+		warn("completion for unknown job %lld ignored", (long long)job_id);
+		return;
+	}
+	struct dag_node *n = m->node;
+	HASH_DEL(e->jobs, m);
+	free(m);
+	struct node_extra *x = &e->extra[n->id];
+	e->n_running--;
+	if (!x->on_local_queue)
+		e->n_submitted_remote--;
+	x->start_us = r->start_us;
+	x->end_us = r->end_us;
+	x->last_exit_code = r->exit_code;
+	x->last_signal = r->signal;
+	x->last_exhausted = r->exhausted;
+	free(x->last_error);
+	x->last_error = r->error ? xstrdup(r->error) : NULL;
+	if (r->exhausted && !r->error) {
+		x->last_error = xstrdup((r->exhausted & BATCH_EXHAUSTED_WALL_TIME)
+		                            ? "exceeded its wall time limit"
+		                            : "exceeded its resource allocation");
+	}
+
+	if (r->removed) {
+		set_state(e, n, NODE_ABORTED);
+		if (e->log)
+			txlog_node(e->log, n->id, TXLOG_NODE_ABORTED, x->key);
+		e->n_aborted++;
+	} else if (r->exited_normally && r->exit_code == 0 && !r->exhausted && !r->error &&
+	           outputs_ok(e, n)) {
+		free(x->last_error);
+		x->last_error = NULL;
+		node_complete(e, n);
+	} else if (!e->aborting && x->attempts <= e->opt->retries) {
+		char why[512];
+		describe_failure(x, why, sizeof why);
+		notice("rule %d (line %d) failed (%s); retrying, attempt %d of %d", n->id, n->line,
+		       why, x->attempts + 1, e->opt->retries + 1);
+		set_state(e, n, NODE_READY);
+		ready_enqueue(e, n);
+	} else {
+		node_fail(e, n);
+	}
+	dispatch(e);
+}
+
+/* ---- run loop ------------------------------------------------------------- */
+
+static void close_cb(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void close_walk_cb(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, close_cb);
+}
+
+static void check_done(struct engine *e)
+{
+	if (e->finished || e->n_running > 0)
+		return;
+	if (e->ready_len > 0 && !e->aborting)
+		return;
+	e->finished = 1;
+	uv_timer_stop(&e->progress_timer);
+	uv_timer_stop(&e->sync_timer);
+	uv_signal_stop(&e->sig_int);
+	uv_signal_stop(&e->sig_term);
+	uv_stop(&e->loop);
+}
+
+static void on_sync_timer(uv_timer_t *t)
+{
+	struct engine *e = t->data;
+	txlog_sync(e->log);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	struct engine *e = s->data;
+	if (e->aborting) {
+		fprintf(stderr, "\nmakeflow: second signal (%s): exiting now\n", strsignal(signum));
+		batch_queue_delete(e->queue);
+		batch_queue_delete(e->local_queue);
+		if (e->log) {
+			txlog_end(e->log, 2, "killed");
+			txlog_close(e->log);
+		}
+		_exit(1);
+	}
+	e->aborting = 1;
+	engine_progress_update(e, -1);
+	fprintf(stderr, "\nmakeflow: received %s: removing %lld running jobs (again to exit now)\n",
+	        strsignal(signum), (long long)e->n_running);
+	if (e->queue)
+		batch_queue_remove_all(e->queue);
+	if (e->local_queue)
+		batch_queue_remove_all(e->local_queue);
+	check_done(e);
+}
+
+static int check_sources(struct engine *e)
+{
+	if (e->opt->skip_file_check)
+		return 0;
+	int missing = 0;
+	for (struct dag_file *f = e->dag->files; f; f = f->hh.next) {
+		if (!f->is_source || (f->nconsumers == 0 && !f->is_extra_input))
+			continue;
+		if (path_exists(f->name))
+			continue;
+		if (missing < 10) {
+			int line = f->nconsumers ? f->consumers[0]->line : 0;
+			fprintf(stderr,
+			        "makeflow: %s:%d: input file '%s' does not exist and no rule "
+			        "creates it\n",
+			        e->dag->filename, line, f->name);
+		}
+		missing++;
+	}
+	if (missing > 10)
+		fprintf(stderr, "makeflow: ... and %d more missing input files\n", missing - 10);
+	return missing ? -1 : 0;
+}
+
+static int check_features(struct engine *e)
+{
+	if (e->features & BATCH_FEATURE_REMOTE_RENAME)
+		return 0;
+	for (int i = 0; i < e->dag->nnodes; i++) {
+		struct dag_node *n = e->dag->nodes[i];
+		if (n->local && e->local_queue)
+			continue;
+		for (int k = 0; k < n->ninputs + n->noutputs; k++) {
+			struct dag_file_ref *ref =
+			    k < n->ninputs ? &n->inputs[k] : &n->outputs[k - n->ninputs];
+			if (ref->remote_name && strcmp(ref->remote_name, ref->file->name)) {
+				fprintf(
+				    stderr,
+				    "makeflow: %s:%d: remote renaming '%s->%s' is not supported "
+				    "by the %s batch type (it runs jobs in place); use a batch "
+				    "type that transfers files, such as wq\n",
+				    e->dag->filename, n->line, ref->file->name, ref->remote_name,
+				    batch_queue_type(e->queue));
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int apply_options(struct engine *e, struct batch_queue *q, int is_local_queue)
+{
+	char buf[32];
+	if ((is_local_queue || (batch_queue_features(q) & BATCH_FEATURE_LOCAL_EXECUTION)) &&
+	    e->opt->max_local_jobs > 0) {
+		snprintf(buf, sizeof buf, "%d", e->opt->max_local_jobs);
+		if (batch_queue_set_option(q, "max-jobs", buf) < 0)
+			return -1;
+	}
+	if (is_local_queue)
+		return 0;
+	for (const char *const *kv = e->opt->batch_opts; kv && *kv; kv++) {
+		const char *eq = strchr(*kv, '=');
+		if (!eq) {
+			fprintf(stderr, "makeflow: batch option '%s' must be KEY=VALUE\n", *kv);
+			return -1;
+		}
+		char *k = xstrndup(*kv, (size_t)(eq - *kv));
+		int r = batch_queue_set_option(q, k, eq + 1);
+		if (r < 0) {
+			fprintf(stderr,
+			        "makeflow: the %s batch type does not accept option %s: %s\n",
+			        batch_queue_type(q), *kv, htc_strerror(r));
+			free(k);
+			return -1;
+		}
+		free(k);
+	}
+	return 0;
+}
+
+static void engine_free(struct engine *e)
+{
+	struct job_map *m, *tmp;
+	HASH_ITER(hh, e->jobs, m, tmp)
+	{
+		HASH_DEL(e->jobs, m);
+		free(m);
+	}
+	if (e->extra)
+		for (int i = 0; i < e->dag->nnodes; i++)
+			free(e->extra[i].last_error);
+	free(e->extra);
+	free(e->ready);
+	free(e->collectable);
+	free(e->failed);
+	for (struct dag_file *f = e->dag->files; f; f = f->hh.next) {
+		free(f->engine);
+		f->engine = NULL;
+	}
+}
+
+int engine_run(struct dag *d, const struct engine_options *o)
+{
+	struct engine eng;
+	struct engine *e = &eng;
+	memset(e, 0, sizeof *e);
+	e->dag = d;
+	e->opt = o;
+	e->exit_status = 1;
+	e->start_us = time_now_us();
+	uv_loop_init(&e->loop);
+
+	const char *type = o->batch_type ? o->batch_type : "local";
+	e->queue = batch_queue_create(&e->loop, type, on_complete, e);
+	if (!e->queue) {
+		fprintf(stderr, "makeflow: unknown batch type '%s' (available: %s)\n", type,
+		        batch_queue_types());
+		goto out;
+	}
+	e->features = batch_queue_features(e->queue);
+	if (apply_options(e, e->queue, 0) < 0)
+		goto out;
+	if (!(e->features & (BATCH_FEATURE_LOCAL_EXECUTION | BATCH_FEATURE_VIRTUAL_OUTPUTS))) {
+		e->local_queue = batch_queue_create(&e->loop, "local", on_complete, e);
+		if (!e->local_queue || apply_options(e, e->local_queue, 1) < 0)
+			goto out;
+	}
+	if (check_features(e) < 0 || check_sources(e) < 0)
+		goto out;
+
+	e->extra = xcalloc((size_t)d->nnodes + 1, sizeof *e->extra);
+	if (!(e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS)) {
+		if (engine_recover(e) < 0)
+			goto out;
+		txlog_start(e->log, (int64_t)getpid(), d->nnodes);
+		engine_log_sources(e);
+	} else {
+		for (int i = 0; i < d->nnodes; i++)
+			e->extra[i].key = engine_node_key(d->nodes[i], 0);
+	}
+
+	/* Initial states: recovered rules are complete; count unfinished parents. */
+	for (int i = 0; i < d->nnodes; i++) {
+		struct dag_node *n = d->nodes[i];
+		if (e->extra[i].recovered) {
+			set_state(e, n, NODE_COMPLETE);
+			e->n_complete++;
+			e->n_recovered++;
+		}
+	}
+	for (struct dag_file *f = d->files; f; f = f->hh.next) {
+		f->ref_count = 0;
+		for (int i = 0; i < f->nconsumers; i++)
+			if (f->consumers[i]->state != NODE_COMPLETE)
+				f->ref_count++;
+		if (f->ref_count == 0 && f->nconsumers > 0 && collectable(e, f) &&
+		    path_exists(f->name))
+			gc_add(e, f);
+	}
+	for (int i = 0; i < d->nnodes; i++) {
+		struct dag_node *n = d->nodes[i];
+		if (n->state == NODE_COMPLETE)
+			continue;
+		n->unfinished_parents = 0;
+		for (int k = 0; k < n->nparents; k++)
+			if (n->parents[k]->state != NODE_COMPLETE)
+				n->unfinished_parents++;
+		if (n->unfinished_parents == 0)
+			ready_push(e, n);
+	}
+	if (e->n_recovered > 0)
+		notice("%lld of %d rules are already complete from an earlier run",
+		       (long long)e->n_recovered, d->nnodes);
+	gc_maybe(e);
+
+	uv_signal_init(&e->loop, &e->sig_int);
+	uv_signal_init(&e->loop, &e->sig_term);
+	e->sig_int.data = e->sig_term.data = e;
+	uv_signal_start(&e->sig_int, on_signal, SIGINT);
+	uv_signal_start(&e->sig_term, on_signal, SIGTERM);
+	uv_timer_init(&e->loop, &e->sync_timer);
+	e->sync_timer.data = e;
+	if (e->log)
+		uv_timer_start(&e->sync_timer, on_sync_timer, 1000, 1000);
+	uv_timer_init(&e->loop, &e->progress_timer);
+	e->progress_timer.data = e;
+	engine_progress_start(e);
+
+	dispatch(e);
+	if (!e->finished)
+		uv_run(&e->loop, UV_RUN_DEFAULT);
+
+	if (o->gc == ENGINE_GC_ALL) {
+		for (struct dag_file *f = d->files; f; f = f->hh.next)
+			if (f->ref_count == 0 && collectable(e, f) && f->producer &&
+			    f->producer->state == NODE_COMPLETE)
+				gc_add(e, f);
+		gc_collect(e);
+	} else if (o->gc != ENGINE_GC_NONE) {
+		gc_collect(e);
+	}
+	engine_progress_stop(e);
+
+	int all = e->n_complete == d->nnodes;
+	e->exit_status = all ? 0 : 1;
+	if (e->log)
+		txlog_end(e->log, all ? 0 : (e->aborting ? 2 : 1),
+		          all ? "complete" : (e->aborting ? "aborted" : "failed"));
+	engine_report_failures(e);
+	if (o->summary_path && engine_write_summary(e) < 0)
+		e->exit_status = 1;
+
+out:
+	if (e->log) {
+		txlog_close(e->log);
+		e->log = NULL;
+	}
+	batch_queue_delete(e->queue);
+	batch_queue_delete(e->local_queue);
+	uv_walk(&e->loop, close_walk_cb, NULL);
+	uv_run(&e->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&e->loop);
+	engine_free(e);
+	return e->exit_status;
+}

@@ -1,0 +1,61 @@
+/* engine.h: the makeflow execution engine. Given a finalized dag it replays
+ * the transaction log, dispatches every ready rule to a batch queue, handles
+ * completions (output checks, retries, failures, garbage collection) on one
+ * libuv loop, reports progress, and writes the log and an optional summary. */
+#ifndef MAKEFLOW_ENGINE_H
+#define MAKEFLOW_ENGINE_H
+
+#include <stdint.h>
+
+#include "dag.h"
+
+enum engine_gc_mode {
+	ENGINE_GC_NONE = 0,
+	ENGINE_GC_REF_CNT,   /* delete an intermediate as soon as no unfinished rule needs it */
+	ENGINE_GC_ON_DEMAND, /* ... but only while free disk space is below gc_size */
+	ENGINE_GC_ALL,       /* ref_cnt, plus every remaining intermediate at the end */
+};
+
+enum engine_clean_mode {
+	ENGINE_CLEAN_ALL = 1,
+	ENGINE_CLEAN_OUTPUTS,
+	ENGINE_CLEAN_INTERMEDIATES,
+};
+
+enum engine_progress_mode {
+	ENGINE_PROGRESS_AUTO = 0, /* live line on a terminal, plain lines otherwise */
+	ENGINE_PROGRESS_PLAIN,
+	ENGINE_PROGRESS_QUIET,
+};
+
+struct engine_options {
+	const char *batch_type;        /* "local" when NULL */
+	const char *const *batch_opts; /* NULL-terminated "key=value" driver options */
+	const char *batch_options;     /* -B: default per-job batch options */
+	int max_local_jobs;            /* -j; <= 0: number of cores */
+	int max_remote_jobs;           /* -J; <= 0: unlimited */
+	int retries;                   /* extra attempts per rule after a failure */
+	int zero_length_is_missing;    /* -z */
+	int skip_file_check;           /* --skip-file-check */
+	enum engine_gc_mode gc;
+	int gc_count;             /* -G: collect once this many files are collectable */
+	int64_t gc_size;          /* --gc-size bytes of free disk (on_demand) */
+	const char *log_path;     /* transaction log; required */
+	const char *summary_path; /* -f; may be NULL */
+	enum engine_progress_mode progress;
+	const char *self_exe; /* path of makeflow for nested workflows */
+};
+
+/* Fills O with defaults. */
+void engine_options_init(struct engine_options *o);
+
+/* Runs the workflow to completion (or until stopped by SIGINT/SIGTERM).
+ * Returns the process exit status: 0 when every rule is complete, 1 otherwise
+ * (failures, an abort, or an error before anything ran, which is printed). */
+int engine_run(struct dag *d, const struct engine_options *o);
+
+/* Removes the files the workflow created according to the log (see
+ * doc/makeflow-log-format.md "Cleaning"). Returns the exit status. */
+int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode);
+
+#endif

@@ -1,0 +1,100 @@
+/* engine_internal.h: state shared by the engine's source files (engine.c,
+ * engine_recover.c, engine_report.c). Not a public interface. */
+#ifndef MAKEFLOW_ENGINE_INTERNAL_H
+#define MAKEFLOW_ENGINE_INTERNAL_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "batch_queue.h"
+#include "dag.h"
+#include "engine.h"
+#include "txlog.h"
+
+/* Rule states (dag_node.state). */
+enum node_state {
+	NODE_WAITING = 0, /* some parent is not complete */
+	NODE_READY,       /* in the ready queue */
+	NODE_RUNNING,     /* submitted to a batch queue */
+	NODE_COMPLETE,
+	NODE_FAILED,
+	NODE_ABORTED,
+};
+
+/* What the log says about a file (file->engine points to one). */
+struct file_rec {
+	int state; /* TXLOG_FILE_* of the last record, 0 if none */
+	int64_t size, mtime_ns;
+};
+
+struct node_extra {
+	uint64_t key;       /* content key (see the log format) */
+	int64_t job_id;     /* while running */
+	int attempts;       /* submissions so far */
+	int on_local_queue; /* submitted to the local queue */
+	int recovered;      /* complete from an earlier run */
+	int last_exit_code;
+	int last_signal;
+	int last_exhausted;
+	char *last_error;
+	int64_t start_us, end_us;
+};
+
+struct job_map;
+
+struct engine {
+	struct dag *dag;
+	const struct engine_options *opt;
+	uv_loop_t loop;
+	struct batch_queue *queue;       /* the -T queue */
+	struct batch_queue *local_queue; /* for LOCAL rules when -T is not local execution */
+	unsigned features;
+	struct txlog *log;
+	struct node_extra *extra; /* indexed by node id */
+	struct job_map *jobs;
+
+	/* ready queue: a ring of node pointers (FIFO, file order within a wave) */
+	struct dag_node **ready;
+	size_t ready_cap, ready_head, ready_len;
+
+	int64_t n_complete, n_failed, n_aborted, n_running, n_recovered;
+	int64_t n_submitted_remote;
+	int aborting;
+	int finished;
+	int exit_status;
+
+	/* garbage collection */
+	struct dag_file **collectable;
+	size_t n_collectable, collectable_cap;
+	int64_t gc_files, gc_bytes;
+
+	/* reporting */
+	int64_t start_us;
+	int64_t last_plain_us;
+	int tty;
+	int progress_shown;
+	uv_timer_t progress_timer;
+	uv_timer_t sync_timer;
+	uv_signal_t sig_int, sig_term;
+	struct dag_node **failed;
+	size_t n_failed_list, failed_cap;
+};
+
+/* engine_recover.c */
+uint64_t engine_node_key(const struct dag_node *n, int ordinal);
+/* Computes keys, reads the log, marks recovered rules complete. Returns 0 or
+ * -1 after printing the error. */
+int engine_recover(struct engine *e);
+/* Logs the current state of every source file (only those that changed). */
+void engine_log_sources(struct engine *e);
+int file_stat(const char *name, int64_t *size, int64_t *mtime_ns, int *is_dir);
+
+/* engine_report.c */
+void engine_progress_start(struct engine *e);
+void engine_progress_update(struct engine *e, int force);
+void engine_progress_stop(struct engine *e);
+void engine_report_failures(struct engine *e);
+int engine_write_summary(struct engine *e);
+const char *engine_node_state_name(int state);
+
+#endif

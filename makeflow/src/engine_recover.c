@@ -1,0 +1,364 @@
+/* engine_recover.c: restart support. Computes each rule's content key,
+ * replays the transaction log to find which rules completed in earlier runs
+ * and whether their files are still as recorded, and implements -c (clean).
+ * The rules are in doc/makeflow-log-format.md ("Restart rules"). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "debug.h"
+#include "engine_internal.h"
+#include "htc_error.h"
+#include "path.h"
+#include "sha256.h"
+#include "xalloc.h"
+#include "banned.h"
+
+static void hash_str(struct sha256_ctx *c, const char *s)
+{
+	sha256_ctx_update(c, s, strlen(s) + 1);
+}
+
+uint64_t engine_node_key(const struct dag_node *n, int ordinal)
+{
+	struct sha256_ctx *c = sha256_ctx_create();
+	char hex[SHA256_HEX_SIZE];
+	hash_str(c, n->workflow ? n->workflow : n->command ? n->command : "");
+	if (n->workflow)
+		hash_str(c, n->workflow_args ? n->workflow_args : "");
+	hash_str(c, "<inputs>");
+	for (int i = 0; i < n->ninputs; i++)
+		hash_str(c, n->inputs[i].file->name);
+	hash_str(c, "<outputs>");
+	for (int i = 0; i < n->noutputs; i++)
+		hash_str(c, n->outputs[i].file->name);
+	char ord[24];
+	snprintf(ord, sizeof ord, "%d", ordinal);
+	hash_str(c, ord);
+	sha256_ctx_final(c, hex);
+	sha256_ctx_delete(c);
+	hex[16] = 0;
+	return strtoull(hex, NULL, 16);
+}
+
+struct key_pair {
+	uint64_t key;
+	int id;
+};
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct key_pair *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->id - y->id;
+}
+
+/* Keys for every rule; rules with identical content get distinct ordinals. */
+static void compute_keys(struct engine *e)
+{
+	int n = e->dag->nnodes;
+	struct key_pair *p = xmalloc(((size_t)n + 1) * sizeof *p);
+	for (int i = 0; i < n; i++) {
+		p[i].key = engine_node_key(e->dag->nodes[i], 0);
+		p[i].id = i;
+		e->extra[i].key = p[i].key;
+	}
+	qsort(p, (size_t)n, sizeof *p, cmp_pair);
+	for (int i = 1, run = 0; i < n; i++) {
+		run = (p[i].key == p[i - 1].key) ? run + 1 : 0;
+		if (run)
+			e->extra[p[i].id].key = engine_node_key(e->dag->nodes[p[i].id], run);
+	}
+	free(p);
+}
+
+struct key_state {
+	uint64_t key;
+	int state;
+	UT_hash_handle hh;
+};
+
+struct replay {
+	struct engine *e;
+	signed char *state_by_id; /* last state of rule id, if the key matched */
+	struct key_state *by_key; /* records whose id did not match */
+	int clean;                /* replaying for -c */
+};
+
+static struct file_rec *file_rec_of(struct dag_file *f)
+{
+	if (!f->engine)
+		f->engine = xcalloc(1, sizeof(struct file_rec));
+	return f->engine;
+}
+
+static int replay_record(const struct txlog_record *r, void *arg)
+{
+	struct replay *rp = arg;
+	struct engine *e = rp->e;
+	if (r->type == 'N') {
+		if (r->node_id >= 0 && r->node_id < e->dag->nnodes &&
+		    e->extra[r->node_id].key == r->key) {
+			if (!rp->clean || r->state != TXLOG_NODE_WAITING)
+				rp->state_by_id[r->node_id] = (signed char)r->state;
+			if (rp->clean && rp->state_by_id[r->node_id] != 0)
+				rp->state_by_id[r->node_id] = TXLOG_NODE_RUNNING;
+			return 0;
+		}
+		struct key_state *ks;
+		HASH_FIND(hh, rp->by_key, &r->key, sizeof r->key, ks);
+		if (!ks) {
+			ks = xcalloc(1, sizeof *ks);
+			ks->key = r->key;
+			HASH_ADD(hh, rp->by_key, key, sizeof ks->key, ks);
+		}
+		ks->state = rp->clean ? TXLOG_NODE_RUNNING : r->state;
+	} else if (r->type == 'F') {
+		struct dag_file *f = dag_file_lookup(e->dag, r->name);
+		if (!f)
+			return 0;
+		struct file_rec *fr = file_rec_of(f);
+		fr->state = r->state;
+		if (r->state != TXLOG_FILE_DELETED) {
+			fr->size = r->size;
+			fr->mtime_ns = r->mtime_ns;
+		}
+	}
+	return 0;
+}
+
+static int last_state(struct replay *rp, int id)
+{
+	if (rp->state_by_id[id])
+		return rp->state_by_id[id];
+	struct key_state *ks;
+	uint64_t key = rp->e->extra[id].key;
+	HASH_FIND(hh, rp->by_key, &key, sizeof key, ks);
+	return ks ? ks->state : 0;
+}
+
+static void replay_free(struct replay *rp)
+{
+	struct key_state *ks, *tmp;
+	HASH_ITER(hh, rp->by_key, ks, tmp)
+	{
+		HASH_DEL(rp->by_key, ks);
+		free(ks);
+	}
+	free(rp->state_by_id);
+}
+
+static int read_log(struct engine *e, struct replay *rp, const char *path, off_t *good_end,
+                    int *torn)
+{
+	char err[1024];
+	int r = txlog_read(path, NULL, replay_record, rp, good_end, torn, err, sizeof err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0) {
+		fprintf(stderr, "makeflow: %s\n", err);
+		fprintf(stderr, "makeflow: the transaction log cannot be used; move it away to "
+		                "start the workflow from scratch\n");
+		return -1;
+	}
+	(void)e;
+	return 1;
+}
+
+/* Is output/source F still as the log recorded it? */
+static int file_unchanged(struct dag_file *f, int want_state)
+{
+	struct file_rec *fr = f->engine;
+	if (!fr || fr->state != want_state)
+		return 0;
+	int64_t size, mtime;
+	if (file_stat(f->name, &size, &mtime, NULL) < 0)
+		return 0;
+	return size == fr->size && mtime == fr->mtime_ns;
+}
+
+static int output_ok(struct dag_file *f)
+{
+	struct file_rec *fr = f->engine;
+	if (fr && fr->state == TXLOG_FILE_DELETED && !path_exists(f->name))
+		return 1; /* collected as garbage after its rule completed */
+	return file_unchanged(f, TXLOG_FILE_EXISTS);
+}
+
+int engine_recover(struct engine *e)
+{
+	struct dag *d = e->dag;
+	struct replay rp = {.e = e};
+	compute_keys(e);
+	rp.state_by_id = xcalloc((size_t)d->nnodes + 1, 1);
+	off_t good_end = -1;
+	int torn = 0;
+	int had = read_log(e, &rp, e->opt->log_path, &good_end, &torn);
+	if (had < 0) {
+		replay_free(&rp);
+		return -1;
+	}
+	if (torn)
+		notice("%s: ignoring a torn last record (makeflow was stopped while writing it)",
+		       e->opt->log_path);
+	e->log = txlog_open(e->opt->log_path, d->filename, torn ? good_end : -1);
+	if (!e->log) {
+		fprintf(stderr, "makeflow: cannot open transaction log %s: %s\n", e->opt->log_path,
+		        strerror(errno));
+		replay_free(&rp);
+		return -1;
+	}
+	if (!had) {
+		replay_free(&rp);
+		return 0;
+	}
+
+	/* Visit rules parents-first (by depth, a counting sort). */
+	int maxd = d->max_depth < 0 ? 0 : d->max_depth;
+	int *start = xcalloc((size_t)maxd + 2, sizeof *start);
+	for (int i = 0; i < d->nnodes; i++)
+		start[d->nodes[i]->depth + 1]++;
+	for (int k = 1; k <= maxd + 1; k++)
+		start[k] += start[k - 1];
+	struct dag_node **order = xmalloc(((size_t)d->nnodes + 1) * sizeof *order);
+	for (int i = 0; i < d->nnodes; i++)
+		order[start[d->nodes[i]->depth]++] = d->nodes[i];
+	free(start);
+
+	for (int k = 0; k < d->nnodes; k++) {
+		struct dag_node *n = order[k];
+		struct node_extra *x = &e->extra[n->id];
+		if (last_state(&rp, n->id) != TXLOG_NODE_COMPLETE)
+			continue;
+		int ok = 1;
+		for (int i = 0; ok && i < n->nparents; i++)
+			ok = e->extra[n->parents[i]->id].recovered;
+		for (int i = 0; ok && i < n->ninputs; i++) {
+			struct dag_file *f = n->inputs[i].file;
+			if (f->is_source)
+				ok = file_unchanged(f, TXLOG_FILE_SOURCE);
+		}
+		for (int i = 0; ok && i < n->noutputs; i++)
+			ok = output_ok(n->outputs[i].file);
+		x->recovered = ok;
+		if (!ok)
+			debug(D_MAKEFLOW, "rule %d was complete but must run again", n->id);
+	}
+
+	/* A rule that runs again and needs a file garbage collection removed
+	 * makes that file's producer run again too (transitively). */
+	size_t top = 0;
+	for (int i = 0; i < d->nnodes; i++)
+		if (!e->extra[i].recovered)
+			order[top++] = d->nodes[i];
+	while (top > 0) {
+		struct dag_node *n = order[--top];
+		for (int i = 0; i < n->ninputs; i++) {
+			struct dag_file *f = n->inputs[i].file;
+			struct dag_node *p = f->producer;
+			if (p && e->extra[p->id].recovered && !path_exists(f->name)) {
+				e->extra[p->id].recovered = 0;
+				debug(D_MAKEFLOW, "rule %d runs again to recreate %s", p->id,
+				      f->name);
+				order[top++] = p;
+			}
+		}
+	}
+	free(order);
+	replay_free(&rp);
+	return 0;
+}
+
+void engine_log_sources(struct engine *e)
+{
+	for (struct dag_file *f = e->dag->files; f; f = f->hh.next) {
+		if (!f->is_source || f->nconsumers == 0)
+			continue;
+		int64_t size, mtime;
+		if (file_stat(f->name, &size, &mtime, NULL) < 0)
+			continue;
+		struct file_rec *fr = f->engine;
+		if (fr && fr->state == TXLOG_FILE_SOURCE && fr->size == size &&
+		    fr->mtime_ns == mtime)
+			continue;
+		txlog_file(e->log, TXLOG_FILE_SOURCE, size, mtime, f->name);
+		fr = file_rec_of(f);
+		fr->state = TXLOG_FILE_SOURCE;
+		fr->size = size;
+		fr->mtime_ns = mtime;
+	}
+}
+
+int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode)
+{
+	struct engine eng;
+	struct engine *e = &eng;
+	memset(e, 0, sizeof *e);
+	e->dag = d;
+	e->extra = xcalloc((size_t)d->nnodes + 1, sizeof *e->extra);
+	compute_keys(e);
+	struct replay rp = {.e = e, .clean = 1};
+	rp.state_by_id = xcalloc((size_t)d->nnodes + 1, 1);
+	int status = 0;
+	int had = read_log(e, &rp, log_path, NULL, NULL);
+	if (had < 0) {
+		status = 1;
+		goto out;
+	}
+	struct txlog *log = NULL;
+	if (had && mode != ENGINE_CLEAN_ALL)
+		log = txlog_open(log_path, d->filename, -1);
+	int64_t removed = 0;
+	for (int id = 0; had && id < d->nnodes; id++) {
+		struct dag_node *n = d->nodes[id];
+		if (last_state(&rp, id) == 0)
+			continue; /* never started by this workflow */
+		for (int i = 0; i < n->noutputs; i++) {
+			struct dag_file *f = n->outputs[i].file;
+			if (f->is_source)
+				continue;
+			if (mode == ENGINE_CLEAN_OUTPUTS && !f->is_final_output)
+				continue;
+			if (mode == ENGINE_CLEAN_INTERMEDIATES && f->is_final_output)
+				continue;
+			if (!path_exists(f->name))
+				continue;
+			int r = path_rm_rf(f->name);
+			if (r < 0) {
+				warn("cannot remove %s: %s", f->name, htc_strerror(r));
+				status = 1;
+				continue;
+			}
+			removed++;
+			if (log)
+				txlog_file(log, TXLOG_FILE_DELETED, -1, -1, f->name);
+		}
+		if (mode == ENGINE_CLEAN_ALL) {
+			char dir[64];
+			snprintf(dir, sizeof dir, "makeflow.failed.%d", id);
+			if (path_exists(dir))
+				path_rm_rf(dir);
+		}
+	}
+	txlog_close(log);
+	if (mode == ENGINE_CLEAN_ALL && had) {
+		if (unlink(log_path) < 0 && errno != ENOENT) {
+			warn("cannot remove %s: %s", log_path, strerror(errno));
+			status = 1;
+		}
+	}
+	notice("removed %lld files%s", (long long)removed,
+	       mode == ENGINE_CLEAN_ALL && had ? " and the transaction log" : "");
+out:
+	replay_free(&rp);
+	for (struct dag_file *f = d->files; f; f = f->hh.next) {
+		free(f->engine);
+		f->engine = NULL;
+	}
+	free(e->extra);
+	return status;
+}

@@ -1,0 +1,200 @@
+/* engine_report.c: what the engine tells people: a live status line on a
+ * terminal (or a plain line every few seconds otherwise), the list of failed
+ * rules at the end, and the JSON summary written with -f. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "debug.h"
+#include "engine_internal.h"
+#include "htc_error.h"
+#include "timeutil.h"
+#include "xalloc.h"
+#include "banned.h"
+
+#define PLAIN_INTERVAL_MS 5000
+#define TTY_INTERVAL_MS   250
+
+static void format_line(struct engine *e, char *buf, size_t len)
+{
+	int64_t total = e->dag->nnodes;
+	int64_t done = e->n_complete;
+	int64_t waiting = total - done - e->n_failed - e->n_running - e->n_aborted;
+	double elapsed = (double)(time_now_us() - e->start_us) / 1e6;
+	int64_t ran = done - e->n_recovered;
+	double rate = elapsed > 0 ? (double)ran / elapsed : 0;
+	char eta[32] = "-";
+	if (rate > 0 && waiting + e->n_running > 0) {
+		int64_t secs = (int64_t)((double)(waiting + e->n_running) / rate);
+		time_format_duration(secs, eta, sizeof eta);
+	}
+	snprintf(buf, len,
+	         "%lld/%lld done, %lld running, %lld waiting, %lld failed | %.1f rules/s | ETA %s",
+	         (long long)done, (long long)total, (long long)e->n_running, (long long)waiting,
+	         (long long)e->n_failed, rate, eta);
+}
+
+/* force: 1 = print now; -1 = clear the live line (before other output). */
+void engine_progress_update(struct engine *e, int force)
+{
+	if (e->opt->progress == ENGINE_PROGRESS_QUIET)
+		return;
+	if (force < 0) {
+		if (e->tty && e->progress_shown) {
+			fputs("\r\033[K", stderr);
+			e->progress_shown = 0;
+		}
+		return;
+	}
+	char line[256];
+	format_line(e, line, sizeof line);
+	if (e->tty) {
+		fprintf(stderr, "\r\033[K%s", line);
+		e->progress_shown = 1;
+	} else {
+		fprintf(stderr, "makeflow: %s\n", line);
+	}
+	fflush(stderr);
+}
+
+static void on_progress(uv_timer_t *t)
+{
+	engine_progress_update(t->data, 1);
+}
+
+void engine_progress_start(struct engine *e)
+{
+	if (e->opt->progress == ENGINE_PROGRESS_QUIET)
+		return;
+	e->tty = e->opt->progress == ENGINE_PROGRESS_AUTO && isatty(STDERR_FILENO);
+	unsigned ms = e->tty ? TTY_INTERVAL_MS : PLAIN_INTERVAL_MS;
+	uv_timer_start(&e->progress_timer, on_progress, ms, ms);
+}
+
+void engine_progress_stop(struct engine *e)
+{
+	if (e->opt->progress == ENGINE_PROGRESS_QUIET)
+		return;
+	engine_progress_update(e, -1);
+	char line[256];
+	format_line(e, line, sizeof line);
+	double elapsed = (double)(time_now_us() - e->start_us) / 1e6;
+	fprintf(stderr, "makeflow: %s in %.2f s\n", line, elapsed);
+}
+
+static void describe(struct engine *e, struct dag_node *n, char *buf, size_t len)
+{
+	struct node_extra *x = &e->extra[n->id];
+	if (x->last_error)
+		snprintf(buf, len, "%s", x->last_error);
+	else if (x->last_signal)
+		snprintf(buf, len, "killed by signal %d", x->last_signal);
+	else
+		snprintf(buf, len, "exit code %d", x->last_exit_code);
+}
+
+static int64_t count_blocked(struct engine *e)
+{
+	int64_t n = 0;
+	for (int i = 0; i < e->dag->nnodes; i++)
+		if (e->dag->nodes[i]->state == NODE_WAITING)
+			n++;
+	return n;
+}
+
+void engine_report_failures(struct engine *e)
+{
+	if (e->aborting)
+		fprintf(
+		    stderr,
+		    "makeflow: workflow aborted: %lld rules complete, %lld removed while running\n",
+		    (long long)e->n_complete, (long long)e->n_aborted);
+	if (e->n_failed_list == 0)
+		return;
+	fprintf(stderr, "makeflow: %zu rule%s failed:\n", e->n_failed_list,
+	        e->n_failed_list == 1 ? "" : "s");
+	for (size_t i = 0; i < e->n_failed_list; i++) {
+		struct dag_node *n = e->failed[i];
+		char why[512];
+		describe(e, n, why, sizeof why);
+		fprintf(stderr, "  %s:%d: rule %d: %s (after %d attempt%s)\n", e->dag->filename,
+		        n->line, n->id, why, e->extra[n->id].attempts,
+		        e->extra[n->id].attempts == 1 ? "" : "s");
+	}
+	int64_t blocked = count_blocked(e);
+	if (blocked)
+		fprintf(stderr,
+		        "makeflow: %lld rules did not run because a rule they depend on failed\n",
+		        (long long)blocked);
+	if (e->opt->log_path)
+		fprintf(stderr, "makeflow: details are in the transaction log %s\n",
+		        e->opt->log_path);
+}
+
+int engine_write_summary(struct engine *e)
+{
+	json_t *s = json_object();
+	char when[64];
+	const char *status = e->n_complete == e->dag->nnodes ? "complete"
+	                     : e->aborting                   ? "aborted"
+	                                                     : "failed";
+	json_object_set_new(s, "workflow", json_string(e->dag->filename));
+	json_object_set_new(s, "status", json_string(status));
+	json_object_set_new(s, "batch_type",
+	                    json_string(e->opt->batch_type ? e->opt->batch_type : "local"));
+	time_format_iso8601(e->start_us, when, sizeof when);
+	json_object_set_new(s, "start", json_string(when));
+	int64_t end = time_now_us();
+	time_format_iso8601(end, when, sizeof when);
+	json_object_set_new(s, "end", json_string(when));
+	json_object_set_new(s, "wall_time_s", json_real((double)(end - e->start_us) / 1e6));
+	json_t *rules = json_object();
+	json_object_set_new(rules, "total", json_integer(e->dag->nnodes));
+	json_object_set_new(rules, "complete", json_integer(e->n_complete));
+	json_object_set_new(rules, "recovered", json_integer(e->n_recovered));
+	json_object_set_new(rules, "ran", json_integer(e->n_complete - e->n_recovered));
+	json_object_set_new(rules, "failed", json_integer(e->n_failed));
+	json_object_set_new(rules, "aborted", json_integer(e->n_aborted));
+	json_object_set_new(rules, "not_run", json_integer(count_blocked(e)));
+	json_object_set_new(s, "rules", rules);
+	json_t *failed = json_array();
+	for (size_t i = 0; i < e->n_failed_list; i++) {
+		struct dag_node *n = e->failed[i];
+		struct node_extra *x = &e->extra[n->id];
+		char why[512];
+		describe(e, n, why, sizeof why);
+		json_t *f = json_object();
+		json_object_set_new(f, "id", json_integer(n->id));
+		json_object_set_new(f, "line", json_integer(n->line));
+		json_object_set_new(f, "command", json_string(n->command ? n->command : ""));
+		json_object_set_new(f, "exit_code", json_integer(x->last_exit_code));
+		json_object_set_new(f, "signal", json_integer(x->last_signal));
+		json_object_set_new(f, "attempts", json_integer(x->attempts));
+		json_object_set_new(f, "reason", json_string(why));
+		json_array_append_new(failed, f);
+	}
+	json_object_set_new(s, "failed_rules", failed);
+	json_t *gc = json_object();
+	json_object_set_new(gc, "files_deleted", json_integer(e->gc_files));
+	json_object_set_new(gc, "bytes_deleted", json_integer(e->gc_bytes));
+	json_object_set_new(s, "garbage_collection", gc);
+	char *text = json_dumps(s, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(s);
+	if (!text)
+		return -ENOMEM;
+	size_t len = strlen(text);
+	char *withnl = xmalloc(len + 2);
+	memcpy(withnl, text, len);
+	withnl[len] = '\n';
+	free(text);
+	int r = atomic_file_write(e->opt->summary_path, withnl, len + 1, 0644);
+	free(withnl);
+	if (r < 0)
+		fprintf(stderr, "makeflow: cannot write summary %s: %s\n", e->opt->summary_path,
+		        htc_strerror(r));
+	return r;
+}

@@ -1,0 +1,400 @@
+/* txlog.c: writer and reader of the makeflow transaction log (see txlog.h
+ * and doc/makeflow-log-format.md). Each record is formatted into one buffer,
+ * checksummed with CRC-32 and written with a single write(2). */
+#include "txlog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "debug.h"
+#include "htc_error.h"
+#include "xalloc.h"
+#include "banned.h"
+
+#define HEADER_MAGIC "#htc-makeflow-log"
+
+struct txlog {
+	int fd;
+	int dirty;
+	char *path;
+};
+
+static int64_t now_us(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+int txlog_encode_name(const char *name, char *out, size_t outlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		if (*p < 0x21 || *p == '%' || *p >= 0x7f) {
+			if (n + 3 >= outlen)
+				return HTC_ETOOBIG;
+			out[n++] = '%';
+			out[n++] = hex[*p >> 4];
+			out[n++] = hex[*p & 15];
+		} else {
+			if (n + 1 >= outlen)
+				return HTC_ETOOBIG;
+			out[n++] = (char)*p;
+		}
+	}
+	if (n == 0) {
+		/* An empty name would make the record ambiguous. */
+		return HTC_EPARSE;
+	}
+	out[n] = 0;
+	return (int)n;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decodes in place; returns 0 or -1 on a bad escape. */
+static int decode_name(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (*r == '%') {
+			int a = hexval(r[1]), b = a < 0 ? -1 : hexval(r[2]);
+			if (a < 0 || b < 0)
+				return -1;
+			*w++ = (char)(a * 16 + b);
+			r += 2;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = 0;
+	return 0;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, buf, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int emit(struct txlog *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int emit(struct txlog *t, const char *fmt, ...)
+{
+	char line[TXLOG_MAX_LINE];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line - 16, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof line - 16)
+		return HTC_ETOOBIG;
+	uLong crc = crc32(0L, (const Bytef *)line, (uInt)n);
+	n += snprintf(line + n, 16, " %08lx\n", (unsigned long)crc);
+	int r = write_all(t->fd, line, (size_t)n);
+	if (r == 0)
+		t->dirty = 1;
+	else
+		warn("cannot write transaction log %s: %s", t->path, strerror(-r));
+	return r;
+}
+
+struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_to)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return NULL;
+	if (truncate_to >= 0 && ftruncate(fd, truncate_to) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	struct txlog *t = xcalloc(1, sizeof *t);
+	t->fd = fd;
+	t->path = xstrdup(path);
+	if (st.st_size == 0) {
+		char enc[4096];
+		if (txlog_encode_name(workflow, enc, sizeof enc) < 0) {
+			txlog_close(t);
+			errno = ENAMETOOLONG;
+			return NULL;
+		}
+		char head[4200];
+		int n = snprintf(head, sizeof head, "%s %d %s\n", HEADER_MAGIC, TXLOG_VERSION, enc);
+		if (write_all(fd, head, (size_t)n) < 0) {
+			int e = errno;
+			txlog_close(t);
+			errno = e;
+			return NULL;
+		}
+		t->dirty = 1;
+	}
+	return t;
+}
+
+int txlog_start(struct txlog *t, int64_t pid, int64_t rules)
+{
+	return emit(t, "S %" PRId64 " %" PRId64 " %" PRId64, now_us(), pid, rules);
+}
+
+int txlog_node(struct txlog *t, int64_t id, int state, uint64_t key)
+{
+	return emit(t, "N %" PRId64 " %" PRId64 " %d %016" PRIx64, now_us(), id, state, key);
+}
+
+int txlog_file(struct txlog *t, int state, int64_t size, int64_t mtime_ns, const char *name)
+{
+	char enc[TXLOG_MAX_LINE / 2];
+	int r = txlog_encode_name(name, enc, sizeof enc);
+	if (r < 0)
+		return r;
+	return emit(t, "F %" PRId64 " %d %" PRId64 " %" PRId64 " %s", now_us(), state, size,
+	            mtime_ns, enc);
+}
+
+int txlog_end(struct txlog *t, int status, const char *reason)
+{
+	char enc[256];
+	if (txlog_encode_name(reason && *reason ? reason : "-", enc, sizeof enc) < 0)
+		return HTC_EPARSE;
+	return emit(t, "E %" PRId64 " %d %s", now_us(), status, enc);
+}
+
+int txlog_sync(struct txlog *t)
+{
+	if (!t || !t->dirty)
+		return 0;
+	t->dirty = 0;
+	if (fsync(t->fd) < 0)
+		return -errno;
+	return 0;
+}
+
+void txlog_close(struct txlog *t)
+{
+	if (!t)
+		return;
+	txlog_sync(t);
+	close(t->fd);
+	free(t->path);
+	free(t);
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static int parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Splits a record into at most max fields (in place). Returns the count. */
+static int split(char *line, char **f, int max)
+{
+	int n = 0;
+	char *p = line;
+	while (*p && n < max) {
+		f[n++] = p;
+		char *sp = strchr(p, ' ');
+		if (!sp)
+			break;
+		*sp = 0;
+		p = sp + 1;
+	}
+	return n;
+}
+
+static int parse_record(char *line, struct txlog_record *r)
+{
+	size_t len = strlen(line);
+	if (len < 10 || line[len - 9] != ' ')
+		return -1;
+	char *crc_text = line + len - 8;
+	char *end;
+	unsigned long want = strtoul(crc_text, &end, 16);
+	if (*end)
+		return -1;
+	line[len - 9] = 0;
+	uLong crc = crc32(0L, (const Bytef *)line, (uInt)(len - 9));
+	if (crc != want)
+		return -1;
+	char *f[8];
+	int n = split(line, f, 8);
+	if (n < 2 || strlen(f[0]) != 1)
+		return -1;
+	r->type = f[0][0];
+	if (parse_i64(f[1], &r->time_us))
+		return -1;
+	int64_t v;
+	switch (r->type) {
+	case 'S':
+		if (n != 4 || parse_i64(f[2], &r->pid) || parse_i64(f[3], &r->rules))
+			return -1;
+		return 0;
+	case 'N':
+		if (n != 5 || parse_i64(f[2], &r->node_id) || parse_i64(f[3], &v) || v < 1 || v > 5)
+			return -1;
+		r->state = (int)v;
+		if (strlen(f[4]) != 16)
+			return -1;
+		r->key = strtoull(f[4], &end, 16);
+		if (*end)
+			return -1;
+		return 0;
+	case 'F':
+		if (n != 6 || parse_i64(f[2], &v) || v < 1 || v > 4 || parse_i64(f[3], &r->size) ||
+		    parse_i64(f[4], &r->mtime_ns) || decode_name(f[5]) || !f[5][0])
+			return -1;
+		r->state = (int)v;
+		r->name = f[5];
+		return 0;
+	case 'E':
+		if (n != 4 || parse_i64(f[2], &v) || decode_name(f[3]))
+			return -1;
+		r->state = (int)v;
+		r->name = f[3];
+		return 0;
+	default: return -1;
+	}
+}
+
+int txlog_read(const char *path, const char *expect_workflow, txlog_record_fn fn, void *arg,
+               off_t *good_end, int *torn, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int e = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	if (torn)
+		*torn = 0;
+	char *line = xmalloc(TXLOG_MAX_LINE + 2);
+	int result = 0;
+	int lineno = 0;
+	off_t offset = 0;
+	for (;;) {
+		if (!fgets(line, TXLOG_MAX_LINE + 2, f))
+			break;
+		size_t len = strlen(line);
+		int complete = len > 0 && line[len - 1] == '\n';
+		if (!complete) {
+			if (len >= TXLOG_MAX_LINE) {
+				snprintf(err, errlen, "%s:%d: record longer than %d bytes", path,
+				         lineno + 1, TXLOG_MAX_LINE);
+				result = HTC_ECORRUPT;
+				goto out;
+			}
+			/* A final line without a newline: a write cut short. */
+			if (torn)
+				*torn = 1;
+			debug(D_LOG, "%s:%d: ignoring torn last record", path, lineno + 1);
+			break;
+		}
+		lineno++;
+		line[len - 1] = 0;
+		if (lineno == 1) {
+			char *fl[3];
+			int n = split(line, fl, 3);
+			if (n < 2 || strcmp(fl[0], HEADER_MAGIC)) {
+				snprintf(err, errlen, "%s:1: not a makeflow transaction log", path);
+				result = HTC_ECORRUPT;
+				goto out;
+			}
+			int64_t ver;
+			if (parse_i64(fl[1], &ver) || ver != TXLOG_VERSION) {
+				snprintf(err, errlen,
+				         "%s:1: log format version %s is not supported (this "
+				         "makeflow writes version %d)",
+				         path, fl[1], TXLOG_VERSION);
+				result = HTC_EVERSION;
+				goto out;
+			}
+			if (expect_workflow && n == 3) {
+				char enc[4096];
+				if (txlog_encode_name(expect_workflow, enc, sizeof enc) > 0 &&
+				    strcmp(enc, fl[2])) {
+					snprintf(err, errlen,
+					         "%s:1: log belongs to workflow '%s', not '%s'",
+					         path, fl[2], expect_workflow);
+					result = HTC_ECORRUPT;
+					goto out;
+				}
+			}
+			offset += (off_t)len;
+			continue;
+		}
+		struct txlog_record r;
+		memset(&r, 0, sizeof r);
+		if (parse_record(line, &r) < 0) {
+			snprintf(err, errlen, "%s:%d: corrupt record", path, lineno);
+			result = HTC_ECORRUPT;
+			goto out;
+		}
+		r.line = lineno;
+		offset += (off_t)len;
+		if (fn) {
+			int rc = fn(&r, arg);
+			if (rc) {
+				result = rc;
+				goto out;
+			}
+		}
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+		result = -EIO;
+		goto out;
+	}
+	if (lineno == 0 && offset == 0) {
+		/* Empty file (or only a torn header): treat as no history. */
+		if (good_end)
+			*good_end = 0;
+		goto out;
+	}
+out:
+	if (good_end && result == 0)
+		*good_end = offset;
+	free(line);
+	fclose(f);
+	return result;
+}

@@ -1,0 +1,77 @@
+/* txlog.h: the makeflow transaction log, an append-only, versioned,
+ * checksummed record of rule and file state changes (format in
+ * doc/makeflow-log-format.md). Reading tolerates a torn last line; writing
+ * emits each record with one write(2) so a kill -9 cannot interleave. */
+#ifndef MAKEFLOW_TXLOG_H
+#define MAKEFLOW_TXLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TXLOG_VERSION  1
+#define TXLOG_MAX_LINE (64 * 1024)
+
+enum txlog_node_state {
+	TXLOG_NODE_WAITING = 1,
+	TXLOG_NODE_RUNNING = 2,
+	TXLOG_NODE_COMPLETE = 3,
+	TXLOG_NODE_FAILED = 4,
+	TXLOG_NODE_ABORTED = 5,
+};
+
+enum txlog_file_state {
+	TXLOG_FILE_EXPECTED = 1,
+	TXLOG_FILE_EXISTS = 2,
+	TXLOG_FILE_DELETED = 3,
+	TXLOG_FILE_SOURCE = 4,
+};
+
+struct txlog_record {
+	char type; /* 'S', 'N', 'F' or 'E' */
+	int line;  /* line number in the log, 1-based */
+	int64_t time_us;
+	/* 'S' */
+	int64_t pid, rules;
+	/* 'N' */
+	int64_t node_id;
+	int state; /* node or file state for 'N' / 'F'; status for 'E' */
+	uint64_t key;
+	/* 'F' */
+	int64_t size, mtime_ns;
+	const char *name; /* 'F': decoded file name; 'E': reason. Valid during the callback only. */
+};
+
+/* Called once per record, in file order; a non-zero return stops reading and
+ * is returned by txlog_read. */
+typedef int (*txlog_record_fn)(const struct txlog_record *r, void *arg);
+
+/* Reads the log at PATH. Returns 0, -ENOENT when there is no log, or another
+ * negative code with a "PATH:LINE: message" in err (HTC_ECORRUPT for a bad
+ * record, HTC_EVERSION for an unknown version). *good_end (may be NULL) gets
+ * the offset just past the last complete line, so a torn tail can be cut off
+ * before appending; *torn is set to 1 when such a tail was found. If
+ * expect_workflow is not NULL the header must name it. */
+int txlog_read(const char *path, const char *expect_workflow, txlog_record_fn fn, void *arg,
+               off_t *good_end, int *torn, char *err, size_t errlen);
+
+struct txlog;
+
+/* Opens PATH for appending, creating it with a header naming WORKFLOW when it
+ * does not exist. truncate_to >= 0 first cuts the file to that length (to
+ * remove a torn tail found by txlog_read). NULL + errno on failure. */
+struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_to);
+int txlog_start(struct txlog *t, int64_t pid, int64_t rules);
+int txlog_node(struct txlog *t, int64_t id, int state, uint64_t key);
+int txlog_file(struct txlog *t, int state, int64_t size, int64_t mtime_ns, const char *name);
+int txlog_end(struct txlog *t, int status, const char *reason);
+/* fsync()s the log if anything was written since the last sync. */
+int txlog_sync(struct txlog *t);
+/* Syncs and closes; NULL is accepted. */
+void txlog_close(struct txlog *t);
+
+/* Percent-encodes NAME (see the format doc) into out; returns the length
+ * written or HTC_ETOOBIG if it does not fit. Exposed for tests. */
+int txlog_encode_name(const char *name, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,116 @@
+/* workflow_load.c: read a workflow in any of its forms (Make-like, JSON, JX)
+ * into a finalized dag; see workflow_load.h. */
+#include "workflow_load.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jx.h"
+#include "parser.h"
+#include "xalloc.h"
+#include "banned.h"
+
+static json_t *jx_symbols(const struct workflow_source *src, char *err, size_t errlen)
+{
+	struct jx_error je;
+	json_t *syms = NULL;
+	if (src->jx_args) {
+		syms = jx_load_args(src->jx_args, &je);
+		if (!syms) {
+			jx_error_format(&je, err, errlen);
+			return NULL;
+		}
+	} else {
+		syms = json_object();
+	}
+	for (const char *const *d = src->jx_defines; d && *d; d++) {
+		const char *eq = strchr(*d, '=');
+		if (!eq || eq == *d) {
+			snprintf(err, errlen, "--jx-define '%s': expected VAR=EXPR", *d);
+			json_decref(syms);
+			return NULL;
+		}
+		char *name = xstrndup(*d, (size_t)(eq - *d));
+		json_t *v = jx_eval_expr(eq + 1, syms, &je);
+		if (!v) {
+			char msg[600];
+			jx_error_format(&je, msg, sizeof msg);
+			snprintf(err, errlen, "--jx-define %s: %s", name, msg);
+			free(name);
+			json_decref(syms);
+			return NULL;
+		}
+		json_object_set_new(syms, name, v);
+		free(name);
+	}
+	return syms;
+}
+
+struct dag *workflow_load(const struct workflow_source *src, char *err, size_t errlen)
+{
+	if (src->format == WORKFLOW_MAKE) {
+		if (src->jx_args || (src->jx_defines && src->jx_defines[0])) {
+			snprintf(err, errlen, "--jx-args and --jx-define need --jx");
+			return NULL;
+		}
+		return dag_from_file(src->path, NULL, err, errlen);
+	}
+	json_t *wf = NULL;
+	if (src->format == WORKFLOW_JSON) {
+		if (src->jx_args || (src->jx_defines && src->jx_defines[0])) {
+			snprintf(err, errlen, "--jx-args and --jx-define need --jx");
+			return NULL;
+		}
+		json_error_t je;
+		wf = json_load_file(src->path, JSON_REJECT_DUPLICATES, &je);
+		if (!wf) {
+			snprintf(err, errlen, "%s:%d:%d: %s", src->path, je.line, je.column,
+			         je.text);
+			return NULL;
+		}
+	} else {
+		json_t *syms = jx_symbols(src, err, errlen);
+		if (!syms)
+			return NULL;
+		struct jx_error xe;
+		wf = jx_eval_file(src->path, syms, &xe);
+		json_decref(syms);
+		if (!wf) {
+			jx_error_format(&xe, err, errlen);
+			return NULL;
+		}
+	}
+	struct dag *d = dag_from_json(wf, src->path, err, errlen);
+	json_decref(wf);
+	return d;
+}
+
+int workflow_source_option(struct workflow_source *src, const char *opt, const char *arg)
+{
+	if (!strcmp(opt, "json")) {
+		src->format = WORKFLOW_JSON;
+	} else if (!strcmp(opt, "jx")) {
+		src->format = WORKFLOW_JX;
+	} else if (!strcmp(opt, "jx-args")) {
+		src->jx_args = arg;
+	} else if (!strcmp(opt, "jx-define")) {
+		size_t n = 0;
+		while (src->jx_defines && src->jx_defines[n])
+			n++;
+		const char **list = xrealloc((void *)src->jx_defines, (n + 2) * sizeof *list);
+		list[n] = arg;
+		list[n + 1] = NULL;
+		src->jx_defines = list;
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+void workflow_source_free(struct workflow_source *src)
+{
+	free((void *)src->jx_defines);
+	src->jx_defines = NULL;
+}

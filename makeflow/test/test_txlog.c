@@ -1,0 +1,204 @@
+/* test_txlog.c: unit tests for the transaction log: round trip, name
+ * encoding, torn tails, corruption and version checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "htc_error.h"
+#include "txlog.h"
+#include "banned.h"
+
+struct seen {
+	int n;
+	char types[64];
+	char names[8][128];
+	int nnames;
+	int64_t ids[8];
+	uint64_t keys[8];
+	int nids;
+};
+
+static int collect(const struct txlog_record *r, void *arg)
+{
+	struct seen *s = arg;
+	s->types[s->n++] = r->type;
+	if (r->type == 'F' && s->nnames < 8)
+		snprintf(s->names[s->nnames++], 128, "%s", r->name);
+	if (r->type == 'N' && s->nids < 8) {
+		s->ids[s->nids] = r->node_id;
+		s->keys[s->nids++] = r->key;
+	}
+	return 0;
+}
+
+static void tmp_path(char *buf, size_t n)
+{
+	snprintf(buf, n, "/tmp/test_txlog.%d.%d", (int)getpid(), rand());
+}
+
+static void write_sample(const char *path)
+{
+	struct txlog *t = txlog_open(path, "My Makeflow", -1);
+	assert_non_null(t);
+	assert_int_equal(txlog_start(t, 42, 3), 0);
+	assert_int_equal(txlog_file(t, TXLOG_FILE_SOURCE, 10, 123, "in put.txt"), 0);
+	assert_int_equal(txlog_node(t, 0, TXLOG_NODE_RUNNING, 0xdeadbeefcafef00dULL), 0);
+	assert_int_equal(txlog_file(t, TXLOG_FILE_EXISTS, 5, 456, "weird%name\nwith newline"), 0);
+	assert_int_equal(txlog_node(t, 0, TXLOG_NODE_COMPLETE, 0xdeadbeefcafef00dULL), 0);
+	assert_int_equal(txlog_end(t, 0, "complete"), 0);
+	txlog_close(t);
+}
+
+static void test_round_trip(void **state)
+{
+	(void)state;
+	char path[128];
+	tmp_path(path, sizeof path);
+	write_sample(path);
+	struct seen s;
+	memset(&s, 0, sizeof s);
+	char err[512];
+	off_t end = -1;
+	int torn = -1;
+	assert_int_equal(txlog_read(path, "My Makeflow", collect, &s, &end, &torn, err, sizeof err),
+	                 0);
+	assert_int_equal(s.n, 6);
+	assert_memory_equal(s.types, "SFNFNE", 6);
+	assert_string_equal(s.names[0], "in put.txt");
+	assert_string_equal(s.names[1], "weird%name\nwith newline");
+	assert_int_equal(s.keys[1], 0xdeadbeefcafef00dULL);
+	assert_int_equal(torn, 0);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(end, st.st_size);
+	/* Reopening appends without a second header. */
+	struct txlog *t = txlog_open(path, "My Makeflow", -1);
+	assert_int_equal(txlog_node(t, 1, TXLOG_NODE_RUNNING, 1), 0);
+	txlog_close(t);
+	memset(&s, 0, sizeof s);
+	assert_int_equal(txlog_read(path, NULL, collect, &s, NULL, NULL, err, sizeof err), 0);
+	assert_int_equal(s.n, 7);
+	unlink(path);
+}
+
+static void test_torn_tail(void **state)
+{
+	(void)state;
+	char path[128];
+	tmp_path(path, sizeof path);
+	write_sample(path);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	off_t full = st.st_size;
+	/* Cut the file at every byte of the last record: always read as torn. */
+	for (off_t cut = full - 1; cut > full - 20; cut--) {
+		assert_int_equal(truncate(path, cut), 0);
+		struct seen s;
+		memset(&s, 0, sizeof s);
+		char err[512];
+		off_t end;
+		int torn;
+		assert_int_equal(txlog_read(path, NULL, collect, &s, &end, &torn, err, sizeof err),
+		                 0);
+		assert_int_equal(s.n, 5);
+		assert_int_equal(torn, 1);
+		assert_true(end < cut);
+		/* Appending after cutting the torn tail yields a clean log. */
+		struct txlog *t = txlog_open(path, "x", end);
+		assert_non_null(t);
+		assert_int_equal(txlog_end(t, 2, "aborted"), 0);
+		txlog_close(t);
+		memset(&s, 0, sizeof s);
+		assert_int_equal(txlog_read(path, NULL, collect, &s, &end, &torn, err, sizeof err),
+		                 0);
+		assert_int_equal(s.n, 6);
+		assert_int_equal(torn, 0);
+		write_sample(path); /* restore: appends a second sample */
+		unlink(path);
+		write_sample(path);
+	}
+	unlink(path);
+}
+
+static void test_corrupt_middle(void **state)
+{
+	(void)state;
+	char path[128];
+	tmp_path(path, sizeof path);
+	write_sample(path);
+	FILE *f = fopen(path, "r+");
+	assert_non_null(f);
+	/* Flip one character of the third line (a file record). */
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof buf, f);
+	int nl = 0;
+	size_t i;
+	for (i = 0; i < n && nl < 2; i++)
+		if (buf[i] == '\n')
+			nl++;
+	buf[i + 5] = buf[i + 5] == '1' ? '2' : '1';
+	fseek(f, 0, SEEK_SET);
+	fwrite(buf, 1, n, f);
+	fclose(f);
+	char err[512];
+	assert_int_equal(txlog_read(path, NULL, NULL, NULL, NULL, NULL, err, sizeof err),
+	                 HTC_ECORRUPT);
+	assert_non_null(strstr(err, ":3: corrupt record"));
+	unlink(path);
+}
+
+static void test_header_checks(void **state)
+{
+	(void)state;
+	char path[128], err[512];
+	tmp_path(path, sizeof path);
+	FILE *f = fopen(path, "w");
+	fputs("#htc-makeflow-log 99 wf\n", f);
+	fclose(f);
+	assert_int_equal(txlog_read(path, NULL, NULL, NULL, NULL, NULL, err, sizeof err),
+	                 HTC_EVERSION);
+	assert_non_null(strstr(err, "version 99 is not supported"));
+	f = fopen(path, "w");
+	fputs("hello world\n", f);
+	fclose(f);
+	assert_int_equal(txlog_read(path, NULL, NULL, NULL, NULL, NULL, err, sizeof err),
+	                 HTC_ECORRUPT);
+	assert_non_null(strstr(err, "not a makeflow transaction log"));
+	write_sample(path);
+	unlink(path);
+	write_sample(path);
+	assert_int_equal(txlog_read(path, "Other", NULL, NULL, NULL, NULL, err, sizeof err),
+	                 HTC_ECORRUPT);
+	assert_non_null(strstr(err, "belongs to workflow"));
+	unlink(path);
+	assert_int_equal(txlog_read(path, NULL, NULL, NULL, NULL, NULL, err, sizeof err), -ENOENT);
+}
+
+static void test_encode(void **state)
+{
+	(void)state;
+	char out[64];
+	assert_int_equal(txlog_encode_name("a b", out, sizeof out), 5);
+	assert_string_equal(out, "a%20b");
+	assert_int_equal(txlog_encode_name("", out, sizeof out), HTC_EPARSE);
+	assert_int_equal(txlog_encode_name("abcdefgh", out, 4), HTC_ETOOBIG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_torn_tail),
+	    cmocka_unit_test(test_corrupt_middle), cmocka_unit_test(test_header_checks),
+	    cmocka_unit_test(test_encode),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
