@@ -18,6 +18,7 @@
 
 #include "debug.h"
 #include "htc_error.h"
+#include "shell_words.h"
 #include "stringtools.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -231,10 +232,43 @@ static char **build_env(const char *const *add)
 	return env;
 }
 
+/* Whether PROG would be found by execvp with the inherited PATH. A job that
+ * sets its own PATH always goes through the shell. */
+static int executable_found(const char *prog, const char *const *jobenv)
+{
+	for (const char *const *e = jobenv; e && *e; e++)
+		if (!strncmp(*e, "PATH=", 5))
+			return 0;
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) == 0;
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+		char full[4096];
+		int n = snprintf(full, sizeof full, "%.*s/%s", (int)len, len ? path : ".", prog);
+		if (n > 0 && (size_t)n < sizeof full && access(full, X_OK) == 0)
+			return 1;
+		path += len;
+		if (*path == ':')
+			path++;
+	}
+	return 0;
+}
+
 static void start_job(struct local_state *st, struct local_job *lj)
 {
 	struct batch_job *job = lj->job;
-	char *args[] = {"sh", "-c", (char *)job->spec.command, NULL};
+	char *sh_args[] = {"sh", "-c", (char *)job->spec.command, NULL};
+	/* A command of plain words is exec'd directly, as make does: one exec
+	 * instead of two per job. Anything else goes through /bin/sh. */
+	char **words = shell_words_simple(job->spec.command);
+	if (words && !executable_found(words[0], job->spec.env)) {
+		/* Let the shell report "not found" exactly as it would. */
+		shell_words_free(words);
+		words = NULL;
+	}
 	char **env = build_env(job->spec.env);
 	uv_stdio_container_t stdio[3] = {
 	    {.flags = UV_IGNORE}, /* libuv connects 0-2 to /dev/null */
@@ -243,8 +277,8 @@ static void start_job(struct local_state *st, struct local_job *lj)
 	};
 	uv_process_options_t opt = {
 	    .exit_cb = job_exited,
-	    .file = "/bin/sh",
-	    .args = args,
+	    .file = words ? words[0] : "/bin/sh",
+	    .args = words ? words : sh_args,
 	    .env = env,
 	    .flags = UV_PROCESS_DETACHED,
 	    .stdio_count = 3,
@@ -253,6 +287,7 @@ static void start_job(struct local_state *st, struct local_job *lj)
 	lj->proc.data = lj;
 	job->result.start_us = time_now_us();
 	int rc = uv_spawn(st->loop, &lj->proc, &opt);
+	shell_words_free(words);
 	free(env);
 	if (rc < 0) {
 		warn("local: cannot spawn job %" PRId64 ": %s", job->id, uv_strerror(rc));

@@ -184,8 +184,11 @@ static int file_unchanged(struct dag_file *f, int want_state)
 static int output_ok(struct dag_file *f)
 {
 	struct file_rec *fr = f->engine;
-	if (fr && fr->state == TXLOG_FILE_DELETED && !path_exists(f->name))
-		return 1; /* collected as garbage after its rule completed */
+	/* Collected as garbage after its rule completed. Garbage collection never
+	 * deletes a final output, so a deleted one was removed by --clean and
+	 * must be made again. */
+	if (fr && fr->state == TXLOG_FILE_DELETED && !f->is_final_output && !path_exists(f->name))
+		return 1;
 	return file_unchanged(f, TXLOG_FILE_EXISTS);
 }
 
@@ -315,10 +318,14 @@ int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mod
 	int64_t removed = 0;
 	for (int id = 0; had && id < d->nnodes; id++) {
 		struct dag_node *n = d->nodes[id];
-		if (last_state(&rp, id) == 0)
-			continue; /* never started by this workflow */
+		/* Started by this workflow, or (when its command has changed since)
+		 * its outputs are recorded as created. */
+		int started = last_state(&rp, id) != 0;
 		for (int i = 0; i < n->noutputs; i++) {
 			struct dag_file *f = n->outputs[i].file;
+			const struct file_rec *fr = f->engine;
+			if (!started && !(fr && fr->state == TXLOG_FILE_EXISTS))
+				continue;
 			if (f->is_source)
 				continue;
 			if (mode == ENGINE_CLEAN_OUTPUTS && !f->is_final_output)

@@ -1,0 +1,440 @@
+/* dag_json.c: builds a struct dag from the JSON form of a workflow (what a
+ * --json file holds, or what the JX evaluator produced): rules with commands
+ * or nested workflows, files with optional sandbox names, categories with
+ * resources and environments. Errors name the rule by its index. */
+#include "parser.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "debug.h"
+#include "units.h"
+#include "xalloc.h"
+#include "banned.h"
+
+struct jctx {
+	struct dag *dag;
+	char *err;
+	size_t errlen;
+	int rule; /* index of the rule being read, -1 outside rules */
+	/* environment under construction */
+	char **vars;
+	int nvars, capvars;
+	struct dag_env *last;
+	struct dag_env *global_env;
+};
+
+__attribute__((format(printf, 2, 3))) static int jerr(struct jctx *c, const char *fmt, ...)
+{
+	if (!c->err || !c->errlen)
+		return -1;
+	int off;
+	if (c->rule >= 0)
+		off = snprintf(c->err, c->errlen, "%s: rule %d: ", c->dag->filename, c->rule);
+	else
+		off = snprintf(c->err, c->errlen, "%s: ", c->dag->filename);
+	if (off < 0 || (size_t)off >= c->errlen)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->err + off, c->errlen - (size_t)off, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- environments --------------------------------------------------- */
+
+static void env_put(struct jctx *c, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+	char *entry = xasprintf("%s=%s", name, value);
+	for (int i = 0; i < c->nvars; i++) {
+		if (strncmp(c->vars[i], name, len) == 0 && c->vars[i][len] == '=') {
+			free(c->vars[i]);
+			c->vars[i] = entry;
+			return;
+		}
+	}
+	if (c->nvars == c->capvars) {
+		c->capvars = c->capvars ? c->capvars * 2 : 16;
+		c->vars = xrealloc(c->vars, sizeof *c->vars * (size_t)c->capvars);
+	}
+	c->vars[c->nvars++] = entry;
+}
+
+static void env_clear(struct jctx *c)
+{
+	for (int i = 0; i < c->nvars; i++)
+		free(c->vars[i]);
+	c->nvars = 0;
+}
+
+/* Adds the members of the JSON object ENV (strings, numbers or booleans). */
+static int env_add_object(struct jctx *c, json_t *env, const char *what)
+{
+	if (!env)
+		return 0;
+	if (!json_is_object(env))
+		return jerr(c, "'%s' must be an object", what);
+	const char *key;
+	json_t *v;
+	json_object_foreach(env, key, v)
+	{
+		char num[64];
+		const char *value;
+		if (json_is_string(v))
+			value = json_string_value(v);
+		else if (json_is_integer(v)) {
+			snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+			value = num;
+		} else if (json_is_real(v)) {
+			snprintf(num, sizeof num, "%g", json_real_value(v));
+			value = num;
+		} else if (json_is_boolean(v))
+			value = json_is_true(v) ? "true" : "false";
+		else
+			return jerr(c, "'%s' value of '%s' must be a string or a number", what,
+			            key);
+		if (!*key || strchr(key, '='))
+			return jerr(c, "bad variable name '%s' in '%s'", key, what);
+		env_put(c, key, value);
+	}
+	return 0;
+}
+
+static struct dag_env *env_from_object(struct jctx *c, json_t *env, const char *what)
+{
+	env_clear(c);
+	if (env_add_object(c, env, what) < 0)
+		return NULL;
+	struct dag_env *e = dag_env_create(c->vars, c->nvars);
+	env_clear(c);
+	return e;
+}
+
+/* ---- resources ------------------------------------------------------ */
+
+static const char *const res_keys[] = {"cores", "memory", "disk", "gpus", "wall-time"};
+
+static int64_t *res_field(struct dag_resources *r, int k)
+{
+	switch (k) {
+	case 0: return &r->cores;
+	case 1: return &r->memory;
+	case 2: return &r->disk;
+	case 3: return &r->gpus;
+	default: return &r->wall_time;
+	}
+}
+
+/* Reads a "resources" object into R; sets *BITS for the fields present. */
+static int read_resources(struct jctx *c, json_t *obj, struct dag_resources *r, uint8_t *bits)
+{
+	if (!obj)
+		return 0;
+	if (!json_is_object(obj))
+		return jerr(c, "'resources' must be an object");
+	const char *key;
+	json_t *v;
+	json_object_foreach(obj, key, v)
+	{
+		int k = -1;
+		for (int i = 0; i < 5; i++)
+			if (strcmp(key, res_keys[i]) == 0)
+				k = i;
+		if (strcmp(key, "wall_time") == 0)
+			k = 4;
+		if (k < 0)
+			return jerr(c, "unknown resource '%s'", key);
+		int64_t value;
+		if (json_is_integer(v) && json_integer_value(v) >= 0)
+			value = json_integer_value(v);
+		else if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) < 9e18)
+			value = (int64_t)(json_real_value(v) + 0.999999);
+		else if (json_is_string(v) && k != 0 && k != 3 &&
+		         (k == 4 ? units_parse_seconds(json_string_value(v), &value)
+		                 : units_parse_mb(json_string_value(v), &value)) == 0)
+			;
+		else
+			return jerr(c, "bad value for resource '%s'", key);
+		*res_field(r, k) = value;
+		if (bits)
+			*bits |= (uint8_t)(1u << k);
+	}
+	return 0;
+}
+
+/* ---- categories ------------------------------------------------------ */
+
+static int read_categories(struct jctx *c, json_t *cats)
+{
+	if (!cats)
+		return 0;
+	if (!json_is_object(cats))
+		return jerr(c, "'categories' must be an object");
+	const char *name;
+	json_t *obj;
+	json_object_foreach(cats, name, obj)
+	{
+		if (!*name)
+			return jerr(c, "empty category name");
+		if (!json_is_object(obj))
+			return jerr(c, "category '%s' must be an object", name);
+		struct dag_category *cat = dag_category_get_or_create(c->dag, name);
+		if (read_resources(c, json_object_get(obj, "resources"), &cat->max, NULL) < 0)
+			return -1;
+		json_t *mode = json_object_get(obj, "mode");
+		if (mode && (!json_is_string(mode) ||
+		             dag_category_mode_parse(json_string_value(mode), &cat->mode) != 0))
+			return jerr(c, "bad 'mode' for category '%s'", name);
+		json_t *env = json_object_get(obj, "environment");
+		if (env) {
+			struct dag_env *e = env_from_object(c, env, "environment");
+			if (!e)
+				return -1;
+			dag_env_unref(cat->environment);
+			cat->environment = e;
+		}
+	}
+	return 0;
+}
+
+/* ---- rules ----------------------------------------------------------- */
+
+static int read_files(struct jctx *c, struct dag_node *n, json_t *list, int outputs)
+{
+	const char *what = outputs ? "outputs" : "inputs";
+	if (!list)
+		return 0;
+	if (!json_is_array(list))
+		return jerr(c, "'%s' must be a list", what);
+	size_t i;
+	json_t *item;
+	json_array_foreach(list, i, item)
+	{
+		const char *name = NULL, *remote = NULL;
+		if (json_is_string(item)) {
+			name = json_string_value(item);
+		} else if (json_is_object(item)) {
+			json_t *dn = json_object_get(item, "dag_name");
+			json_t *tn = json_object_get(item, "task_name");
+			if (!json_is_string(dn))
+				return jerr(c, "'%s' entry %zu needs a string 'dag_name'", what, i);
+			if (tn && !json_is_string(tn))
+				return jerr(c, "'%s' entry %zu: 'task_name' must be a string", what,
+				            i);
+			name = json_string_value(dn);
+			remote = tn ? json_string_value(tn) : NULL;
+			if (remote && !*remote)
+				return jerr(c, "'%s' entry %zu: empty 'task_name'", what, i);
+		} else {
+			return jerr(c, "'%s' entries must be strings or objects", what);
+		}
+		if (!*name)
+			return jerr(c, "empty file name in '%s'", what);
+		for (const char *s = name; *s; s++)
+			if ((unsigned char)*s < 0x20)
+				return jerr(c, "file name in '%s' contains a control character",
+				            what);
+		if (remote && strcmp(remote, name) == 0)
+			remote = NULL;
+		struct dag_file *f = dag_file_get_or_create(c->dag, name);
+		if (outputs) {
+			if (dag_node_add_output(c->dag, n, f, remote, c->err, c->errlen) != 0)
+				return -1;
+		} else {
+			dag_node_add_input(c->dag, n, f, remote);
+		}
+	}
+	return 0;
+}
+
+static void set_rule_env(struct jctx *c, struct dag_node *n)
+{
+	/* global, category, rule were put by the caller; add the always
+	 * exported values */
+	env_put(c, "CATEGORY", n->category->name);
+	static const char *const names[] = {"CORES", "MEMORY", "DISK", "GPUS", "WALL_TIME"};
+	int64_t cores = -1;
+	for (int k = 0; k < 5; k++) {
+		int64_t v = *res_field(&n->resources, k);
+		if (v < 0)
+			v = *res_field(&n->category->max, k);
+		if (v < 0)
+			v = *res_field(&c->dag->default_category->max, k);
+		if (v < 0)
+			continue;
+		char num[32];
+		snprintf(num, sizeof num, "%lld", (long long)v);
+		env_put(c, names[k], num);
+		if (k == 0)
+			cores = v;
+	}
+	int have_omp = 0;
+	for (int i = 0; i < c->nvars; i++)
+		if (strncmp(c->vars[i], "OMP_NUM_THREADS=", 16) == 0)
+			have_omp = 1;
+	if (cores >= 0 && !have_omp) {
+		char num[32];
+		snprintf(num, sizeof num, "%lld", (long long)cores);
+		env_put(c, "OMP_NUM_THREADS", num);
+	}
+	struct dag_env tmp = {.refcount = 1, .count = c->nvars, .vars = c->vars};
+	if (!c->last || !dag_env_equal(c->last, &tmp)) {
+		dag_env_unref(c->last);
+		c->last = dag_env_create(c->vars, c->nvars);
+	}
+	dag_node_set_env(n, c->last);
+	env_clear(c);
+}
+
+static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
+{
+	if (!json_is_object(r))
+		return jerr(c, "must be an object");
+	json_t *cmd = json_object_get(r, "command");
+	json_t *wf = json_object_get(r, "workflow");
+	if (cmd && wf)
+		return jerr(c, "has both 'command' and 'workflow'");
+	if (!cmd && !wf)
+		return jerr(c, "needs 'command' or 'workflow'");
+	if (cmd && !json_is_string(cmd))
+		return jerr(c, "'command' must be a string");
+	if (wf && !json_is_string(wf))
+		return jerr(c, "'workflow' must be a string");
+	const char *command = cmd ? json_string_value(cmd) : NULL;
+	if (command) {
+		while (isspace((unsigned char)*command))
+			command++;
+		if (!*command)
+			return jerr(c, "empty 'command'");
+	}
+	if (wf && !*json_string_value(wf))
+		return jerr(c, "empty 'workflow'");
+
+	struct dag_category *cat = defcat;
+	json_t *jc = json_object_get(r, "category");
+	if (jc) {
+		if (!json_is_string(jc) || !*json_string_value(jc))
+			return jerr(c, "'category' must be a non-empty string");
+		cat = dag_category_get_or_create(c->dag, json_string_value(jc));
+	}
+	json_t *local = json_object_get(r, "local_job");
+	if (local && !json_is_boolean(local))
+		return jerr(c, "'local_job' must be true or false");
+	json_t *alloc = json_object_get(r, "allocation");
+	int allocation = DAG_ALLOCATION_AUTO;
+	if (alloc) {
+		const char *a = json_is_string(alloc) ? json_string_value(alloc) : "";
+		if (strcmp(a, "auto") == 0 || strcmp(a, "first") == 0)
+			allocation = DAG_ALLOCATION_AUTO;
+		else if (strcmp(a, "max") == 0)
+			allocation = DAG_ALLOCATION_MAX;
+		else if (strcmp(a, "error") == 0)
+			allocation = DAG_ALLOCATION_ERROR;
+		else
+			return jerr(c, "'allocation' must be \"auto\", \"max\" or \"error\"");
+	}
+
+	char *wcmd = wf ? xasprintf("MAKEFLOW %s", json_string_value(wf)) : NULL;
+	struct dag_node *n = dag_node_add(c->dag, c->rule, command ? command : wcmd, cat);
+	free(wcmd);
+	n->local = (uint8_t)(local && json_is_true(local));
+	n->allocation = (uint8_t)allocation;
+	if (wf) {
+		json_t *args = json_object_get(r, "args");
+		char *a = args ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+		dag_node_set_workflow(n, json_string_value(wf), a);
+		free(a);
+		dag_node_add_input(c->dag, n, dag_file_get_or_create(c->dag, json_string_value(wf)),
+		                   NULL);
+	}
+	if (read_files(c, n, json_object_get(r, "outputs"), 1) < 0 ||
+	    read_files(c, n, json_object_get(r, "inputs"), 0) < 0)
+		return -1;
+	if (read_resources(c, json_object_get(r, "resources"), &n->resources,
+	                   &n->explicit_resources) < 0)
+		return -1;
+	/* environment: global, then category, then rule */
+	env_clear(c);
+	for (int i = 0; c->global_env && i < c->global_env->count; i++) {
+		char *eq = strchr(c->global_env->vars[i], '=');
+		char *name =
+		    xstrndup(c->global_env->vars[i], (size_t)(eq - c->global_env->vars[i]));
+		env_put(c, name, eq + 1);
+		free(name);
+	}
+	for (int i = 0; cat->environment && i < cat->environment->count; i++) {
+		char *eq = strchr(cat->environment->vars[i], '=');
+		char *name =
+		    xstrndup(cat->environment->vars[i], (size_t)(eq - cat->environment->vars[i]));
+		env_put(c, name, eq + 1);
+		free(name);
+	}
+	if (env_add_object(c, json_object_get(r, "environment"), "environment") < 0)
+		return -1;
+	set_rule_env(c, n);
+	return 0;
+}
+
+struct dag *dag_from_json(json_t *workflow, const char *filename, char *err, size_t errlen)
+{
+	struct jctx c = {.dag = dag_create(filename), .err = err, .errlen = errlen, .rule = -1};
+	c.dag->json = 1;
+	int rc = -1;
+	if (err && errlen)
+		err[0] = 0;
+	if (!json_is_object(workflow)) {
+		jerr(&c, "a workflow must be a JSON object");
+		goto out;
+	}
+	json_t *rules = json_object_get(workflow, "rules");
+	if (!rules) {
+		jerr(&c, "missing 'rules'");
+		goto out;
+	}
+	if (!json_is_array(rules)) {
+		jerr(&c, "'rules' must be a list");
+		goto out;
+	}
+	json_t *env = json_object_get(workflow, "environment");
+	if (env && !(c.global_env = env_from_object(&c, env, "environment")))
+		goto out;
+	if (read_categories(&c, json_object_get(workflow, "categories")) < 0)
+		goto out;
+	struct dag_category *defcat = c.dag->default_category;
+	json_t *dc = json_object_get(workflow, "default_category");
+	if (dc) {
+		if (!json_is_string(dc) || !*json_string_value(dc)) {
+			jerr(&c, "'default_category' must be a non-empty string");
+			goto out;
+		}
+		defcat = dag_category_get_or_create(c.dag, json_string_value(dc));
+	}
+	size_t i;
+	json_t *r;
+	json_array_foreach(rules, i, r)
+	{
+		c.rule = (int)i;
+		if (read_rule(&c, r, defcat) < 0)
+			goto out;
+	}
+	c.rule = -1;
+	if (dag_finalize(c.dag, err, errlen) != 0)
+		goto out;
+	rc = 0;
+out:
+	env_clear(&c);
+	free(c.vars);
+	dag_env_unref(c.last);
+	dag_env_unref(c.global_env);
+	if (rc < 0) {
+		dag_delete(c.dag);
+		return NULL;
+	}
+	debug(D_DAG, "%s: %d rules from JSON", c.dag->filename, c.dag->nnodes);
+	return c.dag;
+}
