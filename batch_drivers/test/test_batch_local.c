@@ -349,7 +349,7 @@ static void test_max_jobs(void **state)
 	struct batch_queue *q = make_queue();
 	assert_int_equal(batch_queue_set_option(q, "cores", "16"), 0);
 	assert_int_equal(batch_queue_set_option(q, "max-jobs", "3"), 0);
-	char cmd[256], name[16];
+	char cmd[256], name[32];
 	enum { N = 8 };
 	for (int i = 0; i < N; i++) {
 		snprintf(name, sizeof name, "%d", i);

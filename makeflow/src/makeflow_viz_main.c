@@ -153,7 +153,9 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!display || (strcmp(display, "dot") && strcmp(display, "json"))) {
-		fprintf(stderr, "makeflow_viz: -D dot or -D json is required\n");
+		fprintf(stderr, "makeflow_viz: %s%s%s-D dot or -D json is required\n",
+		        display ? "unknown display format '" : "", display ? display : "",
+		        display ? "'; " : "");
 		return 1;
 	}
 	if (optind < argc - 1)
