@@ -1,12 +1,11 @@
-#!/ bin / bash
-#run.sh : behind `make bench`.Runs each makeflow benchmark side by side with
-#GNU make and with CCTools 9.9(Debian coop - computing - tools) in one run and
-#prints wall time, peak memory and ratios.Sizes can be reduced for a quick
-#look with BENCH_SCALE = 0.1. Results also go to build / bench / results.txt.
-set - u SRCDIR = $(cd "$(dirname " $0 ")/../.." && pwd) BUILD = $
-{
-	1 : -$SRCDIR / build
-}
+#!/bin/bash
+# run.sh: behind `make bench`. Runs each makeflow benchmark side by side with
+# GNU make and with CCTools 9.9 (Debian coop-computing-tools) in one run and
+# prints wall time, peak memory and ratios. Sizes can be reduced for a quick
+# look with BENCH_SCALE=0.1. Results also go to build/bench/results.txt.
+set -u
+SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${1:-$SRCDIR/build}
 case "$BUILD" in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
 OURS=$BUILD/bin/makeflow
 OURS_ANALYZE=$BUILD/bin/makeflow_analyze
@@ -24,15 +23,15 @@ have_cctools=1
 [ -x "$CCT_MAKEFLOW" ] || have_cctools=0
 
 scaled() {
-	python3 -c "import sys; print(max(1, int(round($1 * $SCALE))))"
+	python3 -c "print(max(1, int(round($1 * $SCALE))))"
 }
 
 say() {
 	echo "$*" | tee -a "$RESULTS"
 }
 
-# measure NAME TIMEOUT CMD... : runs CMD, sets T (seconds) and M (peak RSS KB).
-# T is "timeout" if it did not finish in time.
+# measure NAME LIMIT CMD... : runs CMD, sets T (seconds) and M (peak RSS KB).
+# T is "timeout" if it did not finish within LIMIT seconds.
 measure() {
 	local name=$1 limit=$2
 	shift 2
@@ -43,22 +42,26 @@ measure() {
 	if [ $rc = 124 ] || [ $rc = 137 ]; then
 		T=timeout
 		M=-
+	elif [ $rc != 0 ]; then
+		echo "bench: $name exited with status $rc; output in $WORK/$name.out" >&2
+		T="failed($rc)"
+		M=-
 	else
 		read -r T M <"$tf"
-		if [ $rc != 0 ]; then
-			echo "bench: $name exited with status $rc; output in $WORK/$name.out" >&2
-			T="failed($rc)"
-		fi
 	fi
 	rm -f "$tf"
 }
 
+# ratio A B [LIMIT]: A/B; when A timed out after LIMIT s, a lower bound.
 ratio() {
 	python3 -c "
-a, b = '$1', '$2'
+a, b, lim = '$1', '$2', '${3:-}'
 try:
-    print('%.2fx' % (float(a) / float(b)))
-except ValueError:
+    if a == 'timeout' and lim:
+        print('> %.1fx (stopped after %s s)' % (float(lim) / float(b), lim))
+    else:
+        print('%.2fx' % (float(a) / float(b)))
+except (ValueError, ZeroDivisionError):
     print('n/a')"
 }
 
@@ -97,7 +100,7 @@ EOF
 	say "  GNU make -j2:                    ${t_make} s"
 	say "  CCTools 9.9 makeflow -j 2:       ${t_cct} s"
 	say "  ours / GNU make = $(ratio "$t_ours" "$t_make")   (target <= 1.2x)"
-	say "  CCTools / ours  = $(ratio "$t_cct" "$t_ours")"
+	say "  CCTools / ours  = $(ratio "$t_cct" "$t_ours" "$CCTOOLS_TIMEOUT")"
 	cd "$SRCDIR" || return
 }
 
@@ -126,8 +129,8 @@ EOF
 		t_cct=$T
 	fi
 	say "  ours:          ${t_ours} s  (peak ${m_ours} KB)   (target < 30 s)"
-	say "  CCTools 9.9:   ${t_cct} s$([ "$t_cct" = timeout ] && echo " (stopped after ${CCTOOLS_TIMEOUT} s)")"
-	say "  CCTools / ours = $(ratio "$t_cct" "$t_ours")"
+	say "  CCTools 9.9:   ${t_cct} s"
+	say "  CCTools / ours = $(ratio "$t_cct" "$t_ours" "$CCTOOLS_TIMEOUT")"
 	cd "$SRCDIR" || return
 }
 

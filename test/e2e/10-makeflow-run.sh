@@ -434,6 +434,21 @@ test_expect_success 'a rule asking for more memory than the machine has fails cl
 	test -s ok.txt
 '
 
+test_expect_success 'a rule over its WALL_TIME is killed and fails clearly' '
+	wf Makeflow <<-\EOF
+	slow.txt:
+	@WALL_TIME=1
+	    sleep 20; echo > slow.txt
+	EOF
+	start=$SECONDS
+	rc=0; "$MF" Makeflow 2>err || rc=$?
+	cat err
+	[ $rc = 1 ]
+	[ $((SECONDS - start)) -lt 10 ]
+	grep -q "Makeflow:1:.*wall time" err
+	test ! -e slow.txt
+'
+
 test_expect_success 'a nested workflow (MAKEFLOW sub.mf) runs as one rule' '
 	wf sub.mf <<-\EOF
 	s1.txt: in.txt
