@@ -90,7 +90,7 @@ EOF
 	rm -f out.*
 	measure gnumake 600 make -s -j2
 	local t_make=$T
-	rm -f out.*
+	rm -f out.* Makeflow.makeflowlog
 	local t_cct=skipped
 	if [ $have_cctools = 1 ]; then
 		measure cctools "$CCTOOLS_TIMEOUT" "$CCT_MAKEFLOW" -T local -j 2 Makeflow

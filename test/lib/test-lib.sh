@@ -39,6 +39,12 @@ set -m
 __kill_pidfile() {
 	local f=$1 pid
 	[ -f "$f" ] || return 0
+	if [ "${2:-}" = fast ]; then
+		while read -r pid; do
+			[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+		done <"$f"
+		return 0
+	fi
 	while read -r pid; do
 		[ -n "$pid" ] || continue
 		kill -TERM "$pid" 2>/dev/null
@@ -83,7 +89,6 @@ test_daemon_start() {
 	"$@" >"daemon.$n.log" 2>&1 &
 	DAEMON_PID=$!
 	echo "$DAEMON_PID" >>"$TEST_PIDS"
-	echo "$DAEMON_PID" >>"$TEST_ALL_PIDS"
 	test_wait_for_file "$portfile" "${TEST_DAEMON_WAIT:-20}" || {
 		echo "daemon '$*' did not write $portfile; its log:" >&2
 		cat "daemon.$n.log" >&2
@@ -95,7 +100,6 @@ test_daemon_start() {
 # test_track_pid PID: kill PID when the case ends.
 test_track_pid() {
 	echo "$1" >>"$TEST_PIDS"
-	echo "$1" >>"$TEST_ALL_PIDS"
 }
 
 # test_wait_for_file FILE [SECONDS]: wait until FILE exists and is not empty.
@@ -126,15 +130,21 @@ __run_case() {
 	local dir="$TEST_ROOT/$test_count"
 	mkdir -p "$dir"
 	TEST_PIDS="$dir/.pids"
+	TEST_CASE_DIR=$dir
 	: >"$TEST_PIDS"
 	local log="$dir/.log"
 	(
 		cd "$dir" || exit 99
+		# On exit, while this subshell (the process group leader) is still
+		# alive, record the status and kill everything the case started:
+		# first the daemons by PID (our children, so their PIDs cannot have
+		# been reused), then the whole group. Killing after the leader is
+		# gone could hit an unrelated process that reused the number.
+		trap 'echo $? >"$TEST_CASE_DIR/.rc"; __kill_pidfile "$TEST_PIDS" fast; kill -KILL -- -$BASHPID 2>/dev/null' EXIT
 		set -e
 		eval "$body"
 	) >"$log" 2>&1 </dev/null &
 	local pid=$!
-	echo "$pid" >>"$TEST_ALL_PIDS"
 	(
 		sleep "$TEST_TIMEOUT" &
 		wait $!
@@ -142,13 +152,11 @@ __run_case() {
 		kill -KILL -- -"$pid" 2>/dev/null
 	) >/dev/null 2>&1 &
 	local watchdog=$!
-	wait "$pid"
+	{ wait "$pid"; } 2>/dev/null
 	local rc=$?
-	kill -- -"$watchdog" 2>/dev/null
+	[ -s "$dir/.rc" ] && rc=$(cat "$dir/.rc")
+	[ -f "$dir/.timedout" ] || kill -- -"$watchdog" 2>/dev/null
 	wait "$watchdog" 2>/dev/null
-	__kill_pidfile "$TEST_PIDS"
-	# Anything else left in the case's process group goes too.
-	kill -KILL -- -"$pid" 2>/dev/null
 
 	local ok=0 why=""
 	if [ -f "$dir/.timedout" ]; then
