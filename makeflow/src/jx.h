@@ -9,12 +9,24 @@
 
 #include <jansson.h>
 
-/* Hard limits. Input that exceeds one is an error, never a crash or hang. */
-#define JX_MAX_NESTING  1000         /* brackets, unary operators, ... in the text; value depth */
-#define JX_MAX_ELEMENTS 10000000     /* values placed into lists/objects by one evaluation */
-#define JX_MAX_WORK     200000000    /* evaluation steps of one evaluation */
-#define JX_MAX_BYTES    (256u << 20) /* string bytes produced by one evaluation */
-#define JX_MAX_FILE     (64u << 20)  /* size of a file read by jx_eval_file */
+/* Hard limits. Input that exceeds one is an error, never a crash or hang.
+ * They may be lowered at compile time (-DJX_MAX_WORK=...), e.g. to keep
+ * fuzzing fast. */
+#ifndef JX_MAX_NESTING
+#define JX_MAX_NESTING 1000 /* brackets, unary operators, ... in the text; value depth */
+#endif
+#ifndef JX_MAX_ELEMENTS
+#define JX_MAX_ELEMENTS 10000000 /* values placed into lists/objects by one evaluation */
+#endif
+#ifndef JX_MAX_WORK
+#define JX_MAX_WORK 100000000 /* evaluation steps of one evaluation (a few seconds) */
+#endif
+#ifndef JX_MAX_BYTES
+#define JX_MAX_BYTES (256u << 20) /* string bytes produced by one evaluation */
+#endif
+#ifndef JX_MAX_FILE
+#define JX_MAX_FILE (64u << 20) /* size of a file read by jx_eval_file */
+#endif
 
 /* Where and why an evaluation failed. `message` is the bare description;
  * jx_error_format() gives the usual "FILE:LINE:COL: message" line. Line and

@@ -275,22 +275,18 @@ static const char *op_text(enum jx_tok t)
 
 static json_t *concat_text(struct jx_eval *ev, const struct jx_op *op, json_t *x, json_t *y)
 {
-	char *a = jx_scalar_text(ev, NULL, x, "+");
-	char *b = jx_scalar_text(ev, NULL, y, "+");
+	struct jx_node where = {.line = op->line, .column = op->column};
+	char *a = jx_scalar_text(ev, &where, x, "+");
+	char *b = jx_scalar_text(ev, &where, y, "+");
 	size_t na = strlen(a), nb = strlen(b);
-	char *s = xmalloc(na + nb + 1);
-	memcpy(s, a, na);
-	memcpy(s + na, b, nb + 1);
 	json_t *r = NULL;
-	ev->bytes += na + nb;
-	if (ev->bytes > JX_MAX_BYTES)
-		jx_fail_pos(ev, op->line, op->column, "too much string data (more than %u MiB)",
-		            JX_MAX_BYTES >> 20);
-	else if (jx_charge_work(ev, NULL, (na + nb) / 64) == 0)
-		r = json_stringn_nocheck(s, na + nb);
+	if (jx_charge_bytes(ev, &where, na + nb) == 0) {
+		a = xrealloc(a, na + nb + 1);
+		memcpy(a + na, b, nb + 1);
+		r = json_stringn_nocheck(a, na + nb);
+	}
 	free(a);
 	free(b);
-	free(s);
 	return r;
 }
 

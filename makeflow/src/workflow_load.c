@@ -48,7 +48,34 @@ static json_t *jx_symbols(const struct workflow_source *src, char *err, size_t e
 	return syms;
 }
 
+/* Rewrites control characters of a message as \xNN, so that a workflow
+ * full of binary garbage cannot send control sequences to the terminal. */
+static void sanitize_message(char *msg, size_t len)
+{
+	char out[4096];
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)msg; *p && n + 5 < sizeof out; p++) {
+		if (*p < 0x20 || *p == 0x7f) {
+			n += (size_t)snprintf(out + n, sizeof out - n, "\\x%02x", *p);
+		} else {
+			out[n++] = (char)*p;
+		}
+	}
+	out[n] = 0;
+	snprintf(msg, len, "%s", out);
+}
+
+static struct dag *load(const struct workflow_source *src, char *err, size_t errlen);
+
 struct dag *workflow_load(const struct workflow_source *src, char *err, size_t errlen)
+{
+	struct dag *d = load(src, err, errlen);
+	if (!d && errlen > 0)
+		sanitize_message(err, errlen);
+	return d;
+}
+
+static struct dag *load(const struct workflow_source *src, char *err, size_t errlen)
 {
 	if (src->format == WORKFLOW_MAKE) {
 		if (src->jx_args || (src->jx_defines && src->jx_defines[0])) {

@@ -265,4 +265,12 @@ test_expect_success 'makeflow_viz -D json is valid JSON describing the workflow'
 	EOF
 '
 
+test_expect_success 'control characters in a bad workflow are escaped in the error message' '
+	printf "A\033[31m=1\nout:\n\techo hi > out\n" >Makeflow
+	"$BIN/makeflow" Makeflow 2>err && exit 1
+	cat err
+	grep -q "Makeflow:1: bad variable name .A.x1b\[31m." err
+	! grep -q "$(printf "\033")" err
+'
+
 test_done
