@@ -82,8 +82,16 @@ struct key_state {
 	UT_hash_handle hh;
 };
 
+/* A file the log says was created but the current workflow no longer names. */
+struct orphan {
+	int exists;
+	UT_hash_handle hh;
+	char name[];
+};
+
 struct replay {
 	struct engine *e;
+	struct orphan *orphans;   /* -c only */
 	signed char *state_by_id; /* last state of rule id, if the key matched */
 	struct key_state *by_key; /* records whose id did not match */
 	int clean;                /* replaying for -c */
@@ -119,6 +127,18 @@ static int replay_record(const struct txlog_record *r, void *arg)
 		ks->state = rp->clean ? TXLOG_NODE_RUNNING : r->state;
 	} else if (r->type == 'F') {
 		struct dag_file *f = dag_file_lookup(e->dag, r->name);
+		if (!f && rp->clean &&
+		    (r->state == TXLOG_FILE_EXISTS || r->state == TXLOG_FILE_DELETED)) {
+			struct orphan *o;
+			HASH_FIND_STR(rp->orphans, r->name, o);
+			if (!o) {
+				size_t len = strlen(r->name);
+				o = xcalloc(1, sizeof *o + len + 1);
+				memcpy(o->name, r->name, len + 1);
+				HASH_ADD_STR(rp->orphans, name, o);
+			}
+			o->exists = r->state == TXLOG_FILE_EXISTS;
+		}
 		if (!f)
 			return 0;
 		struct file_rec *fr = file_rec_of(f);
@@ -143,6 +163,12 @@ static int last_state(struct replay *rp, int id)
 
 static void replay_free(struct replay *rp)
 {
+	struct orphan *o, *otmp;
+	HASH_ITER(hh, rp->orphans, o, otmp)
+	{
+		HASH_DEL(rp->orphans, o);
+		free(o);
+	}
 	struct key_state *ks, *tmp;
 	HASH_ITER(hh, rp->by_key, ks, tmp)
 	{
@@ -296,6 +322,34 @@ void engine_log_sources(struct engine *e)
 	}
 }
 
+/* Removes the directories above NAME that are now empty (the ones makeflow
+ * made for outputs in subdirectories), up to the working directory. */
+static void remove_empty_parents(const char *name)
+{
+	char *dir = path_dirname(name);
+	while (strcmp(dir, ".") && strcmp(dir, "/") && rmdir(dir) == 0) {
+		char *up = path_dirname(dir);
+		free(dir);
+		dir = up;
+	}
+	free(dir);
+}
+
+static int remove_created(const char *name, struct txlog *log, int64_t *removed)
+{
+	int r = path_rm_rf(name);
+	if (r < 0) {
+		warn("cannot remove %s: %s", name, htc_strerror(r));
+		return -1;
+	}
+	(*removed)++;
+	if (log)
+		txlog_file(log, TXLOG_FILE_DELETED, -1, -1, name);
+	if (strchr(name, '/'))
+		remove_empty_parents(name);
+	return 0;
+}
+
 int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode)
 {
 	struct engine eng;
@@ -334,21 +388,25 @@ int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mod
 				continue;
 			if (!path_exists(f->name))
 				continue;
-			int r = path_rm_rf(f->name);
-			if (r < 0) {
-				warn("cannot remove %s: %s", f->name, htc_strerror(r));
+			if (remove_created(f->name, log, &removed) < 0)
 				status = 1;
-				continue;
-			}
-			removed++;
-			if (log)
-				txlog_file(log, TXLOG_FILE_DELETED, -1, -1, f->name);
 		}
 		if (mode == ENGINE_CLEAN_ALL) {
 			char dir[64];
 			snprintf(dir, sizeof dir, "makeflow.failed.%d", id);
 			if (path_exists(dir))
 				path_rm_rf(dir);
+		}
+	}
+	/* Files an earlier version of the workflow created (all mode only: we
+	 * cannot tell whether they were outputs or intermediates). */
+	if (mode == ENGINE_CLEAN_ALL) {
+		struct orphan *o, *otmp;
+		HASH_ITER(hh, rp.orphans, o, otmp)
+		{
+			if (o->exists && path_exists(o->name) &&
+			    remove_created(o->name, log, &removed) < 0)
+				status = 1;
 		}
 	}
 	txlog_close(log);

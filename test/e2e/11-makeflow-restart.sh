@@ -497,4 +497,16 @@ test_expect_success '-g ref_cnt deletes intermediates as soon as their consumers
 	test ! -e b
 '
 
+test_expect_success '-c removes output directories it emptied and files of rules since removed from the workflow' '
+	mkdir keep
+	printf "d/e/a:\n\techo a > d/e/a\nold:\n\techo o > old\n" >Makeflow
+	"$BIN/makeflow" --progress=quiet Makeflow
+	test -f d/e/a && test -f old
+	printf "d/e/a:\n\techo a > d/e/a\n" >Makeflow
+	"$BIN/makeflow" -c Makeflow
+	test ! -e d && test ! -e old && test -d keep
+	test "$(ls)" = "Makeflow
+keep"
+'
+
 test_done
