@@ -79,4 +79,13 @@ EOS
 	grep -q "^0 passed, 0 failed$" out2
 '
 
+test_expect_failure 'test_must_fail fails a case when the command succeeds' '
+	test_must_fail true
+	true
+'
+
+test_expect_success 'test_must_fail passes when the command fails' '
+	test_must_fail false
+'
+
 test_done

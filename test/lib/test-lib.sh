@@ -102,6 +102,16 @@ test_track_pid() {
 	echo "$1" >>"$TEST_PIDS"
 }
 
+# test_must_fail CMD...: succeeds only if CMD fails (unlike "! CMD", which
+# set -e ignores in the middle of a case).
+test_must_fail() {
+	if "$@"; then
+		echo "expected to fail: $*" >&2
+		return 1
+	fi
+	return 0
+}
+
 # test_wait_for_file FILE [SECONDS]: wait until FILE exists and is not empty.
 test_wait_for_file() {
 	local f=$1 limit=${2:-20}
