@@ -135,7 +135,7 @@ LIBDIR := $(DESTDIR)$(PREFIX)/lib
 INCDIR := $(DESTDIR)$(PREFIX)/include/htc
 MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
 PCDIR := $(LIBDIR)/pkgconfig
-PUBLIC_HEADERS := $(foreach c,$(COMPONENTS),$(wildcard $(c)/src/*.h))
+PUBLIC_HEADERS := $(filter-out %_internal.h %/batch_driver.h,$(foreach c,$(COMPONENTS),$(wildcard $(c)/src/*.h)))
 MAN_PAGES := $(wildcard doc/man/*.1)
 
 install: all
