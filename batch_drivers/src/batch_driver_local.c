@@ -42,6 +42,7 @@ struct local_job {
 	int open_handles; /* freed when the last handle is closed */
 	int timed_out;
 	int removed;
+	int cores_declared; /* the job asked for a number of cores */
 	struct local_job *prev, *next;
 };
 
@@ -129,9 +130,20 @@ static int64_t max_jobs(const struct local_state *st)
 	return st->max_jobs > 0 ? st->max_jobs : st->cores;
 }
 
+/* Jobs that declare no cores count as one core each, but up to max-jobs of
+ * them may run when max-jobs is set above the core count (as with make -j);
+ * a job that declares cores only starts within the real core count. */
+static int64_t core_limit(const struct local_state *st, const struct local_job *lj)
+{
+	int64_t j = max_jobs(st);
+	if (lj && lj->cores_declared)
+		return st->cores;
+	return j > st->cores ? j : st->cores;
+}
+
 static int fits(const struct local_state *st, const struct local_job *lj)
 {
-	return st->used_cores + lj->cores <= st->cores &&
+	return st->used_cores + lj->cores <= core_limit(st, lj) &&
 	       st->used_memory + lj->memory <= st->memory && st->used_disk + lj->disk <= st->disk &&
 	       st->used_gpus + lj->gpus <= st->gpus;
 }
@@ -320,7 +332,7 @@ static void schedule(struct local_state *st)
 {
 	struct local_job *lj = st->waiting, *next;
 	for (int scanned = 0; lj && scanned < LOCAL_SCAN_WINDOW; scanned++, lj = next) {
-		if (st->n_running >= max_jobs(st) || st->used_cores >= st->cores)
+		if (st->n_running >= max_jobs(st) || st->used_cores >= core_limit(st, NULL))
 			break;
 		next = lj->next;
 		if (!fits(st, lj))
@@ -341,6 +353,7 @@ static int local_submit(void *state, struct batch_job *job)
 	const struct batch_resources *res = &job->spec.resources;
 	struct local_job *lj = xcalloc(1, sizeof *lj);
 	lj->cores = res->cores < 1 ? 1 : res->cores;
+	lj->cores_declared = res->cores >= 1;
 	lj->memory = need(res->memory_mb, 0);
 	lj->disk = need(res->disk_mb, 0);
 	lj->gpus = need(res->gpus, 0);

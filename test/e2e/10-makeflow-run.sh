@@ -525,4 +525,22 @@ test_expect_success '-j 1 never runs two rules at once' '
 	not overlaps t2 t3
 '
 
+test_expect_success '-j above the core count runs that many rules without declared cores at once' '
+	cat >together.sh <<EOS
+#!/bin/sh
+# all four rules must be running at the same time for any of them to finish
+touch started.\$1
+i=0
+while [ "\$(ls started.* | wc -l)" -lt 4 ]; do
+	i=\$((i + 1)); [ \$i -lt 200 ] || exit 1
+	sleep 0.05
+done
+touch \$1
+EOS
+	chmod +x together.sh
+	printf "a: together.sh\n\t./together.sh a\nb: together.sh\n\t./together.sh b\nc: together.sh\n\t./together.sh c\nd: together.sh\n\t./together.sh d\n" >Makeflow
+	"$BIN/makeflow" -j 4 --batch-option cores=2 --progress=quiet Makeflow
+	test -f a && test -f b && test -f c && test -f d
+'
+
 test_done
