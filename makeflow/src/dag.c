@@ -25,6 +25,17 @@ static void resources_unset(struct dag_resources *r)
 	r->cores = r->memory = r->disk = r->gpus = r->wall_time = -1;
 }
 
+int64_t *dag_resources_field(struct dag_resources *r, int k)
+{
+	switch (k) {
+	case 0: return &r->cores;
+	case 1: return &r->memory;
+	case 2: return &r->disk;
+	case 3: return &r->gpus;
+	default: return &r->wall_time;
+	}
+}
+
 struct dag *dag_create(const char *filename)
 {
 	struct dag *d = xcalloc(1, sizeof *d);

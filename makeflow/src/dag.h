@@ -45,6 +45,11 @@ struct dag_resources {
 	int64_t wall_time; /* seconds */
 };
 
+/* Field K of R, in the order cores, memory, disk, gpus, wall_time (K = 0..4,
+ * the same order as the DAG_RES_* bits), so front ends can loop over them. */
+#define DAG_NRESOURCES 5
+int64_t *dag_resources_field(struct dag_resources *r, int k);
+
 /* Bits of dag_node.explicit_resources: which fields the rule itself set. */
 #define DAG_RES_CORES     0x01
 #define DAG_RES_MEMORY    0x02

@@ -119,17 +119,6 @@ static struct dag_env *env_from_object(struct jctx *c, json_t *env, const char *
 
 static const char *const res_keys[] = {"cores", "memory", "disk", "gpus", "wall-time"};
 
-static int64_t *res_field(struct dag_resources *r, int k)
-{
-	switch (k) {
-	case 0: return &r->cores;
-	case 1: return &r->memory;
-	case 2: return &r->disk;
-	case 3: return &r->gpus;
-	default: return &r->wall_time;
-	}
-}
-
 /* Reads a "resources" object into R; sets *BITS for the fields present. */
 static int read_resources(struct jctx *c, json_t *obj, struct dag_resources *r, uint8_t *bits)
 {
@@ -160,7 +149,7 @@ static int read_resources(struct jctx *c, json_t *obj, struct dag_resources *r, 
 			;
 		else
 			return jerr(c, "bad value for resource '%s'", key);
-		*res_field(r, k) = value;
+		*dag_resources_field(r, k) = value;
 		if (bits)
 			*bits |= (uint8_t)(1u << k);
 	}
@@ -260,11 +249,11 @@ static void set_rule_env(struct jctx *c, struct dag_node *n)
 	static const char *const names[] = {"CORES", "MEMORY", "DISK", "GPUS", "WALL_TIME"};
 	int64_t cores = -1;
 	for (int k = 0; k < 5; k++) {
-		int64_t v = *res_field(&n->resources, k);
+		int64_t v = *dag_resources_field(&n->resources, k);
 		if (v < 0)
-			v = *res_field(&n->category->max, k);
+			v = *dag_resources_field(&n->category->max, k);
 		if (v < 0)
-			v = *res_field(&c->dag->default_category->max, k);
+			v = *dag_resources_field(&c->dag->default_category->max, k);
 		if (v < 0)
 			continue;
 		char num[32];

@@ -73,14 +73,11 @@ int main(int argc, char **argv)
 	    {"info", no_argument, 0, 'i'},
 	    {"inputs", no_argument, 0, 'I'},
 	    {"outputs", no_argument, 0, 'O'},
-	    {"json", no_argument, 0, 1},
-	    {"jx", no_argument, 0, 2},
-	    {"jx-args", required_argument, 0, 3},
-	    {"jx-define", required_argument, 0, 4},
 	    {"debug", required_argument, 0, 'd'},
 	    {"debug-file", required_argument, 0, 'o'},
 	    {"version", no_argument, 0, 'v'},
 	    {"help", no_argument, 0, 'h'},
+	    WORKFLOW_LONG_OPTIONS,
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -90,10 +87,6 @@ int main(int argc, char **argv)
 		case 'i':
 		case 'I':
 		case 'O': mode = c; break;
-		case 1: workflow_source_option(&src, "json", NULL); break;
-		case 2: workflow_source_option(&src, "jx", NULL); break;
-		case 3: workflow_source_option(&src, "jx-args", optarg); break;
-		case 4: workflow_source_option(&src, "jx-define", optarg); break;
 		case 'd':
 			if (debug_flags_set(optarg) < 0)
 				fatal("-d %s: unknown subsystem (valid: %s)", optarg,
@@ -105,7 +98,11 @@ int main(int argc, char **argv)
 			break;
 		case 'v': printf("makeflow_analyze %s\n", HTC_VERSION); return 0;
 		case 'h': usage(stdout, argv[0]); return 0;
-		default: usage(stderr, argv[0]); return 1;
+		default:
+			if (workflow_source_getopt(&src, c, optarg))
+				break;
+			usage(stderr, argv[0]);
+			return 1;
 		}
 	}
 	if (optind < argc - 1)

@@ -20,11 +20,7 @@
 #include "banned.h"
 
 enum {
-	OPT_JSON = 1000,
-	OPT_JX,
-	OPT_JX_ARGS,
-	OPT_JX_DEFINE,
-	OPT_GC_SIZE,
+	OPT_GC_SIZE = 1000,
 	OPT_SKIP_FILE_CHECK,
 	OPT_BATCH_OPTION,
 	OPT_PROGRESS,
@@ -121,15 +117,12 @@ int main(int argc, char **argv)
 	    {"gc-size", required_argument, 0, OPT_GC_SIZE},
 	    {"skip-file-check", no_argument, 0, OPT_SKIP_FILE_CHECK},
 	    {"summary-log", required_argument, 0, 'f'},
-	    {"json", no_argument, 0, OPT_JSON},
-	    {"jx", no_argument, 0, OPT_JX},
-	    {"jx-args", required_argument, 0, OPT_JX_ARGS},
-	    {"jx-define", required_argument, 0, OPT_JX_DEFINE},
 	    {"progress", required_argument, 0, OPT_PROGRESS},
 	    {"debug", required_argument, 0, 'd'},
 	    {"debug-file", required_argument, 0, 'o'},
 	    {"version", no_argument, 0, 'v'},
 	    {"help", no_argument, 0, 'h'},
+	    WORKFLOW_LONG_OPTIONS,
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -179,10 +172,6 @@ int main(int argc, char **argv)
 			break;
 		case OPT_SKIP_FILE_CHECK: o.skip_file_check = 1; break;
 		case 'f': o.summary_path = optarg; break;
-		case OPT_JSON: workflow_source_option(&src, "json", NULL); break;
-		case OPT_JX: workflow_source_option(&src, "jx", NULL); break;
-		case OPT_JX_ARGS: workflow_source_option(&src, "jx-args", optarg); break;
-		case OPT_JX_DEFINE: workflow_source_option(&src, "jx-define", optarg); break;
 		case OPT_PROGRESS:
 			if (!strcmp(optarg, "auto"))
 				o.progress = ENGINE_PROGRESS_AUTO;
@@ -204,7 +193,11 @@ int main(int argc, char **argv)
 			break;
 		case 'v': printf("makeflow %s\n", HTC_VERSION); return 0;
 		case 'h': usage(stdout, argv[0]); return 0;
-		default: usage(stderr, argv[0]); return 1;
+		default:
+			if (workflow_source_getopt(&src, c, optarg))
+				break;
+			usage(stderr, argv[0]);
+			return 1;
 		}
 	}
 	if (optind < argc - 1)

@@ -131,25 +131,22 @@ int main(int argc, char **argv)
 	debug_config_program(argv[0]);
 	static const struct option longopts[] = {
 	    {"display", required_argument, 0, 'D'},
-	    {"json", no_argument, 0, 1},
-	    {"jx", no_argument, 0, 2},
-	    {"jx-args", required_argument, 0, 3},
-	    {"jx-define", required_argument, 0, 4},
 	    {"version", no_argument, 0, 'v'},
 	    {"help", no_argument, 0, 'h'},
+	    WORKFLOW_LONG_OPTIONS,
 	    {0, 0, 0, 0},
 	};
 	int c;
 	while ((c = getopt_long(argc, argv, "D:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'D': display = optarg; break;
-		case 1: workflow_source_option(&src, "json", NULL); break;
-		case 2: workflow_source_option(&src, "jx", NULL); break;
-		case 3: workflow_source_option(&src, "jx-args", optarg); break;
-		case 4: workflow_source_option(&src, "jx-define", optarg); break;
 		case 'v': printf("makeflow_viz %s\n", HTC_VERSION); return 0;
 		case 'h': usage(stdout, argv[0]); return 0;
-		default: usage(stderr, argv[0]); return 1;
+		default:
+			if (workflow_source_getopt(&src, c, optarg))
+				break;
+			usage(stderr, argv[0]);
+			return 1;
 		}
 	}
 	if (!display || (strcmp(display, "dot") && strcmp(display, "json"))) {

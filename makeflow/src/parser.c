@@ -55,17 +55,6 @@ static enum special special_of(const char *name)
 	return SP_NONE;
 }
 
-static int64_t *res_field(struct dag_resources *r, int k)
-{
-	switch (k) {
-	case 0: return &r->cores;
-	case 1: return &r->memory;
-	case 2: return &r->disk;
-	case 3: return &r->gpus;
-	default: return &r->wall_time;
-	}
-}
-
 /* ---- variable scopes ------------------------------------------------ */
 
 static struct pvar *var_find(struct pvar *table, const char *name)
@@ -214,11 +203,11 @@ static int assign(struct parser *p, int line, const char *name, const char *valu
 		snprintf(num, sizeof num, "%lld", (long long)v);
 		value = num;
 		if (local) {
-			*res_field(&p->rule_res, k) = v;
+			*dag_resources_field(&p->rule_res, k) = v;
 			p->rule_res_bits |= (uint8_t)(1u << k);
 		} else {
 			struct dag_category *c = p->cur->cat;
-			int64_t *f = res_field(&c->max, k);
+			int64_t *f = dag_resources_field(&c->max, k);
 			if (*f >= 0 && *f != v)
 				warn("%s:%d: category '%s' %s redefined from %lld (line %d) to "
 				     "%lld; the last value applies to all rules of the category",
@@ -574,7 +563,8 @@ static int command(struct parser *p, const char *text)
 	node->local = (uint8_t)(local || b);
 	for (int k = 0; k < 5; k++)
 		if (p->rule_res_bits & (1u << k))
-			*res_field(&node->resources, k) = *res_field(&p->rule_res, k);
+			*dag_resources_field(&node->resources, k) =
+			    *dag_resources_field(&p->rule_res, k);
 	node->explicit_resources = p->rule_res_bits;
 	const char *bo = parser_lookup(p, "BATCH_OPTIONS", 0);
 	if (bo && *bo)

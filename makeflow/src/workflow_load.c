@@ -2,6 +2,7 @@
  * into a finalized dag; see workflow_load.h. */
 #include "workflow_load.h"
 
+#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,15 +115,13 @@ static struct dag *load(const struct workflow_source *src, char *err, size_t err
 	return d;
 }
 
-int workflow_source_option(struct workflow_source *src, const char *opt, const char *arg)
+int workflow_source_getopt(struct workflow_source *src, int c, const char *arg)
 {
-	if (!strcmp(opt, "json")) {
-		src->format = WORKFLOW_JSON;
-	} else if (!strcmp(opt, "jx")) {
-		src->format = WORKFLOW_JX;
-	} else if (!strcmp(opt, "jx-args")) {
-		src->jx_args = arg;
-	} else if (!strcmp(opt, "jx-define")) {
+	switch (c) {
+	case WORKFLOW_OPT_JSON: src->format = WORKFLOW_JSON; return 1;
+	case WORKFLOW_OPT_JX: src->format = WORKFLOW_JX; return 1;
+	case WORKFLOW_OPT_JX_ARGS: src->jx_args = arg; return 1;
+	case WORKFLOW_OPT_JX_DEFINE: {
 		size_t n = 0;
 		while (src->jx_defines && src->jx_defines[n])
 			n++;
@@ -130,10 +129,10 @@ int workflow_source_option(struct workflow_source *src, const char *opt, const c
 		list[n] = arg;
 		list[n + 1] = NULL;
 		src->jx_defines = list;
-	} else {
-		return 0;
+		return 1;
 	}
-	return 1;
+	default: return 0;
+	}
 }
 
 void workflow_source_free(struct workflow_source *src)

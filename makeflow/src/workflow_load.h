@@ -25,12 +25,26 @@ struct workflow_source {
  * one-line message ("FILE:LINE: ...") in err. */
 struct dag *workflow_load(const struct workflow_source *src, char *err, size_t errlen);
 
-/* Common option handling for the tools: recognizes --json, --jx,
- * --jx-args=F, --jx-define=V=E in long-option callbacks. Returns 1 if OPT
- * (the long option name) was one of them and has been applied to SRC
- * (defines are appended to a list the caller frees with
- * workflow_source_free). */
-int workflow_source_option(struct workflow_source *src, const char *opt, const char *arg);
+/* The workflow-form options every tool takes (--json, --jx, --jx-args=F,
+ * --jx-define=V=E): put WORKFLOW_LONG_OPTIONS in the getopt_long table (the
+ * caller includes <getopt.h>) and pass each result to workflow_source_getopt. */
+enum {
+	WORKFLOW_OPT_JSON = 2000,
+	WORKFLOW_OPT_JX,
+	WORKFLOW_OPT_JX_ARGS,
+	WORKFLOW_OPT_JX_DEFINE,
+};
+#define WORKFLOW_LONG_OPTIONS                                                                      \
+	{"json", no_argument, 0, WORKFLOW_OPT_JSON}, {"jx", no_argument, 0, WORKFLOW_OPT_JX},      \
+	    {"jx-args", required_argument, 0, WORKFLOW_OPT_JX_ARGS},                               \
+	{                                                                                          \
+		"jx-define", required_argument, 0, WORKFLOW_OPT_JX_DEFINE                          \
+	}
+
+/* Applies getopt_long's result C (with ARG) to SRC. Returns 1 if C was one
+ * of the workflow options, 0 otherwise. --jx-define values are appended to a
+ * list the caller frees with workflow_source_free. */
+int workflow_source_getopt(struct workflow_source *src, int c, const char *arg);
 void workflow_source_free(struct workflow_source *src);
 
 #endif
