@@ -378,12 +378,10 @@ static void node_complete(struct engine *e, struct dag_node *n)
 {
 	struct node_extra *x = &e->extra[n->id];
 	if (e->log) {
-		for (int i = 0; i < n->noutputs; i++) {
-			int64_t size = -1, mtime = -1;
-			file_stat(n->outputs[i].file->name, &size, &mtime, NULL);
-			txlog_file(e->log, TXLOG_FILE_EXISTS, size, mtime,
-			           n->outputs[i].file->name);
-		}
+		/* outputs_ok() has just stat()ed every output into e->ostat */
+		for (int i = 0; i < n->noutputs; i++)
+			txlog_file(e->log, TXLOG_FILE_EXISTS, e->ostat[i].size,
+			           e->ostat[i].mtime_ns, n->outputs[i].file->name);
 		txlog_node(e->log, n->id, TXLOG_NODE_COMPLETE, x->key);
 	}
 	set_state(e, n, NODE_COMPLETE);
@@ -409,11 +407,15 @@ static int outputs_ok(struct engine *e, struct dag_node *n)
 	struct node_extra *x = &e->extra[n->id];
 	if (e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS)
 		return 1;
+	if ((size_t)n->noutputs > e->ostat_cap) {
+		e->ostat_cap = (size_t)n->noutputs * 2;
+		e->ostat = xrealloc(e->ostat, e->ostat_cap * sizeof *e->ostat);
+	}
 	for (int i = 0; i < n->noutputs; i++) {
 		const char *name = n->outputs[i].file->name;
-		int64_t size = 0;
+		int64_t size = 0, mtime = 0;
 		int is_dir = 0;
-		if (file_stat(name, &size, NULL, &is_dir) < 0) {
+		if (file_stat(name, &size, &mtime, &is_dir) < 0) {
 			free(x->last_error);
 			x->last_error = xasprintf("exited 0 but did not create output '%s'", name);
 			return 0;
@@ -423,6 +425,8 @@ static int outputs_ok(struct engine *e, struct dag_node *n)
 			x->last_error = xasprintf("output '%s' is empty (-z)", name);
 			return 0;
 		}
+		e->ostat[i].size = size;
+		e->ostat[i].mtime_ns = mtime;
 	}
 	return 1;
 }
@@ -635,6 +639,7 @@ static void engine_free(struct engine *e)
 	free(e->ready);
 	free(e->collectable);
 	free(e->failed);
+	free(e->ostat);
 	for (struct dag_file *f = e->dag->files; f; f = f->hh.next) {
 		free(f->engine);
 		f->engine = NULL;

@@ -63,6 +63,12 @@ struct engine {
 	int finished;
 	int exit_status;
 
+	/* outputs of the rule being completed, as stat()ed once by outputs_ok */
+	struct output_stat {
+		int64_t size, mtime_ns;
+	} * ostat;
+	size_t ostat_cap;
+
 	/* garbage collection */
 	struct dag_file **collectable;
 	size_t n_collectable, collectable_cap;

@@ -178,8 +178,7 @@ static void replay_free(struct replay *rp)
 	free(rp->state_by_id);
 }
 
-static int read_log(struct engine *e, struct replay *rp, const char *path, off_t *good_end,
-                    int *torn)
+static int read_log(struct replay *rp, const char *path, off_t *good_end, int *torn)
 {
 	char err[1024];
 	int r = txlog_read(path, NULL, replay_record, rp, good_end, torn, err, sizeof err);
@@ -191,7 +190,6 @@ static int read_log(struct engine *e, struct replay *rp, const char *path, off_t
 		                "start the workflow from scratch\n");
 		return -1;
 	}
-	(void)e;
 	return 1;
 }
 
@@ -226,7 +224,7 @@ int engine_recover(struct engine *e)
 	rp.state_by_id = xcalloc((size_t)d->nnodes + 1, 1);
 	off_t good_end = -1;
 	int torn = 0;
-	int had = read_log(e, &rp, e->opt->log_path, &good_end, &torn);
+	int had = read_log(&rp, e->opt->log_path, &good_end, &torn);
 	if (had < 0) {
 		replay_free(&rp);
 		return -1;
@@ -361,7 +359,7 @@ int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mod
 	struct replay rp = {.e = e, .clean = 1};
 	rp.state_by_id = xcalloc((size_t)d->nnodes + 1, 1);
 	int status = 0;
-	int had = read_log(e, &rp, log_path, NULL, NULL);
+	int had = read_log(&rp, log_path, NULL, NULL);
 	if (had < 0) {
 		status = 1;
 		goto out;

@@ -385,12 +385,6 @@ int txlog_read(const char *path, const char *expect_workflow, txlog_record_fn fn
 		result = -EIO;
 		goto out;
 	}
-	if (lineno == 0 && offset == 0) {
-		/* Empty file (or only a torn header): treat as no history. */
-		if (good_end)
-			*good_end = 0;
-		goto out;
-	}
 out:
 	if (good_end && result == 0)
 		*good_end = offset;
