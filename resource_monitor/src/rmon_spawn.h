@@ -1,0 +1,36 @@
+/* rmon_spawn.h: starts a task's first process for the resource monitor (internal). The child
+ * joins its cgroup (by writing "0" into pre-opened cgroup.procs descriptors) before it
+ * executes anything, so even a fork in the first instruction of the program is measured. */
+#ifndef HTC_RMON_SPAWN_H
+#define HTC_RMON_SPAWN_H
+
+#include <sys/types.h>
+
+struct rmon_spawn_args {
+	const char *const *argv;            /* argv[0] looked up in PATH (of env, else ours) here */
+	const char *const *env;             /* NULL = our environment */
+	const char *cwd;                    /* NULL = ours */
+	int stdin_fd, stdout_fd, stderr_fd; /* -1 = inherit */
+	int new_session;
+	const int *cgroup_fds; /* cgroup.procs descriptors to write "0" into */
+	int n_cgroup_fds;
+};
+
+/* Where the child failed before running the program. */
+enum rmon_spawn_stage {
+	RMON_SPAWN_OK = 0,
+	RMON_SPAWN_CGROUP, /* could not join the cgroup: the child exited with 127 */
+	RMON_SPAWN_SETUP,  /* setsid/dup2/chdir failed: exited with 127 */
+	RMON_SPAWN_EXEC,   /* the program could not be executed: exited with 127 */
+};
+
+/* Starts the child. Returns its pid (> 0) or -errno when no process could be created. When
+ * the child failed before the program ran, *STAGE and *CHILD_ERR (errno) say why; the child
+ * then has exited with status 127 and must still be reaped by the caller. */
+pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, int *child_err);
+
+/* The executable rmon_spawn would run for NAME under ENV (execvp rules), or NULL when none
+ * is found. Caller frees. */
+char *rmon_spawn_lookup(const char *name, const char *const *env);
+
+#endif

@@ -1,0 +1,1101 @@
+/* rmonitor.c: runs one command under measurement and limits on a libuv loop (see rmonitor.h).
+ * The child starts inside its own cgroup when one can be made (exact memory peak, CPU time,
+ * kernel-enforced memory, CPU quota and process limits); /proc sampling adds what cgroups do
+ * not give (virtual memory, swap, I/O, files, context switches) and replaces them when
+ * cgroups are off. Wall time is enforced by a timer and memory by kernel notification. */
+#include "rmonitor.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "debug.h"
+#include "htc_error.h"
+#include "rmon_cgroup.h"
+#include "rmon_proc.h"
+#include "rmon_spawn.h"
+#include "stringtools.h"
+#include "timeutil.h"
+#include "xalloc.h"
+#include "banned.h"
+
+#define MB        (1024.0 * 1024.0)
+#define WIN_MAX   512
+#define FAST_S    0.05 /* limit checks without cgroups */
+#define DRAIN_MS  20   /* polling for the rest of the tree after the first process exits */
+#define MAX_CGFDS 8
+
+enum state { ST_RUNNING, ST_DRAINING, ST_DONE };
+
+struct win_sample {
+	int64_t t;  /* monotonic us */
+	double cpu; /* s */
+	int threads;
+};
+
+struct rmonitor {
+	uv_loop_t *loop;
+	rmonitor_done_fn done;
+	void *arg;
+
+	/* Owned copy of the spec. */
+	char **argv, **env, *cwd, *cpuset, **measure_dirs, *cgroup_root;
+	int stdio[3];
+	int new_session;
+	int measure_only;
+	double interval;
+	FILE *time_series;
+	int report_files;
+	enum rmonitor_cgroups cg_mode;
+	rmonitor_memory_fn at_memory_limit;
+	void *at_memory_limit_arg;
+	double limits[RM_N_FIELDS];
+
+	pid_t pid;
+	enum state state;
+	int wstatus;
+	int reaped;
+	struct rmon_cgroup *cg;
+	int cg_mem, cg_cpu, cg_pids; /* limits the kernel enforces */
+	int used_cgroups;
+	struct rmon_proc *proc;
+	int cn_fd;
+
+	uv_signal_t sigchld;
+	uv_timer_t sample_timer, fast_timer, wall_timer, drain_timer;
+	uv_poll_t mem_poll, cn_poll;
+	int mem_poll_on, cn_poll_on, fast_on, wall_on;
+	int n_handles;
+	int deleting;
+
+	int64_t start_us, start_mono, end_us;
+	struct rmsummary cur;
+	int64_t mem_limit_mb; /* current memory limit (may be raised) */
+	int limit_raises;
+	int killed_for_limits;
+	double exceeded[RM_N_FIELDS];
+	int64_t prev_high, prev_oom_kills;
+
+	struct win_sample win[WIN_MAX];
+	int nwin;
+	double cores_peak; /* -1 until a full window was seen */
+	double cores_now;
+	int64_t rss_peak, peak_bytes, cache_now;
+	uint64_t next_ms; /* delay of the next sample: doubles from 50 ms up to the interval */
+	double mem_now, vm_now, swap_now, disk_now;
+	int procs_now;
+	int64_t disk_next_mono, disk_cost_us;
+	int machine_cpus;
+	struct rmon_proc_totals tot;
+};
+
+/* ---- small helpers ------------------------------------------------------------------ */
+
+static char **copy_strv(const char *const *v)
+{
+	if (!v)
+		return NULL;
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **c = xcalloc(n + 1, sizeof *c);
+	for (size_t i = 0; i < n; i++)
+		c[i] = xstrdup(v[i]);
+	return c;
+}
+
+static void free_strv(char **v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static double now_wall(const struct rmonitor *m)
+{
+	return (double)(time_monotonic_us() - m->start_mono) / 1e6;
+}
+
+/* argv as one line, words quoted for the shell only when they need it. */
+static char *command_line(char *const *argv)
+{
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	char **words = xcalloc(n + 1, sizeof *words);
+	for (size_t i = 0; i < n; i++) {
+		const char *w = argv[i];
+		int plain = *w != 0;
+		for (const char *c = w; *c; c++)
+			if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			            "_-./:=,+@%",
+			            *c))
+				plain = 0;
+		words[i] = plain ? xstrdup(w) : str_escape_shell(w);
+	}
+	char *line = str_join(words, " ");
+	free_strv(words);
+	return line;
+}
+
+static void set_peak(struct rmonitor *m, int f, double v)
+{
+	if (v < 0)
+		return;
+	if (m->cur.v[f] < 0 || v > m->cur.v[f]) {
+		m->cur.v[f] = v;
+		m->cur.peak_times[f] = now_wall(m);
+	}
+}
+
+/* ---- killing -------------------------------------------------------------------------- */
+
+static void signal_tracked(struct rmonitor *m, int sig)
+{
+	pid_t *pids = NULL;
+	size_t n = m->proc ? rmon_proc_live(m->proc, &pids) : 0;
+	for (size_t i = 0; i < n; i++)
+		kill(pids[i], sig);
+	free(pids);
+	if (!m->reaped && m->pid > 0)
+		kill(m->pid, sig);
+	if (m->new_session && m->pid > 0)
+		kill(-m->pid, sig);
+}
+
+/* Kills every process of the task, as fast as possible. */
+static void kill_tree(struct rmonitor *m)
+{
+	if (m->cg)
+		rmon_cgroup_kill_all(m->cg, 0);
+	if (!m->cg && m->proc) {
+		/* Stop first so nobody forks while we go through the list, then kill. */
+		rmon_proc_sample(m->proc, NULL, 0, 1, NULL);
+		signal_tracked(m, SIGSTOP);
+		rmon_proc_sample(m->proc, NULL, 0, 1, NULL);
+	}
+	signal_tracked(m, SIGKILL);
+}
+
+static void limit_kill(struct rmonitor *m, int field, double limit)
+{
+	if (m->state == ST_DONE)
+		return;
+	if (!m->killed_for_limits)
+		debug(D_RMON, "pid %ld: %s limit %g exceeded, killing the task", (long)m->pid,
+		      rmsummary_field_name(field), limit);
+	m->killed_for_limits = 1;
+	if (m->exceeded[field] < 0)
+		m->exceeded[field] = limit;
+	kill_tree(m);
+}
+
+/* ---- sampling ------------------------------------------------------------------------- */
+
+static void measure_disk(struct rmonitor *m, int force)
+{
+	int64_t now = time_monotonic_us();
+	if (!force && now < m->disk_next_mono)
+		return;
+	const char *cwd_only[2] = {m->cwd, NULL};
+	char here[4096];
+	if (!m->cwd)
+		cwd_only[0] = getcwd(here, sizeof here) ? here : ".";
+	const char *const *dirs = m->measure_dirs ? (const char *const *)m->measure_dirs : cwd_only;
+	int64_t bytes = rmon_disk_usage(dirs);
+	int64_t cost = time_monotonic_us() - now;
+	m->disk_cost_us = cost;
+	/* Never spend more than a tenth of the time walking directories. */
+	m->disk_next_mono = now + 10 * cost;
+	if (bytes >= 0) {
+		m->disk_now = (double)bytes / MB;
+		set_peak(m, RM_DISK, m->disk_now);
+	}
+}
+
+/* Peak of delta-cpu / delta-wall over a window of at least max(1 s, interval). */
+static void update_cores(struct rmonitor *m, double cpu, int threads)
+{
+	int64_t now = time_monotonic_us();
+	if (m->nwin == WIN_MAX) {
+		memmove(m->win, m->win + 1, (WIN_MAX - 1) * sizeof *m->win);
+		m->nwin--;
+	}
+	m->win[m->nwin++] = (struct win_sample){now, cpu, threads};
+	int64_t w = (int64_t)(fmax(1.0, m->interval) * 1e6);
+	int base = -1;
+	for (int i = m->nwin - 1; i >= 0; i--)
+		if (m->win[i].t <= now - w) {
+			base = i;
+			break;
+		}
+	if (base < 0)
+		return;
+	double dt = (double)(now - m->win[base].t) / 1e6;
+	double rate = dt > 0 ? (cpu - m->win[base].cpu) / dt : 0;
+	int maxthreads = 1;
+	for (int i = base; i < m->nwin; i++)
+		if (m->win[i].threads > maxthreads)
+			maxthreads = m->win[i].threads;
+	if (rate > maxthreads)
+		rate = maxthreads;
+	if (rate > m->machine_cpus)
+		rate = m->machine_cpus;
+	if (rate < 0)
+		rate = 0;
+	m->cores_now = rate;
+	if (rate > m->cores_peak) {
+		m->cores_peak = rate;
+		m->cur.peak_times[RM_CORES] = now_wall(m);
+	}
+	/* Keep one sample older than the window. */
+	if (base > 0) {
+		memmove(m->win, m->win + base, (size_t)(m->nwin - base) * sizeof *m->win);
+		m->nwin -= base;
+	}
+}
+
+static void check_sampled_limits(struct rmonitor *m)
+{
+	if (m->measure_only || m->state == ST_DONE)
+		return;
+	for (int f = 0; f < RM_N_FIELDS; f++) {
+		double lim = m->limits[f];
+		if (lim < 0 || m->cur.v[f] < 0)
+			continue;
+		switch (f) {
+		case RM_START:
+		case RM_END:
+		case RM_MACHINE_CPUS:
+		case RM_MACHINE_LOAD:
+		case RM_CORES_AVG:
+		case RM_GPUS: continue;
+		case RM_MEMORY:
+			if (m->cg_mem)
+				continue;
+			break;
+		case RM_MAX_CONCURRENT_PROCESSES:
+			if (m->cg_pids)
+				continue;
+			break;
+		case RM_CORES:
+			/* Sampled CPU rates are noisy: allow 10% over without a quota. */
+			if (m->cg_cpu || m->cur.v[f] <= lim * 1.1 + 0.05)
+				continue;
+			break;
+		default: break;
+		}
+		if (m->cur.v[f] > lim)
+			limit_kill(m, f, lim);
+	}
+}
+
+static void time_series_row(struct rmonitor *m)
+{
+	if (!m->time_series)
+		return;
+	fprintf(m->time_series, "%lld %.3f %.3f %.3f %.3f %.3f %.3f %.3f %d %.3f\n",
+	        (long long)time_now_us(), m->cur.v[RM_CPU_TIME] < 0 ? 0 : m->cur.v[RM_CPU_TIME],
+	        m->cores_now, m->mem_now, m->vm_now, m->swap_now,
+	        m->cur.v[RM_BYTES_READ] < 0 ? 0 : m->cur.v[RM_BYTES_READ],
+	        m->cur.v[RM_BYTES_WRITTEN] < 0 ? 0 : m->cur.v[RM_BYTES_WRITTEN], m->procs_now,
+	        m->disk_now);
+	fflush(m->time_series);
+}
+
+/* Memory of a cgroup task: the cgroup's peak charge minus the page cache charged at the time
+ * of reading (files the task wrote or read stay cached and charged, but they are not what
+ * the task needs to run), never below the peak of the summed RSS from /proc. A task that only
+ * allocates is measured exactly; one that writes a big file does not look big. */
+static double cgroup_memory_mb(struct rmonitor *m)
+{
+	int64_t cache = m->cache_now > 0 ? m->cache_now : 0;
+	int64_t v = m->peak_bytes - cache;
+	if (v < m->rss_peak)
+		v = m->rss_peak;
+	return (double)v / MB;
+}
+
+/* Takes one sample. LIGHT: only what the limit checks need. */
+static void sample(struct rmonitor *m, int light)
+{
+	struct rmon_cg_stats st;
+	pid_t *pids = NULL;
+	size_t n = 0;
+	if (m->cg) {
+		rmon_cgroup_stats(m->cg, &st);
+		rmon_cgroup_pids(m->cg, &pids, &n);
+	}
+	rmon_proc_sample(m->proc, pids, n, light, &m->tot);
+	free(pids);
+	struct rmon_proc_totals *t = &m->tot;
+
+	if (t->rss > m->rss_peak)
+		m->rss_peak = t->rss;
+	double cpu = t->cpu_s;
+	if (m->cg) {
+		if (st.mem_peak > m->peak_bytes)
+			m->peak_bytes = st.mem_peak;
+		if (st.mem_current > m->peak_bytes)
+			m->peak_bytes = st.mem_current;
+		m->cache_now = st.mem_cache;
+		int64_t cur = st.mem_current - (st.mem_cache > 0 ? st.mem_cache : 0);
+		m->mem_now = (double)(cur > t->rss ? cur : t->rss) / MB;
+		set_peak(m, RM_MEMORY, cgroup_memory_mb(m));
+		if (st.cpu_ns >= 0)
+			cpu = (double)st.cpu_ns / 1e9;
+		if (st.pids_current > 0)
+			set_peak(m, RM_MAX_CONCURRENT_PROCESSES, (double)st.pids_current);
+		if (st.io_read >= 0 && st.io_read > t->read_bytes)
+			t->read_bytes = st.io_read;
+		if (st.io_write >= 0 && st.io_write > t->write_bytes)
+			t->write_bytes = st.io_write;
+	} else {
+		m->mem_now = (double)t->rss / MB;
+		set_peak(m, RM_MEMORY, (double)m->rss_peak / MB);
+	}
+	if (m->cur.v[RM_CPU_TIME] < 0 || cpu > m->cur.v[RM_CPU_TIME])
+		m->cur.v[RM_CPU_TIME] = cpu;
+	double wall = now_wall(m);
+	m->cur.v[RM_WALL_TIME] = wall;
+	if (wall > 0)
+		m->cur.v[RM_CORES_AVG] = m->cur.v[RM_CPU_TIME] / wall;
+	m->vm_now = (double)t->vm / MB;
+	m->swap_now = (double)t->swap / MB;
+	m->procs_now = t->nprocs;
+	set_peak(m, RM_VIRTUAL_MEMORY, m->vm_now);
+	set_peak(m, RM_SWAP_MEMORY, m->swap_now);
+	set_peak(m, RM_MAX_CONCURRENT_PROCESSES, (double)t->max_concurrent);
+	set_peak(m, RM_TOTAL_PROCESSES, (double)t->total_processes);
+	update_cores(m, m->cur.v[RM_CPU_TIME], t->nthreads);
+	if (m->cores_peak >= 0)
+		m->cur.v[RM_CORES] = m->cores_peak;
+	else if (wall > 0)
+		m->cur.v[RM_CORES] = fmin(m->cur.v[RM_CORES_AVG], m->machine_cpus);
+	if (!light || m->limits[RM_DISK] >= 0)
+		measure_disk(m, 0);
+	if (!light) {
+		set_peak(m, RM_BYTES_READ, (double)t->read_bytes / MB);
+		set_peak(m, RM_BYTES_WRITTEN, (double)t->write_bytes / MB);
+		set_peak(m, RM_CONTEXT_SWITCHES, (double)t->ctx_switches);
+		set_peak(m, RM_MACHINE_LOAD, rmon_machine_load());
+		if (m->report_files)
+			set_peak(m, RM_TOTAL_FILES, (double)rmon_proc_nfiles(m->proc));
+	}
+	check_sampled_limits(m);
+}
+
+/* ---- ending --------------------------------------------------------------------------- */
+
+static void on_close(uv_handle_t *h)
+{
+	struct rmonitor *m = h->data;
+	m->n_handles--;
+	if (m->n_handles == 0 && m->deleting) {
+		rmsummary_clear(&m->cur);
+		free_strv(m->argv);
+		free_strv(m->env);
+		free_strv(m->measure_dirs);
+		free(m->cwd);
+		free(m->cpuset);
+		free(m->cgroup_root);
+		free(m);
+	}
+}
+
+static void close_handle(struct rmonitor *m, uv_handle_t *h, int *flag)
+{
+	if (flag && !*flag)
+		return;
+	if (flag)
+		*flag = 0;
+	if (!uv_is_closing(h))
+		uv_close(h, on_close);
+	(void)m;
+}
+
+/* Stops watching the kernel: poll handles are closed before their descriptors. */
+static void stop_watching(struct rmonitor *m)
+{
+	uv_timer_stop(&m->sample_timer);
+	uv_timer_stop(&m->fast_timer);
+	uv_timer_stop(&m->wall_timer);
+	uv_timer_stop(&m->drain_timer);
+	uv_signal_stop(&m->sigchld);
+	close_handle(m, (uv_handle_t *)&m->mem_poll, &m->mem_poll_on);
+	close_handle(m, (uv_handle_t *)&m->cn_poll, &m->cn_poll_on);
+	if (m->cn_fd >= 0) {
+		close(m->cn_fd);
+		m->cn_fd = -1;
+	}
+}
+
+static void remove_cgroup(struct rmonitor *m, int wait_ms)
+{
+	if (!m->cg)
+		return;
+	if (rmon_cgroup_kill_all(m->cg, wait_ms) == 0 && rmon_cgroup_destroy(m->cg, wait_ms) == 0)
+		debug(D_RMON, "cgroup %s removed", rmon_cgroup_name(m->cg));
+	else
+		warn("cgroup %s could not be removed yet; rmonitor_cleanup_stale will",
+		     rmon_cgroup_name(m->cg));
+	rmon_cgroup_delete(m->cg);
+	m->cg = NULL;
+}
+
+static void finish(struct rmonitor *m)
+{
+	if (m->state == ST_DONE)
+		return;
+	sample(m, 0);
+	measure_disk(m, 1);
+	m->state = ST_DONE;
+	m->end_us = time_now_us();
+	double wall = (double)(m->end_us - m->start_us) / 1e6;
+	struct rmsummary *s = &m->cur;
+	if (m->cg) {
+		struct rmon_cg_stats st;
+		rmon_cgroup_stats(m->cg, &st);
+		if (st.mem_peak > m->peak_bytes)
+			m->peak_bytes = st.mem_peak;
+		m->cache_now = st.mem_cache;
+		/* The final figure replaces the running peak: cache at the end is known now. */
+		s->v[RM_MEMORY] = cgroup_memory_mb(m);
+		if (st.cpu_ns >= 0 && (double)st.cpu_ns / 1e9 > s->v[RM_CPU_TIME])
+			s->v[RM_CPU_TIME] = (double)st.cpu_ns / 1e9;
+		if (st.oom_kills > m->prev_oom_kills && m->mem_limit_mb >= 0) {
+			m->killed_for_limits = 1;
+			if (m->exceeded[RM_MEMORY] < 0)
+				m->exceeded[RM_MEMORY] = (double)m->mem_limit_mb;
+		}
+	}
+	stop_watching(m);
+	remove_cgroup(m, 500);
+
+	s->v[RM_START] = (double)m->start_us;
+	s->v[RM_END] = (double)m->end_us;
+	s->v[RM_WALL_TIME] = wall;
+	if (s->v[RM_CPU_TIME] < 0)
+		s->v[RM_CPU_TIME] = 0;
+	s->v[RM_CORES_AVG] = wall > 0 ? s->v[RM_CPU_TIME] / wall : 0;
+	if (m->cores_peak >= 0) {
+		s->v[RM_CORES] = m->cores_peak;
+	} else {
+		/* Shorter than one window: the average is the best figure. */
+		s->v[RM_CORES] = fmin(s->v[RM_CORES_AVG], (double)m->machine_cpus);
+		s->peak_times[RM_CORES] = wall;
+	}
+	if (m->report_files)
+		s->v[RM_TOTAL_FILES] = (double)rmon_proc_nfiles(m->proc);
+	s->v[RM_MACHINE_CPUS] = m->machine_cpus;
+	for (int f = 0; f < RM_N_FIELDS; f++)
+		if (s->v[f] < 0 &&
+		    (f == RM_MEMORY || f == RM_VIRTUAL_MEMORY || f == RM_SWAP_MEMORY ||
+		     f == RM_BYTES_READ || f == RM_BYTES_WRITTEN || f == RM_CONTEXT_SWITCHES ||
+		     f == RM_MAX_CONCURRENT_PROCESSES || f == RM_TOTAL_PROCESSES))
+			s->v[f] = 0;
+
+	if (m->killed_for_limits) {
+		s->exit_type = RM_EXIT_LIMITS;
+		s->signal = SIGKILL;
+		s->exit_status = WIFEXITED(m->wstatus) ? WEXITSTATUS(m->wstatus) : 0;
+		for (int f = 0; f < RM_N_FIELDS; f++)
+			s->limits_exceeded[f] = m->exceeded[f];
+	} else if (WIFSIGNALED(m->wstatus)) {
+		s->exit_type = RM_EXIT_SIGNAL;
+		s->signal = WTERMSIG(m->wstatus);
+		s->exit_status = 0;
+	} else {
+		s->exit_type = RM_EXIT_NORMAL;
+		s->exit_status = WEXITSTATUS(m->wstatus);
+		s->signal = 0;
+	}
+	time_series_row(m);
+	debug(D_RMON, "pid %ld done: wall %.3f s, cpu %.3f s, memory %.1f MB, %d processes",
+	      (long)m->pid, wall, s->v[RM_CPU_TIME], s->v[RM_MEMORY],
+	      (int)s->v[RM_TOTAL_PROCESSES]);
+	if (m->done)
+		m->done(m, s, m->arg);
+}
+
+static int tree_empty(struct rmonitor *m)
+{
+	if (m->cg) {
+		int e = rmon_cgroup_is_empty(m->cg);
+		return e != 0; /* an unreadable group counts as empty */
+	}
+	struct rmon_proc_totals t;
+	rmon_proc_sample(m->proc, NULL, 0, 1, &t);
+	return t.nprocs == 0;
+}
+
+static void on_drain(uv_timer_t *t)
+{
+	struct rmonitor *m = t->data;
+	if (m->state != ST_DRAINING)
+		return;
+	if (m->killed_for_limits)
+		kill_tree(m);
+	if (tree_empty(m)) {
+		uv_timer_stop(&m->drain_timer);
+		finish(m);
+	}
+}
+
+/* Is our child (and only ours) finished? Reaps it after a last look at its zombie. */
+static void check_child(struct rmonitor *m)
+{
+	if (m->reaped || m->state == ST_DONE)
+		return;
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, (id_t)m->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+	    si.si_pid != m->pid)
+		return;
+	/* Still a zombie: its /proc entry holds its final figures. */
+	sample(m, 0);
+	struct rusage ru;
+	int status;
+	pid_t r = wait4(m->pid, &status, WNOHANG, &ru);
+	if (r != m->pid)
+		return;
+	m->reaped = 1;
+	m->wstatus = status;
+	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	             (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	rmon_proc_root_exited(m->proc, cpu);
+	/* The largest RSS of the first process and of the children it waited for. */
+	if ((int64_t)ru.ru_maxrss * 1024 > m->rss_peak)
+		m->rss_peak = (int64_t)ru.ru_maxrss * 1024;
+	debug(D_RMON, "pid %ld exited (status 0x%x)", (long)m->pid, status);
+	m->state = ST_DRAINING;
+	uv_timer_stop(&m->sample_timer);
+	uv_timer_stop(&m->fast_timer);
+	if (tree_empty(m))
+		finish(m);
+	else
+		uv_timer_start(&m->drain_timer, on_drain, DRAIN_MS, DRAIN_MS);
+}
+
+/* ---- callbacks -------------------------------------------------------------------------- */
+
+static void on_sigchld(uv_signal_t *h, int signum)
+{
+	(void)signum;
+	check_child(h->data);
+}
+
+static void on_sample(uv_timer_t *t)
+{
+	struct rmonitor *m = t->data;
+	if (m->state != ST_RUNNING)
+		return;
+	sample(m, 0);
+	time_series_row(m);
+	check_child(m);
+	if (m->state != ST_RUNNING)
+		return;
+	/* Samples come quickly at first (short tasks are seen), then at the interval. */
+	uint64_t iv = (uint64_t)(m->interval * 1000);
+	m->next_ms = m->next_ms * 2 < iv ? m->next_ms * 2 : iv;
+	if (m->next_ms == 0)
+		m->next_ms = 1;
+	uv_timer_start(&m->sample_timer, on_sample, m->next_ms, 0);
+}
+
+static void on_fast(uv_timer_t *t)
+{
+	struct rmonitor *m = t->data;
+	if (m->state != ST_RUNNING)
+		return;
+	sample(m, 1);
+}
+
+static void on_wall(uv_timer_t *t)
+{
+	struct rmonitor *m = t->data;
+	if (m->state == ST_DONE)
+		return;
+	limit_kill(m, RM_WALL_TIME, m->limits[RM_WALL_TIME]);
+	check_child(m);
+}
+
+static void at_limit(struct rmonitor *m)
+{
+	int64_t lim = m->mem_limit_mb;
+	int64_t more = m->at_memory_limit ? m->at_memory_limit(m, lim, m->at_memory_limit_arg) : 0;
+	if (m->state == ST_DONE || m->deleting)
+		return;
+	if (more < 0) {
+		/* The owner keeps the task waiting at its limit (throttled) and will raise it
+		 * with rmonitor_set_memory_limit() when memory frees up. */
+		debug(D_RMON, "task %ld held at its memory limit of %lld MB", (long)m->pid,
+		      (long long)lim);
+		return;
+	}
+	if (more > lim && rmon_cgroup_set_memory(m->cg, more * (int64_t)(1 << 20), 1) == 0) {
+		m->mem_limit_mb = more;
+		m->limit_raises++;
+		notice("task %ld reached its memory limit of %lld MB; raised to %lld MB",
+		       (long)m->pid, (long long)lim, (long long)more);
+		return;
+	}
+	limit_kill(m, RM_MEMORY, (double)lim);
+}
+
+static void on_mem_event(uv_poll_t *h, int status, int events)
+{
+	struct rmonitor *m = h->data;
+	(void)events;
+	if (status < 0 || !m->cg || m->state == ST_DONE)
+		return;
+	int fd = rmon_cgroup_memory_fd(m->cg);
+	char buf[4096];
+	while (read(fd, buf, sizeof buf) > 0)
+		;
+	if (m->killed_for_limits)
+		return;
+	struct rmon_cg_stats st;
+	rmon_cgroup_stats(m->cg, &st);
+	if (rmon_cgroup_version(m->cg) == RMON_CG_V1) {
+		if (st.under_oom > 0 || st.oom_kills > m->prev_oom_kills)
+			at_limit(m);
+		return;
+	}
+	/* v2: the kernel killed (memory.max reached), or the task sits at memory.high with
+	 * memory that cannot be reclaimed (not page cache). */
+	int64_t lim = m->mem_limit_mb * (int64_t)(1 << 20);
+	int64_t unreclaimable = st.mem_current - (st.mem_cache > 0 ? st.mem_cache : 0);
+	if (st.oom_kills > m->prev_oom_kills) {
+		m->prev_oom_kills = st.oom_kills;
+		limit_kill(m, RM_MEMORY, (double)m->mem_limit_mb);
+	} else if (st.high_events > m->prev_high && unreclaimable >= lim - lim / 50) {
+		m->prev_high = st.high_events;
+		at_limit(m);
+	} else if (st.high_events > m->prev_high) {
+		m->prev_high = st.high_events;
+	}
+}
+
+static void on_cn(uv_poll_t *h, int status, int events)
+{
+	struct rmonitor *m = h->data;
+	(void)events;
+	if (status < 0 || m->state == ST_DONE)
+		return;
+	struct rmon_proc *ps[1] = {m->proc};
+	if (rmon_proc_connector_read(m->cn_fd, ps, 1) == -ENOBUFS)
+		debug(D_RMON, "proc connector overflow: some short-lived processes may be missed");
+}
+
+/* ---- start ----------------------------------------------------------------------------- */
+
+void rmonitor_spec_init(struct rmonitor_spec *spec)
+{
+	memset(spec, 0, sizeof *spec);
+	spec->stdin_fd = spec->stdout_fd = spec->stderr_fd = -1;
+	rmsummary_init(&spec->limits);
+	spec->interval_s = 1.0;
+	spec->cgroups = RMONITOR_CGROUPS_AUTO;
+}
+
+static void init_handle(struct rmonitor *m, uv_handle_t *h)
+{
+	h->data = m;
+	m->n_handles++;
+}
+
+/* Creates the cgroup and sets its limits; on failure M->cg stays NULL. */
+static int setup_cgroup(struct rmonitor *m)
+{
+	struct rmon_cgroup_opts o = {.root = m->cgroup_root};
+	int err = 0;
+	m->cg = rmon_cgroup_create(&o, &err);
+	if (!m->cg) {
+		debug(D_RMON, "no cgroup: %s", htc_strerror(err));
+		return err;
+	}
+	if (m->cpuset && rmon_cgroup_set_cpuset(m->cg, m->cpuset) < 0)
+		warn("cannot pin the task to CPUs %s", m->cpuset);
+	if (m->measure_only)
+		return 0;
+	if (m->limits[RM_MEMORY] >= 0) {
+		m->mem_limit_mb = (int64_t)ceil(m->limits[RM_MEMORY]);
+		if (rmon_cgroup_set_memory(m->cg, m->mem_limit_mb * (int64_t)(1 << 20), 1) == 0 &&
+		    rmon_cgroup_memory_fd(m->cg) >= 0)
+			m->cg_mem = 1;
+	}
+	if (m->limits[RM_CORES] > 0 && rmon_cgroup_set_cpu(m->cg, m->limits[RM_CORES]) == 0)
+		m->cg_cpu = 1;
+	if (m->limits[RM_MAX_CONCURRENT_PROCESSES] >= 0 &&
+	    rmon_cgroup_set_pids(m->cg, (int64_t)m->limits[RM_MAX_CONCURRENT_PROCESSES]) == 0)
+		m->cg_pids = 1;
+	return 0;
+}
+
+static pid_t start_child(struct rmonitor *m, int *err)
+{
+	int fds[MAX_CGFDS];
+	int nfds = 0;
+	if (m->cg) {
+		nfds = rmon_cgroup_open_procs(m->cg, fds, MAX_CGFDS);
+		if (nfds < 0) {
+			*err = nfds;
+			return -1;
+		}
+	}
+	struct rmon_spawn_args a = {
+	    .argv = (const char *const *)m->argv,
+	    .env = (const char *const *)m->env,
+	    .cwd = m->cwd,
+	    .stdin_fd = m->stdio[0],
+	    .stdout_fd = m->stdio[1],
+	    .stderr_fd = m->stdio[2],
+	    .new_session = m->new_session,
+	    .cgroup_fds = fds,
+	    .n_cgroup_fds = nfds,
+	};
+	enum rmon_spawn_stage stage;
+	int cerr;
+	m->start_us = time_now_us();
+	m->start_mono = time_monotonic_us();
+	pid_t pid = rmon_spawn(&a, &stage, &cerr);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (pid < 0) {
+		*err = pid;
+		return -1;
+	}
+	if (stage == RMON_SPAWN_CGROUP) {
+		int st;
+		waitpid(pid, &st, 0);
+		*err = -cerr;
+		return -2;
+	}
+	if (stage != RMON_SPAWN_OK)
+		debug(D_RMON, "cannot execute %s: %s", m->argv[0], strerror(cerr));
+	return pid;
+}
+
+struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spec,
+                                rmonitor_done_fn done, void *arg, int *err)
+{
+	int dummy;
+	if (!err)
+		err = &dummy;
+	*err = 0;
+	if (!loop || !spec || !spec->argv || !spec->argv[0]) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	struct rmonitor *m = xcalloc(1, sizeof *m);
+	m->loop = loop;
+	m->done = done;
+	m->arg = arg;
+	m->argv = copy_strv(spec->argv);
+	m->env = copy_strv(spec->env);
+	m->cwd = xstrdup(spec->cwd);
+	m->cpuset = xstrdup(spec->cpuset);
+	m->measure_dirs = copy_strv(spec->measure_dirs);
+	m->cgroup_root = xstrdup(spec->cgroup_root);
+	m->stdio[0] = spec->stdin_fd;
+	m->stdio[1] = spec->stdout_fd;
+	m->stdio[2] = spec->stderr_fd;
+	m->new_session = spec->new_session;
+	m->measure_only = spec->measure_only;
+	m->interval = spec->interval_s > 0 ? spec->interval_s : 1.0;
+	m->time_series = spec->time_series;
+	m->report_files = spec->report_files;
+	m->cg_mode = spec->cgroups;
+	m->at_memory_limit = spec->at_memory_limit;
+	m->at_memory_limit_arg = spec->at_memory_limit_arg;
+	for (int f = 0; f < RM_N_FIELDS; f++) {
+		m->limits[f] = spec->measure_only ? -1 : spec->limits.v[f];
+		m->exceeded[f] = -1;
+	}
+	m->mem_limit_mb = -1;
+	m->cn_fd = -1;
+	m->cores_peak = -1;
+	m->machine_cpus = rmon_machine_cpus();
+	rmsummary_init(&m->cur);
+	m->cur.command = command_line(m->argv);
+
+	if (m->cg_mode != RMONITOR_CGROUPS_OFF) {
+		int e = setup_cgroup(m);
+		if (e < 0 && m->cg_mode == RMONITOR_CGROUPS_REQUIRED) {
+			*err = e == HTC_EUNSUP ? HTC_EUNSUP : e;
+			goto fail;
+		}
+	}
+
+	int cn = rmon_proc_connector_open();
+	if (cn >= 0)
+		m->cn_fd = cn;
+	else
+		debug(D_RMON,
+		      "proc connector unavailable (%s): short-lived processes are counted "
+		      "only when a sample sees them",
+		      strerror(-cn));
+
+	uv_signal_init(loop, &m->sigchld);
+	init_handle(m, (uv_handle_t *)&m->sigchld);
+	uv_timer_init(loop, &m->sample_timer);
+	init_handle(m, (uv_handle_t *)&m->sample_timer);
+	uv_timer_init(loop, &m->fast_timer);
+	init_handle(m, (uv_handle_t *)&m->fast_timer);
+	uv_timer_init(loop, &m->wall_timer);
+	init_handle(m, (uv_handle_t *)&m->wall_timer);
+	uv_timer_init(loop, &m->drain_timer);
+	init_handle(m, (uv_handle_t *)&m->drain_timer);
+	/* Before the child exists, so that its SIGCHLD cannot be missed. */
+	uv_signal_start(&m->sigchld, on_sigchld, SIGCHLD);
+
+	int e = 0;
+	pid_t pid = start_child(m, &e);
+	if (pid == -2 && m->cg_mode == RMONITOR_CGROUPS_AUTO) {
+		warn("cannot join cgroup %s (%s); measuring through /proc only",
+		     rmon_cgroup_name(m->cg), htc_strerror(e));
+		rmon_cgroup_destroy(m->cg, 100);
+		rmon_cgroup_delete(m->cg);
+		m->cg = NULL;
+		m->cg_mem = m->cg_cpu = m->cg_pids = 0;
+		pid = start_child(m, &e);
+	}
+	if (pid < 0) {
+		*err = e ? e : -ECHILD;
+		m->deleting = 1;
+		m->state = ST_DONE;
+		if (m->cn_fd >= 0)
+			close(m->cn_fd);
+		m->cn_fd = -1;
+		if (m->cg) {
+			rmon_cgroup_destroy(m->cg, 100);
+			rmon_cgroup_delete(m->cg);
+			m->cg = NULL;
+		}
+		/* The handles free M when closed. */
+		uv_close((uv_handle_t *)&m->sigchld, on_close);
+		uv_close((uv_handle_t *)&m->sample_timer, on_close);
+		uv_close((uv_handle_t *)&m->fast_timer, on_close);
+		uv_close((uv_handle_t *)&m->wall_timer, on_close);
+		uv_close((uv_handle_t *)&m->drain_timer, on_close);
+		return NULL;
+	}
+	m->pid = pid;
+	m->used_cgroups = m->cg != NULL;
+	enum rmon_proc_mode mode =
+	    m->cg ? RMON_PROC_CGROUP : (m->new_session ? RMON_PROC_SESSION : RMON_PROC_DESCENDANTS);
+	m->proc = rmon_proc_create(pid, mode, m->report_files);
+	rmon_proc_add(m->proc, pid, getpid());
+	debug(D_RMON, "started pid %ld (%s)%s%s", (long)pid, m->cur.command,
+	      m->cg ? " in cgroup " : ", no cgroup", m->cg ? rmon_cgroup_path(m->cg) : "");
+
+	if (m->cn_fd >= 0) {
+		uv_poll_init(loop, &m->cn_poll, m->cn_fd);
+		init_handle(m, (uv_handle_t *)&m->cn_poll);
+		m->cn_poll_on = 1;
+		uv_poll_start(&m->cn_poll, UV_READABLE, on_cn);
+	}
+	if (m->cg_mem) {
+		uv_poll_init(loop, &m->mem_poll, rmon_cgroup_memory_fd(m->cg));
+		init_handle(m, (uv_handle_t *)&m->mem_poll);
+		m->mem_poll_on = 1;
+		uv_poll_start(&m->mem_poll, UV_READABLE, on_mem_event);
+	}
+	uint64_t iv = (uint64_t)(m->interval * 1000);
+	if (iv == 0)
+		iv = 1;
+	m->next_ms = iv < 50 ? iv : 50;
+	uv_timer_start(&m->sample_timer, on_sample, m->next_ms, 0);
+	if (!m->measure_only &&
+	    ((m->limits[RM_MEMORY] >= 0 && !m->cg_mem) || m->limits[RM_DISK] >= 0)) {
+		uint64_t fast = (uint64_t)(fmin(m->interval, FAST_S) * 1000);
+		if (fast == 0)
+			fast = 1;
+		uv_timer_start(&m->fast_timer, on_fast, fast, fast);
+	}
+	if (m->limits[RM_WALL_TIME] >= 0) {
+		uint64_t ms = (uint64_t)(m->limits[RM_WALL_TIME] * 1000.0);
+		uv_timer_start(&m->wall_timer, on_wall, ms, 0);
+	}
+	if (m->time_series) {
+		fprintf(m->time_series,
+		        "# wall_clock(us) cpu_time(s) cores memory(MB) "
+		        "virtual_memory(MB) swap(MB) bytes_read(MB) bytes_written(MB) "
+		        "processes disk(MB)\n");
+		fflush(m->time_series);
+	}
+	m->state = ST_RUNNING;
+	return m;
+
+fail:
+	if (m->cg) {
+		rmon_cgroup_destroy(m->cg, 100);
+		rmon_cgroup_delete(m->cg);
+	}
+	rmsummary_clear(&m->cur);
+	free_strv(m->argv);
+	free_strv(m->env);
+	free_strv(m->measure_dirs);
+	free(m->cwd);
+	free(m->cpuset);
+	free(m->cgroup_root);
+	free(m);
+	return NULL;
+}
+
+/* ---- queries and control --------------------------------------------------------------- */
+
+pid_t rmonitor_pid(const struct rmonitor *m)
+{
+	return m ? m->pid : -1;
+}
+
+int rmonitor_uses_cgroups(const struct rmonitor *m)
+{
+	return m && m->used_cgroups;
+}
+
+const struct rmsummary *rmonitor_current(const struct rmonitor *m)
+{
+	return &m->cur;
+}
+
+int rmonitor_limit_raises(const struct rmonitor *m)
+{
+	return m->limit_raises;
+}
+
+const char *const *rmonitor_files(const struct rmonitor *m)
+{
+	static const char *const none[1] = {NULL};
+	if (!m->proc)
+		return none;
+	return rmon_proc_files(((struct rmonitor *)m)->proc);
+}
+
+int rmonitor_set_memory_limit(struct rmonitor *m, int64_t mb)
+{
+	if (!m->cg)
+		return HTC_EUNSUP;
+	if (m->state == ST_DONE)
+		return -ESRCH;
+	int r = rmon_cgroup_set_memory(m->cg, mb < 0 ? -1 : mb * (int64_t)(1 << 20), 1);
+	if (r < 0)
+		return r;
+	m->mem_limit_mb = mb;
+	m->limits[RM_MEMORY] = (double)mb;
+	if (mb >= 0 && !m->mem_poll_on) {
+		int fd = rmon_cgroup_memory_fd(m->cg);
+		if (fd >= 0) {
+			uv_poll_init(m->loop, &m->mem_poll, fd);
+			init_handle(m, (uv_handle_t *)&m->mem_poll);
+			m->mem_poll_on = 1;
+			uv_poll_start(&m->mem_poll, UV_READABLE, on_mem_event);
+		}
+	}
+	m->cg_mem = mb >= 0;
+	return 0;
+}
+
+int rmonitor_kill(struct rmonitor *m, int sig)
+{
+	if (!m || m->state == ST_DONE)
+		return -ESRCH;
+	if (m->cg) {
+		if (sig == SIGKILL)
+			rmon_cgroup_kill_all(m->cg, 0);
+		else
+			rmon_cgroup_signal(m->cg, sig);
+	}
+	signal_tracked(m, sig);
+	return 0;
+}
+
+void rmonitor_delete(struct rmonitor *m)
+{
+	if (!m || m->deleting)
+		return;
+	m->deleting = 1;
+	if (m->state != ST_DONE) {
+		debug(D_RMON, "pid %ld: deleted while running, killing the task", (long)m->pid);
+		kill_tree(m);
+		if (!m->reaped) {
+			int st;
+			/* SIGKILLed just now: this returns at once. */
+			while (waitpid(m->pid, &st, 0) < 0 && errno == EINTR)
+				;
+			m->reaped = 1;
+		}
+		m->state = ST_DONE;
+		stop_watching(m);
+		remove_cgroup(m, 1000);
+	}
+	rmon_proc_delete(m->proc);
+	m->proc = NULL;
+	close_handle(m, (uv_handle_t *)&m->sigchld, NULL);
+	close_handle(m, (uv_handle_t *)&m->sample_timer, NULL);
+	close_handle(m, (uv_handle_t *)&m->fast_timer, NULL);
+	close_handle(m, (uv_handle_t *)&m->wall_timer, NULL);
+	close_handle(m, (uv_handle_t *)&m->drain_timer, NULL);
+	close_handle(m, (uv_handle_t *)&m->mem_poll, &m->mem_poll_on);
+	close_handle(m, (uv_handle_t *)&m->cn_poll, &m->cn_poll_on);
+}
+
+/* ---- machine ---------------------------------------------------------------------------- */
+
+int rmonitor_cleanup_stale(const char *cgroup_root)
+{
+	struct rmon_cgroup_opts o = {.root = cgroup_root};
+	return rmon_cgroup_cleanup_stale(&o);
+}
+
+static int count_gpus(void)
+{
+	DIR *d = opendir("/dev");
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		const char *p = de->d_name;
+		if (strncmp(p, "nvidia", 6) != 0 || !p[6])
+			continue;
+		int digits = 1;
+		for (const char *c = p + 6; *c; c++)
+			if (*c < '0' || *c > '9')
+				digits = 0;
+		n += digits;
+	}
+	closedir(d);
+	return n;
+}
+
+void rmonitor_machine_resources(const char *dir, struct rmsummary *out)
+{
+	cpu_set_t set;
+	int cpus = rmon_machine_cpus();
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		cpus = CPU_COUNT(&set);
+	out->v[RM_CORES] = cpus;
+	int64_t total, avail;
+	rmon_machine_memory(&total, &avail);
+	out->v[RM_MEMORY] = total >= 0 ? floor((double)total / MB) : -1;
+	struct statvfs vfs;
+	if (statvfs(dir ? dir : ".", &vfs) == 0)
+		out->v[RM_DISK] = floor((double)vfs.f_bavail * (double)vfs.f_frsize / MB);
+	else
+		out->v[RM_DISK] = -1;
+	out->v[RM_GPUS] = count_gpus();
+}

@@ -1,0 +1,95 @@
+/* rmonitor.h: runs one command under measurement and limits, on a libuv loop. The command's
+ * whole process tree is followed: in its own cgroup where cgroups can be used (exact peaks,
+ * CPU time and process counts; limits enforced by the kernel), with /proc sampling as the
+ * fallback and for what cgroups do not give. Wall time is enforced by a timer and memory by
+ * kernel notification, so a violation is acted on within 100 ms, not at the next sample. Used
+ * by the resource_monitor program, the cgroups batch driver and the worker. See
+ * doc/resource-monitor.md. */
+#ifndef HTC_RMONITOR_H
+#define HTC_RMONITOR_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "rmsummary.h"
+
+enum rmonitor_cgroups {
+	RMONITOR_CGROUPS_AUTO = 0, /* use cgroups when we can create them, else /proc only */
+	RMONITOR_CGROUPS_OFF,      /* /proc sampling only */
+	RMONITOR_CGROUPS_REQUIRED, /* fail to start (HTC_EUNSUP) when cgroups cannot be used */
+};
+
+struct rmonitor;
+
+/* At its memory limit (cgroups only): return a new, larger limit in MB to let the task go on
+ * (the raise is logged and counted in rmonitor_limit_raises), 0 to end it as exhausted, or a
+ * negative number to keep it waiting at the limit (the caller raises it later with
+ * rmonitor_set_memory_limit). */
+typedef int64_t (*rmonitor_memory_fn)(struct rmonitor *m, int64_t limit_mb, void *arg);
+/* The task has ended and its whole tree is gone. S is valid during the call only. */
+typedef void (*rmonitor_done_fn)(struct rmonitor *m, const struct rmsummary *s, void *arg);
+
+struct rmonitor_spec {
+	/* What to run: argv[0] is looked up in PATH (execvp rules). Required. */
+	const char *const *argv;
+	const char *const *env;             /* complete environment; NULL = this process's */
+	const char *cwd;                    /* NULL = this process's */
+	int stdin_fd, stdout_fd, stderr_fd; /* dup2'd in the child; -1 = inherit */
+	int new_session;                    /* setsid() in the child (default 0) */
+
+	/* Limits: v[] fields set (>= 0) are enforced: wall_time by a timer; memory, cores (as a
+	 * CPU quota) and max_concurrent_processes by the cgroup; disk and the others by sampling.
+	 * Ignored when measure_only. */
+	struct rmsummary limits;
+	int measure_only;
+	const char *cpuset;              /* e.g. "0-1": pin the task (cgroups only); NULL = none */
+	double interval_s;               /* /proc sampling interval; <= 0 means 1 s */
+	const char *const *measure_dirs; /* NULL-terminated; disk = MB under these; NULL = cwd */
+	FILE *time_series;               /* one row per sample when not NULL (format in the doc) */
+	int report_files;                /* collect the names of files the tree opened */
+	enum rmonitor_cgroups cgroups;
+	const char *cgroup_root;            /* NULL = /sys/fs/cgroup */
+	rmonitor_memory_fn at_memory_limit; /* NULL: exceeding memory ends the task */
+	void *at_memory_limit_arg;
+};
+
+/* Initialises SPEC with defaults: fds -1, limits unset, interval 1 s, cgroups AUTO. */
+void rmonitor_spec_init(struct rmonitor_spec *spec);
+
+/* Starts the command. DONE is called once from the loop when the task has ended (never from
+ * inside this call). Returns NULL with *err set (-errno; HTC_EUNSUP when cgroups are required
+ * but unavailable) when it could not start; a command that cannot be executed is not an error
+ * here: it ends with exit status 127 as from a shell. SPEC is copied. */
+struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spec,
+                                rmonitor_done_fn done, void *arg, int *err);
+
+pid_t rmonitor_pid(const struct rmonitor *m);
+/* 1 when the task is measured through its own cgroup. */
+int rmonitor_uses_cgroups(const struct rmonitor *m);
+/* Current measurements (a snapshot; valid until the next loop iteration). */
+const struct rmsummary *rmonitor_current(const struct rmonitor *m);
+/* How many times the memory limit was raised by at_memory_limit. */
+int rmonitor_limit_raises(const struct rmonitor *m);
+/* Names of files the tree opened (report_files), NULL-terminated; valid until delete. */
+const char *const *rmonitor_files(const struct rmonitor *m);
+
+/* Changes the memory limit of a running task (cgroups only): 0, HTC_EUNSUP, -errno. */
+int rmonitor_set_memory_limit(struct rmonitor *m, int64_t mb);
+/* Sends SIG to every process of the task. The task still ends through DONE. */
+int rmonitor_kill(struct rmonitor *m, int sig);
+
+/* Frees M. If the task is still running it is killed (SIGKILL to the whole tree), its cgroup
+ * removed once empty, and DONE is not called. NULL is ok. May be called from DONE. */
+void rmonitor_delete(struct rmonitor *m);
+
+/* Removes cgroups left by monitors of processes that no longer exist (after a kill -9 of their
+ * owner). Returns how many were removed, or -errno. */
+int rmonitor_cleanup_stale(const char *cgroup_root);
+
+/* Machine resources as the monitor sees them (cores, memory MB, and disk MB free in DIR), in
+ * the v[] of OUT (RM_CORES, RM_MEMORY, RM_DISK, RM_GPUS). */
+void rmonitor_machine_resources(const char *dir, struct rmsummary *out);
+
+#endif

@@ -1,0 +1,482 @@
+/* test_rmon_cgroup.c: unit tests for the cgroup backend (rmon_cgroup.h) and the spawner
+ * (rmon_spawn.h). The v2 logic runs against a fake cgroup tree built in a temporary
+ * directory (what it writes and reads is checked file by file); v1 runs for real on this
+ * machine: a group is created, a child started inside it, limited, measured and removed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "htc_error.h"
+#include "path.h"
+#include "rmon_cgroup.h"
+#include "rmon_spawn.h"
+#include "xalloc.h"
+#include "banned.h"
+
+static char helper_dir[PATH_MAX];
+
+static void put(const char *dir, const char *file, const char *text)
+{
+	char *p = path_join(dir, file);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	free(p);
+}
+
+static char *get(const char *dir, const char *file)
+{
+	char *p = path_join(dir, file);
+	char buf[4096];
+	ssize_t r = rmon_read_file(p, buf, sizeof buf);
+	free(p);
+	if (r < 0)
+		return xstrdup("<missing>");
+	return xstrdup(buf);
+}
+
+static void expect_file(const char *dir, const char *file, const char *want)
+{
+	char *got = get(dir, file);
+	if (strcmp(got, want))
+		fail_msg("%s/%s holds \"%s\", want \"%s\"", dir, file, got, want);
+	free(got);
+}
+
+struct fake {
+	char root[64];
+	char selfcg[PATH_MAX];
+	char *own, *base, *group;
+};
+
+/* Root with controllers, our own cgroup /user.slice/x, htc beneath it and the task group,
+ * each with the files the kernel would show. */
+static void fake_v2(struct fake *f)
+{
+	snprintf(f->root, sizeof f->root, "/tmp/rmon-cg-XXXXXX");
+	assert_non_null(mkdtemp(f->root));
+	f->own = path_join(f->root, "user.slice/x");
+	f->base = path_join(f->own, "htc");
+	f->group = path_join(f->base, "htc.4242.1");
+	assert_int_equal(path_mkdir_p(f->group, 0755), 0);
+	put(f->root, "cgroup.controllers", "cpuset cpu io memory hugetlb pids\n");
+	put(f->root, "cgroup.subtree_control", "cpuset cpu io memory pids\n");
+	put(f->own, "cgroup.controllers", "cpuset cpu io memory pids\n");
+	put(f->own, "cgroup.subtree_control", "memory\n");
+	put(f->base, "cgroup.controllers", "cpu io memory pids\n");
+	put(f->base, "cgroup.subtree_control", "");
+	static const char *const files[] = {
+	    "cgroup.procs",     "memory.max",    "memory.high",  "memory.swap.max",
+	    "memory.oom.group", "cpu.max",       "pids.max",     "cgroup.kill",
+	    "memory.current",   "memory.peak",   "memory.stat",  "cpu.stat",
+	    "io.stat",          "memory.events", "pids.current", "cgroup.events"};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+		put(f->group, files[i], "");
+	put(f->group, "cgroup.controllers", "cpu io memory pids\n");
+	snprintf(f->selfcg, sizeof f->selfcg, "%s/self_cgroup", f->root);
+	FILE *s = fopen(f->selfcg, "w");
+	assert_non_null(s);
+	fputs("12:memory:/ignored\n0::/user.slice/x\n", s);
+	fclose(s);
+}
+
+static void fake_free(struct fake *f)
+{
+	path_rm_rf(f->root);
+	free(f->own);
+	free(f->base);
+	free(f->group);
+}
+
+static void test_v2_fake_limits(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_v2(&f);
+	assert_int_equal(rmon_cgroup_detect(f.root), RMON_CG_V2);
+	struct rmon_cgroup_opts o = {
+	    .root = f.root, .proc_self_cgroup = f.selfcg, .owner = 4242, .name = "htc.4242.1"};
+	int err = 0;
+	struct rmon_cgroup *cg = rmon_cgroup_create(&o, &err);
+	assert_non_null(cg);
+	assert_int_equal(rmon_cgroup_version(cg), RMON_CG_V2);
+	assert_string_equal(rmon_cgroup_path(cg), f.group);
+	/* Controllers passed down: our own cgroup lacked cpu, cpuset, io, pids; htc had none. */
+	expect_file(f.own, "cgroup.subtree_control", "+cpu +cpuset +io +pids");
+	expect_file(f.base, "cgroup.subtree_control", "+cpu +io +memory +pids");
+
+	assert_int_equal(rmon_cgroup_set_memory(cg, 100 << 20, 1), 0);
+	expect_file(f.group, "memory.high", "104857600");
+	expect_file(f.group, "memory.max", "121634816"); /* + max(5 %, 16 MB) */
+	expect_file(f.group, "memory.swap.max", "0");
+	expect_file(f.group, "memory.oom.group", "1");
+	assert_int_equal(rmon_cgroup_set_memory(cg, 1000LL << 20, 1), 0);
+	expect_file(f.group, "memory.max", "1101004800"); /* + 5 % */
+	assert_int_equal(rmon_cgroup_set_memory(cg, 100 << 20, 0), 0);
+	expect_file(f.group, "memory.max", "104857600");
+	expect_file(f.group, "memory.high", "max");
+	assert_int_equal(rmon_cgroup_set_memory(cg, -1, 1), 0);
+	expect_file(f.group, "memory.max", "max");
+	expect_file(f.group, "memory.swap.max", "max");
+
+	assert_int_equal(rmon_cgroup_set_cpu(cg, 1.5), 0);
+	expect_file(f.group, "cpu.max", "150000 100000");
+	assert_int_equal(rmon_cgroup_set_cpu(cg, 0), 0);
+	expect_file(f.group, "cpu.max", "max 100000");
+	assert_int_equal(rmon_cgroup_set_pids(cg, 10), 0);
+	expect_file(f.group, "pids.max", "10");
+	/* No cpuset controller in this group. */
+	assert_int_equal(rmon_cgroup_set_cpuset(cg, "0"), HTC_EUNSUP);
+
+	int fds[4];
+	int n = rmon_cgroup_open_procs(cg, fds, 4);
+	assert_int_equal(n, 1);
+	assert_int_equal(write(fds[0], "0", 1), 1);
+	close(fds[0]);
+	expect_file(f.group, "cgroup.procs", "0");
+	rmon_cgroup_delete(cg);
+	fake_free(&f);
+}
+
+static void test_v2_fake_stats(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_v2(&f);
+	struct rmon_cgroup_opts o = {
+	    .root = f.root, .proc_self_cgroup = f.selfcg, .owner = 4242, .name = "htc.4242.1"};
+	int err = 0;
+	struct rmon_cgroup *cg = rmon_cgroup_create(&o, &err);
+	assert_non_null(cg);
+	put(f.group, "memory.current", "1000\n");
+	put(f.group, "memory.peak", "5000\n");
+	put(f.group, "memory.stat", "anon 300\nfile 700\nkernel 10\n");
+	put(f.group, "memory.high", "max\n");
+	put(f.group, "memory.max", "8192\n");
+	put(f.group, "cpu.stat", "usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n");
+	put(f.group, "io.stat",
+	    "8:0 rbytes=100 wbytes=200 rios=1 wios=2\n8:16 rbytes=1 wbytes=2\n");
+	put(f.group, "memory.events", "low 0\nhigh 3\nmax 1\noom 2\noom_kill 1\n");
+	put(f.group, "pids.current", "4\n");
+	struct rmon_cg_stats st;
+	assert_int_equal(rmon_cgroup_stats(cg, &st), 0);
+	assert_int_equal(st.mem_current, 1000);
+	assert_int_equal(st.mem_peak, 5000);
+	assert_int_equal(st.mem_cache, 700);
+	assert_int_equal(st.mem_anon, 300);
+	assert_int_equal(st.mem_limit, 8192);
+	assert_int_equal(st.cpu_ns, 2500000);
+	assert_int_equal(st.io_read, 101);
+	assert_int_equal(st.io_write, 202);
+	assert_int_equal(st.high_events, 3);
+	assert_int_equal(st.oom_events, 3);
+	assert_int_equal(st.oom_kills, 1);
+	assert_int_equal(st.pids_current, 4);
+	/* Without memory.peak (kernels before 5.19) the peak is the largest current seen. */
+	char *peak = path_join(f.group, "memory.peak");
+	unlink(peak);
+	free(peak);
+	put(f.group, "memory.current", "7000\n");
+	rmon_cgroup_stats(cg, &st);
+	put(f.group, "memory.current", "2000\n");
+	rmon_cgroup_stats(cg, &st);
+	assert_int_equal(st.mem_current, 2000);
+	assert_int_equal(st.mem_peak, 7000);
+
+	/* Members. Pids beyond pid_max, so that nothing real is ever signalled. */
+	put(f.group, "cgroup.procs", "99999998\n99999999\n");
+	pid_t *pids;
+	size_t n;
+	assert_int_equal(rmon_cgroup_pids(cg, &pids, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(pids[0], 99999998);
+	free(pids);
+	assert_int_equal(rmon_cgroup_is_empty(cg), 0);
+	/* cgroup.kill is used; the fake group never empties. */
+	assert_int_equal(rmon_cgroup_kill_all(cg, 5), -EBUSY);
+	expect_file(f.group, "cgroup.kill", "1");
+	put(f.group, "cgroup.procs", "");
+	assert_int_equal(rmon_cgroup_is_empty(cg), 1);
+	assert_int_equal(rmon_cgroup_kill_all(cg, 5), 0);
+
+	/* Notification: inotify on memory.events. */
+	int fd = rmon_cgroup_memory_fd(cg);
+	assert_true(fd >= 0);
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	assert_int_equal(poll(&pf, 1, 0), 0);
+	put(f.group, "memory.events", "low 0\nhigh 4\nmax 1\noom 2\noom_kill 1\n");
+	assert_int_equal(poll(&pf, 1, 1000), 1);
+	rmon_cgroup_delete(cg);
+	fake_free(&f);
+}
+
+static void test_v2_fake_refusals(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_v2(&f);
+	struct rmon_cgroup_opts o = {
+	    .root = f.root, .proc_self_cgroup = f.selfcg, .owner = 4242, .name = "htc.4242.1"};
+	int err = 0;
+	/* The memory controller does not reach "htc": not usable. */
+	put(f.base, "cgroup.controllers", "cpu pids\n");
+	assert_null(rmon_cgroup_create(&o, &err));
+	assert_int_equal(err, HTC_EUNSUP);
+	/* No memory controller at the root: no v2; no memory hierarchy: nothing. */
+	put(f.root, "cgroup.controllers", "cpu pids\n");
+	assert_int_equal(rmon_cgroup_detect(f.root), RMON_CG_NONE);
+	err = 0;
+	assert_null(rmon_cgroup_create(&o, &err));
+	assert_int_equal(err, HTC_EUNSUP);
+	fake_free(&f);
+}
+
+static void test_v2_fake_stale(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_v2(&f);
+	path_rm_rf(f.group); /* its owner 4242 may or may not be alive */
+	char *dead = path_join(f.base, "htc.99999999.3");
+	char name[64];
+	snprintf(name, sizeof name, "htc.%ld.7", (long)getpid());
+	char *alive = path_join(f.base, name);
+	char *other = path_join(f.base, "htc.notapid");
+	assert_int_equal(mkdir(dead, 0755), 0);
+	assert_int_equal(mkdir(alive, 0755), 0);
+	assert_int_equal(mkdir(other, 0755), 0);
+	struct rmon_cgroup_opts o = {.root = f.root, .proc_self_cgroup = f.selfcg};
+	assert_int_equal(rmon_cgroup_cleanup_stale(&o), 1);
+	assert_false(path_exists(dead));
+	assert_true(path_exists(alive));
+	assert_true(path_exists(other));
+	free(dead);
+	free(alive);
+	free(other);
+	fake_free(&f);
+}
+
+/* ---- real v1 ----------------------------------------------------------------------------- */
+
+static int in_group(pid_t pid, const char *name)
+{
+	char p[64], buf[4096];
+	snprintf(p, sizeof p, "/proc/%ld/cgroup", (long)pid);
+	if (rmon_read_file(p, buf, sizeof buf) < 0)
+		return 0;
+	return strstr(buf, name) != NULL;
+}
+
+static pid_t spawn_in(struct rmon_cgroup *cg, const char *const *argv)
+{
+	int fds[8];
+	int n = rmon_cgroup_open_procs(cg, fds, 8);
+	assert_true(n >= 1);
+	struct rmon_spawn_args a = {.argv = argv,
+	                            .stdin_fd = -1,
+	                            .stdout_fd = -1,
+	                            .stderr_fd = -1,
+	                            .cgroup_fds = fds,
+	                            .n_cgroup_fds = n};
+	enum rmon_spawn_stage stage;
+	int cerr;
+	pid_t pid = rmon_spawn(&a, &stage, &cerr);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	assert_true(pid > 0);
+	assert_int_equal(stage, RMON_SPAWN_OK);
+	return pid;
+}
+
+static void test_v1_real(void **state)
+{
+	(void)state;
+	if (rmon_cgroup_detect(NULL) != RMON_CG_V1)
+		fail_msg("this test needs cgroup v1 at /sys/fs/cgroup (the test machine has it)");
+	int err = 0;
+	struct rmon_cgroup *cg = rmon_cgroup_create(NULL, &err);
+	assert_non_null(cg);
+	char *dir = xstrdup(rmon_cgroup_path(cg));
+	assert_true(path_exists(dir));
+	assert_int_equal(rmon_cgroup_set_memory(cg, 200 << 20, 1), 0);
+	expect_file(dir, "memory.limit_in_bytes", "209715200\n");
+	assert_int_equal(rmon_cgroup_set_cpu(cg, 1.0), 0);
+	assert_int_equal(rmon_cgroup_set_pids(cg, 50), 0);
+
+	char alloc[PATH_MAX + 32];
+	snprintf(alloc, sizeof alloc, "%s/helper_alloc", helper_dir);
+	const char *argv[] = {alloc, "50", "0.3", NULL};
+	pid_t pid = spawn_in(cg, argv);
+	/* In the group from its first instruction. */
+	assert_true(in_group(pid, rmon_cgroup_name(cg)));
+	assert_int_equal(rmon_cgroup_is_empty(cg), 0);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	struct rmon_cg_stats st;
+	rmon_cgroup_stats(cg, &st);
+	assert_true(st.mem_peak >= 50LL << 20);
+#if !defined(__SANITIZE_ADDRESS__) /* a sanitized helper carries shadow memory */
+	assert_true(st.mem_peak < 60LL << 20);
+#endif
+	assert_true(st.cpu_ns > 0);
+	assert_int_equal(st.mem_limit, 200 << 20);
+	assert_int_equal(rmon_cgroup_is_empty(cg), 1);
+	assert_int_equal(rmon_cgroup_destroy(cg, 500), 0);
+	assert_false(path_exists(dir));
+	rmon_cgroup_delete(cg);
+	free(dir);
+}
+
+static void test_v1_memory_pause_and_kill(void **state)
+{
+	(void)state;
+	int err = 0;
+	struct rmon_cgroup *cg = rmon_cgroup_create(NULL, &err);
+	assert_non_null(cg);
+	assert_int_equal(rmon_cgroup_set_memory(cg, 30 << 20, 1), 0);
+	int fd = rmon_cgroup_memory_fd(cg);
+	assert_true(fd >= 0);
+	char alloc[PATH_MAX + 32];
+	snprintf(alloc, sizeof alloc, "%s/helper_alloc", helper_dir);
+	const char *argv[] = {alloc, "100", "5", NULL};
+	pid_t pid = spawn_in(cg, argv);
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	assert_int_equal(poll(&pf, 1, 3000), 1);
+	struct rmon_cg_stats st;
+	rmon_cgroup_stats(cg, &st);
+	assert_int_equal(st.under_oom, 1); /* paused at the limit, not killed */
+	assert_int_equal(kill(pid, 0), 0);
+	/* Raising the limit lets it go on (it then holds 100 MB for 5 s). */
+	assert_int_equal(rmon_cgroup_set_memory(cg, 200 << 20, 1), 0);
+	usleep(200000);
+	rmon_cgroup_stats(cg, &st);
+	assert_int_equal(st.under_oom, 0);
+	assert_true(st.mem_current >= 100LL << 20);
+	assert_int_equal(rmon_cgroup_kill_all(cg, 1000), 0);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(rmon_cgroup_destroy(cg, 500), 0);
+	rmon_cgroup_delete(cg);
+}
+
+static void test_v1_kill_tree_and_stale(void **state)
+{
+	(void)state;
+	/* The "monitor" owning the group is a child of ours; it dies just before the cleanup
+	 * (until then nobody, e.g. another process running a cleanup, sees the group stale). */
+	pid_t owner = fork();
+	if (owner == 0) {
+		pause();
+		_exit(0);
+	}
+	struct rmon_cgroup_opts o = {.owner = owner};
+	int err = 0;
+	struct rmon_cgroup *cg = rmon_cgroup_create(&o, &err);
+	assert_non_null(cg);
+	char *dir = xstrdup(rmon_cgroup_path(cg));
+	/* A tree left running by the dead monitor. */
+	const char *argv[] = {"sh", "-c", "sleep 30 & sleep 30 & wait", NULL};
+	pid_t pid = spawn_in(cg, argv);
+	size_t n = 0;
+	for (int i = 0; i < 100 && n < 3; i++) {
+		usleep(10000);
+		pid_t *pids;
+		assert_int_equal(rmon_cgroup_pids(cg, &pids, &n), 0);
+		free(pids);
+	}
+	assert_int_equal(n, 3);
+	rmon_cgroup_delete(cg); /* forget it without removing it */
+	kill(owner, SIGKILL);
+	assert_int_equal(waitpid(owner, NULL, 0), owner);
+	int removed = rmon_cgroup_cleanup_stale(NULL);
+	assert_true(removed >= 1);
+	assert_false(path_exists(dir));
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	free(dir);
+}
+
+static void test_spawn_errors_and_stdio(void **state)
+{
+	(void)state;
+	enum rmon_spawn_stage stage;
+	int cerr, status;
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	const char *missing[] = {"no-such-program-htc", NULL};
+	struct rmon_spawn_args a = {
+	    .argv = missing, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = devnull};
+	pid_t pid = rmon_spawn(&a, &stage, &cerr);
+	assert_true(pid > 0);
+	assert_int_equal(stage, RMON_SPAWN_EXEC);
+	assert_int_equal(cerr, ENOENT);
+	waitpid(pid, &status, 0);
+	assert_int_equal(WEXITSTATUS(status), 127);
+	close(devnull);
+
+	char tmpl[] = "/tmp/rmon-spawn-XXXXXX";
+	int out = mkstemp(tmpl);
+	assert_true(out >= 0);
+	const char *echo[] = {"sh", "-c", "echo \"$HTC_X\" $(pwd)", NULL};
+	const char *env[] = {"HTC_X=hello", "PATH=/usr/bin:/bin", NULL};
+	struct rmon_spawn_args b = {.argv = echo,
+	                            .env = env,
+	                            .cwd = "/",
+	                            .stdin_fd = -1,
+	                            .stdout_fd = out,
+	                            .stderr_fd = -1};
+	pid = rmon_spawn(&b, &stage, &cerr);
+	assert_int_equal(stage, RMON_SPAWN_OK);
+	waitpid(pid, &status, 0);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	char buf[64];
+	assert_true(rmon_read_file(tmpl, buf, sizeof buf) > 0);
+	assert_string_equal(buf, "hello /\n");
+	close(out);
+	unlink(tmpl);
+
+	char *found = rmon_spawn_lookup("sh", env);
+	assert_non_null(found);
+	assert_true(strcmp(found, "/usr/bin/sh") == 0 || strcmp(found, "/bin/sh") == 0);
+	free(found);
+	assert_null(rmon_spawn_lookup("no-such-program-htc", env));
+}
+
+int main(void)
+{
+	ssize_t n = readlink("/proc/self/exe", helper_dir, sizeof helper_dir - 1);
+	if (n > 0) {
+		helper_dir[n] = 0;
+		char *slash = strrchr(helper_dir, '/');
+		if (slash)
+			*slash = 0;
+	}
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_v2_fake_limits),
+	    cmocka_unit_test(test_v2_fake_stats),
+	    cmocka_unit_test(test_v2_fake_refusals),
+	    cmocka_unit_test(test_v2_fake_stale),
+	    cmocka_unit_test(test_v1_real),
+	    cmocka_unit_test(test_v1_memory_pause_and_kill),
+	    cmocka_unit_test(test_v1_kill_tree_and_stale),
+	    cmocka_unit_test(test_spawn_errors_and_stdio),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
