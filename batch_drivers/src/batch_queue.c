@@ -20,6 +20,7 @@
 
 static const struct batch_driver *const batch_drivers[] = {
     &batch_driver_local,
+    &batch_driver_cgroups,
     &batch_driver_dryrun,
 };
 #define N_DRIVERS (sizeof batch_drivers / sizeof batch_drivers[0])
@@ -315,6 +316,7 @@ static void copy_spec(struct batch_job_spec *d, const struct batch_job_spec *s)
 		d->env = (const char *const *)env;
 	}
 	d->resources = s->resources;
+	d->max_resources = s->max_resources;
 	d->category = xstrdup(s->category);
 	d->batch_options = xstrdup(s->batch_options);
 	d->tag = xstrdup(s->tag);

@@ -40,6 +40,10 @@ struct batch_job_spec {
 	const char *category;      /* may be NULL */
 	const char *batch_options; /* driver-specific per-job text; may be NULL */
 	const char *tag;           /* free text for logs and scripts; may be NULL */
+	/* The most the job may grow to while it runs (cgroups driver, memory-grow): a field
+	 * unset (-1), zero or not above the allocation in resources allows no raise. A
+	 * zero-initialised spec allows none. */
+	struct batch_resources max_resources;
 };
 
 /* Which limit a job exceeded (bits of batch_result.exhausted). */
@@ -64,6 +68,7 @@ struct batch_result {
 	int64_t end_us;
 	struct batch_resources measured; /* -1 where unknown */
 	const char *error; /* driver-level failure text (e.g. spawn failed), or NULL */
+	int limit_raises;  /* times the driver raised the job's memory limit while it ran */
 };
 
 typedef void (*batch_complete_fn)(struct batch_queue *q, int64_t job_id,
@@ -79,6 +84,10 @@ enum batch_feature {
 	BATCH_FEATURE_ADMISSION = 1 << 5,       /* never overcommits declared resources;
 	                                           rejects jobs that can never fit */
 	BATCH_FEATURE_REMOVE = 1 << 6,          /* batch_queue_remove() is supported */
+	BATCH_FEATURE_MEMORY_LIMIT = 1 << 7,    /* resources.memory_mb is enforced (kill +
+	                                           BATCH_EXHAUSTED_MEMORY), max_resources
+	                                           lets it grow */
+	BATCH_FEATURE_MEASURE = 1 << 8,         /* result.measured has cores and memory */
 };
 
 /* Space-separated names of the compiled-in drivers, e.g. "local dryrun" (static string). */

@@ -1,0 +1,132 @@
+#!/bin/bash
+# 21-makeflow-cgroups.sh: end-to-end tests of makeflow -T cgroups on this
+# machine: rules run in their own cgroups and see their allocation (CORES),
+# a rule that exceeds its MEMORY is reported as exhausted, not as a plain
+# failure, and no cgroup of makeflow is left after it is stopped by SIGTERM,
+# or killed with -9 and followed by another run.
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+test_require_bin makeflow
+
+if ! [ -w /sys/fs/cgroup/memory ] && ! grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+	test_skip_all "no writable cgroup hierarchy with the memory controller"
+fi
+
+MF=$BIN/makeflow
+ALLOC=$BUILD/resource_monitor/test/helper_alloc
+
+# eat MB SECONDS: the command line of a job that keeps MB megabytes resident.
+eat() {
+	echo "$ALLOC $1 $2"
+}
+
+# groups_of PID: the cgroups (any hierarchy) created for the monitors of PID.
+groups_of() {
+	find /sys/fs/cgroup -maxdepth 5 -type d -name "htc.$1.*" 2>/dev/null
+}
+
+no_groups_of() {
+	[ -z "$(groups_of "$1")" ]
+}
+
+# start_slow: start makeflow -T cgroups in the background on a rule that runs
+# for 30 s, and wait until the rule runs in its cgroup. Sets mf to its pid.
+start_slow() {
+	wf Makeflow <<-\EOF
+	slow.txt:
+	    echo $$ > job.pid; sleep 30; echo late > slow.txt
+	EOF
+	"$MF" -T cgroups Makeflow >out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_for_file job.pid 20
+	test_wait_until 10 test -n "$(groups_of $mf)"
+}
+
+test_expect_success 'a small workflow runs; rules see their allocation in CORES' '
+	# the variables are read by a script, so makeflow does not substitute them
+	echo "echo \"\$CORES \$OMP_NUM_THREADS\" > \$1" >alloc.sh
+	wf Makeflow <<-\EOF
+	CORES=1
+	a.txt: alloc.sh
+	    sh alloc.sh a.txt
+	b.txt: a.txt
+	    cat a.txt a.txt > b.txt
+	EOF
+	"$MF" -T cgroups Makeflow
+	[ "$(cat a.txt)" = "1 1" ]
+	[ "$(cat b.txt)" = "$(printf "1 1\n1 1")" ]
+'
+
+test_expect_success 'a rule over its MEMORY fails as memory exhausted, not as a plain failure' '
+	wf Makeflow <<-EOF
+	MEMORY=100
+	big.txt:
+	    $(eat 300 0.2) && echo done > big.txt
+	small.txt:
+	    echo small > small.txt
+	EOF
+	rc=0; "$MF" -T cgroups --batch-option memory-grow=off Makeflow >out 2>&1 || rc=$?
+	cat out
+	[ $rc != 0 ]
+	test ! -e big.txt
+	[ "$(cat small.txt)" = small ]
+	grep -Eqi "memory exhausted|exceeded its (resource|memory)" out
+	not grep -q "exit code 137" out
+'
+
+test_expect_success 'SIGTERM mid-run leaves no cgroup and no job process' '
+	start_slow
+	kill -TERM $mf
+	rc=0; wait $mf || rc=$?
+	cat out
+	[ $rc != 0 ]
+	no_groups_of $mf
+	not kill -0 "$(cat job.pid)" 2>/dev/null
+	test ! -e slow.txt
+'
+
+test_expect_success 'after kill -9 of makeflow, the next run removes the cgroups it left' '
+	start_slow
+	kill -KILL $mf
+	wait $mf || true
+	# the job outlives a makeflow killed with -9, in its cgroup
+	test -n "$(groups_of $mf)"
+	wf Other <<-\EOF
+	quick.txt:
+	    echo quick > quick.txt
+	EOF
+	"$MF" -T cgroups Other
+	[ "$(cat quick.txt)" = quick ]
+	no_groups_of $mf
+	test_wait_until 5 not kill -0 "$(cat job.pid)" 2>/dev/null
+'
+
+test_expect_success 'undeclared needs converge to sensible allocations; an outlier grows' '
+	# 30 rules of about 300 MB and one of 700 MB, nothing declared: the first
+	# rules run with the whole machine, the category then allocates one core
+	# and 500 MB (the 250 MB bucket above 300), and the outlier, given room
+	# to grow up to the machine, has its limit raised instead of being killed.
+	{
+		echo "CATEGORY=work"
+		for i in $(seq 1 30); do
+			printf "w.%d:\n\t%s 300 0.05 > w.%d\n" $i "$ALLOC" $i
+		done
+		printf "big: w.30\n\t%s 700 0.2 > big\n" "$ALLOC"
+	} >Makeflow
+	"$MF" -T cgroups --allocation waste -f summary.json Makeflow 2>err
+	python3 - summary.json <<-\EOF
+	import json, sys
+	s = json.load(open(sys.argv[1]))
+	c = [c for c in s["categories"] if c["name"] == "work"][0]
+	assert c["done"] == 31, c
+	assert c["failed"] == 0, c
+	fa = c["first_allocation"]
+	assert fa["memory"] == 500 and fa["cores"] == 1, fa
+	assert 300 <= c["max_seen"]["memory"] < 330 or c["max_seen"]["memory"] >= 700, c
+	assert c["limit_raises"] >= 1 or c["retries"] == 1, c
+	EOF
+	[ -f big ]
+'
+
+test_done
