@@ -95,6 +95,7 @@ struct dag_file_ref {
 struct dag_category {
 	char *name;
 	enum dag_category_mode mode;
+	uint8_t mode_set; /* the workflow gave the mode (.MAKEFLOW MODE / JSON "mode") */
 	/* The category's resources. In the Makeflow language a category's value
 	 * is the LAST one assigned in the file (applies to all its rules, even
 	 * those above the assignment); redefinitions warn. */

@@ -179,6 +179,8 @@ static int read_categories(struct jctx *c, json_t *cats)
 		if (mode && (!json_is_string(mode) ||
 		             dag_category_mode_parse(json_string_value(mode), &cat->mode) != 0))
 			return jerr(c, "bad 'mode' for category '%s'", name);
+		if (mode)
+			cat->mode_set = 1;
 		json_t *env = json_object_get(obj, "environment");
 		if (env) {
 			struct dag_env *e = env_from_object(c, env, "environment");

@@ -16,6 +16,7 @@
 
 #include "debug.h"
 #include "engine_internal.h"
+#include "rmsummary.h"
 #include "htc_error.h"
 #include "path.h"
 #include "stringtools.h"
@@ -36,6 +37,7 @@ void engine_options_init(struct engine_options *o)
 	o->gc = ENGINE_GC_NONE;
 	o->gc_count = 1;
 	o->gc_size = (int64_t)1 << 30;
+	o->allocation_mode = -1;
 }
 
 const char *engine_node_state_name(int state)
@@ -245,10 +247,15 @@ static void submit(struct engine *e, struct dag_node *n)
 	    .env = env,
 	    .resources = {n->resources.cores, n->resources.memory, n->resources.disk,
 	                  n->resources.gpus, n->resources.wall_time},
+	    .max_resources = {-1, -1, -1, -1, -1},
 	    .category = n->category ? n->category->name : NULL,
 	    .batch_options = n->batch_options ? n->batch_options : e->opt->batch_options,
 	    .tag = tag,
 	};
+
+	char *wrapped = engine_alloc_prepare(e, n, spec.command, &spec);
+	if (wrapped)
+		spec.command = wrapped;
 
 	x->attempts++;
 	if (e->log)
@@ -259,6 +266,7 @@ static void submit(struct engine *e, struct dag_node *n)
 	free(out);
 	free(env);
 	free(cmd);
+	free(wrapped);
 	if (id < 0) {
 		free(x->last_error);
 		if (id == HTC_ELIMIT)
@@ -449,6 +457,11 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 	e->n_running--;
 	if (!x->on_local_queue)
 		e->n_submitted_remote--;
+	struct batch_result eff;
+	struct rmsummary measured;
+	rmsummary_init(&measured);
+	engine_alloc_result(e, n, r, &eff, &measured);
+	r = &eff;
 	x->start_us = r->start_us;
 	x->end_us = r->end_us;
 	x->last_exit_code = r->exit_code;
@@ -471,17 +484,32 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 	           outputs_ok(e, n)) {
 		free(x->last_error);
 		x->last_error = NULL;
+		engine_alloc_record(e, n, r, &measured, 1);
 		node_complete(e, n);
+	} else if (!e->aborting && r->exhausted && !r->error) {
+		/* A re-run with more resources is not one of the -r retries; an explicit limit
+		 * that was exceeded is a permanent failure (the same allocation would fail
+		 * again). */
+		if (engine_alloc_exhausted(e, n, r, &measured)) {
+			x->attempts--;
+			set_state(e, n, NODE_READY);
+			ready_enqueue(e, n);
+		} else {
+			node_fail(e, n);
+		}
 	} else if (!e->aborting && x->attempts <= e->opt->retries) {
 		char why[512];
 		describe_failure(x, why, sizeof why);
 		notice("rule %d (line %d) failed (%s); retrying, attempt %d of %d", n->id, n->line,
 		       why, x->attempts + 1, e->opt->retries + 1);
+		engine_alloc_record(e, n, r, &measured, 0);
 		set_state(e, n, NODE_READY);
 		ready_enqueue(e, n);
 	} else {
+		engine_alloc_record(e, n, r, &measured, -1);
 		node_fail(e, n);
 	}
+	rmsummary_clear(&measured);
 	dispatch(e);
 }
 
@@ -672,7 +700,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		if (!e->local_queue || apply_options(e, e->local_queue, 1) < 0)
 			goto out;
 	}
-	if (check_features(e) < 0 || check_sources(e) < 0)
+	if (check_features(e) < 0 || check_sources(e) < 0 || engine_alloc_init(e) < 0)
 		goto out;
 
 	e->extra = xcalloc((size_t)d->nnodes + 1, sizeof *e->extra);
@@ -753,6 +781,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	if (e->log)
 		txlog_end(e->log, all ? 0 : (e->aborting ? 2 : 1),
 		          all ? "complete" : (e->aborting ? "aborted" : "failed"));
+	engine_alloc_report(e);
 	engine_report_failures(e);
 	if (o->summary_path && engine_write_summary(e) < 0)
 		e->exit_status = 1;
@@ -767,6 +796,7 @@ out:
 	uv_walk(&e->loop, close_walk_cb, NULL);
 	uv_run(&e->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&e->loop);
+	engine_alloc_free(e);
 	engine_free(e);
 	return e->exit_status;
 }

@@ -44,6 +44,16 @@ struct engine_options {
 	const char *summary_path; /* -f; may be NULL */
 	enum engine_progress_mode progress;
 	const char *self_exe; /* path of makeflow for nested workflows */
+
+	/* Measurement and sizing (doc/allocation.md, doc/resource-monitor.md). */
+	const char *monitor_dir;     /* --monitor: wrap every rule with resource_monitor and
+	                                keep one summary per rule in DIR; NULL = off */
+	double monitor_interval;     /* --monitor-interval seconds; <= 0: the monitor's default */
+	int monitor_time_series;     /* --monitor-with-time-series */
+	const char *monitor_exe;     /* resource_monitor to use; NULL = beside self_exe or PATH */
+	int allocation_mode;         /* --allocation: -1 unset, else enum category_mode, for the
+	                                categories whose mode the workflow does not give */
+	const char *allocation_seed; /* --allocation-seed: summaries that seed the categories */
 };
 
 /* Fills O with defaults. */

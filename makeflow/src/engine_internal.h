@@ -38,9 +38,15 @@ struct node_extra {
 	int last_exhausted;
 	char *last_error;
 	int64_t start_us, end_us;
+	/* sizing (engine_alloc.c) */
+	uint8_t level;                /* enum category_level of the next/current try */
+	uint8_t monitored;            /* the current try is wrapped with resource_monitor */
+	int sizing_retries;           /* re-runs at the maximum after exhaustion (not -r retries) */
+	struct batch_resources alloc; /* what the current try was given */
 };
 
 struct job_map;
+struct engine_sizing;
 
 struct engine {
 	struct dag *dag;
@@ -50,7 +56,8 @@ struct engine {
 	struct batch_queue *local_queue; /* for LOCAL rules when -T is not local execution */
 	unsigned features;
 	struct txlog *log;
-	struct node_extra *extra; /* indexed by node id */
+	struct node_extra *extra;     /* indexed by node id */
+	struct engine_sizing *sizing; /* categories, monitor (engine_alloc.c) */
 	struct job_map *jobs;
 
 	/* ready queue: a ring of node pointers (FIFO, file order within a wave) */
@@ -94,6 +101,34 @@ int engine_recover(struct engine *e);
 /* Logs the current state of every source file (only those that changed). */
 void engine_log_sources(struct engine *e);
 int file_stat(const char *name, int64_t *size, int64_t *mtime_ns, int *is_dir);
+
+/* engine_alloc.c: resource monitoring and per-category sizing */
+struct rmsummary;
+/* Sets up categories (modes, maxima, seeds) and the monitor. Returns 0, or -1 after printing
+ * the error. */
+int engine_alloc_init(struct engine *e);
+void engine_alloc_free(struct engine *e);
+/* Sets SPEC's resources for N's next try; returns the command wrapped with resource_monitor
+ * (caller frees), or NULL to run COMMAND as it is. */
+char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *command,
+                           struct batch_job_spec *spec);
+/* For a finished try R of N: fills EFF (R as the rule's own command saw it: for a monitored
+ * try, exit status and exhaustion come from its summary) and MEASURED (initialised by the
+ * caller; what was measured, -1 where unknown). */
+void engine_alloc_result(struct engine *e, struct dag_node *n, const struct batch_result *r,
+                         struct batch_result *eff, struct rmsummary *measured);
+/* Decides after a try that exhausted its allocation, and records the try: 1 if the rule runs
+ * again at its category maximum (not counted against -r), 0 if the exhaustion is a failure. */
+int engine_alloc_exhausted(struct engine *e, struct dag_node *n, const struct batch_result *eff,
+                           const struct rmsummary *measured);
+/* Records a finished try for the category statistics; DONE: 1 succeeded, -1 failed for good,
+ * 0 will run again. */
+void engine_alloc_record(struct engine *e, struct dag_node *n, const struct batch_result *eff,
+                         const struct rmsummary *measured, int done);
+/* Prints the per-category table (when sizing or monitoring was in use). */
+void engine_alloc_report(struct engine *e);
+/* The per-category statistics as a JSON array (a json_t *; NULL when there is nothing). */
+void *engine_alloc_json(struct engine *e);
 
 /* engine_report.c */
 void engine_progress_start(struct engine *e);

@@ -161,6 +161,9 @@ int engine_write_summary(struct engine *e)
 	json_object_set_new(rules, "aborted", json_integer(e->n_aborted));
 	json_object_set_new(rules, "not_run", json_integer(count_blocked(e)));
 	json_object_set_new(s, "rules", rules);
+	json_t *cats = engine_alloc_json(e);
+	if (cats)
+		json_object_set_new(s, "categories", cats);
 	json_t *failed = json_array();
 	for (size_t i = 0; i < e->n_failed_list; i++) {
 		struct dag_node *n = e->failed[i];

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "batch_queue.h"
+#include "category.h"
 #include "config.h"
 #include "debug.h"
 #include "engine.h"
@@ -25,6 +26,12 @@ enum {
 	OPT_BATCH_OPTION,
 	OPT_PROGRESS,
 	OPT_CLEAN,
+	OPT_MONITOR,
+	OPT_MONITOR_INTERVAL,
+	OPT_MONITOR_SERIES,
+	OPT_MONITOR_EXE,
+	OPT_ALLOCATION,
+	OPT_ALLOCATION_SEED,
 };
 
 static void usage(FILE *f, const char *prog)
@@ -59,6 +66,14 @@ static void usage(FILE *f, const char *prog)
 	    "      --jx-args=FILE        JX: symbols from FILE\n"
 	    "      --jx-define=VAR=EXPR  JX: define VAR\n"
 	    "      --progress=MODE       auto (default), plain, quiet\n"
+	    "      --monitor=DIR         measure every rule with resource_monitor; one summary\n"
+	    "                            per rule in DIR (also seeds the categories next run)\n"
+	    "      --monitor-interval=S  sampling interval of the monitor in seconds\n"
+	    "      --monitor-with-time-series  also keep a time series per rule\n"
+	    "      --monitor-exe=PATH    the resource_monitor to use (default: beside makeflow)\n"
+	    "      --allocation=MODE     size categories: fixed, max, waste (min_waste),\n"
+	    "                            throughput (max_throughput); .MAKEFLOW MODE wins\n"
+	    "      --allocation-seed=PATH  seed categories from summaries (file or directory)\n"
 	    "  -d, --debug=SUBSYS        debug output: %s\n"
 	    "  -o, --debug-file=FILE     write debug output to FILE\n"
 	    "  -v, --version             show the version\n"
@@ -118,6 +133,12 @@ int main(int argc, char **argv)
 	    {"skip-file-check", no_argument, 0, OPT_SKIP_FILE_CHECK},
 	    {"summary-log", required_argument, 0, 'f'},
 	    {"progress", required_argument, 0, OPT_PROGRESS},
+	    {"monitor", required_argument, 0, OPT_MONITOR},
+	    {"monitor-interval", required_argument, 0, OPT_MONITOR_INTERVAL},
+	    {"monitor-with-time-series", no_argument, 0, OPT_MONITOR_SERIES},
+	    {"monitor-exe", required_argument, 0, OPT_MONITOR_EXE},
+	    {"allocation", required_argument, 0, OPT_ALLOCATION},
+	    {"allocation-seed", required_argument, 0, OPT_ALLOCATION_SEED},
 	    {"debug", required_argument, 0, 'd'},
 	    {"debug-file", required_argument, 0, 'o'},
 	    {"version", no_argument, 0, 'v'},
@@ -171,6 +192,27 @@ int main(int argc, char **argv)
 				o.gc = ENGINE_GC_ON_DEMAND;
 			break;
 		case OPT_SKIP_FILE_CHECK: o.skip_file_check = 1; break;
+		case OPT_MONITOR: o.monitor_dir = optarg; break;
+		case OPT_MONITOR_INTERVAL: {
+			char *end = NULL;
+			double v = strtod(optarg, &end);
+			if (!*optarg || *end || !(v > 0) || v > 3600)
+				fatal("--monitor-interval %s: expected seconds between 0 and 3600",
+				      optarg);
+			o.monitor_interval = v;
+			break;
+		}
+		case OPT_MONITOR_SERIES: o.monitor_time_series = 1; break;
+		case OPT_MONITOR_EXE: o.monitor_exe = optarg; break;
+		case OPT_ALLOCATION: {
+			enum category_mode m;
+			if (category_mode_parse(optarg, &m) < 0)
+				fatal("--allocation %s: expected fixed, max, waste or throughput",
+				      optarg);
+			o.allocation_mode = (int)m;
+			break;
+		}
+		case OPT_ALLOCATION_SEED: o.allocation_seed = optarg; break;
 		case 'f': o.summary_path = optarg; break;
 		case OPT_PROGRESS:
 			if (!strcmp(optarg, "auto"))

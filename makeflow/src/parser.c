@@ -358,6 +358,7 @@ static int directive(struct parser *p, const char *text, int local)
 				     w[2].name);
 			else {
 				p->cur->cat->mode = mode;
+				p->cur->cat->mode_set = 1;
 				rc = 0;
 			}
 		} else if (sp >= SP_CATEGORY && sp <= SP_WALL_TIME) {

@@ -210,9 +210,21 @@ EOF
 	cd "$SRCDIR" || return
 }
 
+# ---- 5. resource_monitor against CCTools' resource_monitor ------------------------
+bench_rmonitor() {
+	say ""
+	bash "$SRCDIR/test/bench/rmonitor.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+}
+
+# ---- 6. per-category sizing on -T cgroups ------------------------------------------
+bench_alloc() {
+	say ""
+	ALLOC_TASKS=$(scaled 100) bash "$SRCDIR/test/bench/alloc.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+}
+
 say "makeflow benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, scale $SCALE"
 [ $have_cctools = 1 ] || say "(CCTools 9.9 is not installed: its columns are skipped; run 'make bench' as root to install it)"
-for b in ${BENCHES:-independent dryrun analyze levels}; do
+for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc}; do
 	"bench_$b"
 done
 say ""

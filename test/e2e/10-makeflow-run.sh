@@ -9,11 +9,6 @@ test_require_bin makeflow
 
 MF=$BIN/makeflow
 
-# wf FILE: write stdin to FILE, turning a leading 4-space indent into a TAB
-# (the command line of a rule), so workflows can be written readably here.
-wf() {
-	sed 's/^    /\t/' >"$1"
-}
 
 # mkstamp: write stamp.sh: `sh stamp.sh NAME SECONDS` records the job's start
 # and end (ns since the epoch) in NAME, sleeping SECONDS in between. Shell
@@ -32,24 +27,6 @@ overlaps() {
 	[ "$s1" -lt "$e2" ] && [ "$s2" -lt "$e1" ]
 }
 
-# not CMD...: succeeds when CMD fails. (A bare `! CMD` does not stop a case
-# under set -e, so a case must never end a check with it mid-body.)
-not() {
-	if "$@"; then return 1; fi
-	return 0
-}
-
-# jget FILE PATH: print the JSON value at PATH (keys and list indices joined
-# by dots, e.g. rules.total or failed_rules.0.line) of FILE.
-jget() {
-	python3 - "$1" "$2" <<'EOF'
-import json, sys
-v = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    v = v[int(k)] if isinstance(v, list) else v[k]
-print(json.dumps(v) if isinstance(v, (dict, list)) else v)
-EOF
-}
 
 # A workflow with a failing rule (line 3, exit 3) that leaves a partial
 # output, a rule depending on it, and an independent branch.

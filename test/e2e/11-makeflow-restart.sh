@@ -10,16 +10,7 @@ test_require_bin makeflow
 MF=$BIN/makeflow
 LOG=Makeflow.makeflowlog
 
-# wf FILE: write stdin to FILE, a leading 4-space indent becoming a TAB.
-wf() {
-	sed 's/^    /\t/' >"$1"
-}
 
-# not CMD...: succeeds when CMD fails (a bare `! CMD` never stops a case).
-not() {
-	if "$@"; then return 1; fi
-	return 0
-}
 
 # mkjob: write job.sh: `sh job.sh NAME INPUTS...` appends NAME to ./tally and
 # writes file NAME holding NAME and then its inputs' contents.

@@ -11,12 +11,6 @@ MF=$BIN/makeflow
 ANALYZE=$BIN/makeflow_analyze
 VIZ=$BIN/makeflow_viz
 
-# wf FILE: write stdin to FILE, a leading 4-space indent becoming a TAB. The
-# workflows here start with a rule that would create ./marker, so a case can
-# see that nothing ran.
-wf() {
-	sed 's/^    /\t/' >"$1"
-}
 
 # refused LINE REGEX: makeflow and makeflow_analyze -k both refuse ./Makeflow
 # with exit 1 and a "Makeflow:LINE:" message matching REGEX; nothing ran and

@@ -1,0 +1,569 @@
+/* engine_alloc.c: measurement and per-category sizing in the engine. Each workflow category
+ * gets a resource_monitor category (its mode, its maximum, the machine as the largest
+ * worker); every try of a rule is given the allocation of its level, optionally wrapped with
+ * the resource_monitor program (--monitor), and its measurement feeds the category. A try that
+ * exhausts an allocation below the maximum runs again at the maximum; the end of the run
+ * prints what each category saw. The model is in doc/allocation.md. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "category.h"
+#include "debug.h"
+#include "engine_internal.h"
+#include "path.h"
+#include "rmonitor.h"
+#include "rmsummary.h"
+#include "stringtools.h"
+#include "xalloc.h"
+#include "banned.h"
+
+/* One workflow category and its sizing state. */
+struct sized_category {
+	const struct dag_category *dc; /* key */
+	struct category *cat;
+	UT_hash_handle hh;
+};
+
+struct engine_sizing {
+	struct sized_category *cats; /* uthash by dag_category pointer */
+	int any_sizing;              /* some category is not FIXED */
+	int driver_measures;         /* the batch type reports measured resources */
+	int monitor_limits;          /* pass the allocation to the wrapped monitor as limits */
+	char *monitor_exe;           /* absolute path, when monitoring */
+	char *monitor_dir;           /* when monitoring */
+	int64_t exhaustions, sizing_retries;
+	char errbuf[768]; /* behind a result's error text during one completion */
+};
+
+/* The batch_resources fields and the summary fields they correspond to. */
+static const struct {
+	int field;
+	int exhausted_bit;
+} res_map[] = {
+    {RM_CORES, BATCH_EXHAUSTED_CORES},         {RM_MEMORY, BATCH_EXHAUSTED_MEMORY},
+    {RM_DISK, BATCH_EXHAUSTED_DISK},           {RM_GPUS, BATCH_EXHAUSTED_GPUS},
+    {RM_WALL_TIME, BATCH_EXHAUSTED_WALL_TIME},
+};
+#define N_RES (sizeof res_map / sizeof res_map[0])
+
+static int64_t *batch_res_field(struct batch_resources *r, size_t k)
+{
+	int64_t *f[] = {&r->cores, &r->memory_mb, &r->disk_mb, &r->gpus, &r->wall_time_s};
+	return f[k];
+}
+
+static struct category *category_of(struct engine *e, const struct dag_category *dc)
+{
+	struct sized_category *sc;
+	HASH_FIND_PTR(e->sizing->cats, &dc, sc);
+	return sc ? sc->cat : NULL;
+}
+
+/* The category's explicit maximum: its own value, else the default category's. */
+static void dag_max(const struct dag *d, const struct dag_category *dc, struct rmsummary *max)
+{
+	struct dag_resources own = dc->max, def = d->default_category->max;
+	for (size_t k = 0; k < 4; k++) {
+		int64_t v = *dag_resources_field(&own, (int)k);
+		if (v < 0)
+			v = *dag_resources_field(&def, (int)k);
+		max->v[res_map[k].field] = v >= 0 ? (double)v : -1;
+	}
+}
+
+static char *find_monitor(struct engine *e)
+{
+	if (e->opt->monitor_exe)
+		return access(e->opt->monitor_exe, X_OK) == 0 ? xstrdup(e->opt->monitor_exe) : NULL;
+	if (e->opt->self_exe) {
+		char *dir = path_dirname(e->opt->self_exe);
+		char *p = path_join(dir, "resource_monitor");
+		free(dir);
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	const char *path = getenv("PATH");
+	char *copy = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	char *save = NULL, *found = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		char *p = path_join(*d ? d : ".", "resource_monitor");
+		if (access(p, X_OK) == 0)
+			found = p;
+		else
+			free(p);
+	}
+	free(copy);
+	return found;
+}
+
+struct seed_ctx {
+	struct engine *e;
+	int64_t used, skipped;
+};
+
+static int seed_one(const struct rmsummary *s, void *arg)
+{
+	struct seed_ctx *sc = arg;
+	const struct dag_category *dc =
+	    dag_category_lookup(sc->e->dag, s->category ? s->category : DAG_DEFAULT_CATEGORY);
+	struct category *c = dc ? category_of(sc->e, dc) : NULL;
+	/* Only successful tries say what a task of the category needs. */
+	if (!c || s->exit_type != RM_EXIT_NORMAL || s->exit_status != 0) {
+		sc->skipped++;
+		return 0;
+	}
+	category_accumulate(c, s);
+	sc->used++;
+	return 0;
+}
+
+static int seed_from(struct engine *e, const char *path, int must_exist)
+{
+	struct stat st;
+	if (stat(path, &st) < 0) {
+		if (!must_exist && errno == ENOENT)
+			return 0;
+		fprintf(stderr, "makeflow: --allocation-seed %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	struct seed_ctx ctx = {e, 0, 0};
+	char err[512];
+	int rc = rmsummary_load(path, seed_one, &ctx, err, sizeof err);
+	if (rc < 0) {
+		fprintf(stderr, "makeflow: cannot seed categories from %s: %s\n", path,
+		        err[0] ? err : strerror(-rc));
+		return -1;
+	}
+	if (ctx.used)
+		notice("categories seeded with %lld earlier measurements from %s",
+		       (long long)ctx.used, path);
+	return 0;
+}
+
+int engine_alloc_init(struct engine *e)
+{
+	const struct engine_options *o = e->opt;
+	struct engine_sizing *s = xcalloc(1, sizeof *s);
+	e->sizing = s;
+	unsigned features = e->features;
+	s->driver_measures = (features & BATCH_FEATURE_MEASURE) != 0;
+
+	struct rmsummary machine;
+	rmsummary_init(&machine);
+	if (features & BATCH_FEATURE_LOCAL_EXECUTION)
+		rmonitor_machine_resources(".", &machine);
+
+	for (struct dag_category *dc = dag_categories(e->dag); dc; dc = dag_category_next(dc)) {
+		struct sized_category *sc = xcalloc(1, sizeof *sc);
+		sc->dc = dc;
+		sc->cat = category_create(dc->name);
+		enum category_mode mode = (enum category_mode)dc->mode;
+		if (!dc->mode_set && o->allocation_mode >= 0)
+			mode = (enum category_mode)o->allocation_mode;
+		category_set_mode(sc->cat, mode);
+		if (mode != CATEGORY_MODE_FIXED)
+			s->any_sizing = 1;
+		struct rmsummary max;
+		rmsummary_init(&max);
+		dag_max(e->dag, dc, &max);
+		category_set_max(sc->cat, &max);
+		category_set_largest_worker(sc->cat, &machine);
+		HASH_ADD_PTR(s->cats, dc, sc);
+		debug(D_ALLOC, "category %s: mode %s", dc->name, category_mode_name(mode));
+	}
+	rmsummary_clear(&machine);
+
+	const char *dir = o->monitor_dir;
+	if (!dir && s->any_sizing && !s->driver_measures &&
+	    !(features & BATCH_FEATURE_VIRTUAL_OUTPUTS)) {
+		/* Sizing needs measurements, and this batch type takes none itself. */
+		dir = "makeflow.monitor";
+		notice("measuring every rule with resource_monitor (summaries in %s/) because a "
+		       "category sizes its allocations; give --monitor DIR to choose the place",
+		       dir);
+	}
+	if (dir && !(features & BATCH_FEATURE_VIRTUAL_OUTPUTS)) {
+		s->monitor_exe = find_monitor(e);
+		if (!s->monitor_exe) {
+			fprintf(stderr,
+			        "makeflow: --monitor needs the resource_monitor program, which is "
+			        "neither beside %s nor in PATH\n",
+			        o->self_exe ? o->self_exe : "makeflow");
+			return -1;
+		}
+		if (path_mkdir_p(dir, 0777) < 0) {
+			fprintf(stderr, "makeflow: cannot create monitor directory %s: %s\n", dir,
+			        strerror(errno));
+			return -1;
+		}
+		s->monitor_dir = xstrdup(dir);
+		/* The cgroups driver enforces allocations itself (and may raise them). */
+		s->monitor_limits = !s->driver_measures;
+		/* Summaries of an earlier run in the same directory are the best seed. */
+		if (seed_from(e, dir, 0) < 0)
+			return -1;
+	}
+	if (o->allocation_seed && seed_from(e, o->allocation_seed, 1) < 0)
+		return -1;
+	return 0;
+}
+
+void engine_alloc_free(struct engine *e)
+{
+	struct engine_sizing *s = e->sizing;
+	if (!s)
+		return;
+	struct sized_category *sc, *tmp;
+	HASH_ITER(hh, s->cats, sc, tmp)
+	{
+		HASH_DEL(s->cats, sc);
+		category_delete(sc->cat);
+		free(sc);
+	}
+	free(s->monitor_exe);
+	free(s->monitor_dir);
+	free(s);
+	e->sizing = NULL;
+}
+
+/* The rule's own declarations (not those it inherits from its category). */
+static void requested_of(const struct dag_node *n, struct rmsummary *req)
+{
+	static const uint8_t bits[4] = {DAG_RES_CORES, DAG_RES_MEMORY, DAG_RES_DISK, DAG_RES_GPUS};
+	struct dag_resources r = n->resources;
+	for (size_t k = 0; k < 4; k++) {
+		int64_t v = *dag_resources_field(&r, (int)k);
+		req->v[res_map[k].field] =
+		    (n->explicit_resources & bits[k]) && v >= 0 ? (double)v : -1;
+	}
+}
+
+static char *summary_path(struct engine *e, const struct dag_node *n)
+{
+	char name[64];
+	snprintf(name, sizeof name, "resource-rule-%d", n->id);
+	return path_join(e->sizing->monitor_dir, name);
+}
+
+static char *wrap(struct engine *e, const struct dag_node *n, const char *command,
+                  const struct batch_resources *res)
+{
+	struct engine_sizing *s = e->sizing;
+	char *tmpl = summary_path(e, n);
+	char *q_exe = str_escape_shell(s->monitor_exe);
+	char *q_tmpl = str_escape_shell(tmpl);
+	char *q_cat = str_escape_shell(n->category ? n->category->name : DAG_DEFAULT_CATEGORY);
+	char *q_cmd = str_escape_shell(command);
+	char limits[160] = "";
+	if (s->monitor_limits) {
+		/* Memory and disk are limits; cores are enforced only as a cgroup quota by the
+		 * cgroups batch type, never by killing a task for a burst. */
+		size_t len = 0;
+		if (res->memory_mb >= 0)
+			len += (size_t)snprintf(limits + len, sizeof limits - len, "memory: %lld",
+			                        (long long)res->memory_mb);
+		/* Rules that share the working directory cannot have a disk of their own. */
+		if (res->disk_mb >= 0 && len < sizeof limits &&
+		    !(e->features & BATCH_FEATURE_LOCAL_EXECUTION))
+			snprintf(limits + len, sizeof limits - len, "%sdisk: %lld", len ? ", " : "",
+			         (long long)res->disk_mb);
+	}
+	char interval[48] = "";
+	if (e->opt->monitor_interval > 0)
+		snprintf(interval, sizeof interval, " -i %g", e->opt->monitor_interval);
+	char *w =
+	    xasprintf("%s -O %s --category %s --task-id %d%s%s%s%s%s --sh %s", q_exe, q_tmpl, q_cat,
+	              n->id, interval, e->opt->monitor_time_series ? " --with-time-series" : "",
+	              limits[0] ? " -L '" : "", limits, limits[0] ? "'" : "", q_cmd);
+	free(tmpl);
+	free(q_exe);
+	free(q_tmpl);
+	free(q_cat);
+	free(q_cmd);
+	return w;
+}
+
+char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *command,
+                           struct batch_job_spec *spec)
+{
+	struct engine_sizing *s = e->sizing;
+	struct node_extra *x = &e->extra[n->id];
+	struct category *c = category_of(e, n->category);
+	x->monitored = 0;
+	if (c && category_get_mode(c) != CATEGORY_MODE_FIXED) {
+		struct rmsummary req, alloc, max;
+		rmsummary_init(&req);
+		rmsummary_init(&alloc);
+		rmsummary_init(&max);
+		requested_of(n, &req);
+		category_allocation(c, &req, (enum category_level)x->level, &alloc);
+		category_allocation(c, &req, CATEGORY_LEVEL_MAX, &max);
+		for (size_t k = 0; k < 4; k++) {
+			double v = alloc.v[res_map[k].field];
+			*batch_res_field(&spec->resources, k) = v >= 0 ? (int64_t)(v + 0.999) : -1;
+			double m = max.v[res_map[k].field];
+			/* Room to grow only where the task did not fix the value itself. */
+			*batch_res_field(&spec->max_resources, k) =
+			    m >= 0 && req.v[res_map[k].field] < 0 ? (int64_t)(m + 0.999) : -1;
+		}
+		debug(D_ALLOC, "rule %d (%s, level %d): cores %lld memory %lld disk %lld", n->id,
+		      n->category->name, x->level, (long long)spec->resources.cores,
+		      (long long)spec->resources.memory_mb, (long long)spec->resources.disk_mb);
+	}
+	x->alloc = spec->resources;
+	if (!s->monitor_dir || n->workflow)
+		return NULL;
+	x->monitored = 1;
+	char *sp = summary_path(e, n);
+	char *file = xasprintf("%s.summary", sp);
+	unlink(file); /* a stale summary must not be mistaken for this try's */
+	free(file);
+	free(sp);
+	return wrap(e, n, command, &spec->resources);
+}
+
+static void summary_to_result(const struct rmsummary *m, struct batch_result *eff)
+{
+	eff->exited_normally = m->exit_type == RM_EXIT_NORMAL;
+	eff->exit_code = m->exit_type == RM_EXIT_NORMAL ? m->exit_status : 0;
+	eff->signal = m->exit_type == RM_EXIT_NORMAL ? 0 : m->signal;
+	if (m->exit_type == RM_EXIT_LIMITS) {
+		for (size_t k = 0; k < N_RES; k++)
+			if (m->limits_exceeded[res_map[k].field] >= 0)
+				eff->exhausted |= res_map[k].exhausted_bit;
+		if (!eff->exhausted)
+			eff->exhausted = BATCH_EXHAUSTED_MEMORY; /* a limit we do not map */
+	}
+}
+
+void engine_alloc_result(struct engine *e, struct dag_node *n, const struct batch_result *r,
+                         struct batch_result *eff, struct rmsummary *measured)
+{
+	struct node_extra *x = &e->extra[n->id];
+	*eff = *r;
+	struct batch_resources mr = r->measured;
+	for (size_t k = 0; k < N_RES; k++) {
+		int64_t v = *batch_res_field(&mr, k);
+		if (v >= 0)
+			measured->v[res_map[k].field] = (double)v;
+	}
+	if (r->start_us > 0 && r->end_us >= r->start_us)
+		measured->v[RM_WALL_TIME] = (double)(r->end_us - r->start_us) / 1e6;
+	if (!x->monitored || r->removed || r->error)
+		return;
+	char *sp = summary_path(e, n);
+	char *file = xasprintf("%s.summary", sp);
+	free(sp);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = fopen(file, "r");
+	if (f) {
+		text = xmalloc(1 << 20);
+		len = fread(text, 1, (1 << 20) - 1, f);
+		text[len] = 0;
+		fclose(f);
+	}
+	char err[256] = "";
+	struct rmsummary m;
+	rmsummary_init(&m);
+	if (!text || rmsummary_from_json(text, &m, err, sizeof err) < 0) {
+		/* The monitor itself failed: say so rather than report its exit status as the
+		 * rule's. */
+		snprintf(e->sizing->errbuf, sizeof e->sizing->errbuf,
+		         "resource_monitor failed (exit code %d): %s: %s", r->exit_code, file,
+		         text ? err : "no summary written");
+		eff->error = e->sizing->errbuf;
+	} else {
+		summary_to_result(&m, eff);
+		for (int k = 0; k < RM_N_FIELDS; k++)
+			if (m.v[k] >= 0)
+				measured->v[k] = m.v[k];
+		/* In a shared working directory the monitor's disk figure is the whole
+		 * directory, not what this rule wrote: do not size disk from it. */
+		if (e->features & BATCH_FEATURE_LOCAL_EXECUTION)
+			measured->v[RM_DISK] = -1;
+	}
+	rmsummary_clear(&m);
+	free(text);
+	free(file);
+}
+
+static uint64_t exhausted_fields(int bits)
+{
+	uint64_t which = 0;
+	for (size_t k = 0; k < N_RES; k++)
+		if (bits & res_map[k].exhausted_bit)
+			which |= UINT64_C(1) << res_map[k].field;
+	return which;
+}
+
+static void alloc_summary(const struct batch_resources *a, struct rmsummary *s)
+{
+	struct batch_resources copy = *a;
+	for (size_t k = 0; k < N_RES; k++) {
+		int64_t v = *batch_res_field(&copy, k);
+		s->v[res_map[k].field] = v >= 0 ? (double)v : -1;
+	}
+}
+
+int engine_alloc_exhausted(struct engine *e, struct dag_node *n, const struct batch_result *eff,
+                           const struct rmsummary *measured)
+{
+	struct node_extra *x = &e->extra[n->id];
+	struct category *c = category_of(e, n->category);
+	e->sizing->exhaustions++;
+	if (!c)
+		return 0;
+	struct rmsummary req, alloc;
+	rmsummary_init(&req);
+	rmsummary_init(&alloc);
+	requested_of(n, &req);
+	alloc_summary(&x->alloc, &alloc);
+	/* What it used is at least what it was stopped at. */
+	category_accumulate(c, measured);
+	enum category_level next = category_next_level(c, (enum category_level)x->level, &req,
+	                                               &alloc, exhausted_fields(eff->exhausted));
+	engine_alloc_record(e, n, eff, measured, next == CATEGORY_LEVEL_MAX ? 0 : -1);
+	if (next != CATEGORY_LEVEL_MAX)
+		return 0;
+	x->level = CATEGORY_LEVEL_MAX;
+	x->sizing_retries++;
+	e->sizing->sizing_retries++;
+	struct rmsummary max;
+	rmsummary_init(&max);
+	category_allocation(c, &req, CATEGORY_LEVEL_MAX, &max);
+	notice("%s:%d: rule %d exceeded its allocation (cores %lld, memory %lld MB, disk %lld MB) "
+	       "in category %s; running it again with the maximum (cores %.0f, memory %.0f MB, "
+	       "disk %.0f MB)",
+	       e->dag->filename, n->line, n->id, (long long)x->alloc.cores,
+	       (long long)x->alloc.memory_mb, (long long)x->alloc.disk_mb, n->category->name,
+	       max.v[RM_CORES], max.v[RM_MEMORY], max.v[RM_DISK]);
+	return 1;
+}
+
+void engine_alloc_record(struct engine *e, struct dag_node *n, const struct batch_result *eff,
+                         const struct rmsummary *measured, int done)
+{
+	struct node_extra *x = &e->extra[n->id];
+	struct category *c = category_of(e, n->category);
+	if (!c)
+		return;
+	struct rmsummary alloc;
+	rmsummary_init(&alloc);
+	alloc_summary(&x->alloc, &alloc);
+	double wall = measured->v[RM_WALL_TIME] >= 0 ? measured->v[RM_WALL_TIME] : 0;
+	if (done == 1 && !eff->exhausted)
+		category_accumulate(c, measured);
+	for (int i = 0; i < eff->limit_raises; i++)
+		category_record_limit_raise(c);
+	category_record(c, &alloc, measured, wall, eff->exhausted != 0,
+	                x->level == CATEGORY_LEVEL_MAX && x->sizing_retries > 0, done);
+}
+
+static int worth_reporting(struct engine *e)
+{
+	struct engine_sizing *s = e->sizing;
+	return s && (s->any_sizing || s->monitor_dir || s->driver_measures || s->exhaustions);
+}
+
+/* "2 / 1200 / 300" for the sized fields of S (cores / memory MB / disk MB), "-" for unset. */
+static void triple(const struct rmsummary *s, char *buf, size_t len)
+{
+	char part[3][32];
+	const int f[3] = {RM_CORES, RM_MEMORY, RM_DISK};
+	for (int i = 0; i < 3; i++) {
+		if (s->v[f[i]] < 0)
+			snprintf(part[i], sizeof part[i], "-");
+		else
+			snprintf(part[i], sizeof part[i], "%.*f", f[i] == RM_CORES ? 2 : 0,
+			         s->v[f[i]]);
+	}
+	snprintf(buf, len, "%s/%s/%s", part[0], part[1], part[2]);
+}
+
+static double pct(double part, double whole)
+{
+	return whole > 0 ? 100.0 * part / whole : 0;
+}
+
+void engine_alloc_report(struct engine *e)
+{
+	if (!worth_reporting(e) || e->opt->progress == ENGINE_PROGRESS_QUIET)
+		return;
+	fprintf(stderr, "makeflow: categories (cores/memory MB/disk MB; waste is allocated minus "
+	                "used, integrated over run time):\n");
+	fprintf(stderr, "  %-16s %-14s %6s %6s %5s %6s %-20s %-20s %16s %16s\n", "category", "mode",
+	        "done", "failed", "exh", "retry", "max seen", "first allocation", "waste core-h",
+	        "waste GB-h");
+	for (struct sized_category *sc = e->sizing->cats; sc; sc = sc->hh.next) {
+		const struct category_stats *st = category_get_stats(sc->cat);
+		if (st->tasks_done == 0 && st->tasks_failed == 0 && st->exhaustions == 0)
+			continue;
+		char seen[100], first[100], wc[48], wm[48];
+		triple(&st->max_seen, seen, sizeof seen);
+		triple(&st->first_alloc, first, sizeof first);
+		snprintf(wc, sizeof wc, "%.2f (%.0f%%)", st->waste[RM_CORES] / 3600,
+		         pct(st->waste[RM_CORES], st->allocated[RM_CORES]));
+		snprintf(wm, sizeof wm, "%.2f (%.0f%%)", st->waste[RM_MEMORY] / 3600 / 1024,
+		         pct(st->waste[RM_MEMORY], st->allocated[RM_MEMORY]));
+		fprintf(stderr, "  %-16s %-14s %6lld %6lld %5lld %6lld %-20s %-20s %16s %16s\n",
+		        category_name(sc->cat), category_mode_name(category_get_mode(sc->cat)),
+		        (long long)st->tasks_done, (long long)st->tasks_failed,
+		        (long long)st->exhaustions, (long long)st->retries, seen, first, wc, wm);
+		if (st->limit_raises)
+			fprintf(stderr,
+			        "  %-16s memory limit raised %lld times instead of a re-run\n", "",
+			        (long long)st->limit_raises);
+	}
+}
+
+static json_t *summary_object(const struct rmsummary *s)
+{
+	json_t *o = json_object();
+	for (size_t k = 0; k < 4; k++) {
+		int f = res_map[k].field;
+		if (s->v[f] >= 0)
+			json_object_set_new(o, rmsummary_field_name(f), json_real(s->v[f]));
+	}
+	return o;
+}
+
+void *engine_alloc_json(struct engine *e)
+{
+	if (!worth_reporting(e))
+		return NULL;
+	json_t *a = json_array();
+	for (struct sized_category *sc = e->sizing->cats; sc; sc = sc->hh.next) {
+		const struct category_stats *st = category_get_stats(sc->cat);
+		json_t *o = json_object();
+		json_object_set_new(o, "name", json_string(category_name(sc->cat)));
+		json_object_set_new(o, "mode",
+		                    json_string(category_mode_name(category_get_mode(sc->cat))));
+		json_object_set_new(o, "done", json_integer(st->tasks_done));
+		json_object_set_new(o, "failed", json_integer(st->tasks_failed));
+		json_object_set_new(o, "exhaustions", json_integer(st->exhaustions));
+		json_object_set_new(o, "retries", json_integer(st->retries));
+		json_object_set_new(o, "limit_raises", json_integer(st->limit_raises));
+		json_object_set_new(o, "max_seen", summary_object(&st->max_seen));
+		json_object_set_new(o, "first_allocation", summary_object(&st->first_alloc));
+		json_t *w = json_object();
+		json_t *al = json_object();
+		for (size_t k = 0; k < 4; k++) {
+			int f = res_map[k].field;
+			json_object_set_new(w, rmsummary_field_name(f), json_real(st->waste[f]));
+			json_object_set_new(al, rmsummary_field_name(f),
+			                    json_real(st->allocated[f]));
+		}
+		json_object_set_new(o, "waste", w);
+		json_object_set_new(o, "allocated", al);
+		json_array_append_new(a, o);
+	}
+	return a;
+}
