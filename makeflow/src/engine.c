@@ -312,6 +312,12 @@ static void dispatch(struct engine *e)
 			}
 			if (limit > 0 && e->n_submitted_remote >= limit)
 				break;
+			/* A sized rule gets its allocation when submitted: hold it back while
+			 * the driver still has jobs waiting, so it is sized with the latest
+			 * measurements rather than queued with an old allocation. */
+			if ((e->features & BATCH_FEATURE_LOCAL_EXECUTION) &&
+			    engine_alloc_is_sized(e, n) && batch_queue_waiting(e->queue) > 0)
+				break;
 		}
 		ready_pop(e);
 		submit(e, n);

@@ -27,6 +27,9 @@
 struct sized_category {
 	const struct dag_category *dc; /* key */
 	struct category *cat;
+	/* The waste and allocation (unit*s) of tries that ran with a computed first allocation,
+	 * apart from the measuring phase, per sized field (cores, memory, disk, gpus). */
+	double sized_waste[4], sized_alloc[4];
 	UT_hash_handle hh;
 };
 
@@ -290,6 +293,12 @@ static char *wrap(struct engine *e, const struct dag_node *n, const char *comman
 	return w;
 }
 
+int engine_alloc_is_sized(struct engine *e, const struct dag_node *n)
+{
+	struct category *c = e->sizing ? category_of(e, n->category) : NULL;
+	return c && category_get_mode(c) != CATEGORY_MODE_FIXED;
+}
+
 char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *command,
                            struct batch_job_spec *spec)
 {
@@ -306,6 +315,12 @@ char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *com
 		category_allocation(c, &req, (enum category_level)x->level, &alloc);
 		category_allocation(c, &req, CATEGORY_LEVEL_MAX, &max);
 		for (size_t k = 0; k < 4; k++) {
+			if (res_map[k].field == RM_DISK &&
+			    (e->features & BATCH_FEATURE_LOCAL_EXECUTION)) {
+				/* Rules share the working directory: disk is not measured per
+				 * rule, so only a declared value is used (for admission). */
+				continue;
+			}
 			double v = alloc.v[res_map[k].field];
 			*batch_res_field(&spec->resources, k) = v >= 0 ? (int64_t)(v + 0.999) : -1;
 			double m = max.v[res_map[k].field];
@@ -318,6 +333,9 @@ char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *com
 		      (long long)spec->resources.memory_mb, (long long)spec->resources.disk_mb);
 	}
 	x->alloc = spec->resources;
+	x->sized = c && category_get_mode(c) != CATEGORY_MODE_FIXED &&
+	           x->level == CATEGORY_LEVEL_FIRST &&
+	           category_get_stats(c)->first_alloc.v[RM_MEMORY] >= 0;
 	if (!s->monitor_dir || n->workflow)
 		return NULL;
 	x->monitored = 1;
@@ -459,6 +477,18 @@ void engine_alloc_record(struct engine *e, struct dag_node *n, const struct batc
 	rmsummary_init(&alloc);
 	alloc_summary(&x->alloc, &alloc);
 	double wall = measured->v[RM_WALL_TIME] >= 0 ? measured->v[RM_WALL_TIME] : 0;
+	struct sized_category *sc = NULL;
+	HASH_FIND_PTR(e->sizing->cats, &n->category, sc);
+	if (sc && x->sized) {
+		for (size_t k = 0; k < 4; k++) {
+			double a = alloc.v[res_map[k].field], u = measured->v[res_map[k].field];
+			if (a < 0)
+				continue;
+			sc->sized_alloc[k] += a * wall;
+			sc->sized_waste[k] +=
+			    (eff->exhausted || u < 0 ? a : (a > u ? a - u : 0)) * wall;
+		}
+	}
 	if (done == 1 && !eff->exhausted)
 		category_accumulate(c, measured);
 	for (int i = 0; i < eff->limit_raises; i++)
@@ -563,6 +593,16 @@ void *engine_alloc_json(struct engine *e)
 		}
 		json_object_set_new(o, "waste", w);
 		json_object_set_new(o, "allocated", al);
+		json_t *sw = json_object();
+		json_t *sa = json_object();
+		for (size_t k = 0; k < 4; k++) {
+			const char *name = rmsummary_field_name(res_map[k].field);
+			json_object_set_new(sw, name, json_real(sc->sized_waste[k]));
+			json_object_set_new(sa, name, json_real(sc->sized_alloc[k]));
+		}
+		/* the same, for the tries that ran with a computed first allocation only */
+		json_object_set_new(o, "waste_sized", sw);
+		json_object_set_new(o, "allocated_sized", sa);
 		json_array_append_new(a, o);
 	}
 	return a;

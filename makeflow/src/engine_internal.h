@@ -41,6 +41,7 @@ struct node_extra {
 	/* sizing (engine_alloc.c) */
 	uint8_t level;                /* enum category_level of the next/current try */
 	uint8_t monitored;            /* the current try is wrapped with resource_monitor */
+	uint8_t sized;                /* the current try runs with a computed first allocation */
 	int sizing_retries;           /* re-runs at the maximum after exhaustion (not -r retries) */
 	struct batch_resources alloc; /* what the current try was given */
 };
@@ -108,6 +109,8 @@ struct rmsummary;
  * the error. */
 int engine_alloc_init(struct engine *e);
 void engine_alloc_free(struct engine *e);
+/* 1 if N's category computes its allocations (its mode is not FIXED). */
+int engine_alloc_is_sized(struct engine *e, const struct dag_node *n);
 /* Sets SPEC's resources for N's next try; returns the command wrapped with resource_monitor
  * (caller frees), or NULL to run COMMAND as it is. */
 char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *command,

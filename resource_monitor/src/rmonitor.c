@@ -398,20 +398,25 @@ static void sample(struct rmonitor *m, int light)
 
 /* ---- ending --------------------------------------------------------------------------- */
 
+/* Frees M and what it owns (its handles must be closed already). */
+static void monitor_free(struct rmonitor *m)
+{
+	rmsummary_clear(&m->cur);
+	free_strv(m->argv);
+	free_strv(m->env);
+	free_strv(m->measure_dirs);
+	free(m->cwd);
+	free(m->cpuset);
+	free(m->cgroup_root);
+	free(m);
+}
+
 static void on_close(uv_handle_t *h)
 {
 	struct rmonitor *m = h->data;
 	m->n_handles--;
-	if (m->n_handles == 0 && m->deleting) {
-		rmsummary_clear(&m->cur);
-		free_strv(m->argv);
-		free_strv(m->env);
-		free_strv(m->measure_dirs);
-		free(m->cwd);
-		free(m->cpuset);
-		free(m->cgroup_root);
-		free(m);
-	}
+	if (m->n_handles == 0 && m->deleting)
+		monitor_free(m);
 }
 
 static void close_handle(struct rmonitor *m, uv_handle_t *h, int *flag)
@@ -944,14 +949,7 @@ fail:
 		rmon_cgroup_destroy(m->cg, 100);
 		rmon_cgroup_delete(m->cg);
 	}
-	rmsummary_clear(&m->cur);
-	free_strv(m->argv);
-	free_strv(m->env);
-	free_strv(m->measure_dirs);
-	free(m->cwd);
-	free(m->cpuset);
-	free(m->cgroup_root);
-	free(m);
+	monitor_free(m);
 	return NULL;
 }
 

@@ -3,28 +3,22 @@
  * check that a monitor counts children that live less than its sampling interval. */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "helper_common.h"
 #include "banned.h"
 
-static void usage(const char *why)
-{
-	fprintf(stderr, "helper_spawn: %s\nusage: helper_spawn K MS\n", why);
-	exit(2);
-}
+#define USAGE "helper_spawn K MS"
 
-static long parse(const char *s, long max, const char *what)
+/* Parses S, WHAT between 0 and MAX; on a bad value names it and exits through the usage. */
+static long long parse(const char *s, long long max, const char *what)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 0 || v > max) {
-		fprintf(stderr, "helper_spawn: bad %s '%s' (0..%ld)\n", what, s, max);
-		usage("invalid argument");
+	long long v;
+	if (helper_parse_int(s, 0, max, &v) < 0) {
+		fprintf(stderr, "helper_spawn: bad %s '%s' (0..%lld)\n", what, s, max);
+		helper_usage(USAGE, "invalid argument");
 	}
 	return v;
 }
@@ -32,19 +26,15 @@ static long parse(const char *s, long max, const char *what)
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		usage("wrong number of arguments");
-	long k = parse(argv[1], 100000, "K");
-	long ms = parse(argv[2], 3600000, "MS");
-	for (long i = 0; i < k; i++) {
-		pid_t pid = fork();
-		if (pid < 0) {
-			fprintf(stderr, "helper_spawn: fork: %s\n", strerror(errno));
+		helper_usage(USAGE, "wrong number of arguments");
+	long long k = parse(argv[1], 100000, "K");
+	long long ms = parse(argv[2], 3600000, "MS");
+	for (long long i = 0; i < k; i++) {
+		pid_t pid = helper_fork("helper_spawn");
+		if (pid < 0)
 			return 1;
-		}
 		if (pid == 0) {
-			struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-			while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-				;
+			helper_sleep((double)ms / 1000.0);
 			_exit(0);
 		}
 		int status;

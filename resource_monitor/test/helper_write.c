@@ -3,27 +3,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "helper_common.h"
 #include "banned.h"
 
-static void usage(const char *why)
-{
-	fprintf(stderr, "helper_write: %s\nusage: helper_write FILE MB\n", why);
-	exit(2);
-}
+#define USAGE "helper_write FILE MB"
 
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		usage("wrong number of arguments");
-	char *end;
-	errno = 0;
-	long long mb = strtoll(argv[2], &end, 10);
-	if (errno || end == argv[2] || *end || mb < 0 || mb > (1LL << 20))
-		usage("MB must be an integer between 0 and 1048576");
+		helper_usage(USAGE, "wrong number of arguments");
+	long long mb;
+	if (helper_parse_int(argv[2], 0, HELPER_MAX_MB, &mb) < 0)
+		helper_usage(USAGE, "MB must be an integer between 0 and 1048576");
 	int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "helper_write: %s: %s\n", argv[1], strerror(errno));

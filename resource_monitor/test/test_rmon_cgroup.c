@@ -24,6 +24,7 @@
 #include "path.h"
 #include "rmon_cgroup.h"
 #include "rmon_spawn.h"
+#include "test_rmon_util.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -62,6 +63,7 @@ struct fake {
 	char root[64];
 	char selfcg[PATH_MAX];
 	char *own, *base, *group;
+	struct rmon_cgroup *cg; /* the task group, when created by fake_v2_group() */
 };
 
 /* Root with controllers, our own cgroup /user.slice/x, htc beneath it and the task group,
@@ -70,6 +72,7 @@ static void fake_v2(struct fake *f)
 {
 	snprintf(f->root, sizeof f->root, "/tmp/rmon-cg-XXXXXX");
 	assert_non_null(mkdtemp(f->root));
+	f->cg = NULL;
 	f->own = path_join(f->root, "user.slice/x");
 	f->base = path_join(f->own, "htc");
 	f->group = path_join(f->base, "htc.4242.1");
@@ -97,23 +100,47 @@ static void fake_v2(struct fake *f)
 
 static void fake_free(struct fake *f)
 {
+	rmon_cgroup_delete(f->cg);
 	path_rm_rf(f->root);
 	free(f->own);
 	free(f->base);
 	free(f->group);
 }
 
+/* Options that create the task group htc.4242.1 of fake F. */
+static struct rmon_cgroup_opts fake_opts(const struct fake *f)
+{
+	return (struct rmon_cgroup_opts){
+	    .root = f->root, .proc_self_cgroup = f->selfcg, .owner = 4242, .name = "htc.4242.1"};
+}
+
+/* Creates a group with options O (NULL: the real hierarchy and defaults); fails the test when
+ * that is not possible. */
+static struct rmon_cgroup *create_ok(const struct rmon_cgroup_opts *o)
+{
+	int err = 0;
+	struct rmon_cgroup *cg = rmon_cgroup_create(o, &err);
+	if (!cg)
+		fail_msg("rmon_cgroup_create: %s", htc_strerror(err));
+	return cg;
+}
+
+/* Builds the fake tree of fake_v2() and creates its task group htc.4242.1 in it (also kept in
+ * F->cg, deleted by fake_free()). */
+static struct rmon_cgroup *fake_v2_group(struct fake *f)
+{
+	fake_v2(f);
+	struct rmon_cgroup_opts o = fake_opts(f);
+	f->cg = create_ok(&o);
+	return f->cg;
+}
+
 static void test_v2_fake_limits(void **state)
 {
 	(void)state;
 	struct fake f;
-	fake_v2(&f);
+	struct rmon_cgroup *cg = fake_v2_group(&f);
 	assert_int_equal(rmon_cgroup_detect(f.root), RMON_CG_V2);
-	struct rmon_cgroup_opts o = {
-	    .root = f.root, .proc_self_cgroup = f.selfcg, .owner = 4242, .name = "htc.4242.1"};
-	int err = 0;
-	struct rmon_cgroup *cg = rmon_cgroup_create(&o, &err);
-	assert_non_null(cg);
 	assert_int_equal(rmon_cgroup_version(cg), RMON_CG_V2);
 	assert_string_equal(rmon_cgroup_path(cg), f.group);
 	/* Controllers passed down: our own cgroup lacked cpu, cpuset, io, pids; htc had none. */
@@ -149,7 +176,6 @@ static void test_v2_fake_limits(void **state)
 	assert_int_equal(write(fds[0], "0", 1), 1);
 	close(fds[0]);
 	expect_file(f.group, "cgroup.procs", "0");
-	rmon_cgroup_delete(cg);
 	fake_free(&f);
 }
 
@@ -157,12 +183,7 @@ static void test_v2_fake_stats(void **state)
 {
 	(void)state;
 	struct fake f;
-	fake_v2(&f);
-	struct rmon_cgroup_opts o = {
-	    .root = f.root, .proc_self_cgroup = f.selfcg, .owner = 4242, .name = "htc.4242.1"};
-	int err = 0;
-	struct rmon_cgroup *cg = rmon_cgroup_create(&o, &err);
-	assert_non_null(cg);
+	struct rmon_cgroup *cg = fake_v2_group(&f);
 	put(f.group, "memory.current", "1000\n");
 	put(f.group, "memory.peak", "5000\n");
 	put(f.group, "memory.stat", "anon 300\nfile 700\nkernel 10\n");
@@ -221,7 +242,6 @@ static void test_v2_fake_stats(void **state)
 	assert_int_equal(poll(&pf, 1, 0), 0);
 	put(f.group, "memory.events", "low 0\nhigh 4\nmax 1\noom 2\noom_kill 1\n");
 	assert_int_equal(poll(&pf, 1, 1000), 1);
-	rmon_cgroup_delete(cg);
 	fake_free(&f);
 }
 
@@ -230,8 +250,7 @@ static void test_v2_fake_refusals(void **state)
 	(void)state;
 	struct fake f;
 	fake_v2(&f);
-	struct rmon_cgroup_opts o = {
-	    .root = f.root, .proc_self_cgroup = f.selfcg, .owner = 4242, .name = "htc.4242.1"};
+	struct rmon_cgroup_opts o = fake_opts(&f);
 	int err = 0;
 	/* The memory controller does not reach "htc": not usable. */
 	put(f.base, "cgroup.controllers", "cpu pids\n");
@@ -303,14 +322,22 @@ static pid_t spawn_in(struct rmon_cgroup *cg, const char *const *argv)
 	return pid;
 }
 
+/* Starts helper_alloc MB SECONDS inside CG; returns its pid. */
+static pid_t spawn_alloc_in(struct rmon_cgroup *cg, const char *mb, const char *seconds)
+{
+	char *alloc = test_helper_path(helper_dir, "alloc");
+	const char *argv[] = {alloc, mb, seconds, NULL};
+	pid_t pid = spawn_in(cg, argv);
+	free(alloc);
+	return pid;
+}
+
 static void test_v1_real(void **state)
 {
 	(void)state;
 	if (rmon_cgroup_detect(NULL) != RMON_CG_V1)
 		fail_msg("this test needs cgroup v1 at /sys/fs/cgroup (the test machine has it)");
-	int err = 0;
-	struct rmon_cgroup *cg = rmon_cgroup_create(NULL, &err);
-	assert_non_null(cg);
+	struct rmon_cgroup *cg = create_ok(NULL);
 	char *dir = xstrdup(rmon_cgroup_path(cg));
 	assert_true(path_exists(dir));
 	assert_int_equal(rmon_cgroup_set_memory(cg, 200 << 20, 1), 0);
@@ -318,10 +345,7 @@ static void test_v1_real(void **state)
 	assert_int_equal(rmon_cgroup_set_cpu(cg, 1.0), 0);
 	assert_int_equal(rmon_cgroup_set_pids(cg, 50), 0);
 
-	char alloc[PATH_MAX + 32];
-	snprintf(alloc, sizeof alloc, "%s/helper_alloc", helper_dir);
-	const char *argv[] = {alloc, "50", "0.3", NULL};
-	pid_t pid = spawn_in(cg, argv);
+	pid_t pid = spawn_alloc_in(cg, "50", "0.3");
 	/* In the group from its first instruction. */
 	assert_true(in_group(pid, rmon_cgroup_name(cg)));
 	assert_int_equal(rmon_cgroup_is_empty(cg), 0);
@@ -346,16 +370,11 @@ static void test_v1_real(void **state)
 static void test_v1_memory_pause_and_kill(void **state)
 {
 	(void)state;
-	int err = 0;
-	struct rmon_cgroup *cg = rmon_cgroup_create(NULL, &err);
-	assert_non_null(cg);
+	struct rmon_cgroup *cg = create_ok(NULL);
 	assert_int_equal(rmon_cgroup_set_memory(cg, 30 << 20, 1), 0);
 	int fd = rmon_cgroup_memory_fd(cg);
 	assert_true(fd >= 0);
-	char alloc[PATH_MAX + 32];
-	snprintf(alloc, sizeof alloc, "%s/helper_alloc", helper_dir);
-	const char *argv[] = {alloc, "100", "5", NULL};
-	pid_t pid = spawn_in(cg, argv);
+	pid_t pid = spawn_alloc_in(cg, "100", "5");
 	struct pollfd pf = {.fd = fd, .events = POLLIN};
 	assert_int_equal(poll(&pf, 1, 3000), 1);
 	struct rmon_cg_stats st;
@@ -387,9 +406,7 @@ static void test_v1_kill_tree_and_stale(void **state)
 		_exit(0);
 	}
 	struct rmon_cgroup_opts o = {.owner = owner};
-	int err = 0;
-	struct rmon_cgroup *cg = rmon_cgroup_create(&o, &err);
-	assert_non_null(cg);
+	struct rmon_cgroup *cg = create_ok(&o);
 	char *dir = xstrdup(rmon_cgroup_path(cg));
 	/* A tree left running by the dead monitor. */
 	const char *argv[] = {"sh", "-c", "sleep 30 & sleep 30 & wait", NULL};
@@ -461,13 +478,7 @@ static void test_spawn_errors_and_stdio(void **state)
 
 int main(void)
 {
-	ssize_t n = readlink("/proc/self/exe", helper_dir, sizeof helper_dir - 1);
-	if (n > 0) {
-		helper_dir[n] = 0;
-		char *slash = strrchr(helper_dir, '/');
-		if (slash)
-			*slash = 0;
-	}
+	test_helper_dir(helper_dir, sizeof helper_dir);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_v2_fake_limits),
 	    cmocka_unit_test(test_v2_fake_stats),

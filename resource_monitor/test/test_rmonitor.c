@@ -22,6 +22,7 @@
 #include "htc_error.h"
 #include "path.h"
 #include "rmonitor.h"
+#include "test_rmon_util.h"
 #include "timeutil.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -62,9 +63,32 @@ static void on_done(struct rmonitor *m, const struct rmsummary *s, void *arg)
 		r->files[i] = xstrdup(files[i]);
 }
 
+/* Path of the helper program helper_NAME. Caller frees. */
 static char *helper(const char *name)
 {
-	return xasprintf("%s/helper_%s", helper_dir, name);
+	return test_helper_path(helper_dir, name);
+}
+
+/* Initialises SPEC (defaults otherwise) to run ARGV with cgroup mode CG. */
+static void spec_for(struct rmonitor_spec *spec, const char *const *argv, enum rmonitor_cgroups cg)
+{
+	rmonitor_spec_init(spec);
+	spec->argv = argv;
+	spec->cgroups = cg;
+}
+
+/* The cgroup mode of the pass OFF (0: cgroups where possible, 1: /proc only) of a test that
+ * runs once with each. */
+static enum rmonitor_cgroups mode(int off)
+{
+	return off ? RMONITOR_CGROUPS_OFF : RMONITOR_CGROUPS_AUTO;
+}
+
+/* Fails unless the task of R exited by itself with exit status STATUS. */
+static void expect_exit(const struct run *r, int status)
+{
+	assert_int_equal(r->s.exit_type, RM_EXIT_NORMAL);
+	assert_int_equal(r->s.exit_status, status);
 }
 
 /* Runs SPEC to the end on a fresh loop; returns the seconds from start to DONE. */
@@ -86,6 +110,18 @@ static double run(struct rmonitor_spec *spec, struct run *r)
 	uv_run(&loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&loop), 0);
 	return (double)(r->done_us - t0) / 1e6;
+}
+
+/* Runs ARGV to the end with cgroup mode CG, the default 1 s sampling interval and, when
+ * WALL_LIMIT >= 0, that wall-time limit in seconds; returns the seconds from start to DONE. */
+static double run_argv(const char *const *argv, enum rmonitor_cgroups cg, double wall_limit,
+                       struct run *r)
+{
+	struct rmonitor_spec spec;
+	spec_for(&spec, argv, cg);
+	if (wall_limit >= 0)
+		spec.limits.v[RM_WALL_TIME] = wall_limit;
+	return run(&spec, r);
 }
 
 static void run_free(struct run *r)
@@ -131,14 +167,10 @@ static int our_groups(void)
 static void test_exit_codes(void **state)
 {
 	(void)state;
-	struct rmonitor_spec spec;
 	struct run r;
 	const char *exit3[] = {"sh", "-c", "exit 3", NULL};
-	rmonitor_spec_init(&spec);
-	spec.argv = exit3;
-	run(&spec, &r);
-	assert_int_equal(r.s.exit_type, RM_EXIT_NORMAL);
-	assert_int_equal(r.s.exit_status, 3);
+	run_argv(exit3, RMONITOR_CGROUPS_AUTO, -1, &r);
+	expect_exit(&r, 3);
 	assert_string_equal(r.s.command, "sh -c 'exit 3'");
 	assert_true(r.s.v[RM_WALL_TIME] > 0 && r.s.v[RM_WALL_TIME] < 2);
 	assert_true(r.s.v[RM_END] >= r.s.v[RM_START]);
@@ -146,20 +178,19 @@ static void test_exit_codes(void **state)
 	run_free(&r);
 
 	const char *sig[] = {"sh", "-c", "kill -TERM $$", NULL};
-	spec.argv = sig;
-	run(&spec, &r);
+	run_argv(sig, RMONITOR_CGROUPS_AUTO, -1, &r);
 	assert_int_equal(r.s.exit_type, RM_EXIT_SIGNAL);
 	assert_int_equal(r.s.signal, SIGTERM);
 	run_free(&r);
 
 	const char *missing[] = {"no-such-program-htc", NULL};
-	spec.argv = missing;
+	struct rmonitor_spec spec;
+	spec_for(&spec, missing, RMONITOR_CGROUPS_AUTO);
 	FILE *devnull = fopen("/dev/null", "w");
 	spec.stderr_fd = fileno(devnull);
 	run(&spec, &r);
 	fclose(devnull);
-	assert_int_equal(r.s.exit_type, RM_EXIT_NORMAL);
-	assert_int_equal(r.s.exit_status, 127);
+	expect_exit(&r, 127);
 	run_free(&r);
 }
 
@@ -168,15 +199,9 @@ static void check_memory(enum rmonitor_cgroups cg, const char *name, const char 
 {
 	char *prog = helper(name);
 	const char *argv[] = {prog, a1, a2, a3, NULL};
-	struct rmonitor_spec spec;
-	rmonitor_spec_init(&spec);
-	spec.argv = argv;
-	spec.cgroups = cg;
-	spec.interval_s = 1;
 	struct run r;
-	run(&spec, &r);
-	assert_int_equal(r.s.exit_type, RM_EXIT_NORMAL);
-	assert_int_equal(r.s.exit_status, 0);
+	run_argv(argv, cg, -1, &r);
+	expect_exit(&r, 0);
 	double mem = r.s.v[RM_MEMORY];
 	if (mem < want_mb * 0.97 || mem > want_mb * (1 + MEM_TOLERANCE_UP))
 		fail_msg("%s %s %s: memory %.1f MB, want %.0f MB (-3 %%, +%.0f %%) (cgroups %d)",
@@ -207,13 +232,8 @@ static void test_wall_time_limit(void **state)
 	(void)state;
 	const char *argv[] = {"sh", "-c", "sleep 5 & sleep 5", NULL};
 	for (int off = 0; off < 2; off++) {
-		struct rmonitor_spec spec;
-		rmonitor_spec_init(&spec);
-		spec.argv = argv;
-		spec.limits.v[RM_WALL_TIME] = 0.3;
-		spec.cgroups = off ? RMONITOR_CGROUPS_OFF : RMONITOR_CGROUPS_AUTO;
 		struct run r;
-		double t = run(&spec, &r);
+		double t = run_argv(argv, mode(off), 0.3, &r);
 		assert_int_equal(r.s.exit_type, RM_EXIT_LIMITS);
 		assert_true(r.s.limits_exceeded[RM_WALL_TIME] == 0.3);
 		assert_true(r.s.limits_exceeded[RM_MEMORY] < 0);
@@ -244,22 +264,37 @@ static int64_t refuse(struct rmonitor *m, int64_t limit_mb, void *arg)
 	return 0;
 }
 
+/* Runs helper_alloc with MB and SECONDS under a 100 MB memory limit with cgroup mode CG; AT_LIMIT
+ * (NULL: none) is called with ARG at the limit. Returns the seconds from start to DONE. */
+static double run_limited(const char *mb, const char *seconds, enum rmonitor_cgroups cg,
+                          rmonitor_memory_fn at_limit, void *arg, struct run *r)
+{
+	char *prog = helper("alloc");
+	const char *argv[] = {prog, mb, seconds, NULL};
+	struct rmonitor_spec spec;
+	spec_for(&spec, argv, cg);
+	spec.limits.v[RM_MEMORY] = 100;
+	spec.at_memory_limit = at_limit;
+	spec.at_memory_limit_arg = arg;
+	double t = run(&spec, r);
+	free(prog);
+	return t;
+}
+
+/* Fails unless the task of R was ended for exceeding its 100 MB memory limit. */
+static void expect_memory_exceeded(const struct run *r)
+{
+	assert_int_equal(r->s.exit_type, RM_EXIT_LIMITS);
+	assert_true(r->s.limits_exceeded[RM_MEMORY] == 100);
+}
+
 static void test_memory_limit(void **state)
 {
 	(void)state;
-	char *prog = helper("alloc");
-	const char *argv[] = {prog, "300", "5", NULL};
-	struct rmonitor_spec spec;
-	rmonitor_spec_init(&spec);
-	spec.argv = argv;
-	spec.limits.v[RM_MEMORY] = 100;
 	int64_t at_limit = 0;
-	spec.at_memory_limit = refuse;
-	spec.at_memory_limit_arg = &at_limit;
 	struct run r;
-	double t = run(&spec, &r);
-	assert_int_equal(r.s.exit_type, RM_EXIT_LIMITS);
-	assert_true(r.s.limits_exceeded[RM_MEMORY] == 100);
+	double t = run_limited("300", "5", RMONITOR_CGROUPS_AUTO, refuse, &at_limit, &r);
+	expect_memory_exceeded(&r);
 	assert_int_equal(r.uses_cgroups, 1); /* this machine has cgroup v1 */
 	assert_true(at_limit > 0);
 	double latency = (double)(r.done_us - at_limit) / 1e6;
@@ -269,45 +304,29 @@ static void test_memory_limit(void **state)
 	assert_true(latency < 0.1);
 	assert_true(t < 0.5);
 	run_free(&r);
-	spec.at_memory_limit = NULL;
 
 	/* Raised once from 100 to 300 MB: a 200 MB task finishes. */
-	const char *argv2[] = {prog, "200", "0.2", NULL};
 	int calls = 0;
-	spec.argv = argv2;
-	spec.at_memory_limit = raise_once;
-	spec.at_memory_limit_arg = &calls;
-	run(&spec, &r);
+	run_limited("200", "0.2", RMONITOR_CGROUPS_AUTO, raise_once, &calls, &r);
 	if (r.uses_cgroups) {
-		assert_int_equal(r.s.exit_type, RM_EXIT_NORMAL);
-		assert_int_equal(r.s.exit_status, 0);
+		expect_exit(&r, 0);
 		assert_int_equal(calls, 1);
 		assert_int_equal(r.raises, 1);
 		assert_true(r.s.v[RM_MEMORY] > 190);
 	}
 	run_free(&r);
-	free(prog);
 	assert_int_equal(our_groups(), 0);
 }
 
 static void test_memory_limit_proc_only(void **state)
 {
 	(void)state;
-	char *prog = helper("alloc");
-	const char *argv[] = {prog, "300", "5", NULL};
-	struct rmonitor_spec spec;
-	rmonitor_spec_init(&spec);
-	spec.argv = argv;
-	spec.cgroups = RMONITOR_CGROUPS_OFF;
-	spec.limits.v[RM_MEMORY] = 100;
 	struct run r;
-	double t = run(&spec, &r);
-	assert_int_equal(r.s.exit_type, RM_EXIT_LIMITS);
-	assert_true(r.s.limits_exceeded[RM_MEMORY] == 100);
+	double t = run_limited("300", "5", RMONITOR_CGROUPS_OFF, NULL, NULL, &r);
+	expect_memory_exceeded(&r);
 	print_message("memory limit 100 MB without cgroups: done after %.3f s\n", t);
 	assert_true(t < 0.5);
 	run_free(&r);
-	free(prog);
 }
 
 static void test_short_children(void **state)
@@ -317,13 +336,8 @@ static void test_short_children(void **state)
 	 * helper: a sanitized helper also starts LeakSanitizer's tracer process at exit. */
 	const char *argv[] = {"sh", "-c", "for i in 1 2 3 4 5; do sleep 0.1; done", NULL};
 	for (int off = 0; off < 2; off++) {
-		struct rmonitor_spec spec;
-		rmonitor_spec_init(&spec);
-		spec.argv = argv;
-		spec.interval_s = 1;
-		spec.cgroups = off ? RMONITOR_CGROUPS_OFF : RMONITOR_CGROUPS_AUTO;
 		struct run r;
-		run(&spec, &r);
+		run_argv(argv, mode(off), -1, &r); /* sampled every 1 s */
 		assert_int_equal(r.s.exit_status, 0);
 		/* The proc connector sees every fork, whatever the sampling interval. */
 		if (r.s.v[RM_TOTAL_PROCESSES] != 6)
@@ -340,8 +354,7 @@ static void test_cpu_and_time_series(void **state)
 	char *prog = helper("burn");
 	const char *argv[] = {prog, "1", "1.2", NULL};
 	struct rmonitor_spec spec;
-	rmonitor_spec_init(&spec);
-	spec.argv = argv;
+	spec_for(&spec, argv, RMONITOR_CGROUPS_AUTO);
 	spec.interval_s = 0.2;
 	char path[] = "/tmp/rmon-ts-XXXXXX";
 	int fd = mkstemp(path);
@@ -391,8 +404,7 @@ static void test_files_and_disk(void **state)
 	const char *argv[] = {"sh", "-c", script, NULL};
 	const char *dirs[] = {dir, NULL};
 	struct rmonitor_spec spec;
-	rmonitor_spec_init(&spec);
-	spec.argv = argv;
+	spec_for(&spec, argv, RMONITOR_CGROUPS_AUTO);
 	spec.report_files = 1;
 	spec.measure_dirs = dirs;
 	struct run r;
@@ -422,8 +434,7 @@ static void test_delete_running(void **state)
 	(void)state;
 	const char *argv[] = {"sh", "-c", "sleep 30 & sleep 30", NULL};
 	struct rmonitor_spec spec;
-	rmonitor_spec_init(&spec);
-	spec.argv = argv;
+	spec_for(&spec, argv, RMONITOR_CGROUPS_AUTO);
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	struct run r;
@@ -470,9 +481,7 @@ static void test_required_unavailable(void **state)
 	(void)state;
 	const char *argv[] = {"true", NULL};
 	struct rmonitor_spec spec;
-	rmonitor_spec_init(&spec);
-	spec.argv = argv;
-	spec.cgroups = RMONITOR_CGROUPS_REQUIRED;
+	spec_for(&spec, argv, RMONITOR_CGROUPS_REQUIRED);
 	spec.cgroup_root = "/nonexistent-cgroup-root";
 	uv_loop_t loop;
 	uv_loop_init(&loop);
@@ -494,13 +503,7 @@ static void test_required_unavailable(void **state)
 
 int main(void)
 {
-	ssize_t n = readlink("/proc/self/exe", helper_dir, sizeof helper_dir - 1);
-	if (n > 0) {
-		helper_dir[n] = 0;
-		char *slash = strrchr(helper_dir, '/');
-		if (slash)
-			*slash = 0;
-	}
+	test_helper_dir(helper_dir, sizeof helper_dir);
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_exit_codes),

@@ -25,19 +25,25 @@ mem=$(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo)
 workflow() {
 	local f=$1 decl=$2
 	: >"$f"
-	for cat in cpu mem io; do
-		{
-			echo "CATEGORY=$cat"
-			for d in $decl; do echo "$d"; done
-		} >>"$f.$cat"
-	done
+	# category CAT: select CAT (with the declarations) for the next rule
+	category() {
+		echo "CATEGORY=$1"
+		for d in $decl; do echo "$d"; done
+	}
+	# a compute task with a working set, a memory-heavy task, a task writing a
+	# file, interleaved as a real workflow lists them
 	for i in $(seq 1 "$N"); do
-		printf 'c.%d:\n\t%s/helper_burn 1 0.4 > c.%d\n' "$i" "$H" "$i" >>"$f.cpu"
-		printf 'm.%d:\n\t%s/helper_alloc %d 0.4 > m.%d\n' "$i" "$H" $((900 + (i % 7) * 40)) "$i" >>"$f.mem"
-		printf 'w.%d:\n\t%s/helper_write w.%d %d\n' "$i" "$H" "$i" $((20 + (i % 5) * 10)) >>"$f.io"
+		{
+			category cpu
+			printf 'c.%d:\n\t%s/helper_alloc %d 0.4 & %s/helper_burn 1 0.4; wait; touch c.%d\n' \
+				"$i" "$H" $((400 + (i % 5) * 50)) "$H" "$i"
+			category mem
+			printf 'm.%d:\n\t%s/helper_alloc %d 0.4 > m.%d\n' "$i" "$H" $((900 + (i % 7) * 40)) "$i"
+			category io
+			printf 'w.%d:\n\t%s/helper_alloc 200 0.2 & %s/helper_write w.%d %d; wait\n' \
+				"$i" "$H" "$H" "$i" $((20 + (i % 5) * 10))
+		} >>"$f"
 	done
-	cat "$f.cpu" "$f.mem" "$f.io" >"$f"
-	rm -f "$f.cpu" "$f.mem" "$f.io"
 }
 
 # run NAME ARGS...: run makeflow in its own directory; sets T (seconds).
@@ -59,13 +65,15 @@ run() {
 	}
 }
 
-# unused NAME FIELD: unused share of allocated FIELD-time over all categories.
+# unused NAME FIELD [SUFFIX]: unused share of allocated FIELD-time over all
+# categories; SUFFIX _sized: only the tries that ran with a computed allocation.
 unused() {
-	python3 - "$WORK/$1/summary.json" "$2" <<'EOF'
+	python3 - "$WORK/$1/summary.json" "$2" "${3:-}" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
-w = sum(c["waste"][sys.argv[2]] for c in s.get("categories", []))
-a = sum(c["allocated"][sys.argv[2]] for c in s.get("categories", []))
+f, suf = sys.argv[2], sys.argv[3]
+w = sum(c["waste" + suf][f] for c in s.get("categories", []))
+a = sum(c["allocated" + suf][f] for c in s.get("categories", []))
 print("%.0f%%" % (100.0 * w / a) if a > 0 else "n/a")
 EOF
 }
@@ -95,6 +103,8 @@ printf '  %-34s %8s s   unused core-time %5s   unused memory-time %5s\n' \
 	"every rule gets the whole machine" "$t_whole" "$(unused whole cores)" "$(unused whole memory)"
 printf '  %-34s %8s s   unused core-time %5s   unused memory-time %5s\n' \
 	"--allocation waste (MIN_WASTE)" "$t_waste" "$(unused waste cores)" "$(unused waste memory)"
+printf '  %-34s %10s   unused core-time %5s   unused memory-time %5s\n' \
+	"  of which with a computed allocation" "" "$(unused waste cores _sized)" "$(unused waste memory _sized)"
 first_allocs waste
 rm -rf "$WORK/whole" "$WORK/waste" # the written files
 python3 -c "
