@@ -476,9 +476,18 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 	free(x->last_error);
 	x->last_error = r->error ? xstrdup(r->error) : NULL;
 	if (r->exhausted && !r->error) {
-		x->last_error = xstrdup((r->exhausted & BATCH_EXHAUSTED_WALL_TIME)
-		                            ? "exceeded its wall time limit"
-		                            : "exceeded its resource allocation");
+		const struct batch_resources *a = &x->alloc;
+		if (r->exhausted & BATCH_EXHAUSTED_WALL_TIME)
+			x->last_error = xstrdup("exceeded its wall time limit");
+		else if ((r->exhausted & BATCH_EXHAUSTED_MEMORY) && a->memory_mb >= 0)
+			x->last_error =
+			    xasprintf("exceeded its resource allocation (memory %lld MB)",
+			              (long long)a->memory_mb);
+		else if ((r->exhausted & BATCH_EXHAUSTED_DISK) && a->disk_mb >= 0)
+			x->last_error = xasprintf("exceeded its resource allocation (disk %lld MB)",
+			                          (long long)a->disk_mb);
+		else
+			x->last_error = xstrdup("exceeded its resource allocation");
 	}
 
 	if (r->removed) {

@@ -391,7 +391,11 @@ void engine_alloc_result(struct engine *e, struct dag_node *n, const struct batc
 	char err[256] = "";
 	struct rmsummary m;
 	rmsummary_init(&m);
-	if (!text || rmsummary_from_json(text, &m, err, sizeof err) < 0) {
+	if (!text && r->exhausted) {
+		/* The batch system stopped the whole job, the monitor with it: its verdict
+		 * (exhaustion) stands, only the summary is missing. */
+		debug(D_ALLOC, "rule %d: no summary in %s after exhaustion", n->id, file);
+	} else if (!text || rmsummary_from_json(text, &m, err, sizeof err) < 0) {
 		/* The monitor itself failed: say so rather than report its exit status as the
 		 * rule's. */
 		snprintf(e->sizing->errbuf, sizeof e->sizing->errbuf,

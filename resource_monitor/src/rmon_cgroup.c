@@ -789,27 +789,49 @@ int rmon_cgroup_stats(struct rmon_cgroup *cg, struct rmon_cg_stats *st)
 	return 0;
 }
 
-static int pids_of(const char *dir, pid_t **pids, size_t *n)
+/* How deep pids_of() and remove_tree() follow groups nested inside a task's group (a task
+ * may itself run a monitor, which makes groups of its own below ours). */
+#define NEST_DEPTH 8
+
+/* Appends the processes of DIR and of the groups nested in it to *pids. */
+static int pids_append(const char *dir, pid_t **pids, size_t *n, size_t *cap, int depth)
 {
 	char *p = path_join(dir, "cgroup.procs");
 	FILE *f = fopen(p, "re");
 	int e = -errno;
 	free(p);
-	*pids = NULL;
-	*n = 0;
 	if (!f)
 		return e;
-	size_t cap = 0;
 	long v;
 	while (fscanf(f, "%ld", &v) == 1) {
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 16;
-			*pids = xrealloc(*pids, cap * sizeof **pids);
+		if (*n == *cap) {
+			*cap = *cap ? 2 * *cap : 16;
+			*pids = xrealloc(*pids, *cap * sizeof **pids);
 		}
 		(*pids)[(*n)++] = (pid_t)v;
 	}
 	fclose(f);
+	DIR *d = depth < NEST_DEPTH ? opendir(dir) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d)) != NULL) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		char *sub = path_join(dir, de->d_name);
+		pids_append(sub, pids, n, cap, depth + 1);
+		free(sub);
+	}
+	if (d)
+		closedir(d);
 	return 0;
+}
+
+/* Every process of the group in DIR, nested groups included. Caller frees *pids. */
+static int pids_of(const char *dir, pid_t **pids, size_t *n)
+{
+	size_t cap = 0;
+	*pids = NULL;
+	*n = 0;
+	return pids_append(dir, pids, n, &cap, 0);
 }
 
 int rmon_cgroup_pids(struct rmon_cgroup *cg, pid_t **pids, size_t *n)
@@ -935,6 +957,23 @@ static int rmdir_retry(const char *dir, int wait_ms)
 	}
 }
 
+/* Removes DIR after the groups nested in it, deepest first. */
+static int remove_tree(const char *dir, int wait_ms, int depth)
+{
+	DIR *d = depth < NEST_DEPTH ? opendir(dir) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d)) != NULL) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		char *sub = path_join(dir, de->d_name);
+		remove_tree(sub, wait_ms, depth + 1);
+		free(sub);
+	}
+	if (d)
+		closedir(d);
+	return rmdir_retry(dir, wait_ms);
+}
+
 int rmon_cgroup_destroy(struct rmon_cgroup *cg, int wait_ms)
 {
 	if (!cg)
@@ -951,7 +990,7 @@ int rmon_cgroup_destroy(struct rmon_cgroup *cg, int wait_ms)
 	for (int i = 0; i < cg->ndirs; i++) {
 		if (!cg->dirs[i])
 			continue;
-		int r = rmdir_retry(cg->dirs[i], wait_ms);
+		int r = remove_tree(cg->dirs[i], wait_ms, 0);
 		if (r < 0) {
 			debug(D_RMON, "cgroup: cannot remove %s: %s", cg->dirs[i], htc_strerror(r));
 			if (!first)
@@ -1017,7 +1056,7 @@ static int cleanup_base(enum rmon_cg_version v, const char *base, const char *fr
 			fz = NULL;
 		}
 		kill_dir(v, dir, fz, 200);
-		int r = rmdir_retry(dir, 200);
+		int r = remove_tree(dir, 200, 0);
 		if (r == 0) {
 			removed++;
 			debug(D_RMON, "cgroup: removed stale %s", dir);

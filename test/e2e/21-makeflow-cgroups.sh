@@ -129,4 +129,21 @@ test_expect_success 'undeclared needs converge to sensible allocations; an outli
 	[ -f big ]
 '
 
+test_expect_success '--monitor inside -T cgroups: nested groups are removed, exhaustion reported' '
+	# the monitor wrapping each rule makes a group inside the job group of
+	# the driver; killing the job at its limit must still remove both
+	{
+		echo "MEMORY=200"
+		printf "x:\n\t%s 100 0.1 > x\n" "$ALLOC"
+		printf "y:\n\t%s 300 0.1 > y\n" "$ALLOC"
+	} >Makeflow
+	rc=0; "$MF" -T cgroups --monitor mon Makeflow 2>err || rc=$?
+	[ $rc = 1 ]
+	grep -q "rule 1 failed: exceeded its resource allocation (memory 200 MB)" err
+	[ -f mon/resource-rule-0.summary ] && [ -f x ]
+	[ -z "$(find /sys/fs/cgroup -type d -name "htc.*" -path "*htc.$$.*" 2>/dev/null)" ]
+	[ -z "$(find /sys/fs/cgroup -type d -name "htc.*" 2>/dev/null | while read -r g; do
+		o=${g##*/htc.}; o=${o%%.*}; kill -0 "$o" 2>/dev/null || echo "$g"; done)" ]
+'
+
 test_done

@@ -118,7 +118,7 @@ test_expect_success 'exceeding an explicit limit fails for good, without -r retr
 	EOF
 	rc=0; "$MF" --monitor mon -r 3 -f summary.json Makeflow 2>err || rc=$? &&
 	[ $rc = 1 ] &&
-	grep -q "exceeded its resource allocation" err &&
+	grep -q "exceeded its resource allocation (memory 100 MB)" err &&
 	not grep -q "retrying" err &&
 	[ "$(jget summary.json rules.failed)" = 1 ] &&
 	[ ! -f out ]
