@@ -282,6 +282,32 @@ static int make_group(const struct rmon_cgroup_opts *o, pid_t owner, const char 
 	return -EEXIST;
 }
 
+/* The v2 controllers a task group wants, passed down from each parent. */
+static const char *const v2_wanted[] = {"cpu", "cpuset", "io", "memory", "pids"};
+
+/* Enables in DIR's cgroup.subtree_control every wanted controller that DIR
+ * has (AVAIL) and has not enabled yet (ENABLED). If the kernel refuses the
+ * set, tries them one at a time: some controller may be refused while memory
+ * is fine. Failures are left for the caller's later check. */
+static void enable_controllers(const char *dir, const char *avail, const char *enabled)
+{
+	char add[256] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < sizeof v2_wanted / sizeof *v2_wanted; i++)
+		if (has_word(avail, v2_wanted[i]) && !has_word(enabled, v2_wanted[i]))
+			len += (size_t)snprintf(add + len, sizeof add - len, "%s+%s",
+			                        len ? " " : "", v2_wanted[i]);
+	if (!len || write_in(dir, "cgroup.subtree_control", add) == 0)
+		return;
+	for (size_t i = 0; i < sizeof v2_wanted / sizeof *v2_wanted; i++) {
+		if (!has_word(avail, v2_wanted[i]) || has_word(enabled, v2_wanted[i]))
+			continue;
+		char one[32];
+		snprintf(one, sizeof one, "+%s", v2_wanted[i]);
+		write_in(dir, "cgroup.subtree_control", one);
+	}
+}
+
 static int create_v2(struct rmon_cgroup *cg, const struct rmon_cgroup_opts *o, const char *root,
                      pid_t owner)
 {
@@ -291,7 +317,6 @@ static int create_v2(struct rmon_cgroup *cg, const struct rmon_cgroup_opts *o, c
 	char *owndir = path_join(root, own);
 	char *base = path_join(owndir, PARENT_NAME);
 	int r = 0;
-	static const char *const wanted[] = {"cpu", "cpuset", "io", "memory", "pids"};
 	char avail[512], enabled[512];
 
 	/* Our own cgroup must pass the controllers down to "htc". */
@@ -300,22 +325,7 @@ static int create_v2(struct rmon_cgroup *cg, const struct rmon_cgroup_opts *o, c
 		r = HTC_EUNSUP;
 		goto out;
 	}
-	char add[256] = "";
-	size_t len = 0;
-	for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++)
-		if (has_word(avail, wanted[i]) && !has_word(enabled, wanted[i]))
-			len += (size_t)snprintf(add + len, sizeof add - len, "%s+%s",
-			                        len ? " " : "", wanted[i]);
-	if (len && write_in(owndir, "cgroup.subtree_control", add) < 0) {
-		/* One at a time: some controller may be refused while memory is fine. */
-		for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
-			if (!has_word(avail, wanted[i]) || has_word(enabled, wanted[i]))
-				continue;
-			char one[32];
-			snprintf(one, sizeof one, "+%s", wanted[i]);
-			write_in(owndir, "cgroup.subtree_control", one);
-		}
-	}
+	enable_controllers(owndir, avail, enabled);
 	r = make_dir(base, 1);
 	if (r < 0)
 		goto out;
@@ -327,21 +337,7 @@ static int create_v2(struct rmon_cgroup *cg, const struct rmon_cgroup_opts *o, c
 	}
 	if (read_in(base, "cgroup.subtree_control", enabled, sizeof enabled) < 0)
 		*enabled = 0;
-	len = 0;
-	*add = 0;
-	for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++)
-		if (has_word(avail, wanted[i]) && !has_word(enabled, wanted[i]))
-			len += (size_t)snprintf(add + len, sizeof add - len, "%s+%s",
-			                        len ? " " : "", wanted[i]);
-	if (len && write_in(base, "cgroup.subtree_control", add) < 0) {
-		for (size_t i = 0; i < sizeof wanted / sizeof *wanted; i++) {
-			if (!has_word(avail, wanted[i]) || has_word(enabled, wanted[i]))
-				continue;
-			char one[32];
-			snprintf(one, sizeof one, "+%s", wanted[i]);
-			write_in(base, "cgroup.subtree_control", one);
-		}
-	}
+	enable_controllers(base, avail, enabled);
 	r = make_group(o, owner, base, &cg->name, &cg->dirs[0]);
 	if (r < 0)
 		goto out;
