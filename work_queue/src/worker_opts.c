@@ -1,0 +1,379 @@
+/* worker_opts.c: parses the command line of work_queue_worker (getopt_long) into struct
+ * worker_opts, with the defaults of doc/work-queue-protocol.md and an error text naming the
+ * option for any bad value. No side effects: nothing is opened or created here. */
+#include "worker_opts.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "htc_error.h"
+#include "stringtools.h"
+#include "units.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+enum {
+	OPT_CORES = 1000,
+	OPT_MEMORY,
+	OPT_DISK,
+	OPT_GPUS,
+	OPT_CONNECT_TIMEOUT,
+	OPT_WALL_TIME,
+	OPT_SINGLE_SHOT,
+	OPT_KEEP_CACHE,
+	OPT_SSL,
+	OPT_SSL_CA,
+	OPT_SSL_FINGERPRINT,
+	OPT_SSL_NO_VERIFY,
+	OPT_FEATURE,
+	OPT_DOCKER,
+	OPT_DOCKER_PRESERVE,
+};
+
+static const struct option longopts[] = {
+    {"master-name", required_argument, NULL, 'M'},
+    {"catalog", required_argument, NULL, 'C'},
+    {"cores", required_argument, NULL, OPT_CORES},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"disk", required_argument, NULL, OPT_DISK},
+    {"gpus", required_argument, NULL, OPT_GPUS},
+    {"timeout", required_argument, NULL, 't'},
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"wall-time", required_argument, NULL, OPT_WALL_TIME},
+    {"single-shot", no_argument, NULL, OPT_SINGLE_SHOT},
+    {"workdir", required_argument, NULL, 's'},
+    {"keep-cache", no_argument, NULL, OPT_KEEP_CACHE},
+    {"password", required_argument, NULL, 'P'},
+    {"ssl", no_argument, NULL, OPT_SSL},
+    {"ssl-ca", required_argument, NULL, OPT_SSL_CA},
+    {"ssl-fingerprint", required_argument, NULL, OPT_SSL_FINGERPRINT},
+    {"ssl-no-verify", no_argument, NULL, OPT_SSL_NO_VERIFY},
+    {"feature", required_argument, NULL, OPT_FEATURE},
+    {"docker", required_argument, NULL, OPT_DOCKER},
+    {"docker-preserve", required_argument, NULL, OPT_DOCKER_PRESERVE},
+    {"debug", required_argument, NULL, 'd'},
+    {"debug-file", required_argument, NULL, 'o'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char usage_text[] =
+    "Usage: work_queue_worker [options] HOST PORT\n"
+    "       work_queue_worker [options] -M PROJECT\n"
+    "Connects to a Work Queue master and runs its tasks.\n"
+    "\n"
+    "Where the master is:\n"
+    "  HOST PORT                 the master's address (PORT default 9123)\n"
+    "  -M, --master-name P       a master of project P, found through the catalog\n"
+    "  -C, --catalog H:P[,...]   catalog servers (default: $CATALOG_HOST, localhost:9097)\n"
+    "Resources offered (default: measured):\n"
+    "      --cores N  --memory MB  --disk MB  --gpus N   (sizes accept units: 4G)\n"
+    "Lifetime:\n"
+    "  -t, --timeout T           exit after T idle (default 900 s; units: 15m, 1h)\n"
+    "      --connect-timeout T   exit 3 if no master is reached within T (default 900 s)\n"
+    "      --wall-time T         run at most T, then drain\n"
+    "      --single-shot         exit after the first task\n"
+    "  -s, --workdir DIR         where the cache and sandboxes live\n"
+    "      --keep-cache          do not delete the workdir at exit\n"
+    "Security:\n"
+    "  -P, --password FILE       shared password (HMAC both ways; never sent)\n"
+    "      --ssl                 TLS, checked against the system trust store and host name\n"
+    "      --ssl-ca FILE         TLS, checked against the CAs in FILE\n"
+    "      --ssl-fingerprint HEX TLS, the master's certificate must have this SHA-256\n"
+    "      --ssl-no-verify       TLS without checking the master's certificate\n"
+    "Tasks:\n"
+    "      --feature NAME        advertise a label tasks can require (repeatable)\n"
+    "      --docker IMAGE        run each task in its own container of IMAGE\n"
+    "      --docker-preserve IMAGE  run tasks in one shared container of IMAGE\n"
+    "Other:\n"
+    "  -d, --debug SUBSYS        debug output (worker, net, rmon, all)\n"
+    "  -o, --debug-file FILE     debug output to FILE\n"
+    "  -v, --version             print the version\n"
+    "  -h, --help                this text\n"
+    "Exit status: 0 normal end, 1 local error, 2 refused by the master, 3 no master reached.\n";
+
+const char *worker_opts_usage(void)
+{
+	return usage_text;
+}
+
+static void init(struct worker_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->port = WORKER_DEFAULT_PORT;
+	o->cores = -1;
+	o->memory_mb = -1;
+	o->disk_mb = -1;
+	o->gpus = -1;
+	o->idle_timeout = WORKER_DEFAULT_IDLE_TIMEOUT;
+	o->connect_timeout = WORKER_DEFAULT_CONNECT_TIMEOUT;
+}
+
+void worker_opts_clear(struct worker_opts *o)
+{
+	free(o->host);
+	free(o->project);
+	free(o->catalog_hosts);
+	free(o->workdir);
+	free(o->password_file);
+	free(o->ssl_ca);
+	free(o->ssl_fingerprint);
+	for (int i = 0; i < o->feature_count; i++)
+		free(o->features[i]);
+	free(o->features);
+	free(o->docker_image);
+	free(o->debug_flags);
+	free(o->debug_file);
+	init(o);
+}
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return HTC_EPARSE;
+}
+
+static void set(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = xstrdup(v);
+}
+
+/* A port number 1..65535. */
+static int parse_port(const char *s, int *port)
+{
+	int64_t v;
+	if (str_to_int64(s, &v) < 0 || v < 1 || v > 65535)
+		return -1;
+	*port = (int)v;
+	return 0;
+}
+
+/* 64 hex digits, with optional colons between bytes; stored lower case without colons. */
+static char *parse_fingerprint(const char *s)
+{
+	char out[65];
+	size_t n = 0;
+	for (; *s; s++) {
+		if (*s == ':')
+			continue;
+		if (!isxdigit((unsigned char)*s) || n == 64)
+			return NULL;
+		out[n++] = (char)tolower((unsigned char)*s);
+	}
+	if (n != 64)
+		return NULL;
+	out[64] = 0;
+	return xstrdup(out);
+}
+
+/* A feature label: 1..128 bytes of letters, digits, and . _ - + = : / */
+static int feature_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 128)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._-+=:/", *s))
+			return 0;
+	return 1;
+}
+
+static int parse_one(int c, const char *arg, const char *name, struct worker_opts *o, char *err,
+                     size_t errlen)
+{
+	int64_t v;
+	double d;
+	switch (c) {
+	case 'M': set(&o->project, arg); break;
+	case 'C': set(&o->catalog_hosts, arg); break;
+	case OPT_CORES:
+		if (str_to_double(arg, &d) < 0 || d <= 0 || d > 1e6)
+			return bad(err, errlen, "%s: \"%s\" is not a number of cores above 0", name,
+			           arg);
+		o->cores = d;
+		break;
+	case OPT_MEMORY:
+	case OPT_DISK:
+		if (units_parse_mb(arg, &v) < 0)
+			return bad(err, errlen, "%s: \"%s\" is not a size (e.g. 4000, 4G)", name,
+			           arg);
+		*(c == OPT_MEMORY ? &o->memory_mb : &o->disk_mb) = v;
+		break;
+	case OPT_GPUS:
+		if (str_to_int64(arg, &v) < 0 || v < 0 || v > 1024)
+			return bad(err, errlen, "%s: \"%s\" is not a number of GPUs", name, arg);
+		o->gpus = v;
+		break;
+	case 't':
+	case OPT_CONNECT_TIMEOUT:
+	case OPT_WALL_TIME:
+		if (units_parse_seconds(arg, &v) < 0)
+			return bad(err, errlen, "%s: \"%s\" is not a duration (e.g. 900, 15m, 2h)",
+			           name, arg);
+		if (v == 0 && c != OPT_WALL_TIME)
+			return bad(err, errlen, "%s: the duration must be above 0", name);
+		*(c == 't'                   ? &o->idle_timeout
+		  : c == OPT_CONNECT_TIMEOUT ? &o->connect_timeout
+		                             : &o->wall_time) = v;
+		break;
+	case OPT_SINGLE_SHOT: o->single_shot = true; break;
+	case 's':
+		if (!*arg)
+			return bad(err, errlen, "%s: the directory is empty", name);
+		set(&o->workdir, arg);
+		break;
+	case OPT_KEEP_CACHE: o->keep_cache = true; break;
+	case 'P': set(&o->password_file, arg); break;
+	case OPT_SSL: o->ssl = true; break;
+	case OPT_SSL_CA:
+		o->ssl = true;
+		set(&o->ssl_ca, arg);
+		break;
+	case OPT_SSL_FINGERPRINT: {
+		char *fp = parse_fingerprint(arg);
+		if (!fp)
+			return bad(err, errlen,
+			           "%s: \"%s\" is not a SHA-256 fingerprint (64 hex digits)", name,
+			           arg);
+		o->ssl = true;
+		free(o->ssl_fingerprint);
+		o->ssl_fingerprint = fp;
+		break;
+	}
+	case OPT_SSL_NO_VERIFY:
+		o->ssl = true;
+		o->ssl_no_verify = true;
+		break;
+	case OPT_FEATURE:
+		if (!feature_ok(arg))
+			return bad(err, errlen,
+			           "%s: \"%s\" is not a label (1-128 letters, digits or ._-+=:/)",
+			           name, arg);
+		if (o->feature_count >= 64)
+			return bad(err, errlen, "%s: at most 64 labels", name);
+		o->features =
+		    xrealloc(o->features, (size_t)(o->feature_count + 1) * sizeof(char *));
+		o->features[o->feature_count++] = xstrdup(arg);
+		break;
+	case OPT_DOCKER:
+	case OPT_DOCKER_PRESERVE:
+		if (!*arg)
+			return bad(err, errlen, "%s: the image name is empty", name);
+		set(&o->docker_image, arg);
+		o->docker_preserve = c == OPT_DOCKER_PRESERVE;
+		break;
+	case 'd':
+		if (o->debug_flags) {
+			char *j = xasprintf("%s,%s", o->debug_flags, arg);
+			free(o->debug_flags);
+			o->debug_flags = j;
+		} else {
+			set(&o->debug_flags, arg);
+		}
+		break;
+	case 'o': set(&o->debug_file, arg); break;
+	default: return bad(err, errlen, "%s: unknown option (see --help)", name);
+	}
+	return 0;
+}
+
+int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char *err, size_t errlen)
+{
+	init(o);
+	opterr = 0;
+	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
+	int c, r = 0, li = -1;
+	while ((c = getopt_long(argc, argv, "+:M:C:t:s:P:d:o:hv", longopts, &li)) != -1) {
+		const char *name = argv[optind - 1];
+		if (c == 'h' || c == 'v') {
+			worker_opts_clear(o);
+			return c == 'h' ? WORKER_OPTS_HELP : WORKER_OPTS_VERSION;
+		}
+		if (c == ':') {
+			r = bad(err, errlen, "option %s needs a value (see --help)", name);
+			goto fail;
+		}
+		if (c == '?') {
+			if (optopt)
+				r = bad(err, errlen, "unknown option -%c (see --help)", optopt);
+			else
+				r = bad(err, errlen, "unknown option %s (see --help)", name);
+			goto fail;
+		}
+		/* The option's name as the user would recognise it, without its value. */
+		char oname[64];
+		if (li >= 0)
+			snprintf(oname, sizeof oname, "--%s", longopts[li].name);
+		else
+			snprintf(oname, sizeof oname, "-%c", c);
+		li = -1;
+		r = parse_one(c, optarg, oname, o, err, errlen);
+		if (r < 0)
+			goto fail;
+	}
+	int rest = argc - optind;
+	if (o->project) {
+		if (rest > 0) {
+			r = bad(err, errlen,
+			        "give either -M PROJECT or HOST PORT, not both (extra \"%s\")",
+			        argv[optind]);
+			goto fail;
+		}
+	} else if (rest == 0) {
+		r = bad(err, errlen, "no master given: use HOST PORT or -M PROJECT (see --help)");
+		goto fail;
+	} else if (rest > 2) {
+		r = bad(err, errlen, "unexpected argument \"%s\" after HOST PORT",
+		        argv[optind + 2]);
+		goto fail;
+	} else {
+		const char *host = argv[optind];
+		const char *colon = strrchr(host, ':');
+		if (!*host) {
+			r = bad(err, errlen, "the master's host name is empty");
+			goto fail;
+		}
+		/* HOST:PORT in one argument is accepted too (not for IPv6 literals). */
+		if (rest == 1 && colon && strchr(host, ':') == colon) {
+			if (parse_port(colon + 1, &o->port) < 0) {
+				r = bad(err, errlen, "\"%s\": the port must be 1..65535", host);
+				goto fail;
+			}
+			o->host = xstrdup(host);
+			o->host[colon - host] = 0;
+		} else {
+			if (rest == 2 && parse_port(argv[optind + 1], &o->port) < 0) {
+				r = bad(err, errlen, "port \"%s\": must be 1..65535",
+				        argv[optind + 1]);
+				goto fail;
+			}
+			o->host = xstrdup(host);
+		}
+	}
+	if (o->ssl_no_verify && (o->ssl_ca || o->ssl_fingerprint)) {
+		r = bad(err, errlen, "--ssl-no-verify contradicts --ssl-ca and --ssl-fingerprint");
+		goto fail;
+	}
+	if (o->ssl_ca && o->ssl_fingerprint) {
+		r = bad(err, errlen, "give --ssl-ca or --ssl-fingerprint, not both");
+		goto fail;
+	}
+	return WORKER_OPTS_RUN;
+fail:
+	worker_opts_clear(o);
+	return r;
+}

@@ -1,0 +1,72 @@
+/* worker_opts.h: the command line of work_queue_worker, parsed into one struct that the rest
+ * of the worker reads. Parsing is separate from the program so every option, default and
+ * error text can be tested without a network (doc/man/work_queue_worker.1 lists them). */
+#ifndef HTC_WORKER_OPTS_H
+#define HTC_WORKER_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Defaults (doc/work-queue-protocol.md section 1). */
+#define WORKER_DEFAULT_PORT            9123
+#define WORKER_DEFAULT_IDLE_TIMEOUT    900
+#define WORKER_DEFAULT_CONNECT_TIMEOUT 900
+
+struct worker_opts {
+	/* Where the master is: HOST and PORT, or PROJECT through the catalog. */
+	char *host;
+	int port;
+	char *project;
+	char *catalog_hosts; /* -C; NULL: CATALOG_HOST or the built-in default */
+
+	/* Resources offered; -1 = measure. */
+	double cores;
+	int64_t memory_mb;
+	int64_t disk_mb;
+	int64_t gpus;
+
+	int64_t idle_timeout;    /* -t, seconds */
+	int64_t connect_timeout; /* --connect-timeout, seconds */
+	int64_t wall_time;       /* --wall-time, seconds; 0 = none */
+	bool single_shot;
+	char *workdir; /* -s; NULL = a new directory under TMPDIR */
+	bool keep_cache;
+
+	char *password_file;
+	bool ssl;
+	char *ssl_ca;
+	char *ssl_fingerprint; /* 64 hex digits, colons removed, lower case */
+	bool ssl_no_verify;
+
+	char **features; /* --feature, repeated */
+	int feature_count;
+
+	char *docker_image;   /* --docker IMAGE or --docker-preserve IMAGE */
+	bool docker_preserve; /* one shared container rather than one per task */
+
+	char *debug_flags; /* -d, comma separated, may be repeated (joined) */
+	char *debug_file;  /* -o */
+};
+
+/* What worker_opts_parse found. */
+enum worker_opts_result {
+	WORKER_OPTS_RUN = 0,     /* run the worker */
+	WORKER_OPTS_HELP = 1,    /* --help was given: print worker_opts_usage, exit 0 */
+	WORKER_OPTS_VERSION = 2, /* --version */
+};
+
+/* Parses ARGV into O (which it initialises). Returns an enum worker_opts_result, or HTC_EPARSE
+ * with a one-line message in ERR naming the option and what is wrong with its value, e.g.
+ * "--memory: \"lots\" is not a size (e.g. 4000, 4G)". Only WORKER_OPTS_RUN leaves anything
+ * in O to free (with worker_opts_clear). */
+int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char *err,
+                      size_t errlen);
+
+/* Frees what O owns and re-initialises it. */
+void worker_opts_clear(struct worker_opts *o);
+
+/* The usage text (static). */
+const char *worker_opts_usage(void);
+
+#endif

@@ -1,0 +1,202 @@
+/* test_worker_opts.c: unit tests of work_queue_worker's command-line parsing: defaults, every
+ * option's value forms and units, the master given as HOST PORT, HOST:PORT or -M, and the
+ * error text for each kind of bad value. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "htc_error.h"
+#include "worker_opts.h"
+
+#include "banned.h"
+
+static char err[256];
+
+/* Parses the NULL-terminated words after "work_queue_worker". */
+static int parse(struct worker_opts *o, ...)
+{
+	char *argv[64];
+	int argc = 0;
+	argv[argc++] = "work_queue_worker";
+	va_list ap;
+	va_start(ap, o);
+	char *w;
+	while ((w = va_arg(ap, char *)) != NULL)
+		argv[argc++] = w;
+	va_end(ap);
+	argv[argc] = NULL;
+	err[0] = 0;
+	return worker_opts_parse(argc, argv, o, err, sizeof err);
+}
+
+static void test_defaults_host_port(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(parse(&o, "master.example.org", "9200", NULL), WORKER_OPTS_RUN);
+	assert_string_equal(o.host, "master.example.org");
+	assert_int_equal(o.port, 9200);
+	assert_null(o.project);
+	assert_true(o.cores < 0);
+	assert_int_equal(o.memory_mb, -1);
+	assert_int_equal(o.disk_mb, -1);
+	assert_int_equal(o.gpus, -1);
+	assert_int_equal(o.idle_timeout, 900);
+	assert_int_equal(o.connect_timeout, 900);
+	assert_int_equal(o.wall_time, 0);
+	assert_false(o.ssl);
+	assert_false(o.single_shot);
+	worker_opts_clear(&o);
+
+	assert_int_equal(parse(&o, "localhost", NULL), WORKER_OPTS_RUN);
+	assert_int_equal(o.port, 9123);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "10.0.0.5:9300", NULL), WORKER_OPTS_RUN);
+	assert_string_equal(o.host, "10.0.0.5");
+	assert_int_equal(o.port, 9300);
+	worker_opts_clear(&o);
+}
+
+static void test_project(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(parse(&o, "-M", "blast", "-C", "cat1:9097,cat2:9097", NULL),
+	                 WORKER_OPTS_RUN);
+	assert_string_equal(o.project, "blast");
+	assert_string_equal(o.catalog_hosts, "cat1:9097,cat2:9097");
+	assert_null(o.host);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--master-name=blast", "host", "9123", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "not both"));
+	assert_null(o.project); /* cleared on error */
+}
+
+static void test_resources_and_units(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(parse(&o, "--cores", "2.5", "--memory", "4G", "--disk=10000", "--gpus",
+	                       "1", "h", "1", NULL),
+	                 WORKER_OPTS_RUN);
+	assert_true(o.cores == 2.5);
+	assert_int_equal(o.memory_mb, 4096);
+	assert_int_equal(o.disk_mb, 10000);
+	assert_int_equal(o.gpus, 1);
+	worker_opts_clear(&o);
+
+	assert_int_equal(parse(&o, "--memory", "lots", "h", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--memory: \"lots\" is not a size (e.g. 4000, 4G)");
+	assert_int_equal(parse(&o, "--cores=0", "h", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--cores: \"0\" is not a number of cores above 0");
+	assert_int_equal(parse(&o, "--gpus", "-1", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--disk", "-5", "h", NULL), HTC_EPARSE);
+}
+
+static void test_durations(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(
+	    parse(&o, "-t", "15m", "--connect-timeout", "1h", "--wall-time", "2d", "h", NULL),
+	    WORKER_OPTS_RUN);
+	assert_int_equal(o.idle_timeout, 900);
+	assert_int_equal(o.connect_timeout, 3600);
+	assert_int_equal(o.wall_time, 172800);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "-t60", "h", NULL), WORKER_OPTS_RUN);
+	assert_int_equal(o.idle_timeout, 60);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "-tsoon", "h", NULL), HTC_EPARSE);
+	assert_string_equal(err, "-t: \"soon\" is not a duration (e.g. 900, 15m, 2h)");
+	assert_int_equal(parse(&o, "--timeout", "0", "h", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--timeout: the duration must be above 0");
+}
+
+static void test_tls_options(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(
+	    parse(&o, "--ssl-fingerprint",
+	          "AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:"
+	          "89:AB:CD:EF:01:23:45:67:89",
+	          "h", NULL),
+	    WORKER_OPTS_RUN);
+	assert_true(o.ssl);
+	assert_string_equal(o.ssl_fingerprint,
+	                    "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--ssl-fingerprint", "abcd", "h", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "64 hex digits"));
+	assert_int_equal(parse(&o, "--ssl-no-verify", "--ssl-ca", "ca.pem", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--ssl-ca", "ca.pem", "-P", "pw", "h", NULL), WORKER_OPTS_RUN);
+	assert_true(o.ssl);
+	assert_string_equal(o.ssl_ca, "ca.pem");
+	assert_string_equal(o.password_file, "pw");
+	worker_opts_clear(&o);
+}
+
+static void test_features_docker_debug(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(parse(&o, "--feature", "gpu", "--feature", "big-mem", "--docker-preserve",
+	                       "debian:12", "-d", "worker", "-d", "net", "-o", "w.log",
+	                       "--single-shot", "--keep-cache", "-s", "/tmp/w", "h", NULL),
+	                 WORKER_OPTS_RUN);
+	assert_int_equal(o.feature_count, 2);
+	assert_string_equal(o.features[1], "big-mem");
+	assert_string_equal(o.docker_image, "debian:12");
+	assert_true(o.docker_preserve);
+	assert_string_equal(o.debug_flags, "worker,net");
+	assert_string_equal(o.debug_file, "w.log");
+	assert_true(o.single_shot);
+	assert_true(o.keep_cache);
+	assert_string_equal(o.workdir, "/tmp/w");
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--feature", "a b", "h", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "is not a label"));
+}
+
+static void test_command_line_errors(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(parse(&o, NULL), HTC_EPARSE);
+	assert_string_equal(err, "no master given: use HOST PORT or -M PROJECT (see --help)");
+	assert_int_equal(parse(&o, "h", "99999", NULL), HTC_EPARSE);
+	assert_string_equal(err, "port \"99999\": must be 1..65535");
+	assert_int_equal(parse(&o, "h:0", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "h", "1", "extra", NULL), HTC_EPARSE);
+	assert_string_equal(err, "unexpected argument \"extra\" after HOST PORT");
+	assert_int_equal(parse(&o, "--bogus", "h", NULL), HTC_EPARSE);
+	assert_string_equal(err, "unknown option --bogus (see --help)");
+	assert_int_equal(parse(&o, "-x", "h", NULL), HTC_EPARSE);
+	assert_string_equal(err, "unknown option -x (see --help)");
+	assert_int_equal(parse(&o, "h", "-t", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "-t", NULL), HTC_EPARSE);
+	assert_string_equal(err, "option -t needs a value (see --help)");
+	assert_int_equal(parse(&o, "--help", NULL), WORKER_OPTS_HELP);
+	assert_int_equal(parse(&o, "-M", "p", "-v", NULL), WORKER_OPTS_VERSION);
+	assert_null(o.project);
+	assert_non_null(strstr(worker_opts_usage(), "--single-shot"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_defaults_host_port),
+	    cmocka_unit_test(test_project),
+	    cmocka_unit_test(test_resources_and_units),
+	    cmocka_unit_test(test_durations),
+	    cmocka_unit_test(test_tls_options),
+	    cmocka_unit_test(test_features_docker_debug),
+	    cmocka_unit_test(test_command_line_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
