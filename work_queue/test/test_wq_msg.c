@@ -1,0 +1,1154 @@
+/* test_wq_msg.c: unit tests for the control messages (wq_msg.h): the hello
+ * payloads of section 8 rebuilt byte for byte, the version refusal texts of
+ * both sides, `error` truncation, the message/direction/state table, the
+ * accessor texts, and every limit of the validators at its boundary (accepted
+ * at the limit, a violation one past it), using the section 8 frames as the
+ * valid base messages. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "htc_error.h"
+#include "wq_msg.h"
+#include "banned.h"
+
+#define OBJ "F-a4b0723993d3751f3d530e3c20da4c24ccdd32e65820fba897cc5f119e85ca55"
+
+static const char hello_w[] =
+    "{\"m\":\"hello\",\"proto\":[1,0],\"role\":\"worker\",\"software\":\"htc 0.1.0\","
+    "\"worker_id\":\"6b0d4e5f9a1c2b3d4e5f60718293a4b5\",\"host\":\"node12\","
+    "\"caps\":[\"zlib\",\"fetch\",\"watch\"],\"auth\":[\"hmac-sha256\"],"
+    "\"nonce\":\"0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20\"}";
+static const char hello_m[] =
+    "{\"m\":\"hello\",\"proto\":[1,0],\"role\":\"master\",\"software\":\"htc 0.1.0\","
+    "\"master_id\":\"c0ffee00112233445566778899aabbcc\",\"project\":\"demo\","
+    "\"caps\":[\"zlib\",\"fetch\",\"watch\"],\"auth\":\"hmac-sha256\","
+    "\"nonce\":\"4142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f60\","
+    "\"keepalive\":{\"interval\":30,\"timeout\":120}}";
+static const char task8[] =
+    "{\"m\":\"task\",\"id\":1,\"try\":1,\"command\":\"wc -c < ref.fa; tr ACGT TGCA < ref.fa > "
+    "out.txt\",\"category\":\"default\",\"tag\":\"ex\",\"env\":{},\"resources\":{\"cores\":1,"
+    "\"memory\":1000,\"disk\":1000,\"gpus\":0},\"wall_time\":600,\"stdout_max\":1048576,"
+    "\"inputs\":[{\"name\":\"ref.fa\",\"from\":\"cache\",\"object\":\"" OBJ "\"}],"
+    "\"outputs\":[{\"name\":\"out.txt\",\"when\":\"always\"}]}";
+static const char done8[] =
+    "{\"m\":\"task_done\",\"id\":1,\"try\":1,\"outcome\":\"exited\",\"exit_status\":0,"
+    "\"stdout\":{\"size\":2,\"truncated\":false,\"xfer\":2},\"outputs\":[{\"index\":0,"
+    "\"xfer\":1}],\"summary\":{\"exit_type\":\"normal\",\"exit_status\":0,\"wall_time\":0.004,"
+    "\"cpu_time\":0.002,\"cores\":0.5,\"memory\":1.3,\"disk\":0.008,\"total_processes\":3},"
+    "\"times\":{\"received\":1795426939004000,\"inputs_ready\":1795426939008000,\"started\":"
+    "1795426939010000,\"ended\":1795426939014000,\"reported\":1795426939015000},"
+    "\"disk_full\":false}";
+
+static json_t *load(const char *s)
+{
+	json_error_t err;
+	json_t *j = json_loads(s, JSON_REJECT_DUPLICATES, &err);
+	if (!j)
+		fail_msg("bad test JSON: %s: %s", err.text, s);
+	return j;
+}
+
+static void expect_why(char *why, const char *text)
+{
+	assert_non_null(why);
+	if (strcmp(why, text) != 0)
+		fail_msg("got \"%s\", expected \"%s\"", why, text);
+	free(why);
+}
+
+/* ---- hello ---------------------------------------------------------------- */
+
+static void test_hello_bytes(void **state)
+{
+	(void)state;
+	struct wq_hello w = {.role = WQ_ROLE_WORKER,
+	                     .software = "htc 0.1.0",
+	                     .id = "6b0d4e5f9a1c2b3d4e5f60718293a4b5",
+	                     .host = "node12",
+	                     .caps = WQ_CAPS_ALL,
+	                     .auth = true,
+	                     .nonce = "0102030405060708090a0b0c0d0e0f10"
+	                              "1112131415161718191a1b1c1d1e1f20"};
+	json_t *j = wq_msg_hello_build(&w);
+	size_t len = 0;
+	char *buf = wq_msg_encode(j, &len);
+	assert_int_equal(len, 259);
+	assert_memory_equal(buf, hello_w, len);
+	free(buf);
+	json_decref(j);
+
+	struct wq_hello m = {.role = WQ_ROLE_MASTER,
+	                     .software = "htc 0.1.0",
+	                     .id = "c0ffee00112233445566778899aabbcc",
+	                     .project = "demo",
+	                     .caps = wq_msg_caps_negotiate(WQ_CAPS_ALL, WQ_CAPS_ALL),
+	                     .auth = true,
+	                     .nonce = "4142434445464748494a4b4c4d4e4f50"
+	                              "5152535455565758595a5b5c5d5e5f60",
+	                     .keepalive_interval = 30,
+	                     .keepalive_timeout = 120};
+	j = wq_msg_hello_build(&m);
+	buf = wq_msg_encode(j, &len);
+	assert_int_equal(len, 300);
+	assert_memory_equal(buf, hello_m, len);
+	free(buf);
+	json_decref(j);
+
+	/* no password: empty auth list, no nonce; master: "none", project null */
+	w.auth = false;
+	w.caps = WQ_CAP_ZLIB;
+	w.project = "p";
+	j = wq_msg_hello_build(&w);
+	buf = wq_msg_encode(j, &len);
+	const char *expect =
+	    "{\"m\":\"hello\",\"proto\":[1,0],\"role\":\"worker\",\"software\":\"htc 0.1.0\","
+	    "\"worker_id\":\"6b0d4e5f9a1c2b3d4e5f60718293a4b5\",\"host\":\"node12\","
+	    "\"caps\":[\"zlib\"],\"auth\":[],\"project\":\"p\"}";
+	assert_int_equal(len, strlen(expect));
+	assert_memory_equal(buf, expect, len);
+	free(buf);
+	json_decref(j);
+	m.auth = false;
+	m.project = NULL;
+	j = wq_msg_hello_build(&m);
+	assert_true(json_is_null(json_object_get(j, "project")));
+	assert_string_equal(json_string_value(json_object_get(j, "auth")), "none");
+	assert_null(json_object_get(j, "nonce"));
+	json_decref(j);
+	/* missing fields, invalid UTF-8 */
+	m.id = NULL;
+	assert_null(wq_msg_hello_build(&m));
+	m.id = "c0ffee00112233445566778899aabbcc";
+	m.software = "bad \xff";
+	assert_null(wq_msg_hello_build(&m));
+}
+
+static void test_hello_parse(void **state)
+{
+	(void)state;
+	struct wq_hello h;
+	char *why = NULL;
+	json_t *j = load(hello_w);
+	assert_int_equal(wq_msg_hello_parse(j, false, &h, &why), 0);
+	assert_null(why);
+	assert_int_equal(h.role, WQ_ROLE_WORKER);
+	assert_string_equal(h.host, "node12");
+	assert_int_equal(h.caps, WQ_CAPS_ALL);
+	assert_true(h.auth);
+	assert_string_equal(h.nonce,
+	                    "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20");
+	assert_null(h.project);
+	json_decref(j); /* the hello keeps its own reference */
+	assert_string_equal(h.id, "6b0d4e5f9a1c2b3d4e5f60718293a4b5");
+	wq_msg_hello_free(&h);
+	/* the same hello is refused as a master's */
+	j = load(hello_w);
+	assert_int_equal(wq_msg_hello_parse(j, true, &h, &why), HTC_EPROTO);
+	expect_why(why, "message \"hello\": key \"role\": expected \"master\"");
+	json_decref(j);
+
+	j = load(hello_m);
+	assert_int_equal(wq_msg_hello_parse(j, true, &h, &why), 0);
+	assert_string_equal(h.project, "demo");
+	assert_int_equal(h.keepalive_interval, 30);
+	assert_int_equal(h.keepalive_timeout, 120);
+	assert_true(h.auth);
+	wq_msg_hello_free(&h);
+	json_decref(j);
+
+	/* unknown caps are ignored; unknown keys too */
+	j = load("{\"m\":\"hello\",\"proto\":[1,7],\"role\":\"status\",\"software\":\"x\","
+	         "\"worker_id\":\"6b0d4e5f9a1c2b3d4e5f60718293a4b5\",\"host\":\"h\","
+	         "\"caps\":[\"teleport\",\"watch\"],\"auth\":[],\"future\":1}");
+	assert_int_equal(wq_msg_hello_parse(j, false, &h, &why), 0);
+	assert_int_equal(h.caps, WQ_CAP_WATCH);
+	assert_int_equal(h.role, WQ_ROLE_STATUS);
+	assert_int_equal(h.proto_minor, 7);
+	assert_false(h.auth);
+	assert_int_equal(wq_msg_caps_negotiate(h.caps, WQ_CAP_ZLIB | WQ_CAP_WATCH), WQ_CAP_WATCH);
+	wq_msg_hello_free(&h);
+	json_decref(j);
+
+	/* violations */
+	struct {
+		const char *json, *text;
+	} bad[] = {
+	    {"{\"m\":\"hello\"}", "message \"hello\": key \"proto\": expected [major, minor], two "
+	                          "integers >= 0"},
+	    {"{\"m\":\"hello\",\"proto\":[1,0],\"role\":\"worker\",\"software\":\"x\","
+	     "\"worker_id\":\"6B0D4E5F9A1C2B3D4E5F60718293A4B5\",\"host\":\"h\",\"caps\":[],"
+	     "\"auth\":[]}",
+	     "message \"hello\": key \"worker_id\": expected 32 lowercase hex digits"},
+	    {"{\"m\":\"hello\",\"proto\":[1,0],\"role\":\"worker\",\"software\":\"x\","
+	     "\"worker_id\":\"6b0d4e5f9a1c2b3d4e5f60718293a4b5\",\"host\":\"h\",\"caps\":[],"
+	     "\"auth\":[\"hmac-sha256\"]}",
+	     "message \"hello\": missing key \"nonce\""},
+	    {"{\"m\":\"hello\",\"proto\":[1,0],\"role\":\"worker\",\"software\":\"x\","
+	     "\"worker_id\":\"6b0d4e5f9a1c2b3d4e5f60718293a4b5\",\"host\":\"h\",\"caps\":[]}",
+	     "message \"hello\": missing key \"auth\""},
+	    {"{\"m\":\"hello\",\"proto\":[1,0],\"role\":\"master\",\"software\":\"x\","
+	     "\"master_id\":\"c0ffee00112233445566778899aabbcc\",\"project\":null,\"caps\":[],"
+	     "\"auth\":\"none\",\"keepalive\":{\"interval\":30,\"timeout\":59}}",
+	     "message \"hello\": key \"keepalive.timeout\": must be at least twice the interval "
+	     "(60)"},
+	    {"{\"m\":\"hello\",\"proto\":[1,0],\"role\":\"master\",\"software\":\"x\","
+	     "\"master_id\":\"c0ffee00112233445566778899aabbcc\",\"project\":null,\"caps\":[],"
+	     "\"auth\":\"none\",\"keepalive\":{\"interval\":4,\"timeout\":120}}",
+	     "message \"hello\": key \"keepalive.interval\": expected an integer in 5..3600"},
+	    {"{\"m\":\"hello\",\"proto\":[1,0],\"role\":\"master\",\"software\":\"x\","
+	     "\"master_id\":\"c0ffee00112233445566778899aabbcc\",\"project\":null,\"caps\":[],"
+	     "\"auth\":\"md5\",\"keepalive\":{\"interval\":30,\"timeout\":120}}",
+	     "message \"hello\": key \"auth\": expected one of \"none\", \"hmac-sha256\""},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		j = load(bad[i].json);
+		bool from_master = strstr(bad[i].json, "\"master\"") != NULL;
+		assert_int_equal(wq_msg_hello_parse(j, from_master, &h, &why), HTC_EPROTO);
+		expect_why(why, bad[i].text);
+		assert_null(h.msg);
+		json_decref(j);
+	}
+	/* 33 caps */
+	json_t *caps = json_array();
+	for (int i = 0; i < 33; i++)
+		json_array_append_new(caps, json_string("x"));
+	j = load(hello_w);
+	json_object_set_new(j, "caps", caps);
+	assert_int_equal(wq_msg_hello_parse(j, false, &h, &why), HTC_EPROTO);
+	expect_why(why,
+	           "message \"hello\": key \"caps\": expected an array of at most 32 elements");
+	json_array_remove(caps, 0);
+	assert_int_equal(wq_msg_hello_parse(j, false, &h, &why), 0);
+	wq_msg_hello_free(&h);
+	json_decref(j);
+}
+
+static void test_version(void **state)
+{
+	(void)state;
+	struct wq_hello h;
+	char *why = NULL;
+	/* master receiving a worker hello of 2.0; the rest need not be valid */
+	json_t *j = load("{\"m\":\"hello\",\"proto\":[2,0],\"role\":\"robot\"}");
+	assert_int_equal(wq_msg_hello_parse(j, false, &h, &why), HTC_EVERSION);
+	expect_why(why, "protocol version 2.0 is not supported: this master speaks 1.x; use a "
+	                "worker of the same release as the master");
+	assert_int_equal(h.proto_major, 2);
+	char *log = wq_msg_version_log(h.proto_major, h.proto_minor, true);
+	assert_string_equal(log, "refused: worker speaks protocol 2.0, this master speaks 1.x");
+	free(log);
+	/* worker receiving a master hello of 2.0 */
+	assert_int_equal(wq_msg_hello_parse(j, true, &h, &why), HTC_EVERSION);
+	expect_why(why, "protocol version 2.0 is not supported: this worker speaks 1.x");
+	log = wq_msg_version_log(2, 0, false);
+	assert_string_equal(log, "speaks protocol 2.0, this worker speaks 1.x");
+	free(log);
+	json_decref(j);
+	j = load("{\"m\":\"hello\",\"proto\":[0,9]}");
+	assert_int_equal(wq_msg_hello_parse(j, false, &h, &why), HTC_EVERSION);
+	expect_why(why, "protocol version 0.9 is not supported: this master speaks 1.x; use a "
+	                "worker of the same release as the master");
+	json_decref(j);
+}
+
+/* ---- error ------------------------------------------------------------------ */
+
+static void test_error(void **state)
+{
+	(void)state;
+	json_t *j = wq_msg_error_build("version", "no", true, -1);
+	size_t len;
+	char *buf = wq_msg_encode(j, &len);
+	const char *expect =
+	    "{\"m\":\"error\",\"code\":\"version\",\"text\":\"no\",\"fatal\":true}";
+	assert_int_equal(len, strlen(expect));
+	assert_memory_equal(buf, expect, len);
+	free(buf);
+	struct wq_error e;
+	char *why = NULL;
+	assert_int_equal(wq_msg_error_parse(j, &e, &why), 0);
+	assert_string_equal(e.code, "version");
+	assert_true(e.fatal);
+	assert_int_equal(e.retry_after, -1);
+	wq_msg_error_free(&e);
+	json_decref(j);
+
+	/* 1,023 ASCII bytes then a 2-byte character: cut before it */
+	char text[5000];
+	memset(text, 'a', sizeof text);
+	text[1023] = (char)0xc3;
+	text[1024] = (char)0xa9;
+	text[1025] = 0;
+	j = wq_msg_error_build("blocked", text, true, 300);
+	assert_int_equal(json_string_length(json_object_get(j, "text")), 1023);
+	assert_int_equal(json_integer_value(json_object_get(j, "retry_after")), 300);
+	json_decref(j);
+	text[1022] = (char)0xc3;
+	text[1023] = (char)0xa9;
+	text[1024] = 'b';
+	j = wq_msg_error_build("notice", text, false, -1);
+	assert_int_equal(json_string_length(json_object_get(j, "text")), 1024);
+	json_decref(j);
+
+	/* receiver: 4,096 bytes fine, 4,097 a violation */
+	memset(text, 'a', sizeof text);
+	text[4096] = 0;
+	j = json_pack("{s:s,s:s,s:s,s:b}", "m", "error", "code", "proto", "text", text, "fatal", 1);
+	assert_int_equal(wq_msg_error_parse(j, &e, &why), 0);
+	wq_msg_error_free(&e);
+	json_decref(j);
+	text[4096] = 'a';
+	text[4097] = 0;
+	j = json_pack("{s:s,s:s,s:s,s:b}", "m", "error", "code", "proto", "text", text, "fatal", 1);
+	assert_int_equal(wq_msg_error_parse(j, &e, &why), HTC_EPROTO);
+	expect_why(why, "message \"error\": key \"text\": expected a string of at most 4096 bytes");
+	json_decref(j);
+	j = load("{\"m\":\"error\",\"code\":\"x\",\"text\":\"t\"}");
+	assert_int_equal(wq_msg_error_parse(j, &e, &why), HTC_EPROTO);
+	expect_why(why, "message \"error\": missing key \"fatal\"");
+	json_decref(j);
+}
+
+static void test_escape(void **state)
+{
+	(void)state;
+	char *s = wq_msg_escape("a\nb\x1b[0m\x7f", 8, 100, false);
+	assert_string_equal(s, "a\\x0ab\\x1b[0m\\x7f");
+	free(s);
+	s = wq_msg_escape("say \"hi\" \\ ok", 13, 100, false);
+	assert_string_equal(s, "say \"hi\" \\ ok");
+	free(s);
+	s = wq_msg_escape("say \"hi\" \\", 10, 100, true);
+	assert_string_equal(s, "say \\\"hi\\\" \\\\");
+	free(s);
+	/* invalid UTF-8 and overlong forms are escaped, valid kept */
+	s = wq_msg_escape("\xff\xc0\xaf caf\xc3\xa9 \xe2\x82", 12, 100, false);
+	assert_string_equal(s, "\\xff\\xc0\\xaf caf\xc3\xa9 \\xe2\\x82");
+	free(s);
+	/* shortening at a character boundary */
+	s = wq_msg_escape("ab\xc3\xa9", 4, 3, false);
+	assert_string_equal(s, "ab…");
+	free(s);
+	s = wq_msg_escape("abc", 3, 3, false);
+	assert_string_equal(s, "abc");
+	free(s);
+	/* NUL inside the given length */
+	s = wq_msg_escape("a\0b", 3, 10, false);
+	assert_string_equal(s, "a\\x00b");
+	free(s);
+	assert_int_equal(wq_msg_utf8_cut("ab\xc3\xa9", 4, 3), 2);
+	assert_int_equal(wq_msg_utf8_cut("ab\xc3\xa9", 4, 4), 4);
+	assert_int_equal(wq_msg_utf8_cut("abcd", 4, 2), 2);
+}
+
+/* ---- table ------------------------------------------------------------------ */
+
+static void test_table(void **state)
+{
+	(void)state;
+	char *why = NULL;
+	assert_int_equal(wq_msg_allowed("frobnicate", WQ_DIR_W2M, WQ_STATE_ACTIVE, &why),
+	                 HTC_EPROTO);
+	expect_why(why, "unknown message \"frobnicate\"");
+	assert_int_equal(wq_msg_allowed("task", WQ_DIR_W2M, WQ_STATE_ACTIVE, &why), HTC_EPROTO);
+	expect_why(why, "message \"task\" not allowed from a worker");
+	assert_int_equal(wq_msg_allowed("task_done", WQ_DIR_M2W, WQ_STATE_ACTIVE, &why),
+	                 HTC_EPROTO);
+	expect_why(why, "message \"task_done\" not allowed from the master");
+	assert_int_equal(wq_msg_allowed("task", WQ_DIR_S2M, WQ_STATE_ACTIVE, &why), HTC_EPROTO);
+	expect_why(why, "message \"task\" not allowed from a status client");
+	assert_int_equal(wq_msg_allowed("hello", WQ_DIR_W2M, WQ_STATE_ACTIVE, &why), HTC_EPROTO);
+	expect_why(why, "message \"hello\" not expected in state ACTIVE");
+	assert_int_equal(wq_msg_allowed("auth_proof", WQ_DIR_W2M, WQ_STATE_INIT, &why), HTC_EPROTO);
+	expect_why(why, "message \"auth_proof\" not expected in state INIT");
+	assert_int_equal(wq_msg_allowed("identity", WQ_DIR_W2M, WQ_STATE_DRAINING, &why),
+	                 HTC_EPROTO);
+	expect_why(why, "message \"identity\" not expected in state DRAINING");
+	assert_int_equal(wq_msg_allowed("task", WQ_DIR_M2W, WQ_STATE_DRAINING, &why), HTC_EPROTO);
+	expect_why(why, "message \"task\" not expected in state DRAINING");
+	assert_int_equal(wq_msg_allowed("xfer_begin", WQ_DIR_W2M, WQ_STATE_INIT, &why), HTC_EPROTO);
+	expect_why(why, "message \"xfer_begin\" not expected in state INIT");
+	assert_int_equal(wq_msg_allowed("ping", WQ_DIR_W2M, WQ_STATE_HELLO, &why), HTC_EPROTO);
+	free(why);
+	/* an unknown name is escaped */
+	assert_int_equal(wq_msg_allowed("a\"\n", WQ_DIR_W2M, WQ_STATE_ACTIVE, &why), HTC_EPROTO);
+	expect_why(why, "unknown message \"a\\\"\\x0a\"");
+
+	struct {
+		const char *m;
+		enum wq_dir d;
+		enum wq_state s;
+	} ok[] = {
+	    {"hello", WQ_DIR_W2M, WQ_STATE_HELLO},
+	    {"hello", WQ_DIR_M2W, WQ_STATE_HELLO},
+	    {"hello", WQ_DIR_S2M, WQ_STATE_HELLO},
+	    {"auth_proof", WQ_DIR_W2M, WQ_STATE_AUTH},
+	    {"auth_ok", WQ_DIR_M2W, WQ_STATE_AUTH},
+	    {"identity", WQ_DIR_W2M, WQ_STATE_INIT},
+	    {"capacity", WQ_DIR_W2M, WQ_STATE_INIT},
+	    {"capacity", WQ_DIR_W2M, WQ_STATE_ACTIVE},
+	    {"cache_have", WQ_DIR_W2M, WQ_STATE_INIT},
+	    {"xfer_begin", WQ_DIR_M2W, WQ_STATE_ACTIVE},
+	    {"xfer_end", WQ_DIR_W2M, WQ_STATE_DRAINING},
+	    {"dir_mkdir", WQ_DIR_W2M, WQ_STATE_ACTIVE},
+	    {"cache_drop", WQ_DIR_M2W, WQ_STATE_ACTIVE},
+	    {"task", WQ_DIR_M2W, WQ_STATE_ACTIVE},
+	    {"task_done", WQ_DIR_W2M, WQ_STATE_DRAINING},
+	    {"task_cancel", WQ_DIR_M2W, WQ_STATE_ACTIVE},
+	    {"ping", WQ_DIR_W2M, WQ_STATE_INIT},
+	    {"pong", WQ_DIR_M2W, WQ_STATE_ACTIVE},
+	    {"drain", WQ_DIR_M2W, WQ_STATE_ACTIVE},
+	    {"draining", WQ_DIR_W2M, WQ_STATE_ACTIVE},
+	    {"dismiss", WQ_DIR_M2W, WQ_STATE_DRAINING},
+	    {"bye", WQ_DIR_W2M, WQ_STATE_INIT},
+	    {"error", WQ_DIR_W2M, WQ_STATE_HELLO},
+	    {"error", WQ_DIR_M2W, WQ_STATE_AUTH},
+	    {"query", WQ_DIR_S2M, WQ_STATE_ACTIVE},
+	    {"query_reply", WQ_DIR_M2S, WQ_STATE_ACTIVE},
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		if (wq_msg_allowed(ok[i].m, ok[i].d, ok[i].s, &why) != 0)
+			fail_msg("%s refused: %s", ok[i].m, why);
+	}
+	assert_true(wq_msg_known("task_cancelled"));
+	assert_false(wq_msg_known("Task"));
+	assert_string_equal(wq_state_name(WQ_STATE_AUTH), "AUTH");
+}
+
+/* ---- accessors ---------------------------------------------------------------- */
+
+static void test_accessors(void **state)
+{
+	(void)state;
+	json_t *o =
+	    load("{\"i\":5,\"r\":1.5,\"s\":\"abc\",\"b\":true,\"a\":[1,2],\"o\":{},\"n\":null}");
+	struct wq_msg_v v = {.m = "x"};
+	int64_t i = 0;
+	assert_int_equal(wq_msg_int(&v, o, "i", WQ_REQ, 5, 5, &i), 0);
+	assert_int_equal(i, 5);
+	assert_int_equal(wq_msg_int(&v, o, "missing", 0, 0, 1, &i), 1);
+	assert_int_equal(wq_msg_int(&v, o, "n", WQ_NULL, 0, 1, &i), 1);
+	assert_null(v.why);
+	assert_int_equal(wq_msg_int(&v, o, "i", WQ_REQ, 6, 9007199254740991, &i), HTC_EPROTO);
+	/* only the first violation is kept */
+	assert_int_equal(wq_msg_int(&v, o, "r", WQ_REQ, 0, 9, &i), HTC_EPROTO);
+	expect_why(v.why, "message \"x\": key \"i\": expected an integer in 6..9007199254740991");
+	v.why = NULL;
+	v.where = "outer";
+	assert_int_equal(wq_msg_int(&v, o, "r", WQ_REQ, 0, 9, &i), HTC_EPROTO);
+	expect_why(v.why, "message \"x\": key \"outer.r\": expected an integer in 0..9");
+	v.why = NULL;
+	v.where = NULL;
+	double d;
+	assert_int_equal(wq_msg_num(&v, o, "r", WQ_REQ, 0, 2, &d), 0);
+	assert_int_equal(wq_msg_num(&v, o, "i", WQ_REQ, 0, 2, &d), HTC_EPROTO);
+	expect_why(v.why, "message \"x\": key \"i\": expected a number in 0..2");
+	v.why = NULL;
+	const char *s;
+	size_t len;
+	assert_int_equal(wq_msg_str(&v, o, "s", WQ_REQ, 3, &s, &len), 0);
+	assert_int_equal(len, 3);
+	assert_int_equal(wq_msg_str(&v, o, "s", WQ_REQ, 2, &s, NULL), HTC_EPROTO);
+	expect_why(v.why, "message \"x\": key \"s\": expected a string of at most 2 bytes");
+	v.why = NULL;
+	bool b;
+	assert_int_equal(wq_msg_bool(&v, o, "b", WQ_REQ, &b), 0);
+	assert_true(b);
+	assert_int_equal(wq_msg_bool(&v, o, "i", WQ_REQ, &b), HTC_EPROTO);
+	expect_why(v.why, "message \"x\": key \"i\": expected true or false");
+	v.why = NULL;
+	json_t *x;
+	assert_int_equal(wq_msg_array(&v, o, "a", WQ_REQ, 2, &x), 0);
+	assert_int_equal(wq_msg_array(&v, o, "a", WQ_REQ, 1, &x), HTC_EPROTO);
+	expect_why(v.why, "message \"x\": key \"a\": expected an array of at most 1 elements");
+	v.why = NULL;
+	assert_int_equal(wq_msg_object(&v, o, "o", WQ_REQ, &x), 0);
+	assert_int_equal(wq_msg_object(&v, o, "n", WQ_REQ, &x), HTC_EPROTO);
+	expect_why(v.why, "message \"x\": key \"n\": expected an object");
+	v.why = NULL;
+	assert_int_equal(wq_msg_object(&v, o, "zz", WQ_REQ, &x), HTC_EPROTO);
+	expect_why(v.why, "message \"x\": missing key \"zz\"");
+	v.why = NULL;
+	json_decref(o);
+}
+
+/* ---- task --------------------------------------------------------------------- */
+
+static int task_rc(json_t *j, unsigned caps, char **why)
+{
+	struct wq_task_msg *t = NULL;
+	*why = NULL;
+	int rc = wq_msg_task_parse(j, caps, &t, why);
+	if (rc == HTC_EPROTO)
+		assert_null(t);
+	else
+		assert_non_null(t);
+	wq_task_msg_free(t);
+	return rc;
+}
+
+static void expect_task_ok(json_t *j)
+{
+	char *why;
+	int rc = task_rc(j, WQ_CAPS_ALL, &why);
+	if (rc)
+		fail_msg("task refused: %s", why);
+}
+
+static void expect_task_bad(json_t *j, int code, const char *text)
+{
+	char *why;
+	assert_int_equal(task_rc(j, WQ_CAPS_ALL, &why), code);
+	expect_why(why, text);
+}
+
+static char *filled(size_t n)
+{
+	char *s = malloc(n + 1);
+	memset(s, 'c', n);
+	s[n] = 0;
+	return s;
+}
+
+static void test_task_section8(void **state)
+{
+	(void)state;
+	json_t *j = load(task8);
+	struct wq_task_msg *t = NULL;
+	char *why = NULL;
+	assert_int_equal(wq_msg_task_parse(j, WQ_CAPS_ALL, &t, &why), 0);
+	json_decref(j);
+	assert_int_equal(t->id, 1);
+	assert_int_equal(t->try_, 1);
+	assert_string_equal(t->command, "wc -c < ref.fa; tr ACGT TGCA < ref.fa > out.txt");
+	assert_string_equal(t->tag, "ex");
+	assert_true(t->resources.cores == 1.0);
+	assert_int_equal(t->resources.memory, 1000);
+	assert_int_equal(t->wall_time, 600);
+	assert_int_equal(t->stdout_max, 1048576);
+	assert_int_equal(t->ninputs, 1);
+	assert_string_equal(t->inputs[0].name, "ref.fa");
+	assert_int_equal(t->inputs[0].from, WQ_FROM_CACHE);
+	assert_string_equal(t->inputs[0].object, OBJ);
+	assert_int_equal(t->noutputs, 1);
+	assert_int_equal(t->outputs[0].when, WQ_WHEN_ALWAYS);
+	assert_false(t->has_container);
+	wq_task_msg_free(t);
+}
+
+static void test_task_limits(void **state)
+{
+	(void)state;
+	json_t *j = load(task8);
+	char *big;
+	/* command 1..131,071 */
+	big = filled(131071);
+	json_object_set_new(j, "command", json_string(big));
+	expect_task_ok(j);
+	free(big);
+	big = filled(131072);
+	json_object_set_new(j, "command", json_string(big));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"command\": expected a string of 1..131071 bytes");
+	free(big);
+	json_object_set_new(j, "command", json_string(""));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"command\": expected a string of 1..131071 bytes");
+	json_object_set_new(j, "command", json_string("true"));
+	/* id, try */
+	json_object_set_new(j, "id", json_integer(9007199254740991));
+	expect_task_ok(j);
+	json_object_set_new(j, "id", json_integer(9007199254740992));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"id\": expected an integer in 1..9007199254740991");
+	json_object_set_new(j, "id", json_integer(0));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"id\": expected an integer in 1..9007199254740991");
+	json_object_set_new(j, "id", json_real(1.0));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"id\": expected an integer in 1..9007199254740991");
+	json_object_set_new(j, "id", json_integer(1));
+	json_object_del(j, "try");
+	expect_task_bad(j, HTC_EPROTO, "message \"task\": missing key \"try\"");
+	json_object_set_new(j, "try", json_integer(1));
+	/* category 128, tag 1024 */
+	big = filled(129);
+	json_object_set_new(j, "category", json_stringn(big, 128));
+	expect_task_ok(j);
+	json_object_set_new(j, "category", json_string(big));
+	expect_task_bad(
+	    j, HTC_EPROTO,
+	    "message \"task\": key \"category\": expected a string of at most 128 bytes");
+	free(big);
+	json_object_set_new(j, "category", json_string("c"));
+	big = filled(1025);
+	json_object_set_new(j, "tag", json_stringn(big, 1024));
+	expect_task_ok(j);
+	json_object_set_new(j, "tag", json_string(big));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"tag\": expected a string of at most 1024 bytes");
+	free(big);
+	json_object_set_new(j, "tag", json_string("t"));
+	/* stdout_max clamped to 64 MiB */
+	json_object_set_new(j, "stdout_max", json_integer(1LL << 40));
+	struct wq_task_msg *t = NULL;
+	char *why = NULL;
+	assert_int_equal(wq_msg_task_parse(j, 0, &t, &why), 0);
+	assert_int_equal(t->stdout_max, 64 * 1024 * 1024);
+	wq_task_msg_free(t);
+	json_object_set_new(j, "stdout_max", json_integer(-1));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"stdout_max\": expected an integer in "
+	                "0..9007199254740991");
+	json_object_del(j, "stdout_max");
+	json_object_set_new(j, "wall_time", json_string("600"));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"wall_time\": expected an integer in "
+	                "0..9007199254740991");
+	json_object_del(j, "wall_time");
+	assert_int_equal(wq_msg_task_parse(j, 0, &t, &why), 0);
+	assert_int_equal(t->stdout_max, 1048576);
+	assert_int_equal(t->wall_time, 0);
+	wq_task_msg_free(t);
+	json_decref(j);
+}
+
+static void test_task_env(void **state)
+{
+	(void)state;
+	json_t *j = load(task8);
+	json_t *env = json_object();
+	json_object_set_new(j, "env", env);
+	char name[32];
+	for (int i = 0; i < 256; i++) {
+		snprintf(name, sizeof name, "V%d", i);
+		json_object_set_new(env, name, json_string("x"));
+	}
+	expect_task_ok(j);
+	json_object_set_new(env, "V256", json_string("x"));
+	expect_task_bad(j, HTC_EPROTO, "message \"task\": key \"env\": more than 256 entries");
+	json_object_clear(env);
+	/* names */
+	char *n128 = filled(129);
+	n128[0] = '_';
+	n128[128] = 0;
+	json_object_set_new(env, n128, json_string("x"));
+	json_object_set_new(env, "a9_Z", json_string(""));
+	expect_task_ok(j);
+	n128[128] = 'c';
+	json_object_set_new(env, n128, json_string("x"));
+	char *expect = NULL;
+	char *shown = NULL;
+	{
+		char head[65];
+		memcpy(head, n128, 64);
+		head[64] = 0;
+		shown = head;
+		assert_true(asprintf(&expect,
+		                     "message \"task\": key \"env\": name \"%s…\" does not match "
+		                     "^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+		                     shown) > 0);
+	}
+	expect_task_bad(j, HTC_EPROTO, expect);
+	free(expect);
+	free(n128);
+	json_object_clear(env);
+	json_object_set_new(env, "1A", json_string("x"));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"env\": name \"1A\" does not match "
+	                "^[A-Za-z_][A-Za-z0-9_]{0,127}$");
+	json_object_clear(env);
+	json_object_set_new(env, "A-B", json_string("x"));
+	assert_int_equal(task_rc(j, 0, &expect), HTC_EPROTO);
+	free(expect);
+	json_object_clear(env);
+	/* values 4,096 */
+	char *v = filled(4097);
+	json_object_set_new(env, "A", json_stringn(v, 4096));
+	expect_task_ok(j);
+	json_object_set_new(env, "A", json_string(v));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"env.A\": expected a string of at most 4096 bytes");
+	json_object_set_new(env, "A", json_integer(1));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"env.A\": expected a string of at most 4096 bytes");
+	json_object_clear(env);
+	/* names + values <= 262,144: 64 entries of 4-byte names and 4,092-byte values */
+	for (int i = 0; i < 64; i++) {
+		snprintf(name, sizeof name, "V%03d", i);
+		json_object_set_new(env, name, json_stringn(v, 4092));
+	}
+	expect_task_ok(j);
+	json_object_set_new(env, "V000", json_stringn(v, 4093));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"env\": names and values exceed 262144 bytes");
+	free(v);
+	json_object_set_new(j, "env", json_array());
+	expect_task_bad(j, HTC_EPROTO, "message \"task\": key \"env\": expected an object");
+	json_decref(j);
+}
+
+static void test_task_resources(void **state)
+{
+	(void)state;
+	json_t *j = load(task8);
+	json_t *r = json_object_get(j, "resources");
+	json_object_set_new(r, "cores", json_real(0.125));
+	expect_task_ok(j);
+	json_object_set_new(r, "cores", json_real(0.001));
+	expect_task_ok(j);
+	const char *cores_text = "message \"task\": key \"resources.cores\": expected a number > 0 "
+	                         "with at most 3 decimals";
+	json_object_set_new(r, "cores", json_real(0.0005));
+	expect_task_bad(j, HTC_EPROTO, cores_text);
+	json_object_set_new(r, "cores", json_integer(0));
+	expect_task_bad(j, HTC_EPROTO, cores_text);
+	json_object_set_new(r, "cores", json_string("1"));
+	expect_task_bad(j, HTC_EPROTO, cores_text);
+	json_object_set_new(r, "cores", json_integer(2));
+	json_object_del(r, "gpus");
+	expect_task_bad(j, HTC_EPROTO, "message \"task\": key \"resources\": missing key \"gpus\"");
+	json_object_set_new(r, "gpus", json_integer(0));
+	json_object_set_new(r, "memory", json_integer(-1));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"resources.memory\": expected an integer in "
+	                "0..9007199254740991");
+	json_object_del(j, "resources");
+	expect_task_bad(j, HTC_EPROTO, "message \"task\": missing key \"resources\"");
+	json_decref(j);
+}
+
+static json_t *inputs_of(size_t n, const char *fmt)
+{
+	json_t *a = json_array();
+	char name[64];
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof name, fmt, i);
+		json_array_append_new(a, json_pack("{s:s,s:s}", "name", name, "from", "task"));
+	}
+	return a;
+}
+
+static void test_task_files(void **state)
+{
+	(void)state;
+	json_t *j = load(task8);
+	json_object_set_new(j, "inputs", inputs_of(1000, "in%zu"));
+	expect_task_ok(j);
+	json_object_set_new(j, "inputs", inputs_of(1001, "in%zu"));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"inputs\": expected an array of at most 1000 "
+	                "elements");
+	json_object_set_new(j, "outputs", inputs_of(1000, "out%zu"));
+	json_object_set_new(j, "inputs", json_array());
+	expect_task_ok(j);
+	json_object_set_new(j, "outputs", inputs_of(1001, "out%zu"));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"outputs\": expected an array of at most 1000 "
+	                "elements");
+	json_object_set_new(j, "outputs", json_array());
+
+	/* bad names: refused with the section 6 text, not a violation */
+	json_t *in = json_array();
+	json_object_set_new(j, "inputs", in);
+	json_array_append_new(in, json_pack("{s:s,s:s}", "name", "../x", "from", "task"));
+	expect_task_bad(j, HTC_EPARSE, "input name \"../x\": \"..\" is not allowed");
+	json_array_clear(in);
+	json_array_append_new(in, json_pack("{s:s,s:s}", "name", "/etc/passwd", "from", "task"));
+	expect_task_bad(j, HTC_EPARSE,
+	                "input name \"/etc/passwd\": absolute names are not allowed");
+	json_array_clear(in);
+	json_array_append_new(in, json_pack("{s:s,s:s}", "name", "a", "from", "task"));
+	json_array_append_new(in, json_pack("{s:s,s:s}", "name", "a/b", "from", "task"));
+	expect_task_bad(j, HTC_EPARSE, "input name \"a\": a directory prefix of \"a/b\"");
+	/* an output may have an input's name */
+	json_array_remove(in, 1);
+	json_object_set_new(j, "outputs", json_pack("[{s:s}]", "name", "a"));
+	expect_task_ok(j);
+	json_object_set_new(j, "outputs", json_pack("[{s:s},{s:s}]", "name", "o", "name", "o"));
+	expect_task_bad(j, HTC_EPARSE, "output name \"o\": given twice");
+	json_object_set_new(j, "outputs", json_pack("[{s:s}]", "name", "a//b"));
+	expect_task_bad(j, HTC_EPARSE, "output name \"a//b\": empty or \".\" component");
+	json_object_set_new(j, "outputs", json_array());
+	/* the task of a bad name is returned, for task_refused */
+	json_array_clear(in);
+	json_array_append_new(in, json_pack("{s:s,s:s}", "name", "a/./b", "from", "task"));
+	struct wq_task_msg *t = NULL;
+	char *why = NULL;
+	assert_int_equal(wq_msg_task_parse(j, 0, &t, &why), HTC_EPARSE);
+	assert_int_equal(t->id, 1);
+	free(why);
+	wq_task_msg_free(t);
+
+	/* schema of inputs */
+	json_array_clear(in);
+	json_array_append_new(
+	    in, json_pack("{s:s,s:s,s:s}", "name", "x", "from", "cache", "object", "F-abc"));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"inputs[0].object\": expected a cache object name "
+	                "(FDU- and 64 hex digits)");
+	json_array_clear(in);
+	json_array_append_new(in, json_pack("{s:s,s:s,s:s}", "name", "x", "from", "cache", "object",
+	                                    "F-A4B0723993D3751F3D530E3C20DA4C24CCDD32E65820FBA8"
+	                                    "97CC5F119E85CA55"));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"inputs[0].object\": expected a cache object name "
+	                "(FDU- and 64 hex digits)");
+	json_array_clear(in);
+	json_array_append_new(in, json_pack("{s:s,s:s}", "name", "x", "from", "nowhere"));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"inputs[0].from\": expected one of \"cache\", "
+	                "\"task\", \"url\"");
+	json_array_clear(in);
+	json_array_append_new(in, json_pack("{s:s,s:s,s:s,s:s}", "name", "x", "from", "url", "url",
+	                                    "http://h/x", "object",
+	                                    "U-a4b0723993d3751f3d530e3c20da4c24ccdd32e65820fba8"
+	                                    "97cc5f119e85ca55"));
+	expect_task_ok(j);
+	assert_int_equal(task_rc(j, WQ_CAP_ZLIB, &why), HTC_EPROTO);
+	expect_why(why, "message \"task\": key \"inputs[0].from\": \"url\" needs the fetch "
+	                "capability");
+	json_array_clear(in);
+	json_array_append_new(in, json_integer(3));
+	expect_task_bad(j, HTC_EPROTO, "message \"task\": key \"inputs[0]\": expected an object");
+	json_array_clear(in);
+	/* outputs */
+	json_object_set_new(
+	    j, "outputs", json_pack("[{s:s,s:s,s:b}]", "name", "o", "when", "success", "watch", 1));
+	expect_task_ok(j);
+	assert_int_equal(task_rc(j, 0, &why), HTC_EPROTO);
+	expect_why(why, "message \"task\": key \"outputs[0].watch\": needs the watch capability");
+	json_object_set_new(j, "outputs", json_pack("[{s:s,s:s}]", "name", "o", "when", "never"));
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"outputs[0].when\": expected one of \"always\", "
+	                "\"success\", \"failure\"");
+	json_object_set_new(j, "outputs", json_array());
+	/* container */
+	json_object_set_new(j, "container", json_pack("{s:s,s:s}", "image", OBJ, "mode", "shared"));
+	assert_int_equal(wq_msg_task_parse(j, 0, &t, &why), 0);
+	assert_true(t->has_container);
+	assert_int_equal(t->container_mode, WQ_CONTAINER_SHARED);
+	wq_task_msg_free(t);
+	json_object_set_new(j, "container", json_pack("{s:s}", "image", OBJ));
+	expect_task_bad(j, HTC_EPROTO, "message \"task\": key \"container\": missing key \"mode\"");
+	json_decref(j);
+}
+
+/* ---- transfers ------------------------------------------------------------------ */
+
+static void test_xfer(void **state)
+{
+	(void)state;
+	struct wq_xfer_begin *x = NULL;
+	char *why = NULL;
+	/* frame 8 */
+	json_t *j = load("{\"m\":\"xfer_begin\",\"xfer\":1,\"target\":{\"object\":\"" OBJ
+	                 "\",\"keep\":\"run\"},\"size\":5,\"enc\":\"none\"}");
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, 0, &x, &why), 0);
+	assert_int_equal(x->target.kind, WQ_TARGET_OBJECT);
+	assert_string_equal(x->target.object, OBJ);
+	assert_int_equal(x->size, 5);
+	assert_false(x->exec);
+	wq_xfer_begin_free(x);
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), HTC_EPROTO);
+	expect_why(why, "message \"xfer_begin\": key \"target\": a cache object target is not "
+	                "allowed from a worker");
+	assert_null(x);
+	json_object_set_new(j, "enc", json_string("zlib"));
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, 0, &x, &why), HTC_EPROTO);
+	expect_why(why, "message \"xfer_begin\": key \"enc\": \"zlib\" needs the zlib capability");
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, WQ_CAP_ZLIB, &x, &why), 0);
+	wq_xfer_begin_free(x);
+	json_object_set_new(j, "size", json_integer(0));
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, WQ_CAP_ZLIB, &x, &why), HTC_EPROTO);
+	expect_why(why, "message \"xfer_begin\": key \"enc\": \"zlib\" is not allowed for size 0");
+	json_object_set_new(j, "enc", json_string("none"));
+	json_object_set_new(j, "xfer", json_integer(4294967296));
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, 0, &x, &why), HTC_EPROTO);
+	expect_why(why,
+	           "message \"xfer_begin\": key \"xfer\": expected an integer in 1..4294967295");
+	json_decref(j);
+
+	/* frames 13 and 16 */
+	j = load("{\"m\":\"xfer_begin\",\"xfer\":1,\"target\":{\"task\":1,\"output\":0},"
+	         "\"size\":5,\"enc\":\"none\"}");
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), 0);
+	assert_int_equal(x->target.kind, WQ_TARGET_OUTPUT);
+	assert_int_equal(x->target.offset, -1);
+	wq_xfer_begin_free(x);
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, 0, &x, &why), HTC_EPROTO);
+	expect_why(why, "message \"xfer_begin\": key \"target\": an output target is not allowed "
+	                "from the master");
+	json_object_set_new(json_object_get(j, "target"), "offset", json_integer(10));
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), HTC_EPROTO);
+	expect_why(why,
+	           "message \"xfer_begin\": key \"target.offset\": needs the watch capability");
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, WQ_CAP_WATCH, &x, &why), 0);
+	assert_int_equal(x->target.offset, 10);
+	wq_xfer_begin_free(x);
+	json_decref(j);
+	j = load("{\"m\":\"xfer_begin\",\"xfer\":2,\"target\":{\"task\":1,\"stdout\":true},"
+	         "\"size\":2,\"enc\":\"none\"}");
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), 0);
+	assert_int_equal(x->target.kind, WQ_TARGET_STDOUT);
+	wq_xfer_begin_free(x);
+	json_decref(j);
+	/* member names */
+	j = load(
+	    "{\"m\":\"xfer_begin\",\"xfer\":3,\"target\":{\"dir\":2,\"member\":\"../../evil\"},"
+	    "\"size\":2,\"enc\":\"none\",\"exec\":true}");
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), HTC_EPARSE);
+	expect_why(why, "member name \"../../evil\": \"..\" is not allowed");
+	assert_true(x->exec);
+	wq_xfer_begin_free(x);
+	json_decref(j);
+	j = load("{\"m\":\"xfer_begin\",\"xfer\":3,\"target\":{\"nothing\":1},\"size\":2,"
+	         "\"enc\":\"none\"}");
+	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), HTC_EPROTO);
+	expect_why(why, "message \"xfer_begin\": key \"target\": not a known transfer target");
+	json_decref(j);
+
+	/* frame 10, xfer_abort, xfer_error */
+	struct wq_xfer_end *e = NULL;
+	j = load("{\"m\":\"xfer_end\",\"xfer\":1,\"sha256\":"
+	         "\"a4b0723993d3751f3d530e3c20da4c24ccdd32e65820fba897cc5f119e85ca55\"}");
+	assert_int_equal(wq_msg_xfer_end_parse(j, &e, &why), 0);
+	assert_int_equal(e->xfer, 1);
+	wq_xfer_end_free(e);
+	json_object_set_new(j, "sha256", json_string("A4"));
+	assert_int_equal(wq_msg_xfer_end_parse(j, &e, &why), HTC_EPROTO);
+	expect_why(why, "message \"xfer_end\": key \"sha256\": expected 64 lowercase hex digits");
+	json_decref(j);
+	j = load("{\"m\":\"xfer_abort\",\"xfer\":1,\"reason\":\"file changed while being sent\"}");
+	assert_int_equal(wq_msg_xfer_abort_parse(j, &e, &why), 0);
+	assert_string_equal(e->reason, "file changed while being sent");
+	wq_xfer_end_free(e);
+	json_decref(j);
+	struct wq_xfer_error *xe = NULL;
+	j = load("{\"m\":\"xfer_error\",\"id\":4,\"code\":\"disk_full\",\"text\":\"no room\"}");
+	assert_int_equal(wq_msg_xfer_error_parse(j, &xe, &why), 0);
+	assert_int_equal(xe->code, WQ_XERR_DISK_FULL);
+	wq_xfer_error_free(xe);
+	json_object_set_new(j, "code", json_string("meh"));
+	assert_int_equal(wq_msg_xfer_error_parse(j, &xe, &why), HTC_EPROTO);
+	free(why);
+	json_decref(j);
+}
+
+/* ---- task_done ---------------------------------------------------------------------- */
+
+static void test_task_done(void **state)
+{
+	(void)state;
+	struct wq_task_done *d = NULL;
+	char *why = NULL;
+	json_t *j = load(done8);
+	assert_int_equal(wq_msg_task_done_parse(j, &d, &why), 0);
+	assert_int_equal(d->outcome, WQ_OUTCOME_EXITED);
+	assert_int_equal(d->exit_status, 0);
+	assert_int_equal(d->stdout_size, 2);
+	assert_int_equal(d->stdout_xfer, 2);
+	assert_int_equal(d->noutputs, 1);
+	assert_int_equal(d->outputs[0].kind, WQ_DONE_XFER);
+	assert_int_equal(d->outputs[0].xfer, 1);
+	assert_int_equal(d->t_reported, 1795426939015000);
+	assert_non_null(d->summary);
+	wq_task_done_free(d);
+	json_object_del(j, "exit_status");
+	assert_int_equal(wq_msg_task_done_parse(j, &d, &why), HTC_EPROTO);
+	expect_why(why, "message \"task_done\": missing key \"exit_status\"");
+	json_decref(j);
+
+	struct {
+		const char *json;
+		int rc;
+		const char *text;
+	} cases[] = {
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"signaled\",\"signal\":11}", 0, NULL},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"signaled\",\"signal\":0}", HTC_EPROTO,
+	     "message \"task_done\": key \"signal\": expected an integer in 1..127"},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"exhausted\",\"signal\":9,\"exhausted\":[\"memory\"]"
+	     "}",
+	     0, NULL},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"exhausted\",\"signal\":9}", HTC_EPROTO,
+	     "message \"task_done\": missing key \"exhausted\""},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"input_missing\",\"missing\":{\"input\":0,\"text\":"
+	     "\"HTTP 404\"}}",
+	     0, NULL},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"input_missing\",\"missing\":{\"input\":0}}",
+	     HTC_EPROTO, "message \"task_done\": key \"missing\": missing key \"text\""},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"sandbox_error\",\"text\":\"ENOSPC\"}", 0, NULL},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"exploded\"}", HTC_EPROTO,
+	     "message \"task_done\": key \"outcome\": expected one of \"exited\", \"signaled\", "
+	     "\"exhausted\", \"input_missing\", \"sandbox_error\""},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":256}", HTC_EPROTO,
+	     "message \"task_done\": key \"exit_status\": expected an integer in 0..255"},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":1,\"outputs\":[{\"index\":"
+	     "0,"
+	     "\"missing\":\"is a symbolic link: out.txt\"},{\"index\":1,\"skipped\":true},"
+	     "{\"index\":2,\"dir\":4}]}",
+	     0, NULL},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":1,\"outputs\":[{\"index\":"
+	     "0,"
+	     "\"xfer\":3,\"skipped\":true}]}",
+	     HTC_EPROTO,
+	     "message \"task_done\": key \"outputs[0]\": expected exactly one of \"xfer\", "
+	     "\"dir\", "
+	     "\"missing\", \"skipped\""},
+	    {"{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":1,\"stdout\":{\"size\":-1,"
+	     "\"truncated\":false,\"xfer\":0}}",
+	     HTC_EPROTO,
+	     "message \"task_done\": key \"stdout.size\": expected an integer in "
+	     "0..9007199254740991"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		j = load(cases[i].json);
+		int rc = wq_msg_task_done_parse(j, &d, &why);
+		if (rc != cases[i].rc)
+			fail_msg("case %zu: rc %d (%s)", i, rc, why ? why : "");
+		if (cases[i].text)
+			expect_why(why, cases[i].text);
+		wq_task_done_free(d);
+		json_decref(j);
+	}
+	/* 1,000 outputs fine, 1,001 not */
+	j = load("{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":0}");
+	json_t *outs = json_array();
+	for (int i = 0; i < 1000; i++)
+		json_array_append_new(outs, json_pack("{s:i,s:b}", "index", i, "skipped", 1));
+	json_object_set(j, "outputs", outs);
+	assert_int_equal(wq_msg_task_done_parse(j, &d, &why), 0);
+	assert_int_equal(d->noutputs, 1000);
+	wq_task_done_free(d);
+	json_array_append_new(outs, json_pack("{s:i,s:b}", "index", 1, "skipped", 1));
+	assert_int_equal(wq_msg_task_done_parse(j, &d, &why), HTC_EPROTO);
+	free(why);
+	json_decref(outs);
+	json_decref(j);
+}
+
+/* ---- worker description --------------------------------------------------------------- */
+
+static void test_worker_messages(void **state)
+{
+	(void)state;
+	char *why = NULL;
+	struct wq_identity *id = NULL;
+	json_t *j =
+	    load("{\"m\":\"identity\",\"host\":\"node12\",\"os\":\"Linux\",\"os_release\":"
+	         "\"6.1.0-18-amd64\",\"arch\":\"x86_64\",\"software\":\"htc 0.1.0\","
+	         "\"pid\":4242,\"workdir\":\"/tmp/wq-4242\",\"labels\":[],\"end_time\":null,"
+	         "\"docker\":false,\"cgroups\":\"v2\",\"single_shot\":false}");
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
+	assert_int_equal(id->pid, 4242);
+	assert_int_equal(id->end_time, -1);
+	assert_int_equal(id->cgroups, WQ_CGROUPS_V2);
+	wq_identity_free(id);
+	json_t *labels = json_object_get(j, "labels");
+	char *l = filled(129);
+	for (int i = 0; i < 64; i++)
+		json_array_append_new(labels, json_stringn(l, 128));
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
+	assert_int_equal(id->nlabels, 64);
+	wq_identity_free(id);
+	json_array_set_new(labels, 0, json_string(l));
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), HTC_EPROTO);
+	expect_why(why,
+	           "message \"identity\": key \"labels\": expected strings of at most 128 bytes");
+	json_array_set_new(labels, 0, json_string("x"));
+	json_array_append_new(labels, json_string("x"));
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), HTC_EPROTO);
+	expect_why(
+	    why, "message \"identity\": key \"labels\": expected an array of at most 64 elements");
+	free(l);
+	json_decref(j);
+
+	struct wq_capacity *c = NULL;
+	j = load("{\"m\":\"capacity\",\"cores\":{\"total\":4,\"source\":\"measured\"},\"memory\":{"
+	         "\"total\":7800,\"source\":\"measured\"},\"disk\":{\"total\":20000,\"source\":"
+	         "\"declared\"},\"gpus\":{\"total\":0,\"source\":\"measured\"},\"disk_free\":19990,"
+	         "\"cache\":0,\"disk_full\":false}");
+	assert_int_equal(wq_msg_capacity_parse(j, &c, &why), 0);
+	assert_true(c->disk.declared);
+	assert_false(c->cores.declared);
+	assert_true(c->memory.total == 7800);
+	wq_capacity_free(c);
+	json_object_set_new(json_object_get(j, "gpus"), "source", json_string("guessed"));
+	assert_int_equal(wq_msg_capacity_parse(j, &c, &why), HTC_EPROTO);
+	expect_why(why, "message \"capacity\": key \"gpus.source\": expected one of \"measured\", "
+	                "\"declared\"");
+	json_decref(j);
+
+	struct wq_cache_list *cl = NULL;
+	j = load("{\"m\":\"cache_have\",\"objects\":[],\"last\":true}");
+	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), 0);
+	assert_true(cl->last);
+	assert_int_equal(cl->n, 0);
+	wq_cache_list_free(cl);
+	json_t *objs = json_object_get(j, "objects");
+	for (int i = 0; i < 1000; i++)
+		json_array_append_new(objs, json_pack("[s,i]", OBJ, i));
+	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), 0);
+	assert_int_equal(cl->n, 1000);
+	assert_int_equal(cl->sizes[999], 999);
+	wq_cache_list_free(cl);
+	json_array_append_new(objs, json_pack("[s,i]", OBJ, 1));
+	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), HTC_EPROTO);
+	expect_why(why,
+	           "message \"cache_have\": key \"objects\": expected an array of at most 1000 "
+	           "elements");
+	json_array_clear(objs);
+	json_array_append_new(objs, json_pack("[s,i]", "F-../x", 1));
+	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), HTC_EPROTO);
+	expect_why(why, "message \"cache_have\": key \"objects[0]\": expected a cache object name "
+	                "(FDU- and 64 hex digits)");
+	json_array_set_new(objs, 0, json_pack("[s]", OBJ));
+	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), HTC_EPROTO);
+	expect_why(why, "message \"cache_have\": key \"objects[0]\": expected [name, size]");
+	json_decref(j);
+
+	j = load("{\"m\":\"cache_drop\",\"objects\":[\"" OBJ "\"],\"reason\":\"disk\"}");
+	assert_int_equal(wq_msg_cache_drop_parse(j, &cl, &why), 0);
+	assert_int_equal(cl->n, 1);
+	assert_string_equal(cl->names[0], OBJ);
+	assert_string_equal(cl->reason, "disk");
+	wq_cache_list_free(cl);
+	objs = json_object_get(j, "objects");
+	for (int i = 0; i < 999; i++)
+		json_array_append_new(objs, json_string(OBJ));
+	assert_int_equal(wq_msg_cache_drop_parse(j, &cl, &why), 0);
+	wq_cache_list_free(cl);
+	json_array_append_new(objs, json_string(OBJ));
+	assert_int_equal(wq_msg_cache_drop_parse(j, &cl, &why), HTC_EPROTO);
+	free(why);
+	json_decref(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_hello_bytes),
+	    cmocka_unit_test(test_hello_parse),
+	    cmocka_unit_test(test_version),
+	    cmocka_unit_test(test_error),
+	    cmocka_unit_test(test_escape),
+	    cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_accessors),
+	    cmocka_unit_test(test_task_section8),
+	    cmocka_unit_test(test_task_limits),
+	    cmocka_unit_test(test_task_env),
+	    cmocka_unit_test(test_task_resources),
+	    cmocka_unit_test(test_task_files),
+	    cmocka_unit_test(test_xfer),
+	    cmocka_unit_test(test_task_done),
+	    cmocka_unit_test(test_worker_messages),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
