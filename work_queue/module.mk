@@ -1,2 +1,6 @@
 # work_queue/module.mk: programs of this component (library sources are found
 # automatically; see the top-level Makefile).
+PROGS += catalog_server catalog_query catalog_update
+catalog_server_COMPONENT := work_queue
+catalog_query_COMPONENT := work_queue
+catalog_update_COMPONENT := work_queue
