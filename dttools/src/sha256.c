@@ -8,6 +8,7 @@
 
 #include <openssl/evp.h>
 
+#include "stringtools.h"
 #include "banned.h"
 
 #define SHA256_CHUNK (64 * 1024)
@@ -15,16 +16,6 @@
 struct sha256_ctx {
 	EVP_MD_CTX *md;
 };
-
-static void to_hex(const unsigned char *digest, unsigned n, char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (unsigned i = 0; i < n; i++) {
-		out[2 * i] = hex[digest[i] >> 4];
-		out[2 * i + 1] = hex[digest[i] & 15];
-	}
-	out[2 * n] = 0;
-}
 
 struct sha256_ctx *sha256_ctx_create(void)
 {
@@ -62,7 +53,7 @@ int sha256_ctx_final(struct sha256_ctx *ctx, char out_hex[SHA256_HEX_SIZE])
 	out_hex[0] = 0;
 	if (EVP_DigestFinal_ex(ctx->md, digest, &n) != 1 || n != 32)
 		return -EIO;
-	to_hex(digest, n, out_hex);
+	str_hex_encode(digest, n, out_hex);
 	if (EVP_DigestInit_ex(ctx->md, EVP_sha256(), NULL) != 1)
 		return -EIO;
 	return 0;

@@ -152,3 +152,40 @@ int str_to_double(const char *s, double *out)
 	*out = v;
 	return 0;
 }
+
+int str_hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+void str_hex_encode(const void *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *p = in;
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+int str_hex_decode(const char *hex, void *out, size_t n)
+{
+	unsigned char *p = out;
+	if (!hex || strlen(hex) != 2 * n)
+		return HTC_EPARSE;
+	for (size_t i = 0; i < n; i++) {
+		int hi = str_hex_digit((unsigned char)hex[2 * i]);
+		int lo = str_hex_digit((unsigned char)hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return HTC_EPARSE;
+		p[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}

@@ -6,6 +6,7 @@
 #define HTC_STRINGTOOLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* True if S begins (ends) with PREFIX (SUFFIX). An empty affix always matches. */
@@ -52,5 +53,17 @@ int str_to_int64(const char *s, int64_t *out);
  * to represent is accepted as the nearest representable (possibly 0). *OUT
  * is untouched on error. */
 int str_to_double(const char *s, double *out);
+
+/* The value 0..15 of the hex digit C (either case), or -1 if C is not one. */
+int str_hex_digit(int c);
+
+/* Writes the N bytes at IN as 2N lowercase hex digits and a NUL into OUT, which must hold
+ * 2N + 1 bytes. */
+void str_hex_encode(const void *in, size_t n, char *out);
+
+/* Decodes HEX, which must be exactly 2N hex digits (either case), into the N bytes at OUT.
+ * Returns 0, or HTC_EPARSE for another length or a non-hex character (OUT may then be
+ * partly written). */
+int str_hex_decode(const char *hex, void *out, size_t n);
 
 #endif

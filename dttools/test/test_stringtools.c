@@ -226,6 +226,30 @@ static void test_to_double(void **state)
 	assert_true(d == 7);
 }
 
+static void test_hex(void **state)
+{
+	(void)state;
+	assert_int_equal(str_hex_digit('0'), 0);
+	assert_int_equal(str_hex_digit('9'), 9);
+	assert_int_equal(str_hex_digit('a'), 10);
+	assert_int_equal(str_hex_digit('F'), 15);
+	assert_int_equal(str_hex_digit('g'), -1);
+	assert_int_equal(str_hex_digit(-1), -1);
+	const unsigned char bytes[] = {0x00, 0x7f, 0xa5, 0xff};
+	char hex[9];
+	str_hex_encode(bytes, sizeof bytes, hex);
+	assert_string_equal(hex, "007fa5ff");
+	str_hex_encode(bytes, 0, hex);
+	assert_string_equal(hex, "");
+	unsigned char back[4];
+	assert_int_equal(str_hex_decode("007FA5ff", back, 4), 0);
+	assert_memory_equal(back, bytes, 4);
+	assert_int_equal(str_hex_decode("007fa5f", back, 4), HTC_EPARSE);
+	assert_int_equal(str_hex_decode("007fa5fff0", back, 4), HTC_EPARSE);
+	assert_int_equal(str_hex_decode("007fa5fg", back, 4), HTC_EPARSE);
+	assert_int_equal(str_hex_decode(NULL, back, 4), HTC_EPARSE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +257,7 @@ int main(void)
 	    cmocka_unit_test(test_split_ws),      cmocka_unit_test(test_replace_all),
 	    cmocka_unit_test(test_escape_shell),  cmocka_unit_test(test_join),
 	    cmocka_unit_test(test_to_int64),      cmocka_unit_test(test_to_double),
+	    cmocka_unit_test(test_hex),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include "debug.h"
 #include "htc_error.h"
 #include "xalloc.h"
+#include "stringtools.h"
 #include "banned.h"
 
 #define HEADER_MAGIC "#htc-makeflow-log"
@@ -60,24 +61,13 @@ int txlog_encode_name(const char *name, char *out, size_t outlen)
 	return (int)n;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Decodes in place; returns 0 or -1 on a bad escape. */
 static int decode_name(char *s)
 {
 	char *w = s;
 	for (char *r = s; *r; r++) {
 		if (*r == '%') {
-			int a = hexval(r[1]), b = a < 0 ? -1 : hexval(r[2]);
+			int a = str_hex_digit(r[1]), b = a < 0 ? -1 : str_hex_digit(r[2]);
 			if (a < 0 || b < 0)
 				return -1;
 			*w++ = (char)(a * 16 + b);

@@ -293,17 +293,6 @@ const char *catalog_http_request_body(const struct catalog_http_request *r, size
 	return buffer_tostring(&r->body);
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int catalog_http_url_decode(const char *s, size_t len, char **out)
 {
 	char *d = xmalloc(len + 1);
@@ -313,8 +302,8 @@ int catalog_http_url_decode(const char *s, size_t len, char **out)
 		if (c == '+') {
 			d[j++] = ' ';
 		} else if (c == '%') {
-			int hi = i + 2 < len ? hexval((unsigned char)s[i + 1]) : -1;
-			int lo = i + 2 < len ? hexval((unsigned char)s[i + 2]) : -1;
+			int hi = i + 2 < len ? str_hex_digit((unsigned char)s[i + 1]) : -1;
+			int lo = i + 2 < len ? str_hex_digit((unsigned char)s[i + 2]) : -1;
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
 				free(d);
 				*out = NULL;

@@ -19,6 +19,7 @@
 
 #include "debug.h"
 #include "htc_error.h"
+#include "stringtools.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -122,48 +123,12 @@ out:
 	return k;
 }
 
-static const char hexdigits[] = "0123456789abcdef";
-
-static void to_hex(const unsigned char *in, size_t n, char *out)
-{
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = hexdigits[in[i] >> 4];
-		out[2 * i + 1] = hexdigits[in[i] & 15];
-	}
-	out[2 * n] = 0;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Decodes exactly 2*N hex digits of HEX into OUT. */
-static int from_hex(const char *hex, unsigned char *out, size_t n)
-{
-	if (!hex || strlen(hex) != 2 * n)
-		return HTC_EPARSE;
-	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return HTC_EPARSE;
-		out[i] = (unsigned char)(hi << 4 | lo);
-	}
-	return 0;
-}
-
 int wq_auth_nonce(unsigned char *nonce, char hex[WQ_AUTH_NONCE_HEX])
 {
 	unsigned char n[WQ_AUTH_NONCE_BYTES];
 	if (RAND_bytes(n, sizeof n) != 1)
 		return -EIO;
-	to_hex(n, sizeof n, hex);
+	str_hex_encode(n, sizeof n, hex);
 	if (nonce)
 		memcpy(nonce, n, sizeof n);
 	return 0;
@@ -174,8 +139,8 @@ int wq_auth_transcript_init(struct wq_auth_transcript *t, const char *nm_hex, co
                             size_t master_len, const unsigned char *binding)
 {
 	memset(t, 0, sizeof *t);
-	if (from_hex(nm_hex, t->nm, sizeof t->nm) != 0 ||
-	    from_hex(nw_hex, t->nw, sizeof t->nw) != 0)
+	if (str_hex_decode(nm_hex, t->nm, sizeof t->nm) != 0 ||
+	    str_hex_decode(nw_hex, t->nw, sizeof t->nw) != 0)
 		return HTC_EPARSE;
 	if (!SHA256(worker_hello, worker_len, t->hw) || !SHA256(master_hello, master_len, t->hm))
 		return -EIO;
@@ -232,7 +197,7 @@ int wq_auth_proof(const struct wq_auth_key *k, const struct wq_auth_transcript *
 	unsigned char mac[32];
 	int rc = compute(k, t, label, mac);
 	if (rc == 0)
-		to_hex(mac, sizeof mac, out);
+		str_hex_encode(mac, sizeof mac, out);
 	else
 		out[0] = 0;
 	OPENSSL_cleanse(mac, sizeof mac);
@@ -243,7 +208,7 @@ int wq_auth_verify(const struct wq_auth_key *k, const struct wq_auth_transcript 
                    const char *label, const char *peer_hex)
 {
 	unsigned char mac[32], peer[32];
-	if (from_hex(peer_hex, peer, sizeof peer) != 0)
+	if (str_hex_decode(peer_hex, peer, sizeof peer) != 0)
 		return HTC_EAUTH;
 	int rc = compute(k, t, label, mac);
 	if (rc == 0 && CRYPTO_memcmp(mac, peer, sizeof mac) != 0)
