@@ -20,6 +20,7 @@
 
 #include "atomic_file.h"
 #include "buffer.h"
+#include "cli.h"
 #include "config.h"
 #include "debug.h"
 #include "htc_error.h"
@@ -759,22 +760,16 @@ int main(int argc, char **argv)
 		case OPT_CATEGORY: o.category = optarg; break;
 		case OPT_TASK_ID: o.task_id = optarg; break;
 		case OPT_SH: o.sh = optarg; break;
-		case 'd':
-			if (debug_flags_set(optarg) < 0)
-				die("-d %s: unknown subsystem (valid: %s)", optarg,
-				    debug_flags_help());
+		default: {
+			char err[256];
+			int r =
+			    cli_common_option(c, argv, "resource_monitor", usage, err, sizeof err);
+			if (r == CLI_EXIT)
+				return 0;
+			if (r == CLI_FAIL)
+				die("%s", err);
 			break;
-		case 'o':
-			if (debug_config_file(optarg) < 0)
-				die("-o %s: %s", optarg, strerror(errno));
-			break;
-		case 'v': printf("resource_monitor %s\n", HTC_VERSION); return 0;
-		case 'h': usage(stdout, argv[0]); return 0;
-		case ':': die("option %s needs a value (see --help)", argv[optind - 1]);
-		default:
-			if (optopt && optopt < 256)
-				die("unknown option -%c (see --help)", optopt);
-			die("unknown option %s (see --help)", argv[optind - 1]);
+		}
 		}
 	}
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "config.h"
 #include "catalog_client.h"
 #include "catalog_filter.h"
@@ -147,22 +148,15 @@ int main(int argc, char **argv)
 			if (str_to_double(optarg, &timeout) < 0 || timeout <= 0 || timeout > 3600)
 				die("-t %s: expected a number of seconds in (0, 3600]", optarg);
 			break;
-		case 'd':
-			if (debug_flags_set(optarg) < 0)
-				die("-d %s: unknown subsystem (valid: %s)", optarg,
-				    debug_flags_help());
+		default: {
+			char err[256];
+			int r = cli_common_option(c, argv, "catalog_query", usage, err, sizeof err);
+			if (r == CLI_EXIT)
+				return 0;
+			if (r == CLI_FAIL)
+				die("%s", err);
 			break;
-		case 'o':
-			if (debug_config_file(optarg) < 0)
-				die("-o %s: %s", optarg, strerror(errno));
-			break;
-		case 'v': printf("catalog_query %s\n", HTC_VERSION); return 0;
-		case 'h': usage(stdout, argv[0]); return 0;
-		case ':': die("option %s needs a value (see --help)", argv[optind - 1]);
-		default:
-			if (optopt && optopt < 256)
-				die("unknown option -%c (see --help)", optopt);
-			die("unknown option %s (see --help)", argv[optind - 1]);
+		}
 		}
 	}
 	if (optind < argc)

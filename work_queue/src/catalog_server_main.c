@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "cli.h"
 #include "config.h"
 #include "atomic_file.h"
 #include "buffer.h"
@@ -628,22 +629,16 @@ int main(int argc, char **argv)
 		case OPT_IDLE_TIMEOUT:
 			s.idle_ms = int_arg("--idle-timeout", optarg, 1, 3600) * 1000;
 			break;
-		case 'd':
-			if (debug_flags_set(optarg) < 0)
-				die("-d %s: unknown subsystem (valid: %s)", optarg,
-				    debug_flags_help());
+		default: {
+			char err[256];
+			int r =
+			    cli_common_option(c, argv, "catalog_server", usage, err, sizeof err);
+			if (r == CLI_EXIT)
+				return 0;
+			if (r == CLI_FAIL)
+				die("%s", err);
 			break;
-		case 'o':
-			if (debug_config_file(optarg) < 0)
-				die("-o %s: %s", optarg, strerror(errno));
-			break;
-		case 'v': printf("catalog_server %s\n", HTC_VERSION); return 0;
-		case 'h': usage(stdout, argv[0]); return 0;
-		case ':': die("option %s needs a value (see --help)", argv[optind - 1]);
-		default:
-			if (optopt && optopt < 256)
-				die("unknown option -%c (see --help)", optopt);
-			die("unknown option %s (see --help)", argv[optind - 1]);
+		}
 		}
 	}
 	if (optind < argc)
