@@ -479,6 +479,15 @@ int wq_conn_close(struct wq_conn *c, json_t *last)
 	return 0;
 }
 
+void wq_conn_filter_fail(struct wq_conn *c, const char *text)
+{
+	if (c->state != ST_OPEN)
+		return;
+	wq_conn_warn_limited(c->label, text);
+	set_why(c, WQ_CONN_END_ERROR, text);
+	begin_closing(c);
+}
+
 void wq_conn_close_now(struct wq_conn *c)
 {
 	conn_end(c, WQ_CONN_END_LOCAL, "closed by this side");

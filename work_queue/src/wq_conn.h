@@ -170,5 +170,11 @@ void wq_conn_set_filter(struct wq_conn *c, const struct wq_conn_filter *f, void 
 void wq_conn_input(struct wq_conn *c, const uint8_t *bytes, size_t len);
 /* Wire bytes from a filter, copied and queued on the socket. Returns 0 or a negative code. */
 int wq_conn_write_raw(struct wq_conn *c, const uint8_t *bytes, size_t len);
+/* Ends the connection because the filter failed (e.g. a TLS handshake error), with the filter's
+ * own TEXT rather than "filter: ...": logs "LABEL: TEXT" (through the same rate limit as violation
+ * lines), stops reading and delivering, lets the bytes already queued with wq_conn_write_raw()
+ * (e.g. a TLS alert) be written, half-closes, and closes when the peer closes or after the linger.
+ * The closed callback gets WQ_CONN_END_ERROR and TEXT. Ignored once the connection is closing. */
+void wq_conn_filter_fail(struct wq_conn *c, const char *text);
 
 #endif

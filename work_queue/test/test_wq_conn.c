@@ -817,6 +817,50 @@ static void test_filter(void **state)
 	assert_int_equal(freed_fctx, 1);
 }
 
+/* A filter that fails on its first input with its own text, after queuing a last raw message
+ * (as a TLS engine sends its alert): the peer gets those bytes, then EOF. */
+static int failing_in(struct wq_conn *c, const uint8_t *bytes, size_t len, void *fctx)
+{
+	(void)bytes;
+	(void)len;
+	(void)fctx;
+	assert_int_equal(wq_conn_write_raw(c, (const uint8_t *)"ALERT", 5), 0);
+	wq_conn_filter_fail(c, "TLS handshake failed: test reason");
+	wq_conn_filter_fail(c, "ignored second failure");
+	return 0;
+}
+
+static void test_filter_fail(void **state)
+{
+	(void)state;
+	struct env e;
+	env_init(&e);
+	uv_tcp_t *a, *b;
+	env_pair(&e, &a, &b);
+	struct side sa = {0};
+	side_open(&sa, a, "test: failing");
+	wq_conn_set_linger(sa.c, 300); /* the raw peer does not close: the linger ends it */
+	static const struct wq_conn_filter ff = {failing_in, xor_out, NULL};
+	wq_conn_set_filter(sa.c, &ff, NULL);
+	struct raw r;
+	raw_start(&r, b, 1);
+	raw_write(&r, "\x16\x03\x01", 3);
+	assert_true(run_until(&e, raw_eof, &r, 2000));
+	assert_int_equal(r.len, 5);
+	assert_memory_equal(r.buf, "ALERT", 5);
+	assert_true(run_until(&e, is_closed, &sa, 2000));
+	assert_int_equal(sa.why, WQ_CONN_END_ERROR);
+	assert_string_equal(sa.text, "TLS handshake failed: test reason");
+	assert_int_equal(sa.nmsg, 0);
+	/* a failed connection refuses new frames */
+	json_t *m = json_pack("{s:s}", "m", "late");
+	assert_int_equal(wq_conn_send_msg(sa.c, m), -ENOTCONN);
+	json_decref(m);
+	raw_close(&r);
+	side_free(&sa);
+	env_done(&e);
+}
+
 /* ---- the log rate limit ---- */
 
 static void test_log_rate(void **state)
@@ -856,7 +900,7 @@ int main(void)
 	    cmocka_unit_test(test_raw_violations),    cmocka_unit_test(test_keepalive_pair),
 	    cmocka_unit_test(test_slowloris),         cmocka_unit_test(test_not_reading),
 	    cmocka_unit_test(test_close_in_callback), cmocka_unit_test(test_filter),
-	    cmocka_unit_test(test_log_rate),
+	    cmocka_unit_test(test_filter_fail),       cmocka_unit_test(test_log_rate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
