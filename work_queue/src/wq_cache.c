@@ -561,7 +561,7 @@ int wq_cache_end(struct wq_cache *c, struct wq_cache_partial *p, bool committed)
 		c->bytes += o->size;
 		if (o->dropped) {
 			r = remove_object(c, o);
-		} else if (o->keep == WQ_KEEP_WORKER) {
+		} else if (o->keep == WQ_CACHE_KEEP_WORKER) {
 			int fd = openat(c->keep_fd, o->name, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 			if (fd >= 0)
 				close(fd);
@@ -668,8 +668,8 @@ int wq_cache_scan(struct wq_cache *c, bool verify)
 		}
 		struct stat st;
 		enum wq_cache_keep keep = fstatat(c->keep_fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0
-		                              ? WQ_KEEP_WORKER
-		                              : WQ_KEEP_RUN;
+		                              ? WQ_CACHE_KEEP_WORKER
+		                              : WQ_CACHE_KEEP_RUN;
 		add_obj(c, n, OBJ_COMPLETE, (uint64_t)size, keep);
 	}
 	closedir(d);
@@ -710,7 +710,7 @@ int wq_cache_set_master(struct wq_cache *c, const char *master_id)
 	struct obj *o, *tmp;
 	HASH_ITER(hh, c->index, o, tmp)
 	{
-		if (o->keep != WQ_KEEP_RUN || o->state != OBJ_COMPLETE)
+		if (o->keep != WQ_CACHE_KEEP_RUN || o->state != OBJ_COMPLETE)
 			continue;
 		if (o->is_dir && o->refs > 0) {
 			o->dropped = true;

@@ -17,8 +17,8 @@
 #define WQ_DISK_RESERVE_MIN (100ULL << 20) /* bytes: the reserve is max(100 MB, 1 %); MB = 2^20 */
 
 enum wq_cache_keep {
-	WQ_KEEP_RUN = 0, /* deleted when the worker serves another master_id */
-	WQ_KEEP_WORKER,  /* kept until the worker exits */
+	WQ_CACHE_KEEP_RUN = 0, /* deleted when the worker serves another master_id */
+	WQ_CACHE_KEEP_WORKER,  /* kept until the worker exits */
 };
 
 /* True if NAME matches ^[FDU]-[0-9a-f]{64}$. */

@@ -302,7 +302,8 @@ static int walk_file(struct walk *w, int dfd, const char *name)
 {
 	if (w->flags & WQ_LISTING_NO_HASH) {
 		struct stat st;
-		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		int sflags = (w->flags & WQ_LISTING_FOLLOW_LINKS) ? 0 : AT_SYMLINK_NOFOLLOW;
+		if (fstatat(dfd, name, &st, sflags) < 0)
 			return fail(w, -errno, NULL);
 		if (S_ISLNK(st.st_mode))
 			return fail(w, -ELOOP, "is a symbolic link");

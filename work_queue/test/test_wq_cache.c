@@ -99,7 +99,7 @@ static void test_commit(void **state)
 {
 	struct fixture *f = *state;
 	char *n = fname("hello world\n", 'F');
-	assert_int_equal(receive(f->c, n, "hello world\n", NULL, WQ_KEEP_RUN, 1), 0);
+	assert_int_equal(receive(f->c, n, "hello world\n", NULL, WQ_CACHE_KEEP_RUN, 1), 0);
 	uint64_t size = 0;
 	assert_true(wq_cache_has(f->c, n, &size));
 	assert_int_equal(size, 12);
@@ -113,19 +113,20 @@ static void test_commit(void **state)
 	assert_int_equal(count_entries(pp), 0);
 	/* present: "have" */
 	struct wq_cache_partial *p;
-	assert_int_equal(wq_cache_begin(f->c, n, WQ_KEEP_RUN, 2, 12, &p), HTC_EDUP);
+	assert_int_equal(wq_cache_begin(f->c, n, WQ_CACHE_KEEP_RUN, 2, 12, &p), HTC_EDUP);
 	/* bad names */
-	assert_int_equal(wq_cache_begin(f->c, "F-../../etc", WQ_KEEP_RUN, 3, 1, &p), HTC_EPARSE);
-	assert_int_equal(wq_cache_begin(f->c, "X-0", WQ_KEEP_RUN, 3, 1, &p), HTC_EPARSE);
+	assert_int_equal(wq_cache_begin(f->c, "F-../../etc", WQ_CACHE_KEEP_RUN, 3, 1, &p),
+	                 HTC_EPARSE);
+	assert_int_equal(wq_cache_begin(f->c, "X-0", WQ_CACHE_KEEP_RUN, 3, 1, &p), HTC_EPARSE);
 	assert_false(wq_cache_name_valid(
 	    "F-E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855"));
 	assert_true(wq_cache_name_valid(
 	    "U-e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
 	/* being received: "have" for a second begin */
 	char *n2 = fname("second", 'F');
-	assert_int_equal(wq_cache_begin(f->c, n2, WQ_KEEP_RUN, 4, 6, &p), 0);
+	assert_int_equal(wq_cache_begin(f->c, n2, WQ_CACHE_KEEP_RUN, 4, 6, &p), 0);
 	struct wq_cache_partial *p2;
-	assert_int_equal(wq_cache_begin(f->c, n2, WQ_KEEP_RUN, 5, 6, &p2), HTC_EDUP);
+	assert_int_equal(wq_cache_begin(f->c, n2, WQ_CACHE_KEEP_RUN, 5, 6, &p2), HTC_EDUP);
 	assert_false(wq_cache_has(f->c, n2, NULL));
 	assert_int_equal(count_entries(pp), 1);
 	wq_cache_end(f->c, p, false); /* xfer_abort */
@@ -142,25 +143,25 @@ static void test_corrupt(void **state)
 	char *n = fname("data", 'F');
 	char *other = fname("other", 'F');
 	/* the announced sha256 differs from the content */
-	assert_int_equal(receive(f->c, n, "data", other + 2, WQ_KEEP_RUN, 1), HTC_ECORRUPT);
+	assert_int_equal(receive(f->c, n, "data", other + 2, WQ_CACHE_KEEP_RUN, 1), HTC_ECORRUPT);
 	assert_false(wq_cache_has(f->c, n, NULL));
 	/* the content matches the announced sha256, but not the F- name */
-	assert_int_equal(receive(f->c, other, "data", NULL, WQ_KEEP_RUN, 2), HTC_ECORRUPT);
+	assert_int_equal(receive(f->c, other, "data", NULL, WQ_CACHE_KEEP_RUN, 2), HTC_ECORRUPT);
 	assert_false(wq_cache_has(f->c, other, NULL));
 	struct stat st;
 	assert_int_equal(fstatat(wq_cache_fd(f->c), other, &st, 0), -1);
 	/* a U- object is checked against the announced sha256 only */
 	char *u = fname("http://x/", 'U');
-	assert_int_equal(receive(f->c, u, "data", NULL, WQ_KEEP_RUN, 3), 0);
+	assert_int_equal(receive(f->c, u, "data", NULL, WQ_CACHE_KEEP_RUN, 3), 0);
 	/* short and long */
 	struct wq_cache_partial *p;
-	assert_int_equal(wq_cache_begin(f->c, n, WQ_KEEP_RUN, 4, 10, &p), 0);
+	assert_int_equal(wq_cache_begin(f->c, n, WQ_CACHE_KEEP_RUN, 4, 10, &p), 0);
 	assert_int_equal(wq_cache_partial_write(p, "data", 4), 0);
 	char h[SHA256_HEX_SIZE];
 	sha256_buffer("data", 4, h);
 	assert_int_equal(wq_cache_partial_finish(p, h), HTC_ECORRUPT);
 	wq_cache_end(f->c, p, false);
-	assert_int_equal(wq_cache_begin(f->c, n, WQ_KEEP_RUN, 5, 2, &p), 0);
+	assert_int_equal(wq_cache_begin(f->c, n, WQ_CACHE_KEEP_RUN, 5, 2, &p), 0);
 	assert_int_equal(wq_cache_partial_write(p, "data", 4), HTC_ETOOBIG);
 	wq_cache_end(f->c, p, false);
 	char *pp = path_join(wq_cache_path(f->c), ".partial");
@@ -183,7 +184,7 @@ static char *receive_dir(struct wq_cache *c, uint64_t xfer, int *result, bool li
 	char *n = fname(text, 'D');
 	free(text);
 	struct wq_cache_partial *p;
-	assert_int_equal(wq_cache_begin(c, n, WQ_KEEP_WORKER, xfer, 16, &p), 0);
+	assert_int_equal(wq_cache_begin(c, n, WQ_CACHE_KEEP_WORKER, xfer, 16, &p), 0);
 	int dfd = wq_cache_partial_dirfd(p);
 	assert_true(dfd >= 0);
 	struct wq_listing *l = wq_listing_create();
@@ -254,7 +255,7 @@ static void test_dir_object(void **state)
 	assert_int_equal(fstatat(cfd, n, &st, 0), 0);
 	/* sent again meanwhile: the same content is still there */
 	struct wq_cache_partial *pp;
-	assert_int_equal(wq_cache_begin(f->c, n, WQ_KEEP_RUN, 3, 16, &pp), HTC_EDUP);
+	assert_int_equal(wq_cache_begin(f->c, n, WQ_CACHE_KEEP_RUN, 3, 16, &pp), HTC_EDUP);
 	assert_true(wq_cache_has(f->c, n, NULL));
 	assert_int_equal(wq_cache_drop(f->c, n), 0);
 	wq_cache_unref(f->c, n);
@@ -272,7 +273,7 @@ static void test_drop_linked(void **state)
 {
 	struct fixture *f = *state;
 	char *n = fname("payload\n", 'F');
-	assert_int_equal(receive(f->c, n, "payload\n", NULL, WQ_KEEP_RUN, 1), 0);
+	assert_int_equal(receive(f->c, n, "payload\n", NULL, WQ_CACHE_KEEP_RUN, 1), 0);
 	int wfd = open(f->dir, O_RDONLY | O_DIRECTORY);
 	struct wq_sandbox *sb = wq_sandbox_create(wfd, f->dir, 1, 0, WQ_RESOLVE_AUTO);
 	assert_non_null(sb);
@@ -293,7 +294,7 @@ static void test_drop_linked(void **state)
 	wq_sandbox_delete(sb);
 	close(wfd);
 	/* a fresh transfer of the same name is a fresh object */
-	assert_int_equal(receive(f->c, n, "payload\n", NULL, WQ_KEEP_RUN, 2), 0);
+	assert_int_equal(receive(f->c, n, "payload\n", NULL, WQ_CACHE_KEEP_RUN, 2), 0);
 	assert_true(wq_cache_has(f->c, n, NULL));
 	free(n);
 }
@@ -369,7 +370,7 @@ static void test_scan(void **state)
 	struct fixture *f = *state;
 	const char *cp = wq_cache_path(f->c);
 	char *good = fname("good", 'F');
-	assert_int_equal(receive(f->c, good, "good", NULL, WQ_KEEP_WORKER, 1), 0);
+	assert_int_equal(receive(f->c, good, "good", NULL, WQ_CACHE_KEEP_WORKER, 1), 0);
 	int r;
 	char *dir = receive_dir(f->c, 2, &r, false);
 	assert_int_equal(r, 0);
@@ -437,8 +438,8 @@ static void test_master_id(void **state)
 	struct fixture *f = *state;
 	char *run = fname("run", 'F'), *wrk = fname("worker", 'F');
 	assert_int_equal(wq_cache_set_master(f->c, "master-A"), 0);
-	assert_int_equal(receive(f->c, run, "run", NULL, WQ_KEEP_RUN, 1), 0);
-	assert_int_equal(receive(f->c, wrk, "worker", NULL, WQ_KEEP_WORKER, 2), 0);
+	assert_int_equal(receive(f->c, run, "run", NULL, WQ_CACHE_KEEP_RUN, 1), 0);
+	assert_int_equal(receive(f->c, wrk, "worker", NULL, WQ_CACHE_KEEP_WORKER, 2), 0);
 	/* the same master again (a reconnection): nothing goes */
 	assert_int_equal(wq_cache_set_master(f->c, "master-A"), 0);
 	assert_true(wq_cache_has(f->c, run, NULL));
@@ -494,7 +495,7 @@ static void test_enospc(void **state)
 	size_t size = 2 * 1024 * 1024;
 	char *n = fname("never", 'F');
 	struct wq_cache_partial *p;
-	assert_int_equal(wq_cache_begin(c, n, WQ_KEEP_RUN, 1, size, &p), 0);
+	assert_int_equal(wq_cache_begin(c, n, WQ_CACHE_KEEP_RUN, 1, size, &p), 0);
 	char *chunk = xcalloc(1, 65536);
 	int r = 0;
 	size_t written = 0;
@@ -508,7 +509,7 @@ static void test_enospc(void **state)
 	assert_false(wq_cache_has(c, n, NULL));
 	/* room again: a small object fits */
 	char *small = fname("small", 'F');
-	assert_int_equal(receive(c, small, "small", NULL, WQ_KEEP_RUN, 2), 0);
+	assert_int_equal(receive(c, small, "small", NULL, WQ_CACHE_KEEP_RUN, 2), 0);
 	wq_cache_delete(c);
 	umount2(mnt, MNT_DETACH);
 	free(small);

@@ -1,0 +1,834 @@
+/* test_wq_xfer.c: unit tests of the transfer engine (wq_xfer.h) with two wq_conns over real
+ * loopback TCP in one libuv loop: files of edge sizes, 64 MiB under bounded memory, zlib, a
+ * buffer, a directory tree, a file that shrinks, a tampered transfer, every receiver violation
+ * with its text, interleaved transfers, and a full disk on a small tmpfs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <uv.h>
+#include <zlib.h>
+
+#include "debug.h"
+#include "htc_error.h"
+#include "path.h"
+#include "sha256.h"
+#include "wq_conn.h"
+#include "wq_frame.h"
+#include "wq_listing.h"
+#include "wq_sandbox.h"
+#include "wq_xfer.h"
+#include "xalloc.h"
+#include "banned.h"
+
+/* ---- a loop with one connected pair ---------------------------------------------------- */
+
+struct sent_rec {
+	uint32_t id;
+	enum wq_xfer_outcome outcome;
+	enum wq_xfer_error_code code;
+	char text[256];
+	uint64_t bytes, wire;
+	bool zlib;
+	char sha[SHA256_HEX_SIZE];
+	uint64_t entries;
+};
+
+struct recv_rec {
+	uint32_t id;
+	bool is_dir;
+	int status;
+	char text[256];
+	char sha[SHA256_HEX_SIZE];
+};
+
+struct t {
+	uv_loop_t loop;
+	uv_timer_t ticker;
+	uv_tcp_t listener;
+	uv_tcp_t *accepted;
+	uv_connect_t creq;
+	int connected;
+	struct wq_conn *sc, *rc; /* sender side, receiver side */
+	struct wq_xfer_out *out;
+	struct wq_xfer_in *in;
+	char dir[64]; /* receiver's directory */
+	char src[64]; /* sender's files */
+	int nsent, nrecv, npeer;
+	struct sent_rec sent[16];
+	struct recv_rec recv[16];
+	enum wq_xfer_error_code peer_code;
+	int r_closed, s_closed;
+	char r_text[512];
+	int s_errors; /* `error` messages seen by the sender */
+	int r_other;  /* non-transfer messages seen by the receiver */
+	size_t max_wq, max_pending;
+};
+
+static void tick(uv_timer_t *h)
+{
+	struct t *t = h->data;
+	if (t->sc && wq_conn_write_queue_size(t->sc) > t->max_wq)
+		t->max_wq = wq_conn_write_queue_size(t->sc);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct t *t = server->data;
+	assert_int_equal(status, 0);
+	t->accepted = xmalloc(sizeof *t->accepted);
+	uv_tcp_init(&t->loop, t->accepted);
+	assert_int_equal(uv_accept(server, (uv_stream_t *)t->accepted), 0);
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+	struct t *t = req->data;
+	assert_int_equal(status, 0);
+	t->connected = 1;
+}
+
+/* sender side callbacks */
+static void s_message(struct wq_conn *c, json_t *msg, const char *name, const uint8_t *raw,
+                      size_t len, void *user)
+{
+	(void)c, (void)raw, (void)len;
+	struct t *t = user;
+	if (!strcmp(name, "error"))
+		t->s_errors++;
+	if (t->out)
+		wq_xfer_out_message(t->out, msg, name);
+	else if (!strcmp(name, "xfer_error")) {
+		t->npeer++;
+		const char *code = json_string_value(json_object_get(msg, "code"));
+		t->peer_code = !strcmp(code, "corrupt")     ? WQ_XERR_CORRUPT
+		               : !strcmp(code, "disk_full") ? WQ_XERR_DISK_FULL
+		                                            : WQ_XERR_IO;
+	}
+}
+
+static void s_writable(struct wq_conn *c, void *user)
+{
+	(void)c;
+	struct t *t = user;
+	wq_xfer_out_writable(t->out);
+}
+
+static void s_closed(struct wq_conn *c, enum wq_conn_end why, const char *text, void *user)
+{
+	(void)c, (void)why, (void)text;
+	((struct t *)user)->s_closed++;
+}
+
+static void r_message(struct wq_conn *c, json_t *msg, const char *name, const uint8_t *raw,
+                      size_t len, void *user)
+{
+	(void)c, (void)raw, (void)len;
+	struct t *t = user;
+	if (!wq_xfer_in_message(t->in, msg, name))
+		t->r_other++;
+}
+
+static void r_data(struct wq_conn *c, uint32_t xfer, const uint8_t *bytes, size_t len, void *user)
+{
+	(void)c;
+	struct t *t = user;
+	wq_xfer_in_data(t->in, xfer, bytes, len);
+	if (wq_xfer_in_pending_bytes(t->in) > t->max_pending)
+		t->max_pending = wq_xfer_in_pending_bytes(t->in);
+	if (t->sc && wq_conn_write_queue_size(t->sc) > t->max_wq)
+		t->max_wq = wq_conn_write_queue_size(t->sc);
+}
+
+static void r_closed(struct wq_conn *c, enum wq_conn_end why, const char *text, void *user)
+{
+	(void)c, (void)why;
+	struct t *t = user;
+	t->r_closed++;
+	snprintf(t->r_text, sizeof t->r_text, "%s", text);
+}
+
+static const struct wq_conn_callbacks s_cb = {s_message, NULL, s_writable, s_closed};
+static const struct wq_conn_callbacks r_cb = {r_message, r_data, NULL, r_closed};
+
+static void on_sent(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *user)
+{
+	(void)o;
+	struct t *t = user;
+	assert_true(t->nsent < 16);
+	struct sent_rec *s = &t->sent[t->nsent++];
+	s->id = r->id;
+	s->outcome = r->outcome;
+	s->code = r->code;
+	snprintf(s->text, sizeof s->text, "%s", r->text);
+	s->bytes = r->bytes;
+	s->wire = r->wire_bytes;
+	s->zlib = r->zlib;
+	snprintf(s->sha, sizeof s->sha, "%s", r->sha256 ? r->sha256 : "");
+	s->entries = r->entries;
+}
+
+static void on_peer_error(struct wq_xfer_out *o, uint32_t id, enum wq_xfer_error_code code,
+                          const char *text, void *user)
+{
+	(void)o, (void)id, (void)text;
+	struct t *t = user;
+	t->npeer++;
+	t->peer_code = code;
+}
+
+static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
+                      struct wq_xfer_dest *dest, struct wq_xfer_refusal *r, void *user)
+{
+	(void)i, (void)r;
+	struct t *t = user;
+	static char tmp[128], fin[128];
+	snprintf(tmp, sizeof tmp, "%s/.tmp.%u", t->dir, in->id);
+	snprintf(fin, sizeof fin, "%s/%s.%lld", t->dir, in->is_dir ? "dir" : "out",
+	         (long long)in->target->index);
+	dest->tmp_path = tmp;
+	dest->final_path = fin;
+	dest->fsync = true;
+	return 0;
+}
+
+static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, int status,
+                     const char *text, void *user)
+{
+	(void)i;
+	struct t *t = user;
+	assert_true(t->nrecv < 16);
+	struct recv_rec *r = &t->recv[t->nrecv++];
+	r->id = in->id;
+	r->is_dir = in->is_dir;
+	r->status = status;
+	snprintf(r->text, sizeof r->text, "%s", text);
+	snprintf(r->sha, sizeof r->sha, "%s", in->sha256 ? in->sha256 : "");
+}
+
+static const struct wq_xfer_out_callbacks out_cb = {on_sent, on_peer_error};
+static const struct wq_xfer_in_callbacks in_cb = {recv_begin, recv_end};
+
+/* Sets up the loop and one pair; RAW: no sender engine (the test writes frames itself). */
+static void t_init(struct t *t, bool raw, bool zlib)
+{
+	memset(t, 0, sizeof *t);
+	assert_int_equal(uv_loop_init(&t->loop), 0);
+	uv_timer_init(&t->loop, &t->ticker);
+	t->ticker.data = t;
+	uv_timer_start(&t->ticker, tick, 2, 2);
+	uv_tcp_init(&t->loop, &t->listener);
+	t->listener.data = t;
+	struct sockaddr_in a;
+	uv_ip4_addr("127.0.0.1", 0, &a);
+	assert_int_equal(uv_tcp_bind(&t->listener, (struct sockaddr *)&a, 0), 0);
+	assert_int_equal(uv_listen((uv_stream_t *)&t->listener, 8, on_connection), 0);
+	struct sockaddr_storage ss;
+	int n = sizeof ss;
+	uv_tcp_getsockname(&t->listener, (struct sockaddr *)&ss, &n);
+	uv_tcp_t *c = xmalloc(sizeof *c);
+	uv_tcp_init(&t->loop, c);
+	t->creq.data = t;
+	assert_int_equal(uv_tcp_connect(&t->creq, c, (struct sockaddr *)&ss, on_connect), 0);
+	while (!t->connected || !t->accepted)
+		uv_run(&t->loop, UV_RUN_ONCE);
+	t->sc = wq_conn_create(c, "master test", &s_cb, t);
+	t->rc = wq_conn_create(t->accepted, "wq: test", &r_cb, t);
+	assert_non_null(t->sc);
+	assert_non_null(t->rc);
+	wq_conn_set_msg_limit(t->sc, WQ_MAX_MSG);
+	wq_conn_set_msg_limit(t->rc, WQ_MAX_MSG);
+	snprintf(t->dir, sizeof t->dir, "/tmp/wqx-r-XXXXXX");
+	snprintf(t->src, sizeof t->src, "/tmp/wqx-s-XXXXXX");
+	assert_non_null(mkdtemp(t->dir));
+	assert_non_null(mkdtemp(t->src));
+	if (!raw)
+		t->out = wq_xfer_out_create(&t->loop, t->sc, zlib, &out_cb, t);
+	/* the receiver is a worker: it accepts master-to-worker transfers */
+	t->in = wq_xfer_in_create(&t->loop, t->rc, false, zlib ? WQ_CAP_ZLIB : 0, &in_cb, t);
+}
+
+static int run_until(struct t *t, int (*done)(struct t *), uint64_t ms)
+{
+	uv_update_time(&t->loop);
+	uint64_t deadline = uv_now(&t->loop) + ms;
+	while (!done(t) && uv_now(&t->loop) < deadline)
+		uv_run(&t->loop, UV_RUN_ONCE);
+	return done(t);
+}
+
+static void t_done(struct t *t)
+{
+	wq_xfer_out_delete(t->out);
+	wq_xfer_in_delete(t->in);
+	wq_conn_delete(t->sc);
+	wq_conn_delete(t->rc);
+	uv_close((uv_handle_t *)&t->ticker, NULL);
+	uv_close((uv_handle_t *)&t->listener, NULL);
+	uv_run(&t->loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&t->loop), 0);
+	wq_remove_tree(t->dir);
+	wq_remove_tree(t->src);
+}
+
+static char *t_path(const char *dir, const char *name)
+{
+	return path_join(dir, name);
+}
+
+/* Writes N bytes of a pattern (text when TEXT, else pseudo-random) to DIR/NAME. */
+static char *make_file(const char *dir, const char *name, size_t n, bool text, mode_t mode)
+{
+	char *p = t_path(dir, name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	assert_true(fd >= 0);
+	fchmod(fd, mode);
+	uint8_t *buf = xmalloc(1 << 20);
+	uint64_t x = 88172645463325252ULL ^ n;
+	size_t done = 0;
+	while (done < n) {
+		size_t k = n - done < (1u << 20) ? n - done : (1u << 20);
+		for (size_t j = 0; j < k; j++) {
+			if (text) {
+				buf[j] = (uint8_t)("the quick brown fox jumps over the lazy dog\n"
+				                       [(done + j) % 44]);
+			} else {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				buf[j] = (uint8_t)x;
+			}
+		}
+		assert_int_equal(write(fd, buf, k), (ssize_t)k);
+		done += k;
+	}
+	free(buf);
+	close(fd);
+	return p;
+}
+
+static int all_done(struct t *t, int nsent, int nrecv)
+{
+	return t->nsent >= nsent && t->nrecv >= nrecv;
+}
+
+static int want_sent, want_recv;
+static int done_counts(struct t *t)
+{
+	return all_done(t, want_sent, want_recv) || t->r_closed || t->s_closed;
+}
+
+static int r_is_closed(struct t *t)
+{
+	return t->r_closed > 0;
+}
+
+static struct recv_rec *recv_of(struct t *t, uint32_t id)
+{
+	for (int i = 0; i < t->nrecv; i++)
+		if (t->recv[i].id == id)
+			return &t->recv[i];
+	return NULL;
+}
+
+static struct sent_rec *sent_of(struct t *t, uint32_t id)
+{
+	for (int i = 0; i < t->nsent; i++)
+		if (t->sent[i].id == id)
+			return &t->sent[i];
+	return NULL;
+}
+
+/* Checks that transfer ID of source SRC arrived as out.INDEX with the same content. */
+static void check_same(struct t *t, uint32_t id, const char *src, int index)
+{
+	char want[SHA256_HEX_SIZE], got[SHA256_HEX_SIZE];
+	assert_int_equal(sha256_file(src, want), 0);
+	char name[32];
+	snprintf(name, sizeof name, "out.%d", index);
+	char *dst = t_path(t->dir, name);
+	assert_int_equal(sha256_file(dst, got), 0);
+	assert_string_equal(want, got);
+	struct sent_rec *s = sent_of(t, id);
+	struct recv_rec *r = recv_of(t, id);
+	assert_non_null(s);
+	assert_non_null(r);
+	assert_int_equal(s->outcome, WQ_XFER_SENT);
+	assert_int_equal(r->status, 0);
+	assert_string_equal(s->sha, want);
+	assert_string_equal(r->sha, want);
+	free(dst);
+}
+
+/* ---- tests -------------------------------------------------------------------------------- */
+
+static void test_sizes(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, false, true);
+	size_t sizes[] = {0, 1, 262144, 262145, 3 * 262144 + 17};
+	char *paths[5];
+	uint32_t ids[5];
+	for (int k = 0; k < 5; k++) {
+		char name[32];
+		snprintf(name, sizeof name, "f%d", k);
+		paths[k] = make_file(t.src, name, sizes[k], false, 0644);
+		json_t *target = wq_xfer_target_input(1, k);
+		assert_int_equal(
+		    wq_xfer_send_file(t.out, paths[k], -1, -1, target, WQ_XFER_ZLIB, NULL, &ids[k]),
+		    0);
+		json_decref(target);
+	}
+	want_sent = want_recv = 5;
+	assert_true(run_until(&t, done_counts, 10000));
+	for (int k = 0; k < 5; k++) {
+		check_same(&t, ids[k], paths[k], k);
+		assert_int_equal(sent_of(&t, ids[k])->bytes, sizes[k]);
+		assert_false(sent_of(&t, ids[k])->zlib); /* random data does not shrink */
+		free(paths[k]);
+	}
+	assert_int_equal(t.r_closed, 0);
+	assert_int_equal(wq_xfer_out_pending(t.out), 0);
+	assert_int_equal(wq_xfer_in_open(t.in), 0);
+	t_done(&t);
+}
+
+static void resume_rc(uv_timer_t *h)
+{
+	struct t *t = h->data;
+	wq_conn_resume_reading(t->rc);
+}
+
+static void test_big(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, false, false);
+	/* the receiver does not read for 300 ms: the sender's queue fills up to its high mark */
+	uv_timer_t pause;
+	uv_timer_init(&t.loop, &pause);
+	pause.data = &t;
+	wq_conn_pause_reading(t.rc);
+	uv_timer_start(&pause, resume_rc, 300, 0);
+	size_t n = 64u << 20;
+	char *p = make_file(t.src, "big", n, false, 0644);
+	json_t *target = wq_xfer_target_input(1, 0);
+	uint32_t id;
+	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &id), 0);
+	json_decref(target);
+	want_sent = want_recv = 1;
+	assert_true(run_until(&t, done_counts, 12000));
+	check_same(&t, id, p, 0);
+	assert_int_equal(t.sent[0].wire, n);
+	/* bounded memory: the write queue stays near its high mark, and received data waiting
+	 * for the disk stays under 8 MiB plus one frame */
+	print_message("64 MiB: write queue peak %zu, receiver pending peak %zu\n", t.max_wq,
+	              wq_xfer_in_pending_peak(t.in));
+	assert_true(t.max_wq >= WQ_CONN_QUEUE_HIGH); /* the pause really happened */
+	assert_true(t.max_wq <= WQ_CONN_QUEUE_HIGH + 5 * WQ_MAX_DATA);
+	assert_true(t.max_wq < WQ_CONN_QUEUE_CAP);
+	assert_true(wq_xfer_in_pending_peak(t.in) <= WQ_XFER_RECV_HIGH + WQ_MAX_DATA);
+	assert_true(wq_xfer_in_pending_peak(t.in) > 0);
+	uv_close((uv_handle_t *)&pause, NULL);
+	free(p);
+	t_done(&t);
+}
+
+static void test_zlib(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, false, true);
+	char *text = make_file(t.src, "text.txt", (1u << 20) + 5, true, 0644);
+	char *gz = make_file(t.src, "text.gz", 100000, true, 0644);
+	char *small = make_file(t.src, "small.txt", 4000, true, 0644);
+	uint32_t a, b, c;
+	json_t *t0 = wq_xfer_target_input(1, 0), *t1 = wq_xfer_target_input(1, 1),
+	       *t2 = wq_xfer_target_input(1, 2);
+	assert_int_equal(wq_xfer_send_file(t.out, text, -1, -1, t0, WQ_XFER_ZLIB, NULL, &a), 0);
+	assert_int_equal(wq_xfer_send_file(t.out, gz, -1, -1, t1, WQ_XFER_ZLIB, NULL, &b), 0);
+	assert_int_equal(wq_xfer_send_file(t.out, small, -1, -1, t2, WQ_XFER_ZLIB, NULL, &c), 0);
+	json_decref(t0), json_decref(t1), json_decref(t2);
+	want_sent = want_recv = 3;
+	assert_true(run_until(&t, done_counts, 5000));
+	check_same(&t, a, text, 0);
+	check_same(&t, b, gz, 1);
+	check_same(&t, c, small, 2);
+	assert_true(sent_of(&t, a)->zlib);
+	assert_true(sent_of(&t, a)->wire < sent_of(&t, a)->bytes / 4);
+	assert_false(sent_of(&t, b)->zlib); /* .gz is sent plain */
+	assert_false(sent_of(&t, c)->zlib); /* under 4 KiB */
+	assert_int_equal(sent_of(&t, b)->wire, 100000);
+	free(text), free(gz), free(small);
+	t_done(&t);
+}
+
+static void test_buffer_and_shrink(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, false, true);
+	const char *msg = "hello, buffer\n";
+	uint32_t a, b;
+	json_t *t0 = wq_xfer_target_input(2, 0), *t1 = wq_xfer_target_input(2, 1);
+	assert_int_equal(wq_xfer_send_buffer(t.out, msg, strlen(msg), t0, 0, NULL, &a), 0);
+	char *p = make_file(t.src, "short", 300000, false, 0644);
+	/* announced larger than it is: the file "shrank" between stat and read */
+	assert_int_equal(wq_xfer_send_file(t.out, p, -1, 600000, t1, 0, NULL, &b), 0);
+	json_decref(t0), json_decref(t1);
+	assert_true(b > a);
+	want_sent = want_recv = 2;
+	assert_true(run_until(&t, done_counts, 5000));
+	char *dst = t_path(t.dir, "out.0");
+	char buf[64] = {0};
+	int fd = open(dst, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, buf, sizeof buf), (ssize_t)strlen(msg));
+	close(fd);
+	assert_string_equal(buf, msg);
+	assert_int_equal(recv_of(&t, a)->status, 0);
+	struct sent_rec *s = sent_of(&t, b);
+	assert_int_equal(s->outcome, WQ_XFER_ABORTED);
+	assert_string_equal(s->text, WQ_XFER_ABORT_CHANGED);
+	struct recv_rec *r = recv_of(&t, b);
+	assert_int_equal(r->status, -ECANCELED);
+	assert_string_equal(r->text, WQ_XFER_ABORT_CHANGED);
+	free(dst);
+	dst = t_path(t.dir, "out.1");
+	assert_int_equal(access(dst, F_OK), -1);
+	free(dst);
+	dst = xasprintf("%s/.tmp.%u", t.dir, b);
+	assert_int_equal(access(dst, F_OK), -1); /* the partial file is gone */
+	free(dst);
+	assert_int_equal(t.r_closed, 0);
+	free(p);
+	t_done(&t);
+}
+
+static void test_directory(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, false, true);
+	char *root = t_path(t.src, "tree");
+	assert_int_equal(mkdir(root, 0755), 0);
+	char *sub = t_path(root, "sub");
+	char *empty = t_path(root, "sub/empty");
+	assert_int_equal(mkdir(sub, 0755), 0);
+	assert_int_equal(mkdir(empty, 0755), 0);
+	free(make_file(root, "run.sh", 30, true, 0755));
+	free(make_file(root, "a.txt", 10000, true, 0644));
+	free(make_file(sub, "b.bin", 300000, false, 0644));
+	free(make_file(sub, "zero", 0, false, 0644));
+	json_t *target = wq_xfer_target_input(3, 0);
+	uint32_t id;
+	assert_int_equal(wq_xfer_send_dir(t.out, root, target, WQ_XFER_ZLIB, NULL, &id), 0);
+	json_decref(target);
+	want_sent = want_recv = 1;
+	assert_true(run_until(&t, done_counts, 5000));
+	struct sent_rec *s = sent_of(&t, id);
+	struct recv_rec *r = recv_of(&t, id);
+	assert_non_null(s);
+	assert_non_null(r);
+	assert_int_equal(s->outcome, WQ_XFER_SENT);
+	assert_int_equal(r->status, 0);
+	assert_true(r->is_dir);
+	assert_int_equal(s->entries, 6);
+	/* the listing hash equals wq_listing's walk of the source and of what arrived */
+	char hex_src[SHA256_HEX_SIZE], hex_dst[SHA256_HEX_SIZE];
+	struct wq_listing *l = NULL;
+	char *why = NULL;
+	int fd = open(root, O_RDONLY | O_DIRECTORY);
+	assert_int_equal(wq_listing_walk(fd, NULL, 0, &l, &why), 0);
+	close(fd);
+	assert_int_equal(wq_listing_hash(l, hex_src), 0);
+	wq_listing_delete(l);
+	char *dst = t_path(t.dir, "dir.0");
+	fd = open(dst, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	assert_int_equal(wq_listing_walk(fd, NULL, 0, &l, &why), 0);
+	close(fd);
+	assert_int_equal(wq_listing_hash(l, hex_dst), 0);
+	wq_listing_delete(l);
+	assert_string_equal(hex_src, s->sha);
+	assert_string_equal(hex_src, r->sha);
+	assert_string_equal(hex_src, hex_dst);
+	char *exe = t_path(dst, "run.sh");
+	struct stat st;
+	assert_int_equal(stat(exe, &st), 0);
+	assert_true(st.st_mode & S_IXUSR);
+	free(exe);
+	exe = t_path(dst, "sub/empty");
+	assert_int_equal(stat(exe, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	free(exe);
+	/* a link inside is refused without WQ_XFER_FOLLOW_LINKS */
+	char *link = t_path(root, "link");
+	assert_int_equal(symlink("a.txt", link), 0);
+	target = wq_xfer_target_input(3, 1);
+	assert_int_equal(wq_xfer_send_dir(t.out, root, target, 0, NULL, &id), 0);
+	want_sent = 2;
+	assert_true(run_until(&t, done_counts, 5000));
+	assert_int_equal(sent_of(&t, id)->outcome, WQ_XFER_FAILED);
+	assert_non_null(strstr(sent_of(&t, id)->text, "is a symbolic link"));
+	/* ... and dereferenced with it */
+	assert_int_equal(wq_xfer_send_dir(t.out, root, target, WQ_XFER_FOLLOW_LINKS, NULL, &id), 0);
+	json_decref(target);
+	want_sent = 3, want_recv = 2; /* the refused walk never reached the receiver */
+	assert_true(run_until(&t, done_counts, 5000));
+	assert_int_equal(sent_of(&t, id)->outcome, WQ_XFER_SENT);
+	assert_int_equal(recv_of(&t, id)->status, 0);
+	assert_int_equal(sent_of(&t, id)->entries, 7);
+	free(link), free(dst), free(root), free(sub), free(empty);
+	t_done(&t);
+}
+
+/* ---- raw sender ------------------------------------------------------------------------------ */
+
+static void raw_msg(struct t *t, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	json_error_t err;
+	json_t *m = json_vpack_ex(&err, 0, fmt, ap);
+	va_end(ap);
+	assert_non_null(m);
+	assert_int_equal(wq_conn_send_msg(t->sc, m), 0);
+	json_decref(m);
+}
+
+static void raw_begin(struct t *t, uint32_t id, int64_t size, const char *enc)
+{
+	raw_msg(t, "{s:s, s:I, s:{s:I, s:I}, s:I, s:s}", "m", "xfer_begin", "xfer", (json_int_t)id,
+	        "target", "task", (json_int_t)1, "input", (json_int_t)id, "size", (json_int_t)size,
+	        "enc", enc);
+}
+
+static void raw_end(struct t *t, uint32_t id, const void *content, size_t len)
+{
+	char hex[SHA256_HEX_SIZE];
+	sha256_buffer(content, len, hex);
+	raw_msg(t, "{s:s, s:I, s:s}", "m", "xfer_end", "xfer", (json_int_t)id, "sha256", hex);
+}
+
+static void expect_violation(struct t *t, const char *text)
+{
+	assert_true(run_until(t, r_is_closed, 5000));
+	assert_string_equal(t->r_text, text);
+}
+
+static void test_corrupt(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, true, false);
+	raw_begin(&t, 1, 5, "none");
+	assert_int_equal(wq_conn_send_data(t.sc, 1, "hellp", 5), 0); /* tampered byte */
+	raw_end(&t, 1, "hello", 5);
+	want_sent = 0, want_recv = 1;
+	assert_true(run_until(&t, done_counts, 3000));
+	assert_int_equal(t.recv[0].status, HTC_ECORRUPT);
+	uv_run(&t.loop, UV_RUN_NOWAIT);
+	for (int k = 0; k < 50 && t.npeer == 0; k++)
+		uv_run(&t.loop, UV_RUN_ONCE);
+	assert_int_equal(t.npeer, 1);
+	assert_int_equal(t.peer_code, WQ_XERR_CORRUPT);
+	char *p = t_path(t.dir, "out.1");
+	assert_int_equal(access(p, F_OK), -1);
+	free(p);
+	/* the connection stays up: a correct transfer follows */
+	raw_begin(&t, 2, 5, "none");
+	assert_int_equal(wq_conn_send_data(t.sc, 2, "hello", 5), 0);
+	raw_end(&t, 2, "hello", 5);
+	want_recv = 2;
+	assert_true(run_until(&t, done_counts, 3000));
+	assert_int_equal(t.recv[1].status, 0);
+	assert_int_equal(t.r_closed, 0);
+	t_done(&t);
+}
+
+static void test_violations(void **state)
+{
+	(void)state;
+	struct t t;
+	uint8_t z[256];
+	uLongf zlen;
+	const char *text =
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+	t_init(&t, true, false);
+	assert_int_equal(wq_conn_send_data(t.sc, 9, "x", 1), 0);
+	expect_violation(&t, "data for transfer 9 which is not open");
+	t_done(&t);
+
+	t_init(&t, true, false);
+	raw_begin(&t, 3, 5, "none");
+	assert_int_equal(wq_conn_send_data(t.sc, 3, "1234567", 7), 0);
+	expect_violation(&t, "transfer 3: more data than its declared 5 bytes");
+	t_done(&t);
+
+	t_init(&t, true, false);
+	raw_begin(&t, 3, 5, "none");
+	assert_int_equal(wq_conn_send_data(t.sc, 3, "12", 2), 0);
+	raw_end(&t, 3, "12", 2);
+	expect_violation(&t, "transfer 3: ended after 2 of its declared 5 bytes");
+	t_done(&t);
+
+	/* a zlib stream that inflates past its size */
+	t_init(&t, true, true);
+	zlen = sizeof z;
+	assert_int_equal(compress2(z, &zlen, (const Bytef *)text, strlen(text), 1), Z_OK);
+	raw_begin(&t, 3, 10, "zlib");
+	assert_int_equal(wq_conn_send_data(t.sc, 3, z, zlen), 0);
+	expect_violation(&t, "transfer 3: compressed data does not match its declared size");
+	t_done(&t);
+
+	/* a zlib stream that stops short of its end at xfer_end */
+	t_init(&t, true, true);
+	zlen = sizeof z;
+	assert_int_equal(compress2(z, &zlen, (const Bytef *)text, strlen(text), 1), Z_OK);
+	raw_begin(&t, 3, (int64_t)strlen(text), "zlib");
+	assert_int_equal(wq_conn_send_data(t.sc, 3, z, zlen - 3), 0);
+	raw_end(&t, 3, text, strlen(text));
+	expect_violation(&t, "transfer 3: compressed data does not match its declared size");
+	t_done(&t);
+
+	t_init(&t, true, false);
+	raw_begin(&t, 4, 1, "none");
+	raw_begin(&t, 4, 1, "none");
+	expect_violation(&t, "transfer 4: id not above the last one (4)");
+	t_done(&t);
+
+	t_init(&t, true, false);
+	for (uint32_t id = 1; id <= 5; id++)
+		raw_begin(&t, id, 1, "none");
+	expect_violation(&t, "more than 4 open transfers");
+	t_done(&t);
+
+	/* after a violation the sender got a fatal `error` */
+	t_init(&t, true, false);
+	raw_msg(&t, "{s:s, s:I, s:s}", "m", "xfer_end", "xfer", (json_int_t)7, "sha256",
+	        "0000000000000000000000000000000000000000000000000000000000000000");
+	expect_violation(&t, "message \"xfer_end\" for transfer 7 which is not open");
+	for (int k = 0; k < 100 && t.s_errors == 0; k++)
+		uv_run(&t.loop, UV_RUN_ONCE);
+	assert_int_equal(t.s_errors, 1);
+	t_done(&t);
+}
+
+static void test_interleave(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, true, false);
+	enum { N = 4, PARTS = 5, PART = 1000 };
+	uint8_t content[N][PARTS * PART];
+	for (int k = 0; k < N; k++)
+		for (int j = 0; j < PARTS * PART; j++)
+			content[k][j] = (uint8_t)(k * 31 + j * 7);
+	for (uint32_t id = 1; id <= N; id++)
+		raw_begin(&t, id, PARTS * PART, "none");
+	for (int j = 0; j < PARTS; j++) {
+		for (uint32_t id = 1; id <= N; id++) {
+			assert_int_equal(
+			    wq_conn_send_data(t.sc, id, content[id - 1] + j * PART, PART), 0);
+			raw_msg(&t, "{s:s, s:i}", "m", "note", "n", j);
+		}
+	}
+	for (uint32_t id = N; id >= 1; id--)
+		raw_end(&t, id, content[id - 1], PARTS * PART);
+	want_sent = 0, want_recv = N;
+	assert_true(run_until(&t, done_counts, 3000));
+	assert_int_equal(t.r_other, N * PARTS);
+	for (uint32_t id = 1; id <= N; id++) {
+		assert_int_equal(recv_of(&t, id)->status, 0);
+		char hex[SHA256_HEX_SIZE], got[SHA256_HEX_SIZE];
+		sha256_buffer(content[id - 1], PARTS * PART, hex);
+		char *p = xasprintf("%s/out.%u", t.dir, id);
+		assert_int_equal(sha256_file(p, got), 0);
+		assert_string_equal(hex, got);
+		free(p);
+	}
+	assert_int_equal(t.r_closed, 0);
+	t_done(&t);
+}
+
+static void test_disk_full(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, false, false);
+	char *mnt = t_path(t.src, "small");
+	assert_int_equal(mkdir(mnt, 0755), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m") != 0) {
+		const char *ci = getenv("CI");
+		int e = errno;
+		t_done(&t);
+		free(mnt);
+		if (ci && !strcmp(ci, "true"))
+			fail_msg("cannot mount a tmpfs for the ENOSPC test: %s", strerror(e));
+		print_message("SKIP ENOSPC test: cannot mount a tmpfs: %s\n", strerror(e));
+		skip();
+	}
+	snprintf(t.dir, sizeof t.dir, "%s", mnt);
+	char *p = make_file(t.src, "two-mib", 2u << 20, false, 0644);
+	json_t *target = wq_xfer_target_input(1, 0);
+	uint32_t id;
+	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &id), 0);
+	json_decref(target);
+	want_sent = want_recv = 1;
+	assert_true(run_until(&t, done_counts, 5000));
+	for (int k = 0; k < 100 && t.npeer == 0 && sent_of(&t, id)->outcome == WQ_XFER_SENT; k++)
+		uv_run(&t.loop, UV_RUN_ONCE);
+	struct sent_rec *s = sent_of(&t, id);
+	bool refused = s->outcome == WQ_XFER_REFUSED && s->code == WQ_XERR_DISK_FULL;
+	bool late = t.npeer == 1 && t.peer_code == WQ_XERR_DISK_FULL;
+	assert_true(refused || late);
+	assert_int_equal(recv_of(&t, id)->status, -ENOSPC);
+	/* the partial file was deleted at once */
+	char *tmp = xasprintf("%s/.tmp.%u", mnt, id);
+	assert_int_equal(access(tmp, F_OK), -1);
+	free(tmp);
+	/* the connection stays up: a small file still fits */
+	free(p);
+	p = make_file(t.src, "small-file", 1000, false, 0644);
+	target = wq_xfer_target_input(1, 1);
+	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &id), 0);
+	json_decref(target);
+	want_sent = want_recv = 2;
+	assert_true(run_until(&t, done_counts, 5000));
+	assert_int_equal(recv_of(&t, id)->status, 0);
+	assert_int_equal(t.r_closed, 0);
+	free(p);
+	snprintf(t.dir, sizeof t.dir, "%s", t.src); /* removed with src */
+	umount2(mnt, MNT_DETACH);
+	t_done(&t);
+	free(mnt);
+}
+
+int main(void)
+{
+	if (getenv("WQX_DEBUG"))
+		debug_flags_set("wq");
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_sizes),      cmocka_unit_test(test_big),
+	    cmocka_unit_test(test_zlib),       cmocka_unit_test(test_buffer_and_shrink),
+	    cmocka_unit_test(test_directory),  cmocka_unit_test(test_corrupt),
+	    cmocka_unit_test(test_violations), cmocka_unit_test(test_interleave),
+	    cmocka_unit_test(test_disk_full),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
