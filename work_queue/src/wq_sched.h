@@ -1,0 +1,207 @@
+/* wq_sched.h: the scheduling core of the Work Queue master: the ready tasks (ordered by
+ * priority, then submission), the workers' resources, the resource box a task gets on a worker
+ * (explicit values, then the category, then a proportional share) and the scheduling pass that
+ * assigns tasks to workers under a policy. Pure bookkeeping: no network, no clock (instants are
+ * passed in), no I/O. doc/work-queue-api.md sections 2.2 and 6 are the reference. */
+#ifndef HTC_WQ_SCHED_H
+#define HTC_WQ_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "category.h"
+#include "work_queue.h"
+
+/* How the pass chooses among the workers that fit a task (doc/work-queue-api.md 2.1). */
+enum wq_sched_policy {
+	WQ_SCHED_FCFS = 0, /* first fit in worker order (order in which workers were added) */
+	WQ_SCHED_FILES,    /* most cached input bytes (the cached-bytes hook); ties: FCFS */
+	WQ_SCHED_TIME,     /* fastest average task wall time; workers without history last */
+	WQ_SCHED_WORST,    /* most free cores left after placement; ties: FCFS */
+	WQ_SCHED_RAND,     /* uniform among the candidates, from the caller's seeded state */
+};
+
+/* "fcfs", "files", "time", "worst", "rand" (case-insensitive). 0 or -EINVAL. */
+int wq_sched_policy_parse(const char *s, enum wq_sched_policy *policy);
+const char *wq_sched_policy_name(enum wq_sched_policy policy); /* static */
+
+/* Worker flags: a worker with any of them set gets no new task. */
+enum wq_sched_worker_flags {
+	WQ_SCHED_BLOCKED = 1,  /* its host is on the blocklist */
+	WQ_SCHED_DRAINING = 2, /* told to drain: finishes what it has */
+	WQ_SCHED_FULL = 4,     /* the master decided it has enough (e.g. transfers pending) */
+};
+
+/* A set of resources: cores (fractions allowed, kept to a thousandth), memory and disk in MB,
+ * gpus. In a request, -1 means unspecified (other negative values are refused). */
+struct wq_sched_box {
+	double cores;
+	int64_t memory;
+	int64_t disk;
+	int64_t gpus;
+};
+
+/* What the scheduler needs of a task. Strings and arrays are copied. */
+struct wq_sched_task_spec {
+	double priority;             /* higher first */
+	const char *category;        /* NULL: "default" */
+	struct wq_sched_box request; /* -1 = unspecified */
+	const char *const *features; /* required worker labels */
+	int n_features;
+	void *data; /* the caller's (e.g. its work_queue_task); never touched */
+};
+
+/* Priority 0, no category, nothing requested, no feature, data NULL. */
+void wq_sched_task_spec_init(struct wq_sched_task_spec *spec);
+/* Fills SPEC from the public task T (priority, category, resources_requested, features);
+ * data = T. The pointers borrow T's strings until wq_sched_task_add copies them. */
+void wq_sched_task_spec_from_task(struct wq_sched_task_spec *spec, const struct work_queue_task *t);
+
+/* What the scheduler needs of a worker. Strings and arrays are copied. */
+struct wq_sched_worker_spec {
+	const char *id;              /* unique among the workers added */
+	struct wq_sched_box total;   /* all >= 0 */
+	const char *const *features; /* labels (--feature) */
+	int n_features;
+	void *data; /* the caller's (e.g. its connection); never touched */
+};
+
+/* FILES policy: the bytes of the task's inputs already cached on the worker (called with the
+ * data pointers of the worker and the task). */
+typedef int64_t (*wq_sched_cached_bytes_fn)(void *worker_data, void *task_data, void *arg);
+
+struct wq_sched;        /* opaque */
+struct wq_sched_task;   /* opaque; owned by the scheduler */
+struct wq_sched_worker; /* opaque; owned by the scheduler */
+
+enum wq_sched_task_state {
+	WQ_SCHED_TASK_READY = 0, /* waiting in its heap */
+	WQ_SCHED_TASK_RUNNING,   /* assigned: its box is committed on its worker */
+	WQ_SCHED_TASK_IDLE,      /* released, neither ready nor running (done, or to requeue) */
+};
+
+/* A new, empty scheduler. Never NULL. */
+struct wq_sched *wq_sched_create(void);
+/* Frees the scheduler with every task, worker and category handle. The data pointers are not
+ * touched. NULL is ok. */
+void wq_sched_delete(struct wq_sched *s);
+
+/* The category NAME (NULL: "default"), created in FIXED mode on first use. Owned by the
+ * scheduler: configure it with category.h (mode, max, min, ...) and feed it measurements with
+ * category_accumulate / category_record; boxes follow the change at the next pass. The
+ * scheduler never sets the largest worker: where the category leaves a resource open (-1), a
+ * non-FIXED category gives the whole worker's value, a FIXED one a proportional share. */
+struct category *wq_sched_category(struct wq_sched *s, const char *name);
+/* At most N tasks of category NAME running at once; N < 0: unlimited (the default). 0. */
+int wq_sched_category_set_max_concurrent(struct wq_sched *s, const char *name, int n);
+/* Tasks of category NAME now running. */
+int64_t wq_sched_category_running(struct wq_sched *s, const char *name);
+
+/* The hook of the FILES policy (NULL: every worker has 0 bytes, FILES acts as FCFS). */
+void wq_sched_set_cached_bytes_fn(struct wq_sched *s, wq_sched_cached_bytes_fn fn, void *arg);
+
+/* ---- tasks ---- */
+
+/* Queues a task as READY at CATEGORY_LEVEL_FIRST, after every task submitted before it. NULL
+ * with errno EINVAL for a bad spec (NaN or infinite priority, a negative request other than
+ * -1, a NULL or empty feature name), with the reason at debug(D_WQ). */
+struct wq_sched_task *wq_sched_task_add(struct wq_sched *s, const struct wq_sched_task_spec *spec);
+/* Takes a task out whatever its state (a running one's box is released first, with no wall
+ * time recorded) and frees the handle. Returns the task's data. */
+void *wq_sched_task_remove(struct wq_sched *s, struct wq_sched_task *t);
+/* The task ended on its worker at instant NOW (seconds, any epoch shared with the pass): frees
+ * exactly the box committed, adds the wall time (NOW - start) to the worker's history, and the
+ * task becomes IDLE. -EINVAL if it is not RUNNING. */
+int wq_sched_task_release(struct wq_sched *s, struct wq_sched_task *t, double now);
+/* Puts an IDLE or RUNNING (released first, no time recorded) task back among the ready ones at
+ * LEVEL (FIRST or MAX) in its original place (same priority, same submission order). 0, or
+ * -EINVAL (already READY, or LEVEL is not FIRST/MAX). */
+int wq_sched_task_requeue(struct wq_sched *s, struct wq_sched_task *t, enum category_level level);
+/* The try exhausted the fields EXHAUSTED (bits 1 << RM_*): a RUNNING task is released at NOW,
+ * category_next_level decides. Returns 1 when the task is back in the ready heaps at
+ * CATEGORY_LEVEL_MAX (same place), 0 when it must fail (it is then IDLE), -EINVAL if it is
+ * READY. */
+int wq_sched_task_exhausted(struct wq_sched *s, struct wq_sched_task *t, uint64_t exhausted,
+                            double now);
+
+void *wq_sched_task_data(const struct wq_sched_task *t);
+enum wq_sched_task_state wq_sched_task_state(const struct wq_sched_task *t);
+enum category_level wq_sched_task_level(const struct wq_sched_task *t);
+/* The worker of a RUNNING task, else NULL. */
+struct wq_sched_worker *wq_sched_task_worker(const struct wq_sched_task *t);
+/* The box committed for a RUNNING task (its last box otherwise; zeros before any). */
+void wq_sched_task_box(const struct wq_sched_task *t, struct wq_sched_box *box);
+
+/* ---- workers ---- */
+
+/* NULL with errno EINVAL (NULL/empty id, negative or non-finite total, bad feature) or EEXIST
+ * (id already known). */
+struct wq_sched_worker *wq_sched_worker_add(struct wq_sched *s,
+                                            const struct wq_sched_worker_spec *spec);
+struct wq_sched_worker *wq_sched_worker_lookup(struct wq_sched *s, const char *id);
+/* The worker reported new totals (what is committed stays committed; a total below it only
+ * means nothing more fits). 0 or -EINVAL. */
+int wq_sched_worker_set_total(struct wq_sched *s, struct wq_sched_worker *w,
+                              const struct wq_sched_box *total);
+/* Replaces the flags (enum wq_sched_worker_flags). */
+void wq_sched_worker_set_flags(struct wq_sched *s, struct wq_sched_worker *w, unsigned flags);
+unsigned wq_sched_worker_flags(const struct wq_sched_worker *w);
+/* Adds one task wall time (seconds, >= 0) to the worker's TIME history (the last 16 count). */
+void wq_sched_worker_record_time(struct wq_sched_worker *w, double wall_s);
+/* Mean of the history, or -1 when it is empty. */
+double wq_sched_worker_average_time(const struct wq_sched_worker *w);
+/* The worker is gone: its RUNNING tasks go back to READY at their level and in their original
+ * place; the handle is freed. Returns how many tasks went back. */
+int wq_sched_worker_remove(struct wq_sched *s, struct wq_sched_worker *w);
+
+const char *wq_sched_worker_id(const struct wq_sched_worker *w);
+void *wq_sched_worker_data(const struct wq_sched_worker *w);
+void wq_sched_worker_total(const struct wq_sched_worker *w, struct wq_sched_box *total);
+/* Total minus committed (may be negative after a shrinking set_total). */
+void wq_sched_worker_free(const struct wq_sched_worker *w, struct wq_sched_box *free_res);
+int64_t wq_sched_worker_running(const struct wq_sched_worker *w);
+
+/* ---- the pass ---- */
+
+struct wq_sched_pass_opts {
+	enum wq_sched_policy policy;
+	int max_assignments; /* budget of the pass; <= 0: 1,000 */
+	int max_candidates;  /* workers that fit looked at per task; <= 0: 64 */
+	uint64_t *rng;       /* RAND: the caller's generator state (advanced); NULL: fixed seed */
+	double now;          /* instant of the assignments (start of the wall times) */
+};
+/* Policy FILES, defaults, now 0. */
+void wq_sched_pass_opts_init(struct wq_sched_pass_opts *o);
+
+struct wq_sched_assignment {
+	struct wq_sched_task *task;
+	struct wq_sched_worker *worker;
+	struct wq_sched_box box; /* committed on the worker */
+};
+
+/* What a pass did (for tests and benchmarks). */
+struct wq_sched_pass_stats {
+	int64_t heads_tried;      /* tasks taken from a heap head and tried */
+	int64_t workers_examined; /* workers whose box and fit were computed */
+	int64_t classes_blocked;  /* heaps stopped because their head fit nowhere */
+	int64_t categories_full;  /* categories stopped at their max-concurrent */
+};
+
+/* One scheduling pass: takes ready tasks in priority order (priority, then submission), each
+ * to the worker the policy prefers among those that fit its box, commits the box, and writes
+ * the assignments to OUT (at most MAX_OUT, also bounded by the budget). A heap of ready tasks
+ * whose head fits nowhere is skipped for the rest of the pass, and the pass stops when no
+ * worker has free cores. STATS may be NULL. Returns the number of assignments, or -EINVAL. */
+int wq_sched_pass(struct wq_sched *s, const struct wq_sched_pass_opts *opts,
+                  struct wq_sched_assignment *out, size_t max_out,
+                  struct wq_sched_pass_stats *stats);
+
+/* The box task T would get on worker W now (whether or not it fits W's free resources): 1 if
+ * it fits the free resources, 0 if not, -EINVAL for a bad pair (features missing is 0). */
+int wq_sched_box_for(struct wq_sched *s, const struct wq_sched_task *t,
+                     const struct wq_sched_worker *w, struct wq_sched_box *box);
+
+int64_t wq_sched_ready_count(const struct wq_sched *s);
+int64_t wq_sched_running_count(const struct wq_sched *s);
+
+#endif

@@ -1,0 +1,134 @@
+/* wq_sched_internal.h: the structures shared by the two halves of the scheduling core,
+ * wq_sched.c (bookkeeping) and wq_sched_pass.c (boxes, policies, the pass). Not a public
+ * header: everything else uses wq_sched.h. */
+#ifndef HTC_WQ_SCHED_INTERNAL_H
+#define HTC_WQ_SCHED_INTERNAL_H
+
+#include <stdint.h>
+#include <uthash.h>
+
+#include "category.h"
+#include "heap.h"
+#include "wq_sched.h"
+
+/* Resources, internally integers so that commit and release cancel exactly: cores in
+ * thousandths, memory and disk in MB, gpus. */
+#define NRES 4
+enum { R_CORES = 0, R_MEMORY, R_DISK, R_GPUS };
+#define MILLI 1000
+extern const int wq_sched_rm_field[NRES]; /* RM_CORES, RM_MEMORY, RM_DISK, RM_GPUS */
+
+#define HISTORY            16   /* wall times kept per worker for TIME */
+#define DEFAULT_BUDGET     1000 /* assignments per pass */
+#define DEFAULT_CANDIDATES 64   /* fitting workers looked at per task */
+#define MAX_BUCKETS        4096 /* free-core buckets; the last holds everything above */
+
+struct wcat {
+	char *name;
+	struct category *cat;
+	int max_concurrent; /* -1: unlimited */
+	int64_t running;
+	uint64_t full_pass; /* pass in which max_concurrent was reached */
+	UT_hash_handle hh;
+};
+
+/* Tasks of one class get the same box on a given worker and fit the same workers. */
+struct tclass {
+	char *key;
+	struct wcat *cat;
+	enum category_level level;
+	int64_t req[NRES]; /* the task's own values, -1 unset */
+	char **features;   /* sorted */
+	int n_features;
+	int64_t refs;          /* tasks and groups */
+	uint64_t blocked_pass; /* pass in which its head fitted nowhere */
+	uint64_t alloc_pass;   /* pass for which alloc/whole were computed */
+	int64_t alloc[NRES];   /* explicit or category values, -1 still open */
+	unsigned whole;        /* open fields that take the whole worker (non-FIXED modes) */
+	UT_hash_handle hh;
+};
+
+struct gkey {
+	struct tclass *cls;
+	double prio;
+};
+
+/* The ready tasks of one class at one priority: a heap keyed by submission number. */
+struct group {
+	struct gkey key;
+	struct heap *h;
+	int64_t live; /* ready tasks in h (the others are dead, freed when they surface) */
+	struct level *lvl;
+	int pending; /* on the list of groups to free after the pass if still empty */
+	struct group *pnext;
+	struct group *prev, *next; /* in its level */
+	UT_hash_handle hh;
+};
+
+/* All groups of one priority. */
+struct level {
+	double prio;
+	struct group *groups;
+};
+
+struct wq_sched_task {
+	uint64_t seq; /* submission order: the key in its heap */
+	double prio;
+	struct tclass *cls; /* NULL once dead */
+	struct group *grp;  /* while READY */
+	enum wq_sched_task_state state;
+	int dead; /* removed while READY: still in its heap */
+	void *data;
+	int64_t box[NRES];
+	unsigned whole; /* fields of box that were the whole worker */
+	struct wq_sched_worker *w;
+	double start;
+	struct wq_sched_task *wprev, *wnext; /* the worker's running tasks */
+	struct wq_sched_task *aprev, *anext; /* every task not dead */
+};
+
+struct wq_sched_worker {
+	char *id;
+	uint64_t seq; /* order of addition (FCFS) */
+	void *data;
+	int64_t total[NRES], used[NRES];
+	char **features; /* sorted */
+	int n_features;
+	unsigned flags;
+	int bucket;   /* index by free cores, -1 when not indexed (flags) */
+	int has_free; /* counted in n_free */
+	struct wq_sched_worker *bprev, *bnext;
+	double hist[HISTORY];
+	int nh, hpos;
+	struct wq_sched_task *running;
+	int64_t n_running;
+	UT_hash_handle hh;
+};
+
+struct wq_sched {
+	struct wcat *cats;
+	struct tclass *classes;
+	struct group *groups;
+	struct level **levels; /* by descending priority */
+	size_t n_levels, cap_levels;
+	struct wq_sched_worker *workers;  /* by id */
+	struct wq_sched_worker **buckets; /* bucket b: free cores in [b, b+1) */
+	int n_buckets;
+	int64_t n_free; /* indexed workers with free cores */
+	struct wq_sched_task *all;
+	uint64_t next_seq, next_worker_seq, pass_id;
+	int64_t n_ready, n_running;
+	wq_sched_cached_bytes_fn cached_fn;
+	void *cached_arg;
+	struct heap *pass_heap;
+	struct group *pending;
+};
+
+void wq_sched_box_from(const int64_t r[NRES], struct wq_sched_box *b);
+/* The live head of G (dead heads are freed on the way), or NULL. */
+struct wq_sched_task *wq_sched_group_head(struct group *g);
+void wq_sched_group_free(struct wq_sched *s, struct group *g);
+void wq_sched_commit(struct wq_sched *s, struct wq_sched_task *t, struct wq_sched_worker *w,
+                     const int64_t box[NRES], unsigned whole, double now);
+
+#endif

@@ -1,0 +1,722 @@
+/* test_wq_sched.c: unit tests for wq_sched, the Work Queue scheduling core: ready order
+ * (priority, submission, put-back), boxes (explicit, category modes, proportional share, whole
+ * worker), fit, features and worker flags, the five policies, max-concurrent, exact release
+ * over many cycles, lost workers, exhaustion retries, bad input and the cost bounds of a pass. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wq_sched.h"
+#include "category.h"
+#include "rmsummary.h"
+#include "xalloc.h"
+#include "banned.h"
+
+#define MAXA 4096
+
+static struct wq_sched_worker *worker(struct wq_sched *s, const char *id, double cores, int64_t mem,
+                                      int64_t disk, int64_t gpus, void *data)
+{
+	struct wq_sched_worker_spec ws = {
+	    .id = id, .total = {cores, mem, disk, gpus}, .data = data};
+	struct wq_sched_worker *w = wq_sched_worker_add(s, &ws);
+	assert_non_null(w);
+	return w;
+}
+
+static struct wq_sched_task *task(struct wq_sched *s, double prio, const char *cat, double cores,
+                                  int64_t mem, int64_t disk, int64_t gpus, intptr_t id)
+{
+	struct wq_sched_task_spec ts;
+	wq_sched_task_spec_init(&ts);
+	ts.priority = prio;
+	ts.category = cat;
+	ts.request = (struct wq_sched_box){cores, mem, disk, gpus};
+	ts.data = (void *)id;
+	struct wq_sched_task *t = wq_sched_task_add(s, &ts);
+	assert_non_null(t);
+	return t;
+}
+
+static int run_pass(struct wq_sched *s, enum wq_sched_policy p, int budget,
+                    struct wq_sched_assignment *out, struct wq_sched_pass_stats *st)
+{
+	struct wq_sched_pass_opts o;
+	wq_sched_pass_opts_init(&o);
+	o.policy = p;
+	o.max_assignments = budget;
+	int n = wq_sched_pass(s, &o, out, MAXA, st);
+	assert_true(n >= 0);
+	return n;
+}
+
+static intptr_t id_of(const struct wq_sched_assignment *a)
+{
+	return (intptr_t)wq_sched_task_data(a->task);
+}
+
+static void test_order(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	worker(s, "w", 100, 100000, 100000, 0, NULL);
+	/* Two categories and two request shapes: the heads of several heaps must merge. */
+	task(s, 0, "a", 1, 10, 10, -1, 1);
+	task(s, 5, "b", 2, -1, -1, -1, 2);
+	task(s, 0, "b", 1, 20, -1, -1, 3);
+	task(s, 5, "a", 1, 10, 10, -1, 4);
+	task(s, 10, NULL, 1, 10, 10, -1, 5);
+	task(s, 0, "a", 1, 10, 10, -1, 6);
+	task(s, -1, "a", 1, 10, 10, -1, 7);
+	task(s, 5, "a", 1, 10, 10, -1, 8);
+	struct wq_sched_assignment *out = xcalloc(MAXA, sizeof *out);
+	int n = run_pass(s, WQ_SCHED_FCFS, 0, out, NULL);
+	intptr_t want[] = {5, 2, 4, 8, 1, 3, 6, 7};
+	assert_int_equal(n, 8);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(id_of(&out[i]), want[i]);
+	assert_int_equal(wq_sched_ready_count(s), 0);
+	assert_int_equal(wq_sched_running_count(s), 8);
+	free(out);
+	wq_sched_delete(s);
+}
+
+static void test_putback_and_cancel(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w = worker(s, "w", 2, 1000, 1000, 0, NULL);
+	struct wq_sched_task *t[7];
+	for (int i = 1; i <= 6; i++)
+		t[i] = task(s, 0, "a", 1, 100, 100, -1, i);
+	struct wq_sched_assignment out[8];
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 2);
+	assert_int_equal(id_of(&out[0]), 1);
+	assert_int_equal(id_of(&out[1]), 2);
+	/* t2 finishes and is put back (e.g. a transfer failure): it goes before t3. */
+	assert_int_equal(wq_sched_task_release(s, t[2], 10), 0);
+	assert_int_equal(wq_sched_task_state(t[2]), WQ_SCHED_TASK_IDLE);
+	assert_int_equal(wq_sched_task_requeue(s, t[2], CATEGORY_LEVEL_FIRST), 0);
+	assert_int_equal(wq_sched_task_requeue(s, t[2], CATEGORY_LEVEL_FIRST), -EINVAL);
+	/* t3 is cancelled while ready. */
+	assert_ptr_equal(wq_sched_task_remove(s, t[3]), (void *)3);
+	assert_int_equal(wq_sched_ready_count(s), 4);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	assert_int_equal(id_of(&out[0]), 2);
+	/* The worker is lost: t1 and t2 go back in their places, ahead of t4. */
+	assert_int_equal(wq_sched_worker_remove(s, w), 2);
+	assert_int_equal(wq_sched_running_count(s), 0);
+	assert_int_equal(wq_sched_ready_count(s), 5);
+	worker(s, "w2", 10, 10000, 10000, 0, NULL);
+	int n = run_pass(s, WQ_SCHED_FCFS, 0, out, NULL);
+	intptr_t want[] = {1, 2, 4, 5, 6};
+	assert_int_equal(n, 5);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(id_of(&out[i]), want[i]);
+	wq_sched_delete(s);
+}
+
+static void test_lost_worker_order(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *a = worker(s, "a", 2, 1000, 1000, 0, NULL);
+	worker(s, "b", 2, 1000, 1000, 0, NULL);
+	for (int i = 1; i <= 8; i++)
+		task(s, i <= 2 ? 0 : 1, "c", 1, 100, 100, -1, i);
+	struct wq_sched_assignment out[8];
+	/* priority 1 first (3, 4, 5, 6), FCFS fills a first */
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 4);
+	intptr_t want1[] = {3, 4, 5, 6};
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(id_of(&out[i]), want1[i]);
+		assert_true((out[i].worker == a) == (i < 2));
+	}
+	assert_int_equal(wq_sched_worker_remove(s, a), 2);
+	assert_null(wq_sched_worker_lookup(s, "a"));
+	/* 3 and 4 come back with their priority, ahead of 7 and 8 and of 1 and 2 */
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 0); /* b is full */
+	worker(s, "c", 3, 1000, 1000, 0, NULL);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 3);
+	intptr_t want2[] = {3, 4, 7};
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(id_of(&out[i]), want2[i]);
+	wq_sched_delete(s);
+}
+
+static void box_of(struct wq_sched *s, struct wq_sched_task *t, struct wq_sched_worker *w,
+                   double cores, int64_t mem, int64_t disk, int64_t gpus)
+{
+	struct wq_sched_box b;
+	assert_true(wq_sched_box_for(s, t, w, &b) >= 0);
+	if (fabs(b.cores - cores) > 1e-9 || b.memory != mem || b.disk != disk || b.gpus != gpus)
+		fail_msg("box %g/%lld/%lld/%lld, expected %g/%lld/%lld/%lld", b.cores,
+		         (long long)b.memory, (long long)b.disk, (long long)b.gpus, cores,
+		         (long long)mem, (long long)disk, (long long)gpus);
+}
+
+static void test_boxes_plain(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w = worker(s, "w", 4, 8000, 1000, 2, NULL);
+	/* explicit */
+	box_of(s, task(s, 0, NULL, 1, 100, 50, 0, 1), w, 1, 100, 50, 0);
+	box_of(s, task(s, 0, NULL, 0.5, 100, 50, 1, 2), w, 0.5, 100, 50, 1);
+	/* only cores: the same fraction of memory and disk, no gpu */
+	box_of(s, task(s, 0, NULL, 1, -1, -1, -1, 3), w, 1, 2000, 250, 0);
+	box_of(s, task(s, 0, NULL, 2, -1, -1, -1, 4), w, 2, 4000, 500, 0);
+	/* only memory: a quarter of the worker, cores rounded up to whole cores */
+	box_of(s, task(s, 0, NULL, -1, 2000, -1, -1, 5), w, 1, 2000, 250, 0);
+	box_of(s, task(s, 0, NULL, -1, 5000, -1, -1, 6), w, 3, 5000, 625, 0);
+	/* the largest fraction decides */
+	box_of(s, task(s, 0, NULL, 1, -1, 500, -1, 7), w, 1, 4000, 500, 0);
+	box_of(s, task(s, 0, NULL, -1, -1, 500, -1, 13), w, 2, 4000, 500, 0);
+	/* nothing: the whole worker */
+	box_of(s, task(s, 0, NULL, -1, -1, -1, -1, 8), w, 4, 8000, 1000, 2);
+	/* larger than the worker: no box */
+	struct wq_sched_box b;
+	assert_int_equal(wq_sched_box_for(s, task(s, 0, NULL, -1, 9000, -1, -1, 9), w, &b), 0);
+	assert_int_equal(wq_sched_box_for(s, task(s, 0, NULL, 8, -1, -1, -1, 10), w, &b), 0);
+	/* FIXED category with a maximum: the maximum for what the task leaves open */
+	struct rmsummary max;
+	rmsummary_init(&max);
+	max.v[RM_MEMORY] = 1000;
+	category_set_max(wq_sched_category(s, "fx"), &max);
+	box_of(s, task(s, 0, "fx", -1, -1, -1, -1, 11), w, 1, 1000, 125, 0);
+	box_of(s, task(s, 0, "fx", 2, 300, -1, -1, 12), w, 2, 300, 500, 0);
+	wq_sched_delete(s);
+}
+
+static void measure(struct category *c, double cores, double mem, double disk, double wall)
+{
+	struct rmsummary m;
+	rmsummary_init(&m);
+	m.v[RM_CORES] = cores;
+	m.v[RM_MEMORY] = mem;
+	m.v[RM_DISK] = disk;
+	m.v[RM_GPUS] = 0;
+	m.v[RM_WALL_TIME] = wall;
+	category_accumulate(c, &m);
+}
+
+static void test_boxes_category(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w = worker(s, "w", 4, 8000, 4000, 1, NULL);
+	struct category *mw = wq_sched_category(s, "mw");
+	category_set_mode(mw, CATEGORY_MODE_MIN_WASTE);
+	category_set_update_interval(mw, 10);
+	struct wq_sched_task *t1 = task(s, 0, "mw", -1, -1, -1, -1, 1);
+	struct wq_sched_task *t2 = task(s, 0, "mw", 2, -1, -1, -1, 2);
+	/* measuring phase: the whole worker (except what the task fixes itself) */
+	box_of(s, t1, w, 4, 8000, 4000, 1);
+	box_of(s, t2, w, 2, 8000, 4000, 1);
+	/* the worked example of doc/allocation.md: MIN_WASTE memory 750 */
+	measure(mw, 1, 1900, 100, 30);
+	for (int i = 0; i < 3; i++)
+		measure(mw, 1, 600, 100, 20);
+	for (int i = 0; i < 6; i++)
+		measure(mw, 1, 200, 100, 10);
+	box_of(s, t1, w, 1, 750, 250, 0);
+	box_of(s, t2, w, 2, 750, 250, 0);
+	/* MAX_THROUGHPUT on the same measurements: 250 MB */
+	category_set_mode(mw, CATEGORY_MODE_MAX_THROUGHPUT);
+	box_of(s, t1, w, 1, 250, 250, 0);
+	/* MAX: the largest seen plus a third of a bucket */
+	category_set_mode(mw, CATEGORY_MODE_MAX);
+	box_of(s, t1, w, 2, 2000, 250, 0);
+	/* the pass uses the same box and commits it */
+	struct wq_sched_assignment out[4];
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 2);
+	struct wq_sched_box f;
+	wq_sched_worker_free(w, &f);
+	assert_true(fabs(f.cores - 0) < 1e-9);
+	assert_int_equal(f.memory, 8000 - 2000 - 2000);
+	assert_int_equal(f.disk, 4000 - 500);
+	wq_sched_delete(s);
+}
+
+static void test_fit_features_flags(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w = worker(s, "plain", 4, 4000, 4000, 0, NULL);
+	struct wq_sched_assignment out[8];
+	struct wq_sched_pass_stats st;
+	/* too big: nothing, and the pass stops that heap at its head */
+	for (int i = 0; i < 1000; i++)
+		task(s, 0, "big", 1, 5000, -1, -1, i);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, &st), 0);
+	assert_int_equal(st.heads_tried, 1);
+	assert_int_equal(st.classes_blocked, 1);
+	/* a feature the worker lacks */
+	struct wq_sched_task_spec ts;
+	wq_sched_task_spec_init(&ts);
+	const char *need[] = {"cuda", "avx"};
+	ts.request.cores = 1;
+	ts.features = need;
+	ts.n_features = 2;
+	ts.data = (void *)7;
+	struct wq_sched_task *ft = wq_sched_task_add(s, &ts);
+	assert_non_null(ft);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 0);
+	const char *has1[] = {"cuda"};
+	struct wq_sched_worker_spec ws = {.id = "cuda-only", .total = {4, 4000, 4000, 0}};
+	ws.features = has1;
+	ws.n_features = 1;
+	assert_non_null(wq_sched_worker_add(s, &ws));
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 0);
+	const char *has2[] = {"x", "avx", "cuda"};
+	ws.id = "both";
+	ws.features = has2;
+	ws.n_features = 3;
+	struct wq_sched_worker *both = wq_sched_worker_add(s, &ws);
+	assert_non_null(both);
+	/* blocked, draining and full workers get nothing */
+	unsigned flags[] = {WQ_SCHED_BLOCKED, WQ_SCHED_DRAINING, WQ_SCHED_FULL};
+	for (int i = 0; i < 3; i++) {
+		wq_sched_worker_set_flags(s, both, flags[i]);
+		assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 0);
+	}
+	wq_sched_worker_set_flags(s, both, 0);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	assert_ptr_equal(out[0].worker, both);
+	assert_ptr_equal(wq_sched_task_worker(ft), both);
+	/* a plain task on a blocked worker */
+	wq_sched_worker_set_flags(s, w, WQ_SCHED_BLOCKED);
+	task(s, 0, "small", 1, 100, 100, -1, 8);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	assert_ptr_not_equal(out[0].worker, w);
+	wq_sched_delete(s);
+}
+
+static int64_t bytes_fn(void *worker_data, void *task_data, void *arg)
+{
+	(void)task_data;
+	(void)arg;
+	return (int64_t)(intptr_t)worker_data;
+}
+
+/* Three workers; returns which one a single 1-core task goes to under P. */
+static intptr_t pick(enum wq_sched_policy p, const double cores[3], const int64_t bytes[3],
+                     const double times[3])
+{
+	struct wq_sched *s = wq_sched_create();
+	wq_sched_set_cached_bytes_fn(s, bytes_fn, NULL);
+	struct wq_sched_worker *w[3];
+	char id[8];
+	for (int i = 0; i < 3; i++) {
+		snprintf(id, sizeof id, "w%d", i);
+		w[i] = worker(s, id, cores[i], 10000, 10000, 0, (void *)(intptr_t)bytes[i]);
+		if (times[i] >= 0) {
+			wq_sched_worker_record_time(w[i], times[i]);
+			wq_sched_worker_record_time(w[i], times[i] * 3);
+		}
+	}
+	task(s, 0, NULL, 1, 100, 100, -1, 1);
+	struct wq_sched_assignment out[2];
+	assert_int_equal(run_pass(s, p, 0, out, NULL), 1);
+	intptr_t r = -1;
+	for (int i = 0; i < 3; i++)
+		if (out[0].worker == w[i])
+			r = i;
+	wq_sched_delete(s);
+	return r;
+}
+
+static void test_policies(void **state)
+{
+	(void)state;
+	const double cores[3] = {2, 4, 3};
+	const int64_t bytes[3] = {10, 500, 900};
+	const double none[3] = {-1, -1, -1};
+	const double times[3] = {10, -1, 2};
+	const int64_t nobytes[3] = {0, 0, 0};
+	/* FCFS: the first worker added, though others have more room (and are seen first) */
+	assert_int_equal(pick(WQ_SCHED_FCFS, cores, bytes, times), 0);
+	/* FILES: most cached bytes; without any, first fit */
+	assert_int_equal(pick(WQ_SCHED_FILES, cores, bytes, none), 2);
+	assert_int_equal(pick(WQ_SCHED_FILES, cores, nobytes, none), 0);
+	/* TIME: the fastest known history beats the unknown one */
+	assert_int_equal(pick(WQ_SCHED_TIME, cores, bytes, times), 2);
+	const double times2[3] = {1, -1, 2};
+	assert_int_equal(pick(WQ_SCHED_TIME, cores, bytes, times2), 0);
+	assert_int_equal(pick(WQ_SCHED_TIME, cores, bytes, none), 0);
+	/* WORST: most free cores left */
+	assert_int_equal(pick(WQ_SCHED_WORST, cores, bytes, times), 1);
+
+	/* RAND: every worker gets picked, and a seed gives the same picks again */
+	int seq[2][300];
+	for (int run = 0; run < 2; run++) {
+		struct wq_sched *s = wq_sched_create();
+		struct wq_sched_worker *w[3];
+		w[0] = worker(s, "r0", 1, 1000, 1000, 0, NULL);
+		w[1] = worker(s, "r1", 1, 1000, 1000, 0, NULL);
+		w[2] = worker(s, "r2", 1, 1000, 1000, 0, NULL);
+		int count[3] = {0, 0, 0};
+		uint64_t rng = 42;
+		struct wq_sched_pass_opts o;
+		wq_sched_pass_opts_init(&o);
+		o.policy = WQ_SCHED_RAND;
+		o.rng = &rng;
+		struct wq_sched_assignment out[2];
+		for (int i = 0; i < 300; i++) {
+			struct wq_sched_task *t = task(s, 0, NULL, 1, 10, 10, -1, i);
+			assert_int_equal(wq_sched_pass(s, &o, out, 2, NULL), 1);
+			seq[run][i] = -1;
+			for (int k = 0; k < 3; k++)
+				if (out[0].worker == w[k]) {
+					count[k]++;
+					seq[run][i] = k;
+				}
+			assert_int_equal(wq_sched_task_release(s, t, 1), 0);
+			wq_sched_task_remove(s, t);
+		}
+		for (int k = 0; k < 3; k++)
+			assert_true(count[k] > 60);
+		wq_sched_delete(s);
+	}
+	assert_memory_equal(seq[0], seq[1], sizeof seq[0]);
+}
+
+static void test_max_concurrent_budget(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	worker(s, "w", 100, 100000, 100000, 0, NULL);
+	wq_sched_category_set_max_concurrent(s, "lim", 2);
+	struct wq_sched_task *t[10];
+	for (int i = 0; i < 10; i++)
+		t[i] = task(s, 0, "lim", 1, 10, 10, -1, i);
+	for (int i = 0; i < 5; i++)
+		task(s, 0, "free", 1, 10, 10, -1, 100 + i);
+	struct wq_sched_assignment out[32];
+	struct wq_sched_pass_stats st;
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, &st), 7);
+	assert_int_equal(wq_sched_category_running(s, "lim"), 2);
+	assert_int_equal(wq_sched_category_running(s, "free"), 5);
+	assert_int_equal(st.categories_full, 1);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 0);
+	assert_int_equal(wq_sched_task_release(s, t[0], 5), 0);
+	assert_int_equal(wq_sched_task_release(s, t[0], 5), -EINVAL);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	assert_int_equal(id_of(&out[0]), 2);
+	/* budget */
+	wq_sched_category_set_max_concurrent(s, "lim", -1);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 3, out, NULL), 3);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 4);
+	assert_int_equal(wq_sched_ready_count(s), 0);
+	wq_sched_delete(s);
+}
+
+static void test_no_drift(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w[5];
+	char id[8];
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "w%d", i);
+		w[i] = worker(s, id, 3 + i, 7777 + i, 3333, i % 2, NULL);
+	}
+	const double shapes[][4] = {{0.3, -1, -1, -1}, {1.0 / 3, 123, 45, -1}, {0.25, -1, 100, -1},
+	                            {-1, 999, -1, -1}, {1, -1, -1, 1},         {0.7, 10, 10, 0}};
+	uint64_t r = 12345;
+	struct wq_sched_task *running[64];
+	int nrun = 0;
+	struct wq_sched_assignment out[64];
+	int64_t cycles = 0;
+	intptr_t next = 0;
+	while (cycles < 10000) {
+		while (wq_sched_ready_count(s) < 20) {
+			const double *sh = shapes[next % 6];
+			task(s, (double)(next % 3), next % 2 ? "x" : "y", sh[0], (int64_t)sh[1],
+			     (int64_t)sh[2], (int64_t)sh[3], next);
+			next++;
+		}
+		int n = run_pass(s, WQ_SCHED_WORST, 16, out, NULL);
+		for (int i = 0; i < n && nrun < 64; i++)
+			running[nrun++] = out[i].task;
+		for (int k = 0; k < 5; k++) {
+			struct wq_sched_box f;
+			wq_sched_worker_free(w[k], &f);
+			assert_true(f.cores > -1e-9 && f.memory >= 0 && f.disk >= 0 && f.gpus >= 0);
+		}
+		/* release a random half, in random order */
+		for (int i = 0; i < nrun;) {
+			r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+			if ((r >> 33) & 1) {
+				assert_int_equal(wq_sched_task_release(s, running[i], 1), 0);
+				wq_sched_task_remove(s, running[i]);
+				running[i] = running[--nrun];
+				cycles++;
+			} else {
+				i++;
+			}
+		}
+	}
+	for (int i = 0; i < nrun; i++)
+		assert_int_equal(wq_sched_task_release(s, running[i], 1), 0);
+	assert_int_equal(wq_sched_running_count(s), 0);
+	for (int k = 0; k < 5; k++) {
+		struct wq_sched_box f, t;
+		wq_sched_worker_free(w[k], &f);
+		wq_sched_worker_total(w[k], &t);
+		assert_true(f.cores == t.cores);
+		assert_int_equal(f.memory, t.memory);
+		assert_int_equal(f.disk, t.disk);
+		assert_int_equal(f.gpus, t.gpus);
+		assert_int_equal(wq_sched_worker_running(w[k]), 0);
+	}
+	wq_sched_delete(s);
+}
+
+static void test_exhaustion(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w = worker(s, "w", 4, 8000, 4000, 0, NULL);
+	struct category *c = wq_sched_category(s, "mw");
+	category_set_mode(c, CATEGORY_MODE_MIN_WASTE);
+	category_set_update_interval(c, 10);
+	struct rmsummary max;
+	rmsummary_init(&max);
+	max.v[RM_MEMORY] = 6000;
+	category_set_max(c, &max);
+	for (int i = 0; i < 10; i++)
+		measure(c, 1, 200, 100, 10);
+	struct wq_sched_task *t = task(s, 0, "mw", -1, -1, -1, -1, 1);
+	struct wq_sched_task *e = task(s, 0, "mw", -1, 500, -1, -1, 2);
+	struct wq_sched_assignment out[4];
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 2);
+	assert_int_equal(out[0].box.memory, 250);
+	assert_int_equal(wq_sched_task_level(t), CATEGORY_LEVEL_FIRST);
+	/* an explicit value exhausted: fails, and its box is free again */
+	assert_int_equal(wq_sched_task_exhausted(s, e, UINT64_C(1) << RM_MEMORY, 30), 0);
+	assert_int_equal(wq_sched_task_state(e), WQ_SCHED_TASK_IDLE);
+	/* over its memory: back at the maximum, in its place */
+	assert_int_equal(wq_sched_task_exhausted(s, t, UINT64_C(1) << RM_MEMORY, 20), 1);
+	assert_int_equal(wq_sched_task_state(t), WQ_SCHED_TASK_READY);
+	assert_int_equal(wq_sched_task_level(t), CATEGORY_LEVEL_MAX);
+	struct wq_sched_box f;
+	wq_sched_worker_free(w, &f);
+	assert_true(f.cores == 4);
+	assert_int_equal(f.memory, 8000);
+	/* at the maximum: the category maximum for memory, the whole worker for the rest */
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	assert_ptr_equal(out[0].task, t);
+	assert_true(out[0].box.cores == 4);
+	assert_int_equal(out[0].box.memory, 6000);
+	assert_int_equal(out[0].box.disk, 4000);
+	/* exhausted at the maximum: fails */
+	assert_int_equal(wq_sched_task_exhausted(s, t, UINT64_C(1) << RM_MEMORY, 30), 0);
+	assert_int_equal(wq_sched_task_state(t), WQ_SCHED_TASK_IDLE);
+	wq_sched_worker_free(w, &f);
+	assert_int_equal(f.memory, 8000);
+	assert_int_equal(wq_sched_task_exhausted(s, t, 1, 0), 0);
+	/* a task that had the whole worker while measuring cannot be given more */
+	category_set_mode(wq_sched_category(s, "meas"), CATEGORY_MODE_MAX_THROUGHPUT);
+	struct wq_sched_task *m = task(s, 0, "meas", -1, -1, -1, -1, 3);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	assert_int_equal(out[0].box.memory, 8000);
+	assert_int_equal(wq_sched_task_exhausted(s, m, UINT64_C(1) << RM_MEMORY, 1), 0);
+	/* FIXED: fails */
+	struct wq_sched_task *x = task(s, 0, "fixed", 1, -1, -1, -1, 4);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	assert_int_equal(wq_sched_task_exhausted(s, x, UINT64_C(1) << RM_MEMORY, 1), 0);
+	assert_int_equal(wq_sched_task_exhausted(s, x, UINT64_C(1) << RM_MEMORY, 1), 0);
+	assert_int_equal(wq_sched_task_requeue(s, x, CATEGORY_LEVEL_FIRST), 0);
+	assert_int_equal(wq_sched_task_exhausted(s, x, UINT64_C(1) << RM_MEMORY, 1), -EINVAL);
+	assert_int_equal(wq_sched_task_requeue(s, t, CATEGORY_LEVEL_ERROR), -EINVAL);
+	wq_sched_delete(s);
+}
+
+static void test_bad_input(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_task_spec ts;
+	wq_sched_task_spec_init(&ts);
+	ts.priority = NAN;
+	errno = 0;
+	assert_null(wq_sched_task_add(s, &ts));
+	assert_int_equal(errno, EINVAL);
+	wq_sched_task_spec_init(&ts);
+	ts.request.cores = -2;
+	assert_null(wq_sched_task_add(s, &ts));
+	wq_sched_task_spec_init(&ts);
+	ts.request.memory = -5;
+	assert_null(wq_sched_task_add(s, &ts));
+	wq_sched_task_spec_init(&ts);
+	ts.request.cores = INFINITY;
+	assert_null(wq_sched_task_add(s, &ts));
+	const char *bad[] = {""};
+	wq_sched_task_spec_init(&ts);
+	ts.features = bad;
+	ts.n_features = 1;
+	assert_null(wq_sched_task_add(s, &ts));
+	ts.features = NULL;
+	assert_null(wq_sched_task_add(s, &ts));
+	assert_int_equal(wq_sched_ready_count(s), 0);
+
+	struct wq_sched_worker_spec ws = {.id = "w", .total = {2, 100, 100, 0}};
+	assert_non_null(wq_sched_worker_add(s, &ws));
+	errno = 0;
+	assert_null(wq_sched_worker_add(s, &ws));
+	assert_int_equal(errno, EEXIST);
+	ws.id = "v";
+	ws.total.memory = -1;
+	errno = 0;
+	assert_null(wq_sched_worker_add(s, &ws));
+	assert_int_equal(errno, EINVAL);
+	ws.id = "";
+	ws.total.memory = 1;
+	assert_null(wq_sched_worker_add(s, &ws));
+	struct wq_sched_box nb = {NAN, 1, 1, 1};
+	assert_int_equal(wq_sched_worker_set_total(s, wq_sched_worker_lookup(s, "w"), &nb),
+	                 -EINVAL);
+
+	struct wq_sched_pass_opts o;
+	wq_sched_pass_opts_init(&o);
+	o.policy = (enum wq_sched_policy)17;
+	struct wq_sched_assignment out[2];
+	assert_int_equal(wq_sched_pass(s, &o, out, 2, NULL), -EINVAL);
+	assert_int_equal(wq_sched_pass(s, NULL, out, 2, NULL), -EINVAL);
+	enum wq_sched_policy p;
+	assert_int_equal(wq_sched_policy_parse("WORST", &p), 0);
+	assert_int_equal(p, WQ_SCHED_WORST);
+	assert_int_equal(wq_sched_policy_parse("best", &p), -EINVAL);
+	assert_string_equal(wq_sched_policy_name(WQ_SCHED_FILES), "files");
+	wq_sched_delete(s);
+}
+
+static void test_from_task(void **state)
+{
+	(void)state;
+	struct work_queue_task *wt = work_queue_task_create("true");
+	assert_int_equal(work_queue_task_specify_cores(wt, 2), 0);
+	assert_int_equal(work_queue_task_specify_category(wt, "cat"), 0);
+	assert_int_equal(work_queue_task_specify_priority(wt, 3), 0);
+	assert_int_equal(work_queue_task_specify_feature(wt, "gpu"), 0);
+	struct wq_sched_task_spec ts;
+	wq_sched_task_spec_from_task(&ts, wt);
+	assert_true(ts.request.cores == 2);
+	assert_int_equal(ts.request.memory, -1);
+	assert_string_equal(ts.category, "cat");
+	assert_true(ts.priority == 3);
+	assert_int_equal(ts.n_features, 1);
+	assert_ptr_equal(ts.data, wt);
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_task *t = wq_sched_task_add(s, &ts);
+	assert_non_null(t);
+	const char *f[] = {"gpu"};
+	struct wq_sched_worker_spec ws = {.id = "w", .total = {4, 4000, 4000, 0}};
+	ws.features = f;
+	ws.n_features = 1;
+	assert_non_null(wq_sched_worker_add(s, &ws));
+	struct wq_sched_assignment out[2];
+	assert_int_equal(run_pass(s, WQ_SCHED_FILES, 0, out, NULL), 1);
+	assert_int_equal(out[0].box.memory, 2000);
+	assert_ptr_equal(wq_sched_task_remove(s, t), wt);
+	wq_sched_delete(s);
+	work_queue_task_delete(wt);
+}
+
+/* The cost bounds of section 6: heads tried per heap, 64 candidates, no scan when full. */
+static void test_pass_cost(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w[200];
+	char id[16];
+	for (int i = 0; i < 200; i++) {
+		snprintf(id, sizeof id, "w%d", i);
+		w[i] = worker(s, id, 2, 4000, 4000, 0, NULL);
+	}
+	struct wq_sched_assignment *out = xcalloc(MAXA, sizeof *out);
+	struct wq_sched_pass_stats st;
+	task(s, 0, "a", 1, 100, 100, -1, 0);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, &st), 1);
+	assert_ptr_equal(out[0].worker, w[0]);
+	assert_true(st.workers_examined <= 64);
+	const char *cats[] = {"a", "b", "c"};
+	for (int i = 0; i < 30000; i++)
+		task(s, 0, cats[i % 3], 1, 100, 100, -1, i + 1);
+	assert_int_equal(run_pass(s, WQ_SCHED_FILES, 0, out, &st), 399);
+	assert_true(st.workers_examined <= 399 * 64);
+	for (int k = 0; k < 200; k++) {
+		struct wq_sched_box f;
+		wq_sched_worker_free(w[k], &f);
+		assert_true(f.cores == 0);
+	}
+	/* every worker is full: the next pass looks at nothing */
+	assert_int_equal(run_pass(s, WQ_SCHED_FILES, 0, out, &st), 0);
+	assert_int_equal(st.heads_tried, 0);
+	assert_int_equal(st.workers_examined, 0);
+	wq_sched_delete(s);
+	free(out);
+}
+
+static void test_pass_cost_blocked(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	char id[16];
+	for (int i = 0; i < 200; i++) {
+		snprintf(id, sizeof id, "w%d", i);
+		worker(s, id, 2, 4000, 4000, 0, NULL);
+	}
+	const char *cats[] = {"a", "b", "c"};
+	struct wq_sched_assignment *out = xcalloc(MAXA, sizeof *out);
+	struct wq_sched_pass_stats st;
+	/* one 1-core task per worker first */
+	for (int i = 0; i < 200; i++)
+		task(s, 5, cats[i % 3], 1, 100, 100, -1, i);
+	assert_int_equal(run_pass(s, WQ_SCHED_WORST, 0, out, &st), 200);
+	for (int k = 0; k < 200; k++) {
+		struct wq_sched_box f;
+		wq_sched_worker_free(
+		    wq_sched_worker_lookup(s, (snprintf(id, sizeof id, "w%d", k), id)), &f);
+		assert_true(f.cores == 1);
+	}
+	/* 30,000 tasks needing two cores: one head per heap, no worker even looked at */
+	for (int i = 0; i < 30000; i++)
+		task(s, 0, cats[i % 3], 2, 100, 100, -1, 1000 + i);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, &st), 0);
+	assert_int_equal(st.heads_tried, 3);
+	assert_int_equal(st.classes_blocked, 3);
+	assert_int_equal(st.workers_examined, 0);
+	free(out);
+	wq_sched_delete(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_order),
+	    cmocka_unit_test(test_putback_and_cancel),
+	    cmocka_unit_test(test_lost_worker_order),
+	    cmocka_unit_test(test_boxes_plain),
+	    cmocka_unit_test(test_boxes_category),
+	    cmocka_unit_test(test_fit_features_flags),
+	    cmocka_unit_test(test_policies),
+	    cmocka_unit_test(test_max_concurrent_budget),
+	    cmocka_unit_test(test_no_drift),
+	    cmocka_unit_test(test_exhaustion),
+	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_from_task),
+	    cmocka_unit_test(test_pass_cost),
+	    cmocka_unit_test(test_pass_cost_blocked),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
