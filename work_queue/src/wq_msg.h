@@ -239,7 +239,7 @@ struct wq_task_output {
 };
 
 struct wq_env_var {
-	const char *name, *value;
+	const char *name, *value; /* value NULL: unset the variable (JSON null) */
 };
 
 /* A `task` (M->W). Defaults of optional keys: category "default", tag "",

@@ -78,14 +78,16 @@ static void parse_env(struct wq_msg_v *v, const json_t *msg, struct wq_task_msg 
 			free(shown);
 			return;
 		}
-		if (!json_is_string(val) || json_string_length(val) > WQ_ENV_VALUE_MAX) {
+		/* null unsets the variable in the task's environment */
+		if (!json_is_null(val) &&
+		    (!json_is_string(val) || json_string_length(val) > WQ_ENV_VALUE_MAX)) {
 			char *k = xasprintf("env.%s", name);
-			wq_msg_fail(v, k, "expected a string of at most %d bytes",
+			wq_msg_fail(v, k, "expected a string of at most %d bytes, or null",
 			            WQ_ENV_VALUE_MAX);
 			free(k);
 			return;
 		}
-		total += strlen(name) + json_string_length(val);
+		total += strlen(name) + (json_is_string(val) ? json_string_length(val) : 0);
 		if (total > WQ_ENV_TOTAL_MAX) {
 			wq_msg_fail(v, "env", "names and values exceed %d bytes", WQ_ENV_TOTAL_MAX);
 			return;

@@ -674,11 +674,16 @@ static void test_task_env(void **state)
 	json_object_set_new(env, "A", json_stringn(v, 4096));
 	expect_task_ok(j);
 	json_object_set_new(env, "A", json_string(v));
-	expect_task_bad(j, HTC_EPROTO,
-	                "message \"task\": key \"env.A\": expected a string of at most 4096 bytes");
+	expect_task_bad(
+	    j, HTC_EPROTO,
+	    "message \"task\": key \"env.A\": expected a string of at most 4096 bytes, or null");
 	json_object_set_new(env, "A", json_integer(1));
-	expect_task_bad(j, HTC_EPROTO,
-	                "message \"task\": key \"env.A\": expected a string of at most 4096 bytes");
+	expect_task_bad(
+	    j, HTC_EPROTO,
+	    "message \"task\": key \"env.A\": expected a string of at most 4096 bytes, or null");
+	/* null unsets a variable */
+	json_object_set_new(env, "A", json_null());
+	expect_task_ok(j);
 	json_object_clear(env);
 	/* names + values <= 262,144: 64 entries of 4-byte names and 4,092-byte values */
 	for (int i = 0; i < 64; i++) {
