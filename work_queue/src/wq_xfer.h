@@ -83,7 +83,8 @@ struct wq_xfer_out_callbacks {
 struct wq_xfer_out *wq_xfer_out_create(uv_loop_t *loop, struct wq_conn *c, bool zlib_ok,
                                        const struct wq_xfer_out_callbacks *cb, void *user);
 /* Stops every transfer without sending anything more, and frees O once the reads in flight
- * have finished (no callback is called after this). NULL is accepted. */
+ * have finished (no callback is called after this). May be called from inside O's own
+ * callbacks. NULL is accepted. */
 void wq_xfer_out_delete(struct wq_xfer_out *o);
 
 /* Sends the file at PATH (or the open FD when PATH is NULL; the fd is then owned and closed) as

@@ -96,7 +96,8 @@ struct wq_xfer_out {
 	struct item *waiting; /* not yet begun, in id order */
 	struct item *open;    /* begun files and directories */
 	size_t nopen_files, nopen_dirs;
-	size_t busy;
+	size_t busy;  /* items with work in a thread */
+	size_t guard; /* synchronous sections that may call back: delete is deferred to their end */
 	bool deleted, dead;
 	bool pumping, repump;
 };
@@ -169,8 +170,25 @@ static void item_free(struct item *it)
 
 static void maybe_free_out(struct wq_xfer_out *o)
 {
-	if (o->deleted && o->busy == 0)
+	if (o->deleted && o->busy == 0 && o->guard == 0)
 		free(o);
+}
+
+static void drop_items(struct wq_xfer_out *o);
+
+/* A section that may call the user back, who may delete O: O and its items stay allocated
+ * until the section ends. */
+static void hold(struct wq_xfer_out *o)
+{
+	o->guard++;
+}
+
+static void release(struct wq_xfer_out *o)
+{
+	if (--o->guard > 0 || !o->deleted)
+		return;
+	drop_items(o);
+	maybe_free_out(o);
 }
 
 /* Sends MSG (a new reference, consumed). On a send failure the sender stops for good. */
@@ -652,6 +670,7 @@ static void after_work(uv_work_t *w, int status)
 		it->err = -ECANCELED;
 		it->err_text = xstrdup("cancelled");
 	}
+	hold(o);
 	if (it->state == ST_PREP) {
 		it->state = ST_READY;
 	} else if (it->state == ST_OPEN) {
@@ -659,6 +678,7 @@ static void after_work(uv_work_t *w, int status)
 		after_chunk(o, it, plain ? it->chunk : NULL, plain ? it->chunk_len : 0);
 	}
 	pump(o);
+	release(o);
 }
 
 static void start_work(struct wq_xfer_out *o, struct item *it, uv_work_cb fn)
@@ -768,6 +788,8 @@ static void pump_once(struct wq_xfer_out *o)
 				break;
 			begin_dir(o, it);
 		}
+		if (o->deleted)
+			return;
 		o->repump = true; /* prepare the items that moved up */
 	}
 	/* read the next chunks */
@@ -796,11 +818,13 @@ static void pump(struct wq_xfer_out *o)
 		return;
 	}
 	o->pumping = true;
+	hold(o);
 	do {
 		o->repump = false;
 		pump_once(o);
 	} while (o->repump && !o->deleted);
 	o->pumping = false;
+	release(o);
 }
 
 /* ---- public entry points ----------------------------------------------------------------------
@@ -824,6 +848,15 @@ void wq_xfer_out_delete(struct wq_xfer_out *o)
 	if (!o)
 		return;
 	o->deleted = true;
+	if (o->guard > 0)
+		return; /* inside a callback: the section's end drops the items */
+	drop_items(o);
+	maybe_free_out(o);
+}
+
+/* Frees the items that no thread holds; busy ones are freed when their work comes back. */
+static void drop_items(struct wq_xfer_out *o)
+{
 	struct item *it, *tmp;
 	DL_FOREACH_SAFE(o->waiting, it, tmp)
 	{
@@ -839,7 +872,6 @@ void wq_xfer_out_delete(struct wq_xfer_out *o)
 		if (!it->busy)
 			item_free(it);
 	}
-	maybe_free_out(o);
 }
 
 void wq_xfer_out_writable(struct wq_xfer_out *o)
@@ -870,6 +902,7 @@ int wq_xfer_out_message(struct wq_xfer_out *o, json_t *msg, const char *name)
 		return 0;
 	}
 	debug(D_WQ, "%s: transfer %u refused by the peer: %s", wq_conn_label(o->c), id, e->text);
+	hold(o);
 	if (it->kind == ITEM_DIR) {
 		it->refuse_code = e->code;
 		dir_fail(o, it, WQ_XFER_REFUSED, e->code, e->text);
@@ -884,5 +917,6 @@ int wq_xfer_out_message(struct wq_xfer_out *o, json_t *msg, const char *name)
 	}
 	wq_xfer_error_free(e);
 	pump(o);
+	release(o);
 	return 0;
 }

@@ -630,6 +630,59 @@ static void expect_violation(struct t *t, const char *text)
 	assert_string_equal(t->r_text, text);
 }
 
+/* A `sent` callback that deletes its own sender at the first transfer it hears of. */
+static void on_sent_delete(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *user)
+{
+	on_sent(o, r, user);
+	struct t *t = user;
+	wq_xfer_out_delete(o);
+	t->out = NULL;
+}
+
+static int one_sent(struct t *t)
+{
+	return t->nsent >= 1;
+}
+
+/* Queues KINDS ('b' buffer, 'f' file) on a sender that deletes itself at its first `sent`. */
+static void delete_inside(const char *kinds)
+{
+	struct t t;
+	t_init(&t, true, false);
+	static const struct wq_xfer_out_callbacks cb = {on_sent_delete, NULL};
+	t.out = wq_xfer_out_create(&t.loop, t.sc, false, &cb, &t);
+	char *p = make_file(t.src, "f", 300000, false, 0644);
+	for (int k = 0; kinds[k]; k++) {
+		json_t *tg = wq_xfer_target_input(5, k);
+		if (kinds[k] == 'f')
+			assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, tg, 0, NULL, NULL), 0);
+		else
+			assert_int_equal(wq_xfer_send_buffer(t.out, "abc", 3, tg, 0, NULL, NULL),
+			                 0);
+		json_decref(tg);
+		if (!t.out)
+			break; /* deleted already, inside this call */
+	}
+	assert_true(run_until(&t, one_sent, 5000));
+	/* let any work in flight come back: no callback after the delete, no use after free */
+	for (int k = 0; k < 50; k++)
+		uv_run(&t.loop, UV_RUN_NOWAIT);
+	assert_int_equal(t.nsent, 1);
+	assert_null(t.out);
+	free(p);
+	t_done(&t);
+}
+
+static void test_delete_inside_callback(void **state)
+{
+	(void)state;
+	delete_inside("b"); /* nothing else in flight when the callback runs */
+	delete_inside("f");
+	delete_inside("bbb");
+	delete_inside("fb"); /* the callback runs when the file's last read comes back */
+	delete_inside("bfb");
+}
+
 static void test_corrupt(void **state)
 {
 	(void)state;
@@ -828,7 +881,7 @@ int main(void)
 	    cmocka_unit_test(test_zlib),       cmocka_unit_test(test_buffer_and_shrink),
 	    cmocka_unit_test(test_directory),  cmocka_unit_test(test_corrupt),
 	    cmocka_unit_test(test_violations), cmocka_unit_test(test_interleave),
-	    cmocka_unit_test(test_disk_full),
+	    cmocka_unit_test(test_disk_full),  cmocka_unit_test(test_delete_inside_callback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
