@@ -4,3 +4,7 @@ PROGS += catalog_server catalog_query catalog_update
 catalog_server_COMPONENT := work_queue
 catalog_query_COMPONENT := work_queue
 catalog_update_COMPONENT := work_queue
+PROGS += work_queue_worker
+work_queue_worker_COMPONENT := work_queue
+PROGS += work_queue_status
+work_queue_status_COMPONENT := work_queue

@@ -1,0 +1,159 @@
+#!/bin/bash
+# 31-worker.sh: end-to-end tests of work_queue_worker (doc/work-queue-protocol.md) against a
+# scripted fake master (work_queue/test/helper_fake_master, built on the real connection,
+# handshake and transfer code): a task with a cached and a per-task input, a bad name, a
+# cancel, a drain, a dismiss and reconnection, a shutdown, a memory overrun, garbage after the
+# handshake, a wrong password, no master, -M through a real catalog, idle timeout, single shot.
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+test_require_bin work_queue_worker catalog_server catalog_update
+FAKE=$BUILD/work_queue/test/helper_fake_master
+[ -x "$FAKE" ] || test_skip_all "$FAKE is not built (make tests)"
+
+# fake SCRIPT [PASSWORD_FILE]: start the fake master; sets FAKE_PID and FAKE_PORT.
+fake() {
+	test_daemon_start port "$FAKE" "$1" port ${2:+"$2"}
+	FAKE_PID=$DAEMON_PID
+	FAKE_PORT=$DAEMON_PORT
+}
+
+# worker ARGS...: run the worker (bounded) against the fake; its status is in WRC, its
+# output in worker.log.
+worker() {
+	WRC=0
+	timeout 40 "$BIN/work_queue_worker" -s "$PWD/wd" "$@" >worker.log 2>&1 || WRC=$?
+	cat worker.log
+}
+
+# fake_ok: the fake master ended with every check passed.
+fake_ok() {
+	local rc=0
+	wait "$FAKE_PID" || rc=$?
+	cat daemon.1.log
+	[ "$rc" = 0 ] && not grep -q "^not ok" daemon.1.log
+}
+
+for script in task badname cancel drain shutdown exhaust; do
+	test_expect_success "script $script: the worker passes every check and exits 0" "
+		fake $script
+		worker 127.0.0.1 \$FAKE_PORT
+		fake_ok
+		[ \$WRC = 0 ]
+	"
+done
+
+test_expect_success 'task: cached and per-task inputs, output and stdout come back' '
+	fake task
+	worker 127.0.0.1 $FAKE_PORT
+	fake_ok
+	grep -q "output out.txt is TGCA" daemon.1.log
+	grep -q "stdout is" daemon.1.log
+	[ ! -d wd/cache ] && [ ! -d wd/tasks ]
+'
+
+test_expect_success 'a full disk (--disk 10) refuses a big object and a big task, not small work' '
+	fake diskfull
+	worker --disk 10 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 0 ]
+	grep -q "refused disk_full" daemon.1.log
+'
+
+test_expect_success 'dismiss: bye, then the worker comes back after retry_after' '
+	fake dismiss
+	worker 127.0.0.1 $FAKE_PORT
+	fake_ok
+	grep -q "bye received: dismissed" daemon.1.log
+	grep -q "cache_have last after capacity (connection 2)" daemon.1.log
+	[ $WRC = 0 ]
+'
+
+test_expect_success 'garbage after the handshake: error proto, then the worker reconnects' '
+	fake garbage
+	worker 127.0.0.1 $FAKE_PORT
+	fake_ok
+	grep -q "protocol violation: malformed message" worker.log
+	grep -q "connection 2" daemon.1.log
+	[ $WRC = 0 ]
+'
+
+test_expect_success 'wrong password: exit 2 with the master text' '
+	printf "right\n" >pw.master && printf "wrong\n" >pw.worker
+	chmod 600 pw.master pw.worker
+	fake refuse pw.master
+	worker -P pw.worker 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 2 ]
+	grep -q "refused the connection: authentication failed: the worker.s password does not match the master.s" worker.log
+'
+
+test_expect_success 'no master: exit 3 after --connect-timeout 2' '
+	start=$SECONDS
+	worker --connect-timeout 2 127.0.0.1 1
+	[ $WRC = 3 ]
+	[ $((SECONDS - start)) -le 5 ]
+	grep -q "no master reachable within 2 s" worker.log
+'
+
+test_expect_success '-M PROJECT finds the master through a real catalog' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	CAT=127.0.0.1:$DAEMON_PORT
+	test_daemon_start port "$FAKE" task port
+	FAKE_PID=$DAEMON_PID
+	printf "{\"type\":\"wq_master\",\"project\":\"demo\",\"name\":\"localhost\",\"port\":%s}" \
+		"$DAEMON_PORT" | "$BIN/catalog_update" --http -C "$CAT" -
+	worker -M demo -C "$CAT"
+	rc=0; wait "$FAKE_PID" || rc=$?
+	cat daemon.2.log
+	[ $rc = 0 ] && not grep -q "^not ok" daemon.2.log
+	[ $WRC = 0 ]
+'
+
+test_expect_success 'idle timeout: bye and exit 0 after -t 2' '
+	fake idle
+	start=$SECONDS
+	worker -t 2 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 0 ]
+	grep -q "bye received: idle timeout" daemon.1.log
+	[ $((SECONDS - start)) -le 6 ]
+'
+
+test_expect_success '--wall-time 2: bye and exit 0' '
+	fake idle
+	worker --wall-time 2 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 0 ]
+	grep -q "bye received: wall time reached" daemon.1.log
+'
+
+test_expect_success '--single-shot: one task, draining, bye, exit 0' '
+	fake singleshot
+	worker --single-shot 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 0 ]
+	grep -q "draining after the single task" daemon.1.log
+	grep -q "bye received: drained" daemon.1.log
+'
+
+test_expect_success 'SIGTERM drains: the running task is reported, then bye and exit 0' '
+	fake signal
+	"$BIN/work_queue_worker" -s "$PWD/wd" 127.0.0.1 $FAKE_PORT >worker.log 2>&1 &
+	WPID=$!
+	test_track_pid $WPID
+	test_wait_until 10 grep -q task_running daemon.1.log
+	kill -TERM $WPID
+	WRC=0; wait $WPID || WRC=$?
+	cat worker.log
+	fake_ok
+	[ $WRC = 0 ]
+	grep -q "bye received: drained" daemon.1.log
+'
+
+test_expect_success 'a bad option exits 1 with a clear message' '
+	worker --memory lots 127.0.0.1 9
+	[ $WRC = 1 ]
+	grep -q -- "--memory" worker.log
+'
+
+test_done

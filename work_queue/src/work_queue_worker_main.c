@@ -1,0 +1,88 @@
+/* work_queue_worker_main.c: the work_queue_worker program: parses the command line
+ * (worker_opts), sets up logging and signal handling, and runs the worker (worker_conn) on one
+ * libuv loop until it ends with the exit status of doc/work-queue-protocol.md section 1. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "config.h"
+#include "debug.h"
+#include "worker_conn.h"
+#include "worker_opts.h"
+
+#include "banned.h"
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	worker_signal(h->data, signum);
+}
+
+int main(int argc, char *argv[])
+{
+	debug_config_program("work_queue_worker");
+	struct worker_opts o;
+	char err[512] = "";
+	int r = worker_opts_parse(argc, argv, &o, err, sizeof err);
+	if (r == WORKER_OPTS_HELP) {
+		fputs(worker_opts_usage(), stdout);
+		return 0;
+	}
+	if (r == WORKER_OPTS_VERSION) {
+		printf("work_queue_worker %s\n", HTC_VERSION);
+		return 0;
+	}
+	if (r != WORKER_OPTS_RUN) {
+		fprintf(stderr, "work_queue_worker: %s\n", err);
+		return WORKER_EXIT_LOCAL;
+	}
+	if (o.debug_file && debug_config_file(o.debug_file) < 0) {
+		fprintf(stderr, "work_queue_worker: cannot open the debug file %s\n", o.debug_file);
+		worker_opts_clear(&o);
+		return WORKER_EXIT_LOCAL;
+	}
+	if (o.debug_flags && debug_flags_set(o.debug_flags) < 0) {
+		fprintf(stderr, "work_queue_worker: -d %s: unknown subsystem (valid: %s)\n",
+		        o.debug_flags, debug_flags_help());
+		worker_opts_clear(&o);
+		return WORKER_EXIT_LOCAL;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	char *why = NULL;
+	struct worker *w = worker_create(&loop, &o, &why);
+	if (!w) {
+		fprintf(stderr, "work_queue_worker: %s\n", why ? why : "cannot start");
+		free(why);
+		uv_run(&loop, UV_RUN_DEFAULT);
+		uv_loop_close(&loop);
+		worker_opts_clear(&o);
+		return WORKER_EXIT_LOCAL;
+	}
+	uv_signal_t sigterm, sigint;
+	uv_signal_init(&loop, &sigterm);
+	uv_signal_init(&loop, &sigint);
+	sigterm.data = sigint.data = w;
+	uv_signal_start(&sigterm, on_signal, SIGTERM);
+	uv_signal_start(&sigint, on_signal, SIGINT);
+	/* the signal handles do not keep the loop alive: it ends when the worker does */
+	uv_unref((uv_handle_t *)&sigterm);
+	uv_unref((uv_handle_t *)&sigint);
+
+	worker_start(w);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	int status = worker_exit_status(w);
+
+	uv_close((uv_handle_t *)&sigterm, NULL);
+	uv_close((uv_handle_t *)&sigint, NULL);
+	worker_delete(w);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	worker_opts_clear(&o);
+	debug_close();
+	return status;
+}

@@ -1,0 +1,864 @@
+/* worker_session.c: the messages of one work_queue_worker connection after the handshake
+ * (doc/work-queue-protocol.md sections 5 and 7.3): the report (identity, capacity, cache_have),
+ * cache objects and per-task inputs received through wq_xfer into the cache and the sandboxes,
+ * tasks checked, refused or started through worker_task, outputs and stdout sent back before
+ * task_done, cancels, cache drops, drain, dismiss, shutdown and bye. */
+#include "worker_conn.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <uthash.h>
+
+#include "config.h"
+#include "debug.h"
+#include "htc_error.h"
+#include "path.h"
+#include "timeutil.h"
+#include "worker_task.h"
+#include "wq_cache.h"
+#include "wq_conn.h"
+#include "wq_msg.h"
+#include "wq_sandbox.h"
+#include "wq_xfer.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+#define TASKS_MAX           1024
+#define CAPACITY_MIN_GAP_MS 5000
+
+enum wt_state { WT_STAGING, WT_RUNNING, WT_SENDING };
+
+struct wsend {
+	struct wtask *t;
+	int64_t index; /* output index, -1 for stdout */
+};
+
+struct wtask {
+	int64_t id, try_;
+	struct worker_session *s;
+	struct wq_task_msg *msg;
+	struct wq_sandbox *sb;
+	struct worker_alloc alloc;
+	struct worker_task *t;
+	enum wt_state state;
+	bool *have_input;
+	size_t inputs_pending;
+	bool cancelled;
+	int64_t *out_xfers;
+	int64_t stdout_xfer;
+	int sends_pending;
+	struct wsend *sends; /* noutputs + 1 */
+	char **dir_refs;
+	size_t ndir_refs;
+	int64_t t_received;
+	UT_hash_handle hh;
+};
+
+static struct worker *W(struct worker_session *s)
+{
+	return s->w;
+}
+
+/* Cache objects being received: a task may name one whose xfer_end is still being processed. */
+struct pending_obj {
+	char name[WQ_CACHE_NAME_LEN + 1];
+	UT_hash_handle hh;
+};
+
+static bool object_pending(struct worker_session *s, const char *name)
+{
+	struct pending_obj *po = NULL, *set = s->pending_objs;
+	HASH_FIND_STR(set, name, po);
+	return po != NULL;
+}
+
+static void pending_set(struct worker_session *s, const char *name, bool on)
+{
+	struct pending_obj *po = NULL, *set = s->pending_objs;
+	HASH_FIND_STR(set, name, po);
+	if (on && !po) {
+		po = xcalloc(1, sizeof *po);
+		snprintf(po->name, sizeof po->name, "%s", name);
+		HASH_ADD_STR(set, name, po);
+	} else if (!on && po) {
+		HASH_DEL(set, po);
+		free(po);
+	}
+	s->pending_objs = set;
+}
+
+static void smsg(struct worker_session *s, json_t *m)
+{
+	if (!m)
+		return;
+	if (!s->closing && !s->lost) {
+		int r = wq_conn_send_msg(s->conn, m);
+		if (r < 0)
+			debug(D_WORKER, "send %s: %s", json_string_value(json_object_get(m, "m")),
+			      htc_strerror(r));
+	}
+	json_decref(m);
+}
+
+/* ---- the report -------------------------------------------------------------------------- */
+
+static const char *cgroups_kind(void)
+{
+	if (access("/sys/fs/cgroup/memory", F_OK) == 0)
+		return "v1";
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0)
+		return "v2";
+	return "none";
+}
+
+static void send_capacity(struct worker_session *s)
+{
+	struct worker *w = W(s);
+	struct worker_ledger *l = worker_ledger(w);
+	worker_ledger_refresh_disk(l);
+	worker_ledger_set_cache(l, (int64_t)(wq_cache_bytes(worker_cache(w)) >> 20));
+	s->last_disk_free = worker_ledger_disk_free(l);
+	s->last_disk_full = worker_ledger_disk_full(l);
+	s->last_capacity_ms = uv_now(worker_loop(w));
+	smsg(s, worker_ledger_capacity_json(l));
+}
+
+static int have_batch(const struct wq_cache_item *items, size_t n, bool last, void *arg)
+{
+	struct worker_session *s = arg;
+	json_t *objs = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(objs,
+		                      json_pack("[s,I]", items[i].name, (json_int_t)items[i].size));
+	smsg(s, json_pack("{s:s,s:o,s:b}", "m", "cache_have", "objects", objs, "last", last));
+	return 0;
+}
+
+static void send_identity(struct worker_session *s)
+{
+	struct worker *w = W(s);
+	const struct worker_opts *o = worker_opts_of(w);
+	struct utsname u;
+	if (uname(&u) != 0)
+		memset(&u, 0, sizeof u);
+	json_t *labels = json_array();
+	for (int i = 0; i < o->feature_count; i++)
+		json_array_append_new(labels, json_string(o->features[i]));
+	json_t *end = json_null();
+	if (o->wall_time > 0)
+		end = json_integer(time_now_us() + o->wall_time * 1000000);
+	char sw[64];
+	snprintf(sw, sizeof sw, "htc %s", HTC_VERSION);
+	smsg(s, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:o,s:o,s:b,s:s,s:b}", "m", "identity",
+	                  "host", worker_hostname(w), "os", u.sysname, "os_release", u.release,
+	                  "arch", u.machine, "software", sw, "pid", (json_int_t)getpid(), "workdir",
+	                  worker_workdir(w), "labels", labels, "end_time", end, "docker", 0,
+	                  "cgroups", cgroups_kind(), "single_shot", o->single_shot));
+}
+
+/* ---- transfers ------------------------------------------------------------------------------ */
+
+static struct wtask *find_task(struct worker_session *s, int64_t id)
+{
+	struct wtask *t = NULL;
+	HASH_FIND(hh, s->tasks, &id, sizeof id, t);
+	return t;
+}
+
+static void refuse_xfer(struct wq_xfer_refusal *r, enum wq_xfer_error_code code, const char *fmt,
+                        ...) __attribute__((format(printf, 3, 4)));
+static void refuse_xfer(struct wq_xfer_refusal *r, enum wq_xfer_error_code code, const char *fmt,
+                        ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	r->code = code;
+	vsnprintf(r->text, sizeof r->text, fmt, ap);
+	va_end(ap);
+}
+
+static bool fits_disk(struct worker_session *s, int64_t size)
+{
+	struct worker_ledger *l = worker_ledger(W(s));
+	worker_ledger_refresh_disk(l);
+	if (worker_ledger_disk_full(l))
+		return false;
+	int64_t free_mb = worker_ledger_disk_free(l);
+	return size <= free_mb * (int64_t)1048576 - (int64_t)wq_cache_reserved(worker_cache(W(s)));
+}
+
+static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
+                      struct wq_xfer_dest *dest, struct wq_xfer_refusal *r, void *user)
+{
+	(void)i;
+	struct worker_session *s = worker_session_of(user);
+	const struct wq_target *tg = in->target;
+	if (!s) {
+		refuse_xfer(r, WQ_XERR_NO_TASK, "the connection is closing");
+		return -1;
+	}
+	if (!in->is_dir && !fits_disk(s, in->size)) {
+		refuse_xfer(r, WQ_XERR_DISK_FULL, "no room for %lld bytes", (long long)in->size);
+		return -1;
+	}
+	if (tg->kind == WQ_TARGET_OBJECT) {
+		struct wq_cache_partial *p = NULL;
+		int e = wq_cache_begin(worker_cache(W(s)), tg->object,
+		                       tg->keep == WQ_KEEP_WORKER ? WQ_CACHE_KEEP_WORKER
+		                                                  : WQ_CACHE_KEEP_RUN,
+		                       in->id, in->is_dir ? 0 : (uint64_t)in->size, &p);
+		if (e == HTC_EDUP) {
+			refuse_xfer(r, WQ_XERR_HAVE, "object %s is already here", tg->object);
+			return -1;
+		}
+		if (e < 0) {
+			refuse_xfer(r, e == -ENOSPC ? WQ_XERR_DISK_FULL : WQ_XERR_IO,
+			            "object %s: %s", tg->object, htc_strerror(e));
+			return -1;
+		}
+		dest->partial = p;
+		pending_set(s, tg->object, true);
+		return 0;
+	}
+	if (tg->kind != WQ_TARGET_INPUT) {
+		refuse_xfer(r, WQ_XERR_NO_TASK, "unexpected target");
+		return -1;
+	}
+	struct wtask *t = find_task(s, tg->task);
+	if (!t || t->state != WT_STAGING || t->cancelled || !t->sb) {
+		refuse_xfer(r, WQ_XERR_NO_TASK, "task %lld is not staging here",
+		            (long long)tg->task);
+		return -1;
+	}
+	if (tg->index < 0 || (size_t)tg->index >= t->msg->ninputs ||
+	    t->msg->inputs[tg->index].from != WQ_FROM_TASK || t->have_input[tg->index] ||
+	    t->msg->inputs[tg->index].dir != in->is_dir) {
+		refuse_xfer(r, WQ_XERR_NO_TASK, "task %lld has no pending per-task %s input %lld",
+		            (long long)tg->task, in->is_dir ? "directory" : "file",
+		            (long long)tg->index);
+		return -1;
+	}
+	int fd = in->is_dir ? wq_sandbox_tmp_mkdir(t->sb, in->id)
+	                    : wq_sandbox_tmp_open(t->sb, in->id, in->exec);
+	if (fd < 0) {
+		refuse_xfer(r, fd == -ENOSPC ? WQ_XERR_DISK_FULL : WQ_XERR_IO, "input %lld: %s",
+		            (long long)tg->index, htc_strerror(fd));
+		return -1;
+	}
+	if (in->is_dir)
+		dest->dirfd = fd;
+	else
+		dest->fd = fd;
+	return 0;
+}
+
+static void start_task(struct wtask *t, int sandbox_err);
+static void object_arrived(struct worker_session *s, const char *name, bool ok);
+
+static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, int status,
+                     const char *text, void *user)
+{
+	(void)i;
+	struct worker *w = user;
+	struct worker_session *s = worker_session_of(w);
+	const struct wq_target *tg = in->target;
+	if (in->partial) {
+		/* also called after the receiver was deleted, with S gone */
+		wq_cache_end(worker_cache(w), in->partial, status == 0);
+		if (status != 0)
+			debug(D_WORKER, "object %s not stored: %s %s", tg->object,
+			      htc_strerror(status), text ? text : "");
+		worker_ledger_set_cache(worker_ledger(w),
+		                        (int64_t)(wq_cache_bytes(worker_cache(w)) >> 20));
+		if (s) {
+			pending_set(s, tg->object, false);
+			object_arrived(s, tg->object, status == 0);
+		}
+		return;
+	}
+	if (!s || tg->kind != WQ_TARGET_INPUT)
+		return;
+	struct wtask *t = find_task(s, tg->task);
+	if (!t || t->state != WT_STAGING || t->cancelled || !t->sb || tg->index < 0 ||
+	    (size_t)tg->index >= t->msg->ninputs || t->have_input[tg->index])
+		return;
+	if (status == HTC_EPROTO)
+		return; /* the connection is closing */
+	int r = status;
+	if (r == 0)
+		r = wq_sandbox_tmp_commit(t->sb, in->id, t->msg->inputs[tg->index].name);
+	if (r != 0) {
+		warn("task %lld: input %s could not be stored: %s%s%s", (long long)t->id,
+		     t->msg->inputs[tg->index].name, htc_strerror(r), text && *text ? ": " : "",
+		     text ? text : "");
+		wq_sandbox_tmp_discard(t->sb, in->id);
+		start_task(t, r < 0 ? r : -EIO);
+		return;
+	}
+	t->have_input[tg->index] = true;
+	if (--t->inputs_pending == 0)
+		start_task(t, 0);
+}
+
+static const struct wq_xfer_in_callbacks in_cb = {recv_begin, recv_end};
+
+/* ---- tasks ------------------------------------------------------------------------------------
+ */
+
+static void check_drained(struct worker_session *s)
+{
+	if (s->draining && s->ntasks == 0 && !s->closing)
+		worker_finish_soon(W(s), WORKER_EXIT_OK, "drained"); /* maybe inside a callback */
+}
+
+/* Forgets T: releases what it holds; a running tree is killed, the sandbox removed. */
+static void task_free(struct wtask *t)
+{
+	struct worker_session *s = t->s;
+	struct worker *w = W(s);
+	HASH_DEL(s->tasks, t);
+	s->ntasks--;
+	worker_ledger_release(worker_ledger(w), &t->alloc);
+	if (t->t) {
+		worker_task_delete(t->t, false);
+	} else if (t->sb) {
+		wq_sandbox_remove(t->sb);
+		wq_sandbox_delete(t->sb);
+	}
+	for (size_t i = 0; i < t->ndir_refs; i++) {
+		wq_cache_unref(worker_cache(w), t->dir_refs[i]);
+		free(t->dir_refs[i]);
+	}
+	free(t->dir_refs);
+	wq_task_msg_free(t->msg);
+	free(t->have_input);
+	free(t->out_xfers);
+	free(t->sends);
+	free(t);
+}
+
+static void send_cancelled(struct worker_session *s, int64_t id, int64_t try_, bool known)
+{
+	smsg(s, json_pack("{s:s,s:I,s:I,s:b}", "m", "task_cancelled", "id", (json_int_t)id, "try",
+	                  (json_int_t)try_, "known", known));
+}
+
+static void task_complete(struct wtask *t)
+{
+	struct worker_session *s = t->s;
+	bool cancelled = t->cancelled;
+	if (cancelled)
+		send_cancelled(s, t->id, t->try_, true);
+	else
+		smsg(s, worker_task_done_json(t->t, t->out_xfers, t->stdout_xfer));
+	debug(D_WORKER, "task %lld.%lld %s", (long long)t->id, (long long)t->try_,
+	      cancelled ? "cancelled" : "done");
+	task_free(t);
+	if (!cancelled)
+		worker_task_finished(W(s));
+	else
+		worker_touch(W(s));
+	check_drained(s);
+}
+
+static void sent_cb(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *user)
+{
+	(void)o;
+	(void)user;
+	struct wsend *ws = r->tag;
+	struct wtask *t = ws->t;
+	if (r->outcome != WQ_XFER_SENT) {
+		debug(D_WORKER, "task %lld: transfer %u not sent: %s", (long long)t->id, r->id,
+		      r->text);
+		if (ws->index < 0)
+			t->stdout_xfer = 0;
+		else
+			t->out_xfers[ws->index] = 0;
+	}
+	if (--t->sends_pending == 0)
+		task_complete(t);
+}
+
+static void peer_error_cb(struct wq_xfer_out *o, uint32_t id, enum wq_xfer_error_code code,
+                          const char *text, void *user)
+{
+	(void)o;
+	(void)user;
+	debug(D_WORKER, "master refused transfer %u (%d): %s", id, (int)code, text);
+}
+
+static const struct wq_xfer_out_callbacks out_cb = {sent_cb, peer_error_cb};
+
+/* The tree has ended: send the outputs and stdout, then task_done. */
+static void send_results(struct wtask *t)
+{
+	struct worker_session *s = t->s;
+	const struct worker_task_result *res = worker_task_result(t->t);
+	size_t n = t->msg->noutputs;
+	t->state = WT_SENDING;
+	t->out_xfers = xcalloc(n + 1, sizeof *t->out_xfers);
+	t->sends = xcalloc(n + 1, sizeof *t->sends);
+	int flags = (s->caps & WQ_CAP_ZLIB) ? WQ_XFER_ZLIB : 0;
+	t->sends_pending = 1; /* held until every send is queued */
+	for (size_t i = 0; res && i < res->noutputs && i < n; i++) {
+		const struct worker_task_output *out = &res->outputs[i];
+		if (out->kind != WQ_DONE_XFER && out->kind != WQ_DONE_DIR)
+			continue;
+		t->sends[i].t = t;
+		t->sends[i].index = (int64_t)i;
+		json_t *target = wq_xfer_target_output(t->id, (int64_t)i);
+		uint32_t id = 0;
+		int r;
+		if (out->kind == WQ_DONE_XFER) {
+			int fd = dup(out->fd);
+			r = fd < 0 ? -errno
+			           : wq_xfer_send_file(s->xout, NULL, fd, -1, target, flags,
+			                               &t->sends[i], &id);
+		} else {
+			char *p = path_join(wq_sandbox_work_path(worker_task_sandbox(t->t)),
+			                    t->msg->outputs[i].name);
+			r = wq_xfer_send_dir(s->xout, p, target, flags, &t->sends[i], &id);
+			free(p);
+		}
+		json_decref(target);
+		if (r == 0) {
+			t->out_xfers[i] = id;
+			t->sends_pending++;
+		}
+	}
+	if (res && res->stdout_size > 0) {
+		char *buf = NULL;
+		size_t len = 0;
+		if (worker_task_stdout_read(t->t, &buf, &len) == 0 && len > 0) {
+			t->sends[n].t = t;
+			t->sends[n].index = -1;
+			json_t *target = wq_xfer_target_stdout(t->id);
+			uint32_t id = 0;
+			if (wq_xfer_send_buffer(s->xout, buf, len, target, 0, &t->sends[n], &id) ==
+			    0) {
+				t->stdout_xfer = id;
+				t->sends_pending++;
+			}
+			json_decref(target);
+		}
+		free(buf);
+	}
+	if (--t->sends_pending == 0)
+		task_complete(t);
+}
+
+static void task_done_cb(struct worker_task *wt, void *arg)
+{
+	struct wtask *t = arg;
+	if (worker_task_cancelled(wt) || t->cancelled) {
+		t->cancelled = true;
+		task_complete(t);
+		return;
+	}
+	send_results(t);
+}
+
+static void start_task(struct wtask *t, int sandbox_err)
+{
+	struct worker_session *s = t->s;
+	struct worker *w = W(s);
+	if (sandbox_err && t->sb) {
+		wq_sandbox_remove(t->sb);
+		wq_sandbox_delete(t->sb);
+		t->sb = NULL;
+	}
+	struct worker_task_params p = {
+	    .loop = worker_loop(w),
+	    .t_received = t->t_received,
+	    .t_inputs_ready = time_now_us(),
+	    .sandbox_err = sandbox_err,
+	};
+	struct wq_sandbox *sb = t->sb;
+	t->sb = NULL; /* owned by the task from now on */
+	t->state = WT_RUNNING;
+	t->t = worker_task_start(&p, t->msg, sb, &t->alloc, task_done_cb, t);
+	if (worker_task_pid(t->t) > 0)
+		smsg(s, worker_task_running_json(t->t));
+	debug(D_WORKER, "task %lld.%lld started (pid %d)", (long long)t->id, (long long)t->try_,
+	      (int)worker_task_pid(t->t));
+}
+
+static void refuse_task(struct worker_session *s, int64_t id, int64_t try_, const char *code,
+                        const char *text)
+{
+	debug(D_WORKER, "task %lld.%lld refused: %s %s", (long long)id, (long long)try_, code,
+	      text);
+	smsg(s, json_pack("{s:s,s:I,s:I,s:s,s:s}", "m", "task_refused", "id", (json_int_t)id, "try",
+	                  (json_int_t)try_, "code", code, "text", text));
+}
+
+/* Places cache input I of T into its sandbox. 0 or -errno. */
+static int link_cache_input(struct wtask *t, size_t i)
+{
+	struct worker *w = W(t->s);
+	const struct wq_task_input *in = &t->msg->inputs[i];
+	if (in->object[0] != 'D')
+		return wq_sandbox_link_file(t->sb, wq_cache_fd(worker_cache(w)), in->object,
+		                            in->name);
+	int err = wq_cache_ref(worker_cache(w), in->object);
+	if (err == 0) {
+		t->dir_refs = xrealloc(t->dir_refs, (t->ndir_refs + 1) * sizeof(char *));
+		t->dir_refs[t->ndir_refs++] = xstrdup(in->object);
+		err = wq_sandbox_link_dir(t->sb, wq_cache_path(worker_cache(w)), in->object,
+		                          in->name);
+	}
+	return err;
+}
+
+static void object_arrived(struct worker_session *s, const char *name, bool ok)
+{
+	struct wtask *t, *tmp;
+	HASH_ITER(hh, s->tasks, t, tmp)
+	{
+		if (t->state != WT_STAGING || t->cancelled || !t->sb)
+			continue;
+		for (size_t i = 0; i < t->msg->ninputs; i++) {
+			const struct wq_task_input *in = &t->msg->inputs[i];
+			if (t->have_input[i] || in->from != WQ_FROM_CACHE ||
+			    strcmp(in->object, name))
+				continue;
+			if (!ok) {
+				char *text = xasprintf("object %s is not in the cache", name);
+				refuse_task(s, t->id, t->try_, "missing_object", text);
+				free(text);
+				task_free(t);
+				check_drained(s);
+				break;
+			}
+			int err = link_cache_input(t, i);
+			if (err) {
+				start_task(t, err);
+				break;
+			}
+			t->have_input[i] = true;
+			if (--t->inputs_pending == 0) {
+				start_task(t, 0);
+				break;
+			}
+		}
+	}
+}
+
+static void on_task(struct worker_session *s, json_t *msg)
+{
+	struct worker *w = W(s);
+	struct wq_task_msg *tm = NULL;
+	char *why = NULL;
+	int r = wq_msg_task_parse(msg, s->caps, &tm, &why);
+	if (r == HTC_EPROTO || !tm) {
+		wq_conn_violation(s->conn, "proto", "%s", why ? why : "malformed task");
+		free(why);
+		return;
+	}
+	if (find_task(s, tm->id)) {
+		wq_conn_violation(s->conn, "proto", "task %lld is already on this worker",
+		                  (long long)tm->id);
+		goto out;
+	}
+	if (r == HTC_EPARSE) {
+		refuse_task(s, tm->id, tm->try_, "bad_name", why);
+		goto out;
+	}
+	if (s->draining) {
+		refuse_task(s, tm->id, tm->try_, "draining", "the worker is draining");
+		goto out;
+	}
+	if (s->ntasks >= TASKS_MAX) {
+		refuse_task(s, tm->id, tm->try_, "busy", "1024 tasks already assigned");
+		goto out;
+	}
+	for (size_t i = 0; i < tm->ninputs; i++) {
+		if (tm->inputs[i].from == WQ_FROM_CACHE &&
+		    !wq_cache_has(worker_cache(w), tm->inputs[i].object, NULL) &&
+		    !object_pending(s, tm->inputs[i].object)) {
+			char *t = xasprintf("object %s is not in the cache", tm->inputs[i].object);
+			refuse_task(s, tm->id, tm->try_, "missing_object", t);
+			free(t);
+			goto out;
+		}
+	}
+	worker_ledger_refresh_disk(worker_ledger(w));
+	worker_ledger_set_cache(worker_ledger(w), (int64_t)(wq_cache_bytes(worker_cache(w)) >> 20));
+	struct wtask *t = xcalloc(1, sizeof *t);
+	char *text = NULL;
+	enum worker_fit fit =
+	    worker_ledger_commit(worker_ledger(w), &tm->resources, &t->alloc, &text);
+	if (fit != WORKER_FIT_OK) {
+		refuse_task(s, tm->id, tm->try_,
+		            fit == WORKER_FIT_DISK_FULL ? "disk_full" : "overcommit",
+		            text ? text : "does not fit");
+		free(text);
+		free(t);
+		if (fit == WORKER_FIT_DISK_FULL)
+			send_capacity(s);
+		goto out;
+	}
+	t->id = tm->id;
+	t->try_ = tm->try_;
+	t->s = s;
+	t->msg = tm;
+	tm = NULL;
+	t->t_received = time_now_us();
+	t->have_input = xcalloc(t->msg->ninputs + 1, sizeof *t->have_input);
+	HASH_ADD(hh, s->tasks, id, sizeof t->id, t);
+	s->ntasks++;
+	worker_touch(w);
+	t->sb = wq_sandbox_create(worker_workdir_fd(w), worker_workdir(w), (uint64_t)t->id,
+	                          (unsigned)t->try_, WQ_RESOLVE_AUTO);
+	int err = t->sb ? 0 : -errno;
+	if (!err && t->msg->has_container)
+		err = -ENOTSUP;
+	for (size_t i = 0; !err && i < t->msg->ninputs; i++) {
+		const struct wq_task_input *in = &t->msg->inputs[i];
+		if (in->from == WQ_FROM_TASK ||
+		    (in->from == WQ_FROM_CACHE &&
+		     !wq_cache_has(worker_cache(w), in->object, NULL))) {
+			t->inputs_pending++; /* a transfer, or an object still being stored */
+			continue;
+		}
+		if (in->from != WQ_FROM_CACHE) {
+			err = -ENOTSUP;
+			break;
+		}
+		err = link_cache_input(t, i);
+		if (!err)
+			t->have_input[i] = true;
+	}
+	debug(D_WORKER, "task %lld.%lld received: %zu per-task inputs to come", (long long)t->id,
+	      (long long)t->try_, t->inputs_pending);
+	if (err || t->inputs_pending == 0)
+		start_task(t, err);
+out:
+	free(why);
+	wq_task_msg_free(tm);
+}
+
+static void on_cancel(struct worker_session *s, json_t *msg)
+{
+	struct wq_msg_v v = {.m = "task_cancel"};
+	int64_t id = 0, try_ = 0;
+	if (wq_msg_int(&v, msg, "id", WQ_REQ, 1, WQ_MAX_ID, &id) != 0 ||
+	    wq_msg_int(&v, msg, "try", WQ_REQ, 1, WQ_MAX_ID, &try_) != 0) {
+		wq_conn_violation(s->conn, "proto", "%s", v.why);
+		free(v.why);
+		return;
+	}
+	struct wtask *t = find_task(s, id);
+	if (!t || t->try_ != try_ || t->cancelled) {
+		send_cancelled(s, id, try_, false);
+		return;
+	}
+	t->cancelled = true;
+	debug(D_WORKER, "task %lld.%lld: cancel", (long long)id, (long long)try_);
+	if (t->state == WT_STAGING) {
+		task_complete(t);
+	} else if (t->state == WT_RUNNING) {
+		worker_task_cancel(t->t); /* DONE follows, cancelled */
+	}
+	/* SENDING: task_cancelled replaces task_done once the sends have ended */
+}
+
+static void empty_trash_work(uv_work_t *req)
+{
+	struct worker *w = req->data;
+	wq_cache_empty_trash(wq_cache_fd(worker_cache(w)), wq_cache_path(worker_cache(w)));
+}
+
+static void empty_trash_done(uv_work_t *req, int status)
+{
+	(void)status;
+	free(req);
+}
+
+static void on_cache_drop(struct worker_session *s, json_t *msg)
+{
+	struct wq_cache_list *l = NULL;
+	char *why = NULL;
+	if (wq_msg_cache_drop_parse(msg, &l, &why) != 0) {
+		wq_conn_violation(s->conn, "proto", "%s", why ? why : "bad cache_drop");
+		free(why);
+		return;
+	}
+	struct worker *w = W(s);
+	for (size_t i = 0; i < l->n; i++)
+		wq_cache_drop(worker_cache(w), l->names[i]);
+	wq_cache_list_free(l);
+	worker_ledger_set_cache(worker_ledger(w), (int64_t)(wq_cache_bytes(worker_cache(w)) >> 20));
+	uv_work_t *req = xcalloc(1, sizeof *req);
+	req->data = w;
+	if (uv_queue_work(worker_loop(w), req, empty_trash_work, empty_trash_done) < 0)
+		free(req);
+}
+
+static const char *str_of(json_t *msg, const char *key, const char *dflt)
+{
+	const char *v = json_string_value(json_object_get(msg, key));
+	return v ? v : dflt;
+}
+
+/* ---- the session ------------------------------------------------------------------------------
+ */
+
+void worker_session_begin(struct worker_session *s, const char *master_id, unsigned caps,
+                          int64_t ka_interval, int64_t ka_timeout)
+{
+	struct worker *w = W(s);
+	s->caps = caps;
+	s->active = true;
+	if (ka_interval <= 0)
+		ka_interval = 30;
+	if (ka_timeout < ka_interval)
+		ka_timeout = ka_interval * 4;
+	wq_conn_set_keepalive(s->conn, (uint64_t)ka_interval * 1000, (uint64_t)ka_timeout * 1000);
+	int r = wq_cache_set_master(worker_cache(w), master_id);
+	if (r > 0)
+		debug(D_WORKER, "new master %s: %d cached objects deleted", master_id, r);
+	s->xin = wq_xfer_in_create(worker_loop(w), s->conn, false, caps, &in_cb, w);
+	s->xout =
+	    wq_xfer_out_create(worker_loop(w), s->conn, (caps & WQ_CAP_ZLIB) != 0, &out_cb, s);
+	send_identity(s);
+	send_capacity(s);
+	wq_cache_foreach_batch(worker_cache(w), have_batch, s);
+	notice("connected to %s", wq_conn_label(s->conn));
+}
+
+void worker_session_message(struct worker_session *s, json_t *msg, const char *name)
+{
+	char *why = NULL;
+	if (wq_msg_allowed(name, WQ_DIR_M2W, WQ_STATE_ACTIVE, &why) != 0) {
+		wq_conn_violation(s->conn, "proto", "%s", why);
+		free(why);
+		return;
+	}
+	if (s->closing)
+		return;
+	if (wq_xfer_in_message(s->xin, msg, name))
+		return;
+	if (!strcmp(name, "xfer_error")) {
+		wq_xfer_out_message(s->xout, msg, name);
+	} else if (!strcmp(name, "task")) {
+		on_task(s, msg);
+	} else if (!strcmp(name, "task_cancel")) {
+		on_cancel(s, msg);
+	} else if (!strcmp(name, "cache_drop")) {
+		on_cache_drop(s, msg);
+	} else if (!strcmp(name, "drain")) {
+		worker_session_drain(s, str_of(msg, "reason", "drain requested"));
+	} else if (!strcmp(name, "dismiss")) {
+		json_t *ra = json_object_get(msg, "retry_after");
+		s->retry_after =
+		    json_is_integer(ra) && json_integer_value(ra) >= 0 ? json_integer_value(ra) : 0;
+		notice("dismissed by the master: %s", str_of(msg, "reason", ""));
+		worker_session_drop_tasks(s);
+		json_t *bye = json_pack("{s:s,s:s}", "m", "bye", "reason", "dismissed");
+		worker_session_close(s, bye);
+		json_decref(bye);
+	} else if (!strcmp(name, "shutdown")) {
+		worker_finish(W(s), WORKER_EXIT_OK, "shutdown requested");
+	} else if (!strcmp(name, "bye")) {
+		notice("the master said bye: %s", str_of(msg, "reason", ""));
+		worker_session_drop_tasks(s);
+		s->closing = true;
+		wq_conn_close_now(s->conn);
+	} else if (!strcmp(name, "error")) {
+		struct wq_error e;
+		if (wq_msg_error_parse(msg, &e, &why) != 0) {
+			wq_conn_violation(s->conn, "proto", "%s", why);
+			free(why);
+			return;
+		}
+		char *shown = wq_msg_escape(e.text, strlen(e.text), WQ_TEXT_RECV_MAX, false);
+		if (!e.fatal) {
+			notice("%s: %s", wq_conn_label(s->conn), shown);
+		} else {
+			warn("%s: error %s: %s", wq_conn_label(s->conn), e.code, shown);
+			if (e.retry_after > 0)
+				s->retry_after = e.retry_after;
+			worker_session_drop_tasks(s);
+			s->closing = true;
+			wq_conn_close_now(s->conn);
+		}
+		free(shown);
+		wq_msg_error_free(&e);
+	} else if (!strcmp(name, "ping")) {
+		json_t *seq = json_object_get(msg, "seq");
+		smsg(s, json_pack("{s:s,s:O}", "m", "pong", "seq", seq ? seq : json_integer(0)));
+	} else {
+		debug(D_WORKER, "message %s ignored", name);
+	}
+}
+
+void worker_session_data(struct worker_session *s, uint32_t xfer, const uint8_t *b, size_t len)
+{
+	if (s->xin && !s->closing)
+		wq_xfer_in_data(s->xin, xfer, b, len);
+}
+
+void worker_session_writable(struct worker_session *s)
+{
+	if (s->xout)
+		wq_xfer_out_writable(s->xout);
+}
+
+void worker_session_drop_tasks(struct worker_session *s)
+{
+	wq_xfer_out_delete(s->xout);
+	s->xout = NULL;
+	wq_xfer_in_delete(s->xin);
+	s->xin = NULL;
+	struct pending_obj *po, *ptmp, *set = s->pending_objs;
+	HASH_ITER(hh, set, po, ptmp)
+	{
+		HASH_DEL(set, po);
+		free(po);
+	}
+	s->pending_objs = NULL;
+	struct wtask *t, *tmp;
+	HASH_ITER(hh, s->tasks, t, tmp)
+	{
+		debug(D_WORKER, "task %lld.%lld killed and forgotten", (long long)t->id,
+		      (long long)t->try_);
+		task_free(t);
+	}
+}
+
+void worker_session_drain(struct worker_session *s, const char *reason)
+{
+	if (!s->draining) {
+		s->draining = true;
+		notice("draining: %s", reason);
+		smsg(s, json_pack("{s:s,s:s}", "m", "draining", "reason", reason));
+	}
+	check_drained(s);
+}
+
+void worker_session_tick(struct worker_session *s)
+{
+	check_drained(s);
+	if (s->closing)
+		return;
+	struct worker *w = W(s);
+	uint64_t now = uv_now(worker_loop(w));
+	if (now - s->last_capacity_ms < CAPACITY_MIN_GAP_MS)
+		return;
+	struct worker_ledger *l = worker_ledger(w);
+	worker_ledger_refresh_disk(l);
+	bool full = worker_ledger_disk_full(l);
+	int64_t df = worker_ledger_disk_free(l);
+	int64_t diff = df > s->last_disk_free ? df - s->last_disk_free : s->last_disk_free - df;
+	if (full != s->last_disk_full || diff * 10 > s->last_disk_free)
+		send_capacity(s);
+}
