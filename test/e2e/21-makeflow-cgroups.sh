@@ -29,6 +29,15 @@ no_groups_of() {
 	[ -z "$(groups_of "$1")" ]
 }
 
+# dead_groups: every htc.* cgroup (any hierarchy) whose owner process is gone, sorted.
+dead_groups() {
+	find /sys/fs/cgroup -type d -name "htc.*" 2>/dev/null | while read -r g; do
+		o=${g##*/htc.}
+		o=${o%%.*}
+		kill -0 "$o" 2>/dev/null || echo "$g"
+	done | sort
+}
+
 # start_slow: start makeflow -T cgroups in the background on a rule that runs
 # for 30 s, and wait until the rule runs in its cgroup. Sets mf to its pid.
 start_slow() {
@@ -137,13 +146,16 @@ test_expect_success '--monitor inside -T cgroups: nested groups are removed, exh
 		printf "x:\n\t%s 100 0.1 > x\n" "$ALLOC"
 		printf "y:\n\t%s 300 0.1 > y\n" "$ALLOC"
 	} >Makeflow
+	dead_groups >before
 	rc=0; "$MF" -T cgroups --monitor mon Makeflow 2>err || rc=$?
 	[ $rc = 1 ]
 	grep -q "rule 1 failed: exceeded its resource allocation (memory 200 MB)" err
 	[ -f mon/resource-rule-0.summary ] && [ -f x ]
 	[ -z "$(find /sys/fs/cgroup -type d -name "htc.*" -path "*htc.$$.*" 2>/dev/null)" ]
-	[ -z "$(find /sys/fs/cgroup -type d -name "htc.*" 2>/dev/null | while read -r g; do
-		o=${g##*/htc.}; o=${o%%.*}; kill -0 "$o" 2>/dev/null || echo "$g"; done)" ]
+	# no group of a process of this run is left (groups left by other, earlier
+	# programs killed with -9 do not count)
+	dead_groups >after
+	[ -z "$(comm -13 before after)" ]
 '
 
 test_done

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "debug.h"
+#include "rmonitor.h"
 #include "worker_conn.h"
 #include "worker_opts.h"
 
@@ -50,6 +51,10 @@ int main(int argc, char *argv[])
 		return WORKER_EXIT_LOCAL;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* cgroups left by the tasks of an earlier worker that was killed with -9 */
+	int stale = rmonitor_cleanup_stale(NULL);
+	if (stale > 0)
+		debug(D_WORKER, "removed %d cgroups left by earlier workers", stale);
 
 	uv_loop_t loop;
 	uv_loop_init(&loop);

@@ -314,7 +314,7 @@ static intptr_t pick(enum wq_sched_policy p, const double cores[3], const int64_
 	struct wq_sched *s = wq_sched_create();
 	wq_sched_set_cached_bytes_fn(s, bytes_fn, NULL);
 	struct wq_sched_worker *w[3];
-	char id[8];
+	char id[16];
 	for (int i = 0; i < 3; i++) {
 		snprintf(id, sizeof id, "w%d", i);
 		w[i] = worker(s, id, cores[i], 10000, 10000, 0, (void *)(intptr_t)bytes[i]);
@@ -424,7 +424,7 @@ static void test_no_drift(void **state)
 	(void)state;
 	struct wq_sched *s = wq_sched_create();
 	struct wq_sched_worker *w[5];
-	char id[8];
+	char id[16];
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof id, "w%d", i);
 		w[i] = worker(s, id, 3 + i, 7777 + i, 3333, i % 2, NULL);
