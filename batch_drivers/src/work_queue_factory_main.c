@@ -30,17 +30,6 @@
 
 #include "banned.h"
 
-static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "work_queue_factory: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
@@ -252,7 +241,7 @@ static char *worker_command(const char *binary, const struct factory *f, const c
 		if (!abs) {
 			char cwd[4096];
 			if (!getcwd(cwd, sizeof cwd))
-				die("cannot read the current directory: %s", strerror(errno));
+				fatal("cannot read the current directory: %s", strerror(errno));
 			abs = xasprintf("%s/%s", cwd, f->password);
 		}
 		char *q = str_escape_shell(abs);
@@ -272,8 +261,8 @@ static int64_t int_arg(const char *opt, const char *v, int64_t min, int64_t max)
 {
 	int64_t n;
 	if (str_to_int64(v, &n) < 0 || n < min || n > max)
-		die("%s %s: expected an integer in %lld..%lld", opt, v, (long long)min,
-		    (long long)max);
+		fatal("%s %s: expected an integer in %lld..%lld", opt, v, (long long)min,
+		      (long long)max);
 	return n;
 }
 
@@ -342,7 +331,7 @@ int main(int argc, char **argv)
 		case OPT_CORES: {
 			double d;
 			if (str_to_double(optarg, &d) < 0 || d <= 0 || d > 1e6)
-				die("--cores %s: expected a number above 0", optarg);
+				fatal("--cores %s: expected a number above 0", optarg);
 			f.limits.worker_cores = d;
 			sl += (size_t)snprintf(size + sl, sizeof size - sl, " --cores %g", d);
 			break;
@@ -351,8 +340,8 @@ int main(int argc, char **argv)
 		case OPT_DISK: {
 			int64_t mb;
 			if (units_parse_mb(optarg, &mb) < 0)
-				die("%s %s: expected a size (e.g. 4000, 4G)",
-				    c == OPT_MEMORY ? "--memory" : "--disk", optarg);
+				fatal("%s %s: expected a size (e.g. 4000, 4G)",
+				      c == OPT_MEMORY ? "--memory" : "--disk", optarg);
 			sl += (size_t)snprintf(size + sl, sizeof size - sl, " --%s %lld",
 			                       c == OPT_MEMORY ? "memory" : "disk", (long long)mb);
 			break;
@@ -363,18 +352,18 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			if (units_parse_seconds(optarg, &timeout) < 0 || timeout < 1)
-				die("-t %s: expected a duration above 0 (e.g. 300, 5m)", optarg);
+				fatal("-t %s: expected a duration above 0 (e.g. 300, 5m)", optarg);
 			break;
 		case 'P': f.password = optarg; break;
 		case OPT_BINARY: binary = optarg; break;
 		case OPT_PERIOD:
 			if (str_to_double(optarg, &f.period) < 0 || f.period < 0.1 ||
 			    f.period > 3600)
-				die("--period %s: expected seconds in 0.1..3600", optarg);
+				fatal("--period %s: expected seconds in 0.1..3600", optarg);
 			break;
 		case OPT_BATCH_OPTION:
 			if (!strchr(optarg, '='))
-				die("--batch-option %s: expected KEY=VALUE", optarg);
+				fatal("--batch-option %s: expected KEY=VALUE", optarg);
 			bopts = xrealloc(bopts, (nbopts + 1) * sizeof *bopts);
 			bopts[nbopts++] = optarg;
 			break;
@@ -385,28 +374,28 @@ int main(int argc, char **argv)
 			if (r == CLI_EXIT)
 				return 0;
 			if (r == CLI_FAIL)
-				die("%s", err);
+				fatal("%s", err);
 			break;
 		}
 		}
 	}
 	int rest = argc - optind;
 	if (f.project && rest > 0)
-		die("give either -M PROJECT or HOST PORT, not both");
+		fatal("give either -M PROJECT or HOST PORT, not both");
 	if (!f.project) {
 		if (rest != 2)
-			die("expected HOST PORT or -M PROJECT (see --help)");
+			fatal("expected HOST PORT or -M PROJECT (see --help)");
 		f.host = argv[optind];
 		f.port = (int)int_arg("PORT", argv[optind + 1], 1, 65535);
 	}
 	if (f.limits.min_workers > f.limits.max_workers)
-		die("--min-workers %d is above --max-workers %d", f.limits.min_workers,
-		    f.limits.max_workers);
+		fatal("--min-workers %d is above --max-workers %d", f.limits.min_workers,
+		      f.limits.max_workers);
 	if (f.password) {
 		char *why = NULL;
 		f.key = wq_auth_key_load(f.password, &why);
 		if (!f.key)
-			die("%s", why ? why : "cannot read the password file");
+			fatal("%s", why ? why : "cannot read the password file");
 	}
 	char *own = NULL;
 	if (!binary) {
@@ -431,12 +420,12 @@ int main(int argc, char **argv)
 	f.loop = uv_default_loop();
 	f.q = batch_queue_create(f.loop, type, on_job_done, &f);
 	if (!f.q)
-		die("-T %s: unknown batch type (known: %s)", type, batch_queue_types());
+		fatal("-T %s: unknown batch type (known: %s)", type, batch_queue_types());
 	for (size_t i = 0; i < nbopts; i++) {
 		char *k = xstrndup(bopts[i], (size_t)(strchr(bopts[i], '=') - bopts[i]));
 		if (batch_queue_set_option(f.q, k, strchr(bopts[i], '=') + 1) < 0)
-			die("--batch-option %s: the %s batch type does not accept it", bopts[i],
-			    type);
+			fatal("--batch-option %s: the %s batch type does not accept it", bopts[i],
+			      type);
 		free(k);
 	}
 	notice("keeping %d..%d workers for %s%s%s%s, every %g s: %s", f.limits.min_workers,

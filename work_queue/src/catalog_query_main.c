@@ -19,17 +19,6 @@
 #include "xalloc.h"
 #include "banned.h"
 
-static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "catalog_query: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
@@ -55,7 +44,7 @@ static void add_term(struct catalog_filter *f, const char *key, const char *valu
 {
 	char *err = NULL;
 	if (catalog_filter_add(f, key, value, &err) < 0)
-		die("%s", err);
+		fatal("%s", err);
 }
 
 /* A scalar field as text for the table, "-" when missing. */
@@ -137,7 +126,7 @@ int main(int argc, char **argv)
 		case 'w': {
 			const char *eq = strchr(optarg, '=');
 			if (!eq)
-				die("--where %s: expected KEY=VALUE", optarg);
+				fatal("--where %s: expected KEY=VALUE", optarg);
 			char *key = xstrndup(optarg, (size_t)(eq - optarg));
 			add_term(f, key, eq + 1);
 			free(key);
@@ -146,7 +135,7 @@ int main(int argc, char **argv)
 		case OPT_JSON: json = 1; break;
 		case 't':
 			if (str_to_double(optarg, &timeout) < 0 || timeout <= 0 || timeout > 3600)
-				die("-t %s: expected a number of seconds in (0, 3600]", optarg);
+				fatal("-t %s: expected a number of seconds in (0, 3600]", optarg);
 			break;
 		default: {
 			char err[256];
@@ -154,19 +143,19 @@ int main(int argc, char **argv)
 			if (r == CLI_EXIT)
 				return 0;
 			if (r == CLI_FAIL)
-				die("%s", err);
+				fatal("%s", err);
 			break;
 		}
 		}
 	}
 	if (optind < argc)
-		die("unexpected argument '%s' (see --help)", argv[optind]);
+		fatal("unexpected argument '%s' (see --help)", argv[optind]);
 
 	struct catalog_host hosts[CATALOG_MAX_HOSTS];
 	int n;
 	char *err = NULL;
 	if (catalog_hosts_parse(list, hosts, CATALOG_MAX_HOSTS, &n, &err) < 0)
-		die("%s", err);
+		fatal("%s", err);
 
 	json_t *a = catalog_query(list, f, timeout, &err);
 	catalog_filter_delete(f);

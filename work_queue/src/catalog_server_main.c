@@ -534,17 +534,6 @@ static int bind_both(int port, int *tcp_fd, int *udp_fd)
 /* ------------------------------------------------------------------------------------------ */
 /* Options */
 
-static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "catalog_server: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
@@ -571,8 +560,8 @@ static int64_t int_arg(const char *opt, const char *arg, int64_t lo, int64_t hi)
 {
 	int64_t v;
 	if (str_to_int64(arg, &v) < 0 || v < lo || v > hi)
-		die("%s %s: expected an integer between %" PRId64 " and %" PRId64, opt, arg, lo,
-		    hi);
+		fatal("%s %s: expected an integer between %" PRId64 " and %" PRId64, opt, arg, lo,
+		      hi);
 	return v;
 }
 
@@ -612,7 +601,7 @@ int main(int argc, char **argv)
 		case 'p': port = (int)int_arg("-p", optarg, 0, 65535); break;
 		case 'Z':
 			if (!*optarg)
-				die("-Z: empty file name");
+				fatal("-Z: empty file name");
 			port_file = optarg;
 			break;
 		case 'T': limits.lifetime_s = int_arg("-T", optarg, 1, 365 * 86400); break;
@@ -636,18 +625,18 @@ int main(int argc, char **argv)
 			if (r == CLI_EXIT)
 				return 0;
 			if (r == CLI_FAIL)
-				die("%s", err);
+				fatal("%s", err);
 			break;
 		}
 		}
 	}
 	if (optind < argc)
-		die("unexpected argument '%s' (see --help)", argv[optind]);
+		fatal("unexpected argument '%s' (see --help)", argv[optind]);
 
 	int tcp_fd = -1, udp_fd = -1;
 	int bound = bind_both(port, &tcp_fd, &udp_fd);
 	if (bound < 0)
-		die("cannot bind TCP and UDP port %d: %s", port, strerror(-bound));
+		fatal("cannot bind TCP and UDP port %d: %s", port, strerror(-bound));
 
 	s.loop = uv_default_loop();
 	s.store = catalog_store_create(&limits);
@@ -662,7 +651,7 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		rc = uv_udp_recv_start(&s.udp, on_udp_alloc, on_udp);
 	if (rc < 0)
-		die("cannot listen on port %d: %s", bound, uv_strerror(rc));
+		fatal("cannot listen on port %d: %s", bound, uv_strerror(rc));
 
 	uv_timer_init(s.loop, &s.expiry);
 	s.expiry.data = &s;
@@ -677,7 +666,7 @@ int main(int argc, char **argv)
 		int n = snprintf(text, sizeof text, "%d\n", bound);
 		int wrc = atomic_file_write(port_file, text, (size_t)n, 0644);
 		if (wrc < 0)
-			die("-Z %s: %s", port_file, htc_strerror(wrc));
+			fatal("-Z %s: %s", port_file, htc_strerror(wrc));
 	}
 	notice("listening on port %d (TCP and UDP), record lifetime %" PRId64 " s", bound,
 	       limits.lifetime_s);

@@ -21,17 +21,6 @@
 
 #define MAX_RECORD (1 << 20)
 
-static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "catalog_update: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
@@ -55,16 +44,16 @@ static char *read_all(const char *path, size_t *len)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
 	if (!f)
-		die("%s: %s", path, strerror(errno));
+		fatal("%s: %s", path, strerror(errno));
 	struct buffer b;
 	buffer_init(&b, MAX_RECORD);
 	char chunk[8192];
 	size_t n;
 	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
 		if (buffer_putlstring(&b, chunk, n) < 0)
-			die("%s: record too large (limit %d bytes)", path, MAX_RECORD);
+			fatal("%s: record too large (limit %d bytes)", path, MAX_RECORD);
 	if (ferror(f))
-		die("%s: %s", path, strerror(errno));
+		fatal("%s: %s", path, strerror(errno));
 	if (f != stdin)
 		fclose(f);
 	return buffer_steal(&b, len);
@@ -98,7 +87,7 @@ int main(int argc, char **argv)
 		case OPT_HTTP: mode = CATALOG_SEND_HTTP; break;
 		case 't':
 			if (str_to_double(optarg, &timeout) < 0 || timeout <= 0 || timeout > 3600)
-				die("-t %s: expected a number of seconds in (0, 3600]", optarg);
+				fatal("-t %s: expected a number of seconds in (0, 3600]", optarg);
 			break;
 		default: {
 			char err[256];
@@ -107,20 +96,20 @@ int main(int argc, char **argv)
 			if (r == CLI_EXIT)
 				return 0;
 			if (r == CLI_FAIL)
-				die("%s", err);
+				fatal("%s", err);
 			break;
 		}
 		}
 	}
 	if (argc - optind != 1)
-		die("expected one FILE (or - for standard input); see --help");
+		fatal("expected one FILE (or - for standard input); see --help");
 	const char *path = argv[optind];
 
 	struct catalog_host hosts[CATALOG_MAX_HOSTS];
 	int n;
 	char *err = NULL;
 	if (catalog_hosts_parse(list, hosts, CATALOG_MAX_HOSTS, &n, &err) < 0)
-		die("%s", err);
+		fatal("%s", err);
 
 	size_t len;
 	char *text = read_all(path, &len);
@@ -129,9 +118,9 @@ int main(int argc, char **argv)
 	int rc = catalog_store_update(check, text, len, "0.0.0.0", time_now_us(), NULL, &err);
 	catalog_store_delete(check);
 	if (rc < 0)
-		die("%s: %s", path, err);
+		fatal("%s: %s", path, err);
 	if (mode == CATALOG_SEND_UDP && len > 65507)
-		die("%s: %zu bytes do not fit in one UDP datagram (use --http)", path, len);
+		fatal("%s: %zu bytes do not fit in one UDP datagram (use --http)", path, len);
 
 	rc = catalog_update_send(list, text, len, mode, timeout, &err);
 	free(text);

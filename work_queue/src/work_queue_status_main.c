@@ -27,17 +27,6 @@
 
 #include "banned.h"
 
-static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "work_queue_status: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	exit(1);
-}
-
 static void usage(FILE *out, const char *prog)
 {
 	fprintf(out,
@@ -146,12 +135,12 @@ static int list_masters(const char *catalog, const char *project, int json, doub
 	char *err = NULL;
 	if (catalog_filter_add(f, "type", "wq_master", &err) < 0 ||
 	    (project && catalog_filter_add(f, "project", project, &err) < 0))
-		die("%s", err);
+		fatal("%s", err);
 	json_t *a = catalog_query(catalog, f, timeout, &err);
 	catalog_filter_delete(f);
 	if (!a)
-		die("catalog %s: %s", catalog ? catalog : catalog_hosts_default(),
-		    err ? err : "failed");
+		fatal("catalog %s: %s", catalog ? catalog : catalog_hosts_default(),
+		      err ? err : "failed");
 	if (json) {
 		char *s = json_dumps(a, JSON_INDENT(1));
 		printf("%s\n", s ? s : "[]");
@@ -198,7 +187,7 @@ static int query_master(const char *host, int port, const char *what, const char
 		char *why = NULL;
 		key = wq_auth_key_load(password, &why);
 		if (!key)
-			die("%s", why ? why : "cannot read the password file");
+			fatal("%s", why ? why : "cannot read the password file");
 	}
 	struct wq_status_opts o = {.key = key, .tls = tls, .timeout_s = timeout};
 	char *err = NULL;
@@ -263,7 +252,7 @@ int main(int argc, char **argv)
 		case OPT_JSON: json = 1; break;
 		case 't':
 			if (str_to_double(optarg, &timeout) < 0 || timeout <= 0 || timeout > 3600)
-				die("-t %s: expected a number of seconds in (0, 3600]", optarg);
+				fatal("-t %s: expected a number of seconds in (0, 3600]", optarg);
 			break;
 		default: {
 			char err[256];
@@ -272,7 +261,7 @@ int main(int argc, char **argv)
 			if (r == CLI_EXIT)
 				return 0;
 			if (r == CLI_FAIL)
-				die("%s", err);
+				fatal("%s", err);
 			break;
 		}
 		}
@@ -280,11 +269,11 @@ int main(int argc, char **argv)
 	int rest = argc - optind;
 	if (rest == 0) {
 		if (strcmp(what, "master"))
-			die("-W, -T and -A need a master: HOST PORT (see --help)");
+			fatal("-W, -T and -A need a master: HOST PORT (see --help)");
 		return list_masters(catalog, project, json, timeout);
 	}
 	if (rest > 2)
-		die("unexpected argument '%s' (see --help)", argv[optind + 2]);
+		fatal("unexpected argument '%s' (see --help)", argv[optind + 2]);
 	char *host = xstrdup(argv[optind]);
 	int64_t port = 9123;
 	char *colon = strrchr(host, ':');
@@ -294,7 +283,7 @@ int main(int argc, char **argv)
 		portarg = colon + 1;
 	}
 	if (portarg && (str_to_int64(portarg, &port) < 0 || port < 1 || port > 65535))
-		die("port '%s': expected 1..65535", portarg);
+		fatal("port '%s': expected 1..65535", portarg);
 	struct wq_tls_config *tls = NULL;
 	if (fingerprint || ca || no_verify) {
 		char *err = NULL;
@@ -303,7 +292,7 @@ int main(int argc, char **argv)
 		      : ca        ? wq_tls_config_client_create(WQ_TLS_VERIFY_CA_FILE, ca, &err)
 		                  : wq_tls_config_client_create(WQ_TLS_VERIFY_NONE, NULL, &err);
 		if (!tls)
-			die("%s", err ? err : "cannot set up TLS");
+			fatal("%s", err ? err : "cannot set up TLS");
 	}
 	int r = query_master(host, (int)port, what, password, tls, json, timeout);
 	wq_tls_config_delete(tls);
