@@ -166,4 +166,142 @@ const char *work_queue_task_last_error(const struct work_queue_task *t);
 /* Static name of a result ("SUCCESS", "INPUT_MISSING", ...); "UNKNOWN" for other values. */
 const char *work_queue_result_str(int result);
 
+/* ---- The queue (doc/work-queue-api.md section 2.1) ------------------------------------- */
+
+struct work_queue;
+
+/* work_queue_wait's timeout meaning "until a task is done or the queue is empty". */
+#define WORK_QUEUE_WAITFORTASK (-1)
+/* work_queue_create's port meaning "WORK_QUEUE_PORT from the environment, or 9123". */
+#define WORK_QUEUE_DEFAULT_PORT (-1)
+
+/* How a worker is chosen among those that fit (doc/work-queue-api.md 2.1). */
+enum work_queue_schedule {
+	WORK_QUEUE_SCHEDULE_FCFS = 0, /* first fit */
+	WORK_QUEUE_SCHEDULE_FILES,    /* most cached input bytes (the default) */
+	WORK_QUEUE_SCHEDULE_TIME,     /* fastest history */
+	WORK_QUEUE_SCHEDULE_WORST,    /* worst fit */
+	WORK_QUEUE_SCHEDULE_RAND,     /* random */
+};
+
+/* Everything that is fixed when the queue is created. */
+struct work_queue_opts {
+	int port;                  /* 0 = any free port; WORK_QUEUE_DEFAULT_PORT */
+	const char *port_file;     /* written with the port once listening (-Z), or NULL */
+	const char *interface;     /* address to bind, NULL = all */
+	const char *project;       /* advertised to the catalog, or NULL */
+	const char *catalog_hosts; /* NULL = CATALOG_HOST or localhost:9097 */
+	const char *password_file; /* NULL = no authentication */
+	const char *ssl_cert;      /* with ssl_key: TLS; NULL = plain */
+	const char *ssl_key;
+	const char *ssl_client_ca; /* require worker certificates from this CA, or NULL */
+	const char *txlog;         /* transactions log path, or NULL */
+	void *loop;                /* a uv_loop_t * to run on, or NULL for the library's own */
+};
+
+/* Fills O with the defaults (port WORK_QUEUE_DEFAULT_PORT, everything else NULL). */
+void work_queue_opts_init(struct work_queue_opts *o);
+
+/* A queue listening as O says. SIGPIPE is set to SIG_IGN if it has its default action (a lost
+ * worker must not kill the application). NULL with errno set on failure (EADDRINUSE, EACCES, ENOENT
+ * for a missing password or certificate file, EINVAL for an unusable one); the reason is
+ * logged with warn(). */
+struct work_queue *work_queue_create_opts(const struct work_queue_opts *o);
+/* work_queue_create_opts with only the port set. */
+struct work_queue *work_queue_create(int port);
+/* Dismisses (or shuts down) every worker, waits at most 5 s for their byes, frees the queue
+ * and every task still inside it. NULL is accepted. */
+void work_queue_delete(struct work_queue *q);
+/* The port listened on. */
+int work_queue_port(const struct work_queue *q);
+
+/* Queues T (the queue owns it until returned). Returns the task id (>= 1), or a negative
+ * error with the reason logged: -EINVAL (no command), -ENOENT (a local input is missing),
+ * HTC_ETOOBIG (its task message would exceed the protocol's limit), HTC_ECYCLE (a link cycle
+ * in an input directory). */
+int work_queue_submit(struct work_queue *q, struct work_queue_task *t);
+/* Runs the queue until a task is done (returned; the caller owns it again) or TIMEOUT seconds
+ * pass (NULL). 0 does not block; WORK_QUEUE_WAITFORTASK waits until a task is done and returns
+ * NULL at once when the queue is empty. On the application's own loop (work_queue_opts.loop),
+ * TIMEOUT 0 only collects what is finished and never runs the loop, so it may be called from the
+ * application's loop callbacks; a TIMEOUT other than 0 runs the loop and must not be used from
+ * inside it. */
+struct work_queue_task *work_queue_wait(struct work_queue *q, double timeout);
+/* work_queue_wait for the tasks whose tag is TAG only (TAG NULL: any task). */
+struct work_queue_task *work_queue_wait_for_tag(struct work_queue *q, const char *tag,
+                                                double timeout);
+/* True when no task is waiting, running, or done and not yet returned. */
+int work_queue_empty(struct work_queue *q);
+/* How many more tasks the queue would like now (0: enough are waiting). */
+int work_queue_hungry(struct work_queue *q);
+/* Takes task ID back (cancelling it on its worker first); NULL if unknown. */
+struct work_queue_task *work_queue_cancel_by_taskid(struct work_queue *q, int id);
+/* The same for one task whose tag is TAG (the lowest id is not guaranteed); NULL if none. */
+struct work_queue_task *work_queue_cancel_by_tasktag(struct work_queue *q, const char *tag);
+
+/* Tuning; each returns 0 or -EINVAL for a value out of range. */
+int work_queue_specify_keepalive_interval(struct work_queue *q, int seconds);
+int work_queue_specify_keepalive_timeout(struct work_queue *q, int seconds);
+int work_queue_specify_algorithm(struct work_queue *q, enum work_queue_schedule alg);
+/* The project name advertised to the catalog (every 60 s, and at once), and the catalog servers
+ * ("host:port,..."; default CATALOG_HOST or localhost:9097). 0 or a negative error. */
+int work_queue_specify_name(struct work_queue *q, const char *name);
+int work_queue_specify_catalog_servers(struct work_queue *q, const char *hosts);
+/* Requires workers to prove the password in PATH (before any worker connects): 0, or a
+ * negative errno with the reason logged. */
+int work_queue_specify_password_file(struct work_queue *q, const char *path);
+/* The libuv loop the queue's handles live on (a uv_loop_t *; the application's own when it gave
+ * one in work_queue_opts). */
+void *work_queue_loop(struct work_queue *q);
+/* Fast abort (doc/work-queue-protocol.md 7.2): once a category has 10 completed tasks, a task
+ * running longer than MULTIPLIER times the category's mean wall time is cancelled and waits
+ * again (same try, at most twice per task); a worker with two fast aborts is dismissed and its
+ * host refused for 600 s. MULTIPLIER <= 0 turns it off; the category value wins over the
+ * queue's. 0 or -EINVAL. */
+int work_queue_activate_fast_abort(struct work_queue *q, double multiplier);
+int work_queue_activate_fast_abort_category(struct work_queue *q, const char *category,
+                                            double multiplier);
+/* Blocklist by host name (the worker's `identity` host): its connected workers are dismissed,
+ * new ones refused with `error blocked`; SECONDS 0 = until unblocked. 0, -EINVAL or -ENOENT. */
+int work_queue_block_host(struct work_queue *q, const char *host);
+int work_queue_block_host_with_timeout(struct work_queue *q, const char *host, double seconds);
+int work_queue_unblock_host(struct work_queue *q, const char *host);
+void work_queue_unblock_all(struct work_queue *q);
+/* Workers exit (shutdown) rather than reconnect (dismiss) when the queue is deleted. */
+void work_queue_specify_shutdown(struct work_queue *q, int shutdown);
+
+/* Categories (doc/allocation.md): MODE is an enum category_mode of category.h (FIXED, MAX,
+ * MIN_WASTE, MAX_THROUGHPUT); MAX and MIN are copied (v[] of cores, memory, disk, gpus; -1 =
+ * none); N < 0 is unlimited. Each returns 0 or -EINVAL. CATEGORY NULL is "default". */
+int work_queue_specify_category_mode(struct work_queue *q, const char *category, int mode);
+int work_queue_specify_category_max_resources(struct work_queue *q, const char *category,
+                                              const struct rmsummary *max);
+int work_queue_specify_category_min_resources(struct work_queue *q, const char *category,
+                                              const struct rmsummary *min);
+int work_queue_specify_category_max_concurrent(struct work_queue *q, const char *category, int n);
+/* The first allocation is recomputed after every N measurements (default 25, N >= 1). */
+int work_queue_specify_category_update_interval(struct work_queue *q, const char *category, int n);
+
+/* The status document WHAT ("master", "workers", "tasks" or "categories"; doc/work-queue-api.md
+ * section 5) as a JSON array of objects (caller frees with json_decref), or NULL for another
+ * WHAT. Declared with an opaque type so that this header does not need jansson. */
+struct json_t;
+struct json_t *work_queue_status(struct work_queue *q, const char *what);
+
+/* Statistics (doc/work-queue-api.md section 3); every field is kept up to date as events
+ * happen, so this is O(1). */
+struct work_queue_stats {
+	int workers_connected, workers_init, workers_idle, workers_busy;
+	int64_t workers_joined, workers_removed, workers_lost;
+	int tasks_waiting, tasks_on_workers, tasks_running, tasks_with_results;
+	int64_t tasks_submitted, tasks_dispatched, tasks_done, tasks_failed, tasks_cancelled;
+	int64_t tasks_exhausted_attempts;
+	int64_t time_when_started; /* microseconds since the epoch */
+	int64_t bytes_sent, bytes_received;
+	double total_cores, committed_cores;
+	int64_t total_memory, committed_memory, total_disk, committed_disk, total_gpus,
+	    committed_gpus;
+};
+void work_queue_get_stats(struct work_queue *q, struct work_queue_stats *s);
+
 #endif

@@ -1,0 +1,226 @@
+/* wq_mworker.h: internal header of the Work Queue master shared by work_queue.c (the public queue
+ * API, the loop and the task table) and wq_mworker.c (one connected worker: handshake, INIT and
+ * ACTIVE states, its cache view, sending tasks and receiving their results). Not installed: only
+ * the master's own sources include it. */
+#ifndef HTC_WQ_MWORKER_H
+#define HTC_WQ_MWORKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uthash.h>
+#include <uv.h>
+
+#include "sha256.h"
+#include "work_queue.h"
+#include "wq_auth.h"
+#include "wq_msg.h"
+#include "wq_conn.h"
+#include "wq_handshake.h"
+#include "wq_sched.h"
+#include "wq_tls.h"
+#include "wq_txlog.h"
+#include "wq_xfer.h"
+
+/* A task's state on the master (doc/work-queue-protocol.md 7.2). */
+enum mtask_state {
+	MTASK_READY = 0,
+	MTASK_SENDING,
+	MTASK_RUNNING,
+	MTASK_RECEIVING,
+	MTASK_DONE,       /* finished, waiting to be returned by work_queue_wait */
+	MTASK_CANCELLING, /* fast-aborted: back to READY at the worker's task_cancelled */
+};
+
+/* A received output (or stdout) of the current try. */
+struct mtask_recv {
+	uint32_t xfer; /* 0: nothing received */
+	char *tmp;     /* temporary path (renamed at task_done) */
+	bool ok;       /* stored with a matching hash */
+	bool finished; /* the receiver is done with it (stored or failed) */
+	bool is_dir;
+};
+
+/* What the master keeps per submitted task. */
+struct mtask {
+	int id;
+	struct work_queue_task *t;
+	enum mtask_state state;
+	struct wq_sched_task *st;
+	struct mworker *w; /* SENDING, RUNNING, RECEIVING */
+	int try_;          /* attempt number sent in `task` (>= 1) */
+	int n_inputs, n_outputs;
+	char **objects;    /* per input: cache object name, or NULL for a per-task input */
+	int64_t *obj_size; /* per input: bytes of the object */
+	int objects_waiting;
+	struct mtask_recv *outs; /* per output */
+	struct mtask_recv out_stdout;
+	double dispatched_at;              /* seconds (monotonic) */
+	double running_since;              /* seconds (monotonic), at task_running */
+	bool disk_full_retried;            /* a non-zero exit on a full disk was retried once */
+	struct wq_task_done *pending_done; /* task_done waiting for its outputs to be stored */
+	struct mtask *done_next;
+	UT_hash_handle hh;
+};
+
+/* An object in a worker's cache view. */
+struct mobject {
+	char *name;
+	int64_t size;
+	bool present;        /* xfer_end sent, or reported */
+	struct mtask **wait; /* tasks waiting for it while it is being sent */
+	int nwait;
+	UT_hash_handle hh;
+};
+
+/* A task id the master cancelled on this worker: crossing messages are discarded until the
+ * worker's task_cancelled. */
+struct mcancel {
+	int64_t id;
+	UT_hash_handle hh;
+};
+
+enum mworker_state {
+	MW_HANDSHAKE = 0,
+	MW_INIT,
+	MW_ACTIVE,
+	MW_DRAINING,
+	MW_CLOSING,
+};
+
+struct mworker {
+	struct work_queue *q;
+	struct wq_conn *c;
+	struct wq_handshake *h;
+	enum mworker_state state;
+	char addr[64];
+	char label[160];
+	char id[80]; /* worker_id#serial: unique among the scheduler's workers */
+	char *host;
+	unsigned caps;
+	bool have_identity, have_capacity;
+	struct wq_sched_box total;
+	bool disk_full;
+	int64_t disk_free; /* MB, from the last capacity */
+	char **labels;
+	int nlabels;
+	bool single_shot;
+	bool status_client; /* a status client (role status), not a worker */
+	struct wq_sched_worker *sw;
+	struct wq_xfer_out *out;
+	struct wq_xfer_in *in;
+	struct mobject *objects;
+	struct mcancel *cancelling;
+	int ntasks; /* tasks assigned */
+	int sandbox_errors;
+	int fast_aborts;
+	uv_timer_t *deadline; /* handshake deadline until `identity` */
+	bool counted;         /* counted in workers_connected */
+	bool init_counted;    /* counted in workers_init */
+	bool hs_counted;      /* counted in the queue's connections in handshake */
+	bool was_active;
+	struct mworker *prev, *next;
+};
+
+struct wq_abort_cat;
+struct wq_block;
+
+struct work_queue {
+	uv_loop_t *loop;
+	uv_loop_t own_loop;
+	bool own;
+	uv_tcp_t *listener;
+	int port;
+	uv_timer_t *wait_timer;
+	uv_idle_t *sched_idle;
+	uv_timer_t *tick;
+	bool sched_wanted;
+	bool wait_expired;
+	bool running; /* inside uv_run called by work_queue_wait */
+	struct wq_sched *sched;
+	struct mtask *tasks; /* by id */
+	struct mtask *done_head, *done_tail;
+	struct mworker *workers;
+	int handshaking;
+	struct work_queue_stats stats;
+	int next_taskid;
+	int worker_serial;
+	char master_id[33];
+	char *project;
+	struct wq_auth_key *key;
+	struct wq_tls_config *tls;
+	int keepalive_interval, keepalive_timeout;
+	bool shutdown;
+	enum work_queue_schedule algorithm;
+	uint64_t rng;
+	struct wq_txlog *txlog;
+	char *tmpdir; /* private temporary directory (stdout files), or NULL until needed */
+	struct catalog_updater *catalog;
+	char *catalog_hosts; /* given with work_queue_specify_catalog_servers, or NULL */
+	double fast_abort;   /* default multiplier, 0 = off */
+	struct wq_abort_cat *abort_cats;
+	struct wq_block *blocked;
+	int64_t catalog_last;
+};
+
+/* Seconds on a monotonic clock. */
+double wq_master_now(void);
+
+/* The private temporary directory (stdout files), created on first use; NULL on failure. */
+const char *wq_master_tmpdir(struct work_queue *q);
+
+/* Called by wq_mworker.c. */
+void wq_master_request_pass(struct work_queue *q);
+struct mtask *wq_master_task_lookup(struct work_queue *q, int64_t id);
+/* The task goes back to READY with the same try (not counted). */
+void wq_master_task_requeue(struct work_queue *q, struct mtask *m);
+/* The task finished for good with T->result already set; queued for work_queue_wait. */
+void wq_master_task_finish(struct work_queue *q, struct mtask *m);
+/* A worker's resources changed (stats). */
+void wq_master_worker_resources(struct work_queue *q, const struct wq_sched_box *old_total,
+                                const struct wq_sched_box *new_total);
+
+/* Shared by wq_mworker.c and wq_master_task.c. */
+bool wq_mw_assigned(struct mworker *w, struct mtask *m); /* M is SENDING/RUNNING/RECEIVING on W */
+struct mobject *wq_mw_object_find(struct mworker *w, const char *name);
+struct mobject *wq_mw_object_add(struct mworker *w, const char *name, int64_t size);
+void wq_mw_object_free(struct mworker *w, struct mobject *o);
+void wq_mw_rm_path(const char *p, bool is_dir);
+struct work_queue_file *wq_mw_nth_file(struct work_queue_file *f, int i);
+void wq_mw_detach(struct mworker *w, struct mtask *m);        /* M leaves W (stats) */
+void wq_mw_back_to_ready(struct mworker *w, struct mtask *m); /* same try, not counted */
+void wq_mw_finish(struct mworker *w, struct mtask *m, enum work_queue_result result);
+bool wq_mw_done_ready(struct mtask *m, const struct wq_task_done *d);
+void wq_mw_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_done *d);
+extern const struct wq_xfer_out_callbacks wq_mw_out_cb;
+extern const struct wq_xfer_in_callbacks wq_mw_in_cb;
+
+/* wq_master_abort.c: fast abort (7.2) and the host blocklist. */
+void wq_master_abort_record(struct work_queue *q, const char *category, double wall_s);
+void wq_master_abort_check(struct work_queue *q); /* every second */
+void wq_master_block_host(struct work_queue *q, const char *host, double seconds);
+double wq_master_blocked_for(struct work_queue *q, const char *host); /* seconds left, 0 */
+void wq_master_abort_free(struct work_queue *q, bool categories);
+
+/* wq_master_status.c: answers a `query` from a status client; the catalog record. */
+void wq_mworker_query(struct mworker *w, json_t *msg);
+json_t *wq_master_record(struct work_queue *q);
+
+/* wq_mworker.c */
+/* Accepts a new connection from the listener. */
+void wq_mworker_accept(struct work_queue *q, uv_tcp_t *tcp);
+/* Sends task M (assigned by a pass with BOX) to W. */
+void wq_mworker_dispatch(struct mworker *w, struct mtask *m, const struct wq_sched_box *box);
+/* Cancels M on its worker (M leaves the worker at once). */
+void wq_mworker_cancel(struct mworker *w, struct mtask *m, const char *reason);
+/* Dismisses (or shuts down) W and detaches it from the queue. */
+void wq_mworker_end(struct mworker *w, bool shutdown, const char *reason, int retry_after);
+/* Frees a worker entirely (queue deletion). */
+void wq_mworker_free(struct mworker *w);
+/* FILES policy: cached input bytes of task M on W. */
+int64_t wq_mworker_cached_bytes(struct mworker *w, struct mtask *m);
+/* Deletes the temporary files of M's current try. */
+void wq_mtask_clear_recv(struct mtask *m);
+
+#endif
