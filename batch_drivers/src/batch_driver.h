@@ -59,5 +59,6 @@ void batch_result_init(struct batch_result *r);
 extern const struct batch_driver batch_driver_local;
 extern const struct batch_driver batch_driver_dryrun;
 extern const struct batch_driver batch_driver_cgroups;
+extern const struct batch_driver batch_driver_wq;
 
 #endif

@@ -32,6 +32,10 @@ enum {
 	OPT_MONITOR_EXE,
 	OPT_ALLOCATION,
 	OPT_ALLOCATION_SEED,
+	OPT_PASSWORD,
+	OPT_SSL_CERT,
+	OPT_SSL_KEY,
+	OPT_SHARED_FS,
 };
 
 static void usage(FILE *f, const char *prog)
@@ -49,6 +53,15 @@ static void usage(FILE *f, const char *prog)
 	    "  -B, --batch-options=TEXT  options passed to the batch system for every job\n"
 	    "      --batch-option=K=V    a driver option (e.g. script=FILE for dryrun); "
 	    "repeatable\n"
+	    "Work Queue (-T wq):\n"
+	    "  -p, --port=PORT           port of the master (default 9123; 0 = any)\n"
+	    "  -Z, --port-file=FILE      write the port the master listens on to FILE\n"
+	    "  -N, -M, --project-name=P  advertise the master to the catalog as project P\n"
+	    "  -C, --catalog-server=H:P  catalog servers (default $CATALOG_HOST, localhost:9097)\n"
+	    "      --password=FILE       workers must prove this password (HMAC, both ways)\n"
+	    "      --ssl-cert=FILE --ssl-key=FILE  TLS for worker connections\n"
+	    "      --shared-fs=DIR       files under DIR are on a file system workers share:\n"
+	    "                            they are not transferred\n"
 	    "  -r, --retry-count=N       retry a failed rule up to N times\n"
 	    "  -R, --retry               retry failed rules (5 times)\n"
 	    "  -z, --zero-length-error   an empty output counts as missing\n"
@@ -106,7 +119,7 @@ int main(int argc, char **argv)
 	engine_options_init(&o);
 	struct workflow_source src = {0};
 	const char *clean = NULL;
-	const char **batch_opts = NULL;
+	char **batch_opts = NULL;
 	size_t n_batch_opts = 0;
 	char *log_path = NULL;
 
@@ -121,6 +134,14 @@ int main(int argc, char **argv)
 	    {"max-remote", required_argument, 0, 'J'},
 	    {"batch-options", required_argument, 0, 'B'},
 	    {"batch-option", required_argument, 0, OPT_BATCH_OPTION},
+	    {"port", required_argument, 0, 'p'},
+	    {"port-file", required_argument, 0, 'Z'},
+	    {"project-name", required_argument, 0, 'N'},
+	    {"catalog-server", required_argument, 0, 'C'},
+	    {"password", required_argument, 0, OPT_PASSWORD},
+	    {"ssl-cert", required_argument, 0, OPT_SSL_CERT},
+	    {"ssl-key", required_argument, 0, OPT_SSL_KEY},
+	    {"shared-fs", required_argument, 0, OPT_SHARED_FS},
 	    {"retry-count", required_argument, 0, 'r'},
 	    {"retry", no_argument, 0, 'R'},
 	    {"zero-length-error", no_argument, 0, 'z'},
@@ -147,8 +168,8 @@ int main(int argc, char **argv)
 	    {0, 0, 0, 0},
 	};
 	int c;
-	while ((c = getopt_long(argc, argv, "T:j:J:B:r:Rzl:L:cg:G:f:d:o:vh", longopts, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, "T:j:J:B:r:Rzl:L:cg:G:f:d:o:vhp:Z:N:M:C:", longopts,
+	                        NULL)) != -1) {
 		switch (c) {
 		case 'T': o.batch_type = optarg; break;
 		case 'j': o.max_local_jobs = parse_int("-j", optarg, 1); break;
@@ -158,9 +179,32 @@ int main(int argc, char **argv)
 			if (!strchr(optarg, '='))
 				fatal("--batch-option '%s': expected KEY=VALUE", optarg);
 			batch_opts = xrealloc(batch_opts, (n_batch_opts + 2) * sizeof *batch_opts);
-			batch_opts[n_batch_opts++] = optarg;
+			batch_opts[n_batch_opts++] = xstrdup(optarg);
 			batch_opts[n_batch_opts] = NULL;
 			break;
+		case 'p':
+		case 'Z':
+		case 'N':
+		case 'M':
+		case 'C':
+		case OPT_PASSWORD:
+		case OPT_SSL_CERT:
+		case OPT_SSL_KEY:
+		case OPT_SHARED_FS: {
+			/* Work Queue options become options of the wq driver. */
+			const char *key = c == 'p'             ? "port"
+			                  : c == 'Z'           ? "port-file"
+			                  : c == 'C'           ? "catalog"
+			                  : c == OPT_PASSWORD  ? "password"
+			                  : c == OPT_SSL_CERT  ? "ssl-cert"
+			                  : c == OPT_SSL_KEY   ? "ssl-key"
+			                  : c == OPT_SHARED_FS ? "shared-fs"
+			                                       : "project";
+			batch_opts = xrealloc(batch_opts, (n_batch_opts + 2) * sizeof *batch_opts);
+			batch_opts[n_batch_opts++] = xasprintf("%s=%s", key, optarg);
+			batch_opts[n_batch_opts] = NULL;
+			break;
+		}
 		case 'r': o.retries = parse_int("-r", optarg, 0); break;
 		case 'R': o.retries = 5; break;
 		case 'z': o.zero_length_is_missing = 1; break;
@@ -269,7 +313,7 @@ int main(int argc, char **argv)
 	if (!log_path)
 		log_path = xasprintf("%s.makeflowlog", src.path);
 	o.log_path = log_path;
-	o.batch_opts = batch_opts;
+	o.batch_opts = (const char *const *)batch_opts;
 	char *exe = self_exe(argv[0]);
 	o.self_exe = exe;
 
@@ -282,6 +326,8 @@ int main(int argc, char **argv)
 	dag_delete(d);
 	free(exe);
 	free(log_path);
+	for (size_t i = 0; i < n_batch_opts; i++)
+		free(batch_opts[i]);
 	free(batch_opts);
 	workflow_source_free(&src);
 	debug_close();

@@ -1,0 +1,409 @@
+/* batch_driver_wq.c: the "wq" driver. Each job becomes a Work Queue task of a master that runs on
+ * makeflow's own libuv loop; workers connect to it (HOST PORT, or the project name through the
+ * catalog) and run the tasks in sandboxes. Finished tasks are collected after every loop turn
+ * by a uv_check handle, so the driver never polls or blocks. Options and behaviour are in
+ * doc/batch-driver-interface.md ("wq"). */
+#include "batch_driver.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "debug.h"
+#include "htc_error.h"
+#include "stringtools.h"
+#include "timeutil.h"
+#include "work_queue.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+/* Options kept as given until the master is created at the first submission. */
+enum wq_opt {
+	OPT_PORT,
+	OPT_PORT_FILE,
+	OPT_PROJECT,
+	OPT_CATALOG,
+	OPT_PASSWORD,
+	OPT_SSL_CERT,
+	OPT_SSL_KEY,
+	OPT_TXLOG,
+	OPT_SHARED_FS,
+	OPT_CACHE,
+	OPT_KEEPALIVE_INTERVAL,
+	OPT_KEEPALIVE_TIMEOUT,
+	OPT_SCHEDULE,
+	OPT_COUNT
+};
+
+static const char *const opt_names[OPT_COUNT] = {
+    [OPT_PORT] = "port",
+    [OPT_PORT_FILE] = "port-file",
+    [OPT_PROJECT] = "project",
+    [OPT_CATALOG] = "catalog",
+    [OPT_PASSWORD] = "password",
+    [OPT_SSL_CERT] = "ssl-cert",
+    [OPT_SSL_KEY] = "ssl-key",
+    [OPT_TXLOG] = "txlog",
+    [OPT_SHARED_FS] = "shared-fs",
+    [OPT_CACHE] = "cache",
+    [OPT_KEEPALIVE_INTERVAL] = "keepalive-interval",
+    [OPT_KEEPALIVE_TIMEOUT] = "keepalive-timeout",
+    [OPT_SCHEDULE] = "schedule",
+};
+
+/* One submitted job: the task's id on the master and the job record. */
+struct wq_job {
+	int taskid;
+	struct batch_job *job;
+	struct wq_job *next, *prev;
+};
+
+struct wq_state {
+	struct batch_queue *q;
+	char *opt[OPT_COUNT];
+	struct work_queue *master; /* created at the first submission */
+	uv_check_t *check;         /* heap-allocated: freed by its close callback */
+	struct wq_job *jobs;       /* submitted, not yet completed */
+	int create_error;          /* sticky: the master could not be created */
+};
+
+static void check_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void collect(uv_check_t *check);
+
+static int wq_create(struct batch_queue *q, void **state)
+{
+	struct wq_state *st = xcalloc(1, sizeof *st);
+	st->q = q;
+	st->check = xmalloc(sizeof *st->check);
+	uv_check_init(batch_queue_loop(q), st->check);
+	st->check->data = st;
+	*state = st;
+	return 0;
+}
+
+/* Checks VALUE for option I; 0 or -EINVAL. */
+static int check_value(int i, const char *value)
+{
+	int64_t v;
+	switch (i) {
+	case OPT_PORT: return str_to_int64(value, &v) == 0 && v >= 0 && v <= 65535 ? 0 : -EINVAL;
+	case OPT_KEEPALIVE_INTERVAL:
+	case OPT_KEEPALIVE_TIMEOUT:
+		return str_to_int64(value, &v) == 0 && v >= 1 && v <= 86400 ? 0 : -EINVAL;
+	case OPT_CACHE: return !strcmp(value, "yes") || !strcmp(value, "no") ? 0 : -EINVAL;
+	case OPT_SCHEDULE:
+		return !strcmp(value, "fcfs") || !strcmp(value, "files") ||
+		               !strcmp(value, "time") || !strcmp(value, "worst") ||
+		               !strcmp(value, "rand")
+		           ? 0
+		           : -EINVAL;
+	default: return value[0] ? 0 : -EINVAL;
+	}
+}
+
+static int wq_set_option(void *state, const char *key, const char *value)
+{
+	struct wq_state *st = state;
+	for (int i = 0; i < OPT_COUNT; i++) {
+		if (strcmp(key, opt_names[i]))
+			continue;
+		if (check_value(i, value) < 0)
+			return -EINVAL;
+		free(st->opt[i]);
+		st->opt[i] = xstrdup(value);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int start_master(struct wq_state *st)
+{
+	if (st->master)
+		return 0;
+	if (st->create_error)
+		return st->create_error;
+	struct work_queue_opts o;
+	work_queue_opts_init(&o);
+	int64_t port = 9123;
+	if (st->opt[OPT_PORT])
+		str_to_int64(st->opt[OPT_PORT], &port);
+	else if (getenv("WORK_QUEUE_PORT"))
+		port = WORK_QUEUE_DEFAULT_PORT;
+	o.port = (int)port;
+	o.port_file = st->opt[OPT_PORT_FILE];
+	o.project = st->opt[OPT_PROJECT];
+	o.catalog_hosts = st->opt[OPT_CATALOG];
+	o.password_file = st->opt[OPT_PASSWORD];
+	o.ssl_cert = st->opt[OPT_SSL_CERT];
+	o.ssl_key = st->opt[OPT_SSL_KEY];
+	o.txlog = st->opt[OPT_TXLOG];
+	o.loop = batch_queue_loop(st->q);
+	if ((o.ssl_cert == NULL) != (o.ssl_key == NULL)) {
+		warn("wq: --ssl-cert and --ssl-key go together");
+		return st->create_error = -EINVAL;
+	}
+	st->master = work_queue_create_opts(&o);
+	if (!st->master) {
+		int err = errno ? errno : EIO;
+		warn("wq: cannot start the master on port %d: %s", o.port, strerror(err));
+		return st->create_error = -err;
+	}
+	if (st->opt[OPT_KEEPALIVE_INTERVAL])
+		work_queue_specify_keepalive_interval(st->master,
+		                                      atoi(st->opt[OPT_KEEPALIVE_INTERVAL]));
+	if (st->opt[OPT_KEEPALIVE_TIMEOUT])
+		work_queue_specify_keepalive_timeout(st->master,
+		                                     atoi(st->opt[OPT_KEEPALIVE_TIMEOUT]));
+	if (st->opt[OPT_SCHEDULE]) {
+		static const char *const algs[] = {"fcfs", "files", "time", "worst", "rand"};
+		for (int i = 0; i < 5; i++)
+			if (!strcmp(st->opt[OPT_SCHEDULE], algs[i]))
+				work_queue_specify_algorithm(st->master,
+				                             (enum work_queue_schedule)i);
+	}
+	notice("wq: listening on port %d%s%s", work_queue_port(st->master),
+	       o.project ? ", project " : "", o.project ? o.project : "");
+	uv_check_start(st->check, collect);
+	return 0;
+}
+
+/* True if PATH lies in the shared file system (not transferred). */
+static int on_shared_fs(const struct wq_state *st, const char *path)
+{
+	const char *fs = st->opt[OPT_SHARED_FS];
+	if (!fs)
+		return 0;
+	size_t n = strlen(fs);
+	while (n > 1 && fs[n - 1] == '/')
+		n--;
+	return strncmp(path, fs, n) == 0 && (path[n] == '/' || path[n] == 0);
+}
+
+/* Builds the task of JOB; NULL with the reason in the job's error on failure. */
+static struct work_queue_task *make_task(struct wq_state *st, struct batch_job *job, int *err)
+{
+	const struct batch_job_spec *s = &job->spec;
+	struct work_queue_task *t = work_queue_task_create(s->command);
+	int cache = !st->opt[OPT_CACHE] || !strcmp(st->opt[OPT_CACHE], "yes");
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < s->n_inputs; i++) {
+		const struct batch_file *f = &s->inputs[i];
+		if (on_shared_fs(st, f->local_name))
+			continue;
+		const char *remote = f->remote_name ? f->remote_name : f->local_name;
+		r = work_queue_task_specify_input_file(
+		    t, f->local_name, remote, cache ? WORK_QUEUE_CACHE : WORK_QUEUE_NOCACHE);
+	}
+	for (size_t i = 0; r == 0 && i < s->n_outputs; i++) {
+		const struct batch_file *f = &s->outputs[i];
+		if (on_shared_fs(st, f->local_name))
+			continue;
+		const char *remote = f->remote_name ? f->remote_name : f->local_name;
+		r = work_queue_task_specify_output_file(t, f->local_name, remote,
+		                                        WORK_QUEUE_NOCACHE);
+	}
+	for (const char *const *e = s->env; r == 0 && e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (!eq)
+			continue;
+		char *name = xstrndup(*e, (size_t)(eq - *e));
+		r = work_queue_task_specify_environment_variable(t, name, eq + 1);
+		free(name);
+	}
+	const struct batch_resources *res = &s->resources;
+	if (r == 0 && res->cores >= 0)
+		r = work_queue_task_specify_cores(t, (double)res->cores);
+	if (r == 0 && res->memory_mb >= 0)
+		r = work_queue_task_specify_memory(t, res->memory_mb);
+	if (r == 0 && res->disk_mb >= 0)
+		r = work_queue_task_specify_disk(t, res->disk_mb);
+	if (r == 0 && res->gpus >= 0)
+		r = work_queue_task_specify_gpus(t, res->gpus);
+	if (r == 0 && res->wall_time_s > 0)
+		r = work_queue_task_specify_running_time_max(t, (double)res->wall_time_s);
+	if (r == 0 && s->category && *s->category)
+		r = work_queue_task_specify_category(t, s->category);
+	if (r == 0 && s->tag && *s->tag)
+		r = work_queue_task_specify_tag(t, s->tag);
+	if (r < 0) {
+		warn("wq: job %" PRId64 ": %s", job->id, work_queue_task_last_error(t));
+		work_queue_task_delete(t);
+		*err = r;
+		return NULL;
+	}
+	return t;
+}
+
+static int wq_submit(void *state, struct batch_job *job)
+{
+	struct wq_state *st = state;
+	int r = start_master(st);
+	if (r < 0)
+		return r;
+	struct work_queue_task *t = make_task(st, job, &r);
+	if (!t)
+		return r;
+	int id = work_queue_submit(st->master, t);
+	if (id < 0) {
+		work_queue_task_delete(t);
+		return id;
+	}
+	struct wq_job *w = xcalloc(1, sizeof *w);
+	w->taskid = id;
+	w->job = job;
+	w->next = st->jobs;
+	if (st->jobs)
+		st->jobs->prev = w;
+	st->jobs = w;
+	job->driver_data = w;
+	return 0;
+}
+
+static struct wq_job *find(struct wq_state *st, int taskid)
+{
+	for (struct wq_job *w = st->jobs; w; w = w->next)
+		if (w->taskid == taskid)
+			return w;
+	return NULL;
+}
+
+static void unlink_job(struct wq_state *st, struct wq_job *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		st->jobs = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	w->job->driver_data = NULL;
+	free(w);
+}
+
+/* Which batch_exhausted bits the measured limits_exceeded of T name. */
+static int exhausted_bits(const struct work_queue_task *t)
+{
+	int bits = 0;
+	const struct rmsummary *m = t->resources_measured;
+	if (m) {
+		if (m->limits_exceeded[RM_CORES] >= 0)
+			bits |= BATCH_EXHAUSTED_CORES;
+		if (m->limits_exceeded[RM_MEMORY] >= 0)
+			bits |= BATCH_EXHAUSTED_MEMORY;
+		if (m->limits_exceeded[RM_DISK] >= 0)
+			bits |= BATCH_EXHAUSTED_DISK;
+		if (m->limits_exceeded[RM_GPUS] >= 0)
+			bits |= BATCH_EXHAUSTED_GPUS;
+		if (m->limits_exceeded[RM_WALL_TIME] >= 0)
+			bits |= BATCH_EXHAUSTED_WALL_TIME;
+	}
+	return bits ? bits : BATCH_EXHAUSTED_MEMORY;
+}
+
+/* Fills the job's result from the finished task T. */
+static void fill_result(struct batch_job *job, const struct work_queue_task *t)
+{
+	struct batch_result *r = &job->result;
+	r->start_us = t->time_when_commit_end ? t->time_when_commit_end : t->time_when_commit_start;
+	r->end_us = t->time_when_done ? t->time_when_done : time_now_us();
+	const struct rmsummary *m = t->resources_measured;
+	if (m) {
+		r->measured.cores = m->v[RM_CORES] >= 0 ? (int64_t)(m->v[RM_CORES] + 0.999) : -1;
+		r->measured.memory_mb = m->v[RM_MEMORY] >= 0 ? (int64_t)m->v[RM_MEMORY] : -1;
+		r->measured.disk_mb = m->v[RM_DISK] >= 0 ? (int64_t)m->v[RM_DISK] : -1;
+		r->measured.wall_time_s =
+		    m->v[RM_WALL_TIME] >= 0 ? (int64_t)m->v[RM_WALL_TIME] : -1;
+	}
+	switch (t->result) {
+	case WORK_QUEUE_RESULT_SUCCESS:
+		r->exited_normally = 1;
+		r->exit_code = t->return_status;
+		break;
+	case WORK_QUEUE_RESULT_SIGNAL:
+		r->signal = t->return_status > 0 ? t->return_status : 9;
+		break;
+	case WORK_QUEUE_RESULT_RESOURCE_EXHAUSTION:
+		r->exhausted = exhausted_bits(t);
+		r->signal = 9;
+		break;
+	case WORK_QUEUE_RESULT_TASK_MAX_RUN_TIME:
+		r->exhausted = BATCH_EXHAUSTED_WALL_TIME;
+		r->signal = 9;
+		break;
+	case WORK_QUEUE_RESULT_DISK_ALLOC_FULL:
+		r->exhausted = BATCH_EXHAUSTED_DISK;
+		r->signal = 9;
+		break;
+	default:
+		batch_job_set_error(job, "work queue: %s%s%s", work_queue_result_str(t->result),
+		                    t->hostname ? " on " : "", t->hostname ? t->hostname : "");
+		break;
+	}
+}
+
+/* After every loop turn: hand each finished task back to its job. */
+static void collect(uv_check_t *check)
+{
+	struct wq_state *st = check->data;
+	if (!st->master)
+		return;
+	struct work_queue_task *t;
+	while ((t = work_queue_wait(st->master, 0)) != NULL) {
+		struct wq_job *w = find(st, t->taskid);
+		if (!w) {
+			debug(D_BATCH, "wq: task %d finished but no job holds it", t->taskid);
+			work_queue_task_delete(t);
+			continue;
+		}
+		struct batch_job *job = w->job;
+		unlink_job(st, w);
+		fill_result(job, t);
+		work_queue_task_delete(t);
+		batch_job_complete(st->q, job);
+	}
+}
+
+static int wq_remove(void *state, struct batch_job *job)
+{
+	struct wq_state *st = state;
+	struct wq_job *w = job->driver_data;
+	if (!w || !st->master)
+		return -ENOENT;
+	struct work_queue_task *t = work_queue_cancel_by_taskid(st->master, w->taskid);
+	unlink_job(st, w);
+	job->result.removed = 1;
+	job->result.signal = 9;
+	job->result.end_us = time_now_us();
+	work_queue_task_delete(t);
+	batch_job_complete(st->q, job);
+	return 0;
+}
+
+static void wq_destroy(void *state)
+{
+	struct wq_state *st = state;
+	while (st->jobs)
+		unlink_job(st, st->jobs);
+	work_queue_delete(st->master);
+	uv_close((uv_handle_t *)st->check, check_closed);
+	for (int i = 0; i < OPT_COUNT; i++)
+		free(st->opt[i]);
+	free(st);
+}
+
+const struct batch_driver batch_driver_wq = {
+    .name = "wq",
+    .features = BATCH_FEATURE_REMOTE_RENAME | BATCH_FEATURE_REMOVE | BATCH_FEATURE_WALL_TIME |
+                BATCH_FEATURE_MEMORY_LIMIT | BATCH_FEATURE_MEASURE,
+    .create = wq_create,
+    .destroy = wq_destroy,
+    .set_option = wq_set_option,
+    .submit = wq_submit,
+    .remove = wq_remove,
+};

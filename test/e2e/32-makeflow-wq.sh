@@ -1,0 +1,193 @@
+#!/bin/bash
+# 32-makeflow-wq.sh: end-to-end tests of makeflow -T wq with real work_queue_worker processes
+# over loopback TCP: a workflow with inputs, intermediates, renamed files and a failing rule;
+# many workers; workers killed with kill -9 at random moments (every rule still completes once,
+# outputs correct); a worker started through the catalog by project name; password and TLS
+# mismatches refused; a rogue peer sending garbage leaves the master running.
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+test_require_bin makeflow
+test_require_bin work_queue_worker
+test_require_bin catalog_server
+
+MF=$BIN/makeflow
+WORKER=$BIN/work_queue_worker
+TEST_TIMEOUT=180
+
+# start_master ARGS...: makeflow -T wq on port 0 in the background with ARGS; waits for the
+# port file. Sets mf (pid) and port.
+start_master() {
+	rm -f port
+	"$MF" -T wq -p 0 -Z port --progress=quiet "$@" >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_for_file port 20 || {
+		cat mf.out >&2
+		return 1
+	}
+	port=$(cat port)
+}
+
+# start_worker ARGS...: a worker in the background (its pid is tracked); sets w.
+start_worker() {
+	"$WORKER" -t 30 "$@" >>workers.out 2>&1 &
+	w=$!
+	test_track_pid $w
+}
+
+# finish: waits for makeflow and returns its status.
+finish() {
+	local rc=0
+	wait $mf || rc=$?
+	[ $rc = 0 ] || cat mf.out >&2
+	return $rc
+}
+
+test_expect_success 'a workflow runs on one worker: inputs, intermediates, renaming' '
+	printf "ACGT\nTTGA\n" >ref.fa
+	wf Makeflow <<-\EOF
+	rev.txt: ref.fa
+	    tr ACGT TGCA < ref.fa > rev.txt
+	count.txt: rev.txt
+	    wc -l < rev.txt > count.txt
+	renamed.txt: ref.fa->input.fa
+	    cat input.fa input.fa > out && mv out renamed.txt
+	EOF
+	start_master Makeflow
+	start_worker --cores 2 localhost $port
+	finish
+	[ "$(cat rev.txt)" = "$(printf "TGCA\nAACT")" ]
+	[ "$(tr -d " " <count.txt)" = 2 ]
+	[ "$(wc -l <renamed.txt)" = 4 ]
+'
+
+test_expect_success 'a failing rule fails the run, named by file and line; others complete' '
+	wf Makeflow <<-\EOF
+	good.txt:
+	    echo fine > good.txt
+	bad.txt:
+	    exit 3
+	EOF
+	start_master Makeflow
+	start_worker --cores 1 localhost $port
+	test_must_fail finish
+	[ "$(cat good.txt)" = fine ]
+	grep -q "Makeflow:3: rule 1: exit code 3" mf.out
+'
+
+test_expect_success 'many rules on four workers; each rule ran once' '
+	for i in $(seq 1 200); do
+		printf "o.%d:\n\techo %d >> runs.log; echo %d > o.%d\n" $i $i $i $i
+	done >Makeflow
+	start_master Makeflow
+	for i in 1 2 3 4; do start_worker --cores 1 localhost $port; done
+	finish
+	for i in $(seq 1 200); do [ "$(cat o.$i)" = $i ] || exit 1; done
+'
+
+test_expect_success 'workers killed with -9 at random moments: every rule completes, outputs right' '
+	for i in $(seq 1 120); do
+		printf "k.%d:\n\tsleep 0.0%d; echo %d > k.%d\n" $i $((i % 10)) $i $i
+	done >Makeflow
+	start_master Makeflow
+	for round in 1 2 3 4 5 6; do
+		start_worker --cores 2 localhost $port
+		sleep 0.$((RANDOM % 9 + 1))
+		kill -9 $w 2>/dev/null || true
+	done
+	start_worker --cores 2 localhost $port
+	finish
+	for i in $(seq 1 120); do [ "$(cat k.$i)" = $i ] || exit 1; done
+'
+
+test_expect_success 'a worker finds the master through the catalog by project name' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	cat=localhost:$DAEMON_PORT
+	wf Makeflow <<-\EOF
+	p.txt:
+	    echo project > p.txt
+	EOF
+	start_master -N e2e-proj-$$ -C $cat Makeflow
+	start_worker --cores 1 -M e2e-proj-$$ -C $cat
+	finish
+	[ "$(cat p.txt)" = project ]
+'
+
+test_expect_success 'work_queue_factory -T local starts workers for the master, at most --max-workers' '
+	for i in $(seq 1 30); do
+		printf "f.%d:\n\tsleep 0.1; echo %d > f.%d\n" $i $i $i
+	done >Makeflow
+	start_master Makeflow
+	"$BIN/work_queue_factory" -T local --max-workers 2 --period 0.5 -t 5 localhost $port >factory.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	finish
+	for i in $(seq 1 30); do [ "$(cat f.$i)" = $i ] || exit 1; done
+	kill -TERM $fpid
+	wait $fpid
+	grep -q "started" factory.out
+	# never more than two workers at once
+	not grep -E "\(([3-9]|[1-9][0-9]+) running\)" factory.out
+'
+
+test_expect_success 'a worker with the wrong password is refused and exits 2' '
+	echo "right horse" >pw.right
+	echo "wrong horse" >pw.wrong
+	chmod 600 pw.right pw.wrong
+	wf Makeflow <<-\EOF
+	a.txt:
+	    echo a > a.txt
+	EOF
+	start_master --password pw.right Makeflow
+	rc=0
+	"$WORKER" -t 10 -P pw.wrong localhost $port >wrong.out 2>&1 || rc=$?
+	[ $rc = 2 ]
+	grep -q "password" wrong.out
+	start_worker -P pw.right --cores 1 localhost $port
+	finish
+	[ "$(cat a.txt)" = a ]
+'
+
+test_expect_success 'a plain worker against a TLS master is refused with a clear message' '
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+		-subj /CN=localhost -keyout key.pem -out cert.pem 2>/dev/null
+	fp=$(openssl x509 -in cert.pem -noout -fingerprint -sha256 | cut -d= -f2)
+	wf Makeflow <<-\EOF
+	t.txt:
+	    echo tls > t.txt
+	EOF
+	start_master --ssl-cert cert.pem --ssl-key key.pem Makeflow
+	rc=0
+	"$WORKER" -t 10 localhost $port >plain.out 2>&1 || rc=$?
+	[ $rc = 2 ]
+	grep -qi "tls" plain.out
+	start_worker --ssl-fingerprint "$fp" --cores 1 localhost $port
+	finish
+	[ "$(cat t.txt)" = tls ]
+'
+
+test_expect_success 'a rogue peer sending garbage does not stop the master' '
+	wf Makeflow <<-\EOF
+	r.txt:
+	    echo still > r.txt
+	EOF
+	start_master Makeflow
+	python3 -c "
+import socket
+for payload in (b\"GET / HTTP/1.0\r\n\r\n\", b\"\xf5\x71\x01\x00\x00\x00\x00\x00\xff\xff\xff\xff\", bytes(range(256))):
+    s = socket.create_connection((\"127.0.0.1\", $port))
+    s.sendall(payload)
+    s.settimeout(5)
+    try:
+        s.recv(4096)
+    except Exception:
+        pass
+    s.close()
+"
+	kill -0 $mf
+	start_worker --cores 1 localhost $port
+	finish
+	[ "$(cat r.txt)" = still ]
+'
+
+test_done
