@@ -222,9 +222,16 @@ bench_alloc() {
 	ALLOC_TASKS=$(scaled 100) bash "$SRCDIR/test/bench/alloc.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
 }
 
+# ---- 7. Work Queue against CCTools' makeflow -T wq and work_queue_worker ----------
+bench_wq() {
+	say ""
+	WQ_TASKS=$(scaled 5000) WQ_QUEUED=$(scaled 100000) WQ_BIG_MB=$(scaled 2048) \
+		bash "$SRCDIR/test/bench/wq.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+}
+
 say "makeflow benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, scale $SCALE"
 [ $have_cctools = 1 ] || say "(CCTools 9.9 is not installed: its columns are skipped; run 'make bench' as root to install it)"
-for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc}; do
+for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq}; do
 	"bench_$b"
 done
 say ""
