@@ -27,8 +27,9 @@ enum xtag_kind { XTAG_OBJECT, XTAG_INPUT };
 struct xtag {
 	enum xtag_kind kind;
 	char *object;
-	int64_t task;
+	int64_t task; /* the task whose input it is, or (objects) the first task needing it */
 	int try_;
+	double start; /* wq_master_now() when queued, for the transactions log */
 };
 
 /* Tags of the transfers this side receives. */
@@ -129,8 +130,10 @@ static void send_task(struct mworker *w, struct mtask *m)
 			continue;
 		struct xtag *x = xcalloc(1, sizeof *x);
 		x->kind = XTAG_INPUT;
+		x->object = xstrdup(f->remote); /* its name, for the transactions log */
 		x->task = m->id;
 		x->try_ = m->try_;
+		x->start = wq_master_now();
 		json_t *target = wq_xfer_target_input(m->id, i);
 		int flags = (w->caps & WQ_CAP_ZLIB) ? WQ_XFER_ZLIB : 0;
 		if (f->kind == WORK_QUEUE_FILE_BUFFER) {
@@ -147,6 +150,7 @@ static void send_task(struct mworker *w, struct mtask *m)
 		}
 		json_decref(target);
 		if (rc < 0) {
+			free(x->object);
 			free(x);
 			warn("%s: cannot send input %d of task %d: %s", w->label, i, m->id,
 			     htc_strerror(rc));
@@ -208,6 +212,8 @@ void wq_mworker_dispatch(struct mworker *w, struct mtask *m, const struct wq_sch
 		struct xtag *x = xcalloc(1, sizeof *x);
 		x->kind = XTAG_OBJECT;
 		x->object = xstrdup(o->name);
+		x->task = m->id;
+		x->start = wq_master_now();
 		json_t *target = wq_xfer_target_object(o->name, WQ_KEEP_RUN);
 		int flags = (w->caps & WQ_CAP_ZLIB) ? WQ_XFER_ZLIB : 0;
 		int rc;
@@ -295,7 +301,8 @@ static void on_sent(struct wq_xfer_out *out, const struct wq_xfer_sent *r, void 
 			free(wait);
 		}
 		if (ok && q->txlog)
-			wq_txlog_transfer(q->txlog, 0, 0, x->object, (int64_t)r->bytes, 0, 1);
+			wq_txlog_transfer(q->txlog, 0, x->task, x->object, (int64_t)r->bytes,
+			                  wq_master_now() - x->start, 1);
 		free(x->object);
 	} else {
 		struct mtask *m = wq_master_task_lookup(q, x->task);
@@ -310,6 +317,10 @@ static void on_sent(struct wq_xfer_out *out, const struct wq_xfer_sent *r, void 
 				wq_master_task_finish(q, m);
 			}
 		}
+		if (r->outcome == WQ_XFER_SENT && q->txlog)
+			wq_txlog_transfer(q->txlog, 0, x->task, x->object, (int64_t)r->bytes,
+			                  wq_master_now() - x->start, 0);
+		free(x->object);
 	}
 	free(x);
 }
