@@ -249,6 +249,35 @@ static void test_exit_three(void **state)
 	wq_task_done_free(d);
 }
 
+/* Ends the fixture's task so that another can run in the same test. */
+static void next_task(struct fx *f)
+{
+	worker_task_delete(f->t, false);
+	f->t = NULL;
+	f->done_calls = 0;
+}
+
+/* Plain-word commands are exec'd without the shell: same results, including a program that
+ * is not found (the shell's 127) and arguments passed as they are. */
+static void test_plain_words(void **state)
+{
+	struct fx *f = *state;
+	const struct worker_task_result *r = run(f, 3, "no-such-program-htc-test arg", NULL);
+	assert_int_equal(r->outcome, WQ_OUTCOME_EXITED);
+	assert_int_equal(r->exit_status, 127);
+	next_task(f);
+	r = run(f, 4, "false", NULL);
+	assert_int_equal(r->outcome, WQ_OUTCOME_EXITED);
+	assert_int_equal(r->exit_status, 1);
+	next_task(f);
+	r = run(f, 5, "printf %s%s a b", NULL);
+	assert_int_equal(r->outcome, WQ_OUTCOME_EXITED);
+	assert_int_equal(r->exit_status, 0);
+	struct wq_task_done *d = done_parsed(f, NULL, 0);
+	assert_int_equal(d->stdout_size, 2); /* "ab" */
+	wq_task_done_free(d);
+}
+
 static void test_outside_signal(void **state)
 {
 	struct fx *f = *state;
@@ -757,6 +786,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_exit_zero, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exit_three, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_plain_words, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_outside_signal, setup, teardown),
 	    cmocka_unit_test(test_env_builder),
 	    cmocka_unit_test_setup_teardown(test_env_seen_by_task, setup, teardown),
