@@ -1,0 +1,261 @@
+/* test_work_queue_services.c: integration tests of the Work Queue master library's services
+ * over real loopback TCP, against the scripted fake worker of wq_fake_worker.h: TLS with a
+ * fingerprint-checked certificate, the port file and catalog updates, status queries, and fast
+ * abort with host blocking. */
+#include "wq_fake_worker.h"
+
+/* A self-signed certificate and its key in PEM files. */
+static void make_cert(const char *cert, const char *key)
+{
+	EVP_PKEY *k = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	assert_non_null(k);
+	assert_non_null(x);
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 42);
+	X509_gmtime_adj(X509_getm_notBefore(x), -60);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, k);
+	X509_NAME *n = X509_get_subject_name(x);
+	X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1,
+	                           -1, 0);
+	X509_set_issuer_name(x, n);
+	assert_true(X509_sign(x, k, EVP_sha256()) > 0);
+	FILE *f = fopen(cert, "w");
+	PEM_write_X509(f, x);
+	fclose(f);
+	f = fopen(key, "w");
+	PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL);
+	fclose(f);
+	chmod(key, 0600);
+	X509_free(x);
+	EVP_PKEY_free(k);
+}
+
+static void test_tls(void **state)
+{
+	(void)state;
+	char cert[160], key[160], in[128], out[128];
+	snprintf(cert, sizeof cert, "%s/cert.pem", tmpdir);
+	snprintf(key, sizeof key, "%s/key.pem", tmpdir);
+	snprintf(in, sizeof in, "%s/tls.in", tmpdir);
+	snprintf(out, sizeof out, "%s/tls.out", tmpdir);
+	make_cert(cert, key);
+	write_file(in, "TLS\n");
+	struct work_queue_opts o;
+	work_queue_opts_init(&o);
+	o.port = 0;
+	o.loop = &loop;
+	o.ssl_cert = cert;
+	o.ssl_key = key;
+	struct work_queue *q = work_queue_create_opts(&o);
+	assert_non_null(q);
+	/* a plain worker is refused */
+	struct fake *plain = fake_start(q, FAKE_RUN, NULL);
+	assert_true(run_until_flag(q, &plain->hs_done, 5));
+	assert_int_equal(plain->outcome, WQ_HS_PERMANENT);
+	assert_string_equal(plain->hs_code, "tls_required");
+	/* a TLS worker runs a task */
+	struct fake *f = fake_start_tls(q, FAKE_RUN, NULL, true);
+	struct work_queue_task *t = make_task(in, out);
+	assert_true(work_queue_submit(q, t) >= 1);
+	struct work_queue_task *done = wait_task(q, 5);
+	assert_non_null(done);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
+	char *content = read_file(out);
+	assert_string_equal(content, "TLS\nBUF\n");
+	free(content);
+	work_queue_task_delete(done);
+	finish(q);
+	fake_free(plain);
+	fake_free(f);
+	/* a file that is not a certificate fails the creation with ENOENT-like errno and a message
+	 */
+	o.ssl_cert = in; /* not a certificate */
+	assert_null(work_queue_create_opts(&o));
+	unlink(cert);
+	unlink(key);
+	unlink(in);
+	unlink(out);
+}
+
+static void test_catalog_and_port_file(void **state)
+{
+	(void)state;
+	struct work_queue_opts o;
+	work_queue_opts_init(&o);
+	char port_file[160];
+	snprintf(port_file, sizeof port_file, "%s/port", tmpdir);
+	o.port = 0;
+	o.loop = &loop;
+	o.project = "unit-test";
+	o.catalog_hosts = "127.0.0.1:9";
+	o.port_file = port_file;
+	struct work_queue *q = work_queue_create_opts(&o);
+	assert_non_null(q);
+	char *text = read_file(port_file);
+	assert_non_null(text);
+	assert_int_equal(atoi(text), work_queue_port(q));
+	free(text);
+	assert_null(work_queue_wait(q, 0.1));
+	assert_int_equal(work_queue_specify_name(q, "renamed"), 0);
+	assert_int_equal(work_queue_specify_catalog_servers(q, "127.0.0.1:9,localhost:9"), 0);
+	assert_int_equal(work_queue_specify_name(q, ""), -EINVAL);
+	assert_ptr_equal(work_queue_loop(q), &loop);
+	json_t *m = work_queue_status(q, "master");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 0), "project")),
+	                    "renamed");
+	json_decref(m);
+	assert_null(work_queue_wait(q, 0.1));
+	/* the same port again is refused with EADDRINUSE */
+	o.port = work_queue_port(q);
+	o.project = NULL;
+	o.port_file = NULL;
+	errno = 0;
+	assert_null(work_queue_create_opts(&o));
+	assert_int_equal(errno, EADDRINUSE);
+	finish(q);
+	unlink(port_file);
+}
+
+struct query_result {
+	int done;
+	json_t *items;
+	char err[256];
+};
+
+static void on_query(json_t *items, const char *err, void *arg)
+{
+	struct query_result *r = arg;
+	r->done = 1;
+	r->items = items;
+	snprintf(r->err, sizeof r->err, "%s", err ? err : "");
+}
+
+static void test_status_query(void **state)
+{
+	(void)state;
+	struct work_queue *q = queue(NULL);
+	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
+	assert_true(worker_active(q, 1, 5));
+	struct work_queue_task *t = work_queue_task_create("sleep 100");
+	work_queue_task_specify_cores(t, 1);
+	work_queue_task_specify_tag(t, "held");
+	int id = work_queue_submit(q, t);
+	struct work_queue_task *t2 = work_queue_task_create("sleep 100");
+	work_queue_task_specify_cores(t2, 8); /* never fits the 4-core fake */
+	assert_true(work_queue_submit(q, t2) >= 1);
+	struct query_result r = {0};
+	struct wq_status_opts so = {NULL, NULL, 5};
+	char *err = NULL;
+	assert_non_null(wq_status_query_start(&loop, "127.0.0.1", work_queue_port(q), "master", &so,
+	                                      on_query, &r, &err));
+	assert_true(run_until_flag(q, &r.done, 5));
+	assert_string_equal(r.err, "");
+	assert_int_equal(json_array_size(r.items), 1);
+	json_t *m = json_array_get(r.items, 0);
+	assert_int_equal(json_integer_value(json_object_get(m, "workers_connected")), 1);
+	assert_int_equal(json_integer_value(json_object_get(m, "tasks_waiting")), 1);
+	assert_int_equal(json_integer_value(json_object_get(m, "tasks_submitted")), 2);
+	assert_int_equal(json_integer_value(json_object_get(m, "port")), work_queue_port(q));
+	json_decref(r.items);
+	/* the status client is not counted as a worker */
+	struct work_queue_stats s;
+	work_queue_get_stats(q, &s);
+	assert_int_equal(s.workers_connected, 1);
+	/* tasks, through the library call */
+	json_t *tasks = work_queue_status(q, "tasks");
+	assert_int_equal(json_array_size(tasks), 2);
+	int running = 0;
+	for (size_t i = 0; i < 2; i++) {
+		json_t *o = json_array_get(tasks, i);
+		if (json_integer_value(json_object_get(o, "id")) == id) {
+			assert_string_equal(json_string_value(json_object_get(o, "tag")), "held");
+			assert_non_null(json_object_get(o, "worker"));
+			running = 1;
+		}
+	}
+	assert_true(running);
+	json_decref(tasks);
+	assert_null(work_queue_status(q, "nonsense"));
+	finish(q);
+	fake_free(f);
+}
+
+static void wait_workers(struct work_queue *q, int n)
+{
+	struct work_queue_stats s;
+	for (int i = 0; i < 250; i++) {
+		work_queue_get_stats(q, &s);
+		if (s.workers_connected == n)
+			return;
+		assert_null(work_queue_wait(q, 0.02));
+	}
+	fail_msg("%d workers connected, %d expected", s.workers_connected, n);
+}
+
+static void test_fast_abort(void **state)
+{
+	(void)state;
+	struct work_queue *q = queue(NULL);
+	assert_int_equal(work_queue_activate_fast_abort_category(q, "fa", 1.0), 0);
+	/* ten completed tasks of 0.5 s each (the fake's reported times) */
+	struct fake *a = fake_start(q, FAKE_RUN, NULL);
+	char out[128];
+	snprintf(out, sizeof out, "%s/fa.out", tmpdir);
+	for (int i = 0; i < 10; i++) {
+		struct work_queue_task *t = work_queue_task_create("quick");
+		work_queue_task_specify_category(t, "fa");
+		work_queue_task_specify_output_file(t, out, "out.txt", WORK_QUEUE_NOCACHE);
+		assert_true(work_queue_submit(q, t) >= 1);
+	}
+	for (int i = 0; i < 10; i++) {
+		struct work_queue_task *t = wait_task(q, 5);
+		assert_non_null(t);
+		assert_int_equal(t->result, WORK_QUEUE_RESULT_SUCCESS);
+		work_queue_task_delete(t);
+	}
+	wq_conn_close_now(a->c);
+	wait_workers(q, 0);
+	/* a slow worker: the task is aborted twice, the worker dismissed, its host blocked */
+	struct fake *b = fake_start(q, FAKE_HOLD, NULL);
+	struct work_queue_task *t = work_queue_task_create("slow");
+	work_queue_task_specify_category(t, "fa");
+	int id = work_queue_submit(q, t);
+	assert_true(run_until_flag(q, &b->closed, 8));
+	assert_int_equal(b->cancels, 2);
+	assert_int_equal(b->tasks_received, 2);
+	assert_int_equal(t->fast_aborts, 2);
+	assert_true(log_has("fast-aborted"));
+	struct fake *c = fake_start(q, FAKE_RUN, NULL);
+	assert_true(run_until_flag(q, &c->closed, 5));
+	assert_true(log_has("host fakehost is blocked for"));
+	assert_int_equal(c->tasks_received, 0);
+	/* unblocked, a good worker finishes it; it is not aborted a third time */
+	assert_int_equal(work_queue_unblock_host(q, "fakehost"), 0);
+	assert_int_equal(work_queue_unblock_host(q, "fakehost"), -ENOENT);
+	struct fake *d = fake_start(q, FAKE_RUN, NULL);
+	struct work_queue_task *done = wait_task(q, 5);
+	assert_ptr_equal(done, t);
+	assert_int_equal(done->taskid, id);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
+	assert_int_equal(done->try_count, 1);
+	work_queue_task_delete(done);
+	finish(q);
+	fake_free(a);
+	fake_free(b);
+	fake_free(c);
+	fake_free(d);
+	unlink(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tls),
+	    cmocka_unit_test(test_catalog_and_port_file),
+	    cmocka_unit_test(test_status_query),
+	    cmocka_unit_test(test_fast_abort),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
