@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "debug.h"
 #include "htc_error.h"
@@ -54,11 +55,12 @@ static const char *const opt_names[OPT_COUNT] = {
     [OPT_SCHEDULE] = "schedule",
 };
 
-/* One submitted job: the task's id on the master and the job record. */
+/* One submitted job: the task's id on the master and the job record, found by task id when
+ * the task comes back. */
 struct wq_job {
 	int taskid;
 	struct batch_job *job;
-	struct wq_job *next, *prev;
+	UT_hash_handle hh;
 };
 
 struct wq_state {
@@ -66,7 +68,7 @@ struct wq_state {
 	char *opt[OPT_COUNT];
 	struct work_queue *master; /* created at the first submission */
 	uv_check_t *check;         /* heap-allocated: freed by its close callback */
-	struct wq_job *jobs;       /* submitted, not yet completed */
+	struct wq_job *jobs;       /* submitted, not yet completed, by task id */
 	int create_error;          /* sticky: the master could not be created */
 };
 
@@ -258,30 +260,21 @@ static int wq_submit(void *state, struct batch_job *job)
 	struct wq_job *w = xcalloc(1, sizeof *w);
 	w->taskid = id;
 	w->job = job;
-	w->next = st->jobs;
-	if (st->jobs)
-		st->jobs->prev = w;
-	st->jobs = w;
+	HASH_ADD_INT(st->jobs, taskid, w);
 	job->driver_data = w;
 	return 0;
 }
 
 static struct wq_job *find(struct wq_state *st, int taskid)
 {
-	for (struct wq_job *w = st->jobs; w; w = w->next)
-		if (w->taskid == taskid)
-			return w;
-	return NULL;
+	struct wq_job *w = NULL;
+	HASH_FIND_INT(st->jobs, &taskid, w);
+	return w;
 }
 
 static void unlink_job(struct wq_state *st, struct wq_job *w)
 {
-	if (w->prev)
-		w->prev->next = w->next;
-	else
-		st->jobs = w->next;
-	if (w->next)
-		w->next->prev = w->prev;
+	HASH_DEL(st->jobs, w);
 	w->job->driver_data = NULL;
 	free(w);
 }

@@ -657,8 +657,9 @@ static int apply_options(struct engine *e, struct batch_queue *q, int is_local_q
 		int r = batch_queue_set_option(q, k, eq + 1);
 		if (r < 0) {
 			fprintf(stderr,
-			        "makeflow: the %s batch type does not accept option %s: %s\n",
-			        batch_queue_type(q), *kv, htc_strerror(r));
+			        "makeflow: batch option %s: the %s batch type has no option %s or "
+			        "refuses that value (see doc/batch-driver-interface.md)\n",
+			        *kv, batch_queue_type(q), k);
 			free(k);
 			return -1;
 		}
