@@ -498,7 +498,8 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 	bool was_active = s->active;
 	uint64_t up = was_active ? now_ms(w) - s->up_since_ms : 0;
 	int64_t retry_after = s->retry_after;
-	if (was_active && !w->finishing)
+	/* A close this side asked for (after dismiss or bye) is not a loss. */
+	if (was_active && !w->finishing && why != WQ_CONN_END_LOCAL)
 		warn("master %s:%d: connection lost (%s: %s)", w->m_host, w->m_port,
 		     wq_conn_end_name(why), text);
 	worker_session_drop_tasks(s);

@@ -719,7 +719,10 @@ int wq_cache_set_master(struct wq_cache *c, const char *master_id)
 		remove_object(c, o);
 		deleted++;
 	}
-	notice("cache: master_id changed: %d run objects deleted", deleted);
+	if (deleted > 0)
+		notice("cache: a new master: %d objects of the previous one deleted", deleted);
+	else
+		debug(D_WORKER, "cache: a new master, no objects of a previous one");
 	wq_cache_empty_trash(c->fd, c->path);
 	char *p = path_join(c->path, MASTER_ID_FILE);
 	int r = atomic_file_write(p, master_id, strlen(master_id), 0644);
