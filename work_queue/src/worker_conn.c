@@ -214,6 +214,7 @@ struct worker *worker_create(uv_loop_t *loop, const struct worker_opts *o, char 
 		goto fail;
 	}
 	char *tasks = path_join(w->workdir, "tasks");
+	wq_sandbox_pool_forget(w->workdir);
 	wq_remove_tree(tasks); /* sandboxes of an earlier run */
 	r = path_mkdir_p(tasks, 0700);
 	free(tasks);
@@ -381,6 +382,8 @@ void worker_delete(struct worker *w)
 	wq_tls_config_delete(w->tls);
 	if (w->workdir_fd >= 0)
 		close(w->workdir_fd);
+	if (w->workdir)
+		wq_sandbox_pool_forget(w->workdir);
 	if (w->workdir && !w->o->keep_cache) {
 		if (w->workdir_made) {
 			wq_remove_tree(w->workdir);

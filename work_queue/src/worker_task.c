@@ -534,7 +534,7 @@ static void work_run(uv_work_t *w)
 	if (t->work_kind == WORK_FINISH) {
 		finish_outputs(t);
 	} else if (t->sb && !t->sandbox_removed) {
-		wq_sandbox_remove(t->sb);
+		wq_sandbox_recycle(t->sb);
 		t->sandbox_removed = true;
 	}
 }
@@ -657,7 +657,11 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	}
 	t->stdout_path = path_join(wq_sandbox_path(sb), STDOUT_NAME);
 
-	int out_fd = wq_create_beneath(wq_sandbox_fd(sb), STDOUT_NAME, false);
+	/* A recycled sandbox keeps its stdout file (a plain file with one link, emptied). */
+	int out_fd = openat(wq_sandbox_fd(sb), STDOUT_NAME,
+	                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out_fd < 0)
+		out_fd = -errno;
 	if (out_fd < 0) {
 		fail_start(t,
 		           xasprintf("cannot create %s: %s", t->stdout_path, htc_strerror(out_fd)));

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,8 +327,170 @@ struct wq_sandbox {
 	char *path;
 	char *work;
 	char *tmp;
+	char *workdir; /* as given to wq_sandbox_create (the pool's key) */
 	enum wq_resolve how;
 };
+
+/* ---- recycled sandboxes -------------------------------------------------------------------
+ * Creating a sandbox costs three new inodes (the sandbox, work, tmp) and the stdout file a
+ * fourth; on a busy worker with short tasks that is a large part of each task's cost. An
+ * emptied sandbox is therefore renamed to WORKDIR/tasks/.free.<N> and renamed back for a later
+ * task. The pool is per process and guarded by a mutex (recycling runs in the thread pool). */
+
+#define POOL_MAX 64
+
+struct pooled {
+	char *workdir; /* which WORKDIR the entry belongs to */
+	char *name;    /* .free.<N> beneath WORKDIR/tasks */
+};
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pooled pool[POOL_MAX];
+static size_t pool_n;
+static unsigned long long pool_serial;
+
+/* Takes a pooled sandbox of WORKDIR and renames it to BASE beneath TFD. 1 when done (the
+ * directory BASE exists and holds empty work and tmp), 0 when none could be used. */
+static int pool_take(int tfd, const char *workdir, const char *base)
+{
+	for (;;) {
+		char *name = NULL;
+		pthread_mutex_lock(&pool_lock);
+		for (size_t i = pool_n; i-- > 0;)
+			if (strcmp(pool[i].workdir, workdir) == 0) {
+				name = pool[i].name;
+				free(pool[i].workdir);
+				pool[i] = pool[--pool_n];
+				break;
+			}
+		pthread_mutex_unlock(&pool_lock);
+		if (!name)
+			return 0;
+		int r = renameat2(tfd, name, tfd, base, RENAME_NOREPLACE);
+		free(name);
+		if (r == 0)
+			return 1;
+		/* Gone (the tasks directory was cleaned) or BASE taken: try another one. */
+	}
+}
+
+/* Removes every entry of the directory open as DIRFD (at PATH), keeping the names in KEEP.
+ * Entries are unlinked without following links; directories are removed as trees. */
+static int empty_dir(int dirfd, const char *path, const char *const *keep)
+{
+	int dfd = dup(dirfd);
+	if (dfd < 0)
+		return -errno;
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		int e = -errno;
+		close(dfd);
+		return e;
+	}
+	int r = 0;
+	struct dirent *e;
+	while (r == 0 && (e = readdir(d))) {
+		const char *n = e->d_name;
+		if (!strcmp(n, ".") || !strcmp(n, ".."))
+			continue;
+		bool kept = false;
+		for (size_t i = 0; keep && keep[i]; i++)
+			kept = kept || !strcmp(n, keep[i]);
+		if (kept)
+			continue;
+		if (unlinkat(dirfd, n, 0) == 0)
+			continue;
+		if (errno != EISDIR && errno != EPERM) {
+			r = -errno;
+			break;
+		}
+		char *p = path_join(path, n);
+		r = wq_remove_tree(p);
+		free(p);
+	}
+	closedir(d);
+	return r;
+}
+
+/* Empties SB and puts it in the pool. 0, or -errno when it could not be reused (the caller then
+ * removes it). */
+static int recycle(struct wq_sandbox *sb)
+{
+	if (fchmod(sb->fd, 0700) < 0 || fchmod(sb->work_fd, 0755) < 0 ||
+	    fchmod(sb->tmp_fd, 0700) < 0)
+		return -errno;
+	static const char *const keep_top[] = {"work", "tmp", "stdout", NULL};
+	int r = empty_dir(sb->work_fd, sb->work, NULL);
+	if (r == 0)
+		r = empty_dir(sb->tmp_fd, sb->tmp, NULL);
+	if (r == 0)
+		r = empty_dir(sb->fd, sb->path, keep_top);
+	if (r < 0)
+		return r;
+	/* stdout is reused only when it is still a plain file of its own (one link): anything
+	 * else a task may have put there is removed. */
+	struct stat st;
+	if (fstatat(sb->fd, "stdout", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		int fd = -1;
+		if (S_ISREG(st.st_mode) && st.st_nlink == 1)
+			fd = openat(sb->fd, "stdout",
+			            O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		else if (unlinkat(sb->fd, "stdout", 0) < 0)
+			return -errno;
+	}
+	char *tasks = path_dirname(sb->path);
+	int tfd = open(tasks, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(tasks);
+	if (tfd < 0)
+		return -errno;
+	char *workdir = xstrdup(sb->workdir);
+	char *base = path_basename(sb->path);
+	pthread_mutex_lock(&pool_lock);
+	if (pool_n < POOL_MAX) {
+		char *name = xasprintf(".free.%llu", ++pool_serial);
+		if (renameat2(tfd, base, tfd, name, RENAME_NOREPLACE) == 0) {
+			pool[pool_n].workdir = workdir;
+			pool[pool_n].name = name;
+			pool_n++;
+			workdir = NULL;
+		} else {
+			r = -errno;
+			free(name);
+		}
+	} else {
+		r = -ENOSPC;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	free(workdir);
+	free(base);
+	close(tfd);
+	return r;
+}
+
+int wq_sandbox_recycle(struct wq_sandbox *sb)
+{
+	int r = recycle(sb);
+	if (r == 0) {
+		debug(D_WORKER, "sandbox %s emptied for reuse", sb->path);
+		return 0;
+	}
+	debug(D_WORKER, "sandbox %s not reused (%s): removing it", sb->path, strerror(-r));
+	return wq_sandbox_remove(sb);
+}
+
+void wq_sandbox_pool_forget(const char *workdir)
+{
+	pthread_mutex_lock(&pool_lock);
+	for (size_t i = pool_n; i-- > 0;)
+		if (!workdir || strcmp(pool[i].workdir, workdir) == 0) {
+			free(pool[i].workdir);
+			free(pool[i].name);
+			pool[i] = pool[--pool_n];
+		}
+	pthread_mutex_unlock(&pool_lock);
+}
 
 struct wq_sandbox *wq_sandbox_create(int workdir_fd, const char *workdir, uint64_t id,
                                      unsigned try_, enum wq_resolve how)
@@ -336,6 +499,7 @@ struct wq_sandbox *wq_sandbox_create(int workdir_fd, const char *workdir, uint64
 	struct wq_sandbox *sb = xcalloc(1, sizeof(*sb));
 	sb->fd = sb->work_fd = sb->tmp_fd = -1;
 	sb->how = how;
+	sb->workdir = xstrdup(workdir);
 	char *base = xasprintf("%llu.%u", (unsigned long long)id, try_);
 	char *tasks = path_join(workdir, "tasks");
 	sb->path = path_join(tasks, base);
@@ -357,14 +521,16 @@ struct wq_sandbox *wq_sandbox_create(int workdir_fd, const char *workdir, uint64
 			goto fail;
 		}
 	}
-	if (mkdirat(tfd, base, 0700) < 0) {
+	int reused = pool_take(tfd, workdir, base);
+	if (!reused && mkdirat(tfd, base, 0700) < 0) {
 		err = errno;
 		close(tfd);
 		goto fail;
 	}
 	sb->fd = openat(tfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	close(tfd);
-	if (sb->fd < 0 || mkdirat(sb->fd, "work", 0755) < 0 || mkdirat(sb->fd, "tmp", 0700) < 0) {
+	if (sb->fd < 0 ||
+	    (!reused && (mkdirat(sb->fd, "work", 0755) < 0 || mkdirat(sb->fd, "tmp", 0700) < 0))) {
 		err = errno;
 		goto fail_rm;
 	}
@@ -403,6 +569,7 @@ void wq_sandbox_delete(struct wq_sandbox *sb)
 	free(sb->path);
 	free(sb->work);
 	free(sb->tmp);
+	free(sb->workdir);
 	free(sb);
 }
 

@@ -64,8 +64,9 @@ int wq_remove_tree(const char *path);
  * else, so a sandbox may be used from one libuv worker thread at a time. */
 struct wq_sandbox;
 
-/* Creates WORKDIR/tasks/<ID>.<TRY> (mode 0700; an old one of the same name is removed first)
- * with a `work` directory (0755: the task's cwd) and a private `tmp` directory (0700: its
+/* Creates WORKDIR/tasks/<ID>.<TRY> (mode 0700; an old one of the same name is removed first),
+ * reusing a recycled sandbox of WORKDIR when there is one (see wq_sandbox_recycle), with a
+ * `work` directory (0755: the task's cwd) and a private `tmp` directory (0700: its
  * TMPDIR). WORKDIR_FD is the worker's open workdir and WORKDIR its absolute path. HOW is used
  * for every later resolution. Returns NULL with errno set on failure (nothing is left on
  * disk). Free with wq_sandbox_delete. */
@@ -77,6 +78,16 @@ void wq_sandbox_delete(struct wq_sandbox *sb);
  * -errno. SB stays valid (for wq_sandbox_delete). */
 int wq_sandbox_remove(struct wq_sandbox *sb);
 
+/* Empties SB for reuse and keeps it in a per-process pool (at most 64) from which a later
+ * wq_sandbox_create of the same WORKDIR takes it: everything in work and tmp is removed, and
+ * everything else in the sandbox but a `stdout` that is still a plain file with one link
+ * (truncated to 0 bytes); work, tmp and the sandbox get their modes back. The directory waits
+ * as WORKDIR/tasks/.free.<N>. When it cannot be emptied (or the pool is full) it is removed as
+ * by wq_sandbox_remove. Returns 0 or -errno. SB stays valid (for wq_sandbox_delete). */
+int wq_sandbox_recycle(struct wq_sandbox *sb);
+/* Forgets the pooled sandboxes of WORKDIR (NULL: of every workdir) without touching the disk:
+ * for a worker about to remove its workdir. */
+void wq_sandbox_pool_forget(const char *workdir);
 /* Absolute paths (owned by SB) and fds (owned by SB) of the sandbox, its work and tmp. */
 const char *wq_sandbox_path(const struct wq_sandbox *sb);
 const char *wq_sandbox_work_path(const struct wq_sandbox *sb);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -94,6 +95,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 	wq_sandbox_remove(f->sb);
 	wq_sandbox_delete(f->sb);
+	wq_sandbox_pool_forget(f->root);
 	close(f->root_fd);
 	path_rm_rf(f->root);
 	free(f->root);
@@ -465,6 +467,118 @@ static void test_recreate(void **state)
 	f->work = wq_sandbox_work_fd(again);
 }
 
+static ino_t inode_at(int dirfd, const char *name)
+{
+	struct stat st;
+	assert_int_equal(fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW), 0);
+	return st.st_ino;
+}
+
+static int count_free(const char *root)
+{
+	char *tasks = path_join(root, "tasks");
+	DIR *d = opendir(tasks);
+	assert_non_null(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += strncmp(e->d_name, ".free.", 6) == 0;
+	closedir(d);
+	free(tasks);
+	return n;
+}
+
+/* A recycled sandbox comes back empty, with its modes, its directories and its stdout file
+ * (same inodes), and removing what a task left never follows its links. */
+static void test_recycle(void **state)
+{
+	struct fixture *f = *state;
+	int sbfd = wq_sandbox_fd(f->sb);
+	ino_t sb_ino = inode_at(sbfd, "."), work_ino = inode_at(sbfd, "work");
+	char *secret = path_join(f->outside, "secret");
+	char p[4096];
+	in_work(f, "to-outside", p, sizeof(p));
+	assert_int_equal(symlink(f->outside, p), 0);
+	int fd = wq_mkdir_beneath(f->work, "deep/er", 0755);
+	assert_true(fd >= 0);
+	close(wq_create_beneath(fd, "file", false));
+	close(fd);
+	assert_int_equal(fchmodat(f->work, "deep", 0555, 0), 0);
+	close(wq_create_beneath(wq_sandbox_fd(f->sb), ".in.7", false));
+	fd = openat(sbfd, "stdout", O_WRONLY | O_CREAT, 0644);
+	assert_int_equal(write(fd, "out\n", 4), 4);
+	close(fd);
+	ino_t out_ino = inode_at(sbfd, "stdout");
+	snprintf(p, sizeof(p), "%s/t", wq_sandbox_tmp_path(f->sb));
+	write_file(p, "tmp");
+	assert_int_equal(fchmod(f->work, 0500), 0);
+	char *old = xstrdup(wq_sandbox_path(f->sb));
+
+	assert_int_equal(wq_sandbox_recycle(f->sb), 0);
+	assert_false(path_exists(old));
+	assert_int_equal(count_free(f->root), 1);
+	assert_int_equal(path_file_size(secret), 7);
+	wq_sandbox_delete(f->sb);
+
+	f->sb = wq_sandbox_create(f->root_fd, f->root, 43, 2, f->how);
+	assert_non_null(f->sb);
+	f->work = wq_sandbox_work_fd(f->sb);
+	sbfd = wq_sandbox_fd(f->sb);
+	char *want = xasprintf("%s/tasks/43.2", f->root);
+	assert_string_equal(wq_sandbox_path(f->sb), want);
+	assert_int_equal(count_free(f->root), 0);
+	assert_int_equal(inode_at(sbfd, "."), sb_ino);
+	assert_int_equal(inode_at(sbfd, "work"), work_ino);
+	assert_int_equal(inode_at(sbfd, "stdout"), out_ino);
+	assert_int_equal(path_file_size(p) < 0, 1); /* tmp/t is gone */
+	struct stat st;
+	assert_int_equal(fstatat(sbfd, "stdout", &st, 0), 0);
+	assert_int_equal(st.st_size, 0);
+	assert_int_equal(fstatat(sbfd, ".in.7", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(fstat(f->work, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	assert_int_equal(fstatat(sbfd, "tmp", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	DIR *d = fdopendir(dup(f->work));
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n++;
+	closedir(d);
+	assert_int_equal(n, 2); /* . and .. */
+	free(want);
+	free(old);
+	free(secret);
+}
+
+/* A stdout that a task turned into a hard link of another file is removed, never truncated;
+ * a forgotten pool leaves fresh sandboxes to be made. */
+static void test_recycle_linked_stdout(void **state)
+{
+	struct fixture *f = *state;
+	char *secret = path_join(f->outside, "secret");
+	assert_int_equal(linkat(AT_FDCWD, secret, wq_sandbox_fd(f->sb), "stdout", 0), 0);
+	assert_int_equal(wq_sandbox_recycle(f->sb), 0);
+	assert_int_equal(path_file_size(secret), 7);
+	wq_sandbox_delete(f->sb);
+	f->sb = wq_sandbox_create(f->root_fd, f->root, 44, 1, f->how);
+	assert_non_null(f->sb);
+	f->work = wq_sandbox_work_fd(f->sb);
+	struct stat st;
+	assert_int_equal(fstatat(wq_sandbox_fd(f->sb), "stdout", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(errno, ENOENT);
+
+	ino_t used = inode_at(wq_sandbox_fd(f->sb), ".");
+	assert_int_equal(wq_sandbox_recycle(f->sb), 0);
+	wq_sandbox_delete(f->sb);
+	wq_sandbox_pool_forget(f->root);
+	f->sb = wq_sandbox_create(f->root_fd, f->root, 45, 1, f->how);
+	assert_non_null(f->sb);
+	f->work = wq_sandbox_work_fd(f->sb);
+	assert_true(inode_at(wq_sandbox_fd(f->sb), ".") != used);
+	assert_int_equal(count_free(f->root), 1); /* forgotten, not removed */
+	free(secret);
+}
+
 /* A non-root worker removes a tree whose directories are read-only (cache objects, or a task
  * that chmod'ed its sandbox). Runs in a child that becomes nobody. */
 static void test_remove_readonly_as_user(void **state)
@@ -527,6 +641,8 @@ int main(void)
 	    T(test_link_objects),
 	    T(test_remove_no_follow),
 	    T(test_recreate),
+	    T(test_recycle),
+	    T(test_recycle_linked_stdout),
 	    cmocka_unit_test_setup_teardown(test_remove_readonly_as_user, setup_walk, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
