@@ -267,6 +267,12 @@ int work_queue_block_host(struct work_queue *q, const char *host);
 int work_queue_block_host_with_timeout(struct work_queue *q, const char *host, double seconds);
 int work_queue_unblock_host(struct work_queue *q, const char *host);
 void work_queue_unblock_all(struct work_queue *q);
+/* Drains the connected workers named by WORKER: a host name (the worker's `identity` host), an
+ * address "IP:PORT" as in the logs, or a worker id (the `worker_id` of its hello, or that id
+ * with its "#serial"). Each gets `drain`: it receives no new task, finishes and reports the
+ * ones it runs, says `bye` and exits 0 (a draining worker cannot be taken back). Returns how
+ * many workers were told (0 when none matched), or -EINVAL. */
+int work_queue_drain_worker(struct work_queue *q, const char *worker);
 /* Workers exit (shutdown) rather than reconnect (dismiss) when the queue is deleted. */
 void work_queue_specify_shutdown(struct work_queue *q, int shutdown);
 

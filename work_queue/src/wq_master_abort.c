@@ -198,3 +198,36 @@ void wq_master_abort_free(struct work_queue *q, bool categories)
 		free(c);
 	}
 }
+
+/* ---- drain -------------------------------------------------------------------------------- */
+
+int work_queue_drain_worker(struct work_queue *q, const char *worker)
+{
+	if (!q || !worker || !*worker)
+		return -EINVAL;
+	size_t n = strlen(worker);
+	int told = 0;
+	for (struct mworker *w = q->workers; w; w = w->next) {
+		if (w->status_client || w->state != MW_ACTIVE)
+			continue;
+		/* w->id is worker_id#serial: the worker id alone names every connection of it */
+		bool match = (w->host && !strcmp(w->host, worker)) || !strcmp(w->addr, worker) ||
+		             !strcmp(w->id, worker) ||
+		             (!strncmp(w->id, worker, n) && w->id[n] == '#');
+		if (!match)
+			continue;
+		json_t *msg =
+		    json_pack("{s:s,s:s}", "m", "drain", "reason", "drained by the master");
+		wq_conn_send_msg(w->c, msg);
+		json_decref(msg);
+		/* No new task goes there from now on; the worker answers `draining`, finishes what
+		 * it runs and says `bye`. */
+		w->state = MW_DRAINING;
+		if (w->sw)
+			wq_sched_worker_set_flags(q->sched, w->sw,
+			                          wq_sched_worker_flags(w->sw) | WQ_SCHED_DRAINING);
+		notice("%s: drain sent", w->label);
+		told++;
+	}
+	return told;
+}

@@ -249,13 +249,46 @@ static void test_fast_abort(void **state)
 	unlink(out);
 }
 
+/* A drained worker gets no new task; the next one goes to another worker. */
+static void test_drain(void **state)
+{
+	(void)state;
+	struct work_queue *q = queue(NULL);
+	assert_int_equal(work_queue_drain_worker(q, NULL), -EINVAL);
+	assert_int_equal(work_queue_drain_worker(q, "fakehost"), 0);
+	struct fake *a = fake_start(q, FAKE_HOLD, NULL);
+	assert_true(worker_active(q, 1, 5));
+	struct work_queue_task *t1 = work_queue_task_create("held");
+	assert_true(work_queue_submit(q, t1) >= 1);
+	for (int i = 0; i < 100 && a->tasks_received < 1; i++)
+		work_queue_wait(q, 0.05);
+	assert_int_equal(a->tasks_received, 1);
+	assert_int_equal(work_queue_drain_worker(q, "nosuchhost"), 0);
+	assert_int_equal(work_queue_drain_worker(q, WORKER_ID), 1);
+	assert_int_equal(work_queue_drain_worker(q, "fakehost"), 0); /* already draining */
+	struct work_queue_task *t2 = work_queue_task_create("after drain");
+	assert_true(work_queue_submit(q, t2) >= 1);
+	for (int i = 0; i < 10; i++)
+		work_queue_wait(q, 0.05);
+	assert_int_equal(a->drains, 1);
+	assert_int_equal(a->tasks_received, 1);
+	assert_true(log_has("drain sent"));
+	struct fake *b = fake_start(q, FAKE_RUN, NULL);
+	struct work_queue_task *done = wait_task(q, 5);
+	assert_ptr_equal(done, t2);
+	assert_int_equal(b->tasks_received, 1);
+	work_queue_task_delete(done);
+	finish(q);
+	fake_free(a);
+	fake_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_tls),
-	    cmocka_unit_test(test_catalog_and_port_file),
-	    cmocka_unit_test(test_status_query),
-	    cmocka_unit_test(test_fast_abort),
+	    cmocka_unit_test(test_tls),          cmocka_unit_test(test_catalog_and_port_file),
+	    cmocka_unit_test(test_status_query), cmocka_unit_test(test_fast_abort),
+	    cmocka_unit_test(test_drain),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -124,6 +124,7 @@ struct fake {
 	int tasks_received;
 	int refused_once;
 	int cancels;
+	int drains;
 	json_t *task_msgs[16];
 	struct fake_task tasks[16];
 	int ntasks;
@@ -391,7 +392,10 @@ static inline void fake_message(struct wq_conn *c, json_t *msg, const char *name
 		                       tr, "known", 1));
 	} else if (!strcmp(name, "xfer_error") && f->out)
 		wq_xfer_out_message(f->out, msg, name);
-	else if (!strcmp(name, "dismiss") || !strcmp(name, "shutdown")) {
+	else if (!strcmp(name, "drain")) {
+		f->drains++;
+		fake_send(f, json_pack("{s:s,s:s}", "m", "draining", "reason", "asked"));
+	} else if (!strcmp(name, "dismiss") || !strcmp(name, "shutdown")) {
 		json_t *bye = json_pack("{s:s,s:s}", "m", "bye", "reason", "asked");
 		wq_conn_close(f->c, bye);
 		json_decref(bye);
