@@ -36,6 +36,7 @@ enum wq_opt {
 	OPT_KEEPALIVE_INTERVAL,
 	OPT_KEEPALIVE_TIMEOUT,
 	OPT_SCHEDULE,
+	OPT_SYNC_OUTPUTS,
 	OPT_COUNT
 };
 
@@ -53,6 +54,7 @@ static const char *const opt_names[OPT_COUNT] = {
     [OPT_KEEPALIVE_INTERVAL] = "keepalive-interval",
     [OPT_KEEPALIVE_TIMEOUT] = "keepalive-timeout",
     [OPT_SCHEDULE] = "schedule",
+    [OPT_SYNC_OUTPUTS] = "sync-outputs",
 };
 
 /* One submitted job: the task's id on the master and the job record, found by task id when
@@ -99,7 +101,8 @@ static int check_value(int i, const char *value)
 	case OPT_KEEPALIVE_INTERVAL:
 	case OPT_KEEPALIVE_TIMEOUT:
 		return str_to_int64(value, &v) == 0 && v >= 1 && v <= 86400 ? 0 : -EINVAL;
-	case OPT_CACHE: return !strcmp(value, "yes") || !strcmp(value, "no") ? 0 : -EINVAL;
+	case OPT_CACHE:
+	case OPT_SYNC_OUTPUTS: return !strcmp(value, "yes") || !strcmp(value, "no") ? 0 : -EINVAL;
 	case OPT_SCHEDULE:
 		return !strcmp(value, "fcfs") || !strcmp(value, "files") ||
 		               !strcmp(value, "time") || !strcmp(value, "worst") ||
@@ -163,6 +166,9 @@ static int start_master(struct wq_state *st)
 	if (st->opt[OPT_KEEPALIVE_TIMEOUT])
 		work_queue_specify_keepalive_timeout(st->master,
 		                                     atoi(st->opt[OPT_KEEPALIVE_TIMEOUT]));
+	if (st->opt[OPT_SYNC_OUTPUTS])
+		work_queue_specify_sync_outputs(st->master,
+		                                !strcmp(st->opt[OPT_SYNC_OUTPUTS], "yes"));
 	if (st->opt[OPT_SCHEDULE]) {
 		static const char *const algs[] = {"fcfs", "files", "time", "worst", "rand"};
 		for (int i = 0; i < 5; i++)

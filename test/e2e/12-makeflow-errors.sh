@@ -176,6 +176,7 @@ test_expect_success 'bad command-line options are clear errors and run nothing' 
 	check "nosuch" -d nosuch Makeflow
 	check "KEY=VALUE" --batch-option noequals Makeflow
 	check "frobnicate" --batch-option frobnicate=1 Makeflow
+	check "sync-outputs" -T wq --batch-option sync-outputs=maybe Makeflow
 	check "gc-size" --gc-size lots Makeflow
 	check "one workflow" Makeflow Makeflow
 	check "missing.mf" missing.mf

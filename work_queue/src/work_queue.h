@@ -273,6 +273,11 @@ void work_queue_unblock_all(struct work_queue *q);
  * ones it runs, says `bye` and exits 0 (a draining worker cannot be taken back). Returns how
  * many workers were told (0 when none matched), or -EINVAL. */
 int work_queue_drain_worker(struct work_queue *q, const char *worker);
+/* With SYNC non-zero, each output is flushed to disk (fsync) before it is renamed into place,
+ * and its directory after. Off by default: an output appears whole or not at all under its
+ * name either way (temporary file and rename), but after a power loss a recent output may be
+ * empty, as with a task run locally. */
+void work_queue_specify_sync_outputs(struct work_queue *q, int sync);
 /* Workers exit (shutdown) rather than reconnect (dismiss) when the queue is deleted. */
 void work_queue_specify_shutdown(struct work_queue *q, int shutdown);
 

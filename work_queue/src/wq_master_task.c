@@ -399,7 +399,7 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 	rt->try_ = m->try_;
 	rt->index = index;
 	dest->tmp_path = tmp;
-	dest->fsync = true;
+	dest->fsync = w->q->sync_outputs;
 	dest->tag = rt;
 	return 0;
 }
@@ -517,7 +517,7 @@ static bool commit_outputs(struct mworker *w, struct mtask *m, const struct wq_t
 			     strerror(errno));
 			ok = false;
 		}
-		if (ok) {
+		if (ok && w->q->sync_outputs) {
 			char *dir = path_dirname(f->source);
 			int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (dfd >= 0) {
@@ -525,6 +525,8 @@ static bool commit_outputs(struct mworker *w, struct mtask *m, const struct wq_t
 				close(dfd);
 			}
 			free(dir);
+		}
+		if (ok) {
 			free(slot->tmp);
 			slot->tmp = NULL;
 			if (w->q->txlog)
@@ -673,4 +675,10 @@ void wq_mw_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_
 	}
 	if (d->outcome != WQ_OUTCOME_SANDBOX_ERROR)
 		w->sandbox_errors = 0;
+}
+
+void work_queue_specify_sync_outputs(struct work_queue *q, int sync)
+{
+	if (q)
+		q->sync_outputs = sync != 0;
 }

@@ -152,6 +152,7 @@ struct work_queue {
 	struct wq_tls_config *tls;
 	int keepalive_interval, keepalive_timeout;
 	bool shutdown;
+	bool sync_outputs; /* fsync each output and its directory (off by default) */
 	enum work_queue_schedule algorithm;
 	uint64_t rng;
 	struct wq_txlog *txlog;
