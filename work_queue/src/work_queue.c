@@ -27,6 +27,7 @@
 #include "wq_listing.h"
 #include "wq_msg.h"
 #include "wq_mworker.h"
+#include "wq_url.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -569,10 +570,11 @@ static int prepare_inputs(struct mtask *m)
 				m->objects[i] = xasprintf("D-%s", hex);
 			break;
 		case WORK_QUEUE_FILE_URL: {
-			char *u = xasprintf("%s\n", f->source);
-			sha256_buffer(u, strlen(u), hex);
-			free(u);
-			m->objects[i] = xasprintf("U-%s", hex);
+			/* A blocking HEAD request (at most 5 s) names the object. */
+			char name[WQ_URL_OBJECT_SIZE];
+			rc = wq_url_object(f->source, WQ_URL_HEAD_TIMEOUT_MS, name);
+			if (rc == 0)
+				m->objects[i] = xstrdup(name);
 			break;
 		}
 		case WORK_QUEUE_FILE_BUFFER: break;

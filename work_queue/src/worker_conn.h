@@ -59,7 +59,7 @@ struct worker_session {
 	int64_t retry_after; /* from dismiss or a fatal error, seconds; -1 none */
 	uint64_t up_since_ms;
 	struct wtask *tasks; /* uthash by id */
-	void *pending_objs;  /* cache objects being received (worker_session.c) */
+	void *own;           /* worker_session.c: objects being received, URL downloads */
 	int ntasks;
 	int64_t last_disk_free;
 	bool last_disk_full;

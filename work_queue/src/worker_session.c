@@ -1,8 +1,9 @@
 /* worker_session.c: the messages of one work_queue_worker connection after the handshake
  * (doc/work-queue-protocol.md sections 5 and 7.3): the report (identity, capacity, cache_have),
  * cache objects and per-task inputs received through wq_xfer into the cache and the sandboxes,
- * tasks checked, refused or started through worker_task, outputs and stdout sent back before
- * task_done, cancels, cache drops, drain, dismiss, shutdown and bye. */
+ * URL inputs fetched by the worker itself (worker_fetch), tasks checked, refused or started
+ * through worker_task, outputs and stdout sent back before task_done, cancels, cache drops,
+ * drain, dismiss, shutdown and bye. */
 #include "worker_conn.h"
 
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include "htc_error.h"
 #include "path.h"
 #include "timeutil.h"
+#include "worker_fetch.h"
 #include "worker_task.h"
 #include "wq_cache.h"
 #include "wq_conn.h"
@@ -50,6 +52,7 @@ struct wtask {
 	struct worker_task *t;
 	enum wt_state state;
 	bool *have_input;
+	bool *fetching; /* url input i holds a worker_fetch_want */
 	size_t inputs_pending;
 	bool cancelled;
 	int64_t *out_xfers;
@@ -73,16 +76,29 @@ struct pending_obj {
 	UT_hash_handle hh;
 };
 
+/* What this file keeps per session, behind worker_session.own. */
+struct session_priv {
+	struct pending_obj *pending; /* uthash by name */
+	struct worker_fetch *fetch;  /* URL downloads, made at the first URL input */
+};
+
+static struct session_priv *priv(struct worker_session *s)
+{
+	if (!s->own)
+		s->own = xcalloc(1, sizeof(struct session_priv));
+	return s->own;
+}
+
 static bool object_pending(struct worker_session *s, const char *name)
 {
-	struct pending_obj *po = NULL, *set = s->pending_objs;
+	struct pending_obj *po = NULL, *set = priv(s)->pending;
 	HASH_FIND_STR(set, name, po);
 	return po != NULL;
 }
 
 static void pending_set(struct worker_session *s, const char *name, bool on)
 {
-	struct pending_obj *po = NULL, *set = s->pending_objs;
+	struct pending_obj *po = NULL, *set = priv(s)->pending;
 	HASH_FIND_STR(set, name, po);
 	if (on && !po) {
 		po = xcalloc(1, sizeof *po);
@@ -92,7 +108,7 @@ static void pending_set(struct worker_session *s, const char *name, bool on)
 		HASH_DEL(set, po);
 		free(po);
 	}
-	s->pending_objs = set;
+	priv(s)->pending = set;
 }
 
 static void smsg(struct worker_session *s, json_t *m)
@@ -327,6 +343,9 @@ static void task_free(struct wtask *t)
 	HASH_DEL(s->tasks, t);
 	s->ntasks--;
 	worker_ledger_release(worker_ledger(w), &t->alloc);
+	for (size_t i = 0; t->fetching && i < t->msg->ninputs; i++)
+		if (t->fetching[i])
+			worker_fetch_release(priv(s)->fetch, t->msg->inputs[i].object);
 	if (t->t) {
 		worker_task_delete(t->t, false);
 	} else if (t->sb) {
@@ -340,6 +359,7 @@ static void task_free(struct wtask *t)
 	free(t->dir_refs);
 	wq_task_msg_free(t->msg);
 	free(t->have_input);
+	free(t->fetching);
 	free(t->out_xfers);
 	free(t->sends);
 	free(t);
@@ -552,6 +572,109 @@ static void object_arrived(struct worker_session *s, const char *name, bool ok)
 	}
 }
 
+/* ---- URL inputs ------------------------------------------------------------------------------ */
+
+/* `task_done` with outcome input_missing for input I of T, then T is forgotten. */
+static void fail_input(struct wtask *t, size_t i, const char *text)
+{
+	struct worker_session *s = t->s;
+	char *shown = wq_msg_escape(text, strlen(text), WQ_TEXT_RECV_MAX, false);
+	warn("task %lld: input %s: %s", (long long)t->id, t->msg->inputs[i].name, shown);
+	free(shown);
+	size_t n = wq_msg_utf8_cut(text, strlen(text), WQ_TEXT_SEND_MAX);
+	json_t *jt = json_stringn(text, n);
+	json_t *times = json_pack("{s:I,s:I}", "received", (json_int_t)t->t_received, "reported",
+	                          (json_int_t)time_now_us());
+	smsg(s, json_pack("{s:s,s:I,s:I,s:s,s:{s:I,s:o},s:o}", "m", "task_done", "id",
+	                  (json_int_t)t->id, "try", (json_int_t)t->try_, "outcome", "input_missing",
+	                  "missing", "input", (json_int_t)i, "text",
+	                  jt ? jt : json_string("the URL could not be fetched"), "times", times));
+	task_free(t);
+	worker_task_finished(W(s));
+	check_drained(s);
+}
+
+/* A download ended: tasks waiting for OBJECT get it linked (and start when it was their last
+ * input) or end with input_missing; the master learns of a new object through cache_have. */
+static void fetched(const char *object, int status, uint64_t size, const char *text, void *arg)
+{
+	struct worker_session *s = arg;
+	struct worker *w = W(s);
+	if (status == 0) {
+		worker_ledger_set_cache(worker_ledger(w),
+		                        (int64_t)(wq_cache_bytes(worker_cache(w)) >> 20));
+		json_t *objs = json_pack("[[s,I]]", object, (json_int_t)size);
+		smsg(s, json_pack("{s:s,s:o,s:b}", "m", "cache_have", "objects", objs, "last", 1));
+	}
+	struct wtask *t, *tmp;
+	HASH_ITER(hh, s->tasks, t, tmp)
+	{
+		if (t->state != WT_STAGING || t->cancelled || !t->sb)
+			continue;
+		size_t first = SIZE_MAX;
+		for (size_t i = 0; i < t->msg->ninputs; i++) {
+			const struct wq_task_input *in = &t->msg->inputs[i];
+			if (in->from != WQ_FROM_URL || t->have_input[i] ||
+			    strcmp(in->object, object))
+				continue;
+			if (status != 0)
+				t->fetching[i] =
+				    false; /* the download that failed was this want's */
+			if (first == SIZE_MAX)
+				first = i;
+		}
+		if (first == SIZE_MAX)
+			continue;
+		if (status != 0) {
+			fail_input(t, first, text);
+			continue;
+		}
+		int err = 0;
+		for (size_t i = first; !err && i < t->msg->ninputs; i++) {
+			const struct wq_task_input *in = &t->msg->inputs[i];
+			if (in->from != WQ_FROM_URL || t->have_input[i] ||
+			    strcmp(in->object, object))
+				continue;
+			if (t->fetching[i]) {
+				t->fetching[i] = false;
+				worker_fetch_release(priv(s)->fetch, object);
+			}
+			err = link_cache_input(t, i);
+			if (!err) {
+				t->have_input[i] = true;
+				t->inputs_pending--;
+			}
+		}
+		if (err || t->inputs_pending == 0)
+			start_task(t, err);
+	}
+}
+
+/* Asks for every URL input of T that is not in the cache. */
+static void start_fetches(struct wtask *t)
+{
+	struct worker_session *s = t->s;
+	struct worker *w = W(s);
+	struct session_priv *sp = priv(s);
+	if (!sp->fetch)
+		sp->fetch = worker_fetch_create(worker_loop(w), worker_cache(w), NULL, fetched, s);
+	struct worker_ledger *l = worker_ledger(w);
+	worker_ledger_refresh_disk(l);
+	int64_t room = worker_ledger_disk_full(l) ? 0
+	                                          : worker_ledger_disk_free(l) * (int64_t)1048576 -
+	                                                (int64_t)wq_cache_reserved(worker_cache(w));
+	for (size_t i = 0; i < t->msg->ninputs; i++) {
+		if (!t->fetching[i])
+			continue;
+		const struct wq_task_input *in = &t->msg->inputs[i];
+		if (worker_fetch_want(sp->fetch, in->url, in->object,
+		                      room > 0 ? (uint64_t)room : 0) < 0)
+			t->fetching[i] = false; /* cannot happen: the message was validated */
+		debug(D_WORKER, "task %lld.%lld: input %s from %s", (long long)t->id,
+		      (long long)t->try_, in->name, in->url);
+	}
+}
+
 static void on_task(struct worker_session *s, json_t *msg)
 {
 	struct worker *w = W(s);
@@ -613,6 +736,7 @@ static void on_task(struct worker_session *s, json_t *msg)
 	tm = NULL;
 	t->t_received = time_now_us();
 	t->have_input = xcalloc(t->msg->ninputs + 1, sizeof *t->have_input);
+	t->fetching = xcalloc(t->msg->ninputs + 1, sizeof *t->fetching);
 	HASH_ADD(hh, s->tasks, id, sizeof t->id, t);
 	s->ntasks++;
 	worker_touch(w);
@@ -623,15 +747,12 @@ static void on_task(struct worker_session *s, json_t *msg)
 		err = -ENOTSUP;
 	for (size_t i = 0; !err && i < t->msg->ninputs; i++) {
 		const struct wq_task_input *in = &t->msg->inputs[i];
-		if (in->from == WQ_FROM_TASK ||
-		    (in->from == WQ_FROM_CACHE &&
-		     !wq_cache_has(worker_cache(w), in->object, NULL))) {
-			t->inputs_pending++; /* a transfer, or an object still being stored */
+		if (in->from == WQ_FROM_TASK || !wq_cache_has(worker_cache(w), in->object, NULL)) {
+			/* a transfer, an object still being stored, or a URL to fetch */
+			t->inputs_pending++;
+			if (in->from == WQ_FROM_URL)
+				t->fetching[i] = true;
 			continue;
-		}
-		if (in->from != WQ_FROM_CACHE) {
-			err = -ENOTSUP;
-			break;
 		}
 		err = link_cache_input(t, i);
 		if (!err)
@@ -639,8 +760,13 @@ static void on_task(struct worker_session *s, json_t *msg)
 	}
 	debug(D_WORKER, "task %lld.%lld received: %zu per-task inputs to come", (long long)t->id,
 	      (long long)t->try_, t->inputs_pending);
-	if (err || t->inputs_pending == 0)
+	if (err || t->inputs_pending == 0) {
+		for (size_t i = 0; i < t->msg->ninputs; i++)
+			t->fetching[i] = false; /* nothing was asked for yet */
 		start_task(t, err);
+	} else {
+		start_fetches(t);
+	}
 out:
 	free(why);
 	wq_task_msg_free(tm);
@@ -819,13 +945,14 @@ void worker_session_drop_tasks(struct worker_session *s)
 	s->xout = NULL;
 	wq_xfer_in_delete(s->xin);
 	s->xin = NULL;
-	struct pending_obj *po, *ptmp, *set = s->pending_objs;
+	struct session_priv *sp = priv(s);
+	struct pending_obj *po, *ptmp, *set = sp->pending;
 	HASH_ITER(hh, set, po, ptmp)
 	{
 		HASH_DEL(set, po);
 		free(po);
 	}
-	s->pending_objs = NULL;
+	sp->pending = NULL;
 	struct wtask *t, *tmp;
 	HASH_ITER(hh, s->tasks, t, tmp)
 	{
@@ -833,6 +960,10 @@ void worker_session_drop_tasks(struct worker_session *s)
 		      (long long)t->try_);
 		task_free(t);
 	}
+	/* Downloads still running end in the thread pool, without calling back. */
+	worker_fetch_delete(sp->fetch);
+	free(sp);
+	s->own = NULL;
 }
 
 void worker_session_drain(struct worker_session *s, const char *reason)

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -665,7 +666,15 @@ void wq_mw_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_
 		}
 		break;
 	}
-	case WQ_OUTCOME_INPUT_MISSING: wq_mw_finish(w, m, WORK_QUEUE_RESULT_INPUT_MISSING); break;
+	case WQ_OUTCOME_INPUT_MISSING: {
+		const char *tx = d->text ? d->text : "-";
+		char *shown = wq_msg_escape(tx, strlen(tx), 1024, false);
+		warn("%s: task %d: input %" PRId64 " missing on the worker: %s", w->label, m->id,
+		     d->missing_input, shown);
+		free(shown);
+		wq_mw_finish(w, m, WORK_QUEUE_RESULT_INPUT_MISSING);
+		break;
+	}
 	case WQ_OUTCOME_SANDBOX_ERROR:
 		wq_sched_task_release(q->sched, m->st, now);
 		wq_mw_back_to_ready(w, m);

@@ -1,0 +1,81 @@
+#!/bin/bash
+# 33-wq-url.sh: end-to-end tests of URL inputs (doc/work-queue-protocol.md 5.5, 5.6): a master
+# built on the public API (work_queue/test/helper_url_master; makeflow has no way to name a URL
+# input yet) and a real work_queue_worker fetch files from a local python3 HTTP server. The file
+# arrives with its content, two tasks with one URL cause one GET, a 404 gives INPUT_MISSING
+# with the HTTP status in the worker's text, and master and worker stay up afterwards.
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+test_require_bin work_queue_worker
+HELPER=$BUILD/work_queue/test/helper_url_master
+[ -x "$HELPER" ] || test_skip_all "$HELPER is not built (make tests)"
+command -v python3 >/dev/null || test_skip_all "python3 is not installed"
+TEST_TIMEOUT=120
+
+# serve DIR: an HTTP server for DIR on a free loopback port (its PID is tracked); its access
+# log is daemon.N.log. Sets HTTP_PORT.
+serve() {
+	test_daemon_start http.port python3 -u -c '
+import functools, http.server, sys
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+with open("http.port.tmp", "w") as f:
+    f.write(str(s.server_address[1]))
+import os; os.rename("http.port.tmp", "http.port")
+s.serve_forever()
+' "$1"
+	HTTP_PORT=$DAEMON_PORT
+	HTTP_LOG=$(ls daemon.*.log | tail -n 1)
+}
+
+test_expect_success 'URL inputs: content, one GET for two tasks, 404 is INPUT_MISSING' '
+	mkdir www
+	printf "ACGT from the web\n" >www/data.txt
+	serve www
+	test_daemon_start port "$HELPER" port \
+		"http://127.0.0.1:$HTTP_PORT/data.txt" "http://127.0.0.1:$HTTP_PORT/nothing.txt"
+	master=$DAEMON_PID
+	mlog=daemon.2.log
+	"$BIN/work_queue_worker" -d worker -t 60 --cores 2 -s "$PWD/wd" 127.0.0.1 "$DAEMON_PORT" \
+		>worker.log 2>&1 &
+	worker=$!
+	test_track_pid $worker
+	rc=0
+	wait $master || rc=$?
+	cat $mlog
+	[ $rc = 0 ]
+	grep -q "^task first result SUCCESS status 0" $mlog
+	grep -q "^task second result SUCCESS status 0" $mlog
+	grep -q "^task missing result INPUT_MISSING" $mlog
+	grep -q "^task after result SUCCESS status 0" $mlog
+	[ "$(cat first.txt)" = "ACGT from the web" ]
+	[ "$(cat second.txt)" = "ACGT from the web" ]
+	[ "$(cat after.txt)" = "still up" ]
+	cat $HTTP_LOG
+	[ "$(grep -c "\"GET /data.txt " $HTTP_LOG)" = 1 ]
+	grep -q "\"GET /nothing.txt " $HTTP_LOG
+	grep -q "HTTP 404 for http://127.0.0.1:$HTTP_PORT/nothing.txt" worker.log
+	# the worker was still connected until the master dismissed it
+	not grep -q "protocol violation" worker.log
+'
+
+test_expect_success 'a file:// URL is refused by the worker with a clear text' '
+	printf "secret\n" >secret.txt
+	mkdir www && serve www
+	test_daemon_start port "$HELPER" port "file://$PWD/secret.txt" \
+		"http://127.0.0.1:$HTTP_PORT/nothing.txt"
+	master=$DAEMON_PID
+	mlog=daemon.2.log
+	"$BIN/work_queue_worker" -t 60 -s "$PWD/wd" 127.0.0.1 "$DAEMON_PORT" >worker.log 2>&1 &
+	test_track_pid $!
+	rc=0
+	wait $master || rc=$?
+	cat $mlog worker.log
+	[ $rc = 0 ]
+	grep -q "^task first result INPUT_MISSING" $mlog
+	grep -q "^task after result SUCCESS status 0" $mlog
+	grep -q "only http and https URLs are fetched" worker.log
+	[ ! -e first.txt ]
+'
+
+test_done

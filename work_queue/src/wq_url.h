@@ -1,0 +1,27 @@
+/* wq_url.h: the master's side of URL inputs (doc/work-queue-protocol.md 5.5): a HEAD request at
+ * submission gives the VALIDATOR text (`etag:` plus the ETag, or `lm:` plus Last-Modified, `;`
+ * and Content-Length), and the cache object name is `U-` plus the SHA-256 of URL "\n" VALIDATOR.
+ * The HEAD request is blocking (bounded by its timeout): it runs inside work_queue_submit. */
+#ifndef HTC_WQ_URL_H
+#define HTC_WQ_URL_H
+
+#include <stddef.h>
+
+#define WQ_URL_HEAD_TIMEOUT_MS 5000 /* the whole HEAD request, redirects included */
+#define WQ_URL_OBJECT_SIZE     67   /* "U-" + 64 hex + NUL */
+#define WQ_URL_VALIDATOR_MAX   1100 /* longest validator kept; a longer header gives none */
+
+/* The validator of URL from a HEAD request taking at most TIMEOUT_MS (redirects followed, at
+ * most 5, http and https only). Returns a new string (caller frees), empty when the request
+ * fails (connection, timeout, HTTP status >= 400, another scheme) or the answer has neither
+ * ETag nor Last-Modified. Never NULL. Blocking. */
+char *wq_url_validator(const char *url, long timeout_ms);
+
+/* NAME gets "U-" + hex SHA-256 of URL "\n" VALIDATOR (VALIDATOR NULL is ""). 0 or -errno. */
+int wq_url_object_name(const char *url, const char *validator, char name[WQ_URL_OBJECT_SIZE]);
+
+/* Both: the object name of URL after a HEAD request of at most TIMEOUT_MS. 0 or -errno.
+ * Blocking. */
+int wq_url_object(const char *url, long timeout_ms, char name[WQ_URL_OBJECT_SIZE]);
+
+#endif
