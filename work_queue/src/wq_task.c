@@ -325,11 +325,10 @@ int work_queue_task_specify_url(struct work_queue_task *t, const char *url, cons
 	size_t n = strlen(url);
 	if (n > URL_MAX)
 		return fail(t, HTC_ETOOBIG, "the URL is %zu bytes; the limit is %d", n, URL_MAX);
-	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0 &&
-	    strncmp(url, "ftp://", 6) != 0 && strncmp(url, "file://", 7) != 0)
-		return fail(t, -EINVAL,
-		            "URL \"%.200s\": only http, https, ftp and file URLs are "
-		            "fetched",
+	/* Workers fetch http and https only (protocol 5.5): a worker reading its own files for
+	 * the master would leave its sandbox. */
+	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+		return fail(t, -EINVAL, "URL \"%.200s\": only http and https URLs are fetched",
 		            url);
 	int r = check_flags(t, WORK_QUEUE_INPUT, flags);
 	if (r == 0)

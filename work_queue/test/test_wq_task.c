@@ -146,6 +146,8 @@ static void test_buffer_and_url(void **state)
 	    0);
 	assert_int_equal(work_queue_task_specify_url(t, "gopher://x", "y", 0), -EINVAL);
 	assert_non_null(strstr(work_queue_task_last_error(t), "only http"));
+	assert_int_equal(work_queue_task_specify_url(t, "file:///etc/passwd", "y", 0), -EINVAL);
+	assert_int_equal(work_queue_task_specify_url(t, "ftp://host/x", "y", 0), -EINVAL);
 	char *url = malloc(4200);
 	memcpy(url, "http://", 7);
 	memset(url + 7, 'a', 4190);
