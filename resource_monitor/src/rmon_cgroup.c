@@ -1,8 +1,10 @@
 /* rmon_cgroup.c: cgroup v1 and v2 backend of the resource monitor (see rmon_cgroup.h).
- * Layout: <hierarchy>/<our own cgroup>/htc/htc.<ownerpid>.<serial>, in every v1 hierarchy we
- * use (memory required; cpu, cpuacct, pids, cpuset, freezer, blkio when mounted) or once in
- * the v2 unified tree, where "htc" has no processes and enables the controllers for its
- * children in its cgroup.subtree_control (the no-internal-processes rule). */
+ * Layout: <hierarchy>/<our own cgroup>/htc/htc.<ownerpid>.<serial>, in every v1 hierarchy a
+ * task needs (memory, cpuacct, pids and freezer; cpu, cpuset and blkio only when asked) or
+ * once in the v2 unified tree, where "htc" has no processes and enables the controllers for
+ * its children in its cgroup.subtree_control (the no-internal-processes rule). Where the
+ * hierarchies are is found once per process (rmon_cgroup_layout.c); the statistics files of a
+ * group stay open for the group's life and are read with pread. */
 #include "rmon_cgroup.h"
 
 #include <dirent.h>
@@ -22,18 +24,36 @@
 #include "debug.h"
 #include "htc_error.h"
 #include "path.h"
+#include "rmon_cgroup_internal.h"
 #include "stringtools.h"
 #include "timeutil.h"
 #include "xalloc.h"
 #include "banned.h"
 
-#define DEFAULT_ROOT "/sys/fs/cgroup"
-#define PARENT_NAME  "htc"
-#define CFS_PERIOD   100000
+#define CFS_PERIOD 100000
 
-enum { C_MEMORY, C_CPU, C_CPUACCT, C_PIDS, C_CPUSET, C_FREEZER, C_BLKIO, C_N };
-static const char *const ctrl_names[C_N] = {"memory", "cpu",     "cpuacct", "pids",
-                                            "cpuset", "freezer", "blkio"};
+#define write_in rmon_cg_write_in
+#define read_in  rmon_cg_read_in
+#define has_word rmon_cg_has_word
+#define file_in  rmon_cg_file_in
+#define is_dir   rmon_cg_is_dir
+#define make_dir rmon_cg_make_dir
+
+/* Statistics files kept open (v1 name / v2 name). */
+enum {
+	SF_CUR,     /* memory.usage_in_bytes / memory.current */
+	SF_PEAK,    /* memory.max_usage_in_bytes / memory.peak */
+	SF_STAT,    /* memory.stat */
+	SF_LIMIT,   /* memory.limit_in_bytes / memory.high */
+	SF_LIMIT2,  /* - / memory.max */
+	SF_FAILCNT, /* memory.failcnt / - */
+	SF_OOM,     /* memory.oom_control / memory.events */
+	SF_CPU,     /* cpuacct.usage / cpu.stat */
+	SF_PIDS,    /* pids.current */
+	SF_IO,      /* blkio.*io_service_bytes* / io.stat */
+	SF_N
+};
+#define SF_UNOPENED (-2)
 
 struct rmon_cgroup {
 	enum rmon_cg_version version;
@@ -42,77 +62,15 @@ struct rmon_cgroup {
 	int ndirs;
 	int ctrl_dir[C_N]; /* index into dirs per controller, -1 when not available */
 	int mem_fd;        /* eventfd (v1) or inotify (v2); -1 until asked */
-	int oom_ctl_fd;    /* v1: memory.oom_control kept open for the eventfd */
+	int sfd[SF_N];     /* statistics files; SF_UNOPENED until first read, -1 absent */
 	int64_t max_seen;  /* v2 without memory.peak: highest memory.current read */
 };
 
 static unsigned serial_counter;
 
-ssize_t rmon_read_file(const char *path, char *buf, size_t size)
-{
-	if (size == 0)
-		return -EINVAL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t len = 0;
-	while (len + 1 < size) {
-		ssize_t r = read(fd, buf + len, size - 1 - len);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = -errno;
-			close(fd);
-			return e;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	buf[len] = 0;
-	close(fd);
-	return (ssize_t)len;
-}
-
-int rmon_write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t n = strlen(text);
-	ssize_t w = write(fd, text, n);
-	int e = 0;
-	if (w < 0)
-		e = -errno;
-	else if ((size_t)w != n)
-		e = -EIO;
-	close(fd);
-	return e;
-}
-
-static int write_in(const char *dir, const char *file, const char *text)
-{
-	char *p = path_join(dir, file);
-	int r = rmon_write_file(p, text);
-	debug(D_RMON, "cgroup: %s <- %s: %s", p, text, r ? htc_strerror(r) : "ok");
-	free(p);
-	return r;
-}
-
-static ssize_t read_in(const char *dir, const char *file, char *buf, size_t size)
-{
-	char *p = path_join(dir, file);
-	ssize_t r = rmon_read_file(p, buf, size);
-	free(p);
-	return r;
-}
-
 /* Reads a file holding one integer (or "max", given as -1). */
-static int64_t read_int_in(const char *dir, const char *file)
+static int64_t parse_int(char *buf)
 {
-	char buf[64];
-	if (read_in(dir, file, buf, sizeof buf) <= 0)
-		return -1;
 	str_trim(buf);
 	if (strcmp(buf, "max") == 0)
 		return -1;
@@ -139,119 +97,6 @@ static int64_t keyed_value(const char *text, const char *key)
 			p++;
 	}
 	return -1;
-}
-
-static int64_t keyed_in(const char *dir, const char *file, const char *key)
-{
-	char buf[8192];
-	if (read_in(dir, file, buf, sizeof buf) <= 0)
-		return -1;
-	return keyed_value(buf, key);
-}
-
-/* 1 if WORD is one of the space-separated words of LIST. */
-static int has_word(const char *list, const char *word)
-{
-	size_t n = strlen(word);
-	const char *p = list;
-	while ((p = strstr(p, word)) != NULL) {
-		int start_ok = p == list || p[-1] == ' ' || p[-1] == '\n' || p[-1] == '\t';
-		char c = p[n];
-		if (start_ok && (c == 0 || c == ' ' || c == '\n' || c == '\t'))
-			return 1;
-		p += n;
-	}
-	return 0;
-}
-
-/* The path of our own cgroup for controller CTRL (v1) or of the unified hierarchy (CTRL
- * NULL), from a /proc/self/cgroup style file. Caller frees; NULL when absent. */
-static char *self_path(const char *file, const char *ctrl)
-{
-	char buf[8192];
-	if (rmon_read_file(file ? file : "/proc/self/cgroup", buf, sizeof buf) < 0)
-		return NULL;
-	char *save = NULL;
-	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *c1 = strchr(line, ':');
-		if (!c1)
-			continue;
-		char *c2 = strchr(c1 + 1, ':');
-		if (!c2)
-			continue;
-		*c2 = 0;
-		const char *list = c1 + 1;
-		const char *path = c2 + 1;
-		if (!ctrl) {
-			if (strncmp(line, "0:", 2) == 0 && *list == 0)
-				return xstrdup(path);
-			continue;
-		}
-		char *lc = xstrdup(list);
-		char *s2 = NULL;
-		int found = 0;
-		for (char *w = strtok_r(lc, ",", &s2); w; w = strtok_r(NULL, ",", &s2))
-			if (strcmp(w, ctrl) == 0)
-				found = 1;
-		free(lc);
-		if (found)
-			return xstrdup(path);
-	}
-	return NULL;
-}
-
-static int is_dir(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int file_in(const char *dir, const char *file)
-{
-	char *p = path_join(dir, file);
-	int r = access(p, F_OK) == 0;
-	free(p);
-	return r;
-}
-
-enum rmon_cg_version rmon_cgroup_detect(const char *root)
-{
-	if (!root)
-		root = DEFAULT_ROOT;
-	char buf[512];
-	if (read_in(root, "cgroup.controllers", buf, sizeof buf) >= 0 && has_word(buf, "memory"))
-		return RMON_CG_V2;
-	char *mem = path_join(root, "memory");
-	int v1 = file_in(mem, "memory.limit_in_bytes");
-	free(mem);
-	return v1 ? RMON_CG_V1 : RMON_CG_NONE;
-}
-
-static int make_dir(const char *p, int exist_ok)
-{
-	if (mkdir(p, 0755) == 0)
-		return 0;
-	if (errno == EEXIST && exist_ok && is_dir(p))
-		return 0;
-	return -errno;
-}
-
-/* v1 cpuset: a new group has no CPUs and no memory nodes; copy them from PARENT when empty. */
-static void cpuset_inherit(const char *parent, const char *dir)
-{
-	static const char *const files[] = {"cpuset.cpus", "cpuset.mems"};
-	for (int i = 0; i < 2; i++) {
-		char cur[1024], up[1024];
-		if (read_in(dir, files[i], cur, sizeof cur) < 0)
-			continue;
-		str_trim(cur);
-		if (*cur)
-			continue;
-		if (read_in(parent, files[i], up, sizeof up) <= 0)
-			continue;
-		str_trim(up);
-		write_in(dir, files[i], up);
-	}
 }
 
 static char *group_name(const struct rmon_cgroup_opts *o, pid_t owner)
@@ -282,174 +127,166 @@ static int make_group(const struct rmon_cgroup_opts *o, pid_t owner, const char 
 	return -EEXIST;
 }
 
-/* The v2 controllers a task group wants, passed down from each parent. */
+/* The v2 controllers a task group may want, passed down from each parent, and the
+ * RMON_CG_WANT_* bit each needs (0: always). */
 static const char *const v2_wanted[] = {"cpu", "cpuset", "io", "memory", "pids"};
+static const unsigned v2_want_bit[] = {RMON_CG_WANT_CPU, RMON_CG_WANT_CPUSET, RMON_CG_WANT_IO, 0,
+                                       0};
+#define V2_NWANTED (sizeof v2_wanted / sizeof *v2_wanted)
 
-/* Enables in DIR's cgroup.subtree_control every wanted controller that DIR
- * has (AVAIL) and has not enabled yet (ENABLED). If the kernel refuses the
- * set, tries them one at a time: some controller may be refused while memory
- * is fine. Failures are left for the caller's later check. */
-static void enable_controllers(const char *dir, const char *avail, const char *enabled)
+static int v2_wants(unsigned want, size_t i)
+{
+	return v2_want_bit[i] == 0 || (want & v2_want_bit[i]);
+}
+
+static void list_add(char *list, size_t size, const char *word)
+{
+	size_t len = strlen(list);
+	snprintf(list + len, size - len, "%s%s", len ? " " : "", word);
+}
+
+/* Enables in DIR's cgroup.subtree_control every wanted controller that DIR has (AVAIL) and
+ * has not enabled yet (ENABLED, which is updated). If the kernel refuses the set, tries them
+ * one at a time: some controller may be refused while memory is fine. Failures are left for
+ * the caller's later check. */
+static void enable_controllers(const char *dir, const char *avail, char *enabled, unsigned want)
 {
 	char add[256] = "";
 	size_t len = 0;
-	for (size_t i = 0; i < sizeof v2_wanted / sizeof *v2_wanted; i++)
-		if (has_word(avail, v2_wanted[i]) && !has_word(enabled, v2_wanted[i]))
+	for (size_t i = 0; i < V2_NWANTED; i++)
+		if (v2_wants(want, i) && has_word(avail, v2_wanted[i]) &&
+		    !has_word(enabled, v2_wanted[i]))
 			len += (size_t)snprintf(add + len, sizeof add - len, "%s+%s",
 			                        len ? " " : "", v2_wanted[i]);
-	if (!len || write_in(dir, "cgroup.subtree_control", add) == 0)
+	if (!len)
 		return;
-	for (size_t i = 0; i < sizeof v2_wanted / sizeof *v2_wanted; i++) {
-		if (!has_word(avail, v2_wanted[i]) || has_word(enabled, v2_wanted[i]))
+	int all = write_in(dir, "cgroup.subtree_control", add) == 0;
+	for (size_t i = 0; i < V2_NWANTED; i++) {
+		if (!v2_wants(want, i) || !has_word(avail, v2_wanted[i]) ||
+		    has_word(enabled, v2_wanted[i]))
 			continue;
 		char one[32];
 		snprintf(one, sizeof one, "+%s", v2_wanted[i]);
-		write_in(dir, "cgroup.subtree_control", one);
+		if (all || write_in(dir, "cgroup.subtree_control", one) == 0)
+			list_add(enabled, RMON_CG_LIST, v2_wanted[i]);
 	}
 }
 
-static int create_v2(struct rmon_cgroup *cg, const struct rmon_cgroup_opts *o, const char *root,
-                     pid_t owner)
+static int create_v2(struct rmon_cgroup *cg, const struct rmon_cgroup_opts *o,
+                     struct rmon_cg_layout *l, pid_t owner, unsigned want)
 {
-	char *own = self_path(o->proc_self_cgroup, NULL);
-	if (!own)
-		return HTC_EUNSUP;
-	char *owndir = path_join(root, own);
-	char *base = path_join(owndir, PARENT_NAME);
-	int r = 0;
-	char avail[512], enabled[512];
-
 	/* Our own cgroup must pass the controllers down to "htc". */
-	if (read_in(owndir, "cgroup.controllers", avail, sizeof avail) < 0 ||
-	    read_in(owndir, "cgroup.subtree_control", enabled, sizeof enabled) < 0) {
-		r = HTC_EUNSUP;
-		goto out;
+	enable_controllers(l->own2, l->own_avail, l->own_enabled, want);
+	if (!l->base2_ok) {
+		char avail[RMON_CG_LIST];
+		int r = make_dir(l->base2, 1);
+		if (r < 0)
+			return r;
+		if (read_in(l->base2, "cgroup.controllers", avail, sizeof avail) < 0 ||
+		    !has_word(avail, "memory")) {
+			debug(D_RMON, "cgroup: no memory controller in %s (not delegated to us)",
+			      l->base2);
+			return HTC_EUNSUP;
+		}
+		memcpy(l->base_avail, avail, sizeof avail);
+		if (read_in(l->base2, "cgroup.subtree_control", l->base_enabled,
+		            sizeof l->base_enabled) < 0)
+			*l->base_enabled = 0;
+		l->base2_ok = 1;
 	}
-	enable_controllers(owndir, avail, enabled);
-	r = make_dir(base, 1);
+	enable_controllers(l->base2, l->base_avail, l->base_enabled, want);
+	int r = make_group(o, owner, l->base2, &cg->name, &cg->dirs[0]);
 	if (r < 0)
-		goto out;
-	if (read_in(base, "cgroup.controllers", avail, sizeof avail) < 0 ||
-	    !has_word(avail, "memory")) {
-		debug(D_RMON, "cgroup: no memory controller in %s (not delegated to us)", base);
-		r = HTC_EUNSUP;
-		goto out;
-	}
-	if (read_in(base, "cgroup.subtree_control", enabled, sizeof enabled) < 0)
-		*enabled = 0;
-	enable_controllers(base, avail, enabled);
-	r = make_group(o, owner, base, &cg->name, &cg->dirs[0]);
-	if (r < 0)
-		goto out;
+		return r;
 	cg->ndirs = 1;
 	char ctl[512];
 	if (read_in(cg->dirs[0], "cgroup.controllers", ctl, sizeof ctl) < 0 ||
 	    !has_word(ctl, "memory")) {
 		rmdir(cg->dirs[0]);
-		r = HTC_EUNSUP;
-		goto out;
+		return HTC_EUNSUP;
 	}
 	cg->ctrl_dir[C_MEMORY] = 0;
 	cg->ctrl_dir[C_CPUACCT] = 0; /* cpu.stat usage_usec is always there */
-	cg->ctrl_dir[C_FREEZER] = file_in(cg->dirs[0], "cgroup.freeze") ? 0 : -1;
-	cg->ctrl_dir[C_CPU] = has_word(ctl, "cpu") ? 0 : -1;
+	cg->ctrl_dir[C_FREEZER] = 0; /* cgroup.kill / cgroup.freeze are core files */
+	cg->ctrl_dir[C_CPU] = (want & RMON_CG_WANT_CPU) && has_word(ctl, "cpu") ? 0 : -1;
 	cg->ctrl_dir[C_PIDS] = has_word(ctl, "pids") ? 0 : -1;
-	cg->ctrl_dir[C_CPUSET] = has_word(ctl, "cpuset") ? 0 : -1;
-	cg->ctrl_dir[C_BLKIO] = has_word(ctl, "io") ? 0 : -1;
-out:
-	free(own);
-	free(owndir);
-	free(base);
-	return r;
+	cg->ctrl_dir[C_CPUSET] = (want & RMON_CG_WANT_CPUSET) && has_word(ctl, "cpuset") ? 0 : -1;
+	cg->ctrl_dir[C_BLKIO] = (want & RMON_CG_WANT_IO) && has_word(ctl, "io") ? 0 : -1;
+	return 0;
 }
 
-/* The v1 hierarchy directory of controller I under ROOT and our path in it, or NULL. */
-static char *v1_mount(const char *root, const struct rmon_cgroup_opts *o, int i, char **own)
+/* The v1 controllers a task with WANT uses. */
+static int v1_wants(unsigned want, int i)
 {
-	char *m = path_join(root, ctrl_names[i]);
-	if (!is_dir(m) || !file_in(m, "cgroup.procs") ||
-	    (i == C_MEMORY && !file_in(m, "memory.limit_in_bytes"))) {
-		free(m);
-		return NULL;
+	switch (i) {
+	case C_CPU: return (want & RMON_CG_WANT_CPU) != 0;
+	case C_CPUSET: return (want & RMON_CG_WANT_CPUSET) != 0;
+	case C_BLKIO: return (want & RMON_CG_WANT_IO) != 0;
+	default: return 1;
 	}
-	*own = self_path(o->proc_self_cgroup, ctrl_names[i]);
-	if (!*own) {
-		free(m);
-		return NULL;
-	}
-	return m;
 }
 
-static int create_v1(struct rmon_cgroup *cg, const struct rmon_cgroup_opts *o, const char *root,
-                     pid_t owner)
+/* LAST: the layout was just discovered, so a missing parent is not worth a new discovery. */
+static int create_v1(struct rmon_cgroup *cg, const struct rmon_cgroup_opts *o,
+                     struct rmon_cg_layout *l, pid_t owner, unsigned want, int last)
 {
-	char *real[C_N] = {0};
-	int r = 0;
 	for (int i = 0; i < C_N; i++) {
-		char *own = NULL;
-		char *m = v1_mount(root, o, i, &own);
-		if (!m) {
-			if (i == C_MEMORY) {
-				r = HTC_EUNSUP;
-				goto out;
-			}
+		if (!v1_wants(want, i) || cg->ctrl_dir[i] >= 0)
+			continue; /* not wanted, or its hierarchy is shared and made already */
+		if (!l->base[i]) {
+			if (i == C_MEMORY)
+				return HTC_EUNSUP;
 			continue;
 		}
-		char rp[PATH_MAX];
-		const char *key = realpath(m, rp) ? rp : m;
-		int shared = -1;
-		for (int j = 0; j < cg->ndirs; j++)
-			if (real[j] && strcmp(real[j], key) == 0)
-				shared = j;
-		if (shared >= 0) {
-			cg->ctrl_dir[i] = shared;
-			free(m);
-			free(own);
-			continue;
+		int e = 0;
+		if (!l->base_ok[i]) {
+			e = make_dir(l->base[i], 1);
+			if (e == 0 && i == C_CPUSET)
+				rmon_cg_cpuset_inherit(l->owndir[i], l->base[i]);
+			l->base_ok[i] = e == 0;
 		}
-		char *owndir = path_join(m, own);
-		char *base = path_join(owndir, PARENT_NAME);
-		int e = make_dir(base, 1);
-		if (e == 0 && i == C_CPUSET)
-			cpuset_inherit(owndir, base);
 		char *dir = NULL;
 		if (e == 0) {
-			char *d = path_join(base, cg->name);
-			e = make_dir(d, o->name != NULL);
-			if (e == -EEXIST && i == C_MEMORY && !o->name) {
+			if (i == C_MEMORY && !o->name) {
 				/* The memory hierarchy picks the name; others follow it. */
-				free(d);
-				d = NULL;
-				e = make_group(o, owner, base, &cg->name, &dir);
-			} else if (e == 0) {
-				dir = d;
+				e = make_group(o, owner, l->base[i], &cg->name, &dir);
 			} else {
-				free(d);
+				dir = path_join(l->base[i], cg->name);
+				e = make_dir(dir, o->name != NULL);
+				if (e < 0) {
+					free(dir);
+					dir = NULL;
+				}
 			}
 		}
 		if (e == 0 && i == C_CPUSET)
-			cpuset_inherit(base, dir);
-		free(owndir);
-		free(base);
-		free(own);
-		free(m);
+			rmon_cg_cpuset_inherit(l->base[i], dir);
 		if (e < 0) {
-			debug(D_RMON, "cgroup: cannot create %s group: %s", ctrl_names[i],
+			debug(D_RMON, "cgroup: cannot create %s group: %s", rmon_cg_ctrl_names[i],
 			      htc_strerror(e));
-			if (i == C_MEMORY) {
-				r = e;
-				goto out;
-			}
+			if (e == -ENOENT)
+				l->base_ok[i] = 0;
+			if (i == C_MEMORY || (e == -ENOENT && !last))
+				return e;
 			continue;
 		}
-		real[cg->ndirs] = xstrdup(key);
-		cg->ctrl_dir[i] = cg->ndirs;
-		cg->dirs[cg->ndirs++] = dir;
+		int idx = cg->ndirs++;
+		cg->dirs[idx] = dir;
+		for (int k = 0; k < C_N; k++)
+			if (l->same[k] == l->same[i] && l->base[k])
+				cg->ctrl_dir[k] = idx;
 	}
-out:
-	for (int j = 0; j < C_N; j++)
-		free(real[j]);
-	return r;
+	return 0;
+}
+
+static void cg_reset(struct rmon_cgroup *cg)
+{
+	for (int i = 0; i < C_N; i++) {
+		free(cg->dirs[i]);
+		cg->dirs[i] = NULL;
+		cg->ctrl_dir[i] = -1;
+	}
+	cg->ndirs = 0;
 }
 
 struct rmon_cgroup *rmon_cgroup_create(const struct rmon_cgroup_opts *opts, int *err)
@@ -457,22 +294,31 @@ struct rmon_cgroup *rmon_cgroup_create(const struct rmon_cgroup_opts *opts, int 
 	struct rmon_cgroup_opts o = {0};
 	if (opts)
 		o = *opts;
-	const char *root = o.root ? o.root : DEFAULT_ROOT;
 	pid_t owner = o.owner ? o.owner : getpid();
-	enum rmon_cg_version v = rmon_cgroup_detect(root);
-	int e = 0;
-	if (v == RMON_CG_NONE) {
-		*err = HTC_EUNSUP;
-		return NULL;
-	}
 	struct rmon_cgroup *cg = xcalloc(1, sizeof *cg);
-	cg->version = v;
 	cg->mem_fd = -1;
-	cg->oom_ctl_fd = -1;
+	for (int i = 0; i < SF_N; i++)
+		cg->sfd[i] = SF_UNOPENED;
 	for (int i = 0; i < C_N; i++)
 		cg->ctrl_dir[i] = -1;
 	cg->name = group_name(&o, owner);
-	e = v == RMON_CG_V2 ? create_v2(cg, &o, root, owner) : create_v1(cg, &o, root, owner);
+	int e = 0;
+	/* A parent that vanished (ENOENT) since the layout was cached: discover it again once. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		struct rmon_cg_layout *l =
+		    rmon_cg_layout_lock(o.root, o.proc_self_cgroup, attempt > 0, &e);
+		if (!l)
+			break;
+		cg->version = l->version;
+		e = l->version == RMON_CG_V2
+		        ? create_v2(cg, &o, l, owner, o.controllers)
+		        : create_v1(cg, &o, l, owner, o.controllers, attempt > 0);
+		rmon_cg_layout_unlock();
+		if (e != -ENOENT)
+			break;
+		rmon_cgroup_destroy(cg, 0);
+		cg_reset(cg);
+	}
 	if (e < 0) {
 		rmon_cgroup_destroy(cg, 0);
 		rmon_cgroup_delete(cg);
@@ -480,7 +326,7 @@ struct rmon_cgroup *rmon_cgroup_create(const struct rmon_cgroup_opts *opts, int 
 		return NULL;
 	}
 	debug(D_RMON, "cgroup: created %s (v%d, %d directories)", cg->dirs[cg->ctrl_dir[C_MEMORY]],
-	      (int)v, cg->ndirs);
+	      (int)cg->version, cg->ndirs);
 	return cg;
 }
 
@@ -629,6 +475,75 @@ int rmon_cgroup_set_pids(struct rmon_cgroup *cg, int64_t max)
 	return write_in(d, "pids.max", val);
 }
 
+/* The descriptor of statistics file I (DIR/NAME; v1 blkio: the first of its names that
+ * exists), opened on first use and kept; -1 when absent. */
+static int sf_fd(struct rmon_cgroup *cg, int i, const char *dir, const char *name)
+{
+	if (cg->sfd[i] != SF_UNOPENED)
+		return cg->sfd[i];
+	cg->sfd[i] = -1;
+	if (!dir)
+		return -1;
+	static const char *const blkio[] = {"blkio.throttle.io_service_bytes_recursive",
+	                                    "blkio.throttle.io_service_bytes",
+	                                    "blkio.io_service_bytes_recursive"};
+	int v1_io = i == SF_IO && cg->version == RMON_CG_V1;
+	for (size_t k = 0; k < (v1_io ? sizeof blkio / sizeof *blkio : 1); k++) {
+		char *p = path_join(dir, v1_io ? blkio[k] : name);
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		free(p);
+		if (fd >= 0) {
+			cg->sfd[i] = fd;
+			break;
+		}
+	}
+	return cg->sfd[i];
+}
+
+/* Reads statistics file I from its start into BUF (NUL-terminated). Length or -errno. */
+static ssize_t sf_read(struct rmon_cgroup *cg, int i, const char *dir, const char *name, char *buf,
+                       size_t size)
+{
+	int fd = sf_fd(cg, i, dir, name);
+	if (fd < 0)
+		return -ENOENT;
+	size_t len = 0;
+	while (len + 1 < size) {
+		ssize_t r = pread(fd, buf + len, size - 1 - len, (off_t)len);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		/* A short read is the end: cgroup files (seq_file) fill the buffer as far as
+		 * they can, and the fake files of the tests are small regular files. */
+		if ((size_t)r < size - 1 - (len - (size_t)r))
+			break;
+	}
+	buf[len] = 0;
+	return (ssize_t)len;
+}
+
+static int64_t sf_int(struct rmon_cgroup *cg, int i, const char *dir, const char *name)
+{
+	char buf[64];
+	if (sf_read(cg, i, dir, name, buf, sizeof buf) <= 0)
+		return -1;
+	return parse_int(buf);
+}
+
+static void sf_close_all(struct rmon_cgroup *cg)
+{
+	for (int i = 0; i < SF_N; i++) {
+		if (cg->sfd[i] >= 0)
+			close(cg->sfd[i]);
+		cg->sfd[i] = SF_UNOPENED;
+	}
+}
+
 int rmon_cgroup_memory_fd(struct rmon_cgroup *cg)
 {
 	if (cg->mem_fd >= 0)
@@ -653,60 +568,50 @@ int rmon_cgroup_memory_fd(struct rmon_cgroup *cg)
 	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (efd < 0)
 		return -errno;
-	char *p = path_join(d, "memory.oom_control");
-	int ofd = open(p, O_RDONLY | O_CLOEXEC);
-	r = -errno;
-	free(p);
+	/* memory.oom_control stays open anyway (statistics): the event is registered on it. */
+	int ofd = sf_fd(cg, SF_OOM, d, "memory.oom_control");
 	if (ofd < 0) {
 		close(efd);
-		return r;
+		return -ENOENT;
 	}
 	char val[64];
 	snprintf(val, sizeof val, "%d %d", efd, ofd);
 	r = write_in(d, "cgroup.event_control", val);
 	if (r < 0) {
 		close(efd);
-		close(ofd);
 		return r;
 	}
 	cg->mem_fd = efd;
-	cg->oom_ctl_fd = ofd;
 	return efd;
 }
 
 /* Sums the Read and Write lines of a v1 blkio io_service_bytes file. */
-static void blkio_v1(const char *d, int64_t *rd, int64_t *wr)
+static void blkio_v1(struct rmon_cgroup *cg, const char *d, int64_t *rd, int64_t *wr)
 {
-	static const char *const files[] = {"blkio.throttle.io_service_bytes_recursive",
-	                                    "blkio.throttle.io_service_bytes",
-	                                    "blkio.io_service_bytes_recursive"};
 	char buf[16384];
-	for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
-		if (read_in(d, files[f], buf, sizeof buf) < 0)
-			continue;
-		int64_t r = 0, w = 0;
-		char *save = NULL;
-		for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-			char dev[64], op[32];
-			long long v;
-			if (sscanf(l, "%63s %31s %lld", dev, op, &v) != 3)
-				continue;
-			if (strcmp(op, "Read") == 0)
-				r += v;
-			else if (strcmp(op, "Write") == 0)
-				w += v;
-		}
-		*rd = r;
-		*wr = w;
+	if (sf_read(cg, SF_IO, d, NULL, buf, sizeof buf) < 0)
 		return;
+	int64_t r = 0, w = 0;
+	char *save = NULL;
+	for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char dev[64], op[32];
+		long long v;
+		if (sscanf(l, "%63s %31s %lld", dev, op, &v) != 3)
+			continue;
+		if (strcmp(op, "Read") == 0)
+			r += v;
+		else if (strcmp(op, "Write") == 0)
+			w += v;
 	}
+	*rd = r;
+	*wr = w;
 }
 
 /* Sums rbytes= and wbytes= over the devices of a v2 io.stat. */
-static void io_v2(const char *d, int64_t *rd, int64_t *wr)
+static void io_v2(struct rmon_cgroup *cg, const char *d, int64_t *rd, int64_t *wr)
 {
 	char buf[16384];
-	if (read_in(d, "io.stat", buf, sizeof buf) < 0)
+	if (sf_read(cg, SF_IO, d, "io.stat", buf, sizeof buf) < 0)
 		return;
 	int64_t r = 0, w = 0;
 	for (char *p = buf; (p = strstr(p, "bytes=")) != NULL; p += 6) {
@@ -722,92 +627,149 @@ static void io_v2(const char *d, int64_t *rd, int64_t *wr)
 	*wr = w;
 }
 
-int rmon_cgroup_stats(struct rmon_cgroup *cg, struct rmon_cg_stats *st)
+static void stats_v2(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned what)
+{
+	const char *m = cdir(cg, C_MEMORY);
+	const char *d;
+	char buf[8192];
+	if (what & RMON_CGS_MEMORY) {
+		st->mem_current = sf_int(cg, SF_CUR, m, "memory.current");
+		if (st->mem_current > cg->max_seen)
+			cg->max_seen = st->mem_current;
+		st->mem_peak = sf_int(cg, SF_PEAK, m, "memory.peak");
+		if (st->mem_peak < 0 || st->mem_peak < cg->max_seen)
+			st->mem_peak = cg->max_seen > 0 ? cg->max_seen : st->mem_peak;
+		if (sf_read(cg, SF_STAT, m, "memory.stat", buf, sizeof buf) > 0) {
+			st->mem_cache = keyed_value(buf, "file");
+			st->mem_anon = keyed_value(buf, "anon");
+		}
+	}
+	if (what & RMON_CGS_LIMIT) {
+		st->mem_limit = sf_int(cg, SF_LIMIT, m, "memory.high");
+		if (st->mem_limit < 0)
+			st->mem_limit = sf_int(cg, SF_LIMIT2, m, "memory.max");
+	}
+	if ((what & RMON_CGS_CPU) && sf_read(cg, SF_CPU, m, "cpu.stat", buf, sizeof buf) > 0) {
+		st->cpu_ns = keyed_value(buf, "usage_usec");
+		if (st->cpu_ns >= 0)
+			st->cpu_ns *= 1000;
+	}
+	if ((what & RMON_CGS_PIDS) && (d = cdir(cg, C_PIDS)))
+		st->pids_current = sf_int(cg, SF_PIDS, d, "pids.current");
+	if ((what & RMON_CGS_IO) && (d = cdir(cg, C_BLKIO)))
+		io_v2(cg, d, &st->io_read, &st->io_write);
+	if ((what & RMON_CGS_OOM) && sf_read(cg, SF_OOM, m, "memory.events", buf, sizeof buf) > 0) {
+		int64_t mx = keyed_value(buf, "max"), oom = keyed_value(buf, "oom");
+		st->oom_events = (mx > 0 ? mx : 0) + (oom > 0 ? oom : 0);
+		st->high_events = keyed_value(buf, "high");
+		st->oom_kills = keyed_value(buf, "oom_kill");
+	}
+}
+
+int rmon_cgroup_stats_some(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned what)
 {
 	int64_t *f = (int64_t *)st;
 	for (size_t i = 0; i < sizeof *st / sizeof(int64_t); i++)
 		f[i] = -1;
-	const char *m = cdir(cg, C_MEMORY);
-	const char *d;
 	if (cg->version == RMON_CG_V2) {
-		char buf[8192];
-		st->mem_current = read_int_in(m, "memory.current");
-		if (st->mem_current > cg->max_seen)
-			cg->max_seen = st->mem_current;
-		st->mem_peak = read_int_in(m, "memory.peak");
-		if (st->mem_peak < 0 || st->mem_peak < cg->max_seen)
-			st->mem_peak = cg->max_seen > 0 ? cg->max_seen : st->mem_peak;
-		if (read_in(m, "memory.stat", buf, sizeof buf) > 0) {
-			st->mem_cache = keyed_value(buf, "file");
-			st->mem_anon = keyed_value(buf, "anon");
-		}
-		st->mem_limit = read_int_in(m, "memory.high");
-		if (st->mem_limit < 0)
-			st->mem_limit = read_int_in(m, "memory.max");
-		st->cpu_ns = keyed_in(m, "cpu.stat", "usage_usec");
-		if (st->cpu_ns >= 0)
-			st->cpu_ns *= 1000;
-		if ((d = cdir(cg, C_PIDS)))
-			st->pids_current = read_int_in(d, "pids.current");
-		if ((d = cdir(cg, C_BLKIO)))
-			io_v2(d, &st->io_read, &st->io_write);
-		if (read_in(m, "memory.events", buf, sizeof buf) > 0) {
-			int64_t mx = keyed_value(buf, "max"), oom = keyed_value(buf, "oom");
-			st->oom_events = (mx > 0 ? mx : 0) + (oom > 0 ? oom : 0);
-			st->high_events = keyed_value(buf, "high");
-			st->oom_kills = keyed_value(buf, "oom_kill");
-		}
+		stats_v2(cg, st, what);
 		return 0;
 	}
+	const char *m = cdir(cg, C_MEMORY);
+	const char *d;
 	char buf[8192];
-	st->mem_current = read_int_in(m, "memory.usage_in_bytes");
-	st->mem_peak = read_int_in(m, "memory.max_usage_in_bytes");
-	if (read_in(m, "memory.stat", buf, sizeof buf) > 0) {
-		st->mem_cache = keyed_value(buf, "total_cache");
-		if (st->mem_cache < 0)
-			st->mem_cache = keyed_value(buf, "cache");
-		st->mem_anon = keyed_value(buf, "total_rss");
-		if (st->mem_anon < 0)
-			st->mem_anon = keyed_value(buf, "rss");
+	if (what & RMON_CGS_MEMORY) {
+		st->mem_current = sf_int(cg, SF_CUR, m, "memory.usage_in_bytes");
+		st->mem_peak = sf_int(cg, SF_PEAK, m, "memory.max_usage_in_bytes");
+		if (sf_read(cg, SF_STAT, m, "memory.stat", buf, sizeof buf) > 0) {
+			st->mem_cache = keyed_value(buf, "total_cache");
+			if (st->mem_cache < 0)
+				st->mem_cache = keyed_value(buf, "cache");
+			st->mem_anon = keyed_value(buf, "total_rss");
+			if (st->mem_anon < 0)
+				st->mem_anon = keyed_value(buf, "rss");
+		}
 	}
-	st->mem_limit = read_int_in(m, "memory.limit_in_bytes");
-	st->oom_events = read_int_in(m, "memory.failcnt");
-	if (read_in(m, "memory.oom_control", buf, sizeof buf) > 0) {
-		st->under_oom = keyed_value(buf, "under_oom");
-		st->oom_kills = keyed_value(buf, "oom_kill");
+	if (what & RMON_CGS_LIMIT)
+		st->mem_limit = sf_int(cg, SF_LIMIT, m, "memory.limit_in_bytes");
+	if (what & RMON_CGS_OOM) {
+		st->oom_events = sf_int(cg, SF_FAILCNT, m, "memory.failcnt");
+		if (sf_read(cg, SF_OOM, m, "memory.oom_control", buf, sizeof buf) > 0) {
+			st->under_oom = keyed_value(buf, "under_oom");
+			st->oom_kills = keyed_value(buf, "oom_kill");
+		}
 	}
-	if ((d = cdir(cg, C_CPUACCT)))
-		st->cpu_ns = read_int_in(d, "cpuacct.usage");
-	if ((d = cdir(cg, C_PIDS)))
-		st->pids_current = read_int_in(d, "pids.current");
-	if ((d = cdir(cg, C_BLKIO)))
-		blkio_v1(d, &st->io_read, &st->io_write);
+	if ((what & RMON_CGS_CPU) && (d = cdir(cg, C_CPUACCT)))
+		st->cpu_ns = sf_int(cg, SF_CPU, d, "cpuacct.usage");
+	if ((what & RMON_CGS_PIDS) && (d = cdir(cg, C_PIDS)))
+		st->pids_current = sf_int(cg, SF_PIDS, d, "pids.current");
+	if ((what & RMON_CGS_IO) && (d = cdir(cg, C_BLKIO)))
+		blkio_v1(cg, d, &st->io_read, &st->io_write);
 	return 0;
+}
+
+int rmon_cgroup_stats(struct rmon_cgroup *cg, struct rmon_cg_stats *st)
+{
+	return rmon_cgroup_stats_some(cg, st, RMON_CGS_ALL);
 }
 
 /* How deep pids_of() and remove_tree() follow groups nested inside a task's group (a task
  * may itself run a monitor, which makes groups of its own below ours). */
 #define NEST_DEPTH 8
 
+/* 1 when directory DIR may hold nested groups: cgroupfs, tmpfs and most file systems count
+ * a directory's subdirectories in its link count (2 + subdirectories); anything else (an
+ * unreadable directory, a file system that does not count them) is walked to be safe. */
+static int may_have_subdirs(const char *dir)
+{
+	struct stat st;
+	return stat(dir, &st) != 0 || st.st_nlink != 2;
+}
+
+static void pids_push(pid_t **pids, size_t *n, size_t *cap, const char *num)
+{
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*pids = xrealloc(*pids, *cap * sizeof **pids);
+	}
+	(*pids)[(*n)++] = (pid_t)strtol(num, NULL, 10);
+}
+
 /* Appends the processes of DIR and of the groups nested in it to *pids. */
 static int pids_append(const char *dir, pid_t **pids, size_t *n, size_t *cap, int depth)
 {
 	char *p = path_join(dir, "cgroup.procs");
-	FILE *f = fopen(p, "re");
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	int e = -errno;
 	free(p);
-	if (!f)
+	if (fd < 0)
 		return e;
-	long v;
-	while (fscanf(f, "%ld", &v) == 1) {
-		if (*n == *cap) {
-			*cap = *cap ? 2 * *cap : 16;
-			*pids = xrealloc(*pids, *cap * sizeof **pids);
+	char buf[4096];
+	char part[32]; /* a number cut by the end of a read */
+	size_t plen = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		for (ssize_t i = 0; i < r; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				if (plen + 1 < sizeof part)
+					part[plen++] = buf[i];
+			} else if (plen) {
+				part[plen] = 0;
+				plen = 0;
+				pids_push(pids, n, cap, part);
+			}
 		}
-		(*pids)[(*n)++] = (pid_t)v;
 	}
-	fclose(f);
-	DIR *d = depth < NEST_DEPTH ? opendir(dir) : NULL;
+	if (plen) { /* the last number had no newline after it */
+		part[plen] = 0;
+		pids_push(pids, n, cap, part);
+	}
+	close(fd);
+	DIR *d = depth < NEST_DEPTH && may_have_subdirs(dir) ? opendir(dir) : NULL;
 	struct dirent *de;
 	while (d && (de = readdir(d)) != NULL) {
 		if (de->d_type != DT_DIR || de->d_name[0] == '.')
@@ -953,9 +915,14 @@ static int rmdir_retry(const char *dir, int wait_ms)
 	}
 }
 
-/* Removes DIR after the groups nested in it, deepest first. */
+/* Removes DIR after the groups nested in it, deepest first. The usual group has none: it
+ * is removed at once, and only a refusal makes us look inside. */
 static int remove_tree(const char *dir, int wait_ms, int depth)
 {
+	if (rmdir(dir) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EBUSY && errno != ENOTEMPTY)
+		return -errno;
 	DIR *d = depth < NEST_DEPTH ? opendir(dir) : NULL;
 	struct dirent *de;
 	while (d && (de = readdir(d)) != NULL) {
@@ -978,10 +945,7 @@ int rmon_cgroup_destroy(struct rmon_cgroup *cg, int wait_ms)
 		close(cg->mem_fd);
 		cg->mem_fd = -1;
 	}
-	if (cg->oom_ctl_fd >= 0) {
-		close(cg->oom_ctl_fd);
-		cg->oom_ctl_fd = -1;
-	}
+	sf_close_all(cg);
 	int first = 0;
 	for (int i = 0; i < cg->ndirs; i++) {
 		if (!cg->dirs[i])
@@ -1002,8 +966,7 @@ void rmon_cgroup_delete(struct rmon_cgroup *cg)
 		return;
 	if (cg->mem_fd >= 0)
 		close(cg->mem_fd);
-	if (cg->oom_ctl_fd >= 0)
-		close(cg->oom_ctl_fd);
+	sf_close_all(cg);
 	for (int i = 0; i < C_N; i++)
 		free(cg->dirs[i]);
 	free(cg->name);
@@ -1071,46 +1034,27 @@ int rmon_cgroup_cleanup_stale(const struct rmon_cgroup_opts *opts)
 	struct rmon_cgroup_opts o = {0};
 	if (opts)
 		o = *opts;
-	const char *root = o.root ? o.root : DEFAULT_ROOT;
-	enum rmon_cg_version v = rmon_cgroup_detect(root);
-	if (v == RMON_CG_NONE)
+	int err = 0;
+	struct rmon_cg_layout *l = rmon_cg_layout_lock(o.root, o.proc_self_cgroup, 0, &err);
+	if (!l)
 		return 0;
-	if (v == RMON_CG_V2) {
-		char *own = self_path(o.proc_self_cgroup, NULL);
-		if (!own)
-			return 0;
-		char *owndir = path_join(root, own);
-		char *base = path_join(owndir, PARENT_NAME);
-		int r = cleanup_base(v, base, NULL);
-		free(own);
-		free(owndir);
-		free(base);
-		return r;
-	}
-	/* v1: the freezer hierarchy first kills; memory counts the groups. */
+	enum rmon_cg_version v = l->version;
+	/* Copies: the cleanup (slow, it kills) runs without the lock. */
 	char *bases[C_N] = {0};
-	for (int i = 0; i < C_N; i++) {
-		char *own = NULL;
-		char *m = v1_mount(root, &o, i, &own);
-		if (!m)
-			continue;
-		char *owndir = path_join(m, own);
-		bases[i] = path_join(owndir, PARENT_NAME);
-		free(owndir);
-		free(own);
-		free(m);
+	if (v == RMON_CG_V2) {
+		bases[C_MEMORY] = xstrdup(l->base2);
+	} else {
+		for (int i = 0; i < C_N; i++)
+			if (l->base[i] && l->same[i] == i)
+				bases[i] = xstrdup(l->base[i]);
 	}
+	rmon_cg_layout_unlock();
 	int removed = 0;
+	/* v1: the freezer hierarchy first kills; memory counts the groups. */
 	int order[C_N] = {C_MEMORY, C_CPU, C_CPUACCT, C_PIDS, C_CPUSET, C_BLKIO, C_FREEZER};
 	for (int k = 0; k < C_N; k++) {
 		int i = order[k];
 		if (!bases[i])
-			continue;
-		int dup = 0;
-		for (int j = 0; j < k; j++)
-			if (bases[order[j]] && strcmp(bases[order[j]], bases[i]) == 0)
-				dup = 1;
-		if (dup)
 			continue;
 		int r = cleanup_base(v, bases[i], i == C_FREEZER ? NULL : bases[C_FREEZER]);
 		if (i == C_MEMORY)

@@ -23,15 +23,26 @@ struct rmon_cgroup_opts {
 	/* Exact group name to use (tests): an existing directory of that name is accepted.
 	 * NULL = htc.<owner>.<serial>, a fresh directory. */
 	const char *name;
+	/* Optional controllers (RMON_CG_WANT_*). Default 0: the group gets memory, CPU
+	 * accounting (v1 cpuacct, v2 cpu.stat), pids and the v1 freezer only. */
+	unsigned controllers;
 };
+
+#define RMON_CG_WANT_CPU    0x1u /* a CPU quota (rmon_cgroup_set_cpu): v1 cpu, v2 cpu */
+#define RMON_CG_WANT_CPUSET 0x2u /* pinning (rmon_cgroup_set_cpuset): v1/v2 cpuset */
+#define RMON_CG_WANT_IO     0x4u /* block I/O statistics (io_read/io_write): blkio, v2 io */
+#define RMON_CG_WANT_ALL    0x7u
 
 struct rmon_cgroup;
 
 /* Which layout is usable under ROOT (NULL = /sys/fs/cgroup): V2 when ROOT/cgroup.controllers
- * lists the memory controller, V1 when ROOT/memory is a memory hierarchy, else NONE. */
+ * lists the memory controller, V1 when ROOT/memory is a memory hierarchy, else NONE. Read
+ * afresh at each call; rmon_cgroup_create and rmon_cgroup_cleanup_stale use a per-process
+ * cache of the layout instead (made on first use, made again when a parent group vanished). */
 enum rmon_cg_version rmon_cgroup_detect(const char *root);
 
-/* Creates the task group (and the parent "htc" group when missing) in every hierarchy used.
+/* Creates the task group (and the parent "htc" group when missing) in every hierarchy used
+ * (see rmon_cgroup_opts.controllers). Thread-safe.
  * Returns NULL with *err = -errno or HTC_EUNSUP (no usable layout / memory controller not
  * delegable). Caller deletes with rmon_cgroup_delete after rmon_cgroup_destroy. */
 struct rmon_cgroup *rmon_cgroup_create(const struct rmon_cgroup_opts *opts, int *err);
@@ -79,8 +90,18 @@ struct rmon_cg_stats {
 	int64_t high_events;       /* v2 memory.events high */
 	int64_t oom_kills;         /* tasks the kernel killed for memory */
 };
-/* Fills ST (fields that cannot be read stay -1). Returns 0. */
+/* Fills ST (fields that cannot be read stay -1). Returns 0. The statistics files are opened
+ * on first use and stay open until rmon_cgroup_destroy or rmon_cgroup_delete. */
 int rmon_cgroup_stats(struct rmon_cgroup *cg, struct rmon_cg_stats *st);
+/* The same, for the groups of fields in WHAT only (the others stay -1). */
+#define RMON_CGS_MEMORY 0x01u /* mem_current, mem_peak, mem_cache, mem_anon */
+#define RMON_CGS_LIMIT  0x02u /* mem_limit */
+#define RMON_CGS_OOM    0x04u /* under_oom, oom_events, high_events, oom_kills */
+#define RMON_CGS_CPU    0x08u /* cpu_ns */
+#define RMON_CGS_PIDS   0x10u /* pids_current */
+#define RMON_CGS_IO     0x20u /* io_read, io_write (with RMON_CG_WANT_IO only) */
+#define RMON_CGS_ALL    0x3fu
+int rmon_cgroup_stats_some(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned what);
 
 /* The processes of the group (cgroup.procs). *PIDS is allocated (caller frees), *N set.
  * Returns 0 or -errno. */

@@ -6,6 +6,7 @@
 #include "rmon_proc.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/cn_proc.h>
@@ -21,6 +22,7 @@
 
 #include "debug.h"
 #include "rmon_cgroup.h"
+#include "timeutil.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -57,6 +59,7 @@ struct rmon_proc {
 	const char **file_list;
 	long ticks;
 	long page;
+	int complete; /* every fork of the tree reaches us through the connector */
 };
 
 struct stat_info {
@@ -254,6 +257,29 @@ void rmon_proc_add(struct rmon_proc *p, pid_t pid, pid_t ppid)
 		new_entry(p, pid, ppid);
 }
 
+void rmon_proc_final(struct rmon_proc *p, pid_t pid)
+{
+	struct pentry *e;
+	HASH_FIND_INT(p->tab, &pid, e);
+	struct stat_info si;
+	if (!e || read_stat(pid, p->ticks, p->page, &si) < 0 || (e->start && e->start != si.start))
+		return;
+	e->start = si.start;
+	if (si.own > e->own_cpu)
+		e->own_cpu = si.own;
+	if (si.child > e->child_cpu)
+		e->child_cpu = si.child;
+	int64_t swap, ctx, r, w;
+	read_status(pid, &swap, &ctx);
+	if (ctx >= 0)
+		e->ctx = ctx;
+	read_io(pid, &r, &w);
+	if (r > e->rbytes)
+		e->rbytes = r;
+	if (w > e->wbytes)
+		e->wbytes = w;
+}
+
 void rmon_proc_root_exited(struct rmon_proc *p, double cpu_s)
 {
 	struct pentry *e;
@@ -278,6 +304,8 @@ static int is_tracked(struct rmon_proc *p, pid_t pid, const struct stat_info *si
 	HASH_FIND_INT(p->tab, &pid, e);
 	return e && (e->start == 0 || e->start == si->start);
 }
+
+static void mark_members(struct rmon_proc *p, struct cand *c, size_t nc);
 
 /* All processes of /proc with their stat, members marked per the mode. */
 static struct cand *scan_proc(struct rmon_proc *p, size_t *nc)
@@ -305,7 +333,14 @@ static struct cand *scan_proc(struct rmon_proc *p, size_t *nc)
 		(*nc)++;
 	}
 	closedir(d);
-	for (size_t i = 0; i < *nc; i++) {
+	mark_members(p, c, *nc);
+	return c;
+}
+
+/* Marks the members of the tree among the NC candidates C, per the mode. */
+static void mark_members(struct rmon_proc *p, struct cand *c, size_t nc)
+{
+	for (size_t i = 0; i < nc; i++) {
 		if (c[i].pid == p->root || is_tracked(p, c[i].pid, &c[i].si))
 			c[i].member = 1;
 		else if (p->mode == RMON_PROC_SESSION && c[i].si.sid == p->root)
@@ -314,10 +349,10 @@ static struct cand *scan_proc(struct rmon_proc *p, size_t *nc)
 	/* Descendants: repeat until no new member is found (depth of the tree passes). */
 	for (int changed = 1; changed;) {
 		changed = 0;
-		for (size_t i = 0; i < *nc; i++) {
+		for (size_t i = 0; i < nc; i++) {
 			if (c[i].member)
 				continue;
-			for (size_t j = 0; j < *nc; j++) {
+			for (size_t j = 0; j < nc; j++) {
 				if (c[j].member && c[j].pid == c[i].si.ppid) {
 					c[i].member = 1;
 					changed = 1;
@@ -326,6 +361,25 @@ static struct cand *scan_proc(struct rmon_proc *p, size_t *nc)
 			}
 		}
 	}
+}
+
+/* The processes known to the tracker with their stat (when the connector reports every fork
+ * of the tree, these are all its processes: no need to read the whole of /proc). */
+static struct cand *scan_known(struct rmon_proc *p, size_t *nc)
+{
+	size_t n = HASH_COUNT(p->tab);
+	struct cand *c = xmalloc((n + 1) * sizeof *c);
+	*nc = 0;
+	struct pentry *e, *tmp;
+	HASH_ITER(hh, p->tab, e, tmp)
+	{
+		if (read_stat(e->pid, p->ticks, p->page, &c[*nc].si) < 0)
+			continue;
+		c[*nc].pid = e->pid;
+		c[*nc].member = 0;
+		(*nc)++;
+	}
+	mark_members(p, c, *nc);
 	return c;
 }
 
@@ -371,6 +425,11 @@ static void account(struct rmon_proc *p, pid_t pid, const struct stat_info *si, 
 		scan_fds(p, pid);
 }
 
+void rmon_proc_set_complete(struct rmon_proc *p, int complete)
+{
+	p->complete = complete;
+}
+
 void rmon_proc_totals(const struct rmon_proc *p, struct rmon_proc_totals *out)
 {
 	*out = p->t;
@@ -391,7 +450,7 @@ int rmon_proc_sample(struct rmon_proc *p, const pid_t *pids, size_t n, int light
 		}
 	} else {
 		size_t nc;
-		struct cand *c = scan_proc(p, &nc);
+		struct cand *c = p->complete ? scan_known(p, &nc) : scan_proc(p, &nc);
 		for (size_t i = 0; i < nc; i++)
 			if (c[i].member)
 				account(p, c[i].pid, &c[i].si, light, &t);
@@ -529,15 +588,58 @@ static void cn_exit(struct rmon_proc *p, pid_t pid)
 	p->live--;
 }
 
+static void cn_message(const struct nlmsghdr *first, size_t len, struct rmon_proc *const *ps,
+                       size_t n)
+{
+	for (const struct nlmsghdr *h = first; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+		if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_NOOP)
+			continue;
+		const struct cn_msg *cn = NLMSG_DATA(h);
+		if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC)
+			continue;
+		struct proc_event ev;
+		size_t evlen = cn->len < sizeof ev ? cn->len : sizeof ev;
+		memset(&ev, 0, sizeof ev);
+		memcpy(&ev, cn->data, evlen);
+		if (ev.what == PROC_EVENT_FORK) {
+			if (ev.event_data.fork.child_pid != ev.event_data.fork.child_tgid)
+				continue; /* a thread */
+			for (size_t i = 0; i < n; i++)
+				if (ps[i])
+					cn_fork(ps[i], ev.event_data.fork.parent_tgid,
+					        ev.event_data.fork.child_tgid);
+		} else if (ev.what == PROC_EVENT_EXIT) {
+			if (ev.event_data.exit.process_pid != ev.event_data.exit.process_tgid)
+				continue;
+			for (size_t i = 0; i < n; i++)
+				if (ps[i])
+					cn_exit(ps[i], ev.event_data.exit.process_tgid);
+		}
+	}
+}
+
+#define CN_BATCH 32
+#define CN_MSG   1024 /* a proc event message is under 200 bytes */
+
 int rmon_proc_connector_read(int fd, struct rmon_proc *const *ps, size_t n)
 {
 	int lost = 0;
+	/* Every process of the machine reports here: many messages per call, read in batches. */
+	static __thread union {
+		char buf[CN_MSG];
+		struct nlmsghdr align;
+	} bufs[CN_BATCH];
+	struct mmsghdr msgs[CN_BATCH];
+	struct iovec iov[CN_BATCH];
 	for (;;) {
-		union {
-			char buf[8192];
-			struct nlmsghdr align;
-		} u;
-		ssize_t r = recv(fd, u.buf, sizeof u.buf, 0);
+		memset(msgs, 0, sizeof msgs);
+		for (int i = 0; i < CN_BATCH; i++) {
+			iov[i].iov_base = bufs[i].buf;
+			iov[i].iov_len = sizeof bufs[i].buf;
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+		}
+		int r = recvmmsg(fd, msgs, CN_BATCH, 0, NULL);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -549,34 +651,15 @@ int rmon_proc_connector_read(int fd, struct rmon_proc *const *ps, size_t n)
 		}
 		if (r == 0)
 			break;
-		size_t len = (size_t)r;
-		for (struct nlmsghdr *h = &u.align; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-			if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_NOOP)
-				continue;
-			struct cn_msg *cn = NLMSG_DATA(h);
-			if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC)
-				continue;
-			struct proc_event ev;
-			size_t evlen = cn->len < sizeof ev ? cn->len : sizeof ev;
-			memset(&ev, 0, sizeof ev);
-			memcpy(&ev, cn->data, evlen);
-			if (ev.what == PROC_EVENT_FORK) {
-				if (ev.event_data.fork.child_pid != ev.event_data.fork.child_tgid)
-					continue; /* a thread */
-				for (size_t i = 0; i < n; i++)
-					if (ps[i])
-						cn_fork(ps[i], ev.event_data.fork.parent_tgid,
-						        ev.event_data.fork.child_tgid);
-			} else if (ev.what == PROC_EVENT_EXIT) {
-				if (ev.event_data.exit.process_pid !=
-				    ev.event_data.exit.process_tgid)
-					continue;
-				for (size_t i = 0; i < n; i++)
-					if (ps[i])
-						cn_exit(ps[i], ev.event_data.exit.process_tgid);
-			}
-		}
+		for (int i = 0; i < r; i++)
+			cn_message(&bufs[i].align, msgs[i].msg_len, ps, n);
+		if (r < CN_BATCH)
+			break; /* drained (a new message wakes the poller again) */
 	}
+	if (lost)
+		for (size_t i = 0; i < n; i++)
+			if (ps[i])
+				ps[i]->complete = 0; /* forks were missed: scan /proc from now on */
 	return lost ? -ENOBUFS : 0;
 }
 
@@ -629,19 +712,46 @@ int64_t rmon_disk_usage(const char *const *dirs)
 	return ok ? total : err;
 }
 
+/* Machine-wide figures change slowly (the load average every 5 s, online CPUs on hotplug):
+ * they are read at most once per MACHINE_CPUS_US / MACHINE_LOAD_US by the whole process. */
+#define MACHINE_CPUS_US 5000000
+#define MACHINE_LOAD_US 1000000
+
+static pthread_mutex_t machine_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t cpus_at = -1, load_at = -1;
+static int cpus_cached;
+static double load_cached;
+
 int rmon_machine_cpus(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (int)n : 1;
+	int64_t now = time_monotonic_us();
+	pthread_mutex_lock(&machine_lock);
+	if (cpus_at < 0 || now - cpus_at >= MACHINE_CPUS_US) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		cpus_cached = n > 0 ? (int)n : 1;
+		cpus_at = now;
+	}
+	int r = cpus_cached;
+	pthread_mutex_unlock(&machine_lock);
+	return r;
 }
 
 double rmon_machine_load(void)
 {
-	char buf[256];
-	if (rmon_read_file("/proc/loadavg", buf, sizeof buf) <= 0)
-		return -1;
-	double l;
-	return sscanf(buf, "%lf", &l) == 1 ? l : -1;
+	int64_t now = time_monotonic_us();
+	pthread_mutex_lock(&machine_lock);
+	if (load_at < 0 || now - load_at >= MACHINE_LOAD_US) {
+		char buf[256];
+		double l;
+		if (rmon_read_file("/proc/loadavg", buf, sizeof buf) <= 0 ||
+		    sscanf(buf, "%lf", &l) != 1)
+			l = -1;
+		load_cached = l;
+		load_at = now;
+	}
+	double r = load_cached;
+	pthread_mutex_unlock(&machine_lock);
+	return r;
 }
 
 void rmon_machine_memory(int64_t *total, int64_t *available)

@@ -39,10 +39,18 @@ void rmon_proc_delete(struct rmon_proc *p);
  * checks. OUT receives the running totals. Returns 0 or -errno. */
 int rmon_proc_sample(struct rmon_proc *p, const pid_t *pids, size_t n, int light,
                      struct rmon_proc_totals *out);
+/* COMPLETE: a proc connector that was listening before the root started feeds this tracker,
+ * so every fork of the tree is known and samples read only the known processes instead of
+ * the whole of /proc (RMON_PROC_SESSION and _DESCENDANTS). Cleared by itself when the
+ * connector loses events. Default 0. */
+void rmon_proc_set_complete(struct rmon_proc *p, int complete);
 /* The running totals without sampling. */
 void rmon_proc_totals(const struct rmon_proc *p, struct rmon_proc_totals *out);
 /* Adds PID (child of PPID) to the tree, e.g. the root right after it was started. */
 void rmon_proc_add(struct rmon_proc *p, pid_t pid, pid_t ppid);
+/* Reads the final figures (CPU, I/O, context switches) of PID, a zombie not reaped yet, into
+ * its entry: for a process a sample cannot list (a cgroup lists no zombie). */
+void rmon_proc_final(struct rmon_proc *p, pid_t pid);
 /* The root was reaped by us with CPU_S seconds (its own and its waited-for children's, from
  * wait4): it leaves the tree with that exact figure. */
 void rmon_proc_root_exited(struct rmon_proc *p, double cpu_s);
@@ -65,8 +73,9 @@ int rmon_proc_connector_read(int fd, struct rmon_proc *const *ps, size_t n);
  * following symbolic links or leaving a file system. -errno when none could be read. */
 int64_t rmon_disk_usage(const char *const *dirs);
 
-/* Machine: online CPUs; 1-minute load average (-1 unknown); memory total and available in
- * bytes (-1 unknown). */
+/* Machine: online CPUs (read at most every 5 s); 1-minute load average (-1 unknown; read at
+ * most every second, the kernel updates it every 5 s); memory total and available in bytes
+ * (-1 unknown). Thread-safe. */
 int rmon_machine_cpus(void);
 double rmon_machine_load(void);
 void rmon_machine_memory(int64_t *total, int64_t *available);

@@ -177,7 +177,8 @@ pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, 
 	struct child_ctx c;
 	memset(&c, 0, sizeof c);
 	c.a = a;
-	char *path = rmon_spawn_lookup(a->argv[0], a->env);
+	/* One lookup per start: none when the caller has done it. */
+	char *path = a->path ? xstrdup(a->path) : rmon_spawn_lookup(a->argv[0], a->env);
 	c.path = path;
 	c.argv = (char *const *)a->argv;
 	c.envp = a->env ? (char *const *)a->env : environ;
@@ -190,8 +191,13 @@ pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, 
 	char *msg = xasprintf("htc: cannot execute '%s': ", a->argv[0]);
 	c.errmsg = msg;
 
-	void *stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
-	                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	/* The child's stack is kept for the next start of this thread: the thread is suspended
+	 * while the child uses it (CLONE_VFORK), so it is never used twice at once. */
+	static __thread void *kept_stack;
+	void *stack = kept_stack;
+	if (!stack)
+		stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+		             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED) {
 		int e = -errno;
 		free(path);
@@ -206,7 +212,7 @@ pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, 
 	    clone(child_main, (char *)stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
 	int e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	munmap(stack, CHILD_STACK);
+	kept_stack = stack;
 	free(path);
 	free(sh);
 	free(msg);

@@ -7,9 +7,10 @@
 #include <sys/types.h>
 
 struct rmon_spawn_args {
-	const char *const *argv;            /* argv[0] looked up in PATH (of env, else ours) here */
-	const char *const *env;             /* NULL = our environment */
-	const char *cwd;                    /* NULL = ours */
+	const char *const *argv; /* argv[0] looked up in PATH (of env, else ours) here... */
+	const char *path;        /* ...unless its executable is given here (no search) */
+	const char *const *env;  /* NULL = our environment */
+	const char *cwd;         /* NULL = ours */
 	int stdin_fd, stdout_fd, stderr_fd; /* -1 = inherit */
 	int new_session;
 	const int *cgroup_fds; /* cgroup.procs descriptors to write "0" into */

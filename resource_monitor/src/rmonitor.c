@@ -5,16 +5,13 @@
  * cgroups are off. Wall time is enforced by a timer and memory by kernel notification. */
 #include "rmonitor.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,7 +45,7 @@ struct rmonitor {
 	void *arg;
 
 	/* Owned copy of the spec. */
-	char **argv, **env, *cwd, *cpuset, **measure_dirs, *cgroup_root;
+	char **argv, **env, *cwd, *cpuset, **measure_dirs, *cgroup_root, *path;
 	int stdio[3];
 	int new_session;
 	int measure_only;
@@ -65,6 +62,7 @@ struct rmonitor {
 	int wstatus;
 	int reaped;
 	struct rmon_cgroup *cg;
+	struct rmon_cg_stats st;     /* the cgroup's figures at the last sample */
 	int cg_mem, cg_cpu, cg_pids; /* limits the kernel enforces */
 	int used_cgroups;
 	struct rmon_proc *proc;
@@ -174,6 +172,17 @@ static void signal_tracked(struct rmonitor *m, int sig)
 		kill(-m->pid, sig);
 }
 
+/* Samples /proc without a cgroup: the forks the connector has reported are taken in first
+ * (the tracker then reads only the known processes instead of the whole of /proc). */
+static void proc_sample(struct rmonitor *m, int light, struct rmon_proc_totals *out)
+{
+	if (m->cn_fd >= 0) {
+		struct rmon_proc *ps[1] = {m->proc};
+		rmon_proc_connector_read(m->cn_fd, ps, 1);
+	}
+	rmon_proc_sample(m->proc, NULL, 0, light, out);
+}
+
 /* Kills every process of the task, as fast as possible. */
 static void kill_tree(struct rmonitor *m)
 {
@@ -181,9 +190,9 @@ static void kill_tree(struct rmonitor *m)
 		rmon_cgroup_kill_all(m->cg, 0);
 	if (!m->cg && m->proc) {
 		/* Stop first so nobody forks while we go through the list, then kill. */
-		rmon_proc_sample(m->proc, NULL, 0, 1, NULL);
+		proc_sample(m, 1, NULL);
 		signal_tracked(m, SIGSTOP);
-		rmon_proc_sample(m->proc, NULL, 0, 1, NULL);
+		proc_sample(m, 1, NULL);
 	}
 	signal_tracked(m, SIGKILL);
 }
@@ -334,10 +343,18 @@ static void sample(struct rmonitor *m, int light)
 	pid_t *pids = NULL;
 	size_t n = 0;
 	if (m->cg) {
-		rmon_cgroup_stats(m->cg, &st);
+		/* What the samples use: the OOM figures only with a memory limit (finish()
+		 * looks at them), no block I/O (the /proc figures are used for it). */
+		unsigned what = RMON_CGS_MEMORY | RMON_CGS_CPU | RMON_CGS_PIDS;
+		if (m->mem_limit_mb >= 0)
+			what |= RMON_CGS_OOM;
+		rmon_cgroup_stats_some(m->cg, &st, what);
+		m->st = st;
 		rmon_cgroup_pids(m->cg, &pids, &n);
+		rmon_proc_sample(m->proc, pids, n, light, &m->tot);
+	} else {
+		proc_sample(m, light, &m->tot);
 	}
-	rmon_proc_sample(m->proc, pids, n, light, &m->tot);
 	free(pids);
 	struct rmon_proc_totals *t = &m->tot;
 
@@ -408,6 +425,7 @@ static void monitor_free(struct rmonitor *m)
 	free(m->cwd);
 	free(m->cpuset);
 	free(m->cgroup_root);
+	free(m->path);
 	free(m);
 }
 
@@ -463,15 +481,17 @@ static void finish(struct rmonitor *m)
 {
 	if (m->state == ST_DONE)
 		return;
-	sample(m, 0);
+	/* The last walk of the directories, then no other one in the last sample. */
 	measure_disk(m, 1);
+	m->disk_next_mono = INT64_MAX;
+	sample(m, 0);
 	m->state = ST_DONE;
 	m->end_us = time_now_us();
 	double wall = (double)(m->end_us - m->start_us) / 1e6;
 	struct rmsummary *s = &m->cur;
 	if (m->cg) {
-		struct rmon_cg_stats st;
-		rmon_cgroup_stats(m->cg, &st);
+		/* The figures of the sample just taken (the tree has ended). */
+		struct rmon_cg_stats st = m->st;
 		if (st.mem_peak > m->peak_bytes)
 			m->peak_bytes = st.mem_peak;
 		m->cache_now = st.mem_cache;
@@ -541,7 +561,7 @@ static int tree_empty(struct rmonitor *m)
 		return e != 0; /* an unreadable group counts as empty */
 	}
 	struct rmon_proc_totals t;
-	rmon_proc_sample(m->proc, NULL, 0, 1, &t);
+	proc_sample(m, 1, &t);
 	return t.nprocs == 0;
 }
 
@@ -568,8 +588,13 @@ static void check_child(struct rmonitor *m)
 	if (waitid(P_PID, (id_t)m->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
 	    si.si_pid != m->pid)
 		return;
-	/* Still a zombie: its /proc entry holds its final figures. */
-	sample(m, 0);
+	/* Still a zombie: its /proc entry holds its final figures. (A cgroup does not list it
+	 * any more, and its counters keep everything: the sample is taken after the reaping,
+	 * by finish() or below.) */
+	if (!m->cg)
+		sample(m, 0);
+	else
+		rmon_proc_final(m->proc, m->pid);
 	struct rusage ru;
 	int status;
 	pid_t r = wait4(m->pid, &status, WNOHANG, &ru);
@@ -587,10 +612,13 @@ static void check_child(struct rmonitor *m)
 	m->state = ST_DRAINING;
 	uv_timer_stop(&m->sample_timer);
 	uv_timer_stop(&m->fast_timer);
-	if (tree_empty(m))
+	if (tree_empty(m)) {
 		finish(m);
-	else
+	} else {
+		if (m->cg)
+			sample(m, 0);
 		uv_timer_start(&m->drain_timer, on_drain, DRAIN_MS, DRAIN_MS);
+	}
 }
 
 /* ---- callbacks -------------------------------------------------------------------------- */
@@ -724,7 +752,12 @@ static void init_handle(struct rmonitor *m, uv_handle_t *h)
 /* Creates the cgroup and sets its limits; on failure M->cg stays NULL. */
 static int setup_cgroup(struct rmonitor *m)
 {
+	/* Only the hierarchies this task needs: a CPU quota and pinning are asked for. */
 	struct rmon_cgroup_opts o = {.root = m->cgroup_root};
+	if (!m->measure_only && m->limits[RM_CORES] > 0)
+		o.controllers |= RMON_CG_WANT_CPU;
+	if (m->cpuset)
+		o.controllers |= RMON_CG_WANT_CPUSET;
 	int err = 0;
 	m->cg = rmon_cgroup_create(&o, &err);
 	if (!m->cg) {
@@ -762,6 +795,7 @@ static pid_t start_child(struct rmonitor *m, int *err)
 	}
 	struct rmon_spawn_args a = {
 	    .argv = (const char *const *)m->argv,
+	    .path = m->path,
 	    .env = (const char *const *)m->env,
 	    .cwd = m->cwd,
 	    .stdin_fd = m->stdio[0],
@@ -814,6 +848,7 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	m->cpuset = xstrdup(spec->cpuset);
 	m->measure_dirs = copy_strv(spec->measure_dirs);
 	m->cgroup_root = xstrdup(spec->cgroup_root);
+	m->path = xstrdup(spec->path);
 	m->stdio[0] = spec->stdin_fd;
 	m->stdio[1] = spec->stdout_fd;
 	m->stdio[2] = spec->stderr_fd;
@@ -903,6 +938,9 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	    m->cg ? RMON_PROC_CGROUP : (m->new_session ? RMON_PROC_SESSION : RMON_PROC_DESCENDANTS);
 	m->proc = rmon_proc_create(pid, mode, m->report_files);
 	rmon_proc_add(m->proc, pid, getpid());
+	/* The connector listened before the child existed: it reports every fork of the tree. */
+	if (!m->cg && m->cn_fd >= 0)
+		rmon_proc_set_complete(m->proc, 1);
 	debug(D_RMON, "started pid %ld (%s)%s%s", (long)pid, m->cur.command,
 	      m->cg ? " in cgroup " : ", no cgroup", m->cg ? rmon_cgroup_path(m->cg) : "");
 
@@ -1049,51 +1087,4 @@ void rmonitor_delete(struct rmonitor *m)
 	close_handle(m, (uv_handle_t *)&m->drain_timer, NULL);
 	close_handle(m, (uv_handle_t *)&m->mem_poll, &m->mem_poll_on);
 	close_handle(m, (uv_handle_t *)&m->cn_poll, &m->cn_poll_on);
-}
-
-/* ---- machine ---------------------------------------------------------------------------- */
-
-int rmonitor_cleanup_stale(const char *cgroup_root)
-{
-	struct rmon_cgroup_opts o = {.root = cgroup_root};
-	return rmon_cgroup_cleanup_stale(&o);
-}
-
-static int count_gpus(void)
-{
-	DIR *d = opendir("/dev");
-	if (!d)
-		return 0;
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		const char *p = de->d_name;
-		if (strncmp(p, "nvidia", 6) != 0 || !p[6])
-			continue;
-		int digits = 1;
-		for (const char *c = p + 6; *c; c++)
-			if (*c < '0' || *c > '9')
-				digits = 0;
-		n += digits;
-	}
-	closedir(d);
-	return n;
-}
-
-void rmonitor_machine_resources(const char *dir, struct rmsummary *out)
-{
-	cpu_set_t set;
-	int cpus = rmon_machine_cpus();
-	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-		cpus = CPU_COUNT(&set);
-	out->v[RM_CORES] = cpus;
-	int64_t total, avail;
-	rmon_machine_memory(&total, &avail);
-	out->v[RM_MEMORY] = total >= 0 ? floor((double)total / MB) : -1;
-	struct statvfs vfs;
-	if (statvfs(dir ? dir : ".", &vfs) == 0)
-		out->v[RM_DISK] = floor((double)vfs.f_bavail * (double)vfs.f_frsize / MB);
-	else
-		out->v[RM_DISK] = -1;
-	out->v[RM_GPUS] = count_gpus();
 }

@@ -34,6 +34,10 @@ typedef void (*rmonitor_done_fn)(struct rmonitor *m, const struct rmsummary *s, 
 struct rmonitor_spec {
 	/* What to run: argv[0] is looked up in PATH (execvp rules). Required. */
 	const char *const *argv;
+	/* The executable of argv[0] when the caller has looked it up already (e.g. with
+	 * rmon_spawn_lookup): it is executed as is, PATH is not searched again. NULL = look
+	 * argv[0] up here. */
+	const char *path;
 	const char *const *env;             /* complete environment; NULL = this process's */
 	const char *cwd;                    /* NULL = this process's */
 	int stdin_fd, stdout_fd, stderr_fd; /* dup2'd in the child; -1 = inherit */

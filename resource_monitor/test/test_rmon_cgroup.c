@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -107,11 +108,27 @@ static void fake_free(struct fake *f)
 	free(f->group);
 }
 
-/* Options that create the task group htc.4242.1 of fake F. */
+/* Options that create the task group htc.4242.1 of fake F, with every optional controller. */
 static struct rmon_cgroup_opts fake_opts(const struct fake *f)
 {
-	return (struct rmon_cgroup_opts){
-	    .root = f->root, .proc_self_cgroup = f->selfcg, .owner = 4242, .name = "htc.4242.1"};
+	return (struct rmon_cgroup_opts){.root = f->root,
+	                                 .proc_self_cgroup = f->selfcg,
+	                                 .owner = 4242,
+	                                 .name = "htc.4242.1",
+	                                 .controllers = RMON_CG_WANT_ALL};
+}
+
+/* Number of descriptors this process has open. */
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
 }
 
 /* Creates a group with options O (NULL: the real hierarchy and defaults); fails the test when
@@ -183,6 +200,7 @@ static void test_v2_fake_stats(void **state)
 {
 	(void)state;
 	struct fake f;
+	int fds_before = open_fds();
 	struct rmon_cgroup *cg = fake_v2_group(&f);
 	put(f.group, "memory.current", "1000\n");
 	put(f.group, "memory.peak", "5000\n");
@@ -208,6 +226,22 @@ static void test_v2_fake_stats(void **state)
 	assert_int_equal(st.oom_events, 3);
 	assert_int_equal(st.oom_kills, 1);
 	assert_int_equal(st.pids_current, 4);
+	/* The statistics files stay open (read again with pread, new values are seen). */
+	int fds_open = open_fds();
+	assert_true(fds_open > fds_before);
+	put(f.group, "pids.current", "5\n");
+	put(f.group, "memory.stat", "anon 310\nfile 690\n");
+	assert_int_equal(rmon_cgroup_stats(cg, &st), 0);
+	assert_int_equal(open_fds(), fds_open);
+	assert_int_equal(st.pids_current, 5);
+	assert_int_equal(st.mem_cache, 690);
+	assert_int_equal(st.mem_anon, 310);
+	/* Only the groups of fields asked for. */
+	assert_int_equal(rmon_cgroup_stats_some(cg, &st, RMON_CGS_PIDS), 0);
+	assert_int_equal(st.pids_current, 5);
+	assert_int_equal(st.mem_current, -1);
+	assert_int_equal(st.cpu_ns, -1);
+	assert_int_equal(st.io_read, -1);
 	/* Without memory.peak (kernels before 5.19) the peak is the largest current seen. */
 	char *peak = path_join(f.group, "memory.peak");
 	unlink(peak);
@@ -243,6 +277,127 @@ static void test_v2_fake_stats(void **state)
 	put(f.group, "memory.events", "low 0\nhigh 4\nmax 1\noom 2\noom_kill 1\n");
 	assert_int_equal(poll(&pf, 1, 1000), 1);
 	fake_free(&f);
+	/* Every descriptor of the group is closed by rmon_cgroup_delete. */
+	assert_int_equal(open_fds(), fds_before);
+}
+
+/* Without optional controllers, only memory and pids are passed down, and no CPU quota,
+ * pinning or block I/O is available. */
+static void test_v2_fake_default_controllers(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_v2(&f);
+	struct rmon_cgroup_opts o = fake_opts(&f);
+	o.controllers = 0;
+	f.cg = create_ok(&o);
+	expect_file(f.own, "cgroup.subtree_control", "+pids");
+	expect_file(f.base, "cgroup.subtree_control", "+memory +pids");
+	assert_int_equal(rmon_cgroup_set_cpu(f.cg, 1.0), HTC_EUNSUP);
+	assert_int_equal(rmon_cgroup_set_cpuset(f.cg, "0"), HTC_EUNSUP);
+	assert_int_equal(rmon_cgroup_set_pids(f.cg, 3), 0);
+	put(f.group, "io.stat", "8:0 rbytes=100 wbytes=200\n");
+	struct rmon_cg_stats st;
+	rmon_cgroup_stats(f.cg, &st);
+	assert_int_equal(st.io_read, -1);
+	/* A later group that wants the CPU quota enables the cpu controller then. */
+	rmon_cgroup_delete(f.cg);
+	f.cg = NULL;
+	o.controllers = RMON_CG_WANT_CPU;
+	f.cg = create_ok(&o);
+	expect_file(f.base, "cgroup.subtree_control", "+cpu");
+	assert_int_equal(rmon_cgroup_set_cpu(f.cg, 1.0), 0);
+	fake_free(&f);
+}
+
+/* A fake v1 layout: one hierarchy per controller under ROOT, our own group "/" in each. */
+static void fake_v1(char *root, size_t size, char **selfcg)
+{
+	snprintf(root, size, "/tmp/rmon-cg1-XXXXXX");
+	assert_non_null(mkdtemp(root));
+	static const char *const ctrl[] = {"memory", "cpu",     "cpuacct", "pids",
+	                                   "cpuset", "freezer", "blkio"};
+	for (size_t i = 0; i < sizeof ctrl / sizeof *ctrl; i++) {
+		char *d = path_join(root, ctrl[i]);
+		assert_int_equal(path_mkdir_p(d, 0755), 0);
+		put(d, "cgroup.procs", "");
+		if (i == 0)
+			put(d, "memory.limit_in_bytes", "9223372036854771712\n");
+		free(d);
+	}
+	*selfcg = path_join(root, "self_cgroup");
+	FILE *s = fopen(*selfcg, "w");
+	assert_non_null(s);
+	fputs("7:blkio:/\n6:freezer:/\n5:cpuset:/\n4:pids:/\n3:cpuacct:/\n2:cpu:/\n"
+	      "1:memory:/\n",
+	      s);
+	fclose(s);
+}
+
+static int in_hierarchy(const char *root, const char *ctrl, const char *group)
+{
+	char *p = xasprintf("%s/%s/htc/%s", root, ctrl, group);
+	int r = path_exists(p);
+	free(p);
+	return r;
+}
+
+/* v1: groups only in the hierarchies needed; the layout is discovered once, and again when a
+ * parent group has vanished. */
+static void test_v1_fake_layout_cache(void **state)
+{
+	(void)state;
+	char root[64];
+	char *selfcg;
+	fake_v1(root, sizeof root, &selfcg);
+	struct rmon_cgroup_opts o = {
+	    .root = root, .proc_self_cgroup = selfcg, .owner = 4242, .name = "htc.4242.1"};
+	assert_int_equal(rmon_cgroup_detect(root), RMON_CG_V1);
+	struct rmon_cgroup *cg = create_ok(&o);
+	static const char *const used[] = {"memory", "cpuacct", "pids", "freezer"};
+	static const char *const unused[] = {"cpu", "cpuset", "blkio"};
+	for (size_t i = 0; i < 4; i++)
+		if (!in_hierarchy(root, used[i], "htc.4242.1"))
+			fail_msg("no group in the %s hierarchy", used[i]);
+	for (size_t i = 0; i < 3; i++)
+		if (in_hierarchy(root, unused[i], "htc.4242.1"))
+			fail_msg("a group in the %s hierarchy, which was not asked for", unused[i]);
+	assert_int_equal(rmon_cgroup_set_cpu(cg, 1.0), HTC_EUNSUP);
+	assert_int_equal(rmon_cgroup_destroy(cg, 0), 0);
+	rmon_cgroup_delete(cg);
+	assert_false(in_hierarchy(root, "memory", "htc.4242.1"));
+
+	/* Cached: our own group moves, the next group still goes where the layout said. */
+	char *moved = path_join(root, "memory/moved");
+	assert_int_equal(mkdir(moved, 0755), 0);
+	FILE *s = fopen(selfcg, "w");
+	assert_non_null(s);
+	fputs("4:pids:/moved\n3:cpuacct:/moved\n1:memory:/moved\n", s);
+	fclose(s);
+	o.name = "htc.4242.2";
+	o.controllers = RMON_CG_WANT_CPU;
+	cg = create_ok(&o);
+	assert_true(in_hierarchy(root, "memory", "htc.4242.2"));
+	assert_true(in_hierarchy(root, "cpu", "htc.4242.2"));
+	assert_int_equal(rmon_cgroup_set_cpu(cg, 1.0), -ENOENT); /* a directory, no kernel */
+	assert_int_equal(rmon_cgroup_destroy(cg, 0), 0);
+	rmon_cgroup_delete(cg);
+
+	/* The parent vanished: the layout is discovered again (our group is /moved now). */
+	char *base = path_join(root, "memory/htc");
+	assert_int_equal(path_rm_rf(base), 0);
+	o.name = "htc.4242.3";
+	o.controllers = 0;
+	cg = create_ok(&o);
+	char *want = path_join(root, "memory/moved/htc/htc.4242.3");
+	assert_string_equal(rmon_cgroup_path(cg), want);
+	assert_int_equal(rmon_cgroup_destroy(cg, 0), 0);
+	rmon_cgroup_delete(cg);
+	free(want);
+	free(base);
+	free(moved);
+	free(selfcg);
+	path_rm_rf(root);
 }
 
 static void test_v2_fake_refusals(void **state)
@@ -337,7 +492,8 @@ static void test_v1_real(void **state)
 	(void)state;
 	if (rmon_cgroup_detect(NULL) != RMON_CG_V1)
 		fail_msg("this test needs cgroup v1 at /sys/fs/cgroup (the test machine has it)");
-	struct rmon_cgroup *cg = create_ok(NULL);
+	struct rmon_cgroup_opts o = {.controllers = RMON_CG_WANT_CPU};
+	struct rmon_cgroup *cg = create_ok(&o);
 	char *dir = xstrdup(rmon_cgroup_path(cg));
 	assert_true(path_exists(dir));
 	assert_int_equal(rmon_cgroup_set_memory(cg, 200 << 20, 1), 0);
@@ -483,6 +639,8 @@ int main(void)
 	    cmocka_unit_test(test_v2_fake_limits),
 	    cmocka_unit_test(test_v2_fake_stats),
 	    cmocka_unit_test(test_v2_fake_refusals),
+	    cmocka_unit_test(test_v2_fake_default_controllers),
+	    cmocka_unit_test(test_v1_fake_layout_cache),
 	    cmocka_unit_test(test_v2_fake_stale),
 	    cmocka_unit_test(test_v1_real),
 	    cmocka_unit_test(test_v1_memory_pause_and_kill),

@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -348,6 +349,73 @@ static void test_short_children(void **state)
 	}
 }
 
+/* A program the caller has looked up already (spec.path) is executed as is: argv[0] is not
+ * searched in PATH again. */
+static void test_resolved_path(void **state)
+{
+	(void)state;
+	const char *argv[] = {"no-such-program-htc", "-c", "exit 3", NULL};
+	struct rmonitor_spec spec;
+	spec_for(&spec, argv, RMONITOR_CGROUPS_OFF);
+	spec.path = "/bin/sh";
+	struct run r;
+	run(&spec, &r);
+	expect_exit(&r, 3);
+	run_free(&r);
+	spec.path = NULL; /* searched: not found, as from a shell */
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	spec.stderr_fd = devnull;
+	run(&spec, &r);
+	expect_exit(&r, 127);
+	run_free(&r);
+	close(devnull);
+}
+
+/* A process that leaves the tree's process group by double-forking (re-parented to init) is
+ * still followed until it ends, with and without cgroups. */
+static void test_orphan_followed(void **state)
+{
+	(void)state;
+	const char *argv[] = {"sh", "-c", "(sleep 0.3 &); exit 0", NULL};
+	for (int off = 0; off < 2; off++) {
+		struct run r;
+		struct rmonitor_spec spec;
+		spec_for(&spec, argv, mode(off));
+		spec.new_session = off; /* both /proc modes: descendants, then the session */
+		double t = run(&spec, &r);
+		expect_exit(&r, 0);
+		if (t < 0.3 || r.s.v[RM_TOTAL_PROCESSES] < 3)
+			fail_msg("ended after %.3f s with %g processes (cgroups %d)", t,
+			         r.s.v[RM_TOTAL_PROCESSES], !off);
+		run_free(&r);
+	}
+}
+
+/* Bytes written by a task shorter than the first sample are counted (from its /proc entry,
+ * read while it is a zombie), with and without cgroups. */
+static void test_short_task_io(void **state)
+{
+	(void)state;
+	char *prog = helper("write");
+	char dir[] = "/tmp/rmon-io-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *file = path_join(dir, "f");
+	const char *argv[] = {prog, file, "5", NULL};
+	for (int off = 0; off < 2; off++) {
+		struct run r;
+		run_argv(argv, mode(off), -1, &r);
+		expect_exit(&r, 0);
+		double w = r.s.v[RM_BYTES_WRITTEN];
+		if (w < 5 || w > 5.5)
+			fail_msg("bytes_written %g MB, want 5 (cgroups %d)", w, r.uses_cgroups);
+		run_free(&r);
+		unlink(file);
+	}
+	rmdir(dir);
+	free(file);
+	free(prog);
+}
+
 static void test_cpu_and_time_series(void **state)
 {
 	(void)state;
@@ -517,6 +585,9 @@ int main(void)
 	    cmocka_unit_test(test_files_and_disk),
 	    cmocka_unit_test(test_delete_running),
 	    cmocka_unit_test(test_required_unavailable),
+	    cmocka_unit_test(test_resolved_path),
+	    cmocka_unit_test(test_orphan_followed),
+	    cmocka_unit_test(test_short_task_io),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -683,16 +683,21 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	const char *sh_argv[] = {"/bin/sh", "-c", msg->command, NULL};
 	const char *const *argv = sh_argv;
 	char **words = shell_words_simple(msg->command);
+	char *prog = NULL;
 	if (words) {
-		char *prog = rmon_spawn_lookup(words[0], (const char *const *)env);
-		if (prog && access(prog, X_OK) == 0)
+		prog = rmon_spawn_lookup(words[0], (const char *const *)env);
+		if (prog && access(prog, X_OK) == 0) {
 			argv = (const char *const *)words;
-		free(prog);
+		} else {
+			free(prog);
+			prog = NULL;
+		}
 	}
 	const char *dirs[] = {wq_sandbox_path(sb), NULL};
 	struct rmonitor_spec spec;
 	rmonitor_spec_init(&spec);
 	spec.argv = argv;
+	spec.path = prog; /* found above: not searched again */
 	spec.env = (const char *const *)env;
 	spec.cwd = wq_sandbox_work_path(sb);
 	spec.stdin_fd = null_fd;
@@ -719,6 +724,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	t->m = rmonitor_start(t->loop, &spec, on_monitor_done, t, &err);
 	worker_task_env_free(env);
 	shell_words_free(words);
+	free(prog);
 	close(null_fd);
 	close(out_fd);
 	if (!t->m) {
