@@ -66,6 +66,8 @@ struct wq_cache_partial {
 	int fd;         /* the file being written, or the directory */
 	struct sha256_ctx *ctx;
 	bool removed;
+	bool stored; /* written with wq_cache_partial_store: the caller hashes */
+	bool hashed; /* written with wq_cache_partial_write */
 };
 
 bool wq_cache_name_valid(const char *name)
@@ -427,7 +429,7 @@ int wq_cache_partial_abort(struct wq_cache_partial *p)
 	return unlinkat(p->partial_fd, p->tmp, 0) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-int wq_cache_partial_write(struct wq_cache_partial *p, const void *data, size_t len)
+static int partial_append(struct wq_cache_partial *p, const void *data, size_t len)
 {
 	if (p->is_dir || p->fd < 0)
 		return -EBADF;
@@ -442,7 +444,20 @@ int wq_cache_partial_write(struct wq_cache_partial *p, const void *data, size_t 
 	if (r < 0)
 		return r;
 	p->written += len;
-	return sha256_ctx_update(p->ctx, data, len);
+	return 0;
+}
+
+int wq_cache_partial_write(struct wq_cache_partial *p, const void *data, size_t len)
+{
+	p->hashed = true;
+	int r = partial_append(p, data, len);
+	return r < 0 ? r : sha256_ctx_update(p->ctx, data, len);
+}
+
+int wq_cache_partial_store(struct wq_cache_partial *p, const void *data, size_t len)
+{
+	p->stored = true;
+	return partial_append(p, data, len);
 }
 
 static int corrupt(struct wq_cache_partial *p, const char *what)
@@ -452,22 +467,14 @@ static int corrupt(struct wq_cache_partial *p, const char *what)
 	return HTC_ECORRUPT;
 }
 
-int wq_cache_partial_finish(struct wq_cache_partial *p, const char *sha256hex)
+/* The checks and the commit common to both finishes: HEX is the hash of what was written. */
+static int partial_commit(struct wq_cache_partial *p, const char *hex, const char *sha256hex)
 {
-	if (p->is_dir || p->fd < 0)
-		return -EBADF;
-	if (p->written != p->size)
-		return corrupt(p, "shorter than its declared size");
-	char hex[SHA256_HEX_SIZE];
-	int r = sha256_ctx_final(p->ctx, hex);
-	if (r < 0) {
-		wq_cache_partial_abort(p);
-		return r;
-	}
 	if (!sha256hex || strcmp(hex, sha256hex))
 		return corrupt(p, "content does not match the announced sha256");
 	if (p->name[0] == 'F' && strcmp(hex, p->name + 2))
 		return corrupt(p, "content does not match the object name");
+	int r;
 	if (fchmod(p->fd, 0555) < 0 || close(p->fd) < 0) {
 		r = errno == ENOSPC || errno == EDQUOT ? -ENOSPC : -errno;
 		p->fd = -1;
@@ -483,6 +490,39 @@ int wq_cache_partial_finish(struct wq_cache_partial *p, const char *sha256hex)
 	p->removed = true;
 	p->final_size = p->written;
 	return 0;
+}
+
+int wq_cache_partial_finish(struct wq_cache_partial *p, const char *sha256hex)
+{
+	if (p->is_dir || p->fd < 0)
+		return -EBADF;
+	if (p->stored) {
+		wq_cache_partial_abort(p);
+		return -EINVAL;
+	}
+	if (p->written != p->size)
+		return corrupt(p, "shorter than its declared size");
+	char hex[SHA256_HEX_SIZE];
+	int r = sha256_ctx_final(p->ctx, hex);
+	if (r < 0) {
+		wq_cache_partial_abort(p);
+		return r;
+	}
+	return partial_commit(p, hex, sha256hex);
+}
+
+int wq_cache_partial_finish_hashed(struct wq_cache_partial *p, const char *hex,
+                                   const char *sha256hex)
+{
+	if (p->is_dir || p->fd < 0)
+		return -EBADF;
+	if (p->hashed || !hex) {
+		wq_cache_partial_abort(p);
+		return -EINVAL;
+	}
+	if (p->written != p->size)
+		return corrupt(p, "shorter than its declared size");
+	return partial_commit(p, hex, sha256hex);
 }
 
 int wq_cache_partial_finish_dir(struct wq_cache_partial *p, struct wq_listing *listing,

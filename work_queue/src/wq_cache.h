@@ -108,6 +108,11 @@ int wq_cache_begin(struct wq_cache *c, const char *name, enum wq_cache_keep keep
  * declared size arrives; another -errno for a write error. */
 int wq_cache_partial_write(struct wq_cache_partial *p, const void *data, size_t len);
 
+/* Thread-safe: appends LEN bytes of a file object like wq_cache_partial_write, but without
+ * hashing them: the caller hashes exactly the bytes it stores (for instance in another thread,
+ * while this write runs) and ends with wq_cache_partial_finish_hashed(). Same returns. */
+int wq_cache_partial_store(struct wq_cache_partial *p, const void *data, size_t len);
+
 /* Thread-safe: the directory fd of a D- partial (owned by the partial), in which members are
  * created with wq_mkdir_beneath / wq_create_beneath, or -1 for a file object. */
 int wq_cache_partial_dirfd(const struct wq_cache_partial *p);
@@ -117,6 +122,11 @@ int wq_cache_partial_dirfd(const struct wq_cache_partial *p);
  * the file into place. Returns 0; HTC_ECORRUPT (xfer_error `corrupt`) or -errno, with the
  * partial deleted. */
 int wq_cache_partial_finish(struct wq_cache_partial *p, const char *sha256hex);
+/* Thread-safe: the same for a file filled with wq_cache_partial_store: HEX is the caller's
+ * SHA-256 of the bytes it stored, SHA256HEX the one announced. Calling wq_cache_partial_finish on
+ * such a partial (or this one on a hashed partial) fails with -EINVAL, partial deleted. */
+int wq_cache_partial_finish_hashed(struct wq_cache_partial *p, const char *hex,
+                                   const char *sha256hex);
 
 /* Thread-safe: dir_end of a D- object. LISTING holds the entries received (built with
  * wq_listing_add_*), ENTRIES the count announced and LISTING_HEX the hash announced. Checks the

@@ -5,7 +5,10 @@
 #include "wq_conn.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +18,11 @@
 #include "xalloc.h"
 #include "banned.h"
 
-#define READ_BUFFER_SIZE (64 * 1024)
-#define WQ_TEXT_SEND_MAX 1024 /* error texts are sent truncated to this many bytes */
-#define LOG_RATE_LINES   10   /* violation lines per second per process */
+#define READ_BUFFER_SIZE (64 * 1024) /* first size of the read buffer ... */
+#define READ_BUFFER_MAX  (1u << 20)  /* ... doubled up to this while reads fill it */
+#define DATA_POOL_LIMIT  32          /* idle zero-copy DATA buffers kept (8 MiB) */
+#define WQ_TEXT_SEND_MAX 1024        /* error texts are sent truncated to this many bytes */
+#define LOG_RATE_LINES   10          /* violation lines per second per process */
 
 enum conn_state {
 	ST_OPEN,    /* frames flow */
@@ -31,6 +36,8 @@ struct wreq {
 	uv_write_t req;
 	struct wq_conn *c;
 	size_t size;
+	struct wreq *next_free; /* in the pool of DATA buffers */
+	bool pooled;            /* a DATA buffer of WQ_MAX_DATA bytes: back to the pool */
 	uint8_t bytes[];
 };
 
@@ -52,6 +59,8 @@ struct wq_conn {
 	struct wq_frame_reader *reader;
 	size_t msg_limit;
 	uint8_t *rbuf;
+	size_t rcap;      /* size of rbuf */
+	int rgrow;        /* the last read filled rbuf: double it at the next allocation */
 	uint8_t *pending; /* frames read but not delivered while paused */
 	size_t pending_len, pending_off;
 	int paused, reading, check_first;
@@ -196,12 +205,31 @@ static void conn_end(struct wq_conn *c, enum wq_conn_end why, const char *fmt, .
 
 /* ---- writing -------------------------------------------------------------- */
 
+static pthread_mutex_t data_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct wreq *data_pool;
+static size_t data_pool_n;
+
+static void wreq_free(struct wreq *w)
+{
+	if (w && w->pooled) {
+		pthread_mutex_lock(&data_pool_lock);
+		if (data_pool_n < DATA_POOL_LIMIT) {
+			w->next_free = data_pool;
+			data_pool = w;
+			data_pool_n++;
+			w = NULL;
+		}
+		pthread_mutex_unlock(&data_pool_lock);
+	}
+	free(w);
+}
+
 static void write_done(uv_write_t *req, int status)
 {
 	struct wreq *w = (struct wreq *)req;
 	struct wq_conn *c = w->c;
 	c->queued -= w->size;
-	free(w);
+	wreq_free(w);
 	if (status < 0) {
 		if (c->state <= ST_CLOSING)
 			conn_end(c, WQ_CONN_END_ERROR, "write error: %s", uv_strerror(status));
@@ -228,7 +256,7 @@ static int submit_write(struct wq_conn *c, struct wreq *w)
 	int rc = uv_write(&w->req, (uv_stream_t *)c->tcp, &b, 1, write_done);
 	if (rc < 0) {
 		c->queued -= w->size;
-		free(w);
+		wreq_free(w);
 		conn_end(c, WQ_CONN_END_ERROR, "write error: %s", uv_strerror(rc));
 		return rc;
 	}
@@ -239,6 +267,7 @@ static struct wreq *wreq_new(size_t size)
 {
 	struct wreq *w = xmalloc(sizeof *w + size);
 	w->size = size;
+	w->pooled = false;
 	return w;
 }
 
@@ -259,7 +288,7 @@ static int conn_bytes_out(struct wq_conn *c, struct wreq *w)
 	if (!c->has_filter)
 		return submit_write(c, w);
 	int rc = c->filter.out(c, w->bytes, w->size, c->fctx);
-	free(w);
+	wreq_free(w);
 	if (rc < 0)
 		conn_end(c, WQ_CONN_END_ERROR, "filter: %s", htc_strerror(rc));
 	return rc;
@@ -340,6 +369,53 @@ int wq_conn_send_data(struct wq_conn *c, uint32_t xfer, const void *bytes, size_
 	return conn_bytes_out(c, w);
 }
 
+void wq_conn_set_data_pieces(struct wq_conn *c, bool on)
+{
+	wq_frame_reader_set_data_pieces(c->reader, on);
+}
+
+uint8_t *wq_conn_data_buffer_new(void)
+{
+	pthread_mutex_lock(&data_pool_lock);
+	struct wreq *w = data_pool;
+	if (w) {
+		data_pool = w->next_free;
+		data_pool_n--;
+	}
+	pthread_mutex_unlock(&data_pool_lock);
+	if (!w) {
+		w = wreq_new(WQ_FRAME_HEADER_SIZE + WQ_MAX_DATA);
+		w->pooled = true;
+	}
+	return w->bytes + WQ_FRAME_HEADER_SIZE;
+}
+
+static struct wreq *wreq_of_payload(uint8_t *payload)
+{
+	return (struct wreq *)(payload - WQ_FRAME_HEADER_SIZE - offsetof(struct wreq, bytes));
+}
+
+void wq_conn_data_buffer_free(uint8_t *payload)
+{
+	if (payload)
+		wreq_free(wreq_of_payload(payload));
+}
+
+int wq_conn_send_data_buffer(struct wq_conn *c, uint32_t xfer, uint8_t *payload, size_t len)
+{
+	struct wreq *w = wreq_of_payload(payload);
+	int rc = xfer == 0 || len < WQ_MIN_DATA || len > WQ_MAX_DATA ? -EINVAL : 0;
+	if (rc == 0)
+		rc = can_queue(c, WQ_FRAME_HEADER_SIZE + len, 0);
+	if (rc < 0) {
+		wreq_free(w);
+		return rc;
+	}
+	w->size = WQ_FRAME_HEADER_SIZE + len;
+	wq_frame_pack_header(w->bytes, WQ_FRAME_DATA, xfer, (uint32_t)len);
+	return conn_bytes_out(c, w);
+}
+
 size_t wq_conn_write_queue_size(const struct wq_conn *c)
 {
 	return c->queued;
@@ -363,9 +439,19 @@ static void alloc_read(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	struct wq_conn *c = h->data;
 	(void)suggested;
-	if (!c->rbuf)
-		c->rbuf = xmalloc(READ_BUFFER_SIZE);
-	*buf = uv_buf_init((char *)c->rbuf, READ_BUFFER_SIZE);
+	if (c->rgrow && c->rcap < READ_BUFFER_MAX) {
+		/* reads fill the buffer (a bulk transfer): fewer, larger reads */
+		free(c->rbuf);
+		c->rbuf = NULL;
+		c->rcap *= 2;
+	}
+	c->rgrow = 0;
+	if (!c->rbuf) {
+		if (!c->rcap)
+			c->rcap = READ_BUFFER_SIZE;
+		c->rbuf = xmalloc(c->rcap);
+	}
+	*buf = uv_buf_init((char *)c->rbuf, (unsigned)c->rcap);
 }
 
 static void read_done(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
@@ -565,11 +651,12 @@ static size_t process(struct wq_conn *c, const uint8_t *data, size_t len)
 		}
 		if (rc == 0)
 			continue;
-		c->last_rx = uv_now(c->tcp->loop);
+		if (f.last)
+			c->last_rx = uv_now(c->tcp->loop);
 		if (f.type == WQ_FRAME_MSG)
 			deliver_msg(c, &f);
 		else if (!c->deleted && c->cb.data)
-			c->cb.data(c, f.xfer, f.payload, f.length, c->user);
+			c->cb.data(c, f.xfer, f.payload, f.piece, c->user);
 	}
 	c->busy--;
 	return off;
@@ -648,6 +735,8 @@ static void read_done(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_end(c, WQ_CONN_END_ERROR, "read error: %s", uv_strerror((int)nread));
 		return;
 	}
+	if ((size_t)nread == c->rcap)
+		c->rgrow = 1;
 	conn_bytes_in(c, c->rbuf, (size_t)nread);
 }
 

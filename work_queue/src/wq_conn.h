@@ -5,6 +5,7 @@
 #ifndef HTC_WQ_CONN_H
 #define HTC_WQ_CONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,7 +50,7 @@ struct wq_conn_callbacks {
 	void (*message)(struct wq_conn *c, json_t *msg, const char *name, const uint8_t *raw,
 	                size_t len, void *user);
 	/* A DATA frame: transfer id XFER (>= 1), LEN (1 .. WQ_MAX_DATA) bytes valid during the
-	 * call. */
+	 * call; or, after wq_conn_set_data_pieces(), a piece of one. */
 	void (*data)(struct wq_conn *c, uint32_t xfer, const uint8_t *bytes, size_t len,
 	             void *user);
 	/* The write queue went above WQ_CONN_QUEUE_HIGH and has now fallen below WQ_CONN_QUEUE_LOW.
@@ -114,6 +115,23 @@ int wq_conn_send_msg_bytes(struct wq_conn *c, const void *payload, size_t len);
 /* Sends a DATA frame for transfer XFER (>= 1) with LEN (1 .. WQ_MAX_DATA) bytes, copied. Same
  * returns as wq_conn_send_msg (-EINVAL for a bad XFER or LEN). */
 int wq_conn_send_data(struct wq_conn *c, uint32_t xfer, const void *bytes, size_t len);
+
+/* With ON, the data callback gets each DATA frame in pieces as the socket delivers them (in order,
+ * 1 .. WQ_MAX_DATA bytes each, the header checked before the first piece) instead of whole frames
+ * gathered into a buffer: one copy less for a consumer that appends the bytes anyway (the
+ * transfer receiver turns it on). A frame counts as activity once its last piece is in. Takes
+ * effect from the next frame on. */
+void wq_conn_set_data_pieces(struct wq_conn *c, bool on);
+
+/* Zero-copy DATA frames for file senders. wq_conn_data_buffer_new() returns room for WQ_MAX_DATA
+ * payload bytes with the frame header's place in front (never NULL); it may be filled in any
+ * thread. wq_conn_send_data_buffer() sends LEN bytes of it as a DATA frame for XFER without
+ * copying, and takes the buffer whatever it returns (same returns as wq_conn_send_data). A buffer
+ * not sent is given back with wq_conn_data_buffer_free() (NULL accepted). Buffers are recycled
+ * through a small process-wide pool. */
+uint8_t *wq_conn_data_buffer_new(void);
+void wq_conn_data_buffer_free(uint8_t *payload);
+int wq_conn_send_data_buffer(struct wq_conn *c, uint32_t xfer, uint8_t *payload, size_t len);
 
 /* Bytes of frames queued and not yet reported written by libuv (at least
  * uv_stream_get_write_queue_size(); this is the memory the queue holds). */

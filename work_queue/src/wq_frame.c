@@ -28,6 +28,7 @@ struct wq_frame_reader {
 	size_t peak;  /* largest cap ever */
 	int returned; /* the last call returned a frame: start a new one at the next call */
 	size_t msg_limit;
+	int pieces, pieces_next; /* DATA in pieces: for the current frame, from the next one */
 	int error;
 	char text[WQ_FRAME_TEXT_SIZE];
 };
@@ -96,6 +97,13 @@ const char *wq_frame_reader_error(const struct wq_frame_reader *r)
 const char *wq_frame_error_code(int rc)
 {
 	return rc == HTC_ETOOBIG ? "too_big" : "proto";
+}
+
+void wq_frame_reader_set_data_pieces(struct wq_frame_reader *r, int on)
+{
+	r->pieces_next = on != 0;
+	if (r->hgot == 0)
+		r->pieces = r->pieces_next;
 }
 
 size_t wq_frame_reader_buffer_size(const struct wq_frame_reader *r)
@@ -206,6 +214,8 @@ int wq_frame_reader_feed(struct wq_frame_reader *r, const void *data, size_t len
 			r->cap = 0;
 		}
 	}
+	if (r->hgot == 0)
+		r->pieces = r->pieces_next;
 	while (r->hgot < WQ_FRAME_HEADER_SIZE && p < end) {
 		r->hdr[r->hgot++] = *p++;
 		int rc = check_field(r);
@@ -223,6 +233,20 @@ int wq_frame_reader_feed(struct wq_frame_reader *r, const void *data, size_t len
 	f->type = r->type;
 	f->xfer = r->xfer;
 	f->length = r->length;
+	f->piece = r->length;
+	f->last = 1;
+	if (r->pieces && r->type == WQ_FRAME_DATA) {
+		size_t n = avail < missing ? avail : missing;
+		*used = (size_t)(p - start) + n;
+		if (n == 0)
+			return 0;
+		f->payload = p;
+		f->piece = (uint32_t)n;
+		r->got += n;
+		f->last = r->got == r->length;
+		r->returned = f->last;
+		return 1;
+	}
 	if (r->got == 0 && avail >= missing) {
 		/* the whole payload is in DATA: no copy */
 		f->payload = p;

@@ -39,8 +39,10 @@ void wq_frame_pack_header(uint8_t out[WQ_FRAME_HEADER_SIZE], uint8_t type, uint3
 struct wq_frame {
 	uint8_t type; /* WQ_FRAME_MSG or WQ_FRAME_DATA */
 	uint32_t xfer;
-	uint32_t length;
+	uint32_t length; /* of the whole payload */
 	const uint8_t *payload;
+	uint32_t piece; /* bytes at PAYLOAD: LENGTH, or less for a piece of a DATA frame */
+	int last;       /* 1 when this ends the frame (always, except for DATA pieces) */
 };
 
 struct wq_frame_reader;
@@ -51,6 +53,12 @@ struct wq_frame_reader;
 struct wq_frame_reader *wq_frame_reader_create(size_t msg_limit);
 /* Frees the reader and its buffer. NULL is accepted. */
 void wq_frame_reader_delete(struct wq_frame_reader *r);
+
+/* With ON, DATA payloads are returned in pieces as the bytes come (each piece a return of 1 with
+ * PIECE bytes at PAYLOAD, never copied into the reader's buffer; LAST on the piece that ends the
+ * frame; the header is checked before the first), rather than gathered whole. MSG frames are
+ * always whole. Takes effect from the next frame on. */
+void wq_frame_reader_set_data_pieces(struct wq_frame_reader *r, int on);
 
 /* Sets the MSG limit for every frame whose header is not complete yet (raised to WQ_MAX_MSG after
  * authentication). Returns 0, or -EINVAL outside WQ_MIN_MSG .. WQ_MAX_MSG. */

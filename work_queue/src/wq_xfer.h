@@ -177,7 +177,8 @@ struct wq_xfer_in *wq_xfer_in_create(uv_loop_t *loop, struct wq_conn *c, bool is
 void wq_xfer_in_delete(struct wq_xfer_in *i);
 
 /* The owner forwards `xfer_begin`, `xfer_end`, `xfer_abort` and `dir_*` messages (returns 1 if
- * NAME is one of them, else 0) and every DATA frame. Violations are raised on the connection. */
+ * NAME is one of them, else 0) and every DATA frame, or piece of one: the receiver turns on
+ * wq_conn_set_data_pieces() on C at creation. Violations are raised on the connection. */
 int wq_xfer_in_message(struct wq_xfer_in *i, json_t *msg, const char *name);
 void wq_xfer_in_data(struct wq_xfer_in *i, uint32_t xfer, const uint8_t *bytes, size_t len);
 

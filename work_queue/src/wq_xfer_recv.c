@@ -25,11 +25,18 @@
 #include "xalloc.h"
 #include "banned.h"
 
+/* Received DATA bytes waiting for the disk. Frames are appended to the last chunk while it has
+ * room, so a thread writes and hashes ~1 MiB at a time; full-size chunks are recycled through a
+ * small pool per receiver (no page faults and zeroing of fresh memory for every frame). */
 struct chunk {
 	struct chunk *next;
-	size_t len;
+	size_t len, cap;
 	uint8_t data[];
 };
+
+#define RECV_CHUNK_CAP  (1u << 20)   /* capacity of a pooled chunk */
+#define RECV_POOL_LIMIT 16           /* pooled chunks kept per receiver */
+#define RECV_SPLIT_MIN  (256u << 10) /* smaller batches are hashed and written by one work */
 
 enum end_kind { END_NONE, END_FINISH, END_ABORT };
 
@@ -57,7 +64,9 @@ struct in_xfer {
 	struct chunk *batch;
 	size_t batch_bytes;
 	bool busy;
-	uv_work_t work;
+	int nwork; /* works in flight for the batch: 1, or 2 when hashing beside the write */
+	uv_work_t work, hwork;
+	int hresult; /* result of the hashing work */
 	enum end_kind end;
 	bool end_in_batch, end_done;
 	char want[SHA256_HEX_SIZE];
@@ -123,6 +132,8 @@ struct wq_xfer_in {
 	bool dead, deleted;
 	size_t busy;
 	size_t live; /* transfers and directories not yet freed */
+	struct chunk *pool;
+	size_t npool;
 };
 
 static void x_kick(struct in_xfer *x);
@@ -175,10 +186,55 @@ static enum wq_xfer_error_code code_of(int status)
 	return WQ_XERR_IO;
 }
 
+static void free_chunks(struct chunk *c)
+{
+	while (c) {
+		struct chunk *n = c->next;
+		free(c);
+		c = n;
+	}
+}
+
 static void maybe_free_in(struct wq_xfer_in *i)
 {
-	if (i->deleted && i->busy == 0 && i->live == 0)
+	if (i->deleted && i->busy == 0 && i->live == 0) {
+		free_chunks(i->pool);
 		free(i);
+	}
+}
+
+/* A chunk for at least WANT bytes: from the pool when WANT is a full chunk. */
+static struct chunk *chunk_get(struct wq_xfer_in *i, size_t want)
+{
+	struct chunk *c;
+	if (want >= RECV_CHUNK_CAP && i->pool) {
+		c = i->pool;
+		i->pool = c->next;
+		i->npool--;
+	} else {
+		size_t cap = want >= RECV_CHUNK_CAP ? RECV_CHUNK_CAP : want;
+		c = xmalloc(sizeof *c + cap);
+		c->cap = cap;
+	}
+	c->next = NULL;
+	c->len = 0;
+	return c;
+}
+
+/* Gives back the list C: full-size chunks to the pool (up to its limit), the others freed. */
+static void chunks_put(struct wq_xfer_in *i, struct chunk *c)
+{
+	while (c) {
+		struct chunk *n = c->next;
+		if (c->cap == RECV_CHUNK_CAP && i->npool < RECV_POOL_LIMIT) {
+			c->next = i->pool;
+			i->pool = c;
+			i->npool++;
+		} else {
+			free(c);
+		}
+		c = n;
+	}
 }
 
 static void update_backpressure(struct wq_xfer_in *i)
@@ -193,15 +249,6 @@ static void update_backpressure(struct wq_xfer_in *i)
 	} else if (i->paused && i->pending < WQ_XFER_RECV_LOW) {
 		i->paused = false;
 		wq_conn_resume_reading(i->c);
-	}
-}
-
-static void free_chunks(struct chunk *c)
-{
-	while (c) {
-		struct chunk *n = c->next;
-		free(c);
-		c = n;
 	}
 }
 
@@ -225,15 +272,18 @@ static void x_cleanup(struct in_xfer *x)
 		unlinkat(x->dir->dirfd, x->b->target.member, 0);
 }
 
-static int x_store(struct in_xfer *x, const uint8_t *data, size_t len)
+/* Writes LEN bytes of content, hashing them too when HASH (otherwise the hashing work of the
+ * same batch does). A cache partial is filled with wq_cache_partial_store: the hash is this
+ * transfer's, computed once. */
+static int x_store(struct in_xfer *x, const uint8_t *data, size_t len, bool hash)
 {
 	if (x->out + len > (uint64_t)x->b->size)
 		return HTC_EPROTO;
 	x->out += len;
-	if (sha256_ctx_update(x->sha, data, len) < 0)
+	if (hash && sha256_ctx_update(x->sha, data, len) < 0)
 		return -EIO;
 	if (x->partial) {
-		int r = wq_cache_partial_write(x->partial, data, len);
+		int r = wq_cache_partial_store(x->partial, data, len);
 		return r == HTC_ETOOBIG ? HTC_EPROTO : r;
 	}
 	return wq_write_all(x->fd, data, len);
@@ -242,7 +292,7 @@ static int x_store(struct in_xfer *x, const uint8_t *data, size_t len)
 static int x_consume(struct in_xfer *x, const uint8_t *data, size_t len)
 {
 	if (x->b->enc == WQ_ENC_NONE)
-		return x_store(x, data, len);
+		return x_store(x, data, len, true);
 	if (!x->zbuf)
 		x->zbuf = xmalloc(WQ_XFER_INFLATE_BUF);
 	x->z.next_in = (Bytef *)data;
@@ -257,7 +307,7 @@ static int x_consume(struct in_xfer *x, const uint8_t *data, size_t len)
 			return HTC_EPROTO;
 		size_t n = WQ_XFER_INFLATE_BUF - x->z.avail_out;
 		if (n) {
-			int r = x_store(x, x->zbuf, n);
+			int r = x_store(x, x->zbuf, n, true);
 			if (r < 0)
 				return r;
 		}
@@ -273,7 +323,7 @@ static int x_consume(struct in_xfer *x, const uint8_t *data, size_t len)
 		int zr = inflate(&x->z, Z_NO_FLUSH);
 		size_t n = WQ_XFER_INFLATE_BUF - x->z.avail_out;
 		if (n) {
-			int r = x_store(x, x->zbuf, n);
+			int r = x_store(x, x->zbuf, n, true);
 			if (r < 0)
 				return r;
 		}
@@ -297,7 +347,7 @@ static int x_finish(struct in_xfer *x)
 	if (obj && obj[0] == 'F' && strcmp(obj + 2, x->hex) != 0)
 		return HTC_ECORRUPT;
 	if (x->partial)
-		return wq_cache_partial_finish(x->partial, x->hex);
+		return wq_cache_partial_finish_hashed(x->partial, x->hex, x->want);
 	if (x->fsync && fsync(x->fd) < 0)
 		return errno == ENOSPC || errno == EDQUOT ? -ENOSPC : -errno;
 	int r = close(x->fd);
@@ -322,6 +372,25 @@ static void x_work(uv_work_t *w)
 		x_cleanup(x);
 }
 
+/* A batch in the middle of a plain transfer is written by this work while x_hash_work hashes
+ * it in another thread: the two run side by side on the same (read-only) chunks. */
+static void x_write_work(uv_work_t *w)
+{
+	struct in_xfer *x = w->data;
+	for (struct chunk *c = x->batch; c && x->result == 0; c = c->next)
+		x->result = x_store(x, c->data, c->len, false);
+	if (x->result < 0)
+		x_cleanup(x);
+}
+
+static void x_hash_work(uv_work_t *w)
+{
+	struct in_xfer *x = w->data;
+	for (struct chunk *c = x->batch; c && x->hresult == 0; c = c->next)
+		if (sha256_ctx_update(x->sha, c->data, c->len) < 0)
+			x->hresult = -EIO;
+}
+
 /* ---- loop side of a file ----------------------------------------------------------------------
  */
 
@@ -332,7 +401,7 @@ static void x_free(struct in_xfer *x)
 	if (!x->closed && i->nopen > 0)
 		i->nopen--;
 	i->pending -= x->pending_bytes;
-	free_chunks(x->pending);
+	chunks_put(i, x->pending);
 	if (x->fd >= 0)
 		close(x->fd);
 	sha256_ctx_delete(x->sha);
@@ -388,10 +457,16 @@ static void x_after(uv_work_t *w, int status)
 	(void)status;
 	struct in_xfer *x = w->data;
 	struct wq_xfer_in *i = x->in;
-	x->busy = false;
 	i->busy--;
+	if (--x->nwork > 0)
+		return; /* the other half of the batch is still running */
+	x->busy = false;
+	if (x->hresult < 0 && x->result == 0) {
+		x->result = x->hresult;
+		x_cleanup(x); /* blocking, but only after a failure of the hash itself */
+	}
 	i->pending -= x->batch_bytes;
-	free_chunks(x->batch);
+	chunks_put(i, x->batch);
 	x->batch = NULL;
 	x->batch_bytes = 0;
 	update_backpressure(i);
@@ -429,7 +504,7 @@ static void x_after(uv_work_t *w, int status)
 		if (x->closed) {
 			x_done(x, x->result, t);
 		} else {
-			free_chunks(x->pending);
+			chunks_put(i, x->pending);
 			i->pending -= x->pending_bytes;
 			x->pending = x->pending_last = NULL;
 			x->pending_bytes = 0;
@@ -455,6 +530,15 @@ static void x_after(uv_work_t *w, int status)
 	x_kick(x);
 }
 
+static void x_queue(struct in_xfer *x, uv_work_t *w, uv_work_cb fn)
+{
+	w->data = x;
+	if (uv_queue_work(x->in->loop, w, fn, x_after) < 0) {
+		fn(w);
+		x_after(w, 0);
+	}
+}
+
 static void x_kick(struct in_xfer *x)
 {
 	struct wq_xfer_in *i = x->in;
@@ -468,12 +552,14 @@ static void x_kick(struct in_xfer *x)
 	x->pending_bytes = 0;
 	x->end_in_batch = x->end != END_NONE;
 	x->busy = true;
-	i->busy++;
-	x->work.data = x;
-	if (uv_queue_work(i->loop, &x->work, x_work, x_after) < 0) {
-		x_work(&x->work);
-		x_after(&x->work, 0);
-	}
+	/* plain data before the end: hash and write side by side; otherwise one work in order */
+	bool split = x->b->enc == WQ_ENC_NONE && !x->end_in_batch && x->result == 0 &&
+	             x->batch_bytes >= RECV_SPLIT_MIN;
+	x->nwork = split ? 2 : 1;
+	i->busy += (size_t)x->nwork;
+	if (split)
+		x_queue(x, &x->hwork, x_hash_work);
+	x_queue(x, &x->work, split ? x_write_work : x_work);
 }
 
 /* ---- directories --------------------------------------------------------------------------- */
@@ -1072,6 +1158,8 @@ struct wq_xfer_in *wq_xfer_in_create(uv_loop_t *loop, struct wq_conn *c, bool is
 	if (cb)
 		i->cb = *cb;
 	i->user = user;
+	if (c)
+		wq_conn_set_data_pieces(c, true); /* DATA bytes are appended to chunks anyway */
 	return i;
 }
 
@@ -1151,15 +1239,21 @@ void wq_xfer_in_data(struct wq_xfer_in *i, uint32_t xfer, const uint8_t *bytes, 
 		violation(i, "transfer %u: compressed data does not match its declared size", xfer);
 		return;
 	}
-	struct chunk *c = xmalloc(sizeof *c + len);
-	c->next = NULL;
-	c->len = len;
-	memcpy(c->data, bytes, len);
-	if (x->pending_last)
-		x->pending_last->next = c;
-	else
-		x->pending = c;
-	x->pending_last = c;
+	struct chunk *c = x->pending_last;
+	if (!c || c->cap - c->len < len) {
+		/* a chunk sized for what remains of a small plain transfer, else a full one */
+		size_t want = RECV_CHUNK_CAP;
+		if (x->b->enc == WQ_ENC_NONE && size - (x->raw - len) < want)
+			want = (size_t)(size - (x->raw - len));
+		c = chunk_get(i, want);
+		if (x->pending_last)
+			x->pending_last->next = c;
+		else
+			x->pending = c;
+		x->pending_last = c;
+	}
+	memcpy(c->data + c->len, bytes, len);
+	c->len += len;
 	x->pending_bytes += len;
 	i->pending += len;
 	update_backpressure(i);

@@ -21,8 +21,13 @@
 #include "path.h"
 #include "wq_frame.h"
 #include "wq_listing.h"
+#include "wq_name.h"
 #include "xalloc.h"
 #include "banned.h"
+
+/* Plain file data is read straight into zero-copy DATA buffers of the connection, up to this many
+ * 256 KiB chunks per trip to a worker thread; the next trip starts before these are sent. */
+#define SEND_BATCH 4
 
 enum item_kind { ITEM_FILE, ITEM_DIR };
 
@@ -64,6 +69,9 @@ struct item {
 	uint8_t *rbuf;        /* read buffer, WQ_XFER_CHUNK */
 	const uint8_t *chunk; /* the chunk read last (rbuf or inside buf) */
 	size_t chunk_len;
+	uint8_t *bufs[SEND_BATCH]; /* plain file chunks read by the last work (wq_conn buffers) */
+	size_t blen[SEND_BATCH];
+	size_t nbufs;
 	uint8_t *out; /* bytes to send as DATA after the work */
 	size_t out_len, out_cap;
 	int err;         /* work result: 0 or -errno / HTC_* */
@@ -72,7 +80,8 @@ struct item {
 	bool refused;    /* xfer_error received while busy */
 	enum wq_xfer_error_code refuse_code;
 	char *refuse_text;
-	bool cancel; /* directory failed: abort at the next step */
+	bool cancel;     /* directory failed: abort at the next step */
+	bool named_hash; /* an F- object: hex is its name, the content is not hashed here */
 	char hex[SHA256_HEX_SIZE];
 	/* directories */
 	struct wq_listing *walk; /* from the thread */
@@ -103,6 +112,7 @@ struct wq_xfer_out {
 };
 
 static void pump(struct wq_xfer_out *o);
+static void start_work(struct wq_xfer_out *o, struct item *it, uv_work_cb fn);
 
 /* The code passed when a transfer was not refused (it is then meaningless). */
 #define NOCODE WQ_XERR_IO
@@ -145,10 +155,18 @@ bool wq_xfer_compressed_name(const char *path)
 	return false;
 }
 
+static void drop_bufs(struct item *it)
+{
+	for (size_t k = 0; k < it->nbufs; k++)
+		wq_conn_data_buffer_free(it->bufs[k]);
+	it->nbufs = 0;
+}
+
 static void item_free(struct item *it)
 {
 	if (!it)
 		return;
+	drop_bufs(it);
 	json_decref(it->target);
 	free(it->path);
 	if (it->fd >= 0)
@@ -254,6 +272,15 @@ int wq_xfer_send_file(struct wq_xfer_out *o, const char *path, int fd, int64_t s
 	it->path = path ? xstrdup(path) : NULL;
 	it->fd = path ? -1 : fd;
 	it->size = size;
+	/* An F- object is named by the SHA-256 of its content, and the receiver checks every byte
+	 * against the name (section 5.4): hashing here as well could only produce the same verdict
+	 * (a file changed since it was named fails the name check either way), so xfer_end
+	 * carries the name's hash and the sender spends no CPU on it. */
+	const char *obj = json_string_value(json_object_get(target, "object"));
+	if (obj && obj[0] == 'F' && wq_name_is_object(obj)) {
+		it->named_hash = true;
+		memcpy(it->hex, obj + 2, SHA256_HEX_SIZE);
+	}
 	if (id)
 		*id = it->id;
 	pump(o);
@@ -329,6 +356,24 @@ static int deflate_chunk(struct item *it, const uint8_t *data, size_t len, int f
 
 /* Reads the next chunk of a file into IT->rbuf (or points into the buffer) and hashes it. Sets
  * *DATA and *LEN. */
+/* Reads up to WANT bytes at OFF, retrying short reads; fewer only at the end of the file.
+ * Returns the bytes read or -errno. */
+static ssize_t pread_full(int fd, uint8_t *buf, size_t want, off_t off)
+{
+	size_t got = 0;
+	while (got < want) {
+		ssize_t n = pread(fd, buf + got, want - got, off + (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
 static int read_chunk(struct item *it, const uint8_t **data, size_t *len)
 {
 	uint64_t want = (uint64_t)it->size - it->offset;
@@ -340,18 +385,10 @@ static int read_chunk(struct item *it, const uint8_t **data, size_t *len)
 	} else {
 		if (!it->rbuf)
 			it->rbuf = xmalloc(WQ_XFER_CHUNK);
-		size_t got = 0;
-		while (got < want) {
-			ssize_t n = pread(it->fd, it->rbuf + got, (size_t)want - got,
-			                  (off_t)(it->offset + got));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0)
-				return -errno;
-			if (n == 0)
-				break;
-			got += (size_t)n;
-		}
+		ssize_t r = pread_full(it->fd, it->rbuf, (size_t)want, (off_t)it->offset);
+		if (r < 0)
+			return (int)r;
+		size_t got = (size_t)r;
 		if (got < want) {
 			it->short_read = true;
 			return 0;
@@ -359,7 +396,7 @@ static int read_chunk(struct item *it, const uint8_t **data, size_t *len)
 		*data = it->rbuf;
 		*len = got;
 	}
-	if (sha256_ctx_update(it->sha, *data, *len) < 0)
+	if (!it->named_hash && sha256_ctx_update(it->sha, *data, *len) < 0)
 		return -EIO;
 	it->offset += *len;
 	it->chunk = *data;
@@ -466,6 +503,31 @@ static void work_prep(uv_work_t *w)
 		prep_file(it);
 }
 
+/* Reads up to SEND_BATCH chunks of a plain file into DATA buffers and hashes them. */
+static int read_bufs(struct item *it)
+{
+	while (it->nbufs < SEND_BATCH && it->offset < (uint64_t)it->size) {
+		uint64_t want = (uint64_t)it->size - it->offset;
+		if (want > WQ_XFER_CHUNK)
+			want = WQ_XFER_CHUNK;
+		uint8_t *b = wq_conn_data_buffer_new();
+		it->bufs[it->nbufs++] = b;
+		ssize_t r = pread_full(it->fd, b, (size_t)want, (off_t)it->offset);
+		if (r < 0)
+			return (int)r;
+		size_t got = (size_t)r;
+		if (got < want) {
+			it->short_read = true;
+			return 0;
+		}
+		if (!it->named_hash && sha256_ctx_update(it->sha, b, got) < 0)
+			return -EIO;
+		it->blen[it->nbufs - 1] = got;
+		it->offset += got;
+	}
+	return 0;
+}
+
 static void work_chunk(uv_work_t *w)
 {
 	struct item *it = w->data;
@@ -473,6 +535,14 @@ static void work_chunk(uv_work_t *w)
 	size_t len = 0;
 	it->out_len = 0;
 	it->chunk_len = 0;
+	if (!it->zlib && !it->is_buffer) {
+		int e = read_bufs(it);
+		if (e < 0) {
+			it->err = e;
+			it->err_text = xasprintf("read error: %s", strerror(-e));
+		}
+		return;
+	}
 	int r = read_chunk(it, &data, &len);
 	if (r < 0) {
 		it->err = r;
@@ -615,10 +685,55 @@ static void send_out(struct wq_xfer_out *o, struct item *it, const uint8_t *data
 	}
 }
 
+/* Sends the N buffers BUFS (LENS bytes each) as DATA frames; they are taken in every case. */
+static void send_bufs(struct wq_xfer_out *o, struct item *it, uint8_t **bufs, const size_t *lens,
+                      size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (o->dead) {
+			wq_conn_data_buffer_free(bufs[k]);
+			continue;
+		}
+		int r = wq_conn_send_data_buffer(o->c, it->id, bufs[k], lens[k]);
+		if (r < 0) {
+			debug(D_WQ, "%s: transfer sender stops: %s", wq_conn_label(o->c),
+			      htc_strerror(r));
+			o->dead = true;
+			continue;
+		}
+		it->wire += lens[k];
+	}
+}
+
+/* The plain chunks of IT just read, when more remain and nothing stands in the way: the next
+ * read starts in a thread before these are handed to the socket, so reading and hashing overlap
+ * with sending. Returns false when after_chunk must handle the item instead. */
+static bool send_ahead(struct wq_xfer_out *o, struct item *it)
+{
+	if (!it->nbufs || it->refused || it->cancel || it->err < 0 || it->short_read ||
+	    it->offset >= (uint64_t)it->size || o->dead || wq_conn_write_blocked(o->c))
+		return false;
+	uint8_t *bufs[SEND_BATCH];
+	size_t lens[SEND_BATCH], n = it->nbufs, bytes = 0;
+	for (size_t k = 0; k < n; k++)
+		bytes += it->blen[k] + WQ_FRAME_HEADER_SIZE;
+	/* the queue stays within WQ_CONN_QUEUE_HIGH plus one batch */
+	if (wq_conn_write_queue_size(o->c) + bytes > WQ_CONN_QUEUE_HIGH)
+		return false;
+	memcpy(bufs, it->bufs, n * sizeof *bufs);
+	memcpy(lens, it->blen, n * sizeof *lens);
+	it->nbufs = 0;
+	start_work(o, it, work_chunk);
+	send_bufs(o, it, bufs, lens, n);
+	return true;
+}
+
 /* After a chunk of an open transfer: send its bytes, then end or abort if it is over. */
 static void after_chunk(struct wq_xfer_out *o, struct item *it, const uint8_t *plain,
                         size_t plain_len)
 {
+	if (it->refused || it->cancel || it->err < 0 || it->short_read)
+		drop_bufs(it);
 	if (it->refused) {
 		send_abort(o, it->id, "refused by the receiver", false);
 		finish_item(o, it, WQ_XFER_REFUSED, it->refuse_code, it->refuse_text);
@@ -639,11 +754,14 @@ static void after_chunk(struct wq_xfer_out *o, struct item *it, const uint8_t *p
 	}
 	if (it->out_len)
 		send_out(o, it, it->out, it->out_len);
+	else if (it->nbufs)
+		send_bufs(o, it, it->bufs, it->blen, it->nbufs);
 	else if (plain_len)
 		send_out(o, it, plain, plain_len);
+	it->nbufs = 0;
 	it->out_len = 0;
 	if (it->offset == (uint64_t)it->size) {
-		if (sha256_ctx_final(it->sha, it->hex) < 0) {
+		if (!it->named_hash && sha256_ctx_final(it->sha, it->hex) < 0) {
 			send_abort(o, it->id, "cannot compute SHA-256", false);
 			finish_item(o, it, WQ_XFER_ABORTED, NOCODE, "cannot compute SHA-256");
 			return;
@@ -673,7 +791,7 @@ static void after_work(uv_work_t *w, int status)
 	hold(o);
 	if (it->state == ST_PREP) {
 		it->state = ST_READY;
-	} else if (it->state == ST_OPEN) {
+	} else if (it->state == ST_OPEN && !send_ahead(o, it)) {
 		bool plain = !it->zlib && !it->short_read && it->err == 0;
 		after_chunk(o, it, plain ? it->chunk : NULL, plain ? it->chunk_len : 0);
 	}

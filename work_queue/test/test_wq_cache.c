@@ -433,6 +433,60 @@ static void test_scan(void **state)
 	free(dl);
 }
 
+/* wq_cache_partial_store + wq_cache_partial_finish_hashed: the caller's hash is checked against
+ * the announced one and the F- name, and the two ways of filling a partial do not mix. */
+static void test_store_hashed(void **state)
+{
+	struct fixture *f = *state;
+	const char *content = "stored without hashing";
+	size_t len = strlen(content);
+	char h[SHA256_HEX_SIZE], wrong[SHA256_HEX_SIZE];
+	sha256_buffer(content, len, h);
+	sha256_buffer("else", 4, wrong);
+	char *n = fname(content, 'F');
+	struct wq_cache_partial *p;
+	/* the caller's hash differs from the announced one */
+	assert_int_equal(wq_cache_begin(f->c, n, WQ_CACHE_KEEP_RUN, 1, len, &p), 0);
+	assert_int_equal(wq_cache_partial_store(p, content, len), 0);
+	assert_int_equal(wq_cache_partial_finish_hashed(p, h, wrong), HTC_ECORRUPT);
+	wq_cache_end(f->c, p, false);
+	assert_false(wq_cache_has(f->c, n, NULL));
+	/* hash and announcement agree but not with the name */
+	char *other = fname("other", 'F');
+	assert_int_equal(wq_cache_begin(f->c, other, WQ_CACHE_KEEP_RUN, 2, len, &p), 0);
+	assert_int_equal(wq_cache_partial_store(p, content, len), 0);
+	assert_int_equal(wq_cache_partial_finish_hashed(p, h, h), HTC_ECORRUPT);
+	wq_cache_end(f->c, p, false);
+	assert_false(wq_cache_has(f->c, other, NULL));
+	/* short */
+	assert_int_equal(wq_cache_begin(f->c, n, WQ_CACHE_KEEP_RUN, 3, len, &p), 0);
+	assert_int_equal(wq_cache_partial_store(p, content, len - 1), 0);
+	assert_int_equal(wq_cache_partial_finish_hashed(p, h, h), HTC_ECORRUPT);
+	wq_cache_end(f->c, p, false);
+	/* mixing the hashing and the plain writes is refused */
+	assert_int_equal(wq_cache_begin(f->c, n, WQ_CACHE_KEEP_RUN, 4, len, &p), 0);
+	assert_int_equal(wq_cache_partial_store(p, content, 3), 0);
+	assert_int_equal(wq_cache_partial_write(p, content + 3, len - 3), 0);
+	assert_int_equal(wq_cache_partial_finish(p, h), -EINVAL);
+	wq_cache_end(f->c, p, false);
+	assert_false(wq_cache_has(f->c, n, NULL));
+	/* the good case, in two pieces */
+	assert_int_equal(wq_cache_begin(f->c, n, WQ_CACHE_KEEP_RUN, 5, len, &p), 0);
+	assert_int_equal(wq_cache_partial_store(p, content, 5), 0);
+	assert_int_equal(wq_cache_partial_store(p, content + 5, len - 5), 0);
+	assert_int_equal(wq_cache_partial_store(p, "x", 1), HTC_ETOOBIG);
+	assert_int_equal(wq_cache_partial_finish_hashed(p, h, h), 0);
+	wq_cache_end(f->c, p, true);
+	uint64_t size = 0;
+	assert_true(wq_cache_has(f->c, n, &size));
+	assert_int_equal(size, len);
+	char *pp = path_join(wq_cache_path(f->c), ".partial");
+	assert_int_equal(count_entries(pp), 0);
+	free(pp);
+	free(n);
+	free(other);
+}
+
 static void test_master_id(void **state)
 {
 	struct fixture *f = *state;
@@ -550,6 +604,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_master_id, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disk_math, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_hashed, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

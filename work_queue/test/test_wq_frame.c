@@ -310,13 +310,77 @@ static void test_classify(void **state)
 	assert_int_equal(wq_frame_classify_start("A", 1, NULL, 0), WQ_START_OTHER);
 }
 
+/* Pieces mode: DATA payloads come back as they arrive, in order, never buffered, with LAST on the
+ * piece that ends the frame; MSG frames stay whole; a header violation is still found first. */
+static void test_data_pieces(void **state)
+{
+	(void)state;
+	static uint8_t buf[3 * WQ_MAX_DATA];
+	static uint8_t data[WQ_MAX_DATA];
+	for (size_t k = 0; k < sizeof data; k++)
+		data[k] = (uint8_t)(k * 7 + 3);
+	size_t len = 0;
+	put_frame(buf, &len, WQ_FRAME_DATA, 5, data, sizeof data);
+	put_frame(buf, &len, WQ_FRAME_MSG, 0, "{\"m\":\"x\"}", 9);
+	put_frame(buf, &len, WQ_FRAME_DATA, 6, data, 100);
+	struct wq_frame_reader *r = wq_frame_reader_create(WQ_MAX_MSG);
+	wq_frame_reader_set_data_pieces(r, 1);
+	static const size_t slices[] = {1, 1000, 65536, 3 * WQ_MAX_DATA};
+	for (size_t si = 0; si < sizeof slices / sizeof *slices; si++) {
+		size_t off = 0, got5 = 0, got6 = 0;
+		int msgs = 0, last5 = 0, last6 = 0;
+		while (off < len) {
+			size_t n = len - off < slices[si] ? len - off : slices[si];
+			size_t used;
+			struct wq_frame f;
+			int rc = wq_frame_reader_feed(r, buf + off, n, &used, &f);
+			assert_true(rc >= 0);
+			off += used;
+			if (rc != 1)
+				continue;
+			if (f.type == WQ_FRAME_MSG) {
+				assert_int_equal(f.piece, 9);
+				assert_memory_equal(f.payload, "{\"m\":\"x\"}", 9);
+				assert_true(f.last);
+				msgs++;
+			} else if (f.xfer == 5) {
+				assert_int_equal(f.length, WQ_MAX_DATA);
+				assert_true(f.piece >= 1 && got5 + f.piece <= WQ_MAX_DATA);
+				assert_memory_equal(f.payload, data + got5, f.piece);
+				got5 += f.piece;
+				assert_int_equal(f.last, got5 == WQ_MAX_DATA);
+				last5 += f.last;
+			} else {
+				assert_int_equal(f.xfer, 6);
+				assert_memory_equal(f.payload, data + got6, f.piece);
+				got6 += f.piece;
+				last6 += f.last;
+			}
+		}
+		assert_int_equal(got5, WQ_MAX_DATA);
+		assert_int_equal(got6, 100);
+		assert_int_equal(msgs, 1);
+		assert_int_equal(last5, 1);
+		assert_int_equal(last6, 1);
+		/* only the small MSG was ever gathered (one-byte slices split every payload) */
+		assert_true(wq_frame_reader_buffer_peak(r) <= 1024);
+	}
+	/* an oversized DATA length is refused before any piece */
+	uint8_t bad[WQ_FRAME_HEADER_SIZE + 4];
+	wq_frame_pack_header(bad, WQ_FRAME_DATA, 1, WQ_MAX_DATA + 1);
+	size_t used;
+	struct wq_frame f;
+	assert_int_equal(wq_frame_reader_feed(r, bad, sizeof bad, &used, &f), HTC_ETOOBIG);
+	wq_frame_reader_delete(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pack_header),   cmocka_unit_test(test_slices),
 	    cmocka_unit_test(test_many_at_once),  cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_header_fields), cmocka_unit_test(test_growth_bounded),
-	    cmocka_unit_test(test_classify),
+	    cmocka_unit_test(test_classify),      cmocka_unit_test(test_data_pieces),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -872,16 +872,59 @@ static void test_disk_full(void **state)
 	free(mnt);
 }
 
+/* An F- object is sent without hashing on the sender (xfer_end carries the name's hash); the
+ * receiver still hashes every byte: a right name arrives intact, a lying name is `corrupt`. */
+static void test_named_object(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, false, false);
+	size_t n = (3u << 20) + 17; /* several read batches and a short last chunk */
+	char *p = make_file(t.src, "named", n, false, 0644);
+	char hex[SHA256_HEX_SIZE], other[SHA256_HEX_SIZE];
+	assert_int_equal(sha256_file(p, hex), 0);
+	sha256_buffer("something else", 14, other);
+	char *name = xasprintf("F-%s", hex);
+	json_t *target = wq_xfer_target_object(name, WQ_KEEP_RUN);
+	uint32_t a, b;
+	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &a), 0);
+	json_decref(target);
+	want_sent = want_recv = 1;
+	assert_true(run_until(&t, done_counts, 10000));
+	assert_int_equal(sent_of(&t, a)->outcome, WQ_XFER_SENT);
+	assert_string_equal(sent_of(&t, a)->sha, hex);
+	assert_int_equal(sent_of(&t, a)->wire, n);
+	assert_int_equal(recv_of(&t, a)->status, 0);
+	assert_string_equal(recv_of(&t, a)->sha, hex); /* the receiver's own hash of the bytes */
+	free(name);
+	name = xasprintf("F-%s", other);
+	target = wq_xfer_target_object(name, WQ_KEEP_RUN);
+	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &b), 0);
+	json_decref(target);
+	want_sent = want_recv = 2;
+	assert_true(run_until(&t, done_counts, 10000));
+	for (int k = 0; k < 100 && t.npeer == 0; k++)
+		uv_run(&t.loop, UV_RUN_ONCE);
+	assert_int_equal(recv_of(&t, b)->status, HTC_ECORRUPT);
+	assert_int_equal(t.npeer, 1);
+	assert_int_equal(t.peer_code, WQ_XERR_CORRUPT);
+	assert_int_equal(t.r_closed, 0);
+	free(name);
+	free(p);
+	t_done(&t);
+}
+
 int main(void)
 {
 	if (getenv("WQX_DEBUG"))
 		debug_flags_set("wq");
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sizes),      cmocka_unit_test(test_big),
-	    cmocka_unit_test(test_zlib),       cmocka_unit_test(test_buffer_and_shrink),
-	    cmocka_unit_test(test_directory),  cmocka_unit_test(test_corrupt),
-	    cmocka_unit_test(test_violations), cmocka_unit_test(test_interleave),
-	    cmocka_unit_test(test_disk_full),  cmocka_unit_test(test_delete_inside_callback),
+	    cmocka_unit_test(test_sizes),        cmocka_unit_test(test_big),
+	    cmocka_unit_test(test_zlib),         cmocka_unit_test(test_buffer_and_shrink),
+	    cmocka_unit_test(test_directory),    cmocka_unit_test(test_corrupt),
+	    cmocka_unit_test(test_violations),   cmocka_unit_test(test_interleave),
+	    cmocka_unit_test(test_disk_full),    cmocka_unit_test(test_delete_inside_callback),
+	    cmocka_unit_test(test_named_object),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
