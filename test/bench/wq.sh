@@ -8,7 +8,8 @@
 #   3. one large file (WQ_BIG_MB, default 2048) and 2,000 files of 10 KB through a worker,
 #      against a raw loopback TCP copy of the same bytes to disk;
 #   4. 200 idle workers connected to one master: the master's CPU and memory.
-# Usage: wq.sh [BUILD]; WQ_TASKS (default 5000) scales part 1, WQ_PARTS picks parts ("1 2 3 4").
+# Usage: wq.sh [BUILD]; WQ_TASKS (default 5000) scales part 1, WQ_PARTS picks parts ("1 2 3 4"),
+# WQ_TMPFS=0 leaves out the tmpfs line of part 1.
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRCDIR/build}
@@ -47,7 +48,7 @@ run_wq() {
 		shift
 	done
 	shift
-	local d=$WORK/$name
+	local d=${RUN_BASE:-$WORK}/$name
 	rm -rf "$d"
 	mkdir -p "$d"
 	cp "$WORK/$name.mf" "$d/Makeflow"
@@ -61,9 +62,12 @@ run_wq() {
 		sleep 0.05
 		i=$((i + 1))
 	done
-	local wpids=()
+	local wpids=() wdir=() n=0
 	for c in "${cores[@]}"; do
-		"$worker" --cores "$c" -t 60 localhost "$(cat port)" >>workers.out 2>&1 &
+		n=$((n + 1))
+		# with RUN_BASE, the workers' workdirs live there too
+		[ -n "${RUN_BASE:-}" ] && wdir=(-s "$d/worker.$n") && mkdir -p "$d/worker.$n"
+		"$worker" --cores "$c" -t 60 "${wdir[@]}" localhost "$(cat port)" >>workers.out 2>&1 &
 		wpids+=($!)
 	done
 	wait $mpid
@@ -120,6 +124,31 @@ part1() {
 try: print('%.1fx' % (float('$t_cct') / float('$t_ours')))
 except ValueError: print('n/a')")"
 	done
+	[ "${WQ_TMPFS:-1}" = 1 ] && part1_tmpfs
+}
+
+# The same null workflow with the makeflow directory and the workers' workdirs on a tmpfs
+# (/dev/shm), for both systems: on this machine's ext4 (no journal), every file created scans
+# the inodes deleted in the last minutes, a cost of the file system rather than of either
+# system (doc/benchmarks.md).
+part1_tmpfs() {
+	local shm=/dev/shm/htc-bench-wq.$$
+	mkdir -p "$shm" || return
+	echo "   the same on tmpfs ($shm), one 2-core worker:"
+	null_workflow "$WORK/ours.mf" "$N"
+	cp "$WORK/ours.mf" "$WORK/cct.mf"
+	RUN_BASE=$shm run_wq ours "$MF" "$WORKER" 2 -- --progress=quiet
+	local t_ours=$T t_cct=-
+	if [ $have_cct = 1 ]; then
+		RUN_BASE=$shm run_wq cct "$CCT_MF" "$CCT_WORKER" 2 --
+		t_cct=$T
+	fi
+	rm -rf "$shm"
+	printf '   %-22s ours %8s s %7s tasks/s   CCTools %8s s %7s tasks/s   ours/CCTools %s\n' \
+		"tmpfs, 2-core worker" "$t_ours" "$(rate "$N" "$t_ours")" "$t_cct" "$(rate "$N" "$t_cct")" \
+		"$(python3 -c "
+try: print('%.1fx' % (float('$t_cct') / float('$t_ours')))
+except ValueError: print('n/a')")"
 }
 
 part2() {
