@@ -1,7 +1,7 @@
 /* wq_xfer_recv.c: the receiving half of the Work Queue transfer engine (doc/work-queue-protocol.md
- * sections 5.4 and 7.4): a table of open incoming transfers and directories per connection,
- * every rule of 5.4 checked as a violation with its fixed text, and DATA written, inflated and
- * hashed in libuv worker threads (one batch per transfer at a time) with receive backpressure. */
+ * sections 5.4 and 7.4) for files: a table of open incoming transfers per connection, every rule
+ * of 5.4 checked as a violation with its fixed text, and DATA written, inflated and hashed in
+ * libuv worker threads with receive backpressure. Directories are in wq_xfer_recv_dir.c. */
 #include "wq_xfer.h"
 
 #include <errno.h>
@@ -13,137 +13,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <uthash.h>
-#include <zlib.h>
-
 #include "debug.h"
 #include "htc_error.h"
-#include "wq_cache.h"
-#include "wq_listing.h"
 #include "wq_name.h"
 #include "wq_sandbox.h"
+#include "wq_xfer_recv_internal.h"
 #include "xalloc.h"
 #include "banned.h"
 
-/* Received DATA bytes waiting for the disk. Frames are appended to the last chunk while it has
- * room, so a thread writes and hashes ~1 MiB at a time; full-size chunks are recycled through a
- * small pool per receiver (no page faults and zeroing of fresh memory for every frame). */
-struct chunk {
-	struct chunk *next;
-	size_t len, cap;
-	uint8_t data[];
-};
-
-#define RECV_CHUNK_CAP  (1u << 20)   /* capacity of a pooled chunk */
-#define RECV_POOL_LIMIT 16           /* pooled chunks kept per receiver */
-#define RECV_SPLIT_MIN  (256u << 10) /* smaller batches are hashed and written by one work */
-
-enum end_kind { END_NONE, END_FINISH, END_ABORT };
-
-struct in_dir;
-
-struct in_xfer {
-	UT_hash_handle hh;
-	uint32_t id;
-	struct wq_xfer_in *in;
-	struct wq_xfer_begin *b;
-	struct in_dir *dir; /* a member of this directory */
-	bool refused;       /* xfer_error sent at begin (or its directory refused): discard */
-	bool failed;        /* a write failed and was reported: discard until the end */
-	bool closed;        /* xfer_end / xfer_abort received, or failed and ended */
-	uint64_t raw;       /* DATA bytes received */
-	/* destination */
-	int fd;
-	char *tmp_path, *final_path;
-	bool fsync;
-	struct wq_cache_partial *partial;
-	void *tag;
-	/* queue and work */
-	struct chunk *pending, *pending_last;
-	size_t pending_bytes;
-	struct chunk *batch;
-	size_t batch_bytes;
-	bool busy;
-	int nwork; /* works in flight for the batch: 1, or 2 when hashing beside the write */
-	uv_work_t work, hwork;
-	int hresult; /* result of the hashing work */
-	enum end_kind end;
-	bool end_in_batch, end_done;
-	char want[SHA256_HEX_SIZE];
-	char *reason;
-	/* thread side */
-	struct sha256_ctx *sha;
-	z_stream z;
-	bool z_init, z_end;
-	uint8_t *zbuf;
-	uint64_t out;
-	int result;
-	bool result_seen; /* the loop has acted on result */
-	bool cleaned;     /* the destination is closed / removed */
-	char hex[SHA256_HEX_SIZE];
-};
-
-struct name_ent {
-	UT_hash_handle hh;
-	char name[];
-};
-
-struct in_dir {
-	UT_hash_handle hh;
-	uint32_t id;
-	struct wq_xfer_in *in;
-	json_t *msg; /* dir_begin, for the target strings */
-	struct wq_target target;
-	bool refused, failed, closed, aborted;
-	int fail_status;
-	enum wq_xfer_error_code fail_code;
-	char *fail_text;
-	int dirfd;
-	bool dirfd_owned;
-	char *tmp_path, *final_path;
-	struct wq_cache_partial *partial;
-	void *tag;
-	struct wq_listing *listing;
-	struct name_ent *names;
-	size_t nnames;
-	size_t members; /* member transfers not finalized */
-	bool end;
-	int64_t entries;
-	char want[SHA256_HEX_SIZE];
-	bool busy;
-	uv_work_t work;
-	int result;
-	char hex[SHA256_HEX_SIZE];
-};
-
-struct wq_xfer_in {
-	uv_loop_t *loop;
-	struct wq_conn *c;
-	bool is_master;
-	unsigned caps;
-	struct wq_xfer_in_callbacks cb;
-	void *user;
-	struct in_xfer *xfers;
-	struct in_dir *dirs;
-	uint32_t last_id;
-	size_t nopen, nopen_dirs;
-	size_t pending, peak;
-	bool paused;
-	bool dead, deleted;
-	size_t busy;
-	size_t live; /* transfers and directories not yet freed */
-	struct chunk *pool;
-	size_t npool;
-};
-
-static void x_kick(struct in_xfer *x);
-static void dir_maybe_finish(struct in_dir *d);
-
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static void violation(struct wq_xfer_in *i, const char *fmt, ...)
+void wq_xr_violation(struct wq_xfer_in *i, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void violation(struct wq_xfer_in *i, const char *fmt, ...)
+void wq_xr_violation(struct wq_xfer_in *i, const char *fmt, ...)
 {
 	char text[1200];
 	va_list ap;
@@ -162,8 +44,8 @@ static const char *code_name(enum wq_xfer_error_code code)
 	return names[code];
 }
 
-static void send_xfer_error(struct wq_xfer_in *i, uint32_t id, enum wq_xfer_error_code code,
-                            const char *text)
+void wq_xr_send_xfer_error(struct wq_xfer_in *i, uint32_t id, enum wq_xfer_error_code code,
+                           const char *text)
 {
 	if (i->dead || i->deleted)
 		return;
@@ -177,13 +59,25 @@ static void send_xfer_error(struct wq_xfer_in *i, uint32_t id, enum wq_xfer_erro
 	      text);
 }
 
-static enum wq_xfer_error_code code_of(int status)
+enum wq_xfer_error_code wq_xr_code_of(int status)
 {
 	if (status == -ENOSPC)
 		return WQ_XERR_DISK_FULL;
 	if (status == HTC_ECORRUPT)
 		return WQ_XERR_CORRUPT;
 	return WQ_XERR_IO;
+}
+
+/* Checks that ID is above every id seen; raises the violation otherwise. */
+int wq_xr_check_id(struct wq_xfer_in *i, int64_t id)
+{
+	if ((uint64_t)id <= i->last_id) {
+		wq_xr_violation(i, "transfer %u: id not above the last one (%u)", (uint32_t)id,
+		                i->last_id);
+		return -1;
+	}
+	i->last_id = (uint32_t)id;
+	return 0;
 }
 
 static void free_chunks(struct chunk *c)
@@ -195,7 +89,7 @@ static void free_chunks(struct chunk *c)
 	}
 }
 
-static void maybe_free_in(struct wq_xfer_in *i)
+void wq_xr_maybe_free_in(struct wq_xfer_in *i)
 {
 	if (i->deleted && i->busy == 0 && i->live == 0) {
 		free_chunks(i->pool);
@@ -417,7 +311,7 @@ static void x_free(struct in_xfer *x)
 }
 
 /* The transfer is over for good: tell the owner (or its directory) and free it. */
-static void x_done(struct in_xfer *x, int status, const char *text)
+void wq_xr_x_done(struct in_xfer *x, int status, const char *text)
 {
 	struct wq_xfer_in *i = x->in;
 	struct in_dir *d = x->dir;
@@ -428,7 +322,7 @@ static void x_done(struct in_xfer *x, int status, const char *text)
 		} else if (!d->failed) {
 			d->failed = true;
 			d->fail_status = status;
-			d->fail_code = code_of(status);
+			d->fail_code = wq_xr_code_of(status);
 			d->fail_text = xasprintf("member %s: %s", x->b->target.member, text);
 		}
 		d->members--;
@@ -448,8 +342,8 @@ static void x_done(struct in_xfer *x, int status, const char *text)
 	}
 	x_free(x);
 	if (d)
-		dir_maybe_finish(d);
-	maybe_free_in(i);
+		wq_xr_dir_maybe_finish(d);
+	wq_xr_maybe_free_in(i);
 }
 
 static void x_after(uv_work_t *w, int status)
@@ -475,34 +369,35 @@ static void x_after(uv_work_t *w, int status)
 	if (i->deleted) {
 		if (x->end_done) {
 			bool ok = x->end == END_FINISH && x->result == 0;
-			x_done(x, ok ? 0 : -ECANCELED, "connection closed");
+			wq_xr_x_done(x, ok ? 0 : -ECANCELED, "connection closed");
 		} else {
 			x->end = END_ABORT;
-			x_kick(x);
+			wq_xr_x_kick(x);
 		}
 		return;
 	}
 	if (x->result < 0 && !x->result_seen) {
 		x->result_seen = true;
 		if (x->result == HTC_EPROTO) {
-			violation(i,
-			          "transfer %u: compressed data does not match its declared size",
-			          x->id);
-			x_done(x, HTC_EPROTO, "compressed data does not match its declared size");
+			wq_xr_violation(
+			    i, "transfer %u: compressed data does not match its declared size",
+			    x->id);
+			wq_xr_x_done(x, HTC_EPROTO,
+			             "compressed data does not match its declared size");
 			return;
 		}
 		if (x->result == HTC_ECORRUPT) {
-			send_xfer_error(i, x->id, WQ_XERR_CORRUPT,
-			                "content does not match its SHA-256");
-			x_done(x, HTC_ECORRUPT, "content does not match its SHA-256");
+			wq_xr_send_xfer_error(i, x->id, WQ_XERR_CORRUPT,
+			                      "content does not match its SHA-256");
+			wq_xr_x_done(x, HTC_ECORRUPT, "content does not match its SHA-256");
 			return;
 		}
 		char *t = xasprintf("%s: %s", x->tmp_path ? x->tmp_path : "write",
 		                    htc_strerror(x->result));
-		send_xfer_error(i, x->id, code_of(x->result), t);
+		wq_xr_send_xfer_error(i, x->id, wq_xr_code_of(x->result), t);
 		x->failed = true;
 		if (x->closed) {
-			x_done(x, x->result, t);
+			wq_xr_x_done(x, x->result, t);
 		} else {
 			chunks_put(i, x->pending);
 			i->pending -= x->pending_bytes;
@@ -515,19 +410,19 @@ static void x_after(uv_work_t *w, int status)
 	}
 	if (x->failed) {
 		if (x->closed)
-			x_done(x, x->result, htc_strerror(x->result));
+			wq_xr_x_done(x, x->result, htc_strerror(x->result));
 		return;
 	}
 	if (x->end_done) {
 		if (x->end == END_ABORT)
-			x_done(x, -ECANCELED, x->reason ? x->reason : "aborted");
+			wq_xr_x_done(x, -ECANCELED, x->reason ? x->reason : "aborted");
 		else if (x->result < 0)
-			x_done(x, x->result, htc_strerror(x->result));
+			wq_xr_x_done(x, x->result, htc_strerror(x->result));
 		else
-			x_done(x, 0, "");
+			wq_xr_x_done(x, 0, "");
 		return;
 	}
-	x_kick(x);
+	wq_xr_x_kick(x);
 }
 
 static void x_queue(struct in_xfer *x, uv_work_t *w, uv_work_cb fn)
@@ -539,7 +434,7 @@ static void x_queue(struct in_xfer *x, uv_work_t *w, uv_work_cb fn)
 	}
 }
 
-static void x_kick(struct in_xfer *x)
+void wq_xr_x_kick(struct in_xfer *x)
 {
 	struct wq_xfer_in *i = x->in;
 	if (x->busy || x->end_done)
@@ -562,410 +457,6 @@ static void x_kick(struct in_xfer *x)
 	x_queue(x, &x->work, split ? x_write_work : x_work);
 }
 
-/* ---- directories --------------------------------------------------------------------------- */
-
-static void d_free(struct in_dir *d)
-{
-	struct wq_xfer_in *i = d->in;
-	HASH_DEL(i->dirs, d);
-	if (!d->closed && i->nopen_dirs > 0)
-		i->nopen_dirs--;
-	struct name_ent *n, *tmp;
-	HASH_ITER(hh, d->names, n, tmp)
-	{
-		HASH_DEL(d->names, n);
-		free(n);
-	}
-	if (d->dirfd_owned && d->dirfd >= 0)
-		close(d->dirfd);
-	wq_listing_delete(d->listing);
-	free(d->fail_text);
-	free(d->tmp_path);
-	free(d->final_path);
-	json_decref(d->msg);
-	free(d);
-	i->live--;
-}
-
-static void dir_fail(struct in_dir *d, int status, enum wq_xfer_error_code code, const char *text,
-                     bool send)
-{
-	if (d->failed)
-		return;
-	d->failed = true;
-	d->fail_status = status;
-	d->fail_code = code;
-	d->fail_text = xstrdup(text);
-	if (send)
-		send_xfer_error(d->in, d->id, code, text);
-}
-
-static void d_remove(struct in_dir *d)
-{
-	if (d->partial) {
-		wq_cache_partial_abort(d->partial);
-		return;
-	}
-	if (d->dirfd_owned && d->dirfd >= 0) {
-		close(d->dirfd);
-		d->dirfd = -1;
-	}
-	if (d->tmp_path)
-		wq_remove_tree(d->tmp_path);
-}
-
-static void d_work(uv_work_t *w)
-{
-	struct in_dir *d = w->data;
-	if (d->failed || d->aborted) {
-		d->result = d->failed ? d->fail_status : -ECANCELED;
-		d_remove(d);
-		return;
-	}
-	if (d->partial) {
-		d->result = wq_cache_partial_finish_dir(d->partial, d->listing,
-		                                        (uint64_t)d->entries, d->want);
-		if (d->result == 0)
-			memcpy(d->hex, d->want, SHA256_HEX_SIZE);
-		return;
-	}
-	d->result = 0;
-	if (wq_listing_count(d->listing) != (size_t)d->entries)
-		d->result = HTC_ECORRUPT;
-	else if (wq_listing_hash(d->listing, d->hex) < 0)
-		d->result = -EIO;
-	else if (strcmp(d->hex, d->want) != 0)
-		d->result = HTC_ECORRUPT;
-	else if (d->target.kind == WQ_TARGET_OBJECT && strcmp(d->target.object + 2, d->hex) != 0)
-		d->result = HTC_ECORRUPT;
-	if (d->result == 0) {
-		if (d->dirfd_owned && d->dirfd >= 0) {
-			close(d->dirfd);
-			d->dirfd = -1;
-		}
-		if (d->tmp_path && d->final_path && rename(d->tmp_path, d->final_path) < 0)
-			d->result = -errno;
-	}
-	if (d->result < 0)
-		d_remove(d);
-}
-
-static void d_after(uv_work_t *w, int status)
-{
-	(void)status;
-	struct in_dir *d = w->data;
-	struct wq_xfer_in *i = d->in;
-	d->busy = false;
-	i->busy--;
-	const char *text = "";
-	if (d->result == HTC_ECORRUPT) {
-		text = "directory does not match its entry count or listing hash";
-		send_xfer_error(i, d->id, WQ_XERR_CORRUPT, text);
-	} else if (d->result < 0 && d->failed) {
-		text = d->fail_text;
-		if (!d->aborted)
-			send_xfer_error(i, d->id, d->fail_code, text);
-	} else if (d->result == -ECANCELED) {
-		text = d->fail_text ? d->fail_text : "aborted";
-	} else if (d->result < 0) {
-		text = htc_strerror(d->result);
-		send_xfer_error(i, d->id, code_of(d->result), text);
-	}
-	if (i->cb.recv_end && (!i->deleted || d->partial)) {
-		struct wq_xfer_incoming in = {
-		    .id = d->id,
-		    .is_dir = true,
-		    .target = &d->target,
-		    .sha256 = d->result == 0 ? d->hex : NULL,
-		    .entries = (uint64_t)(d->entries > 0 ? d->entries : 0),
-		    .tmp_path = d->tmp_path,
-		    .partial = d->partial,
-		    .tag = d->tag,
-		};
-		i->cb.recv_end(i, &in, d->result, text, i->user);
-	}
-	d_free(d);
-	maybe_free_in(i);
-}
-
-static void dir_maybe_finish(struct in_dir *d)
-{
-	struct wq_xfer_in *i = d->in;
-	if (!d->end || d->members > 0 || d->busy)
-		return;
-	if (d->refused) {
-		d_free(d);
-		maybe_free_in(i);
-		return;
-	}
-	d->busy = true;
-	i->busy++;
-	d->work.data = d;
-	if (uv_queue_work(i->loop, &d->work, d_work, d_after) < 0) {
-		d_work(&d->work);
-		d_after(&d->work, 0);
-	}
-}
-
-/* Checks a new member NAME of D (limits, duplicates, announced parent) and records it. Returns
- * 0, or -1 after a violation. */
-static int member_check(struct in_dir *d, const char *name)
-{
-	struct wq_xfer_in *i = d->in;
-	if (d->nnames >= WQ_LISTING_MAX_ENTRIES) {
-		violation(i, "directory %u: more than %d entries", d->id, WQ_LISTING_MAX_ENTRIES);
-		return -1;
-	}
-	struct name_ent *n = NULL;
-	HASH_FIND_STR(d->names, name, n);
-	const char *slash = strrchr(name, '/');
-	bool parent_ok = true;
-	if (!n && slash) {
-		char *parent = xstrdup(name);
-		parent[slash - name] = 0;
-		parent_ok = wq_listing_has_dir(d->listing, parent);
-		free(parent);
-	}
-	if (n || !parent_ok) {
-		char *q = wq_msg_escape(name, strlen(name), 64, true);
-		if (n)
-			violation(i, "directory %u: member \"%s\" sent twice", d->id, q);
-		else
-			violation(i,
-			          "directory %u: member \"%s\": its parent directory was not sent",
-			          d->id, q);
-		free(q);
-		return -1;
-	}
-	size_t len = strlen(name);
-	n = xmalloc(sizeof *n + len + 1);
-	memcpy(n->name, name, len + 1);
-	HASH_ADD_STR(d->names, name, n);
-	d->nnames++;
-	return 0;
-}
-
-static struct in_dir *dir_lookup(struct wq_xfer_in *i, int64_t id, const char *m)
-{
-	struct in_dir *d = NULL;
-	uint32_t key = (uint32_t)id;
-	HASH_FIND(hh, i->dirs, &key, sizeof key, d);
-	if (!d || d->closed) {
-		violation(i, "message \"%s\" for directory %u which is not open", m, key);
-		return NULL;
-	}
-	return d;
-}
-
-/* The target of dir_begin (section 5.3): a D- object or a task input from the master, a task
- * output from a worker. */
-static void parse_dir_target(struct wq_xfer_in *i, struct wq_msg_v *v, const json_t *msg,
-                             struct wq_target *t)
-{
-	json_t *o = NULL;
-	if (wq_msg_object(v, msg, "target", WQ_REQ, &o) != 0)
-		return;
-	v->where = "target";
-	t->offset = -1;
-	static const char *const keeps[] = {"run", "worker", NULL};
-	if (json_object_get(o, "object")) {
-		t->kind = WQ_TARGET_OBJECT;
-		int keep = 0;
-		if (i->is_master)
-			wq_msg_fail(v, NULL, "a cache object target is not allowed from a worker");
-		else if (wq_msg_str(v, o, "object", WQ_REQ, WQ_OBJECT_NAME_LEN, &t->object, NULL) ==
-		             0 &&
-		         (!wq_name_is_object(t->object) || t->object[0] != 'D'))
-			wq_msg_fail(v, "object",
-			            "expected a directory object name (D- and 64 hex digits)");
-		else if (wq_msg_enum(v, o, "keep", WQ_REQ, keeps, &keep) == 0)
-			t->keep = (enum wq_keep)keep;
-	} else if (json_object_get(o, "task")) {
-		wq_msg_int(v, o, "task", WQ_REQ, 1, WQ_MAX_ID, &t->task);
-		const char *key = i->is_master ? "output" : "input";
-		t->kind = i->is_master ? WQ_TARGET_OUTPUT : WQ_TARGET_INPUT;
-		wq_msg_int(v, o, key, WQ_REQ, 0, WQ_FILES_MAX - 1, &t->index);
-	} else {
-		wq_msg_fail(v, NULL, "not a directory transfer target");
-	}
-	v->where = NULL;
-}
-
-/* Checks that ID is above every id seen; raises the violation otherwise. */
-static int check_id(struct wq_xfer_in *i, int64_t id)
-{
-	if ((uint64_t)id <= i->last_id) {
-		violation(i, "transfer %u: id not above the last one (%u)", (uint32_t)id,
-		          i->last_id);
-		return -1;
-	}
-	i->last_id = (uint32_t)id;
-	return 0;
-}
-
-static void on_dir_begin(struct wq_xfer_in *i, json_t *msg)
-{
-	struct wq_msg_v v = {.m = "dir_begin"};
-	int64_t id = 0;
-	struct wq_target t;
-	memset(&t, 0, sizeof t);
-	wq_msg_int(&v, msg, "dir", WQ_REQ, 1, WQ_MAX_XFER_ID, &id);
-	parse_dir_target(i, &v, msg, &t);
-	if (v.why) {
-		violation(i, "%s", v.why);
-		free(v.why);
-		return;
-	}
-	if (check_id(i, id) < 0)
-		return;
-	if (i->nopen_dirs >= WQ_XFER_MAX_OPEN_DIRS) {
-		violation(i, "more than %d open directory transfer", WQ_XFER_MAX_OPEN_DIRS);
-		return;
-	}
-	struct in_dir *d = xcalloc(1, sizeof *d);
-	d->id = (uint32_t)id;
-	d->in = i;
-	d->msg = json_incref(msg);
-	d->target = t;
-	d->dirfd = -1;
-	d->listing = wq_listing_create();
-	HASH_ADD(hh, i->dirs, id, sizeof d->id, d);
-	i->nopen_dirs++;
-	i->live++;
-	struct wq_xfer_dest dest = {.fd = -1, .dirfd = -1};
-	struct wq_xfer_refusal r = {.code = WQ_XERR_IO};
-	struct wq_xfer_incoming in = {.id = d->id, .is_dir = true, .target = &d->target};
-	snprintf(r.text, sizeof r.text, "no destination for directories");
-	if (!i->cb.recv_begin || i->cb.recv_begin(i, &in, &dest, &r, i->user) != 0) {
-		send_xfer_error(i, d->id, r.code, r.text);
-		d->refused = true;
-		return;
-	}
-	d->tag = dest.tag;
-	d->partial = dest.partial;
-	d->tmp_path = dest.tmp_path ? xstrdup(dest.tmp_path) : NULL;
-	d->final_path = dest.final_path ? xstrdup(dest.final_path) : NULL;
-	if (d->partial) {
-		d->dirfd = wq_cache_partial_dirfd(d->partial);
-	} else if (dest.dirfd >= 0) {
-		d->dirfd = dest.dirfd;
-		d->dirfd_owned = true;
-	} else if (d->tmp_path) {
-		int fd = -1;
-		if (mkdir(d->tmp_path, 0755) == 0)
-			fd = open(d->tmp_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			int e = errno == EDQUOT ? ENOSPC : errno;
-			char *text = xasprintf("%s: %s", d->tmp_path, strerror(e));
-			dir_fail(d, -e, code_of(-e), text, true);
-			free(text);
-		}
-		d->dirfd = fd;
-		d->dirfd_owned = true;
-	}
-	if (d->dirfd < 0 && !d->failed)
-		dir_fail(d, -EINVAL, WQ_XERR_IO, "no destination directory", true);
-}
-
-static void on_dir_mkdir(struct wq_xfer_in *i, json_t *msg)
-{
-	struct wq_msg_v v = {.m = "dir_mkdir"};
-	int64_t id = 0;
-	const char *member = NULL;
-	wq_msg_int(&v, msg, "dir", WQ_REQ, 1, WQ_MAX_XFER_ID, &id);
-	wq_msg_str(&v, msg, "member", WQ_REQ, WQ_NAME_MAX, &member, NULL);
-	if (v.why) {
-		violation(i, "%s", v.why);
-		free(v.why);
-		return;
-	}
-	struct in_dir *d = dir_lookup(i, id, "dir_mkdir");
-	if (!d || d->refused || d->failed)
-		return;
-	char *why = NULL;
-	if (wq_name_check(WQ_NAME_MEMBER, member, &why) != 0) {
-		if (i->is_master)
-			violation(i, "%s", why);
-		else
-			dir_fail(d, HTC_EPARSE, WQ_XERR_BAD_NAME, why, true);
-		free(why);
-		return;
-	}
-	if (member_check(d, member) < 0)
-		return;
-	int fd = wq_mkdir_beneath(d->dirfd, member, 0755);
-	if (fd < 0) {
-		char *text = xasprintf("%s: %s", member, htc_strerror(fd));
-		dir_fail(d, fd, code_of(fd), text, true);
-		free(text);
-		return;
-	}
-	close(fd);
-	wq_listing_add_dir(d->listing, member);
-}
-
-static void on_dir_end(struct wq_xfer_in *i, json_t *msg, bool abort)
-{
-	struct wq_msg_v v = {.m = abort ? "dir_abort" : "dir_end"};
-	int64_t id = 0, entries = 0;
-	const char *listing = NULL, *reason = NULL;
-	wq_msg_int(&v, msg, "dir", WQ_REQ, 1, WQ_MAX_XFER_ID, &id);
-	if (abort) {
-		wq_msg_str(&v, msg, "reason", WQ_REQ, WQ_TEXT_RECV_MAX, &reason, NULL);
-	} else {
-		wq_msg_int(&v, msg, "entries", WQ_REQ, 0, WQ_LISTING_MAX_ENTRIES, &entries);
-		if (wq_msg_str(&v, msg, "listing", WQ_REQ, 64, &listing, NULL) == 0 &&
-		    (strlen(listing) != 64 || strspn(listing, "0123456789abcdef") != 64))
-			wq_msg_fail(&v, "listing", "expected 64 lowercase hex digits");
-	}
-	if (v.why) {
-		violation(i, "%s", v.why);
-		free(v.why);
-		return;
-	}
-	struct in_dir *d = dir_lookup(i, id, v.m);
-	if (!d)
-		return;
-	struct in_xfer *x, *tmp;
-	if (!abort) {
-		HASH_ITER(hh, i->xfers, x, tmp)
-		{
-			if (x->dir == d && !x->closed) {
-				violation(i,
-				          "directory %u: dir_end while transfer %u is still open",
-				          d->id, x->id);
-				return;
-			}
-		}
-	}
-	d->closed = true;
-	i->nopen_dirs--;
-	d->end = true;
-	d->entries = entries;
-	if (listing)
-		memcpy(d->want, listing, SHA256_HEX_SIZE);
-	if (abort) {
-		d->aborted = true;
-		if (!d->fail_text)
-			d->fail_text = xstrdup(reason);
-		/* members left open by the sender are aborted with it */
-		HASH_ITER(hh, i->xfers, x, tmp)
-		{
-			if (x->dir != d || x->closed)
-				continue;
-			x->closed = true;
-			i->nopen--;
-			if (x->refused || (x->failed && !x->busy)) {
-				x_done(x, -ECANCELED, "aborted");
-			} else if (!x->failed) {
-				x->end = END_ABORT;
-				x_kick(x);
-			}
-		}
-	}
-	dir_maybe_finish(d);
-}
-
 /* ---- file messages ------------------------------------------------------------------------- */
 
 static void on_xfer_begin(struct wq_xfer_in *i, json_t *msg)
@@ -975,30 +466,31 @@ static void on_xfer_begin(struct wq_xfer_in *i, json_t *msg)
 	int r =
 	    wq_msg_xfer_begin_parse(msg, i->is_master ? WQ_DIR_W2M : WQ_DIR_M2W, i->caps, &b, &why);
 	if (r == HTC_EPROTO || !b) {
-		violation(i, "%s", why ? why : "malformed xfer_begin");
+		wq_xr_violation(i, "%s", why ? why : "malformed xfer_begin");
 		free(why);
 		return;
 	}
 	struct in_dir *d = NULL;
-	if (check_id(i, b->xfer) < 0)
+	if (wq_xr_check_id(i, b->xfer) < 0)
 		goto fail;
 	if (i->nopen >= WQ_XFER_MAX_OPEN) {
-		violation(i, "more than %d open transfers", WQ_XFER_MAX_OPEN);
+		wq_xr_violation(i, "more than %d open transfers", WQ_XFER_MAX_OPEN);
 		goto fail;
 	}
 	if (b->target.kind == WQ_TARGET_MEMBER) {
 		uint32_t key = (uint32_t)b->target.dir;
 		HASH_FIND(hh, i->dirs, &key, sizeof key, d);
 		if (!d || d->closed) {
-			violation(i, "transfer %u: directory %u is not open", (uint32_t)b->xfer,
-			          key);
+			wq_xr_violation(i, "transfer %u: directory %u is not open",
+			                (uint32_t)b->xfer, key);
 			goto fail;
 		}
 		if (r == HTC_EPARSE && i->is_master) {
-			violation(i, "%s", why);
+			wq_xr_violation(i, "%s", why);
 			goto fail;
 		}
-		if (r == 0 && !d->refused && !d->failed && member_check(d, b->target.member) < 0)
+		if (r == 0 && !d->refused && !d->failed &&
+		    wq_xr_member_check(d, b->target.member) < 0)
 			goto fail;
 	}
 	struct in_xfer *x = xcalloc(1, sizeof *x);
@@ -1015,16 +507,16 @@ static void on_xfer_begin(struct wq_xfer_in *i, json_t *msg)
 		if (d->refused || d->failed) {
 			x->refused = true; /* discarded with its directory, silently */
 		} else if (r == HTC_EPARSE) {
-			send_xfer_error(i, x->id, WQ_XERR_BAD_NAME, why);
+			wq_xr_send_xfer_error(i, x->id, WQ_XERR_BAD_NAME, why);
 			x->refused = true;
-			dir_fail(d, HTC_EPARSE, WQ_XERR_BAD_NAME, why, false);
+			wq_xr_dir_fail(d, HTC_EPARSE, WQ_XERR_BAD_NAME, why, false);
 		} else {
 			int fd = wq_create_beneath(d->dirfd, b->target.member, b->exec);
 			if (fd < 0) {
 				char *t = xasprintf("%s: %s", b->target.member, htc_strerror(fd));
-				send_xfer_error(i, x->id, code_of(fd), t);
+				wq_xr_send_xfer_error(i, x->id, wq_xr_code_of(fd), t);
 				x->refused = true;
-				dir_fail(d, fd, code_of(fd), t, false);
+				wq_xr_dir_fail(d, fd, wq_xr_code_of(fd), t, false);
 				free(t);
 			}
 			x->fd = fd;
@@ -1039,7 +531,7 @@ static void on_xfer_begin(struct wq_xfer_in *i, json_t *msg)
 		                              .enc = b->enc};
 		snprintf(rf.text, sizeof rf.text, "no destination for transfers");
 		if (!i->cb.recv_begin || i->cb.recv_begin(i, &in, &dest, &rf, i->user) != 0) {
-			send_xfer_error(i, x->id, rf.code, rf.text);
+			wq_xr_send_xfer_error(i, x->id, rf.code, rf.text);
 			x->refused = true;
 		} else {
 			x->tag = dest.tag;
@@ -1060,7 +552,7 @@ static void on_xfer_begin(struct wq_xfer_in *i, json_t *msg)
 				char *t =
 				    xasprintf("%s: %s", x->tmp_path ? x->tmp_path : "destination",
 				              strerror(e));
-				send_xfer_error(i, x->id, code_of(-e), t);
+				wq_xr_send_xfer_error(i, x->id, wq_xr_code_of(-e), t);
 				x->failed = true;
 				x->result = -e;
 				x->result_seen = true;
@@ -1078,7 +570,7 @@ static void on_xfer_begin(struct wq_xfer_in *i, json_t *msg)
 		x->z_init = inflateInit(&x->z) == Z_OK;
 	}
 	if (!x->sha || (b->enc == WQ_ENC_ZLIB && !x->z_init)) {
-		send_xfer_error(i, x->id, WQ_XERR_IO, "out of memory");
+		wq_xr_send_xfer_error(i, x->id, WQ_XERR_IO, "out of memory");
 		x->failed = true;
 		x->result = -ENOMEM;
 		x->result_seen = true;
@@ -1099,7 +591,7 @@ static void on_xfer_end(struct wq_xfer_in *i, json_t *msg, bool abort)
 	int r =
 	    abort ? wq_msg_xfer_abort_parse(msg, &e, &why) : wq_msg_xfer_end_parse(msg, &e, &why);
 	if (r < 0) {
-		violation(i, "%s", why);
+		wq_xr_violation(i, "%s", why);
 		free(why);
 		return;
 	}
@@ -1107,26 +599,26 @@ static void on_xfer_end(struct wq_xfer_in *i, json_t *msg, bool abort)
 	struct in_xfer *x = NULL;
 	HASH_FIND(hh, i->xfers, &id, sizeof id, x);
 	if (!x || x->closed) {
-		violation(i, "message \"%s\" for transfer %u which is not open",
-		          abort ? "xfer_abort" : "xfer_end", id);
+		wq_xr_violation(i, "message \"%s\" for transfer %u which is not open",
+		                abort ? "xfer_abort" : "xfer_end", id);
 		goto out;
 	}
 	if (x->refused) {
 		x->closed = true;
 		i->nopen--;
-		x_done(x, -ECANCELED, "refused");
+		wq_xr_x_done(x, -ECANCELED, "refused");
 		goto out;
 	}
 	if (x->failed) {
 		x->closed = true;
 		i->nopen--;
 		if (!x->busy)
-			x_done(x, x->result, htc_strerror(x->result));
+			wq_xr_x_done(x, x->result, htc_strerror(x->result));
 		goto out;
 	}
 	if (!abort && x->b->enc == WQ_ENC_NONE && x->raw < (uint64_t)x->b->size) {
-		violation(i, "transfer %u: ended after %llu of its declared %lld bytes", id,
-		          (unsigned long long)x->raw, (long long)x->b->size);
+		wq_xr_violation(i, "transfer %u: ended after %llu of its declared %lld bytes", id,
+		                (unsigned long long)x->raw, (long long)x->b->size);
 		goto out;
 	}
 	x->closed = true;
@@ -1138,7 +630,7 @@ static void on_xfer_end(struct wq_xfer_in *i, json_t *msg, bool abort)
 		x->end = END_FINISH;
 		memcpy(x->want, e->sha256, SHA256_HEX_SIZE);
 	}
-	x_kick(x);
+	wq_xr_x_kick(x);
 out:
 	wq_xfer_end_free(e);
 }
@@ -1181,17 +673,17 @@ void wq_xfer_in_delete(struct wq_xfer_in *i)
 		if (x->busy)
 			continue;
 		if (x->refused) {
-			x_done(x, -ECANCELED, "connection closed");
+			wq_xr_x_done(x, -ECANCELED, "connection closed");
 			continue;
 		}
 		x->end = END_ABORT;
-		x_kick(x);
+		wq_xr_x_kick(x);
 	}
 	HASH_ITER(hh, i->dirs, d, dtmp)
 	{
-		dir_maybe_finish(d);
+		wq_xr_dir_maybe_finish(d);
 	}
-	maybe_free_in(i);
+	wq_xr_maybe_free_in(i);
 }
 
 int wq_xfer_in_message(struct wq_xfer_in *i, json_t *msg, const char *name)
@@ -1209,9 +701,9 @@ int wq_xfer_in_message(struct wq_xfer_in *i, json_t *msg, const char *name)
 	case 0: on_xfer_begin(i, msg); break;
 	case 1:
 	case 2: on_xfer_end(i, msg, k == 2); break;
-	case 3: on_dir_begin(i, msg); break;
-	case 4: on_dir_mkdir(i, msg); break;
-	default: on_dir_end(i, msg, k == 6); break;
+	case 3: wq_xr_on_dir_begin(i, msg); break;
+	case 4: wq_xr_on_dir_mkdir(i, msg); break;
+	default: wq_xr_on_dir_end(i, msg, k == 6); break;
 	}
 	return 1;
 }
@@ -1223,7 +715,7 @@ void wq_xfer_in_data(struct wq_xfer_in *i, uint32_t xfer, const uint8_t *bytes, 
 	struct in_xfer *x = NULL;
 	HASH_FIND(hh, i->xfers, &xfer, sizeof xfer, x);
 	if (!x || x->closed) {
-		violation(i, "data for transfer %u which is not open", xfer);
+		wq_xr_violation(i, "data for transfer %u which is not open", xfer);
 		return;
 	}
 	if (x->refused || x->failed)
@@ -1231,12 +723,13 @@ void wq_xfer_in_data(struct wq_xfer_in *i, uint32_t xfer, const uint8_t *bytes, 
 	x->raw += len;
 	uint64_t size = (uint64_t)x->b->size;
 	if (x->b->enc == WQ_ENC_NONE && x->raw > size) {
-		violation(i, "transfer %u: more data than its declared %llu bytes", xfer,
-		          (unsigned long long)size);
+		wq_xr_violation(i, "transfer %u: more data than its declared %llu bytes", xfer,
+		                (unsigned long long)size);
 		return;
 	}
 	if (x->b->enc == WQ_ENC_ZLIB && x->raw > size + size / 16 + 1024) {
-		violation(i, "transfer %u: compressed data does not match its declared size", xfer);
+		wq_xr_violation(i, "transfer %u: compressed data does not match its declared size",
+		                xfer);
 		return;
 	}
 	struct chunk *c = x->pending_last;
@@ -1257,7 +750,7 @@ void wq_xfer_in_data(struct wq_xfer_in *i, uint32_t xfer, const uint8_t *bytes, 
 	x->pending_bytes += len;
 	i->pending += len;
 	update_backpressure(i);
-	x_kick(x);
+	wq_xr_x_kick(x);
 }
 
 size_t wq_xfer_in_pending_bytes(const struct wq_xfer_in *i)
