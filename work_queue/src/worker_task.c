@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "debug.h"
+#include "full_io.h"
 #include "htc_error.h"
 #include "path.h"
 #include "rmon_spawn.h"
@@ -837,20 +838,11 @@ const char *worker_task_stdout_path(const struct worker_task *t)
 	return t->stdout_path;
 }
 
+/* The whole range, or -EIO when the file is shorter than when it was measured. */
 static int pread_all(int fd, char *buf, size_t len, off_t off)
 {
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(fd, buf + got, len - got, off + (off_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO; /* shorter than when it was measured */
-		got += (size_t)n;
-	}
-	return 0;
+	ssize_t n = full_pread(fd, buf, len, off);
+	return n < 0 ? (int)n : (size_t)n < len ? -EIO : 0;
 }
 
 int worker_task_stdout_read(const struct worker_task *t, char **buf, size_t *len)

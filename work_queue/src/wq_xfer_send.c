@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "debug.h"
+#include "full_io.h"
 #include "htc_error.h"
 #include "path.h"
 #include "wq_frame.h"
@@ -356,24 +357,6 @@ static int deflate_chunk(struct item *it, const uint8_t *data, size_t len, int f
 
 /* Reads the next chunk of a file into IT->rbuf (or points into the buffer) and hashes it. Sets
  * *DATA and *LEN. */
-/* Reads up to WANT bytes at OFF, retrying short reads; fewer only at the end of the file.
- * Returns the bytes read or -errno. */
-static ssize_t pread_full(int fd, uint8_t *buf, size_t want, off_t off)
-{
-	size_t got = 0;
-	while (got < want) {
-		ssize_t n = pread(fd, buf + got, want - got, off + (off_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 static int read_chunk(struct item *it, const uint8_t **data, size_t *len)
 {
 	uint64_t want = (uint64_t)it->size - it->offset;
@@ -385,7 +368,7 @@ static int read_chunk(struct item *it, const uint8_t **data, size_t *len)
 	} else {
 		if (!it->rbuf)
 			it->rbuf = xmalloc(WQ_XFER_CHUNK);
-		ssize_t r = pread_full(it->fd, it->rbuf, (size_t)want, (off_t)it->offset);
+		ssize_t r = full_pread(it->fd, it->rbuf, (size_t)want, (off_t)it->offset);
 		if (r < 0)
 			return (int)r;
 		size_t got = (size_t)r;
@@ -512,7 +495,7 @@ static int read_bufs(struct item *it)
 			want = WQ_XFER_CHUNK;
 		uint8_t *b = wq_conn_data_buffer_new();
 		it->bufs[it->nbufs++] = b;
-		ssize_t r = pread_full(it->fd, b, (size_t)want, (off_t)it->offset);
+		ssize_t r = full_pread(it->fd, b, (size_t)want, (off_t)it->offset);
 		if (r < 0)
 			return (int)r;
 		size_t got = (size_t)r;

@@ -1,0 +1,25 @@
+/* full_io.c: whole-range reads (see full_io.h). */
+#include "full_io.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "banned.h"
+
+ssize_t full_pread(int fd, void *buf, size_t len, off_t off)
+{
+	uint8_t *b = buf;
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(fd, b + got, len - got, off + (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
