@@ -259,6 +259,7 @@ static void test_drain(void **state)
 	struct fake *a = fake_start(q, FAKE_HOLD, NULL);
 	assert_true(worker_active(q, 1, 5));
 	struct work_queue_task *t1 = work_queue_task_create("held");
+	work_queue_task_specify_cores(t1, 1);
 	assert_true(work_queue_submit(q, t1) >= 1);
 	for (int i = 0; i < 100 && a->tasks_received < 1; i++)
 		work_queue_wait(q, 0.05);
@@ -266,11 +267,15 @@ static void test_drain(void **state)
 	assert_int_equal(work_queue_drain_worker(q, "nosuchhost"), 0);
 	assert_int_equal(work_queue_drain_worker(q, WORKER_ID), 1);
 	assert_int_equal(work_queue_drain_worker(q, "fakehost"), 0); /* already draining */
-	struct work_queue_task *t2 = work_queue_task_create("after drain");
-	assert_true(work_queue_submit(q, t2) >= 1);
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 100 && a->drains < 1; i++)
 		work_queue_wait(q, 0.05);
 	assert_int_equal(a->drains, 1);
+	/* the next task must not go to the draining worker, which has a free core */
+	struct work_queue_task *t2 = work_queue_task_create("after drain");
+	work_queue_task_specify_cores(t2, 1);
+	assert_true(work_queue_submit(q, t2) >= 1);
+	for (int i = 0; i < 6; i++)
+		work_queue_wait(q, 0.05);
 	assert_int_equal(a->tasks_received, 1);
 	assert_true(log_has("drain sent"));
 	struct fake *b = fake_start(q, FAKE_RUN, NULL);
