@@ -156,4 +156,13 @@ test_expect_success 'a bad option exits 1 with a clear message' '
 	grep -q -- "--memory" worker.log
 '
 
+test_expect_success '--docker is refused, naming the option and the image, not ignored' '
+	worker --docker busybox:1 127.0.0.1 9
+	[ $WRC = 1 ]
+	grep -q -- "--docker busybox:1: running tasks in containers is not available" worker.log
+	worker --docker-preserve img 127.0.0.1 9
+	[ $WRC = 1 ]
+	grep -q -- "--docker-preserve img" worker.log
+'
+
 test_done

@@ -50,6 +50,17 @@ int main(int argc, char *argv[])
 		worker_opts_clear(&o);
 		return WORKER_EXIT_LOCAL;
 	}
+	if (o.docker_image) {
+		/* Parsed so the refusal can name the option; running tasks in containers is not
+		 * built yet, and running them outside the image the user asked for would be wrong.
+		 */
+		fprintf(stderr,
+		        "work_queue_worker: %s %s: running tasks in containers is not available in "
+		        "this version; start the worker without it, inside the image if needed\n",
+		        o.docker_preserve ? "--docker-preserve" : "--docker", o.docker_image);
+		worker_opts_clear(&o);
+		return WORKER_EXIT_LOCAL;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	/* cgroups left by the tasks of an earlier worker that was killed with -9 */
 	int stale = rmonitor_cleanup_stale(NULL);
