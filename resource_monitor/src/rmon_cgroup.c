@@ -38,33 +38,8 @@
 #define file_in  rmon_cg_file_in
 #define is_dir   rmon_cg_is_dir
 #define make_dir rmon_cg_make_dir
-
-/* Statistics files kept open (v1 name / v2 name). */
-enum {
-	SF_CUR,     /* memory.usage_in_bytes / memory.current */
-	SF_PEAK,    /* memory.max_usage_in_bytes / memory.peak */
-	SF_STAT,    /* memory.stat */
-	SF_LIMIT,   /* memory.limit_in_bytes / memory.high */
-	SF_LIMIT2,  /* - / memory.max */
-	SF_FAILCNT, /* memory.failcnt / - */
-	SF_OOM,     /* memory.oom_control / memory.events */
-	SF_CPU,     /* cpuacct.usage / cpu.stat */
-	SF_PIDS,    /* pids.current */
-	SF_IO,      /* blkio.*io_service_bytes* / io.stat */
-	SF_N
-};
-#define SF_UNOPENED (-2)
-
-struct rmon_cgroup {
-	enum rmon_cg_version version;
-	char *name;
-	char *dirs[C_N]; /* distinct group directories (v2: one) */
-	int ndirs;
-	int ctrl_dir[C_N]; /* index into dirs per controller, -1 when not available */
-	int mem_fd;        /* eventfd (v1) or inotify (v2); -1 until asked */
-	int sfd[SF_N];     /* statistics files; SF_UNOPENED until first read, -1 absent */
-	int64_t max_seen;  /* v2 without memory.peak: highest memory.current read */
-};
+#define cdir     rmon_cg_dir
+#define sf_fd    rmon_cg_sf_fd
 
 static unsigned serial_counter;
 
@@ -302,6 +277,10 @@ struct rmon_cgroup *rmon_cgroup_create(const struct rmon_cgroup_opts *opts, int 
 	for (int i = 0; i < C_N; i++)
 		cg->ctrl_dir[i] = -1;
 	cg->name = group_name(&o, owner);
+	cg->key_root = xstrdup(o.root ? o.root : RMON_CG_DEFAULT_ROOT);
+	cg->key_psc = xstrdup(o.proc_self_cgroup);
+	cg->key_want = o.controllers;
+	cg->poolable = o.name == NULL;
 	int e = 0;
 	/* A parent that vanished (ENOENT) since the layout was cached: discover it again once. */
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -340,7 +319,7 @@ const char *rmon_cgroup_name(const struct rmon_cgroup *cg)
 	return cg->name;
 }
 
-static const char *cdir(const struct rmon_cgroup *cg, int c)
+const char *rmon_cg_dir(const struct rmon_cgroup *cg, int c)
 {
 	return cg->ctrl_dir[c] >= 0 ? cg->dirs[cg->ctrl_dir[c]] : NULL;
 }
@@ -385,6 +364,8 @@ int rmon_cgroup_set_memory(struct rmon_cgroup *cg, int64_t bytes, int pause)
 	const char *d = cdir(cg, C_MEMORY);
 	char val[32];
 	int r;
+	cg->changed |= RMON_CG_CHANGED_MEM;
+	cg->set_now |= RMON_CG_CHANGED_MEM;
 	if (cg->version == RMON_CG_V2) {
 		if (bytes < 0) {
 			r = write_in(d, "memory.max", "max");
@@ -417,6 +398,8 @@ int rmon_cgroup_set_memory(struct rmon_cgroup *cg, int64_t bytes, int pause)
 		snprintf(val, sizeof val, "%lld", (long long)bytes);
 	int has_memsw = file_in(d, "memory.memsw.limit_in_bytes");
 	/* memsw must stay >= the memory limit: raise memsw first, lower it last. */
+	if (bytes < 0 && has_memsw)
+		write_in(d, "memory.memsw.limit_in_bytes", val);
 	r = write_in(d, "memory.limit_in_bytes", val);
 	if (r == -EINVAL && has_memsw) {
 		write_in(d, "memory.memsw.limit_in_bytes", val);
@@ -424,7 +407,7 @@ int rmon_cgroup_set_memory(struct rmon_cgroup *cg, int64_t bytes, int pause)
 	}
 	if (r < 0)
 		return r;
-	if (has_memsw)
+	if (has_memsw && bytes >= 0)
 		write_in(d, "memory.memsw.limit_in_bytes", val);
 	write_in(d, "memory.oom_control", pause && bytes >= 0 ? "1" : "0");
 	return 0;
@@ -435,6 +418,8 @@ int rmon_cgroup_set_cpu(struct rmon_cgroup *cg, double cores)
 	const char *d = cdir(cg, C_CPU);
 	if (!d)
 		return HTC_EUNSUP;
+	cg->changed |= RMON_CG_CHANGED_CPU;
+	cg->set_now |= RMON_CG_CHANGED_CPU;
 	char val[64];
 	long long quota = cores > 0 ? (long long)(cores * CFS_PERIOD + 0.5) : -1;
 	if (quota >= 0 && quota < 1000)
@@ -467,6 +452,8 @@ int rmon_cgroup_set_pids(struct rmon_cgroup *cg, int64_t max)
 	const char *d = cdir(cg, C_PIDS);
 	if (!d)
 		return HTC_EUNSUP;
+	cg->changed |= RMON_CG_CHANGED_PIDS;
+	cg->set_now |= RMON_CG_CHANGED_PIDS;
 	char val[32];
 	if (max < 0)
 		snprintf(val, sizeof val, "max");
@@ -477,7 +464,7 @@ int rmon_cgroup_set_pids(struct rmon_cgroup *cg, int64_t max)
 
 /* The descriptor of statistics file I (DIR/NAME; v1 blkio: the first of its names that
  * exists), opened on first use and kept; -1 when absent. */
-static int sf_fd(struct rmon_cgroup *cg, int i, const char *dir, const char *name)
+int rmon_cg_sf_fd(struct rmon_cgroup *cg, int i, const char *dir, const char *name)
 {
 	if (cg->sfd[i] != SF_UNOPENED)
 		return cg->sfd[i];
@@ -490,7 +477,10 @@ static int sf_fd(struct rmon_cgroup *cg, int i, const char *dir, const char *nam
 	int v1_io = i == SF_IO && cg->version == RMON_CG_V1;
 	for (size_t k = 0; k < (v1_io ? sizeof blkio / sizeof *blkio : 1); k++) {
 		char *p = path_join(dir, v1_io ? blkio[k] : name);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		/* The peak is reset through its descriptor when a pooled group is reused. */
+		int fd = i == SF_PEAK ? open(p, O_RDWR | O_CLOEXEC) : -1;
+		if (fd < 0)
+			fd = open(p, O_RDONLY | O_CLOEXEC);
 		free(p);
 		if (fd >= 0) {
 			cg->sfd[i] = fd;
@@ -666,14 +656,36 @@ static void stats_v2(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned 
 	}
 }
 
+/* *V minus BASE, not below 0 (unknown, -1, stays so). */
+static void minus_base(int64_t *v, int64_t base)
+{
+	if (*v >= 0 && base > 0)
+		*v = *v > base ? *v - base : 0;
+}
+
+static void stats_raw(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned what);
+
 int rmon_cgroup_stats_some(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned what)
 {
 	int64_t *f = (int64_t *)st;
 	for (size_t i = 0; i < sizeof *st / sizeof(int64_t); i++)
 		f[i] = -1;
+	stats_raw(cg, st, what);
+	/* A reused group (rmon_cgroup_pool.c): what the earlier tasks left is taken out. */
+	minus_base(&st->mem_current, cg->base_mem);
+	minus_base(&st->mem_peak, cg->base_mem);
+	minus_base(&st->cpu_ns, cg->base_cpu_ns);
+	minus_base(&st->oom_events, cg->base_oom_events);
+	minus_base(&st->high_events, cg->base_high_events);
+	minus_base(&st->oom_kills, cg->base_oom_kills);
+	return 0;
+}
+
+static void stats_raw(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned what)
+{
 	if (cg->version == RMON_CG_V2) {
 		stats_v2(cg, st, what);
-		return 0;
+		return;
 	}
 	const char *m = cdir(cg, C_MEMORY);
 	const char *d;
@@ -705,7 +717,6 @@ int rmon_cgroup_stats_some(struct rmon_cgroup *cg, struct rmon_cg_stats *st, uns
 		st->pids_current = sf_int(cg, SF_PIDS, d, "pids.current");
 	if ((what & RMON_CGS_IO) && (d = cdir(cg, C_BLKIO)))
 		blkio_v1(cg, d, &st->io_read, &st->io_write);
-	return 0;
 }
 
 int rmon_cgroup_stats(struct rmon_cgroup *cg, struct rmon_cg_stats *st)
@@ -970,6 +981,8 @@ void rmon_cgroup_delete(struct rmon_cgroup *cg)
 	for (int i = 0; i < C_N; i++)
 		free(cg->dirs[i]);
 	free(cg->name);
+	free(cg->key_root);
+	free(cg->key_psc);
 	free(cg);
 }
 

@@ -120,6 +120,33 @@ int rmon_cgroup_destroy(struct rmon_cgroup *cg, int wait_ms);
 /* Frees CG and its descriptors; does not remove anything. NULL is ok. */
 void rmon_cgroup_delete(struct rmon_cgroup *cg);
 
+/* The pool of reusable groups (rmon_cgroup_pool.c): a group whose task has ended and left
+ * nothing behind is reset and kept, and the next task asking for the same kind of group
+ * (same root, /proc/self/cgroup file and controllers) takes it instead of a mkdir.
+ * rmon_cgroup_take: a pooled group of that kind, or a fresh one (rmon_cgroup_create; always
+ * fresh when POOL is 0, OPTS names the group, or HTC_RMON_POOL=0 is in the environment).
+ * *REUSED (may be NULL) is set to 1 for a pooled group. Thread-safe. */
+struct rmon_cgroup *rmon_cgroup_take(const struct rmon_cgroup_opts *opts, int pool, int *reused,
+                                     int *err);
+/* Ends with CG (which is freed in every case): kills what is left in it (waiting up to
+ * WAIT_MS); then, with POOL, a group that is empty in every hierarchy, has no nested group and
+ * could be reset goes back to the pool; any other is removed. Returns 1 when pooled, 0 when
+ * removed, -errno (-EBUSY) when it could not be removed (rmonitor_cleanup_stale will). */
+int rmon_cgroup_release(struct rmon_cgroup *cg, int pool, int wait_ms);
+/* Resets an empty group for another task: freezer thawed, peak reset,
+ * page cache dropped, counters baselined, pending notifications read. 0, or -errno /
+ * HTC_EUNSUP when the group cannot be made to look fresh (it must then be removed). */
+int rmon_cgroup_reset(struct rmon_cgroup *cg);
+/* After the limits of the task were set (rmon_cgroup_set_*): limits that an earlier task of
+ * a reused group set and this one did not go back to none (a reset leaves them, as most
+ * tasks set their own). 0 or -errno (the group must then not be used). */
+int rmon_cgroup_settle(struct rmon_cgroup *cg);
+/* Removes every pooled group; returns how many were removed. */
+int rmon_cgroup_pool_drain(void);
+/* Groups in the pool now. */
+int rmon_cgroup_pool_size(void);
+#define RMON_CG_POOL_MAX 64
+
 /* Removes groups htc.<pid>.* under our parent "htc" groups whose owner pid is dead (their
  * processes are killed first). Returns the number of groups removed, or -errno. */
 int rmon_cgroup_cleanup_stale(const struct rmon_cgroup_opts *opts);

@@ -1,11 +1,12 @@
-/* rmon_cgroup_internal.h: what rmon_cgroup.c and rmon_cgroup_layout.c share (internal to the
- * cgroup backend): the controller indices, small file helpers, and the per-process cache of
- * the cgroup layout (mounts, our own group, the parent "htc" groups), so that the discovery is
- * done once per process and not once per task. */
+/* rmon_cgroup_internal.h: what rmon_cgroup.c, rmon_cgroup_layout.c and rmon_cgroup_pool.c
+ * share (internal to the cgroup backend): the controller indices, the group structure, small
+ * file helpers, and the per-process cache of the cgroup layout (mounts, our own group, the
+ * parent "htc" groups), so that the discovery is done once per process and not once per task. */
 #ifndef HTC_RMON_CGROUP_INTERNAL_H
 #define HTC_RMON_CGROUP_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "rmon_cgroup.h"
@@ -15,6 +16,48 @@
 
 enum { C_MEMORY, C_CPU, C_CPUACCT, C_PIDS, C_CPUSET, C_FREEZER, C_BLKIO, C_N };
 extern const char *const rmon_cg_ctrl_names[C_N];
+
+/* Statistics files kept open (v1 name / v2 name). */
+enum {
+	SF_CUR,     /* memory.usage_in_bytes / memory.current */
+	SF_PEAK,    /* memory.max_usage_in_bytes / memory.peak (read-write: reset by the pool) */
+	SF_STAT,    /* memory.stat */
+	SF_LIMIT,   /* memory.limit_in_bytes / memory.high */
+	SF_LIMIT2,  /* - / memory.max */
+	SF_FAILCNT, /* memory.failcnt / - */
+	SF_OOM,     /* memory.oom_control / memory.events */
+	SF_CPU,     /* cpuacct.usage / cpu.stat */
+	SF_PIDS,    /* pids.current */
+	SF_IO,      /* blkio.*io_service_bytes* / io.stat */
+	SF_N
+};
+#define SF_UNOPENED (-2)
+
+/* Limits rmon_cgroup_set_* changed since the group was made (CHANGED) and since it was taken
+ * for the current task (SET_NOW): rmon_cgroup_settle puts the others back to none. */
+#define RMON_CG_CHANGED_MEM  0x1u
+#define RMON_CG_CHANGED_CPU  0x2u
+#define RMON_CG_CHANGED_PIDS 0x4u
+
+struct rmon_cgroup {
+	enum rmon_cg_version version;
+	char *name;
+	char *dirs[C_N]; /* distinct group directories (v2: one) */
+	int ndirs;
+	int ctrl_dir[C_N]; /* index into dirs per controller, -1 when not available */
+	int mem_fd;        /* eventfd (v1) or inotify (v2); -1 until asked */
+	int sfd[SF_N];     /* statistics files; SF_UNOPENED until first read, -1 absent */
+	int64_t max_seen;  /* v2 without memory.peak: highest memory.current read */
+	/* Pool key: what makes two groups interchangeable (root, /proc/self/cgroup file,
+	 * RMON_CG_WANT_* asked); POOLABLE is 0 for groups with an explicit name. */
+	char *key_root, *key_psc;
+	unsigned key_want;
+	int poolable;
+	unsigned changed, set_now; /* RMON_CG_CHANGED_* */
+	/* Baselines of a reused group, subtracted from what the kernel reports: counters that
+	 * cannot be reset, and the memory left charged (not page cache) after the reset. */
+	int64_t base_cpu_ns, base_oom_events, base_high_events, base_oom_kills, base_mem;
+};
 
 /* Size of the cached controller lists of a v2 layout. */
 #define RMON_CG_LIST 512
@@ -57,6 +100,10 @@ int rmon_cg_file_in(const char *dir, const char *file);
 int rmon_cg_is_dir(const char *p);
 /* mkdir; with EXIST_OK an existing directory is fine. 0 or -errno. */
 int rmon_cg_make_dir(const char *p, int exist_ok);
+/* Directory of CG for controller C, NULL when the group does not have it. */
+const char *rmon_cg_dir(const struct rmon_cgroup *cg, int c);
+/* Descriptor of statistics file I (opened on first use), -1 when absent. */
+int rmon_cg_sf_fd(struct rmon_cgroup *cg, int i, const char *dir, const char *name);
 /* v1 cpuset: copies cpuset.cpus and cpuset.mems of PARENT into DIR where DIR's are empty. */
 void rmon_cg_cpuset_inherit(const char *parent, const char *dir);
 

@@ -1,6 +1,7 @@
 /* rmon_machine.c: the machine-level part of the resource monitor library (see rmonitor.h):
- * the resources of the machine as the monitor sees them, and the removal of cgroups left by
- * monitors that were killed. Kept apart from rmonitor.c, which follows one task. */
+ * the resources of the machine as the monitor sees them, the process's pool of reusable
+ * cgroups, and the removal of cgroups left by monitors that were killed. Kept apart from
+ * rmonitor.c, which follows one task. */
 #include "rmonitor.h"
 
 #include <dirent.h>
@@ -14,6 +15,16 @@
 #include "banned.h"
 
 #define MB (1024.0 * 1024.0)
+
+int rmonitor_pool_drain(void)
+{
+	return rmon_cgroup_pool_drain();
+}
+
+int rmonitor_pool_size(void)
+{
+	return rmon_cgroup_pool_size();
+}
 
 int rmonitor_cleanup_stale(const char *cgroup_root)
 {

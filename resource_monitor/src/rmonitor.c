@@ -56,6 +56,7 @@ struct rmonitor {
 	rmonitor_memory_fn at_memory_limit;
 	void *at_memory_limit_arg;
 	double limits[RM_N_FIELDS];
+	int pool, cg_reused; /* reuse cgroups (spec.no_pool == 0); this one was reused */
 
 	pid_t pid;
 	enum state state;
@@ -464,16 +465,10 @@ static void stop_watching(struct rmonitor *m)
 	}
 }
 
+/* Kills what is left in the group; then back to the pool, or removed. */
 static void remove_cgroup(struct rmonitor *m, int wait_ms)
 {
-	if (!m->cg)
-		return;
-	if (rmon_cgroup_kill_all(m->cg, wait_ms) == 0 && rmon_cgroup_destroy(m->cg, wait_ms) == 0)
-		debug(D_RMON, "cgroup %s removed", rmon_cgroup_name(m->cg));
-	else
-		warn("cgroup %s could not be removed yet; rmonitor_cleanup_stale will",
-		     rmon_cgroup_name(m->cg));
-	rmon_cgroup_delete(m->cg);
+	rmon_cgroup_release(m->cg, m->pool, wait_ms);
 	m->cg = NULL;
 }
 
@@ -749,25 +744,13 @@ static void init_handle(struct rmonitor *m, uv_handle_t *h)
 	m->n_handles++;
 }
 
-/* Creates the cgroup and sets its limits; on failure M->cg stays NULL. */
-static int setup_cgroup(struct rmonitor *m)
+/* Sets the limits of the task's group. */
+static void set_limits(struct rmonitor *m)
 {
-	/* Only the hierarchies this task needs: a CPU quota and pinning are asked for. */
-	struct rmon_cgroup_opts o = {.root = m->cgroup_root};
-	if (!m->measure_only && m->limits[RM_CORES] > 0)
-		o.controllers |= RMON_CG_WANT_CPU;
-	if (m->cpuset)
-		o.controllers |= RMON_CG_WANT_CPUSET;
-	int err = 0;
-	m->cg = rmon_cgroup_create(&o, &err);
-	if (!m->cg) {
-		debug(D_RMON, "no cgroup: %s", htc_strerror(err));
-		return err;
-	}
 	if (m->cpuset && rmon_cgroup_set_cpuset(m->cg, m->cpuset) < 0)
 		warn("cannot pin the task to CPUs %s", m->cpuset);
 	if (m->measure_only)
-		return 0;
+		return;
 	if (m->limits[RM_MEMORY] >= 0) {
 		m->mem_limit_mb = (int64_t)ceil(m->limits[RM_MEMORY]);
 		if (rmon_cgroup_set_memory(m->cg, m->mem_limit_mb * (int64_t)(1 << 20), 1) == 0 &&
@@ -779,6 +762,35 @@ static int setup_cgroup(struct rmonitor *m)
 	if (m->limits[RM_MAX_CONCURRENT_PROCESSES] >= 0 &&
 	    rmon_cgroup_set_pids(m->cg, (int64_t)m->limits[RM_MAX_CONCURRENT_PROCESSES]) == 0)
 		m->cg_pids = 1;
+}
+
+/* Creates (or takes from the pool) the cgroup and sets its limits; on failure M->cg stays
+ * NULL. A reused group whose earlier limits cannot be lifted is removed for a fresh one. */
+static int setup_cgroup(struct rmonitor *m)
+{
+	/* Only the hierarchies this task needs: a CPU quota and pinning are asked for. */
+	struct rmon_cgroup_opts o = {.root = m->cgroup_root};
+	if (!m->measure_only && m->limits[RM_CORES] > 0)
+		o.controllers |= RMON_CG_WANT_CPU;
+	if (m->cpuset)
+		o.controllers |= RMON_CG_WANT_CPUSET;
+	int err = 0;
+	for (int pool = m->pool; !m->cg; pool = 0) {
+		m->cg = rmon_cgroup_take(&o, pool, &m->cg_reused, &err);
+		if (!m->cg) {
+			debug(D_RMON, "no cgroup: %s", htc_strerror(err));
+			return err;
+		}
+		m->mem_limit_mb = -1;
+		m->cg_mem = m->cg_cpu = m->cg_pids = 0;
+		set_limits(m);
+		if ((err = rmon_cgroup_settle(m->cg)) < 0) {
+			rmon_cgroup_release(m->cg, 0, 100);
+			m->cg = NULL;
+			if (!pool)
+				return err;
+		}
+	}
 	return 0;
 }
 
@@ -860,6 +872,7 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	m->cg_mode = spec->cgroups;
 	m->at_memory_limit = spec->at_memory_limit;
 	m->at_memory_limit_arg = spec->at_memory_limit_arg;
+	m->pool = !spec->no_pool;
 	for (int f = 0; f < RM_N_FIELDS; f++) {
 		m->limits[f] = spec->measure_only ? -1 : spec->limits.v[f];
 		m->exceeded[f] = -1;
@@ -906,8 +919,7 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	if (pid == -2 && m->cg_mode == RMONITOR_CGROUPS_AUTO) {
 		warn("cannot join cgroup %s (%s); measuring through /proc only",
 		     rmon_cgroup_name(m->cg), htc_strerror(e));
-		rmon_cgroup_destroy(m->cg, 100);
-		rmon_cgroup_delete(m->cg);
+		rmon_cgroup_release(m->cg, 0, 100);
 		m->cg = NULL;
 		m->cg_mem = m->cg_cpu = m->cg_pids = 0;
 		pid = start_child(m, &e);
@@ -919,11 +931,8 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		if (m->cn_fd >= 0)
 			close(m->cn_fd);
 		m->cn_fd = -1;
-		if (m->cg) {
-			rmon_cgroup_destroy(m->cg, 100);
-			rmon_cgroup_delete(m->cg);
-			m->cg = NULL;
-		}
+		rmon_cgroup_release(m->cg, 0, 100);
+		m->cg = NULL;
 		/* The handles free M when closed. */
 		uv_close((uv_handle_t *)&m->sigchld, on_close);
 		uv_close((uv_handle_t *)&m->sample_timer, on_close);
@@ -983,10 +992,7 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	return m;
 
 fail:
-	if (m->cg) {
-		rmon_cgroup_destroy(m->cg, 100);
-		rmon_cgroup_delete(m->cg);
-	}
+	rmon_cgroup_release(m->cg, 0, 100);
 	monitor_free(m);
 	return NULL;
 }
@@ -1001,6 +1007,16 @@ pid_t rmonitor_pid(const struct rmonitor *m)
 int rmonitor_uses_cgroups(const struct rmonitor *m)
 {
 	return m && m->used_cgroups;
+}
+
+const char *rmonitor_cgroup_name(const struct rmonitor *m)
+{
+	return m && m->cg ? rmon_cgroup_name(m->cg) : NULL;
+}
+
+int rmonitor_cgroup_reused(const struct rmonitor *m)
+{
+	return m && m->cg_reused;
 }
 
 const struct rmsummary *rmonitor_current(const struct rmonitor *m)

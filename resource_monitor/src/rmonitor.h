@@ -57,6 +57,10 @@ struct rmonitor_spec {
 	const char *cgroup_root;            /* NULL = /sys/fs/cgroup */
 	rmonitor_memory_fn at_memory_limit; /* NULL: exceeding memory ends the task */
 	void *at_memory_limit_arg;
+	/* 1: the task gets a freshly made cgroup and it is removed at the end, instead of a
+	 * reset one from the process's pool and back to the pool when it ended clean (the
+	 * default; HTC_RMON_POOL=0 in the environment turns the pool off for everyone). */
+	int no_pool;
 };
 
 /* Initialises SPEC with defaults: fds -1, limits unset, interval 1 s, cgroups AUTO. */
@@ -72,6 +76,10 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 pid_t rmonitor_pid(const struct rmonitor *m);
 /* 1 when the task is measured through its own cgroup. */
 int rmonitor_uses_cgroups(const struct rmonitor *m);
+/* Name of the task's cgroup (htc.<pid>.<serial>) while it has one, else NULL. */
+const char *rmonitor_cgroup_name(const struct rmonitor *m);
+/* 1 when the task's cgroup was taken from the pool (reused), 0 when freshly made. */
+int rmonitor_cgroup_reused(const struct rmonitor *m);
 /* Current measurements (a snapshot; valid until the next loop iteration). */
 const struct rmsummary *rmonitor_current(const struct rmonitor *m);
 /* How many times the memory limit was raised by at_memory_limit. */
@@ -87,6 +95,13 @@ int rmonitor_kill(struct rmonitor *m, int sig);
 /* Frees M. If the task is still running it is killed (SIGKILL to the whole tree), its cgroup
  * removed once empty, and DONE is not called. NULL is ok. May be called from DONE. */
 void rmonitor_delete(struct rmonitor *m);
+
+/* Removes every cgroup kept in this process's pool of reusable groups (the pool also drains
+ * itself at exit(); call this before a process ends in another way, or to give the groups
+ * back). Returns how many were removed. */
+int rmonitor_pool_drain(void);
+/* Number of cgroups in this process's pool now. */
+int rmonitor_pool_size(void);
 
 /* Removes cgroups left by monitors of processes that no longer exist (after a kill -9 of their
  * owner). Returns how many were removed, or -errno. */

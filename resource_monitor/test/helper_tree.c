@@ -34,8 +34,10 @@ int main(int argc, char **argv)
 		helper_usage(USAGE, "SECONDS must be a number between 0 and 1000000");
 	for (long long i = 0; i < n; i++) {
 		pid_t pid = helper_fork("helper_tree");
-		if (pid < 0)
+		if (pid < 0) {
+			helper_wait_all(); /* no orphan is left (tests of process limits) */
 			return 1;
+		}
 		if (pid == 0)
 			_exit(child((size_t)mb << 20, seconds));
 	}

@@ -196,6 +196,71 @@ static void test_v2_fake_limits(void **state)
 	fake_free(&f);
 }
 
+/* v2 reset for the pool: what cannot be reset is baselined (CPU time, memory.events), the
+ * peak is reset through its descriptor, page cache is reclaimed, the limits of the last task
+ * are lifted only when the next one does not set its own (rmon_cgroup_settle). */
+static void test_v2_fake_reset(void **state)
+{
+	(void)state;
+	struct fake f;
+	struct rmon_cgroup *cg = fake_v2_group(&f);
+	put(f.group, "memory.reclaim", "");
+	put(f.group, "pids.current", "0\n");
+	assert_int_equal(rmon_cgroup_set_memory(cg, 100 << 20, 1), 0);
+	assert_int_equal(rmon_cgroup_set_pids(cg, 10), 0);
+	/* The first task's figures, then it ends leaving 700 bytes of cache and 300 of kernel. */
+	put(f.group, "memory.current", "1000\n");
+	put(f.group, "memory.peak", "900000\n");
+	put(f.group, "memory.stat", "anon 0\nfile 700\n");
+	put(f.group, "cpu.stat", "usage_usec 2500\n");
+	put(f.group, "memory.events", "low 0\nhigh 3\nmax 1\noom 2\noom_kill 1\n");
+	struct rmon_cg_stats st;
+	rmon_cgroup_stats(cg, &st);
+	assert_int_equal(st.oom_kills, 1);
+	assert_int_equal(rmon_cgroup_reset(cg), 0);
+	expect_file(f.group, "memory.reclaim", "1000");
+	char *peak = get(f.group, "memory.peak");
+	assert_int_equal(strncmp(peak, "reset", 5), 0);
+	free(peak);
+	/* What the kernel shows after the reset, then the second task's use on top. */
+	put(f.group, "memory.peak", "1000\n");
+	rmon_cgroup_stats(cg, &st);
+	assert_int_equal(st.cpu_ns, 0);
+	assert_int_equal(st.oom_kills, 0);
+	assert_int_equal(st.oom_events, 0);
+	assert_int_equal(st.high_events, 0);
+	assert_int_equal(st.mem_peak, 700); /* the 300 kernel bytes are taken out */
+	put(f.group, "memory.current", "5300\n");
+	put(f.group, "memory.peak", "6300\n");
+	put(f.group, "cpu.stat", "usage_usec 4500\n");
+	put(f.group, "memory.events", "low 0\nhigh 3\nmax 1\noom 2\noom_kill 2\n");
+	rmon_cgroup_stats(cg, &st);
+	assert_int_equal(st.cpu_ns, 2000000);
+	assert_int_equal(st.mem_peak, 6000);
+	assert_int_equal(st.mem_current, 5000);
+	assert_int_equal(st.oom_kills, 1);
+	/* The next task sets only a process limit: the memory limit is lifted. */
+	assert_int_equal(rmon_cgroup_set_pids(cg, 20), 0);
+	assert_int_equal(rmon_cgroup_settle(cg), 0);
+	expect_file(f.group, "memory.max", "max");
+	expect_file(f.group, "memory.high", "max");
+	expect_file(f.group, "memory.oom.group", "0");
+	expect_file(f.group, "pids.max", "20");
+	/* A zombie still charged: not reusable. */
+	put(f.group, "pids.current", "1\n");
+	assert_int_equal(rmon_cgroup_reset(cg), -EBUSY);
+	/* Without memory.peak (before Linux 5.19) the peak cannot be reset. */
+	put(f.group, "pids.current", "0\n");
+	fake_free(&f);
+	cg = fake_v2_group(&f);
+	put(f.group, "memory.current", "0\n");
+	char *p = path_join(f.group, "memory.peak");
+	unlink(p);
+	free(p);
+	assert_int_equal(rmon_cgroup_reset(cg), HTC_EUNSUP);
+	fake_free(&f);
+}
+
 static void test_v2_fake_stats(void **state)
 {
 	(void)state;
@@ -638,6 +703,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_v2_fake_limits),
 	    cmocka_unit_test(test_v2_fake_stats),
+	    cmocka_unit_test(test_v2_fake_reset),
 	    cmocka_unit_test(test_v2_fake_refusals),
 	    cmocka_unit_test(test_v2_fake_default_controllers),
 	    cmocka_unit_test(test_v1_fake_layout_cache),
