@@ -41,26 +41,26 @@ __kill_pidfile() {
 	[ -f "$f" ] || return 0
 	if [ "${2:-}" = fast ]; then
 		while read -r pid; do
-			[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+			[ -n "$pid" ] && { kill -KILL "$pid" 2>/dev/null || true; }
 		done <"$f"
 		return 0
 	fi
 	while read -r pid; do
 		[ -n "$pid" ] || continue
-		kill -TERM "$pid" 2>/dev/null
+		kill -TERM "$pid" 2>/dev/null || true
 	done <"$f"
 	# Give them a moment to exit, then force.
 	local i
 	for i in 1 2 3 4 5 6 7 8 9 10; do
 		local alive=0
 		while read -r pid; do
-			[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && alive=1
+			if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then alive=1; fi
 		done <"$f"
 		[ $alive = 0 ] && break
 		sleep 0.1
 	done
 	while read -r pid; do
-		[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+		[ -n "$pid" ] && { kill -KILL "$pid" 2>/dev/null || true; }
 	done <"$f"
 	return 0
 }
