@@ -37,6 +37,7 @@ enum wq_opt {
 	OPT_KEEPALIVE_TIMEOUT,
 	OPT_SCHEDULE,
 	OPT_SYNC_OUTPUTS,
+	OPT_PREFETCH,
 	OPT_COUNT
 };
 
@@ -55,6 +56,7 @@ static const char *const opt_names[OPT_COUNT] = {
     [OPT_KEEPALIVE_TIMEOUT] = "keepalive-timeout",
     [OPT_SCHEDULE] = "schedule",
     [OPT_SYNC_OUTPUTS] = "sync-outputs",
+    [OPT_PREFETCH] = "prefetch",
 };
 
 /* One submitted job: the task's id on the master and the job record, found by task id when
@@ -101,6 +103,8 @@ static int check_value(int i, const char *value)
 	case OPT_KEEPALIVE_INTERVAL:
 	case OPT_KEEPALIVE_TIMEOUT:
 		return str_to_int64(value, &v) == 0 && v >= 1 && v <= 86400 ? 0 : -EINVAL;
+	case OPT_PREFETCH: /* queued tasks per worker: -1 the worker's own limit, 0 off */
+		return str_to_int64(value, &v) == 0 && v >= -1 && v <= 256 ? 0 : -EINVAL;
 	case OPT_CACHE:
 	case OPT_SYNC_OUTPUTS: return !strcmp(value, "yes") || !strcmp(value, "no") ? 0 : -EINVAL;
 	case OPT_SCHEDULE:
@@ -166,6 +170,8 @@ static int start_master(struct wq_state *st)
 	if (st->opt[OPT_KEEPALIVE_TIMEOUT])
 		work_queue_specify_keepalive_timeout(st->master,
 		                                     atoi(st->opt[OPT_KEEPALIVE_TIMEOUT]));
+	if (st->opt[OPT_PREFETCH])
+		work_queue_specify_prefetch(st->master, atoi(st->opt[OPT_PREFETCH]), 1.0);
 	if (st->opt[OPT_SYNC_OUTPUTS])
 		work_queue_specify_sync_outputs(st->master,
 		                                !strcmp(st->opt[OPT_SYNC_OUTPUTS], "yes"));

@@ -156,13 +156,13 @@ test_expect_success 'a bad option exits 1 with a clear message' '
 	grep -q -- "--memory" worker.log
 '
 
-test_expect_success '--docker is refused, naming the option and the image, not ignored' '
-	worker --docker busybox:1 127.0.0.1 9
+test_expect_success '--docker without a reachable Docker Engine: exit 1 naming the socket' '
+	DOCKER_HOST=unix://$PWD/no-such.sock worker --docker busybox:1 127.0.0.1 9
 	[ $WRC = 1 ]
-	grep -q -- "--docker busybox:1: running tasks in containers is not available" worker.log
-	worker --docker-preserve img 127.0.0.1 9
+	grep -q -- "--docker busybox:1: the Docker Engine does not answer at $PWD/no-such.sock" worker.log
+	DOCKER_HOST=unix://$PWD/no-such.sock worker --docker-preserve img 127.0.0.1 9
 	[ $WRC = 1 ]
-	grep -q -- "--docker-preserve img" worker.log
+	grep -q -- "--docker-preserve img: the Docker Engine does not answer" worker.log
 '
 
 test_done

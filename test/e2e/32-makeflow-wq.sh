@@ -5,6 +5,7 @@
 # outputs correct); a worker started through the catalog by project name; password and TLS
 # mismatches refused; a rogue peer sending garbage leaves the master running.
 . "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/wq-lib.sh"
 
 test_require_bin makeflow
 test_require_bin work_queue_worker
@@ -13,35 +14,6 @@ test_require_bin catalog_server
 MF=$BIN/makeflow
 WORKER=$BIN/work_queue_worker
 TEST_TIMEOUT=180
-
-# start_master ARGS...: makeflow -T wq on port 0 in the background with ARGS; waits for the
-# port file. Sets mf (pid) and port.
-start_master() {
-	rm -f port
-	"$MF" -T wq -p 0 -Z port --progress=quiet "$@" >mf.out 2>&1 &
-	mf=$!
-	test_track_pid $mf
-	test_wait_for_file port 20 || {
-		cat mf.out >&2
-		return 1
-	}
-	port=$(cat port)
-}
-
-# start_worker ARGS...: a worker in the background (its pid is tracked); sets w.
-start_worker() {
-	"$WORKER" -t 30 "$@" >>workers.out 2>&1 &
-	w=$!
-	test_track_pid $w
-}
-
-# finish: waits for makeflow and returns its status.
-finish() {
-	local rc=0
-	wait $mf || rc=$?
-	[ $rc = 0 ] || cat mf.out >&2
-	return $rc
-}
 
 test_expect_success 'a workflow runs on one worker: inputs, intermediates, renaming' '
 	printf "ACGT\nTTGA\n" >ref.fa

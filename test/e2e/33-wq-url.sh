@@ -2,8 +2,9 @@
 # 33-wq-url.sh: end-to-end tests of URL inputs (doc/work-queue-protocol.md 5.5, 5.6): a master
 # built on the public API (work_queue/test/helper_url_master; makeflow has no way to name a URL
 # input yet) and a real work_queue_worker fetch files from a local python3 HTTP server. The file
-# arrives with its content, two tasks with one URL cause one GET, a 404 gives INPUT_MISSING
-# with the HTTP status in the worker's text, and master and worker stay up afterwards.
+# arrives with its content, two tasks with one URL cause one GET, a 404 (seen by the master's
+# HEAD request, in the thread pool) gives INPUT_MISSING with the HTTP status and the URL in the
+# master's warning without any GET, and master and worker stay up afterwards.
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 test_require_bin work_queue_worker
@@ -53,8 +54,10 @@ test_expect_success 'URL inputs: content, one GET for two tasks, 404 is INPUT_MI
 	[ "$(cat after.txt)" = "still up" ]
 	cat $HTTP_LOG
 	[ "$(grep -c "\"GET /data.txt " $HTTP_LOG)" = 1 ]
-	grep -q "\"GET /nothing.txt " $HTTP_LOG
-	grep -q "HTTP 404 for http://127.0.0.1:$HTTP_PORT/nothing.txt" worker.log
+	# the 404 is found by the HEAD request: the task fails on the master, nobody GETs it
+	grep -q "\"HEAD /nothing.txt " $HTTP_LOG
+	not grep -q "\"GET /nothing.txt " $HTTP_LOG
+	grep -q "input http://127.0.0.1:$HTTP_PORT/nothing.txt: HTTP 404 for its HEAD request" $mlog
 	# the worker was still connected until the master dismissed it
 	not grep -q "protocol violation" worker.log
 '

@@ -4,6 +4,7 @@
 # Another worker then completes the rule; the output is whole, no temporary file is left
 # behind, and makeflow exits 0.
 . "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/wq-lib.sh"
 
 test_require_bin makeflow
 test_require_bin work_queue_worker
@@ -12,18 +13,6 @@ MF=$BIN/makeflow
 WORKER=$BIN/work_queue_worker
 TEST_TIMEOUT=180
 SIZE=$((600 * 1048576))
-
-start_master() {
-	rm -f port
-	"$MF" -T wq -p 0 -Z port --progress=quiet "$@" >mf.out 2>&1 &
-	mf=$!
-	test_track_pid $mf
-	test_wait_for_file port 20 || {
-		cat mf.out >&2
-		return 1
-	}
-	port=$(cat port)
-}
 
 # start_worker DIR: a worker whose workdir is DIR; sets w.
 start_worker() {

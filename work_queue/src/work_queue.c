@@ -25,6 +25,7 @@
 #include "sha256.h"
 #include "timeutil.h"
 #include "wq_listing.h"
+#include "wq_master_prepare.h"
 #include "wq_msg.h"
 #include "wq_mworker.h"
 #include "wq_url.h"
@@ -35,18 +36,6 @@
 #define DELETE_WAIT_MS    5000
 #define CATALOG_PERIOD_US INT64_C(60000000)
 #define DEFAULT_PORT      9123
-
-/* Hashes of local files already computed, by path (content names of cached inputs). */
-struct hash_memo {
-	char *path;
-	dev_t dev;
-	ino_t ino;
-	int64_t size;
-	int64_t mtime_ns;
-	char hex[SHA256_HEX_SIZE];
-	UT_hash_handle hh;
-};
-static struct hash_memo *memo;
 
 static void on_sched_idle(uv_idle_t *h);
 
@@ -163,13 +152,27 @@ static void on_sched_idle(uv_idle_t *h)
 	o.max_assignments = PASS_BATCH;
 	struct wq_sched_assignment as[PASS_BATCH];
 	int n = wq_sched_pass(q->sched, &o, as, PASS_BATCH, NULL);
-	if (n < PASS_BATCH) {
+	int np = 0;
+	if (n >= 0 && n < PASS_BATCH && q->prefetch_per_worker != 0) {
+		/* Nothing more fits: short tasks go ahead into the queues of `queue` workers. */
+		struct wq_sched_prefetch_opts po;
+		wq_sched_prefetch_opts_init(&po);
+		po.per_worker = q->prefetch_per_worker;
+		po.max_task_seconds = q->prefetch_max_s;
+		po.now = o.now;
+		po.max_assignments = PASS_BATCH - n;
+		np = wq_sched_prefetch(q->sched, &po, as + n, (size_t)(PASS_BATCH - n));
+		if (np < 0)
+			np = 0;
+	}
+	if (n + np < PASS_BATCH) {
 		q->sched_wanted = false;
 		uv_idle_stop(h);
 	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n + np; i++) {
 		struct mtask *m = wq_sched_task_data(as[i].task);
 		struct mworker *w = wq_sched_worker_data(as[i].worker);
+		m->queued = i >= n;
 		wq_mworker_dispatch(w, m, &as[i].box);
 	}
 }
@@ -309,6 +312,8 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 	q->sched = wq_sched_create();
 	q->next_taskid = 1;
 	q->keepalive_interval = 30;
+	q->prefetch_per_worker = -1;
+	q->prefetch_max_s = 1.0;
 	q->keepalive_timeout = 120;
 	q->algorithm = WORK_QUEUE_SCHEDULE_FILES;
 	q->rng = (uint64_t)time_now_us() ^ (uint64_t)getpid();
@@ -420,6 +425,7 @@ static void close_handle(uv_handle_t *h)
 
 static void queue_free(struct work_queue *q)
 {
+	wq_prepare_queue_end(q);
 	while (q->workers)
 		wq_mworker_free(q->workers);
 	struct mtask *m, *tmp;
@@ -476,115 +482,10 @@ void work_queue_delete(struct work_queue *q)
 		uv_timer_stop(q->wait_timer);
 	}
 	queue_free(q);
+	wq_prepare_cleanup();
 }
 
 /* ---- submit ------------------------------------------------------------------------------- */
-
-static int hash_file(const char *path, char hex[SHA256_HEX_SIZE], int64_t *size)
-{
-	struct stat st;
-	if (stat(path, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	struct hash_memo *h = NULL;
-	HASH_FIND_STR(memo, path, h);
-	if (h && h->dev == st.st_dev && h->ino == st.st_ino && h->size == st.st_size &&
-	    h->mtime_ns == mt) {
-		memcpy(hex, h->hex, SHA256_HEX_SIZE);
-		*size = st.st_size;
-		return 0;
-	}
-	int rc = sha256_file(path, hex);
-	if (rc < 0)
-		return rc;
-	if (!h) {
-		h = xcalloc(1, sizeof *h);
-		h->path = xstrdup(path);
-		HASH_ADD_KEYPTR(hh, memo, h->path, strlen(h->path), h);
-	}
-	h->dev = st.st_dev;
-	h->ino = st.st_ino;
-	h->size = st.st_size;
-	h->mtime_ns = mt;
-	memcpy(h->hex, hex, SHA256_HEX_SIZE);
-	*size = st.st_size;
-	return 0;
-}
-
-static int walk_dir(const char *path, int flags, char hex[SHA256_HEX_SIZE], int64_t *size)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct wq_listing *l = NULL;
-	char *why = NULL;
-	int rc = wq_listing_walk(fd, path, flags | WQ_LISTING_FOLLOW_LINKS, &l, &why);
-	close(fd);
-	if (rc < 0) {
-		warn("wq: input directory %s: %s", path, why ? why : htc_strerror(rc));
-		free(why);
-		return rc;
-	}
-	*size = (int64_t)wq_listing_bytes(l);
-	if (hex)
-		rc = wq_listing_hash(l, hex);
-	wq_listing_delete(l);
-	return rc;
-}
-
-/* Object names of the cached inputs of M. */
-static int prepare_inputs(struct mtask *m)
-{
-	struct work_queue_task *t = m->t;
-	int n = 0;
-	for (struct work_queue_file *f = t->inputs; f; f = f->next)
-		n++;
-	m->n_inputs = n;
-	m->objects = xcalloc((size_t)n + 1, sizeof *m->objects);
-	m->obj_size = xcalloc((size_t)n + 1, sizeof *m->obj_size);
-	int i = 0;
-	for (struct work_queue_file *f = t->inputs; f; f = f->next, i++) {
-		char hex[SHA256_HEX_SIZE];
-		int64_t size = 0;
-		int rc = 0;
-		bool cache = (f->flags & WORK_QUEUE_CACHE) != 0;
-		switch (f->kind) {
-		case WORK_QUEUE_FILE_LOCAL:
-			if (cache) {
-				rc = hash_file(f->source, hex, &size);
-				if (rc == 0)
-					m->objects[i] = xasprintf("F-%s", hex);
-			} else {
-				struct stat st;
-				rc = stat(f->source, &st) < 0 ? -errno : 0;
-			}
-			if (rc < 0)
-				warn("wq: input %s: %s", f->source, htc_strerror(rc));
-			break;
-		case WORK_QUEUE_FILE_DIRECTORY:
-			rc = walk_dir(f->source, cache ? 0 : WQ_LISTING_NO_HASH, cache ? hex : NULL,
-			              &size);
-			if (rc == 0 && cache)
-				m->objects[i] = xasprintf("D-%s", hex);
-			break;
-		case WORK_QUEUE_FILE_URL: {
-			/* A blocking HEAD request (at most 5 s) names the object. */
-			char name[WQ_URL_OBJECT_SIZE];
-			rc = wq_url_object(f->source, WQ_URL_HEAD_TIMEOUT_MS, name);
-			if (rc == 0)
-				m->objects[i] = xstrdup(name);
-			break;
-		}
-		case WORK_QUEUE_FILE_BUFFER: break;
-		}
-		if (rc < 0)
-			return rc == -ELOOP ? HTC_ECYCLE : rc;
-		m->obj_size[i] = size;
-	}
-	return 0;
-}
 
 static size_t message_estimate(const struct work_queue_task *t)
 {
@@ -610,10 +511,12 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 	}
 	struct mtask *m = xcalloc(1, sizeof *m);
 	m->t = t;
-	int rc = prepare_inputs(m);
-	if (rc < 0) {
+	/* Cheap checks now; inputs to hash or to ask a server about are named in the thread pool
+	 * (wq_master_prepare.c), and the task waits in MTASK_PREPARING meanwhile. */
+	int pending = wq_prepare_inputs(m);
+	if (pending < 0) {
 		mtask_free(m);
-		return rc;
+		return pending == -ELOOP ? HTC_ECYCLE : pending;
 	}
 	for (struct work_queue_file *f = t->outputs; f; f = f->next)
 		m->n_outputs++;
@@ -627,9 +530,14 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 		mtask_free(m);
 		return -EINVAL;
 	}
+	if (pending > 0) {
+		/* The scheduler only checked the task: it enters when its inputs are named. */
+		wq_sched_task_remove(q->sched, m->st);
+		m->st = NULL;
+	}
 	m->id = q->next_taskid++;
 	m->try_ = 1;
-	m->state = MTASK_READY;
+	m->state = pending > 0 ? MTASK_PREPARING : MTASK_READY;
 	t->taskid = m->id;
 	t->result = WORK_QUEUE_RESULT_UNKNOWN;
 	t->try_count = 0;
@@ -639,7 +547,10 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 	if (q->txlog)
 		wq_txlog_task(q->txlog, m->id, "WAITING", t->category ? t->category : "default",
 		              t->resources_requested);
-	wq_master_request_pass(q);
+	if (pending > 0)
+		wq_prepare_start(q, m);
+	else
+		wq_master_request_pass(q);
 	return m->id;
 }
 
@@ -735,7 +646,7 @@ int work_queue_hungry(struct work_queue *q)
 {
 	if (!q)
 		return 0;
-	int64_t ready = wq_sched_ready_count(q->sched);
+	int64_t ready = wq_sched_ready_count(q->sched) + wq_prepare_count(q);
 	int64_t want;
 	if (!q->stats.workers_connected) {
 		want = 10;
@@ -749,6 +660,16 @@ int work_queue_hungry(struct work_queue *q)
 					free_cores += b.cores;
 			}
 		want = (int64_t)ceil(2 * free_cores);
+		/* Free room in the prefetch queues, so that a client that asks keeps them fed. */
+		for (struct mworker *w = q->workers; w; w = w->next) {
+			if (!w->sw || wq_sched_worker_flags(w->sw) || q->prefetch_per_worker == 0)
+				continue;
+			int64_t lim = wq_sched_worker_queue_max(w->sw);
+			if (q->prefetch_per_worker > 0 && q->prefetch_per_worker < lim)
+				lim = q->prefetch_per_worker;
+			if (lim > wq_sched_worker_queued(w->sw))
+				want += lim - wq_sched_worker_queued(w->sw);
+		}
 	}
 	return ready < want ? (int)(want - ready) : 0;
 }
@@ -772,6 +693,7 @@ struct work_queue_task *work_queue_cancel_by_taskid(struct work_queue *q, int id
 		}
 		q->stats.tasks_with_results--;
 	} else {
+		wq_prepare_forget(q, m); /* a preparing task: its jobs only fill the memo */
 		if (m->w) {
 			wq_sched_task_release(q->sched, m->st, wq_master_now());
 			wq_mworker_cancel(m->w, m, "cancelled by the application");
@@ -923,10 +845,21 @@ int work_queue_specify_category_max_concurrent(struct work_queue *q, const char 
 	return wq_sched_category_set_max_concurrent(q->sched, category, n);
 }
 
+int work_queue_specify_prefetch(struct work_queue *q, int per_worker, double max_task_seconds)
+{
+	if (!q || per_worker < -1 || !isfinite(max_task_seconds) || max_task_seconds < 0)
+		return -EINVAL;
+	q->prefetch_per_worker = per_worker;
+	q->prefetch_max_s = max_task_seconds;
+	if (per_worker != 0)
+		wq_master_request_pass(q);
+	return 0;
+}
+
 void work_queue_get_stats(struct work_queue *q, struct work_queue_stats *s)
 {
 	*s = q->stats;
-	s->tasks_waiting = (int)wq_sched_ready_count(q->sched);
+	s->tasks_waiting = (int)(wq_sched_ready_count(q->sched) + wq_prepare_count(q));
 	s->workers_idle = s->workers_busy = 0;
 	s->committed_cores = 0;
 	s->committed_memory = s->committed_disk = s->committed_gpus = 0;

@@ -307,12 +307,19 @@ struct work_queue_stats {
 	int tasks_waiting, tasks_on_workers, tasks_running, tasks_with_results;
 	int64_t tasks_submitted, tasks_dispatched, tasks_done, tasks_failed, tasks_cancelled;
 	int64_t tasks_exhausted_attempts;
-	int64_t time_when_started; /* microseconds since the epoch */
+	int tasks_queued_on_workers; /* sent `queued` (prefetch), not started yet */
+	int64_t time_when_started;   /* microseconds since the epoch */
 	int64_t bytes_sent, bytes_received;
 	double total_cores, committed_cores;
 	int64_t total_memory, committed_memory, total_disk, committed_disk, total_gpus,
 	    committed_gpus;
 };
 void work_queue_get_stats(struct work_queue *q, struct work_queue_stats *s);
+
+/* Task prefetch (doc/work-queue-api.md 2.1, protocol 5.6 "Queued tasks"): when a pass can place
+ * nothing more, ready tasks of categories whose mean measured wall time is at most
+ * MAX_TASK_SECONDS are sent `queued` to workers that negotiated `queue`, at most PER_WORKER per
+ * worker (-1: the worker's queue_max; 0: off). Default -1 and 1.0 s. 0 or -EINVAL. */
+int work_queue_specify_prefetch(struct work_queue *q, int per_worker, double max_task_seconds);
 
 #endif

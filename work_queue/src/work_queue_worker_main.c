@@ -12,6 +12,7 @@
 #include "debug.h"
 #include "rmonitor.h"
 #include "worker_conn.h"
+#include "worker_docker.h"
 #include "worker_opts.h"
 
 #include "banned.h"
@@ -24,6 +25,9 @@ static void on_signal(uv_signal_t *h, int signum)
 int main(int argc, char *argv[])
 {
 	debug_config_program("work_queue_worker");
+	/* the hidden mode that runs one task in a container (worker_docker.h) */
+	if (argc > 1 && strcmp(argv[1], "--container-run") == 0)
+		return worker_docker_runner_main(argc, argv);
 	struct worker_opts o;
 	char err[512] = "";
 	int r = worker_opts_parse(argc, argv, &o, err, sizeof err);
@@ -50,16 +54,20 @@ int main(int argc, char *argv[])
 		worker_opts_clear(&o);
 		return WORKER_EXIT_LOCAL;
 	}
+	struct worker_docker *dk = NULL;
 	if (o.docker_image) {
-		/* Parsed so the refusal can name the option; running tasks in containers is not
-		 * built yet, and running them outside the image the user asked for would be wrong.
-		 */
-		fprintf(stderr,
-		        "work_queue_worker: %s %s: running tasks in containers is not available in "
-		        "this version; start the worker without it, inside the image if needed\n",
-		        o.docker_preserve ? "--docker-preserve" : "--docker", o.docker_image);
-		worker_opts_clear(&o);
-		return WORKER_EXIT_LOCAL;
+		/* Docker must answer and have the image: running the tasks outside the image the
+		 * user asked for would be wrong. */
+		char *why = NULL;
+		dk = worker_docker_create(o.docker_image, o.docker_preserve, &why);
+		if (!dk) {
+			fprintf(stderr, "work_queue_worker: %s %s: %s\n",
+			        o.docker_preserve ? "--docker-preserve" : "--docker",
+			        o.docker_image, why);
+			free(why);
+			worker_opts_clear(&o);
+			return WORKER_EXIT_LOCAL;
+		}
 	}
 	signal(SIGPIPE, SIG_IGN);
 	/* cgroups left by the tasks of an earlier worker that was killed with -9 */
@@ -77,7 +85,22 @@ int main(int argc, char *argv[])
 		uv_run(&loop, UV_RUN_DEFAULT);
 		uv_loop_close(&loop);
 		worker_opts_clear(&o);
+		worker_docker_delete(dk);
 		return WORKER_EXIT_LOCAL;
+	}
+	if (dk) {
+		char *derr = NULL;
+		if (worker_docker_start(dk, worker_workdir(w), &derr) < 0) {
+			fprintf(stderr, "work_queue_worker: %s\n", derr);
+			free(derr);
+			worker_docker_delete(dk);
+			worker_delete(w);
+			uv_run(&loop, UV_RUN_DEFAULT);
+			uv_loop_close(&loop);
+			worker_opts_clear(&o);
+			return WORKER_EXIT_LOCAL;
+		}
+		worker_docker_set_active(dk);
 	}
 	uv_signal_t sigterm, sigint;
 	uv_signal_init(&loop, &sigterm);
@@ -98,6 +121,7 @@ int main(int argc, char *argv[])
 	worker_delete(w);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
+	worker_docker_delete(dk);
 	worker_opts_clear(&o);
 	debug_close();
 	return status;

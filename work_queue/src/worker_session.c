@@ -2,8 +2,8 @@
  * (doc/work-queue-protocol.md sections 5 and 7.3): the report (identity, capacity, cache_have),
  * cache objects and per-task inputs received through wq_xfer into the cache and the sandboxes,
  * URL inputs fetched by the worker itself (worker_fetch), tasks checked, refused or started
- * through worker_task, outputs and stdout sent back before task_done, cancels, cache drops,
- * drain, dismiss, shutdown and bye. */
+ * through worker_task (queued ones through the FIFO of worker_queue), outputs and stdout sent
+ * back before task_done, cancels, cache drops, drain, dismiss, shutdown and bye. */
 #include "worker_conn.h"
 
 #include <errno.h>
@@ -22,7 +22,9 @@
 #include "htc_error.h"
 #include "path.h"
 #include "timeutil.h"
+#include "worker_docker.h"
 #include "worker_fetch.h"
+#include "worker_queue.h"
 #include "worker_task.h"
 #include "wq_cache.h"
 #include "wq_conn.h"
@@ -55,6 +57,8 @@ struct wtask {
 	bool *fetching; /* url input i holds a worker_fetch_want */
 	size_t inputs_pending;
 	bool cancelled;
+	bool queued;       /* in the FIFO: accepted `queued`, not committed yet */
+	bool inputs_ready; /* queued with every input in place: starts when committed */
 	int64_t *out_xfers;
 	int64_t stdout_xfer;
 	int sends_pending;
@@ -80,6 +84,8 @@ struct pending_obj {
 struct session_priv {
 	struct pending_obj *pending; /* uthash by name */
 	struct worker_fetch *fetch;  /* URL downloads, made at the first URL input */
+	struct worker_queue *queue;  /* queued tasks (capability queue), made at first use */
+	bool dropping;               /* every task is being forgotten: commit nothing more */
 };
 
 static struct session_priv *priv(struct worker_session *s)
@@ -173,11 +179,19 @@ static void send_identity(struct worker_session *s)
 		end = json_integer(time_now_us() + o->wall_time * 1000000);
 	char sw[64];
 	snprintf(sw, sizeof sw, "htc %s", HTC_VERSION);
-	smsg(s, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:o,s:o,s:b,s:s,s:b}", "m", "identity",
-	                  "host", worker_hostname(w), "os", u.sysname, "os_release", u.release,
-	                  "arch", u.machine, "software", sw, "pid", (json_int_t)getpid(), "workdir",
-	                  worker_workdir(w), "labels", labels, "end_time", end, "docker", 0,
-	                  "cgroups", cgroups_kind(), "single_shot", o->single_shot));
+	json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:o,s:o,s:b,s:s,s:b}", "m",
+	                      "identity", "host", worker_hostname(w), "os", u.sysname, "os_release",
+	                      u.release, "arch", u.machine, "software", sw, "pid",
+	                      (json_int_t)getpid(), "workdir", worker_workdir(w), "labels", labels,
+	                      "end_time", end, "docker", worker_docker_active() != NULL, "cgroups",
+	                      cgroups_kind(), "single_shot", o->single_shot);
+	if (m && (s->caps & WQ_CAP_QUEUE)) {
+		struct worker_total c;
+		worker_ledger_totals(worker_ledger(w), &c, NULL, NULL, NULL);
+		json_object_set_new(m, "queue_max",
+		                    json_integer(worker_queue_default_max(c.total)));
+	}
+	smsg(s, m);
 }
 
 /* ---- transfers ------------------------------------------------------------------------------ */
@@ -279,6 +293,65 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 static void start_task(struct wtask *t, int sandbox_err);
 static void object_arrived(struct worker_session *s, const char *name, bool ok);
 
+/* ---- the FIFO of queued tasks (protocol 5.6) -------------------------------------------- */
+
+static struct worker_queue *fifo(struct worker_session *s)
+{
+	struct session_priv *sp = priv(s);
+	if (!sp->queue) {
+		struct worker_total c;
+		worker_ledger_totals(worker_ledger(W(s)), &c, NULL, NULL, NULL);
+		sp->queue = worker_queue_create(worker_queue_default_max(c.total));
+	}
+	return sp->queue;
+}
+
+static struct worker_alloc *alloc_of(void *item, void *arg)
+{
+	(void)arg;
+	return &((struct wtask *)item)->alloc;
+}
+
+static void committed(void *item, void *arg)
+{
+	struct wtask *t = item;
+	(void)arg;
+	t->queued = false;
+	debug(D_WORKER, "task %lld.%lld committed from the queue", (long long)t->id,
+	      (long long)t->try_);
+	if (t->inputs_ready)
+		start_task(t, 0);
+}
+
+/* Commits the queued heads that fit now; called after anything freed resources or left the
+ * FIFO. Never frees a task (a start that fails ends from the loop). */
+static void queue_run(struct worker_session *s)
+{
+	struct session_priv *sp = s->own;
+	if (!sp || !sp->queue || sp->dropping || s->closing || !worker_queue_length(sp->queue))
+		return;
+	struct worker *w = W(s);
+	worker_ledger_refresh_disk(worker_ledger(w));
+	worker_ledger_set_cache(worker_ledger(w), (int64_t)(wq_cache_bytes(worker_cache(w)) >> 20));
+	worker_queue_run(sp->queue, worker_ledger(w), alloc_of, committed, s);
+}
+
+/* Every input of T is in place (ERR 0), or cannot be (ERR): T starts, unless it still waits in
+ * the FIFO; a failure ends it at once (outcome sandbox_error), queued or not. */
+static void inputs_in_place(struct wtask *t, int err)
+{
+	if (t->queued) {
+		if (!err) {
+			t->inputs_ready = true;
+			return;
+		}
+		worker_queue_remove(fifo(t->s), t);
+		t->queued = false;
+		queue_run(t->s); /* the next head may fit */
+	}
+	start_task(t, err);
+}
+
 static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, int status,
                      const char *text, void *user)
 {
@@ -316,12 +389,12 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 		     t->msg->inputs[tg->index].name, htc_strerror(r), text && *text ? ": " : "",
 		     text ? text : "");
 		wq_sandbox_tmp_discard(t->sb, in->id);
-		start_task(t, r < 0 ? r : -EIO);
+		inputs_in_place(t, r < 0 ? r : -EIO);
 		return;
 	}
 	t->have_input[tg->index] = true;
 	if (--t->inputs_pending == 0)
-		start_task(t, 0);
+		inputs_in_place(t, 0);
 }
 
 static const struct wq_xfer_in_callbacks in_cb = {recv_begin, recv_end};
@@ -342,7 +415,9 @@ static void task_free(struct wtask *t)
 	struct worker *w = W(s);
 	HASH_DEL(s->tasks, t);
 	s->ntasks--;
-	worker_ledger_release(worker_ledger(w), &t->alloc);
+	if (t->queued)
+		worker_queue_remove(fifo(s), t);
+	worker_ledger_release(worker_ledger(w), &t->alloc); /* the disk, or all of it */
 	for (size_t i = 0; t->fetching && i < t->msg->ninputs; i++)
 		if (t->fetching[i])
 			worker_fetch_release(priv(s)->fetch, t->msg->inputs[i].object);
@@ -363,6 +438,7 @@ static void task_free(struct wtask *t)
 	free(t->out_xfers);
 	free(t->sends);
 	free(t);
+	queue_run(s);
 }
 
 static void send_cancelled(struct worker_session *s, int64_t id, int64_t try_, bool known)
@@ -478,6 +554,10 @@ static void send_results(struct wtask *t)
 static void task_done_cb(struct worker_task *wt, void *arg)
 {
 	struct wtask *t = arg;
+	/* The tree has ended: its cores, memory and gpus go to the queued tasks now, before the
+	 * outputs are sent (the disk stays held until the sandbox is gone). */
+	worker_ledger_release_compute(worker_ledger(W(t->s)), &t->alloc);
+	queue_run(t->s);
 	if (worker_task_cancelled(wt) || t->cancelled) {
 		t->cancelled = true;
 		task_complete(t);
@@ -560,12 +640,12 @@ static void object_arrived(struct worker_session *s, const char *name, bool ok)
 			}
 			int err = link_cache_input(t, i);
 			if (err) {
-				start_task(t, err);
+				inputs_in_place(t, err);
 				break;
 			}
 			t->have_input[i] = true;
 			if (--t->inputs_pending == 0) {
-				start_task(t, 0);
+				inputs_in_place(t, 0);
 				break;
 			}
 		}
@@ -646,7 +726,7 @@ static void fetched(const char *object, int status, uint64_t size, const char *t
 			}
 		}
 		if (err || t->inputs_pending == 0)
-			start_task(t, err);
+			inputs_in_place(t, err);
 	}
 }
 
@@ -717,8 +797,22 @@ static void on_task(struct worker_session *s, json_t *msg)
 	worker_ledger_set_cache(worker_ledger(w), (int64_t)(wq_cache_bytes(worker_cache(w)) >> 20));
 	struct wtask *t = xcalloc(1, sizeof *t);
 	char *text = NULL;
-	enum worker_fit fit =
-	    worker_ledger_commit(worker_ledger(w), &tm->resources, &t->alloc, &text);
+	enum worker_fit fit;
+	if (tm->queued) {
+		/* Queued (5.6): it must fit the totals and the FIFO; committed later, in order. */
+		fit = worker_ledger_check_total(worker_ledger(w), &tm->resources, &text);
+		if (fit == WORKER_FIT_OK &&
+		    worker_queue_length(fifo(s)) >= (size_t)worker_queue_max(fifo(s))) {
+			char *b =
+			    xasprintf("%d queued tasks already held", worker_queue_max(fifo(s)));
+			refuse_task(s, tm->id, tm->try_, "busy", b);
+			free(b);
+			free(t);
+			goto out;
+		}
+	} else {
+		fit = worker_ledger_commit(worker_ledger(w), &tm->resources, &t->alloc, &text);
+	}
 	if (fit != WORKER_FIT_OK) {
 		refuse_task(s, tm->id, tm->try_,
 		            fit == WORKER_FIT_DISK_FULL ? "disk_full" : "overcommit",
@@ -739,6 +833,10 @@ static void on_task(struct worker_session *s, json_t *msg)
 	t->fetching = xcalloc(t->msg->ninputs + 1, sizeof *t->fetching);
 	HASH_ADD(hh, s->tasks, id, sizeof t->id, t);
 	s->ntasks++;
+	if (t->msg->queued) {
+		worker_queue_push(fifo(s), t, &t->msg->resources); /* room checked above */
+		t->queued = true;
+	}
 	worker_touch(w);
 	t->sb = wq_sandbox_create(worker_workdir_fd(w), worker_workdir(w), (uint64_t)t->id,
 	                          (unsigned)t->try_, WQ_RESOLVE_AUTO);
@@ -763,10 +861,11 @@ static void on_task(struct worker_session *s, json_t *msg)
 	if (err || t->inputs_pending == 0) {
 		for (size_t i = 0; i < t->msg->ninputs; i++)
 			t->fetching[i] = false; /* nothing was asked for yet */
-		start_task(t, err);
+		inputs_in_place(t, err);
 	} else {
 		start_fetches(t);
 	}
+	queue_run(s);
 out:
 	free(why);
 	wq_task_msg_free(tm);
@@ -953,6 +1052,7 @@ void worker_session_drop_tasks(struct worker_session *s)
 		free(po);
 	}
 	sp->pending = NULL;
+	sp->dropping = true;
 	struct wtask *t, *tmp;
 	HASH_ITER(hh, s->tasks, t, tmp)
 	{
@@ -960,6 +1060,7 @@ void worker_session_drop_tasks(struct worker_session *s)
 		      (long long)t->try_);
 		task_free(t);
 	}
+	worker_queue_delete(sp->queue);
 	/* Downloads still running end in the thread pool, without calling back. */
 	worker_fetch_delete(sp->fetch);
 	free(sp);
@@ -976,11 +1077,30 @@ void worker_session_drain(struct worker_session *s, const char *reason)
 	check_drained(s);
 }
 
+/* A queued head that can never start (5.6) is refused. */
+static void queue_check(struct worker_session *s)
+{
+	struct session_priv *sp = s->own;
+	const char *code = NULL;
+	char *text = NULL;
+	queue_run(s);
+	struct wtask *h = sp && sp->queue
+	                      ? worker_queue_stuck(sp->queue, worker_ledger(W(s)), &code, &text)
+	                      : NULL;
+	if (h) {
+		refuse_task(s, h->id, h->try_, code, text);
+		task_free(h);
+		check_drained(s);
+	}
+	free(text);
+}
+
 void worker_session_tick(struct worker_session *s)
 {
 	check_drained(s);
 	if (s->closing)
 		return;
+	queue_check(s);
 	struct worker *w = W(s);
 	uint64_t now = uv_now(worker_loop(w));
 	if (now - s->last_capacity_ms < CAPACITY_MIN_GAP_MS)

@@ -24,6 +24,7 @@
 #include "shell_words.h"
 #include "stringtools.h"
 #include "timeutil.h"
+#include "worker_docker.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -237,9 +238,9 @@ enum worker_fit worker_ledger_commit(struct worker_ledger *l, const struct wq_re
 	return WORKER_FIT_OK;
 }
 
-void worker_ledger_release(struct worker_ledger *l, struct worker_alloc *a)
+void worker_ledger_release_compute(struct worker_ledger *l, struct worker_alloc *a)
 {
-	if (!a || !a->held)
+	if (!a || !a->held || a->compute_freed)
 		return;
 	for (int i = 0; i < a->ngpus; i++)
 		l->gpu_mask &= ~(UINT64_C(1) << a->gpu_ids[i]);
@@ -247,9 +248,45 @@ void worker_ledger_release(struct worker_ledger *l, struct worker_alloc *a)
 	if (l->used_cores < CORES_EPSILON)
 		l->used_cores = 0;
 	l->used_memory -= a->res.memory;
-	l->used_disk -= a->res.disk;
 	l->used_gpus -= a->res.gpus;
+	a->compute_freed = true;
+}
+
+void worker_ledger_release(struct worker_ledger *l, struct worker_alloc *a)
+{
+	if (!a || !a->held)
+		return;
+	worker_ledger_release_compute(l, a);
+	l->used_disk -= a->res.disk;
 	a->held = false;
+}
+
+enum worker_fit worker_ledger_check_total(const struct worker_ledger *l,
+                                          const struct wq_resources *r, char **text)
+{
+	char *why = NULL;
+	if (r->cores > l->cores.total + CORES_EPSILON)
+		why = xasprintf("needs %g cores, the worker has %g", r->cores, l->cores.total);
+	else if (r->memory > (int64_t)l->memory.total)
+		why = xasprintf("needs %" PRId64 " MB of memory, the worker has %.0f MB", r->memory,
+		                l->memory.total);
+	else if (r->gpus > (int64_t)l->gpus.total)
+		why = xasprintf("needs %" PRId64 " gpus, the worker has %.0f", r->gpus,
+		                l->gpus.total);
+	else if (r->disk > (int64_t)l->disk.total)
+		why = xasprintf("needs %" PRId64 " MB of disk, the worker has %.0f MB", r->disk,
+		                l->disk.total);
+	if (text)
+		*text = why;
+	else
+		free(why);
+	return why ? WORKER_FIT_OVERCOMMIT : WORKER_FIT_OK;
+}
+
+bool worker_ledger_idle(const struct worker_ledger *l)
+{
+	return l->used_cores < CORES_EPSILON && l->used_memory == 0 && l->used_disk == 0 &&
+	       l->used_gpus == 0;
 }
 
 static json_t *number(double v)
@@ -694,6 +731,18 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 			prog = NULL;
 		}
 	}
+	/* --docker/--docker-preserve: the monitored process is the runner (the worker binary in
+	 * its --container-run mode), which runs the command in a container nested in the task's
+	 * cgroup (doc/work-queue-docker.md). */
+	char **dargv = NULL;
+	const struct worker_docker *dk = worker_docker_active();
+	if (dk) {
+		dargv = worker_docker_argv(dk, wq_sandbox_work_path(sb), (const char *const *)env,
+		                           msg->command);
+		argv = (const char *const *)dargv;
+		free(prog);
+		prog = xstrdup(worker_docker_runner_path());
+	}
 	const char *dirs[] = {wq_sandbox_path(sb), NULL};
 	struct rmonitor_spec spec;
 	rmonitor_spec_init(&spec);
@@ -725,6 +774,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	t->m = rmonitor_start(t->loop, &spec, on_monitor_done, t, &err);
 	worker_task_env_free(env);
 	shell_words_free(words);
+	worker_docker_argv_free(dargv);
 	free(prog);
 	close(null_fd);
 	close(out_fd);

@@ -42,7 +42,8 @@ struct worker_alloc {
 	struct wq_resources res;
 	int gpu_ids[WORKER_GPUS_MAX]; /* ascending */
 	int ngpus;
-	bool held; /* committed and not yet released */
+	bool held;          /* committed and not yet released */
+	bool compute_freed; /* cores, memory and gpus given back already (the tree ended) */
 };
 
 struct worker_ledger;
@@ -91,6 +92,16 @@ enum worker_fit worker_ledger_commit(struct worker_ledger *l, const struct wq_re
                                      struct worker_alloc *a, char **text);
 /* Gives back what A holds (its GPU indices become free). A not held is ignored. */
 void worker_ledger_release(struct worker_ledger *l, struct worker_alloc *a);
+/* Gives back A's cores, memory and gpus only (the task's process tree has ended); its disk stays
+ * held until worker_ledger_release (the sandbox is gone). Once per allocation; A not held is
+ * ignored. */
+void worker_ledger_release_compute(struct worker_ledger *l, struct worker_alloc *a);
+/* Whether R could ever fit: against the totals, not what is free (queued tasks, protocol 5.6).
+ * WORKER_FIT_OK or WORKER_FIT_OVERCOMMIT with *TEXT (when TEXT is not NULL; caller frees). */
+enum worker_fit worker_ledger_check_total(const struct worker_ledger *l,
+                                          const struct wq_resources *r, char **text);
+/* Whether nothing is held by any task (cores, memory, disk and gpus all zero). */
+bool worker_ledger_idle(const struct worker_ledger *l);
 
 /* The `capacity` message (section 5.2), with "m". New reference. */
 json_t *worker_ledger_capacity_json(const struct worker_ledger *l);

@@ -25,6 +25,7 @@ static const char *mtask_state_name(enum mtask_state s)
 	case MTASK_RECEIVING: return "RECEIVING";
 	case MTASK_DONE: return "DONE";
 	case MTASK_CANCELLING: return "CANCELLING";
+	case MTASK_PREPARING: return "PREPARING";
 	}
 	return "UNKNOWN";
 }
@@ -66,6 +67,7 @@ static json_t *master_item(struct work_queue *q)
 	json_object_set_new(o, "tasks_waiting", json_integer(s.tasks_waiting));
 	json_object_set_new(o, "tasks_on_workers", json_integer(s.tasks_on_workers));
 	json_object_set_new(o, "tasks_running", json_integer(s.tasks_running));
+	json_object_set_new(o, "tasks_queued_on_workers", json_integer(s.tasks_queued_on_workers));
 	json_object_set_new(o, "tasks_with_results", json_integer(s.tasks_with_results));
 	json_object_set_new(o, "tasks_submitted", json_integer(s.tasks_submitted));
 	json_object_set_new(o, "tasks_dispatched", json_integer(s.tasks_dispatched));
@@ -158,9 +160,12 @@ static json_t *categories_items(struct work_queue *q)
 			              (json_int_t)st->exhaustions);
 			json_object_set_new(seen, name, c);
 		}
-		const char *key = m->state == MTASK_READY  ? "waiting"
-		                  : m->state == MTASK_DONE ? NULL
-		                                           : "running";
+		/* a task still being prepared, or sent ahead and queued on a worker, is waiting */
+		const char *key = "running";
+		if (m->state == MTASK_DONE)
+			key = NULL;
+		else if (m->state == MTASK_READY || m->state == MTASK_PREPARING || m->queued)
+			key = "waiting";
 		if (key)
 			json_object_set_new(
 			    c, key, json_integer(json_integer_value(json_object_get(c, key)) + 1));

@@ -102,14 +102,16 @@ static json_t *task_message(struct mworker *w, struct mtask *m, const struct wq_
 	                        (json_int_t)(box->memory > 0 ? box->memory : 0), "disk",
 	                        (json_int_t)(box->disk > 0 ? box->disk : 0), "gpus",
 	                        (json_int_t)(box->gpus > 0 ? box->gpus : 0));
-	(void)w;
-	return json_pack("{s:s,s:i,s:i,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:o}", "m", "task", "id",
-	                 m->id, "try", m->try_, "command", t->command_line ? t->command_line : "",
-	                 "category", t->category ? t->category : "default", "tag",
-	                 t->tag ? t->tag : "", "env", env, "resources", res, "wall_time",
-	                 (json_int_t)ceil(t->running_time_max > 0 ? t->running_time_max : 0),
-	                 "stdout_max", (json_int_t)WQ_STDOUT_DEFAULT, "inputs", inputs, "outputs",
-	                 outputs);
+	json_t *msg = json_pack(
+	    "{s:s,s:i,s:i,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:o}", "m", "task", "id", m->id, "try",
+	    m->try_, "command", t->command_line ? t->command_line : "", "category",
+	    t->category ? t->category : "default", "tag", t->tag ? t->tag : "", "env", env,
+	    "resources", res, "wall_time",
+	    (json_int_t)ceil(t->running_time_max > 0 ? t->running_time_max : 0), "stdout_max",
+	    (json_int_t)WQ_STDOUT_DEFAULT, "inputs", inputs, "outputs", outputs);
+	if (msg && m->queued && (w->caps & WQ_CAP_QUEUE))
+		json_object_set_new(msg, "queued", json_true());
+	return msg;
 }
 
 static void send_task(struct mworker *w, struct mtask *m)
@@ -157,7 +159,8 @@ static void send_task(struct mworker *w, struct mtask *m)
 			     htc_strerror(rc));
 		}
 	}
-	if (w->q->txlog)
+	/* A queued task is logged RUNNING at its task_running (its real start). */
+	if (w->q->txlog && !m->queued)
 		wq_txlog_task(w->q->txlog, m->id, "RUNNING", w->id, m->t->resources_allocated);
 }
 
@@ -172,6 +175,8 @@ void wq_mworker_dispatch(struct mworker *w, struct mtask *m, const struct wq_sch
 	w->ntasks++;
 	q->stats.tasks_on_workers++;
 	q->stats.tasks_dispatched++;
+	if (m->queued)
+		q->stats.tasks_queued_on_workers++;
 	t->try_count = m->try_;
 	t->time_when_commit_start = time_now_us();
 	free(t->host);
@@ -605,6 +610,11 @@ void wq_mw_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_
 	struct category *cat = wq_sched_category(q->sched, t->category);
 	double wall = t->time_workers_execute_last / 1e6;
 	bool was_retry = wq_sched_task_level(m->st) == CATEGORY_LEVEL_MAX;
+	/* The category's measured wall time decides whether its tasks are prefetched. */
+	if ((d->outcome == WQ_OUTCOME_EXITED || d->outcome == WQ_OUTCOME_SIGNALED ||
+	     d->outcome == WQ_OUTCOME_EXHAUSTED) &&
+	    d->t_started >= 0 && d->t_ended >= d->t_started)
+		wq_sched_category_record_time(q->sched, t->category, wall);
 
 	switch (d->outcome) {
 	case WQ_OUTCOME_EXITED: {

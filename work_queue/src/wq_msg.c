@@ -385,12 +385,12 @@ char *wq_msg_encode(const json_t *msg, size_t *len)
 
 unsigned wq_msg_caps_negotiate(unsigned offered, unsigned ours)
 {
-	return offered & ours & WQ_CAPS_ALL;
+	return offered & ours & WQ_CAPS_KNOWN;
 }
 
 /* ---- hello ----------------------------------------------------------------- */
 
-static const char *const cap_names[] = {"zlib", "fetch", "watch", NULL};
+static const char *const cap_names[] = {"zlib", "fetch", "watch", "queue", NULL};
 static const char *const role_names[] = {"worker", "status", "master", NULL};
 
 static bool is_hex(const char *s, size_t n)

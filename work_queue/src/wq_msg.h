@@ -143,10 +143,15 @@ size_t wq_msg_utf8_cut(const char *s, size_t len, size_t max);
 char *wq_msg_encode(const json_t *msg, size_t *len);
 
 /* Capabilities (section 3.2) as bits. */
-#define WQ_CAP_ZLIB  1u
-#define WQ_CAP_FETCH 2u
-#define WQ_CAP_WATCH 4u
-#define WQ_CAPS_ALL  (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH)
+#define WQ_CAP_ZLIB   1u
+#define WQ_CAP_FETCH  2u
+#define WQ_CAP_WATCH  4u
+#define WQ_CAPS_ALL   (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH) /* the first set */
+#define WQ_CAP_QUEUE  8u /* task prefetch (`queued` tasks, `queue_max`; protocol 5.6) */
+#define WQ_CAPS_KNOWN (WQ_CAPS_ALL | WQ_CAP_QUEUE) /* every capability this release knows */
+
+/* Section 2.4: queued tasks one worker may hold (its `queue_max` is 1 .. this). */
+#define WQ_QUEUE_MAX 256
 
 /* The master's caps: the intersection of the worker's offer and its own. */
 unsigned wq_msg_caps_negotiate(unsigned offered, unsigned ours);
@@ -260,6 +265,7 @@ struct wq_task_msg {
 	bool has_container;
 	const char *container_image;
 	enum wq_container_mode container_mode;
+	bool queued; /* `queued: true` (needs `queue`) */
 	json_t *msg;
 };
 
@@ -401,6 +407,7 @@ struct wq_identity {
 	int64_t end_time; /* -1 when null */
 	bool docker, single_shot;
 	enum wq_cgroups cgroups;
+	int64_t queue_max; /* 1 .. WQ_QUEUE_MAX; 0 when absent (needed only with `queue`) */
 	json_t *msg;
 };
 int wq_msg_identity_parse(const json_t *msg, struct wq_identity **out, char **why);

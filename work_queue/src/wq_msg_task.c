@@ -243,6 +243,9 @@ int wq_msg_task_parse(const json_t *msg, unsigned caps, struct wq_task_msg **out
 		parse_outputs(&v, msg, caps, t);
 	if (!v.why)
 		parse_container(&v, msg, t);
+	if (wq_msg_bool(&v, msg, "queued", 0, &t->queued) == 0 && t->queued &&
+	    !(caps & WQ_CAP_QUEUE))
+		wq_msg_fail(&v, "queued", "needs the capability \"queue\"");
 	if (v.why) {
 		*why = v.why;
 		wq_task_msg_free(t);

@@ -26,7 +26,7 @@
 #include "banned.h"
 
 #define SOFTWARE          "htc 0.1.0"
-#define MASTER_CAPS       (WQ_CAP_ZLIB | WQ_CAP_FETCH)
+#define MASTER_CAPS       (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_QUEUE)
 #define DISMISS_LINGER_MS 5000
 #define MAX_HANDSHAKING   64
 
@@ -128,6 +128,10 @@ void wq_mw_detach(struct mworker *w, struct mtask *m)
 		m->w = NULL;
 		w->ntasks--;
 		w->q->stats.tasks_on_workers--;
+		if (m->queued) {
+			m->queued = false;
+			w->q->stats.tasks_queued_on_workers--;
+		}
 		if (m->state == MTASK_RUNNING || m->state == MTASK_RECEIVING)
 			w->q->stats.tasks_running--;
 	}
@@ -209,6 +213,7 @@ static void activate(struct mworker *w)
 	spec.total = w->total;
 	spec.features = (const char *const *)w->labels;
 	spec.n_features = w->nlabels;
+	spec.queue_max = (w->caps & WQ_CAP_QUEUE) ? w->queue_max : 0;
 	spec.data = w;
 	w->sw = wq_sched_worker_add(q->sched, &spec);
 	if (!w->sw) {
@@ -256,6 +261,14 @@ static void on_identity(struct mworker *w, json_t *msg)
 	free(w->host);
 	w->host = xstrdup(id->host);
 	w->single_shot = id->single_shot;
+	w->queue_max = (int)id->queue_max;
+	if ((w->caps & WQ_CAP_QUEUE) && w->queue_max < 1) {
+		wq_identity_free(id);
+		wq_conn_violation(w->c, "proto",
+		                  "message \"identity\": key \"queue_max\" is required with "
+		                  "capability \"queue\"");
+		return;
+	}
 	w->labels = xcalloc(id->nlabels + 1, sizeof *w->labels);
 	for (size_t k = 0; k < id->nlabels; k++)
 		w->labels[k] = xstrdup(id->labels[k]);
@@ -373,6 +386,14 @@ static void on_task_refused(struct mworker *w, json_t *msg)
 		return;
 	}
 	debug(D_WQ, "%s: task %d refused: %s %s", w->label, m->id, codes[code], text);
+	if (m->queued && (code == 1 || code == 5) && w->sw &&
+	    wq_sched_worker_queue_max(w->sw) > 0) {
+		/* The worker's FIFO disagrees with ours: no more prefetch there, rather than a
+		 * loop of sends and refusals. */
+		warn("%s: queued task %d refused (%s): no more prefetch to this worker", w->label,
+		     m->id, codes[code]);
+		wq_sched_worker_set_queue_max(w->sw, 0);
+	}
 	if (code == 3) { /* bad_name */
 		wq_mw_finish(w, m, WORK_QUEUE_RESULT_INVALID_TASK);
 		return;
@@ -441,9 +462,20 @@ static void on_message(struct wq_conn *c, json_t *msg, const char *name, const u
 		bool cancelled;
 		if (msg_task_ref(w, msg, name, &m, &tr, &cancelled) < 0 || cancelled)
 			return;
+		double now = wq_master_now();
+		/* A queued task starts now: committed here too if the master still held it as
+		 * queued (the worker freed room before reporting), its running time from now. */
+		wq_sched_task_started(w->q->sched, m->st, now);
+		if (m->queued) {
+			m->queued = false;
+			w->q->stats.tasks_queued_on_workers--;
+			if (w->q->txlog)
+				wq_txlog_task(w->q->txlog, m->id, "RUNNING", w->id,
+				              m->t->resources_allocated);
+		}
 		if (m->state == MTASK_SENDING) {
 			m->state = MTASK_RUNNING;
-			m->running_since = wq_master_now();
+			m->running_since = now;
 			w->q->stats.tasks_running++;
 			m->t->time_when_commit_end = time_now_us();
 		}

@@ -31,6 +31,7 @@ enum mtask_state {
 	MTASK_RECEIVING,
 	MTASK_DONE,       /* finished, waiting to be returned by work_queue_wait */
 	MTASK_CANCELLING, /* fast-aborted: back to READY at the worker's task_cancelled */
+	MTASK_PREPARING,  /* inputs being named in the thread pool (wq_master_prepare.c) */
 };
 
 /* A received output (or stdout) of the current try. */
@@ -54,11 +55,13 @@ struct mtask {
 	char **objects;    /* per input: cache object name, or NULL for a per-task input */
 	int64_t *obj_size; /* per input: bytes of the object */
 	int objects_waiting;
+	int prep_pending;        /* MTASK_PREPARING: inputs still being named */
 	struct mtask_recv *outs; /* per output */
 	struct mtask_recv out_stdout;
 	double dispatched_at;              /* seconds (monotonic) */
 	double running_since;              /* seconds (monotonic), at task_running */
 	bool disk_full_retried;            /* a non-zero exit on a full disk was retried once */
+	bool queued;                       /* sent `queued` (prefetch), no task_running yet */
 	struct wq_task_done *pending_done; /* task_done waiting for its outputs to be stored */
 	struct mtask *done_next;
 	UT_hash_handle hh;
@@ -106,6 +109,7 @@ struct mworker {
 	char **labels;
 	int nlabels;
 	bool single_shot;
+	int queue_max;      /* from identity, with `queue` negotiated; else 0 */
 	bool status_client; /* a status client (role status), not a worker */
 	struct wq_sched_worker *sw;
 	struct wq_xfer_out *out;
@@ -158,8 +162,10 @@ struct work_queue {
 	struct wq_txlog *txlog;
 	char *tmpdir; /* private temporary directory (stdout files), or NULL until needed */
 	struct catalog_updater *catalog;
-	char *catalog_hosts; /* given with work_queue_specify_catalog_servers, or NULL */
-	double fast_abort;   /* default multiplier, 0 = off */
+	char *catalog_hosts;     /* given with work_queue_specify_catalog_servers, or NULL */
+	double fast_abort;       /* default multiplier, 0 = off */
+	int prefetch_per_worker; /* work_queue_specify_prefetch: -1 queue_max, 0 off */
+	double prefetch_max_s;
 	struct wq_abort_cat *abort_cats;
 	struct wq_block *blocked;
 	int64_t catalog_last;
@@ -211,7 +217,7 @@ json_t *wq_master_record(struct work_queue *q);
 /* wq_mworker.c */
 /* Accepts a new connection from the listener. */
 void wq_mworker_accept(struct work_queue *q, uv_tcp_t *tcp);
-/* Sends task M (assigned by a pass with BOX) to W. */
+/* Sends task M (assigned by a pass with BOX) to W; `queued: true` when M->queued is set. */
 void wq_mworker_dispatch(struct mworker *w, struct mtask *m, const struct wq_sched_box *box);
 /* Cancels M on its worker (M leaves the worker at once). */
 void wq_mworker_cancel(struct mworker *w, struct mtask *m, const char *reason);

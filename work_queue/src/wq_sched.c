@@ -236,6 +236,22 @@ int64_t wq_sched_category_running(struct wq_sched *s, const char *name)
 	return wc ? wc->running : 0;
 }
 
+void wq_sched_category_record_time(struct wq_sched *s, const char *name, double wall_s)
+{
+	if (!s || !isfinite(wall_s) || wall_s < 0)
+		return;
+	struct wcat *wc = cat_get(s, name);
+	wc->wall_sum += wall_s;
+	wc->wall_n++;
+}
+
+double wq_sched_category_mean_time(struct wq_sched *s, const char *name)
+{
+	struct wcat *wc;
+	HASH_FIND_STR(s->cats, name ? name : "default", wc);
+	return wc && wc->wall_n > 0 ? wc->wall_sum / (double)wc->wall_n : -1;
+}
+
 void wq_sched_set_cached_bytes_fn(struct wq_sched *s, wq_sched_cached_bytes_fn fn, void *arg)
 {
 	s->cached_fn = fn;
@@ -411,7 +427,9 @@ static void index_out(struct wq_sched *s, struct wq_sched_worker *w)
 
 static void index_in(struct wq_sched *s, struct wq_sched_worker *w)
 {
-	if (w->flags || w->bucket >= 0)
+	/* A worker with queued tasks gets only queued ones (wq_sched_prefetch): what frees there
+	 * goes to its queue first. */
+	if (w->flags || w->bucket >= 0 || w->n_queued > 0)
 		return;
 	w->bucket = bucket_of(s, w);
 	DL_APPEND2(s->buckets[w->bucket], w, bprev, bnext);
@@ -470,6 +488,67 @@ void wq_sched_commit(struct wq_sched *s, struct wq_sched_task *t, struct wq_sche
 	reindex(s, w);
 }
 
+/* ---- the queues of prefetched tasks ---- */
+
+static void queue_append(struct wq_sched *s, struct wq_sched_task *t, struct wq_sched_worker *w,
+                         const int64_t box[NRES], unsigned whole)
+{
+	memcpy(t->box, box, sizeof t->box);
+	t->whole = whole;
+	t->w = w;
+	t->grp = NULL;
+	t->state = WQ_SCHED_TASK_QUEUED;
+	t->was_queued = 1;
+	DL_APPEND2(w->queue, t, wprev, wnext);
+	w->n_queued++;
+	s->n_queued++;
+	if (w->n_queued == 1)
+		reindex(s, w);
+}
+
+/* Takes a QUEUED task out of its worker's queue: it becomes IDLE. */
+static void dequeue(struct wq_sched *s, struct wq_sched_task *t)
+{
+	struct wq_sched_worker *w = t->w;
+	DL_DELETE2(w->queue, t, wprev, wnext);
+	w->n_queued--;
+	s->n_queued--;
+	t->w = NULL;
+	t->state = WQ_SCHED_TASK_IDLE;
+	if (w->n_queued == 0)
+		reindex(s, w);
+}
+
+static int fits_free(const struct wq_sched_worker *w, const int64_t box[NRES])
+{
+	for (int k = 0; k < NRES; k++)
+		if (box[k] > w->total[k] - w->used[k])
+			return 0;
+	return 1;
+}
+
+/* Commits the head of W's queue, then the next, while they fit (as the worker's FIFO does). */
+static void promote(struct wq_sched *s, struct wq_sched_worker *w)
+{
+	while (w->queue && fits_free(w, w->queue->box)) {
+		struct wq_sched_task *t = w->queue;
+		int64_t box[NRES];
+		memcpy(box, t->box, sizeof box);
+		unsigned whole = t->whole;
+		dequeue(s, t);
+		wq_sched_commit(s, t, w, box, whole, s->last_now);
+		debug(D_WQ, "sched: task %llu promoted from the queue of %s",
+		      (unsigned long long)t->seq, w->id);
+	}
+}
+
+void wq_sched_enqueue_on(struct wq_sched *s, struct wq_sched_task *t, struct wq_sched_worker *w,
+                         const int64_t box[NRES], unsigned whole)
+{
+	queue_append(s, t, w, box, whole);
+	promote(s, w); /* the worker commits a queued task that fits at once, too */
+}
+
 static void uncommit(struct wq_sched *s, struct wq_sched_task *t)
 {
 	struct wq_sched_worker *w = t->w;
@@ -482,6 +561,19 @@ static void uncommit(struct wq_sched *s, struct wq_sched_task *t)
 	t->w = NULL;
 	t->state = WQ_SCHED_TASK_IDLE;
 	reindex(s, w);
+	promote(s, w);
+}
+
+/* Takes T off its worker, whichever way it is there (then promotes there). */
+static void leave_worker(struct wq_sched *s, struct wq_sched_task *t)
+{
+	if (t->state == WQ_SCHED_TASK_RUNNING) {
+		uncommit(s, t);
+	} else if (t->state == WQ_SCHED_TASK_QUEUED) {
+		struct wq_sched_worker *w = t->w;
+		dequeue(s, t);
+		promote(s, w);
+	}
 }
 
 /* ---- tasks ---- */
@@ -568,8 +660,7 @@ void *wq_sched_task_remove(struct wq_sched *s, struct wq_sched_task *t)
 			wq_sched_group_free(s, g);
 		return data;
 	}
-	if (t->state == WQ_SCHED_TASK_RUNNING)
-		uncommit(s, t);
+	leave_worker(s, t);
 	class_unref(s, t->cls);
 	free(t);
 	return data;
@@ -577,13 +668,55 @@ void *wq_sched_task_remove(struct wq_sched *s, struct wq_sched_task *t)
 
 int wq_sched_task_release(struct wq_sched *s, struct wq_sched_task *t, double now)
 {
+	if (isfinite(now) && now > s->last_now)
+		s->last_now = now;
+	if (t->state == WQ_SCHED_TASK_QUEUED) {
+		leave_worker(s, t);
+		return 0;
+	}
 	if (t->state != WQ_SCHED_TASK_RUNNING)
 		return -EINVAL;
 	struct wq_sched_worker *w = t->w;
+	double start = t->start;
 	uncommit(s, t);
-	if (isfinite(now) && now >= t->start)
-		wq_sched_worker_record_time(w, now - t->start);
+	if (isfinite(now) && now >= start)
+		wq_sched_worker_record_time(w, now - start);
 	return 0;
+}
+
+int wq_sched_task_started(struct wq_sched *s, struct wq_sched_task *t, double now)
+{
+	if (isfinite(now) && now > s->last_now)
+		s->last_now = now;
+	if (t->state == WQ_SCHED_TASK_RUNNING) {
+		if (t->was_queued)
+			t->start = now;
+		return 0;
+	}
+	if (t->state != WQ_SCHED_TASK_QUEUED)
+		return -EINVAL;
+	/* The worker commits in order: T and every task before it are committed there. */
+	struct wq_sched_worker *w = t->w;
+	int n = 0;
+	for (;;) {
+		struct wq_sched_task *h = w->queue;
+		int64_t box[NRES];
+		memcpy(box, h->box, sizeof box);
+		unsigned whole = h->whole;
+		dequeue(s, h);
+		wq_sched_commit(s, h, w, box, whole, now);
+		n++;
+		if (h == t)
+			break;
+	}
+	debug(D_WQ, "sched: task %llu started on %s while queued here: %d committed",
+	      (unsigned long long)t->seq, w->id, n);
+	return n;
+}
+
+int wq_sched_task_was_queued(const struct wq_sched_task *t)
+{
+	return t->was_queued;
 }
 
 int wq_sched_task_requeue(struct wq_sched *s, struct wq_sched_task *t, enum category_level level)
@@ -592,8 +725,8 @@ int wq_sched_task_requeue(struct wq_sched *s, struct wq_sched_task *t, enum cate
 		return -EINVAL;
 	if (t->state == WQ_SCHED_TASK_READY)
 		return -EINVAL;
-	if (t->state == WQ_SCHED_TASK_RUNNING)
-		uncommit(s, t);
+	leave_worker(s, t);
+	t->was_queued = 0;
 	if (t->cls->level != level) {
 		struct tclass *old = t->cls;
 		t->cls = class_get(s, old->cat, level, old->req, old->features, old->n_features);
@@ -608,7 +741,7 @@ int wq_sched_task_exhausted(struct wq_sched *s, struct wq_sched_task *t, uint64_
 {
 	if (t->state == WQ_SCHED_TASK_READY)
 		return -EINVAL;
-	if (t->state == WQ_SCHED_TASK_RUNNING)
+	if (t->state == WQ_SCHED_TASK_RUNNING || t->state == WQ_SCHED_TASK_QUEUED)
 		wq_sched_task_release(s, t, now);
 	struct rmsummary req, alloc;
 	rmsummary_init(&req);
@@ -647,7 +780,7 @@ enum category_level wq_sched_task_level(const struct wq_sched_task *t)
 
 struct wq_sched_worker *wq_sched_task_worker(const struct wq_sched_task *t)
 {
-	return t->state == WQ_SCHED_TASK_RUNNING ? t->w : NULL;
+	return t->state == WQ_SCHED_TASK_RUNNING || t->state == WQ_SCHED_TASK_QUEUED ? t->w : NULL;
 }
 
 void wq_sched_task_box(const struct wq_sched_task *t, struct wq_sched_box *box)
@@ -663,6 +796,11 @@ int64_t wq_sched_ready_count(const struct wq_sched *s)
 int64_t wq_sched_running_count(const struct wq_sched *s)
 {
 	return s->n_running;
+}
+
+int64_t wq_sched_queued_count(const struct wq_sched *s)
+{
+	return s->n_queued;
 }
 
 /* ---- workers ---- */
@@ -698,6 +836,7 @@ struct wq_sched_worker *wq_sched_worker_add(struct wq_sched *s,
 	memcpy(w->total, total, sizeof w->total);
 	w->features = feat;
 	w->n_features = nfeat;
+	w->queue_max = spec->queue_max > 0 ? spec->queue_max : 0;
 	w->bucket = -1;
 	HASH_ADD_KEYPTR(hh, s->workers, w->id, strlen(w->id), w);
 	buckets_fit(s, total[R_CORES]);
@@ -768,6 +907,19 @@ int wq_sched_worker_remove(struct wq_sched *s, struct wq_sched_worker *w)
 		s->n_running--;
 		t->w = NULL;
 		t->state = WQ_SCHED_TASK_IDLE;
+		t->was_queued = 0;
+		enqueue(s, t);
+		n++;
+	}
+	/* Queued tasks too, in their original place (the heaps are ordered by submission). */
+	DL_FOREACH_SAFE2(w->queue, t, tmp, wnext)
+	{
+		DL_DELETE2(w->queue, t, wprev, wnext);
+		w->n_queued--;
+		s->n_queued--;
+		t->w = NULL;
+		t->state = WQ_SCHED_TASK_IDLE;
+		t->was_queued = 0;
 		enqueue(s, t);
 		n++;
 	}
@@ -806,4 +958,19 @@ void wq_sched_worker_free(const struct wq_sched_worker *w, struct wq_sched_box *
 int64_t wq_sched_worker_running(const struct wq_sched_worker *w)
 {
 	return w->n_running;
+}
+
+int64_t wq_sched_worker_queued(const struct wq_sched_worker *w)
+{
+	return w->n_queued;
+}
+
+int wq_sched_worker_queue_max(const struct wq_sched_worker *w)
+{
+	return w->queue_max;
+}
+
+void wq_sched_worker_set_queue_max(struct wq_sched_worker *w, int queue_max)
+{
+	w->queue_max = queue_max > 0 ? queue_max : 0;
 }

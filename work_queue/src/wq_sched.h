@@ -63,7 +63,8 @@ struct wq_sched_worker_spec {
 	struct wq_sched_box total;   /* all >= 0 */
 	const char *const *features; /* labels (--feature) */
 	int n_features;
-	void *data; /* the caller's (e.g. its connection); never touched */
+	int queue_max; /* queued tasks it accepts beyond its free resources; 0: no prefetch */
+	void *data;    /* the caller's (e.g. its connection); never touched */
 };
 
 /* FILES policy: the bytes of the task's inputs already cached on the worker (called with the
@@ -78,6 +79,7 @@ enum wq_sched_task_state {
 	WQ_SCHED_TASK_READY = 0, /* waiting in its heap */
 	WQ_SCHED_TASK_RUNNING,   /* assigned: its box is committed on its worker */
 	WQ_SCHED_TASK_IDLE,      /* released, neither ready nor running (done, or to requeue) */
+	WQ_SCHED_TASK_QUEUED,    /* prefetched: in its worker's queue, box not committed yet */
 };
 
 /* A new, empty scheduler. Never NULL. */
@@ -96,6 +98,10 @@ struct category *wq_sched_category(struct wq_sched *s, const char *name);
 int wq_sched_category_set_max_concurrent(struct wq_sched *s, const char *name, int n);
 /* Tasks of category NAME now running. */
 int64_t wq_sched_category_running(struct wq_sched *s, const char *name);
+/* One measured wall time (seconds >= 0) of a completed task of category NAME (prefetch). */
+void wq_sched_category_record_time(struct wq_sched *s, const char *name, double wall_s);
+/* The mean of the recorded wall times of category NAME, or -1 when none was recorded. */
+double wq_sched_category_mean_time(struct wq_sched *s, const char *name);
 
 /* The hook of the FILES policy (NULL: every worker has 0 bytes, FILES acts as FCFS). */
 void wq_sched_set_cached_bytes_fn(struct wq_sched *s, wq_sched_cached_bytes_fn fn, void *arg);
@@ -111,7 +117,12 @@ struct wq_sched_task *wq_sched_task_add(struct wq_sched *s, const struct wq_sche
 void *wq_sched_task_remove(struct wq_sched *s, struct wq_sched_task *t);
 /* The task ended on its worker at instant NOW (seconds, any epoch shared with the pass): frees
  * exactly the box committed, adds the wall time (NOW - start) to the worker's history, and the
- * task becomes IDLE. -EINVAL if it is not RUNNING. */
+ * task becomes IDLE. A QUEUED task leaves its worker's queue (no time recorded) and becomes
+ * IDLE. Either way the worker then commits queued tasks from the head of its queue while they
+ * fit (promotion). -EINVAL if it is neither RUNNING nor QUEUED.
+ *
+ * Promotion happens after every release of a box or removal from a queue, whatever the call
+ * (release, remove, requeue, exhausted): the worker's own FIFO does the same, so both agree. */
 int wq_sched_task_release(struct wq_sched *s, struct wq_sched_task *t, double now);
 /* Puts an IDLE or RUNNING (released first, no time recorded) task back among the ready ones at
  * LEVEL (FIRST or MAX) in its original place (same priority, same submission order). 0, or
@@ -127,7 +138,14 @@ int wq_sched_task_exhausted(struct wq_sched *s, struct wq_sched_task *t, uint64_
 void *wq_sched_task_data(const struct wq_sched_task *t);
 enum wq_sched_task_state wq_sched_task_state(const struct wq_sched_task *t);
 enum category_level wq_sched_task_level(const struct wq_sched_task *t);
-/* The worker of a RUNNING task, else NULL. */
+/* The task's worker said it started (`task_running`) at NOW. A QUEUED task is committed, with
+ * every task before it in its worker's queue (the worker commits in order); the start of a task
+ * that was queued becomes NOW (its running time excludes the time spent queued). Returns how
+ * many tasks were committed, or -EINVAL if T is neither RUNNING nor QUEUED. */
+int wq_sched_task_started(struct wq_sched *s, struct wq_sched_task *t, double now);
+/* The task was prefetched (sent queued), whether or not it is committed since. */
+int wq_sched_task_was_queued(const struct wq_sched_task *t);
+/* The worker of a RUNNING or QUEUED task, else NULL. */
 struct wq_sched_worker *wq_sched_task_worker(const struct wq_sched_task *t);
 /* The box committed for a RUNNING task (its last box otherwise; zeros before any). */
 void wq_sched_task_box(const struct wq_sched_task *t, struct wq_sched_box *box);
@@ -150,8 +168,8 @@ unsigned wq_sched_worker_flags(const struct wq_sched_worker *w);
 void wq_sched_worker_record_time(struct wq_sched_worker *w, double wall_s);
 /* Mean of the history, or -1 when it is empty. */
 double wq_sched_worker_average_time(const struct wq_sched_worker *w);
-/* The worker is gone: its RUNNING tasks go back to READY at their level and in their original
- * place; the handle is freed. Returns how many tasks went back. */
+/* The worker is gone: its RUNNING and QUEUED tasks go back to READY at their level and in their
+ * original place; the handle is freed. Returns how many tasks went back. */
 int wq_sched_worker_remove(struct wq_sched *s, struct wq_sched_worker *w);
 
 const char *wq_sched_worker_id(const struct wq_sched_worker *w);
@@ -160,6 +178,11 @@ void wq_sched_worker_total(const struct wq_sched_worker *w, struct wq_sched_box 
 /* Total minus committed (may be negative after a shrinking set_total). */
 void wq_sched_worker_free(const struct wq_sched_worker *w, struct wq_sched_box *free_res);
 int64_t wq_sched_worker_running(const struct wq_sched_worker *w);
+/* Tasks in the worker's queue (QUEUED), and the queue_max it was added with. */
+int64_t wq_sched_worker_queued(const struct wq_sched_worker *w);
+int wq_sched_worker_queue_max(const struct wq_sched_worker *w);
+/* Changes the queue_max (0: no more prefetch to W; tasks already queued stay). */
+void wq_sched_worker_set_queue_max(struct wq_sched_worker *w, int queue_max);
 
 /* ---- the pass ---- */
 
@@ -201,7 +224,29 @@ int wq_sched_pass(struct wq_sched *s, const struct wq_sched_pass_opts *opts,
 int wq_sched_box_for(struct wq_sched *s, const struct wq_sched_task *t,
                      const struct wq_sched_worker *w, struct wq_sched_box *box);
 
+/* ---- prefetch (doc/work-queue-api.md 6) ---- */
+
+struct wq_sched_prefetch_opts {
+	int per_worker; /* queued tasks per worker: -1 its queue_max, 0 off, N: min(N, it) */
+	double max_task_seconds; /* only categories whose mean wall time is at most this */
+	int max_assignments;     /* budget; <= 0: 1,000 */
+	double now;
+};
+/* Per worker -1, 1.0 s, default budget, now 0. */
+void wq_sched_prefetch_opts_init(struct wq_sched_prefetch_opts *o);
+
+/* The second phase, after a pass that could place nothing more: takes ready tasks in priority
+ * order and puts each in the queue of a worker (queue_max > 0, no flag, fewer queued tasks than
+ * the limit) whose TOTAL fits its box, the one with the fewest queued tasks first (ties: order of
+ * addition). Only tasks of a category with a recorded mean wall time at most max_task_seconds,
+ * and without a max-concurrent limit, are queued. The tasks become QUEUED (their box is fixed
+ * now, committed at promotion). A worker with queued tasks gets nothing from wq_sched_pass.
+ * Writes the assignments to OUT (at most MAX_OUT) and returns their number, or -EINVAL. */
+int wq_sched_prefetch(struct wq_sched *s, const struct wq_sched_prefetch_opts *opts,
+                      struct wq_sched_assignment *out, size_t max_out);
+
 int64_t wq_sched_ready_count(const struct wq_sched *s);
 int64_t wq_sched_running_count(const struct wq_sched *s);
+int64_t wq_sched_queued_count(const struct wq_sched *s);
 
 #endif

@@ -29,6 +29,8 @@ struct wcat {
 	int max_concurrent; /* -1: unlimited */
 	int64_t running;
 	uint64_t full_pass; /* pass in which max_concurrent was reached */
+	double wall_sum;    /* recorded wall times (prefetch) */
+	int64_t wall_n;
 	UT_hash_handle hh;
 };
 
@@ -83,7 +85,8 @@ struct wq_sched_task {
 	unsigned whole; /* fields of box that were the whole worker */
 	struct wq_sched_worker *w;
 	double start;
-	struct wq_sched_task *wprev, *wnext; /* the worker's running tasks */
+	int was_queued;                      /* prefetched */
+	struct wq_sched_task *wprev, *wnext; /* the worker's running tasks, or its queue */
 	struct wq_sched_task *aprev, *anext; /* every task not dead */
 };
 
@@ -102,6 +105,9 @@ struct wq_sched_worker {
 	int nh, hpos;
 	struct wq_sched_task *running;
 	int64_t n_running;
+	struct wq_sched_task *queue; /* QUEUED tasks, in the order sent */
+	int64_t n_queued;
+	int queue_max;
 	UT_hash_handle hh;
 };
 
@@ -117,7 +123,8 @@ struct wq_sched {
 	int64_t n_free; /* indexed workers with free cores */
 	struct wq_sched_task *all;
 	uint64_t next_seq, next_worker_seq, pass_id;
-	int64_t n_ready, n_running;
+	int64_t n_ready, n_running, n_queued;
+	double last_now; /* latest instant given (start of promoted tasks) */
 	wq_sched_cached_bytes_fn cached_fn;
 	void *cached_arg;
 	struct heap *pass_heap;
@@ -130,5 +137,8 @@ struct wq_sched_task *wq_sched_group_head(struct group *g);
 void wq_sched_group_free(struct wq_sched *s, struct group *g);
 void wq_sched_commit(struct wq_sched *s, struct wq_sched_task *t, struct wq_sched_worker *w,
                      const int64_t box[NRES], unsigned whole, double now);
+/* Appends T (taken from its heap) to W's queue with BOX, then promotes on W. */
+void wq_sched_enqueue_on(struct wq_sched *s, struct wq_sched_task *t, struct wq_sched_worker *w,
+                         const int64_t box[NRES], unsigned whole);
 
 #endif

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <uthash.h>
 #include <utlist.h>
 
 #include "debug.h"
@@ -269,6 +270,8 @@ int wq_sched_pass(struct wq_sched *s, const struct wq_sched_pass_opts *opts,
 	uint64_t pass = ++s->pass_id;
 	struct heap *ph = s->pass_heap;
 	size_t n = 0;
+	if (isfinite(opts->now) && opts->now > s->last_now)
+		s->last_now = opts->now;
 
 	for (size_t li = 0; li < s->n_levels && n < budget && s->n_free > 0; li++) {
 		struct level *lv = s->levels[li];
@@ -341,5 +344,152 @@ int wq_sched_pass(struct wq_sched *s, const struct wq_sched_pass_opts *opts,
 		      (long long)st.workers_examined);
 	if (stats)
 		*stats = st;
+	return (int)n;
+}
+
+/* ---- prefetch ---- */
+
+void wq_sched_prefetch_opts_init(struct wq_sched_prefetch_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->per_worker = -1;
+	o->max_task_seconds = 1.0;
+}
+
+/* How many queued tasks W may hold under PER_WORKER (0: none). */
+static int64_t queue_limit(const struct wq_sched_worker *w, int per_worker)
+{
+	if (w->flags || w->queue_max <= 0 || per_worker == 0)
+		return 0;
+	if (per_worker < 0 || per_worker > w->queue_max)
+		return w->queue_max;
+	return per_worker;
+}
+
+static int fits_total(const struct wq_sched_worker *w, const int64_t box[NRES])
+{
+	for (int k = 0; k < NRES; k++)
+		if (box[k] > w->total[k])
+			return 0;
+	return 1;
+}
+
+/* The worker with room in its queue whose total fits class C (the fewest queued tasks first,
+ * then the order of addition), with the box in BOX; NULL if none. */
+static struct wq_sched_worker *prefetch_choose(struct wq_sched *s, const struct tclass *c,
+                                               int per_worker, int64_t box[NRES])
+{
+	struct wq_sched_worker *best = NULL, *w, *tmp;
+	HASH_ITER(hh, s->workers, w, tmp)
+	{
+		int64_t b[NRES];
+		if (w->n_queued >= queue_limit(w, per_worker) || !box_on(c, w, b) ||
+		    !fits_total(w, b))
+			continue;
+		if (!best || w->n_queued < best->n_queued ||
+		    (w->n_queued == best->n_queued && w->seq < best->seq)) {
+			best = w;
+			memcpy(box, b, sizeof b);
+		}
+	}
+	return best;
+}
+
+/* A class may be prefetched: its category is measured and short, and has no concurrency cap. */
+static int prefetchable(const struct tclass *c, double max_s)
+{
+	const struct wcat *wc = c->cat;
+	if (wc->wall_n <= 0 || wc->max_concurrent >= 0)
+		return 0;
+	return wc->wall_sum / (double)wc->wall_n <= max_s;
+}
+
+int wq_sched_prefetch(struct wq_sched *s, const struct wq_sched_prefetch_opts *opts,
+                      struct wq_sched_assignment *out, size_t max_out)
+{
+	if (!s || !opts || (!out && max_out > 0) || opts->per_worker < -1 ||
+	    !(opts->max_task_seconds >= 0))
+		return -EINVAL;
+	if (isfinite(opts->now) && opts->now > s->last_now)
+		s->last_now = opts->now;
+	size_t budget = opts->max_assignments > 0 ? (size_t)opts->max_assignments : DEFAULT_BUDGET;
+	if (budget > max_out)
+		budget = max_out;
+	/* The room left in every queue bounds the phase. */
+	int64_t room = 0;
+	struct wq_sched_worker *w, *wtmp;
+	HASH_ITER(hh, s->workers, w, wtmp)
+	{
+		int64_t lim = queue_limit(w, opts->per_worker);
+		if (lim > w->n_queued)
+			room += lim - w->n_queued;
+	}
+	if (room == 0 || budget == 0 || s->n_ready == 0)
+		return 0;
+	uint64_t pass = ++s->pass_id;
+	struct heap *ph = s->pass_heap;
+	size_t n = 0;
+	for (size_t li = 0; li < s->n_levels && n < budget && room > 0; li++) {
+		struct level *lv = s->levels[li];
+		struct group *g;
+		DL_FOREACH(lv->groups, g)
+		{
+			struct tclass *c = g->key.cls;
+			if (g->live <= 0 || c->blocked_pass == pass)
+				continue;
+			struct wq_sched_task *h = wq_sched_group_head(g);
+			if (h)
+				heap_push(ph, (int64_t)h->seq, g);
+		}
+		while (heap_size(ph) > 0) {
+			g = heap_pop(ph, NULL);
+			if (n >= budget || room == 0)
+				continue; /* drain the merge heap */
+			struct tclass *c = g->key.cls;
+			if (c->blocked_pass == pass)
+				continue;
+			if (!prefetchable(c, opts->max_task_seconds)) {
+				c->blocked_pass = pass;
+				continue;
+			}
+			if (c->alloc_pass != pass)
+				class_alloc(c, pass);
+			int64_t box[NRES];
+			w = prefetch_choose(s, c, opts->per_worker, box);
+			if (!w) {
+				c->blocked_pass = pass;
+				continue;
+			}
+			struct wq_sched_task *t = wq_sched_group_head(g);
+			heap_pop(g->h, NULL);
+			g->live--;
+			s->n_ready--;
+			unsigned whole = 0;
+			for (int k = 0; k < NRES; k++)
+				if (c->alloc[k] < 0)
+					whole |= (c->whole & (1u << k));
+			wq_sched_enqueue_on(s, t, w, box, whole);
+			out[n].task = t;
+			out[n].worker = w;
+			wq_sched_box_from(box, &out[n].box);
+			n++;
+			room--;
+			if (g->live > 0) {
+				struct wq_sched_task *h = wq_sched_group_head(g);
+				heap_push(ph, (int64_t)h->seq, g);
+			} else {
+				mark_pending(s, g);
+			}
+		}
+	}
+	while (s->pending) {
+		struct group *g = s->pending;
+		s->pending = g->pnext;
+		g->pending = 0;
+		if (g->live == 0)
+			wq_sched_group_free(s, g);
+	}
+	if (n > 0)
+		debug(D_WQ, "sched: prefetch %llu: %zu queued", (unsigned long long)pass, n);
 	return (int)n;
 }

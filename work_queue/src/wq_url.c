@@ -1,9 +1,12 @@
 /* wq_url.c: the master's HEAD request for a URL input and the `U-` object name made from it
  * (doc/work-queue-protocol.md 5.5). Only the headers of the last response (after redirects)
- * count; a failed request gives an empty validator, so the URL is then cached by name alone. */
+ * count. wq_url_head reports a failed request (the task then fails); wq_url_validator turns
+ * it into an empty validator, so the URL is then cached by name alone. */
 #include "wq_url.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,14 +62,40 @@ static size_t on_header(char *b, size_t size, size_t n, void *arg)
 	return len;
 }
 
-char *wq_url_validator(const char *url, long timeout_ms)
+void wq_url_init(void)
 {
-	if (!url || (strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8)))
-		return xstrdup("");
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	static bool done;
+	if (!done) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		done = true;
+	}
+}
+
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	const atomic_int *stop = arg;
+	return stop && atomic_load(stop) ? 1 : 0;
+}
+
+int wq_url_head(const char *url, long timeout_ms, const atomic_int *stop, char **validator,
+                char **why)
+{
+	*validator = NULL;
+	*why = NULL;
+	if (!url || (strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8))) {
+		*why = xstrdup("only http and https URLs are fetched");
+		return -EINVAL;
+	}
 	CURL *c = curl_easy_init();
-	if (!c)
-		return xstrdup("");
+	if (!c) {
+		*why = xstrdup("cannot set up libcurl");
+		return -ENOMEM;
+	}
 	struct head h;
 	h.etag[0] = h.lm[0] = 0;
 	char errbuf[CURL_ERROR_SIZE];
@@ -84,16 +113,35 @@ char *wq_url_validator(const char *url, long timeout_ms)
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	if (stop) {
+		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)stop);
+		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	}
 	CURLcode rc = curl_easy_perform(c);
 	long code = 0;
 	curl_off_t clen = -1;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen);
 	curl_easy_cleanup(c);
-	if (rc != CURLE_OK || code < 200 || code > 299) {
-		debug(D_WQ, "wq: HEAD %s failed (%s, HTTP %ld): no validator", url,
-		      errbuf[0] ? errbuf : curl_easy_strerror(rc), code);
-		return xstrdup("");
+	if (code == 405 || code == 501) {
+		/* The server does not answer HEAD: no validator, the worker's GET decides. */
+		debug(D_WQ, "wq: HEAD %s: HTTP %ld, no validator", url, code);
+		*validator = xstrdup("");
+		return 0;
+	}
+	if (rc == CURLE_HTTP_RETURNED_ERROR || (rc == CURLE_OK && (code < 200 || code > 299))) {
+		*why = xasprintf("HTTP %ld for its HEAD request", code);
+		return -ENOENT;
+	}
+	if (rc != CURLE_OK) {
+		const char *e = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+		int err = rc == CURLE_OPERATION_TIMEDOUT    ? -ETIMEDOUT
+		          : rc == CURLE_COULDNT_CONNECT     ? -ECONNREFUSED
+		          : rc == CURLE_ABORTED_BY_CALLBACK ? -ECANCELED
+		                                            : -EIO;
+		*why = xasprintf("its HEAD request failed: %s", e);
+		return err;
 	}
 	char *v;
 	if (h.etag[0])
@@ -105,6 +153,19 @@ char *wq_url_validator(const char *url, long timeout_ms)
 	else
 		v = xstrdup("");
 	debug(D_WQ, "wq: HEAD %s: validator \"%s\"", url, v);
+	*validator = v;
+	return 0;
+}
+
+char *wq_url_validator(const char *url, long timeout_ms)
+{
+	wq_url_init();
+	char *v = NULL, *why = NULL;
+	if (wq_url_head(url, timeout_ms, NULL, &v, &why) < 0) {
+		debug(D_WQ, "wq: HEAD %s: %s: no validator", url ? url : "(null)", why);
+		free(why);
+		return xstrdup("");
+	}
 	return v;
 }
 

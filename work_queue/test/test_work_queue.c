@@ -1,7 +1,8 @@
 /* test_work_queue.c: integration tests of the Work Queue master library (work_queue.h) over real
  * loopback TCP, against the scripted fake worker of wq_fake_worker.h: a task's round trip, cache
  * objects, refusals, lost workers, violations, passwords, exhaustion, submission errors, cancel
- * and retries. TLS, the catalog, status queries and fast abort are in test_work_queue_services.c.
+ * and retries, prefetch (queued tasks). TLS, the catalog, status queries and fast abort are in
+ * test_work_queue_services.c.
  */
 #include "wq_fake_worker.h"
 
@@ -405,6 +406,126 @@ static void test_max_retries(void **state)
 	free(tx);
 }
 
+/* Runs the loop until the fake worker has received N tasks; tasks that finish meanwhile are
+ * counted in *DONE (may be NULL when none may finish). */
+static int wait_received(struct work_queue *q, struct fake *f, int n, int *done, double seconds)
+{
+	uint64_t end = uv_hrtime() + (uint64_t)(seconds * 1e9);
+	while (f->tasks_received < n && uv_hrtime() < end) {
+		struct work_queue_task *t = work_queue_wait(q, 0.05);
+		if (t) {
+			assert_non_null(done);
+			(*done)++;
+			work_queue_task_delete(t);
+		}
+	}
+	return f->tasks_received >= n;
+}
+
+static int pf_submit(struct work_queue *q, const char *in, int k)
+{
+	char out[160];
+	snprintf(out, sizeof out, "%s/pf_out%d.txt", tmpdir, k);
+	struct work_queue_task *t = make_task(in, out);
+	work_queue_task_specify_category(t, "short");
+	int id = work_queue_submit(q, t);
+	assert_true(id >= 1);
+	return id;
+}
+
+static bool msg_queued(struct fake *f, int i)
+{
+	return json_is_true(json_object_get(f->task_msgs[i], "queued"));
+}
+
+static void test_prefetch_fake_worker(void **state)
+{
+	(void)state;
+	struct work_queue *q = queue(NULL);
+	char in[128];
+	snprintf(in, sizeof in, "%s/ref.fa", tmpdir);
+	write_file(in, "ACGT\n");
+	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
+	f->queue_max = 2;
+	f->cores = 1;
+	assert_true(worker_active(q, 1, 5));
+	int a1 = pf_submit(q, in, 1);
+	assert_true(wait_received(q, f, 1, NULL, 5));
+	/* The worker is full but nothing of the category was measured: nothing is queued. */
+	int a2 = pf_submit(q, in, 2), a3 = pf_submit(q, in, 3), a4 = pf_submit(q, in, 4);
+	assert_false(wait_received(q, f, 2, NULL, 0.4));
+	assert_false(msg_queued(f, 0));
+	/* a1 ends (0.5 s measured): a2 goes normally, a3 and a4 queued behind it. */
+	fake_send_results(f, fake_task_find(f, a1));
+	int done = 0;
+	assert_true(wait_received(q, f, 4, &done, 5));
+	assert_int_equal(done, 1);
+	assert_int_equal((int)json_integer_value(json_object_get(f->task_msgs[1], "id")), a2);
+	assert_false(msg_queued(f, 1));
+	assert_true(msg_queued(f, 2));
+	assert_true(msg_queued(f, 3));
+	assert_int_equal(f->queued_received, 2);
+	struct work_queue_stats st;
+	work_queue_get_stats(q, &st);
+	assert_int_equal(st.tasks_queued_on_workers, 2);
+	assert_int_equal(st.tasks_on_workers, 3);
+	assert_int_equal(st.tasks_running, 1);
+	/* queue_max reached: a5 is not sent. */
+	int a5 = pf_submit(q, in, 5);
+	assert_false(wait_received(q, f, 5, NULL, 0.3));
+	/* Cancel of the queued a4: the fake answers task_cancelled, a slot frees; but with the
+	 * category above the threshold, no prefetch. Back to 1 s: a5 goes queued. */
+	assert_int_equal(work_queue_specify_prefetch(q, -1, 0.1), 0);
+	struct work_queue_task *c = work_queue_cancel_by_taskid(q, a4);
+	assert_non_null(c);
+	work_queue_task_delete(c);
+	run_until_flag(q, &f->cancels, 2);
+	assert_int_equal(f->cancels, 1);
+	assert_false(wait_received(q, f, 5, NULL, 0.3));
+	assert_int_equal(work_queue_specify_prefetch(q, -1, 1.0), 0);
+	assert_true(wait_received(q, f, 5, NULL, 5));
+	assert_true(msg_queued(f, 4));
+	/* The worker starts a3 by itself: the master counts it running from then on. */
+	fake_start_queued(f, a3);
+	uint64_t end = uv_hrtime() + 2000000000ull;
+	do {
+		assert_null(work_queue_wait(q, 0.05));
+		work_queue_get_stats(q, &st);
+	} while (st.tasks_running < 2 && uv_hrtime() < end);
+	assert_int_equal(st.tasks_running, 2);
+	assert_int_equal(st.tasks_queued_on_workers, 1);
+	/* The worker vanishes with a2, a3 running and a5 queued: all back, not counted. */
+	wq_conn_close_now(f->c);
+	end = uv_hrtime() + 3000000000ull;
+	do {
+		assert_null(work_queue_wait(q, 0.05));
+		work_queue_get_stats(q, &st);
+	} while (st.workers_connected > 0 && uv_hrtime() < end);
+	assert_int_equal(st.tasks_waiting, 3);
+	assert_int_equal(st.tasks_on_workers, 0);
+	assert_int_equal(st.tasks_queued_on_workers, 0);
+	/* A worker without `queue` (1 core) gets them one by one, never queued, each once. */
+	struct fake *g = fake_start(q, FAKE_RUN, NULL);
+	g->cores = 1;
+	int ids[3] = {0};
+	for (int k = 0; k < 3; k++) {
+		struct work_queue_task *t = wait_task(q, 5);
+		assert_non_null(t);
+		assert_int_equal(t->result, WORK_QUEUE_RESULT_SUCCESS);
+		ids[k] = t->taskid;
+		work_queue_task_delete(t);
+	}
+	assert_true(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
+	for (int k = 0; k < 3; k++)
+		assert_true(ids[k] == a2 || ids[k] == a3 || ids[k] == a5);
+	assert_int_equal(g->tasks_received, 3);
+	assert_int_equal(g->queued_received, 0);
+	assert_true(work_queue_empty(q));
+	finish(q);
+	fake_free(f);
+	fake_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,6 +538,7 @@ int main(void)
 	    cmocka_unit_test(test_submit_errors),
 	    cmocka_unit_test(test_cancel_running),
 	    cmocka_unit_test(test_max_retries),
+	    cmocka_unit_test(test_prefetch_fake_worker),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

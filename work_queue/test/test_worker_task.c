@@ -1,7 +1,8 @@
 /* test_worker_task.c: unit tests of the worker's task runner: real tasks run under the resource
  * monitor in temporary sandboxes (exit statuses, outside signals, the environment, stdout capture
  * and truncation, memory and wall-time limits, outputs by their `when`, symbolic links, cancel
- * of a whole tree, sandbox failures) and the resource ledger (fit, GPUs, disk reserve). */
+ * of a whole tree, sandbox failures), the resource ledger (fit, GPUs, disk reserve, early release)
+ * and the FIFO of queued tasks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "worker_task.h"
+#include "worker_queue.h"
 #include "htc_error.h"
 #include "path.h"
 #include "stringtools.h"
@@ -781,6 +783,90 @@ static void test_ledger_disk(void **state)
 	worker_ledger_delete(l);
 }
 
+/* The FIFO of queued tasks (protocol 5.6) and the release of cores, memory and gpus when the
+ * tree ends, before the disk. */
+static struct worker_alloc qalloc[8];
+
+static struct worker_alloc *q_alloc(void *item, void *arg)
+{
+	(void)arg;
+	return &qalloc[(intptr_t)item];
+}
+
+static void q_committed(void *item, void *arg)
+{
+	int *order = arg;
+	order[++order[0]] = (int)(intptr_t)item;
+}
+
+static void test_queue_fifo(void **state)
+{
+	struct fx *f = *state;
+	memset(qalloc, 0, sizeof qalloc);
+	assert_int_equal(worker_queue_default_max(1), 2);
+	assert_int_equal(worker_queue_default_max(0.5), 1);
+	assert_int_equal(worker_queue_default_max(1000), WQ_QUEUE_MAX);
+	struct worker_ledger *l = worker_ledger_create(2, 1000, 1000, 0, f->root);
+	worker_ledger_set_fs(l, 100000, 90000);
+	struct wq_resources one = {.cores = 1, .memory = 10, .disk = 10, .gpus = 0};
+	struct wq_resources two = {.cores = 2, .memory = 10, .disk = 10, .gpus = 0};
+	/* two tasks hold both cores; then 2 cores, 1 core, 1 core are queued */
+	assert_int_equal(worker_ledger_commit(l, &one, &qalloc[1], NULL), WORKER_FIT_OK);
+	assert_int_equal(worker_ledger_commit(l, &one, &qalloc[2], NULL), WORKER_FIT_OK);
+	struct worker_queue *q = worker_queue_create(3);
+	assert_int_equal(worker_queue_push(q, (void *)(intptr_t)3, &two), 0);
+	assert_int_equal(worker_queue_push(q, (void *)(intptr_t)4, &one), 0);
+	assert_int_equal(worker_queue_push(q, (void *)(intptr_t)5, &one), 0);
+	assert_int_equal(worker_queue_push(q, (void *)(intptr_t)6, &one), -EBUSY);
+	int order[8] = {0};
+	assert_int_equal(worker_queue_run(q, l, q_alloc, q_committed, order), 0);
+	/* task 1's tree ends: one core frees, its disk stays held; the head needs two: nothing,
+	 * and not task 4 either (head-of-line) */
+	worker_ledger_release_compute(l, &qalloc[1]);
+	worker_ledger_release_compute(l, &qalloc[1]); /* once only */
+	struct wq_resources used;
+	worker_ledger_used(l, &used);
+	assert_true(used.cores > 0.99 && used.cores < 1.01);
+	assert_int_equal(used.disk, 20);
+	assert_int_equal(worker_queue_run(q, l, q_alloc, q_committed, order), 0);
+	worker_ledger_release(l, &qalloc[1]);
+	worker_ledger_used(l, &used);
+	assert_int_equal(used.disk, 10);
+	/* task 2 ends too: the head (2 cores) is committed, and only it */
+	worker_ledger_release_compute(l, &qalloc[2]);
+	assert_int_equal(worker_queue_run(q, l, q_alloc, q_committed, order), 1);
+	assert_int_equal(order[0], 1);
+	assert_int_equal(order[1], 3);
+	assert_int_equal(worker_queue_length(q), 2);
+	worker_ledger_release(l, &qalloc[2]);
+	worker_ledger_release(l, &qalloc[3]);
+	/* both remaining fit, in order */
+	assert_int_equal(worker_queue_run(q, l, q_alloc, q_committed, order), 2);
+	assert_int_equal(order[2], 4);
+	assert_int_equal(order[3], 5);
+	assert_null(worker_queue_head(q, NULL));
+	worker_ledger_release(l, &qalloc[4]);
+	worker_ledger_release(l, &qalloc[5]);
+	assert_true(worker_ledger_idle(l));
+	/* a head that can never fit while nothing is held is reported stuck; removal works */
+	struct wq_resources huge = {.cores = 1, .memory = 10, .disk = 999999, .gpus = 0};
+	assert_int_equal(worker_ledger_check_total(l, &huge, NULL), WORKER_FIT_OVERCOMMIT);
+	assert_int_equal(worker_ledger_check_total(l, &one, NULL), WORKER_FIT_OK);
+	assert_int_equal(worker_queue_push(q, (void *)(intptr_t)6, &huge), 0);
+	assert_int_equal(worker_queue_push(q, (void *)(intptr_t)7, &one), 0);
+	const char *code = NULL;
+	char *text = NULL;
+	assert_int_equal((intptr_t)worker_queue_stuck(q, l, &code, &text), 6);
+	assert_string_equal(code, "disk_full");
+	assert_non_null(text);
+	free(text);
+	assert_true(worker_queue_remove(q, (void *)(intptr_t)6));
+	assert_false(worker_queue_remove(q, (void *)(intptr_t)6));
+	assert_null(worker_queue_stuck(q, l, &code, &text));
+	worker_queue_delete(q);
+	worker_ledger_delete(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -802,6 +888,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_sandbox_gone, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ledger_fit_and_gpus, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ledger_disk, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_queue_fifo, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

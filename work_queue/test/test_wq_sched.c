@@ -1,7 +1,8 @@
 /* test_wq_sched.c: unit tests for wq_sched, the Work Queue scheduling core: ready order
  * (priority, submission, put-back), boxes (explicit, category modes, proportional share, whole
  * worker), fit, features and worker flags, the five policies, max-concurrent, exact release
- * over many cycles, lost workers, exhaustion retries, bad input and the cost bounds of a pass. */
+ * over many cycles, lost workers, exhaustion retries, bad input, the cost bounds of a pass, and
+ * prefetch (measurement and threshold, queue room, priority, promotion in order, lost workers). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -700,6 +701,204 @@ static void test_pass_cost_blocked(void **state)
 	wq_sched_delete(s);
 }
 
+/* ---- prefetch ---- */
+
+static struct wq_sched_worker *qworker(struct wq_sched *s, const char *id, double cores, int qmax)
+{
+	struct wq_sched_worker_spec ws = {
+	    .id = id, .total = {cores, 1000, 1000, 0}, .queue_max = qmax, .data = (void *)id};
+	struct wq_sched_worker *w = wq_sched_worker_add(s, &ws);
+	assert_non_null(w);
+	return w;
+}
+
+static int run_prefetch(struct wq_sched *s, int per_worker, double max_s,
+                        struct wq_sched_assignment *out)
+{
+	struct wq_sched_prefetch_opts o;
+	wq_sched_prefetch_opts_init(&o);
+	o.per_worker = per_worker;
+	o.max_task_seconds = max_s;
+	int n = wq_sched_prefetch(s, &o, out, MAXA);
+	assert_true(n >= 0);
+	return n;
+}
+
+static void test_prefetch_measure(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w = qworker(s, "w", 1, 4);
+	struct wq_sched_assignment *out = xcalloc(MAXA, sizeof *out);
+	task(s, 0, "short", 1, 10, 10, 0, 1);
+	struct wq_sched_task *a2 = task(s, 0, "short", 1, 10, 10, 0, 2);
+	struct wq_sched_task *b1 = task(s, 0, "long", 1, 10, 10, 0, 3);
+	struct wq_sched_task *c1 = task(s, 0, "new", 1, 10, 10, 0, 4);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	assert_int_equal(id_of(&out[0]), 1);
+	/* Nothing measured yet: nothing is queued. */
+	assert_int_equal(run_prefetch(s, -1, 1.0, out), 0);
+	assert_int_equal(wq_sched_category_mean_time(s, "short"), -1);
+	wq_sched_category_record_time(s, "long", 4.0);
+	wq_sched_category_record_time(s, "long", 6.0);
+	wq_sched_category_record_time(s, "short", 0.02);
+	assert_true(fabs(wq_sched_category_mean_time(s, "long") - 5.0) < 1e-9);
+	/* Only the short category goes ahead. */
+	assert_int_equal(run_prefetch(s, -1, 1.0, out), 1);
+	assert_ptr_equal(out[0].task, a2);
+	assert_ptr_equal(out[0].worker, w);
+	assert_int_equal(wq_sched_task_state(a2), WQ_SCHED_TASK_QUEUED);
+	assert_ptr_equal(wq_sched_task_worker(a2), w);
+	assert_int_equal(wq_sched_worker_queued(w), 1);
+	assert_int_equal(wq_sched_queued_count(s), 1);
+	assert_int_equal(wq_sched_ready_count(s), 2);
+	assert_int_equal(wq_sched_task_state(b1), WQ_SCHED_TASK_READY);
+	/* A higher threshold lets the long one through; the unmeasured one never. */
+	assert_int_equal(run_prefetch(s, -1, 10.0, out), 1);
+	assert_ptr_equal(out[0].task, b1);
+	assert_int_equal(wq_sched_task_state(c1), WQ_SCHED_TASK_READY);
+	/* Off. */
+	wq_sched_category_record_time(s, "new", 0.01);
+	assert_int_equal(run_prefetch(s, 0, 10.0, out), 0);
+	assert_int_equal(wq_sched_task_state(c1), WQ_SCHED_TASK_READY);
+	free(out);
+	wq_sched_delete(s);
+}
+
+static void test_prefetch_room_priority(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w1 = qworker(s, "w1", 1, 1);
+	struct wq_sched_worker *w2 = qworker(s, "w2", 1, 3);
+	struct wq_sched_worker *w3 = qworker(s, "w3", 1, 0);     /* no `queue` */
+	struct wq_sched_worker *big = qworker(s, "big", 0.5, 4); /* its total never fits */
+	struct wq_sched_assignment *out = xcalloc(MAXA, sizeof *out);
+	wq_sched_category_record_time(s, "c", 0.1);
+	static const double prio[] = {0, 0, 5, 0, 9, 1, 0, 2, 0, 0};
+	for (int i = 0; i < 10; i++)
+		task(s, prio[i], "c", 1, 10, 10, 0, i + 1);
+	/* The pass takes the three highest priorities (9, 5, 2). */
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 3);
+	/* Then, in priority order (1, then submission order), the fewest queued first. */
+	int n = run_prefetch(s, -1, 1.0, out);
+	assert_int_equal(n, 4);
+	static const intptr_t want_id[] = {6, 1, 2, 4};
+	struct wq_sched_worker *want_w[] = {w1, w2, w2, w2};
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(id_of(&out[i]), want_id[i]);
+		assert_ptr_equal(out[i].worker, want_w[i]);
+		assert_true(out[i].worker != w3 && out[i].worker != big);
+	}
+	assert_int_equal(wq_sched_worker_queued(w1), 1);
+	assert_int_equal(wq_sched_worker_queued(w2), 3);
+	assert_int_equal(wq_sched_worker_queued(w3), 0);
+	/* Queues full: nothing more. */
+	assert_int_equal(run_prefetch(s, -1, 1.0, out), 0);
+	free(out);
+	wq_sched_delete(s);
+
+	/* The master's own limit (per_worker) caps what the worker offers. */
+	s = wq_sched_create();
+	w2 = qworker(s, "w2", 1, 3);
+	out = xcalloc(MAXA, sizeof *out);
+	wq_sched_category_record_time(s, "c", 0.1);
+	for (int i = 0; i < 5; i++)
+		task(s, 0, "c", 1, 10, 10, 0, i + 1);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	assert_int_equal(run_prefetch(s, 1, 1.0, out), 1);
+	assert_int_equal(wq_sched_worker_queued(w2), 1);
+	free(out);
+	wq_sched_delete(s);
+}
+
+static void test_prefetch_promotion(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w = qworker(s, "w", 2, 4);
+	struct wq_sched_assignment *out = xcalloc(MAXA, sizeof *out);
+	wq_sched_category_record_time(s, "c", 0.1);
+	struct wq_sched_task *r1 = task(s, 0, "c", 1, 10, 10, 0, 1);
+	struct wq_sched_task *r2 = task(s, 0, "c", 1, 10, 10, 0, 2);
+	struct wq_sched_task *q1 = task(s, 0, "c", 2, 10, 10, 0, 3);
+	struct wq_sched_task *q2 = task(s, 0, "c", 1, 10, 10, 0, 4);
+	struct wq_sched_task *q3 = task(s, 0, "c", 1, 10, 10, 0, 5);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 2);
+	assert_int_equal(run_prefetch(s, -1, 1.0, out), 3);
+	assert_int_equal(wq_sched_worker_queued(w), 3);
+	struct wq_sched_task *t4 = task(s, 0, "c", 1, 10, 10, 0, 6);
+	/* One core frees: the head needs two, so nothing is committed, not even q2 (in order). */
+	assert_int_equal(wq_sched_task_release(s, r1, 1.0), 0);
+	assert_int_equal(wq_sched_task_state(q1), WQ_SCHED_TASK_QUEUED);
+	assert_int_equal(wq_sched_task_state(q2), WQ_SCHED_TASK_QUEUED);
+	/* ... and a worker with queued tasks gets nothing from the normal pass. */
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 0);
+	assert_int_equal(wq_sched_task_state(t4), WQ_SCHED_TASK_READY);
+	/* Two cores free: q1 only. */
+	assert_int_equal(wq_sched_task_release(s, r2, 2.0), 0);
+	assert_int_equal(wq_sched_task_state(q1), WQ_SCHED_TASK_RUNNING);
+	assert_int_equal(wq_sched_task_state(q2), WQ_SCHED_TASK_QUEUED);
+	assert_int_equal(wq_sched_worker_running(w), 1);
+	struct wq_sched_box fr;
+	wq_sched_worker_free(w, &fr);
+	assert_true(fabs(fr.cores) < 1e-9);
+	/* q1 ends: exactly q2 and q3 are committed, in order, and the queue is empty. */
+	assert_int_equal(wq_sched_task_started(s, q1, 2.5), 0);
+	assert_int_equal(wq_sched_task_release(s, q1, 3.0), 0);
+	assert_int_equal(wq_sched_task_state(q2), WQ_SCHED_TASK_RUNNING);
+	assert_int_equal(wq_sched_task_state(q3), WQ_SCHED_TASK_RUNNING);
+	assert_int_equal(wq_sched_worker_queued(w), 0);
+	assert_int_equal(wq_sched_queued_count(s), 0);
+	assert_int_equal(wq_sched_worker_running(w), 2);
+	/* The worker ran ahead: task_running for a task still queued commits it and those
+	 * before it; removing a queued task promotes behind it. */
+	wq_sched_task_release(s, q2, 4.0);
+	wq_sched_task_release(s, q3, 4.0);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1); /* normal pass again */
+	assert_int_equal(wq_sched_task_state(t4), WQ_SCHED_TASK_RUNNING);
+	wq_sched_task_release(s, t4, 4.5);
+	task(s, 0, "c", 2, 10, 10, 0, 10);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	struct wq_sched_task *a = task(s, 0, "c", 2, 10, 10, 0, 7);
+	struct wq_sched_task *b = task(s, 0, "c", 1, 10, 10, 0, 8);
+	struct wq_sched_task *c = task(s, 0, "c", 1, 10, 10, 0, 9);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 0);
+	assert_int_equal(run_prefetch(s, -1, 1.0, out), 3);
+	assert_int_equal(wq_sched_task_started(s, b, 5.0), 2);
+	assert_int_equal(wq_sched_task_state(a), WQ_SCHED_TASK_RUNNING);
+	assert_int_equal(wq_sched_task_state(b), WQ_SCHED_TASK_RUNNING);
+	assert_int_equal(wq_sched_task_state(c), WQ_SCHED_TASK_QUEUED);
+	wq_sched_task_remove(s, c);
+	assert_int_equal(wq_sched_worker_queued(w), 0);
+	free(out);
+	wq_sched_delete(s);
+}
+
+static void test_prefetch_worker_lost(void **state)
+{
+	(void)state;
+	struct wq_sched *s = wq_sched_create();
+	struct wq_sched_worker *w = qworker(s, "w", 1, 3);
+	struct wq_sched_assignment *out = xcalloc(MAXA, sizeof *out);
+	wq_sched_category_record_time(s, "c", 0.1);
+	for (int i = 0; i < 5; i++)
+		task(s, 0, "c", 1, 10, 10, 0, i + 1);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 1);
+	assert_int_equal(run_prefetch(s, -1, 1.0, out), 3);
+	assert_int_equal(wq_sched_ready_count(s), 1);
+	assert_int_equal(wq_sched_worker_remove(s, w), 4);
+	assert_int_equal(wq_sched_ready_count(s), 5);
+	assert_int_equal(wq_sched_queued_count(s), 0);
+	/* Back in their original place: a new worker gets them in submission order. */
+	qworker(s, "w2", 10, 0);
+	assert_int_equal(run_pass(s, WQ_SCHED_FCFS, 0, out, NULL), 5);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(id_of(&out[i]), i + 1);
+	free(out);
+	wq_sched_delete(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -717,6 +916,10 @@ int main(void)
 	    cmocka_unit_test(test_from_task),
 	    cmocka_unit_test(test_pass_cost),
 	    cmocka_unit_test(test_pass_cost_blocked),
+	    cmocka_unit_test(test_prefetch_measure),
+	    cmocka_unit_test(test_prefetch_room_priority),
+	    cmocka_unit_test(test_prefetch_promotion),
+	    cmocka_unit_test(test_prefetch_worker_lost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,6 +98,7 @@ struct fake_task {
 	json_t *msg;
 	char *input_text; /* concatenation of its inputs, in arrival order */
 	int stage;        /* 0 staging, 1 sending outputs, 2 done */
+	int queued;       /* sent `queued`: held until the test starts it (fake_start_queued) */
 	uint32_t out_xfer, stdout_xfer;
 	int pending_sends;
 };
@@ -130,6 +131,9 @@ struct fake {
 	int ntasks;
 	char cache[4][80]; /* names held */
 	int ncache;
+	int queue_max; /* > 0: offers `queue` with this queue_max (set before the loop runs) */
+	int cores;     /* capacity; 0: 4 */
+	int queued_received;
 };
 
 static inline struct fake_task *fake_task_find(struct fake *f, int64_t id)
@@ -172,6 +176,8 @@ static inline void fake_sent(struct wq_xfer_out *o, const struct wq_xfer_sent *r
 
 static const struct wq_xfer_out_callbacks fake_out_cb = {fake_sent, NULL};
 
+static inline void fake_send_results(struct fake *f, struct fake_task *t);
+
 /* All inputs are in place: "run" it. */
 static inline void fake_run(struct fake *f, struct fake_task *t)
 {
@@ -191,6 +197,12 @@ static inline void fake_run(struct fake *f, struct fake_task *t)
 	}
 	if (f->mode == FAKE_HOLD)
 		return;
+	fake_send_results(f, t);
+}
+
+/* The rest of a run: the output and stdout, then task_done (FAKE_HOLD: called by the test). */
+static inline void fake_send_results(struct fake *f, struct fake_task *t)
+{
 	if (f->mode == FAKE_SIGNAL) {
 		fake_send(f, json_pack("{s:s,s:I,s:I,s:s,s:i}", "m", "task_done", "id",
 		                       (json_int_t)t->id, "try", (json_int_t)t->try_, "outcome",
@@ -224,7 +236,7 @@ static inline void append_text(struct fake_task *t, const char *s)
  * as the receiver stores them off the loop thread). */
 static inline void fake_try_run(struct fake *f, struct fake_task *t)
 {
-	if (t->stage != 0)
+	if (t->stage != 0 || t->queued)
 		return;
 	json_t *inputs = json_object_get(t->msg, "inputs");
 	size_t i;
@@ -298,6 +310,8 @@ static inline void fake_on_task(struct fake *f, json_t *msg)
 	t->id = id;
 	t->try_ = tr;
 	t->msg = msg;
+	t->queued = json_is_true(json_object_get(msg, "queued"));
+	f->queued_received += t->queued;
 	fake_try_run(f, t);
 }
 
@@ -357,16 +371,20 @@ static inline void fake_hs_done(struct wq_handshake *h, const struct wq_hs_resul
 		return;
 	f->in = wq_xfer_in_create(&loop, f->c, false, r->caps, &fake_in_cb, f);
 	f->out = wq_xfer_out_create(&loop, f->c, false, &fake_out_cb, f);
-	fake_send(f, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:[],s:n,s:b,s:s,s:b}", "m",
-	                       "identity", "host", "fakehost", "os", "Linux", "os_release", "6",
-	                       "arch", "x86_64", "software", "fake 0", "pid", 42, "workdir", f->dir,
-	                       "labels", "end_time", "docker", 0, "cgroups", "none", "single_shot",
-	                       0));
-	fake_send(f, json_pack("{s:s,s:{s:i,s:s},s:{s:i,s:s},s:{s:i,s:s},s:{s:i,s:s},s:i,s:i,s:b}",
-	                       "m", "capacity", "cores", "total", 4, "source", "declared", "memory",
-	                       "total", 4000, "source", "declared", "disk", "total", 10000,
-	                       "source", "declared", "gpus", "total", 0, "source", "declared",
-	                       "disk_free", 9000, "cache", 0, "disk_full", 0));
+	json_t *ident =
+	    json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:[],s:n,s:b,s:s,s:b}", "m", "identity",
+	              "host", "fakehost", "os", "Linux", "os_release", "6", "arch", "x86_64",
+	              "software", "fake 0", "pid", 42, "workdir", f->dir, "labels", "end_time",
+	              "docker", 0, "cgroups", "none", "single_shot", 0);
+	if (f->queue_max > 0)
+		json_object_set_new(ident, "queue_max", json_integer(f->queue_max));
+	fake_send(f, ident);
+	fake_send(f,
+	          json_pack("{s:s,s:{s:i,s:s},s:{s:i,s:s},s:{s:i,s:s},s:{s:i,s:s},s:i,s:i,s:b}",
+	                    "m", "capacity", "cores", "total", f->cores > 0 ? f->cores : 4,
+	                    "source", "declared", "memory", "total", 4000, "source", "declared",
+	                    "disk", "total", 10000, "source", "declared", "gpus", "total", 0,
+	                    "source", "declared", "disk_free", 9000, "cache", 0, "disk_full", 0));
 	fake_send(f, json_pack("{s:s,s:[],s:b}", "m", "cache_have", "objects", "last", 1));
 }
 
@@ -450,7 +468,7 @@ static inline void fake_connected(uv_connect_t *req, int status)
 	cfg.software = "fake 0";
 	cfg.id = WORKER_ID;
 	cfg.host = "fakehost";
-	cfg.caps = 0;
+	cfg.caps = f->queue_max > 0 ? WQ_CAP_QUEUE : 0;
 	char *err = NULL;
 	f->h = wq_handshake_start(&loop, f->c, &cfg, fake_hs_done, f, &err);
 	assert_non_null(f->h);
@@ -501,6 +519,15 @@ static inline void fake_free(struct fake *f)
 	wq_tls_config_delete(f->tls);
 	path_rm_rf(f->dir);
 	free(f);
+}
+
+/* The worker frees room: queued task ID starts (task_running), as a real worker would. */
+static inline void fake_start_queued(struct fake *f, int64_t id)
+{
+	struct fake_task *t = fake_task_find(f, id);
+	assert_non_null(t);
+	t->queued = 0;
+	fake_try_run(f, t);
 }
 
 /* Runs the loop (through the queue: work_queue_wait(q, 0) with short sleeps) until *FLAG. */

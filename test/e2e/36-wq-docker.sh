@@ -1,0 +1,213 @@
+#!/bin/bash
+# 36-wq-docker.sh: end-to-end tests of tasks in Docker containers against a real Docker Engine:
+# the suite starts its own dockerd (own socket, data-root, exec-root, pidfile), makes a busybox
+# image with docker import, then runs the container runner directly (marker file, sandbox
+# files, exit status, stderr, SIGTERM), and makeflow -T wq with workers in --docker and
+# --docker-preserve modes (shared container seen by two tasks, gone at exit), and a missing
+# image refused with status 1.
+. "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/wq-lib.sh"
+
+test_require_bin makeflow work_queue_worker
+
+MF=$BIN/makeflow
+WORKER=$BIN/work_queue_worker
+TEST_TIMEOUT=60
+IMG=wqtest-busybox:1
+
+command -v dockerd >/dev/null && command -v docker >/dev/null && [ -x /bin/busybox ] ||
+	test_skip_all "dockerd, docker or busybox missing (bash test/install-deps.sh test)"
+[ "$(id -u)" = 0 ] || test_skip_all "dockerd needs root"
+
+DK=$TEST_ROOT/docker
+mkdir -p "$DK"
+export DOCKER_HOST=unix://$DK/docker.sock
+dockerd -H "$DOCKER_HOST" --data-root "$DK/data" --exec-root "$DK/exec" \
+	--pidfile "$DK/docker.pid" --bridge none --iptables=false --ip-masq=false \
+	>"$DK/dockerd.log" 2>&1 &
+DOCKERD=$!
+echo $DOCKERD >>"$TEST_ALL_PIDS"
+
+# stop_dockerd: a clean stop (SIGTERM, up to 20 s) so that containerd, its shims and the
+# overlay mounts go with it; whatever is still mounted under $DK is then unmounted, so the
+# generic cleanup can remove the directory.
+stop_dockerd() {
+	kill -TERM "$DOCKERD" 2>/dev/null || true
+	local i
+	for i in $(seq 1 200); do
+		kill -0 "$DOCKERD" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$DOCKERD" 2>/dev/null || true
+	awk -v d="$DK/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r |
+		while read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
+trap 'stop_dockerd; __cleanup_all' EXIT
+if ! test_wait_until 30 docker info >/dev/null 2>&1; then
+	tail -n 20 "$DK/dockerd.log" >&2
+	test_skip_all "the test's own dockerd did not answer within 30 s"
+fi
+mkdir -p "$DK/rootfs/bin" "$DK/rootfs/tmp" "$DK/rootfs/etc"
+cp /bin/busybox "$DK/rootfs/bin/"
+for c in sh cat echo sleep ls dd tr wc id pwd touch rm mkdir head true false; do
+	ln -sf busybox "$DK/rootfs/bin/$c"
+done
+echo only-in-the-image >"$DK/rootfs/etc/wq-marker"
+chmod 1777 "$DK/rootfs/tmp"
+tar -C "$DK/rootfs" -cf "$DK/img.tar" . && docker import "$DK/img.tar" $IMG >/dev/null ||
+	test_skip_all "docker import failed"
+[ ! -e /etc/wq-marker ] || test_skip_all "/etc/wq-marker exists on the host"
+
+# no_containers: no container at all, running or not (a function, so that test_wait_until
+# runs docker each time instead of testing one expansion made before it starts).
+no_containers() {
+	[ -z "$(docker ps -aq)" ]
+}
+
+# shared_container_up PID: the shared container of the worker PID runs.
+shared_container_up() {
+	[ -n "$(docker ps -q --filter name=wq-worker-$1)" ]
+}
+
+# run_runner DIR ARGS...: the runner on a sandbox DIR/{work,tmp} (cwd = work).
+run_runner() {
+	local d=$1
+	shift
+	mkdir -p "$d/work" "$d/tmp"
+	(cd "$d/work" && "$WORKER" --container-run --image $IMG --workdir "$d/work" --bind "$d" \
+		-- /bin/sh -c "$@")
+}
+
+test_expect_success 'the runner: in the container, sandbox files both ways, stdout, status' '
+	echo hello >in.txt
+	mkdir -p sb/work && cp in.txt sb/work/
+	rc=0
+	run_runner "$PWD/sb" "cat /etc/wq-marker; cat in.txt >out.txt; echo to-stderr >&2; exit 7" \
+		>out 2>err || rc=$?
+	[ $rc = 7 ]
+	grep -qx only-in-the-image out
+	grep -qx to-stderr err
+	[ "$(cat sb/work/out.txt)" = hello ]
+	[ -z "$(docker ps -aq)" ]
+'
+
+test_expect_success 'the runner: SIGTERM kills the container, status 143, nothing left' '
+	mkdir -p sb/work sb/tmp
+	# exec: $! must be the runner itself, not a shell around it
+	(cd sb/work && exec "$WORKER" --container-run --image $IMG --workdir "$PWD" \
+		--bind "${PWD%/work}" -- /bin/sh -c "echo started; sleep 30") >out 2>&1 &
+	r=$!
+	test_wait_until 10 grep -q started out
+	[ -n "$(docker ps -q)" ]
+	kill -TERM $r
+	rc=0
+	wait $r || rc=$?
+	[ $rc = 143 ]
+	test_wait_until 5 no_containers
+'
+
+test_expect_success 'the runner: a missing image gives 125 and Docker'"'"'s message' '
+	mkdir -p sb/work
+	rc=0
+	(cd sb/work && "$WORKER" --container-run --image nosuch:1 --workdir "$PWD" -- /bin/sh -c true) \
+		2>err || rc=$?
+	[ $rc = 125 ]
+	grep -q "No such image: nosuch:1" err
+'
+
+test_expect_success 'a worker with a missing image exits 1 naming it' '
+	rc=0
+	"$WORKER" --docker nosuch:1 localhost 1 2>err || rc=$?
+	[ $rc = 1 ]
+	grep -q "nosuch:1" err
+	grep -q "not on this machine" err
+'
+
+test_expect_success 'a worker whose Docker socket does not answer exits 1 naming it' '
+	rc=0
+	DOCKER_HOST=unix://$PWD/none.sock "$WORKER" --docker $IMG localhost 1 2>err || rc=$?
+	[ $rc = 1 ]
+	grep -q "$PWD/none.sock" err
+'
+
+test_expect_success 'makeflow -T wq with --docker: rules run in containers' '
+	echo data >in.txt
+	wf Makeflow <<-\EOF
+	marker.txt: in.txt
+	    cat /etc/wq-marker in.txt > marker.txt
+	pid1.txt:
+	    cat /proc/1/cmdline | tr "\0" " " > pid1.txt
+	EOF
+	start_master Makeflow
+	"$WORKER" -t 30 --single-shot --docker $IMG localhost $port >w.out 2>&1 &
+	test_track_pid $!
+	"$WORKER" -t 30 --docker $IMG localhost $port >>w.out 2>&1 &
+	test_track_pid $!
+	wait $mf || { cat mf.out w.out >&2; exit 1; }
+	[ "$(cat marker.txt)" = "$(printf "only-in-the-image\ndata")" ]
+	grep -q "/bin/sh -c" pid1.txt
+'
+
+test_expect_success 'makeflow -T wq with --docker: a failing rule gives its status' '
+	wf Makeflow <<-\EOF
+	never.txt:
+	    exit 3
+	EOF
+	start_master Makeflow
+	"$WORKER" -t 30 --docker $IMG localhost $port >w.out 2>&1 &
+	test_track_pid $!
+	rc=0
+	wait $mf || rc=$?
+	[ $rc != 0 ]
+	grep -q "3" mf.out
+	[ ! -e never.txt ]
+'
+
+test_expect_success 'makeflow -T wq with --docker: a rule over its MEMORY is memory exhausted' '
+	wf Makeflow <<-\EOF
+	MEMORY=40
+	big.txt:
+	    /bin/busybox dd if=/dev/zero of=/dev/null bs=120M count=1 && echo done > big.txt
+	small.txt:
+	    echo small > small.txt
+	EOF
+	start_master Makeflow
+	"$WORKER" -t 30 --docker $IMG localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	rc=0
+	wait $mf || rc=$?
+	cat mf.out
+	# the monitor killed the runner with the task: its stopped container goes when the
+	# worker ends
+	kill -TERM $w
+	wait $w || true
+	[ $rc != 0 ]
+	test ! -e big.txt
+	[ "$(cat small.txt)" = small ]
+	grep -Eqi "memory exhausted|exceeded its (resource|memory)|exhaust" mf.out
+	test_wait_until 10 no_containers
+'
+
+test_expect_success 'makeflow -T wq with --docker-preserve: one shared container, gone at exit' '
+	wf Makeflow <<-\EOF
+	a.txt:
+	    echo $$ > /tmp/shared-mark && cat /tmp/shared-mark > a.txt
+	b.txt: a.txt
+	    cat /tmp/shared-mark /etc/wq-marker > b.txt
+	EOF
+	start_master Makeflow
+	"$WORKER" -t 5 --docker-preserve $IMG localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	test_wait_until 10 shared_container_up $w
+	wait $mf || { cat mf.out w.out >&2; exit 1; }
+	[ -s a.txt ]
+	[ "$(cat a.txt)" = "$(head -n 1 b.txt)" ]
+	[ "$(tail -n 1 b.txt)" = only-in-the-image ]
+	kill -TERM $w
+	wait $w || true
+	[ -z "$(docker ps -aq --filter name=wq-worker-$w)" ]
+'
+
+test_done

@@ -1,0 +1,52 @@
+/* worker_docker.h: tasks of work_queue_worker in Docker containers (--docker, --docker-preserve;
+ * doc/work-queue-docker.md). The worker checks the engine and the image at start, keeps the
+ * shared container, and gives the task starter the argv of the runner: the worker binary in its
+ * hidden --container-run mode, which runs one task in a container under the resource monitor. */
+#ifndef HTC_WORKER_DOCKER_H
+#define HTC_WORKER_DOCKER_H
+
+#include <stdbool.h>
+
+/* Exit statuses of the runner besides the command's own. */
+#define WORKER_DOCKER_EXIT_DOCKER 125 /* Docker refused or failed: message on stderr */
+#define WORKER_DOCKER_EXIT_OOM    250 /* Docker says OOMKilled: message on stderr */
+
+/* The label keys of containers made by workers and runners. */
+#define WORKER_DOCKER_LABEL_PID  "org.htc.wq.pid"
+#define WORKER_DOCKER_LABEL_HOST "org.htc.wq.host"
+
+struct worker_docker;
+
+/* Checks that the engine answers (DOCKER_HOST or the default socket) and that IMAGE is on this
+ * machine, finds whether containers can nest in the task's cgroup, and removes containers left
+ * by dead workers or runners of this host. SHARED: --docker-preserve. NULL with *ERR (caller
+ * frees) naming the socket or the image. */
+struct worker_docker *worker_docker_create(const char *image, bool shared, char **err);
+
+/* The worker's workdir (bind-mounted in the shared container; its cache is bind-mounted
+ * read-only in per-task containers). Then, in shared mode, creates and starts the shared
+ * container. Returns 0 or a negative code with *ERR. */
+int worker_docker_start(struct worker_docker *d, const char *workdir, char **err);
+
+/* Removes the shared container (if any) and frees D. NULL is accepted. */
+void worker_docker_delete(struct worker_docker *d);
+
+/* The worker's one instance, for the task starter: set by main, NULL when tasks do not run in
+ * containers. */
+void worker_docker_set_active(struct worker_docker *d);
+const struct worker_docker *worker_docker_active(void);
+
+/* The runner's argv for COMMAND in the sandbox work directory SANDBOX_WORK_DIR, NULL-terminated
+ * (caller frees with worker_docker_argv_free). ENV is the task's environment, which the runner
+ * receives as its own (spec.env) and gives to the container; it is not read here. Run it with
+ * spec.path = worker_docker_runner_path(). */
+char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_work_dir,
+                          const char *const *env, const char *command);
+void worker_docker_argv_free(char **argv);
+/* The worker's own executable (resolved /proc/self/exe). Static. */
+const char *worker_docker_runner_path(void);
+
+/* The hidden mode: ARGV[1] is "--container-run". Returns the process's exit status. */
+int worker_docker_runner_main(int argc, char **argv);
+
+#endif
