@@ -253,6 +253,39 @@ static void mark_pending(struct wq_sched *s, struct group *g)
 	s->pending = g;
 }
 
+/* The resources (bits 1 << k) that task boxes of class C take whole from the worker. */
+static unsigned whole_mask(const struct tclass *c)
+{
+	unsigned whole = 0;
+	for (int k = 0; k < NRES; k++)
+		if (c->alloc[k] < 0)
+			whole |= (c->whole & (1u << k));
+	return whole;
+}
+
+/* After a task was taken from group G: its next head goes back into the pass's heap PH, or
+ * an emptied group waits to be freed at the end of the pass. */
+static void group_taken(struct wq_sched *s, struct heap *ph, struct group *g)
+{
+	if (g->live > 0) {
+		struct wq_sched_task *h = wq_sched_group_head(g);
+		heap_push(ph, (int64_t)h->seq, g);
+	} else {
+		mark_pending(s, g);
+	}
+}
+
+/* Frees the groups emptied during a pass, now that no level is being walked. */
+static void free_pending(struct wq_sched *s)
+{
+	while (s->pending) {
+		struct group *g = s->pending;
+		s->pending = g->pnext;
+		g->pending = 0;
+		if (g->live == 0)
+			wq_sched_group_free(s, g);
+	}
+}
 int wq_sched_pass(struct wq_sched *s, const struct wq_sched_pass_opts *opts,
                   struct wq_sched_assignment *out, size_t max_out,
                   struct wq_sched_pass_stats *stats)
@@ -313,31 +346,15 @@ int wq_sched_pass(struct wq_sched *s, const struct wq_sched_pass_opts *opts,
 			heap_pop(g->h, NULL);
 			g->live--;
 			s->n_ready--;
-			unsigned whole = 0;
-			for (int k = 0; k < NRES; k++)
-				if (c->alloc[k] < 0)
-					whole |= (c->whole & (1u << k));
-			wq_sched_commit(s, t, ch.w, ch.box, whole, opts->now);
+			wq_sched_commit(s, t, ch.w, ch.box, whole_mask(c), opts->now);
 			out[n].task = t;
 			out[n].worker = ch.w;
 			wq_sched_box_from(ch.box, &out[n].box);
 			n++;
-			if (g->live > 0) {
-				struct wq_sched_task *h = wq_sched_group_head(g);
-				heap_push(ph, (int64_t)h->seq, g);
-			} else {
-				mark_pending(s, g);
-			}
+			group_taken(s, ph, g);
 		}
 	}
-	/* Groups emptied during the pass are freed now that no level is being walked. */
-	while (s->pending) {
-		struct group *g = s->pending;
-		s->pending = g->pnext;
-		g->pending = 0;
-		if (g->live == 0)
-			wq_sched_group_free(s, g);
-	}
+	free_pending(s);
 	if (n > 0 || st.classes_blocked > 0)
 		debug(D_WQ, "sched: pass %llu: %zu assigned, %lld heads, %lld workers examined",
 		      (unsigned long long)pass, n, (long long)st.heads_tried,
@@ -464,31 +481,16 @@ int wq_sched_prefetch(struct wq_sched *s, const struct wq_sched_prefetch_opts *o
 			heap_pop(g->h, NULL);
 			g->live--;
 			s->n_ready--;
-			unsigned whole = 0;
-			for (int k = 0; k < NRES; k++)
-				if (c->alloc[k] < 0)
-					whole |= (c->whole & (1u << k));
-			wq_sched_enqueue_on(s, t, w, box, whole);
+			wq_sched_enqueue_on(s, t, w, box, whole_mask(c));
 			out[n].task = t;
 			out[n].worker = w;
 			wq_sched_box_from(box, &out[n].box);
 			n++;
 			room--;
-			if (g->live > 0) {
-				struct wq_sched_task *h = wq_sched_group_head(g);
-				heap_push(ph, (int64_t)h->seq, g);
-			} else {
-				mark_pending(s, g);
-			}
+			group_taken(s, ph, g);
 		}
 	}
-	while (s->pending) {
-		struct group *g = s->pending;
-		s->pending = g->pnext;
-		g->pending = 0;
-		if (g->live == 0)
-			wq_sched_group_free(s, g);
-	}
+	free_pending(s);
 	if (n > 0)
 		debug(D_WQ, "sched: prefetch %llu: %zu queued", (unsigned long long)pass, n);
 	return (int)n;
