@@ -26,6 +26,7 @@
 #include "worker_fetch.h"
 #include "worker_queue.h"
 #include "worker_task.h"
+#include "worker_watch.h"
 #include "wq_cache.h"
 #include "wq_conn.h"
 #include "wq_msg.h"
@@ -43,6 +44,7 @@ enum wt_state { WT_STAGING, WT_RUNNING, WT_SENDING };
 struct wsend {
 	struct wtask *t;
 	int64_t index; /* output index, -1 for stdout */
+	bool watch;    /* a transfer of a watched output (worker_watch) */
 };
 
 struct wtask {
@@ -61,6 +63,8 @@ struct wtask {
 	bool inputs_ready; /* queued with every input in place: starts when committed */
 	int64_t *out_xfers;
 	int64_t stdout_xfer;
+	struct worker_watch *watch; /* watched outputs while running, or NULL */
+	struct wsend *wsends;       /* their tags, one per output */
 	int sends_pending;
 	struct wsend *sends; /* noutputs + 1 */
 	char **dir_refs;
@@ -437,6 +441,8 @@ static void task_free(struct wtask *t)
 	free(t->fetching);
 	free(t->out_xfers);
 	free(t->sends);
+	worker_watch_delete(t->watch);
+	free(t->wsends);
 	free(t);
 	queue_run(s);
 }
@@ -454,7 +460,8 @@ static void task_complete(struct wtask *t)
 	if (cancelled)
 		send_cancelled(s, t->id, t->try_, true);
 	else
-		smsg(s, worker_task_done_json(t->t, t->out_xfers, t->stdout_xfer));
+		smsg(s, worker_watch_done_sizes(
+		            t->watch, worker_task_done_json(t->t, t->out_xfers, t->stdout_xfer)));
 	debug(D_WORKER, "task %lld.%lld %s", (long long)t->id, (long long)t->try_,
 	      cancelled ? "cancelled" : "done");
 	task_free(t);
@@ -471,7 +478,11 @@ static void sent_cb(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *u
 	(void)user;
 	struct wsend *ws = r->tag;
 	struct wtask *t = ws->t;
-	if (r->outcome != WQ_XFER_SENT) {
+	if (ws->watch) {
+		worker_watch_sent(t->watch, (size_t)ws->index, r);
+		if (r->outcome != WQ_XFER_SENT && t->out_xfers && t->out_xfers[ws->index] == r->id)
+			t->out_xfers[ws->index] = 0;
+	} else if (r->outcome != WQ_XFER_SENT) {
 		debug(D_WORKER, "task %lld: transfer %u not sent: %s", (long long)t->id, r->id,
 		      r->text);
 		if (ws->index < 0)
@@ -479,7 +490,7 @@ static void sent_cb(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *u
 		else
 			t->out_xfers[ws->index] = 0;
 	}
-	if (--t->sends_pending == 0)
+	if (--t->sends_pending == 0 && t->state == WT_SENDING)
 		task_complete(t);
 }
 
@@ -503,11 +514,21 @@ static void send_results(struct wtask *t)
 	t->out_xfers = xcalloc(n + 1, sizeof *t->out_xfers);
 	t->sends = xcalloc(n + 1, sizeof *t->sends);
 	int flags = (s->caps & WQ_CAP_ZLIB) ? WQ_XFER_ZLIB : 0;
-	t->sends_pending = 1; /* held until every send is queued */
+	t->sends_pending++; /* held until every send is queued (increments may be in flight) */
 	for (size_t i = 0; res && i < res->noutputs && i < n; i++) {
 		const struct worker_task_output *out = &res->outputs[i];
 		if (out->kind != WQ_DONE_XFER && out->kind != WQ_DONE_DIR)
 			continue;
+		if (out->kind == WQ_DONE_XFER && worker_watch_has(t->watch, i)) {
+			uint32_t id = 0;
+			const char *why = NULL;
+			if (worker_watch_final(t->watch, i, out->fd, &id, &why) == 0)
+				t->out_xfers[i] = id;
+			else
+				debug(D_WORKER, "task %lld: output %zu: %s", (long long)t->id, i,
+				      why);
+			continue;
+		}
 		t->sends[i].t = t;
 		t->sends[i].index = (int64_t)i;
 		json_t *target = wq_xfer_target_output(t->id, (int64_t)i);
@@ -558,12 +579,32 @@ static void task_done_cb(struct worker_task *wt, void *arg)
 	 * outputs are sent (the disk stays held until the sandbox is gone). */
 	worker_ledger_release_compute(worker_ledger(W(t->s)), &t->alloc);
 	queue_run(t->s);
+	worker_watch_stop(t->watch);
 	if (worker_task_cancelled(wt) || t->cancelled) {
 		t->cancelled = true;
-		task_complete(t);
+		t->state = WT_SENDING; /* increments in flight end first */
+		if (t->sends_pending == 0)
+			task_complete(t);
 		return;
 	}
 	send_results(t);
+}
+
+/* Watched outputs (5.6) of a task that has started. */
+static void start_watch(struct wtask *t)
+{
+	size_t n = t->msg->noutputs;
+	if (!(t->s->caps & WQ_CAP_WATCH) || !n)
+		return;
+	t->wsends = xcalloc(n, sizeof *t->wsends);
+	void **tags = xcalloc(n, sizeof *tags);
+	for (size_t i = 0; i < n; i++) {
+		t->wsends[i] = (struct wsend){.t = t, .index = (int64_t)i, .watch = true};
+		tags[i] = &t->wsends[i];
+	}
+	t->watch = worker_watch_create(worker_loop(W(t->s)), t->s->xout, t->id, t->msg,
+	                               worker_task_sandbox(t->t), tags, &t->sends_pending);
+	free(tags);
 }
 
 static void start_task(struct wtask *t, int sandbox_err)
@@ -585,8 +626,10 @@ static void start_task(struct wtask *t, int sandbox_err)
 	t->sb = NULL; /* owned by the task from now on */
 	t->state = WT_RUNNING;
 	t->t = worker_task_start(&p, t->msg, sb, &t->alloc, task_done_cb, t);
-	if (worker_task_pid(t->t) > 0)
+	if (worker_task_pid(t->t) > 0) {
 		smsg(s, worker_task_running_json(t->t));
+		start_watch(t);
+	}
 	debug(D_WORKER, "task %lld.%lld started (pid %d)", (long long)t->id, (long long)t->try_,
 	      (int)worker_task_pid(t->t));
 }

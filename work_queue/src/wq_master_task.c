@@ -37,7 +37,8 @@ struct xtag {
 struct rtag {
 	int64_t task;
 	int try_;
-	int index; /* -1: stdout */
+	int index;  /* -1: stdout */
+	bool watch; /* an increment of a watched output (appended at the final path) */
 };
 
 /* True when every transfer task_done D names has been stored or has failed here (the receiver
@@ -49,7 +50,7 @@ bool wq_mw_done_ready(struct mtask *m, const struct wq_task_done *d)
 		if ((o->kind != WQ_DONE_XFER && o->kind != WQ_DONE_DIR) || o->index >= m->n_outputs)
 			continue;
 		const struct mtask_recv *r = &m->outs[o->index];
-		if (r->xfer == (uint32_t)o->xfer && !r->finished)
+		if ((r->xfer == (uint32_t)o->xfer && !r->finished) || r->watch_inflight > 0)
 			return false;
 	}
 	if (d->stdout_xfer > 0 && m->out_stdout.xfer == (uint32_t)d->stdout_xfer &&
@@ -87,13 +88,16 @@ static json_t *task_message(struct mworker *w, struct mtask *m, const struct wq_
 		json_array_append_new(inputs, in);
 	}
 	json_t *outputs = json_array();
+	bool can_watch = (w->caps & WQ_CAP_WATCH) != 0;
 	for (struct work_queue_file *f = t->outputs; f; f = f->next) {
 		const char *when = (f->flags & WORK_QUEUE_SUCCESS_ONLY)   ? "success"
 		                   : (f->flags & WORK_QUEUE_FAILURE_ONLY) ? "failure"
 		                                                          : "always";
 		json_array_append_new(
 		    outputs, json_pack("{s:s,s:s,s:b,s:b}", "name", f->remote, "when", when, "dir",
-		                       f->kind == WORK_QUEUE_FILE_DIRECTORY, "watch", 0));
+		                       f->kind == WORK_QUEUE_FILE_DIRECTORY, "watch",
+		                       can_watch && (f->flags & WORK_QUEUE_WATCH) &&
+		                           f->kind != WORK_QUEUE_FILE_DIRECTORY));
 	}
 	double cores = floor(box->cores * 1000 + 0.5) / 1000;
 	if (cores <= 0)
@@ -344,6 +348,96 @@ const struct wq_xfer_out_callbacks wq_mw_out_cb = {on_sent, on_peer_error};
 
 /* ---- receiving ---------------------------------------------------------------------------- */
 
+/* An increment of watched output F (slot SLOT) of M: its offset must be the bytes announced so
+ * far in this try (otherwise a violation); the bytes go straight to the final path, which the
+ * first increment of the try truncates (protocol 5.6). */
+static int watch_begin(struct mworker *w, struct mtask *m, struct work_queue_file *f,
+                       struct mtask_recv *slot, const struct wq_xfer_incoming *in,
+                       struct wq_xfer_dest *dest, struct wq_xfer_refusal *r)
+{
+	const struct wq_target *tg = in->target;
+	if (!(w->caps & WQ_CAP_WATCH) || !(f->flags & WORK_QUEUE_WATCH) || in->is_dir) {
+		wq_conn_violation(w->c, "proto",
+		                  "transfer %u: output %lld of task %d is not watched", in->id,
+		                  (long long)tg->index, m->id);
+		r->code = WQ_XERR_NO_TASK;
+		snprintf(r->text, sizeof r->text, "output %lld is not watched",
+		         (long long)tg->index);
+		return -1;
+	}
+	if (tg->offset != slot->watch_next) {
+		wq_conn_violation(
+		    w->c, "proto",
+		    "transfer %u: offset %lld of output %lld of task %d, expected %lld", in->id,
+		    (long long)tg->offset, (long long)tg->index, m->id,
+		    (long long)slot->watch_next);
+		r->code = WQ_XERR_IO; /* refused; the connection is closing anyway */
+		snprintf(r->text, sizeof r->text, "offset %lld, expected %lld",
+		         (long long)tg->offset, (long long)slot->watch_next);
+		return -1;
+	}
+	if (slot->watch_broken) {
+		r->code = WQ_XERR_IO;
+		snprintf(r->text, sizeof r->text, "an earlier part of output %lld failed",
+		         (long long)tg->index);
+		return -1;
+	}
+	int fl = O_WRONLY | O_CREAT | O_CLOEXEC | (slot->watching ? 0 : O_TRUNC);
+	int fd = open(f->source, fl, in->exec ? 0755 : 0644);
+	if (fd < 0 || lseek(fd, (off_t)tg->offset, SEEK_SET) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		slot->watch_broken = true;
+		r->code = e == ENOSPC || e == EDQUOT ? WQ_XERR_DISK_FULL : WQ_XERR_IO;
+		snprintf(r->text, sizeof r->text, "%s: %s", f->source, strerror(e));
+		return -1;
+	}
+	if (slot->tmp) { /* a whole-file transfer of this try came first: it is replaced */
+		wq_mw_rm_path(slot->tmp, slot->is_dir);
+		free(slot->tmp);
+		slot->tmp = NULL;
+	}
+	slot->watching = true;
+	slot->watch_next += in->size;
+	slot->watch_inflight++;
+	slot->xfer = in->id;
+	slot->ok = false;
+	slot->finished = false;
+	slot->is_dir = false;
+	debug(D_WQ, "%s: task %d output %s: %lld bytes at %lld", w->label, m->id, f->remote,
+	      (long long)in->size, (long long)tg->offset);
+	struct rtag *rt = xcalloc(1, sizeof *rt);
+	rt->task = m->id;
+	rt->try_ = m->try_;
+	rt->index = (int)tg->index;
+	rt->watch = true;
+	dest->fd = fd;
+	dest->fsync = w->q->sync_outputs;
+	dest->tag = rt;
+	return 0;
+}
+
+/* The end of increment IN of M's watched output (tag RT). */
+static void watch_end(struct mworker *w, struct mtask *m, const struct rtag *rt,
+                      const struct wq_xfer_incoming *in, int status, const char *text)
+{
+	struct mtask_recv *slot = &m->outs[rt->index];
+	if (slot->watch_inflight > 0)
+		slot->watch_inflight--;
+	if (status == 0) {
+		slot->watch_done += in->size;
+	} else {
+		slot->watch_broken = true;
+		debug(D_WQ, "%s: part of output %d of task %d not stored: %s", w->label, rt->index,
+		      m->id, text ? text : htc_strerror(status));
+	}
+	if (slot->xfer == in->id) {
+		slot->ok = status == 0;
+		slot->finished = true;
+	}
+}
+
 static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
                       struct wq_xfer_dest *dest, struct wq_xfer_refusal *r, void *user)
 {
@@ -380,6 +474,8 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		}
 		index = (int)tg->index;
 		slot = &m->outs[index];
+		if (tg->offset >= 0)
+			return watch_begin(w, m, f, slot, in, dest, r);
 		char *dir = path_dirname(f->source);
 		char *base = path_basename(f->source);
 		tmp = xasprintf("%s/.%s.wq-%d-%u.tmp", dir, base, (int)getpid(), in->id);
@@ -423,7 +519,9 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 	if (m && wq_mw_assigned(w, m) && m->try_ == rt->try_) {
 		struct mtask_recv *slot = rt->index < 0 ? &m->out_stdout : &m->outs[rt->index];
 		m->t->bytes_received += in->size > 0 ? in->size : 0;
-		if (slot->xfer == in->id) {
+		if (rt->watch) {
+			watch_end(w, m, rt, in, status, text);
+		} else if (slot->xfer == in->id) {
 			slot->ok = status == 0;
 			slot->finished = true;
 			if (status != 0) {
@@ -441,7 +539,7 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 			wq_task_done_free(d);
 		}
 		return;
-	} else if (status == 0 && in->tmp_path) {
+	} else if (status == 0 && in->tmp_path && !rt->watch) {
 		wq_mw_rm_path(in->tmp_path, in->is_dir);
 	}
 	free(rt);
@@ -483,6 +581,31 @@ static char *read_stdout(const char *path, const struct wq_task_done *d)
 	return buf;
 }
 
+/* A watched output at task_done: the last transfer named O->xfer was stored, no increment
+ * failed, and the final path holds exactly O->size bytes. */
+static bool watch_complete(struct mworker *w, struct mtask *m, struct work_queue_file *f,
+                           const struct mtask_recv *slot, const struct wq_done_output *o)
+{
+	struct stat st;
+	const char *why = NULL;
+	if (slot->watch_broken || !slot->ok)
+		why = "a part failed";
+	else if (slot->xfer != (uint32_t)o->xfer)
+		why = "its last transfer is not the one task_done names";
+	else if (o->size < 0 || slot->watch_done != o->size)
+		why = "task_done gives another size";
+	else if (stat(f->source, &st) < 0 || st.st_size != o->size)
+		why = "the file does not have the announced size";
+	if (why) {
+		warn("%s: task %d watched output %s: %s (received %lld, announced %lld)", w->label,
+		     m->id, f->source, why, (long long)slot->watch_done, (long long)o->size);
+		return false;
+	}
+	if (w->q->txlog)
+		wq_txlog_transfer(w->q->txlog, 1, m->id, f->remote, o->size, 0, 0);
+	return true;
+}
+
 /* Renames received outputs into place. Returns false if one is missing. */
 static bool commit_outputs(struct mworker *w, struct mtask *m, const struct wq_task_done *d)
 {
@@ -503,6 +626,11 @@ static bool commit_outputs(struct mworker *w, struct mtask *m, const struct wq_t
 			continue;
 		}
 		struct mtask_recv *slot = &m->outs[o->index];
+		if (slot->watching && o->kind == WQ_DONE_XFER) {
+			if (!watch_complete(w, m, f, slot, o))
+				ok = false;
+			continue;
+		}
 		if (!slot->tmp || !slot->ok || slot->xfer != (uint32_t)o->xfer) {
 			ok = false;
 			continue;

@@ -26,7 +26,7 @@
 #include "banned.h"
 
 #define SOFTWARE          "htc 0.1.0"
-#define MASTER_CAPS       (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_QUEUE)
+#define MASTER_CAPS       (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE)
 #define DISMISS_LINGER_MS 5000
 #define MAX_HANDSHAKING   64
 

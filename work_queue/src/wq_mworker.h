@@ -41,6 +41,12 @@ struct mtask_recv {
 	bool ok;       /* stored with a matching hash */
 	bool finished; /* the receiver is done with it (stored or failed) */
 	bool is_dir;
+	/* Watched outputs (protocol 5.6): increments are appended at the final path. */
+	bool watching;      /* an increment of this try arrived: the final path holds them */
+	bool watch_broken;  /* an increment failed: the output is missing at task_done */
+	int watch_inflight; /* increments begun and not yet ended */
+	int64_t watch_next; /* offset the next increment must carry */
+	int64_t watch_done; /* bytes stored at the final path */
 };
 
 /* What the master keeps per submitted task. */

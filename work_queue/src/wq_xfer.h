@@ -94,6 +94,10 @@ void wq_xfer_out_delete(struct wq_xfer_out *o);
  * -EINVAL (bad arguments). Errors opening the file come through the sent callback. */
 int wq_xfer_send_file(struct wq_xfer_out *o, const char *path, int fd, int64_t size, json_t *target,
                       int flags, void *tag, uint32_t *id);
+/* Sends SIZE bytes of the open FD (owned and closed) starting at file position START, as one
+ * transfer (a watched output's increment, protocol 5.6). Returns 0 or -EINVAL. */
+int wq_xfer_send_file_range(struct wq_xfer_out *o, int fd, int64_t start, int64_t size,
+                            json_t *target, int flags, void *tag, uint32_t *id);
 /* The same for LEN bytes at BUF (copied). */
 int wq_xfer_send_buffer(struct wq_xfer_out *o, const void *buf, size_t len, json_t *target,
                         int flags, void *tag, uint32_t *id);

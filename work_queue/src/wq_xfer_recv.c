@@ -660,6 +660,9 @@ void wq_xfer_in_delete(struct wq_xfer_in *i)
 	if (!i)
 		return;
 	i->deleted = true;
+	/* Held busy while its transfers end: the last one to finish (a refused transfer ends
+	 * right here) would otherwise free I in the middle of these loops. */
+	i->busy++;
 	struct in_dir *d, *dtmp;
 	HASH_ITER(hh, i->dirs, d, dtmp)
 	{
@@ -683,6 +686,7 @@ void wq_xfer_in_delete(struct wq_xfer_in *i)
 	{
 		wq_xr_dir_maybe_finish(d);
 	}
+	i->busy--;
 	wq_xr_maybe_free_in(i);
 }
 

@@ -63,6 +63,7 @@ struct item {
 	bool busy;
 	uv_work_t work;
 	uint64_t offset; /* uncompressed bytes consumed */
+	uint64_t base;   /* file position of the first byte sent (range sends) */
 	uint64_t wire;
 	struct sha256_ctx *sha;
 	z_stream z;
@@ -264,12 +265,13 @@ static struct item *item_new(struct wq_xfer_out *o, enum item_kind kind, json_t 
 	return it;
 }
 
-int wq_xfer_send_file(struct wq_xfer_out *o, const char *path, int fd, int64_t size, json_t *target,
-                      int flags, void *tag, uint32_t *id)
+static int send_file_at(struct wq_xfer_out *o, const char *path, int fd, int64_t start,
+                        int64_t size, json_t *target, int flags, void *tag, uint32_t *id)
 {
 	if (!o || (!path && fd < 0) || !json_is_object(target) || o->last_id == UINT32_MAX)
 		return -EINVAL;
 	struct item *it = item_new(o, ITEM_FILE, target, flags, tag);
+	it->base = (uint64_t)start;
 	it->path = path ? xstrdup(path) : NULL;
 	it->fd = path ? -1 : fd;
 	it->size = size;
@@ -286,6 +288,20 @@ int wq_xfer_send_file(struct wq_xfer_out *o, const char *path, int fd, int64_t s
 		*id = it->id;
 	pump(o);
 	return 0;
+}
+
+int wq_xfer_send_file(struct wq_xfer_out *o, const char *path, int fd, int64_t size, json_t *target,
+                      int flags, void *tag, uint32_t *id)
+{
+	return send_file_at(o, path, fd, 0, size, target, flags, tag, id);
+}
+
+int wq_xfer_send_file_range(struct wq_xfer_out *o, int fd, int64_t start, int64_t size,
+                            json_t *target, int flags, void *tag, uint32_t *id)
+{
+	if (fd < 0 || start < 0 || size < 0)
+		return -EINVAL;
+	return send_file_at(o, NULL, fd, start, size, target, flags, tag, id);
 }
 
 int wq_xfer_send_buffer(struct wq_xfer_out *o, const void *buf, size_t len, json_t *target,
@@ -368,7 +384,8 @@ static int read_chunk(struct item *it, const uint8_t **data, size_t *len)
 	} else {
 		if (!it->rbuf)
 			it->rbuf = xmalloc(WQ_XFER_CHUNK);
-		ssize_t r = full_pread(it->fd, it->rbuf, (size_t)want, (off_t)it->offset);
+		ssize_t r =
+		    full_pread(it->fd, it->rbuf, (size_t)want, (off_t)(it->base + it->offset));
 		if (r < 0)
 			return (int)r;
 		size_t got = (size_t)r;
@@ -495,7 +512,7 @@ static int read_bufs(struct item *it)
 			want = WQ_XFER_CHUNK;
 		uint8_t *b = wq_conn_data_buffer_new();
 		it->bufs[it->nbufs++] = b;
-		ssize_t r = full_pread(it->fd, b, (size_t)want, (off_t)it->offset);
+		ssize_t r = full_pread(it->fd, b, (size_t)want, (off_t)(it->base + it->offset));
 		if (r < 0)
 			return (int)r;
 		size_t got = (size_t)r;

@@ -1,8 +1,8 @@
 /* test_work_queue.c: integration tests of the Work Queue master library (work_queue.h) over real
  * loopback TCP, against the scripted fake worker of wq_fake_worker.h: a task's round trip, cache
  * objects, refusals, lost workers, violations, passwords, exhaustion, submission errors, cancel
- * and retries, prefetch (queued tasks). TLS, the catalog, status queries and fast abort are in
- * test_work_queue_services.c.
+ * and retries, prefetch (queued tasks), watched outputs. TLS, the catalog, status queries and fast
+ * abort are in test_work_queue_services.c.
  */
 #include "wq_fake_worker.h"
 
@@ -526,6 +526,161 @@ static void test_prefetch_fake_worker(void **state)
 	fake_free(g);
 }
 
+/* ---- watched outputs (protocol 5.6) ------------------------------------------------------- */
+
+static struct work_queue_task *watch_task(const char *out_path)
+{
+	struct work_queue_task *t = work_queue_task_create("tail -f log");
+	assert_int_equal(
+	    work_queue_task_specify_output_file(t, out_path, "log.txt", WORK_QUEUE_WATCH), 0);
+	work_queue_task_specify_cores(t, 1);
+	work_queue_task_specify_memory(t, 100);
+	work_queue_task_specify_disk(t, 100);
+	return t;
+}
+
+/* Runs the queue until F has received N tasks (and none finishes meanwhile). */
+static void until_tasks(struct work_queue *q, struct fake *f, int n)
+{
+	uint64_t end = uv_hrtime() + 5000000000u;
+	while (f->tasks_received < n && uv_hrtime() < end)
+		assert_null(work_queue_wait(q, 0.05));
+	assert_int_equal(f->tasks_received, n);
+}
+
+/* The fake sends TEXT as output 0 of task ID at OFFSET (-1: no offset) and waits for its end. */
+static uint32_t watch_send(struct work_queue *q, struct fake *f, int64_t id, int64_t offset,
+                           const char *text)
+{
+	json_t *target = wq_xfer_target_output(id, 0);
+	if (offset >= 0)
+		json_object_set_new(target, "offset", json_integer(offset));
+	uint32_t x = 0;
+	int before = f->watch_sent;
+	assert_int_equal(wq_xfer_send_buffer(f->out, text, strlen(text), target, 0, NULL, &x), 0);
+	json_decref(target);
+	uint64_t end = uv_hrtime() + 5000000000u;
+	while (f->watch_sent == before && uv_hrtime() < end)
+		assert_null(work_queue_wait(q, 0.02));
+	assert_int_equal(f->watch_sent, before + 1);
+	return x;
+}
+
+/* Runs the queue until PATH holds exactly TEXT (the master writes off the loop thread). */
+static int until_content(struct work_queue *q, const char *path, const char *text)
+{
+	uint64_t end = uv_hrtime() + 5000000000u;
+	for (;;) {
+		char *c = read_file(path);
+		int same = c && !strcmp(c, text);
+		free(c);
+		if (same)
+			return 1;
+		if (uv_hrtime() > end)
+			return 0;
+		assert_null(work_queue_wait(q, 0.02));
+	}
+}
+
+static void watch_done(struct fake *f, int64_t id, int64_t try_, uint32_t xfer, int64_t size)
+{
+	fake_send(f, json_pack("{s:s,s:I,s:I,s:s,s:i,s:[{s:i,s:i,s:I}]}", "m", "task_done", "id",
+	                       (json_int_t)id, "try", (json_int_t)try_, "outcome", "exited",
+	                       "exit_status", 0, "outputs", "index", 0, "xfer", (int)xfer, "size",
+	                       (json_int_t)size));
+}
+
+static bool msg_watch(struct fake *f, int i)
+{
+	json_t *o = json_array_get(json_object_get(f->task_msgs[i], "outputs"), 0);
+	return json_is_true(json_object_get(o, "watch"));
+}
+
+static void test_watch_fake_worker(void **state)
+{
+	(void)state;
+	struct work_queue *q = queue(NULL);
+	char out[128];
+	snprintf(out, sizeof out, "%s/watched.log", tmpdir);
+
+	/* a worker without `watch`: watch false, the output comes back whole at the end */
+	struct fake *plain = fake_start(q, FAKE_RUN, NULL);
+	assert_true(work_queue_submit(q, watch_task(out)) >= 1);
+	struct work_queue_task *done = wait_task(q, 5);
+	assert_non_null(done);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
+	assert_false(msg_watch(plain, 0));
+	work_queue_task_delete(done);
+	wq_conn_close_now(plain->c);
+
+	/* a worker with `watch`: two increments, then the final transfer */
+	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
+	f->watch = 1;
+	int id = work_queue_submit(q, watch_task(out));
+	until_tasks(q, f, 1);
+	assert_true(msg_watch(f, 0));
+	watch_send(q, f, id, 0, "line 1\n");
+	assert_true(until_content(q, out, "line 1\n")); /* visible while the task runs */
+	watch_send(q, f, id, 7, "line 2\n");
+	assert_true(until_content(q, out, "line 1\nline 2\n"));
+	uint32_t last = watch_send(q, f, id, 14, "end\n");
+	assert_int_equal(f->watch_fails, 0);
+	watch_done(f, id, 1, last, 18);
+	done = wait_task(q, 5);
+	assert_non_null(done);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
+	work_queue_task_delete(done);
+	char *content = read_file(out);
+	assert_string_equal(content, "line 1\nline 2\nend\n");
+	free(content);
+
+	/* a size that does not match at task_done: output missing, what came is kept */
+	id = work_queue_submit(q, watch_task(out));
+	until_tasks(q, f, 2);
+	watch_send(q, f, id, 0, "abc");
+	assert_true(until_content(q, out, "abc")); /* truncated by the new task's first part */
+	last = watch_send(q, f, id, 3, "de");
+	watch_done(f, id, 1, last, 99);
+	done = wait_task(q, 5);
+	assert_non_null(done);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_OUTPUT_MISSING);
+	work_queue_task_delete(done);
+	content = read_file(out);
+	assert_string_equal(content, "abcde");
+	free(content);
+
+	/* an offset that is not the bytes already received: the worker is dropped, the task
+	 * goes back to READY and runs again elsewhere from 0 */
+	id = work_queue_submit(q, watch_task(out));
+	until_tasks(q, f, 3);
+	watch_send(q, f, id, 0, "xyz");
+	assert_true(until_content(q, out, "xyz"));
+	json_t *target = wq_xfer_target_output(id, 0);
+	json_object_set_new(target, "offset", json_integer(5));
+	assert_int_equal(wq_xfer_send_buffer(f->out, "bad", 3, target, 0, NULL, NULL), 0);
+	json_decref(target);
+	assert_true(run_until_flag(q, &f->closed, 5));
+	assert_true(log_has("transfer"));
+	assert_true(log_has("offset 5 of output 0"));
+	struct work_queue_stats st;
+	work_queue_get_stats(q, &st);
+	assert_int_equal(st.tasks_waiting, 1);
+	struct fake *g = fake_start(q, FAKE_RUN, NULL);
+	done = wait_task(q, 5);
+	assert_non_null(done);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
+	assert_int_equal(done->try_count, 1);
+	work_queue_task_delete(done);
+	content = read_file(out);
+	assert_string_equal(content, ""); /* the fake's output of a task without inputs */
+	free(content);
+	finish(q);
+	fake_free(plain);
+	fake_free(f);
+	fake_free(g);
+	unlink(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +694,7 @@ int main(void)
 	    cmocka_unit_test(test_cancel_running),
 	    cmocka_unit_test(test_max_retries),
 	    cmocka_unit_test(test_prefetch_fake_worker),
+	    cmocka_unit_test(test_watch_fake_worker),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
