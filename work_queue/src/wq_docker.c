@@ -333,6 +333,24 @@ int wq_docker_nestable(struct wq_docker *d, bool *nestable, char **err)
 	return 0;
 }
 
+/* POST CONFIG to PATH; *ID (caller frees) is the answer's Id. 0 or an error with *ERR. */
+static int post_for_id(struct wq_docker *d, const char *path, json_t *config, char **id, char **err)
+{
+	json_t *j = NULL;
+	int e = wq_docker_call(d, "POST", path, config, NULL, &j, err);
+	if (e < 0)
+		return e;
+	const char *s = json_string_value(json_object_get(j, "Id"));
+	if (!s) {
+		*err = xasprintf("docker POST %s: the answer has no Id", path);
+		json_decref(j);
+		return HTC_EPROTO;
+	}
+	*id = xstrdup(s);
+	json_decref(j);
+	return 0;
+}
+
 int wq_docker_create_container(struct wq_docker *d, const char *name, json_t *config, char **id,
                                char **err)
 {
@@ -344,20 +362,9 @@ int wq_docker_create_container(struct wq_docker *d, const char *name, json_t *co
 	} else {
 		path = xstrdup("/containers/create");
 	}
-	json_t *j = NULL;
-	int e = wq_docker_call(d, "POST", path, config, NULL, &j, err);
+	int e = post_for_id(d, path, config, id, err);
 	free(path);
-	if (e < 0)
-		return e;
-	const char *s = json_string_value(json_object_get(j, "Id"));
-	if (!s) {
-		*err = xstrdup("docker POST /containers/create: the answer has no Id");
-		json_decref(j);
-		return HTC_EPROTO;
-	}
-	*id = xstrdup(s);
-	json_decref(j);
-	return 0;
+	return e;
 }
 
 static int id_call(struct wq_docker *d, const char *method, const char *fmt, const char *id,
@@ -619,19 +626,11 @@ int wq_docker_exec(struct wq_docker *d, const char *id, json_t *config, int out_
 {
 	*status = -1;
 	char *path = xasprintf("/containers/%s/exec", id);
-	json_t *j = NULL;
-	int e = wq_docker_call(d, "POST", path, config, NULL, &j, err);
+	char *eid = NULL;
+	int e = post_for_id(d, path, config, &eid, err);
 	free(path);
 	if (e < 0)
 		return e;
-	const char *s = json_string_value(json_object_get(j, "Id"));
-	if (!s) {
-		json_decref(j);
-		*err = xasprintf("docker POST /containers/%s/exec: the answer has no Id", id);
-		return HTC_EPROTO;
-	}
-	char *eid = xstrdup(s);
-	json_decref(j);
 
 	struct wq_docker_demux dm;
 	wq_docker_demux_init(&dm, out_fd, err_fd);
