@@ -524,16 +524,13 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 	struct wq_sched_task_spec spec;
 	wq_sched_task_spec_from_task(&spec, t);
 	spec.data = m;
-	m->st = wq_sched_task_add(q->sched, &spec);
-	if (!m->st) {
+	/* A task still being prepared is only checked now: it enters the scheduler when its
+	 * inputs are named. */
+	if (pending > 0 ? wq_sched_task_spec_check(&spec) < 0
+	                : !(m->st = wq_sched_task_add(q->sched, &spec))) {
 		warn("wq: task \"%.40s\": invalid resources or features", t->command_line);
 		mtask_free(m);
 		return -EINVAL;
-	}
-	if (pending > 0) {
-		/* The scheduler only checked the task: it enters when its inputs are named. */
-		wq_sched_task_remove(q->sched, m->st);
-		m->st = NULL;
 	}
 	m->id = q->next_taskid++;
 	m->try_ = 1;

@@ -604,18 +604,15 @@ void wq_sched_task_spec_from_task(struct wq_sched_task_spec *spec, const struct 
 	spec->data = (void *)t;
 }
 
-struct wq_sched_task *wq_sched_task_add(struct wq_sched *s, const struct wq_sched_task_spec *spec)
+/* Checks SPEC and converts its request into REQ and its features into *FEAT (freed by the
+ * caller with free_strv). 0, or -EINVAL with the reason at debug(D_WQ). */
+static int spec_parse(const struct wq_sched_task_spec *spec, int64_t req[NRES], char ***feat,
+                      int *nfeat)
 {
-	int64_t req[NRES];
-	if (!s || !spec) {
-		errno = EINVAL;
-		return NULL;
-	}
 	if (!isfinite(spec->priority)) {
 		debug(D_WQ, "sched: task refused: priority %g is not a finite number",
 		      spec->priority);
-		errno = EINVAL;
-		return NULL;
+		return -EINVAL;
 	}
 	if (box_convert(&spec->request, 1, req) < 0) {
 		debug(D_WQ,
@@ -623,13 +620,32 @@ struct wq_sched_task *wq_sched_task_add(struct wq_sched *s, const struct wq_sche
 		      "%lld; -1 or a value >= 0 expected)",
 		      spec->request.cores, (long long)spec->request.memory,
 		      (long long)spec->request.disk, (long long)spec->request.gpus);
-		errno = EINVAL;
-		return NULL;
+		return -EINVAL;
 	}
+	if (copy_features(spec->features, spec->n_features, feat, nfeat) < 0) {
+		debug(D_WQ, "sched: task refused: a required feature is NULL, empty or invalid");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int wq_sched_task_spec_check(const struct wq_sched_task_spec *spec)
+{
+	int64_t req[NRES];
 	char **feat;
 	int nfeat;
-	if (copy_features(spec->features, spec->n_features, &feat, &nfeat) < 0) {
-		debug(D_WQ, "sched: task refused: a required feature is NULL, empty or invalid");
+	if (!spec || spec_parse(spec, req, &feat, &nfeat) < 0)
+		return -EINVAL;
+	free_strv(feat, nfeat);
+	return 0;
+}
+
+struct wq_sched_task *wq_sched_task_add(struct wq_sched *s, const struct wq_sched_task_spec *spec)
+{
+	int64_t req[NRES];
+	char **feat;
+	int nfeat;
+	if (!s || !spec || spec_parse(spec, req, &feat, &nfeat) < 0) {
 		errno = EINVAL;
 		return NULL;
 	}

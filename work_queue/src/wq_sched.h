@@ -112,6 +112,9 @@ void wq_sched_set_cached_bytes_fn(struct wq_sched *s, wq_sched_cached_bytes_fn f
  * with errno EINVAL for a bad spec (NaN or infinite priority, a negative request other than
  * -1, a NULL or empty feature name), with the reason at debug(D_WQ). */
 struct wq_sched_task *wq_sched_task_add(struct wq_sched *s, const struct wq_sched_task_spec *spec);
+/* The checks of wq_sched_task_add without adding anything: 0, or -EINVAL for a bad SPEC (with
+ * the reason at debug(D_WQ)). */
+int wq_sched_task_spec_check(const struct wq_sched_task_spec *spec);
 /* Takes a task out whatever its state (a running one's box is released first, with no wall
  * time recorded) and frees the handle. Returns the task's data. */
 void *wq_sched_task_remove(struct wq_sched *s, struct wq_sched_task *t);

@@ -566,8 +566,16 @@ static void test_bad_input(void **state)
 	ts.features = bad;
 	ts.n_features = 1;
 	assert_null(wq_sched_task_add(s, &ts));
+	assert_int_equal(wq_sched_task_spec_check(&ts), -EINVAL);
 	ts.features = NULL;
 	assert_null(wq_sched_task_add(s, &ts));
+	assert_int_equal(wq_sched_ready_count(s), 0);
+	/* the check alone agrees with add, and adds nothing */
+	wq_sched_task_spec_init(&ts);
+	ts.request.memory = -5;
+	assert_int_equal(wq_sched_task_spec_check(&ts), -EINVAL);
+	ts.request.memory = 5;
+	assert_int_equal(wq_sched_task_spec_check(&ts), 0);
 	assert_int_equal(wq_sched_ready_count(s), 0);
 
 	struct wq_sched_worker_spec ws = {.id = "w", .total = {2, 100, 100, 0}};
