@@ -106,50 +106,11 @@ static void run_helper(struct run *r, double mem_mb, const char *name, const cha
 	free(prog);
 }
 
-/* Our own group in the v1 hierarchy CTRL (from /proc/self/cgroup). */
-static void own_group(const char *ctrl, char *out, size_t size)
-{
-	char buf[4096];
-	FILE *f = fopen("/proc/self/cgroup", "re");
-	assert_non_null(f);
-	*out = 0;
-	while (fgets(buf, sizeof buf, f)) {
-		char *c1 = strchr(buf, ':');
-		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		size_t n = strlen(ctrl);
-		if (c2 && strncmp(c1 + 1, ctrl, n) == 0 && c1[1 + n] == ':') {
-			buf[strcspn(buf, "\n")] = 0;
-			snprintf(out, size, "%s", c2 + 1);
-		}
-	}
-	fclose(f);
-}
-
-/* Number of htc.<ourpid>.* groups in the v1 hierarchy CTRL. */
-static int groups_in(const char *ctrl)
-{
-	char own[2048];
-	own_group(ctrl, own, sizeof own);
-	char *dir = xasprintf("/sys/fs/cgroup/%s%s/htc", ctrl, strcmp(own, "/") ? own : "");
-	DIR *d = opendir(dir);
-	free(dir);
-	if (!d)
-		return 0;
-	char prefix[64];
-	snprintf(prefix, sizeof prefix, "htc.%ld.", (long)getpid());
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL)
-		n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
-	closedir(d);
-	return n;
-}
-
 /* 1 when the group NAME exists in the memory hierarchy. */
 static int group_exists(const char *name)
 {
 	char own[2048];
-	own_group("memory", own, sizeof own);
+	test_own_group("memory", own, sizeof own);
 	char *dir = xasprintf("/sys/fs/cgroup/memory%s/htc/%s", strcmp(own, "/") ? own : "", name);
 	DIR *d = opendir(dir);
 	free(dir);
@@ -364,7 +325,7 @@ static void test_pool_off(void **state)
 	assert_string_not_equal(r1.name, r2.name);
 	assert_int_equal(r2.reused, 0);
 	assert_int_equal(rmonitor_pool_size(), 0);
-	assert_int_equal(groups_in("memory"), 0);
+	assert_int_equal(test_our_groups("memory"), 0);
 	rmsummary_clear(&r1.s);
 	rmsummary_clear(&r2.s);
 
@@ -399,12 +360,13 @@ static void test_drain(void **state)
 	assert_int_equal(rmonitor_pool_size(), 2);
 	static const char *const ctrls[] = {"memory", "cpu", "cpuacct", "pids", "freezer"};
 	for (size_t i = 0; i < sizeof ctrls / sizeof *ctrls; i++)
-		assert_true(groups_in(ctrls[i]) >= 1);
+		assert_true(test_our_groups(ctrls[i]) >= 1);
 	assert_int_equal(rmonitor_pool_drain(), 2);
 	assert_int_equal(rmonitor_pool_size(), 0);
 	for (size_t i = 0; i < sizeof ctrls / sizeof *ctrls; i++)
-		if (groups_in(ctrls[i]) != 0)
-			fail_msg("%d groups of ours left in %s", groups_in(ctrls[i]), ctrls[i]);
+		if (test_our_groups(ctrls[i]) != 0)
+			fail_msg("%d groups of ours left in %s", test_our_groups(ctrls[i]),
+			         ctrls[i]);
 	rmsummary_clear(&plain.s);
 	rmsummary_clear(&quota.s);
 }

@@ -133,38 +133,6 @@ static void run_free(struct run *r)
 	free(r->files);
 }
 
-/* Number of cgroups of this process (htc.<ourpid>.*) in the memory hierarchy. */
-static int our_groups(void)
-{
-	char buf[4096];
-	FILE *f = fopen("/proc/self/cgroup", "re");
-	assert_non_null(f);
-	char own[2048] = "";
-	while (fgets(buf, sizeof buf, f)) {
-		char *c1 = strchr(buf, ':');
-		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		if (c2 && strncmp(c1 + 1, "memory:", 7) == 0) {
-			buf[strcspn(buf, "\n")] = 0;
-			snprintf(own, sizeof own, "%s", c2 + 1);
-		}
-	}
-	fclose(f);
-	char *dir = xasprintf("/sys/fs/cgroup/memory/%s/htc", own);
-	DIR *d = opendir(dir);
-	free(dir);
-	if (!d)
-		return 0;
-	char prefix[64];
-	snprintf(prefix, sizeof prefix, "htc.%ld.", (long)getpid());
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL)
-		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
-			n++;
-	closedir(d);
-	return n;
-}
-
 static void test_exit_codes(void **state)
 {
 	(void)state;
@@ -218,7 +186,8 @@ static void test_memory_peak(void **state)
 	(void)state;
 	check_memory(RMONITOR_CGROUPS_AUTO, "alloc", "200", "0.4", NULL, 200);
 	check_memory(RMONITOR_CGROUPS_AUTO, "tree", "2", "100", "0.4", 200);
-	assert_int_equal(our_groups(), rmonitor_pool_size()); /* the rest were removed */
+	assert_int_equal(test_our_groups("memory"),
+	                 rmonitor_pool_size()); /* the rest were removed */
 }
 
 static void test_memory_peak_proc_only(void **state)
@@ -246,7 +215,8 @@ static void test_wall_time_limit(void **state)
 		assert_true(t >= 0.3 && t < 0.4);
 		run_free(&r);
 	}
-	assert_int_equal(our_groups(), rmonitor_pool_size()); /* the rest were removed */
+	assert_int_equal(test_our_groups("memory"),
+	                 rmonitor_pool_size()); /* the rest were removed */
 }
 
 static int64_t raise_once(struct rmonitor *m, int64_t limit_mb, void *arg)
@@ -316,7 +286,8 @@ static void test_memory_limit(void **state)
 		assert_true(r.s.v[RM_MEMORY] > 190);
 	}
 	run_free(&r);
-	assert_int_equal(our_groups(), rmonitor_pool_size()); /* the rest were removed */
+	assert_int_equal(test_our_groups("memory"),
+	                 rmonitor_pool_size()); /* the rest were removed */
 }
 
 static void test_memory_limit_proc_only(void **state)
@@ -525,7 +496,8 @@ static void test_delete_running(void **state)
 	assert_int_equal(r.done, 0);
 	assert_true(kill(pid, 0) < 0 && errno == ESRCH);
 	if (cg)
-		assert_int_equal(our_groups(), rmonitor_pool_size()); /* the rest were removed */
+		assert_int_equal(test_our_groups("memory"),
+		                 rmonitor_pool_size()); /* the rest were removed */
 	/* No "sleep 30" of ours is left (their parent was the shell we killed). */
 	DIR *d = opendir("/proc");
 	struct dirent *de;
