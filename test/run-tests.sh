@@ -133,6 +133,12 @@ if [ $RUN_E2E = 1 ]; then
 		fi
 		run_suite "$s"
 	done
+	# Cases end by killing what they started with SIGKILL; the cgroups of workers and
+	# monitors killed that way are removed by the next monitor's stale cleanup
+	# (doc/resource-monitor.md). One last monitor does it after the last suite.
+	if [ -x "$BUILD/bin/resource_monitor" ]; then
+		(cd "$LOGDIR" && "$BUILD/bin/resource_monitor" -O last -- true) >/dev/null 2>&1 || true
+	fi
 fi
 
 rm -rf "$LOGDIR"

@@ -20,6 +20,7 @@
 
 #include "batch_queue.h"
 #include "htc_error.h"
+#include "rmon_proc.h"
 #include "rmonitor.h"
 #include "banned.h"
 
@@ -87,12 +88,14 @@ static void spin(uint64_t ms)
 		uv_run(&T.loop, UV_RUN_ONCE);
 }
 
-/* How many cgroups named htc.<our pid>.* exist in any hierarchy under /sys/fs/cgroup (other
- * programs on this machine may have their own). */
+/* How many cgroups named htc.<our pid>.<our start time>.* exist in any hierarchy under
+ * /sys/fs/cgroup (other programs on this machine may have their own, and an earlier process
+ * with our pid may have left some: the start time tells them apart). */
 static int our_cgroups_in(const char *dir, int depth)
 {
 	char prefix[32];
-	snprintf(prefix, sizeof prefix, "htc.%d.", (int)getpid());
+	snprintf(prefix, sizeof prefix, "htc.%d.%llu.", (int)getpid(),
+	         rmon_proc_start_ticks(getpid()));
 	DIR *d = opendir(dir);
 	if (!d)
 		return 0;

@@ -1,5 +1,6 @@
 /* rmon_cgroup.c: cgroup v1 and v2 backend of the resource monitor (see rmon_cgroup.h).
- * Layout: <hierarchy>/<our own cgroup>/htc/htc.<ownerpid>.<serial>, in every v1 hierarchy a
+ * Layout: <hierarchy>/<our own cgroup>/htc/htc.<owner pid>.<owner start>.<serial> (names:
+ * rmon_cgroup_stale.c), in every v1 hierarchy a
  * task needs (memory, cpuacct, pids and freezer; cpu, cpuset and blkio only when asked) or
  * once in the v2 unified tree, where "htc" has no processes and enables the controllers for
  * its children in its cgroup.subtree_control (the no-internal-processes rule). Where the
@@ -79,7 +80,7 @@ static char *group_name(const struct rmon_cgroup_opts *o, pid_t owner)
 	if (o->name)
 		return xstrdup(o->name);
 	unsigned s = __atomic_add_fetch(&serial_counter, 1, __ATOMIC_RELAXED);
-	return xasprintf("htc.%ld.%u", (long)owner, s);
+	return xasprintf("htc.%ld.%llu.%u", (long)owner, rmon_cg_owner_start(owner), s);
 }
 
 /* Creates BASE/NAME; without an explicit name a taken name is replaced by the next serial. */
@@ -861,7 +862,7 @@ static void freeze_v1(const char *dir, int on)
 }
 
 /* Kills every process of the group found in DIR (one hierarchy); 0 when empty. */
-static int kill_dir(enum rmon_cg_version v, const char *dir, const char *freezer, int wait_ms)
+int rmon_cg_kill_dir(enum rmon_cg_version v, const char *dir, const char *freezer, int wait_ms)
 {
 	int64_t deadline = time_monotonic_us() + (int64_t)wait_ms * 1000;
 	int used_kill = 0, round = 0;
@@ -904,7 +905,7 @@ static int kill_dir(enum rmon_cg_version v, const char *dir, const char *freezer
 int rmon_cgroup_kill_all(struct rmon_cgroup *cg, int wait_ms)
 {
 	const char *fz = cg->version == RMON_CG_V1 ? cdir(cg, C_FREEZER) : NULL;
-	int r = kill_dir(cg->version, cdir(cg, C_MEMORY), fz, wait_ms);
+	int r = rmon_cg_kill_dir(cg->version, cdir(cg, C_MEMORY), fz, wait_ms);
 	/* Processes that were never moved into the memory group (should not happen) are
 	 * found through the other hierarchies. */
 	for (int i = 0; i < cg->ndirs; i++)
@@ -928,7 +929,7 @@ static int rmdir_retry(const char *dir, int wait_ms)
 
 /* Removes DIR after the groups nested in it, deepest first. The usual group has none: it
  * is removed at once, and only a refusal makes us look inside. */
-static int remove_tree(const char *dir, int wait_ms, int depth)
+static int remove_tree_at(const char *dir, int wait_ms, int depth)
 {
 	if (rmdir(dir) == 0 || errno == ENOENT)
 		return 0;
@@ -940,12 +941,17 @@ static int remove_tree(const char *dir, int wait_ms, int depth)
 		if (de->d_type != DT_DIR || de->d_name[0] == '.')
 			continue;
 		char *sub = path_join(dir, de->d_name);
-		remove_tree(sub, wait_ms, depth + 1);
+		remove_tree_at(sub, wait_ms, depth + 1);
 		free(sub);
 	}
 	if (d)
 		closedir(d);
 	return rmdir_retry(dir, wait_ms);
+}
+
+int rmon_cg_remove_tree(const char *dir, int wait_ms)
+{
+	return remove_tree_at(dir, wait_ms, 0);
 }
 
 int rmon_cgroup_destroy(struct rmon_cgroup *cg, int wait_ms)
@@ -961,7 +967,7 @@ int rmon_cgroup_destroy(struct rmon_cgroup *cg, int wait_ms)
 	for (int i = 0; i < cg->ndirs; i++) {
 		if (!cg->dirs[i])
 			continue;
-		int r = remove_tree(cg->dirs[i], wait_ms, 0);
+		int r = rmon_cg_remove_tree(cg->dirs[i], wait_ms);
 		if (r < 0) {
 			debug(D_RMON, "cgroup: cannot remove %s: %s", cg->dirs[i], htc_strerror(r));
 			if (!first)
@@ -984,96 +990,4 @@ void rmon_cgroup_delete(struct rmon_cgroup *cg)
 	free(cg->key_root);
 	free(cg->key_psc);
 	free(cg);
-}
-
-/* Parses "htc.<pid>.<serial>"; returns the pid or 0. */
-static pid_t stale_owner(const char *name)
-{
-	if (strncmp(name, "htc.", 4) != 0)
-		return 0;
-	char *end;
-	long pid = strtol(name + 4, &end, 10);
-	if (end == name + 4 || *end != '.' || pid <= 0)
-		return 0;
-	char *end2;
-	strtoul(end + 1, &end2, 10);
-	if (end2 == end + 1 || *end2)
-		return 0;
-	return (pid_t)pid;
-}
-
-static int owner_dead(pid_t pid)
-{
-	if (pid == getpid())
-		return 0;
-	return kill(pid, 0) < 0 && errno == ESRCH;
-}
-
-/* Removes stale groups under BASE; returns how many were removed. */
-static int cleanup_base(enum rmon_cg_version v, const char *base, const char *freezer_base)
-{
-	DIR *d = opendir(base);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	int removed = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		pid_t owner = stale_owner(de->d_name);
-		if (!owner || !owner_dead(owner))
-			continue;
-		char *dir = path_join(base, de->d_name);
-		char *fz = freezer_base ? path_join(freezer_base, de->d_name) : NULL;
-		if (fz && !is_dir(fz)) {
-			free(fz);
-			fz = NULL;
-		}
-		kill_dir(v, dir, fz, 200);
-		int r = remove_tree(dir, 200, 0);
-		if (r == 0) {
-			removed++;
-			debug(D_RMON, "cgroup: removed stale %s", dir);
-		} else {
-			warn("cannot remove stale cgroup %s: %s", dir, htc_strerror(r));
-		}
-		free(dir);
-		free(fz);
-	}
-	closedir(d);
-	return removed;
-}
-
-int rmon_cgroup_cleanup_stale(const struct rmon_cgroup_opts *opts)
-{
-	struct rmon_cgroup_opts o = {0};
-	if (opts)
-		o = *opts;
-	int err = 0;
-	struct rmon_cg_layout *l = rmon_cg_layout_lock(o.root, o.proc_self_cgroup, 0, &err);
-	if (!l)
-		return 0;
-	enum rmon_cg_version v = l->version;
-	/* Copies: the cleanup (slow, it kills) runs without the lock. */
-	char *bases[C_N] = {0};
-	if (v == RMON_CG_V2) {
-		bases[C_MEMORY] = xstrdup(l->base2);
-	} else {
-		for (int i = 0; i < C_N; i++)
-			if (l->base[i] && l->same[i] == i)
-				bases[i] = xstrdup(l->base[i]);
-	}
-	rmon_cg_layout_unlock();
-	int removed = 0;
-	/* v1: the freezer hierarchy first kills; memory counts the groups. */
-	int order[C_N] = {C_MEMORY, C_CPU, C_CPUACCT, C_PIDS, C_CPUSET, C_BLKIO, C_FREEZER};
-	for (int k = 0; k < C_N; k++) {
-		int i = order[k];
-		if (!bases[i])
-			continue;
-		int r = cleanup_base(v, bases[i], i == C_FREEZER ? NULL : bases[C_FREEZER]);
-		if (i == C_MEMORY)
-			removed = r;
-	}
-	for (int i = 0; i < C_N; i++)
-		free(bases[i]);
-	return removed;
 }

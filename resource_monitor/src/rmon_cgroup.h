@@ -1,6 +1,6 @@
 /* rmon_cgroup.h: the cgroup backend of the resource monitor (internal to resource_monitor).
- * One group per task, named htc.<ownerpid>.<serial>, under a parent group "htc" created
- * beneath this process's own cgroup; works on cgroup v1 (one hierarchy per controller) and
+ * One group per task, named htc.<owner pid>.<owner start>.<serial>, under a parent group "htc"
+ * created beneath this process's own cgroup; works on cgroup v1 (one hierarchy per controller) and
  * v2 (unified), sets limits, reads statistics, kills every process of a group and removes it.
  * The root is a parameter so the v2 logic can be tested against a fake directory tree. */
 #ifndef HTC_RMON_CGROUP_H
@@ -21,7 +21,7 @@ struct rmon_cgroup_opts {
 	const char *proc_self_cgroup; /* file in /proc/self/cgroup format; NULL = the real one */
 	pid_t owner;                  /* 0 = getpid() */
 	/* Exact group name to use (tests): an existing directory of that name is accepted.
-	 * NULL = htc.<owner>.<serial>, a fresh directory. */
+	 * NULL = htc.<owner>.<owner start>.<serial>, a fresh directory. */
 	const char *name;
 	/* Optional controllers (RMON_CG_WANT_*). Default 0: the group gets memory, CPU
 	 * accounting (v1 cpuacct, v2 cpu.stat), pids and the v1 freezer only. */
@@ -147,8 +147,9 @@ int rmon_cgroup_pool_drain(void);
 int rmon_cgroup_pool_size(void);
 #define RMON_CG_POOL_MAX 64
 
-/* Removes groups htc.<pid>.* under our parent "htc" groups whose owner pid is dead (their
- * processes are killed first). Returns the number of groups removed, or -errno. */
+/* Removes groups htc.<pid>.* under our parent "htc" groups whose owner is gone: the pid is
+ * dead or names a process with another start time (rmon_cgroup_stale.c; their processes are
+ * killed first). Returns the number of groups removed, or -errno. */
 int rmon_cgroup_cleanup_stale(const struct rmon_cgroup_opts *opts);
 
 /* Helpers shared with the tests: read a whole small file into BUF (NUL-terminated);

@@ -1,7 +1,8 @@
-/* rmon_cgroup_internal.h: what rmon_cgroup.c, rmon_cgroup_layout.c and rmon_cgroup_pool.c
- * share (internal to the cgroup backend): the controller indices, the group structure, small
- * file helpers, and the per-process cache of the cgroup layout (mounts, our own group, the
- * parent "htc" groups), so that the discovery is done once per process and not once per task. */
+/* rmon_cgroup_internal.h: what rmon_cgroup.c, rmon_cgroup_layout.c, rmon_cgroup_pool.c and
+ * rmon_cgroup_stale.c share (internal to the cgroup backend): the controller indices, the group
+ * structure, small file helpers, killing and removing a group, group names, and the per-process
+ * cache of the cgroup layout (mounts, our own group, the parent "htc" groups), so that the
+ * discovery is done once per process and not once per task. */
 #ifndef HTC_RMON_CGROUP_INTERNAL_H
 #define HTC_RMON_CGROUP_INTERNAL_H
 
@@ -106,5 +107,17 @@ const char *rmon_cg_dir(const struct rmon_cgroup *cg, int c);
 int rmon_cg_sf_fd(struct rmon_cgroup *cg, int i, const char *dir, const char *name);
 /* v1 cpuset: copies cpuset.cpus and cpuset.mems of PARENT into DIR where DIR's are empty. */
 void rmon_cg_cpuset_inherit(const char *parent, const char *dir);
+/* SIGKILLs every process of the group DIR (one hierarchy; FREEZER, when not NULL, is its
+ * freezer group, used to stop forks between rounds) until it is empty or WAIT_MS passed;
+ * 0 when empty (or gone), -EBUSY. */
+int rmon_cg_kill_dir(enum rmon_cg_version v, const char *dir, const char *freezer, int wait_ms);
+/* Removes DIR and the groups nested in it, retrying a busy group for WAIT_MS. 0 or -errno. */
+int rmon_cg_remove_tree(const char *dir, int wait_ms);
+
+/* Names (rmon_cgroup_stale.c): the start time of OWNER in clock ticks since boot (cached for
+ * this process), and the parse of a group name htc.<pid>.<start>.<serial> or the older
+ * htc.<pid>.<serial> (START 0); 1 when NAME is one of ours. */
+unsigned long long rmon_cg_owner_start(pid_t owner);
+int rmon_cg_parse_name(const char *name, pid_t *pid, unsigned long long *start);
 
 #endif

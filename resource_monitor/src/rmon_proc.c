@@ -144,6 +144,14 @@ static int read_stat(pid_t pid, long ticks, long page, struct stat_info *si)
 	return 0;
 }
 
+unsigned long long rmon_proc_start_ticks(pid_t pid)
+{
+	struct stat_info si;
+	if (pid <= 0 || read_stat(pid, 100, 4096, &si) < 0)
+		return 0;
+	return si.start;
+}
+
 /* VmSwap and context switches from /proc/PID/status. */
 static void read_status(pid_t pid, int64_t *swap, int64_t *ctx)
 {

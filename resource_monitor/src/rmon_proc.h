@@ -61,6 +61,10 @@ size_t rmon_proc_live(struct rmon_proc *p, pid_t **pids);
 const char *const *rmon_proc_files(struct rmon_proc *p);
 size_t rmon_proc_nfiles(const struct rmon_proc *p);
 
+/* Start time of PID in clock ticks since boot (/proc/PID/stat), 0 when it is gone. With the pid,
+ * it names one process: a pid used again by a later process has another start time. */
+unsigned long long rmon_proc_start_ticks(pid_t pid);
+
 /* Kernel proc connector (NETLINK_CONNECTOR / CN_IDX_PROC). Needs CAP_NET_ADMIN.
  * rmon_proc_connector_open returns a nonblocking socket listening for fork/exit events, or
  * -errno (the caller then relies on sampling). rmon_proc_connector_read drains it and

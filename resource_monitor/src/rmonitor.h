@@ -76,7 +76,7 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 pid_t rmonitor_pid(const struct rmonitor *m);
 /* 1 when the task is measured through its own cgroup. */
 int rmonitor_uses_cgroups(const struct rmonitor *m);
-/* Name of the task's cgroup (htc.<pid>.<serial>) while it has one, else NULL. */
+/* Name of the task's cgroup (htc.<pid>.<start>.<serial>) while it has one, else NULL. */
 const char *rmonitor_cgroup_name(const struct rmonitor *m);
 /* 1 when the task's cgroup was taken from the pool (reused), 0 when freshly made. */
 int rmonitor_cgroup_reused(const struct rmonitor *m);
@@ -104,7 +104,8 @@ int rmonitor_pool_drain(void);
 int rmonitor_pool_size(void);
 
 /* Removes cgroups left by monitors of processes that no longer exist (after a kill -9 of their
- * owner). Returns how many were removed, or -errno. */
+ * owner), also when their pid was given to a later process. Returns how many were removed, or
+ * -errno. */
 int rmonitor_cleanup_stale(const char *cgroup_root);
 
 /* Machine resources as the monitor sees them (cores, memory MB, and disk MB free in DIR), in

@@ -24,6 +24,7 @@
 #include "htc_error.h"
 #include "path.h"
 #include "rmon_cgroup.h"
+#include "rmon_proc.h"
 #include "rmon_spawn.h"
 #include "test_rmon_util.h"
 #include "xalloc.h"
@@ -485,28 +486,43 @@ static void test_v2_fake_refusals(void **state)
 	fake_free(&f);
 }
 
+/* Stale groups: the owner is gone, or its pid now names a later process (another start time),
+ * or the name has the older form without a start time and this process's pid. */
 static void test_v2_fake_stale(void **state)
 {
 	(void)state;
 	struct fake f;
 	fake_v2(&f);
 	path_rm_rf(f.group); /* its owner 4242 may or may not be alive */
-	char *dead = path_join(f.base, "htc.99999999.3");
-	char name[64];
-	snprintf(name, sizeof name, "htc.%ld.7", (long)getpid());
-	char *alive = path_join(f.base, name);
+	unsigned long long me = rmon_proc_start_ticks(getpid());
+	unsigned long long parent = rmon_proc_start_ticks(getppid());
+	assert_true(me > 0 && parent > 0);
+	char *gone = xasprintf("%s/htc.99999999.%llu.3", f.base, me);
+	char *gone_old = path_join(f.base, "htc.99999999.4");
+	char *alive = xasprintf("%s/htc.%ld.%llu.7", f.base, (long)getpid(), me);
+	char *mine_old = xasprintf("%s/htc.%ld.8", f.base, (long)getpid());
+	char *mine_earlier = xasprintf("%s/htc.%ld.%llu.9", f.base, (long)getpid(), me + 1);
+	char *parent_alive = xasprintf("%s/htc.%ld.%llu.1", f.base, (long)getppid(), parent);
+	char *parent_reused = xasprintf("%s/htc.%ld.%llu.2", f.base, (long)getppid(), parent + 7);
 	char *other = path_join(f.base, "htc.notapid");
-	assert_int_equal(mkdir(dead, 0755), 0);
-	assert_int_equal(mkdir(alive, 0755), 0);
-	assert_int_equal(mkdir(other, 0755), 0);
+	char *other2 = path_join(f.base, "htc.12.x.3");
+	char *const made[] = {gone,         gone_old,      alive, mine_old, mine_earlier,
+	                      parent_alive, parent_reused, other, other2};
+	for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+		assert_int_equal(mkdir(made[i], 0755), 0);
 	struct rmon_cgroup_opts o = {.root = f.root, .proc_self_cgroup = f.selfcg};
-	assert_int_equal(rmon_cgroup_cleanup_stale(&o), 1);
-	assert_false(path_exists(dead));
+	assert_int_equal(rmon_cgroup_cleanup_stale(&o), 5);
+	assert_false(path_exists(gone));
+	assert_false(path_exists(gone_old));
+	assert_false(path_exists(mine_old));
+	assert_false(path_exists(mine_earlier));
+	assert_false(path_exists(parent_reused));
 	assert_true(path_exists(alive));
+	assert_true(path_exists(parent_alive));
 	assert_true(path_exists(other));
-	free(dead);
-	free(alive);
-	free(other);
+	assert_true(path_exists(other2));
+	for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+		free(made[i]);
 	fake_free(&f);
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rmon_proc.h"
 #include "xalloc.h"
 
 /* Fills DIR (SIZE bytes) with the directory of the running test binary, where the helper
@@ -55,7 +56,7 @@ static inline void test_own_group(const char *ctrl, char *out, size_t size)
 	fclose(f);
 }
 
-/* Number of groups of this process (htc.<pid>.*) in the v1 hierarchy CTRL. */
+/* Number of groups of this process (htc.<pid>.<start>.*) in the v1 hierarchy CTRL. */
 static inline int test_our_groups(const char *ctrl)
 {
 	char own[2048];
@@ -66,7 +67,8 @@ static inline int test_our_groups(const char *ctrl)
 	if (!d)
 		return 0;
 	char prefix[64];
-	snprintf(prefix, sizeof prefix, "htc.%ld.", (long)getpid());
+	snprintf(prefix, sizeof prefix, "htc.%ld.%llu.", (long)getpid(),
+	         rmon_proc_start_ticks(getpid()));
 	int n = 0;
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL)

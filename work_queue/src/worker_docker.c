@@ -3,6 +3,7 @@
  * creates (or execs in) a container, copies its output and exits with its status. */
 #include "worker_docker.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -313,6 +314,29 @@ static char *own_memory_cgroup(void)
 	return out;
 }
 
+/* With cgroup v1, Docker's cgroupfs driver makes the container's group at CG (our task's
+ * memory group) in every hierarchy, and removes only the container's own group with it. Where
+ * the task's group is elsewhere (a hierarchy in which this process sits at another path), CG
+ * itself is left behind, empty: removed here. The memory group, which holds this runner, and
+ * any group still in use are refused by the kernel and stay. Groups of a runner killed before
+ * this are found later by the monitor's stale cleanup (doc/resource-monitor.md). */
+static void remove_mirrored_groups(const char *cg)
+{
+	DIR *d = opendir("/sys/fs/cgroup");
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		char *dir = xasprintf("/sys/fs/cgroup/%s%s", de->d_name, cg);
+		if (rmdir(dir) == 0)
+			debug(D_WORKER, "removed %s, left by the container", dir);
+		free(dir);
+	}
+	closedir(d);
+}
+
 static double env_number(const char *name)
 {
 	const char *s = getenv(name);
@@ -435,7 +459,6 @@ int worker_docker_runner_main(int argc, char **argv)
 		json_decref(cfg);
 		debug(D_WORKER, "container %.12s of %s%s%s", id ? id : "-", image,
 		      cg ? " in cgroup " : "", cg ? cg : "");
-		free(cg);
 		if (r == 0) {
 			r = wq_docker_run(api, id, false, STDOUT_FILENO, STDERR_FILENO,
 			                  &stop_signal, &status, &err);
@@ -465,6 +488,9 @@ int worker_docker_runner_main(int argc, char **argv)
 			        id, mem_mb);
 			status = WORKER_DOCKER_EXIT_OOM;
 		}
+		if (cg)
+			remove_mirrored_groups(cg);
+		free(cg);
 		free(id);
 	}
 	free(user);
