@@ -255,8 +255,11 @@ static int create_v1(struct rmon_cgroup *cg, const struct rmon_cgroup_opts *o,
 	return 0;
 }
 
+static void sf_close_all(struct rmon_cgroup *cg);
+
 static void cg_reset(struct rmon_cgroup *cg)
 {
+	sf_close_all(cg);
 	for (int i = 0; i < C_N; i++) {
 		free(cg->dirs[i]);
 		cg->dirs[i] = NULL;
@@ -275,8 +278,10 @@ struct rmon_cgroup *rmon_cgroup_create(const struct rmon_cgroup_opts *opts, int 
 	cg->mem_fd = -1;
 	for (int i = 0; i < SF_N; i++)
 		cg->sfd[i] = SF_UNOPENED;
-	for (int i = 0; i < C_N; i++)
+	for (int i = 0; i < C_N; i++) {
 		cg->ctrl_dir[i] = -1;
+		cg->procs_fd[i] = -1;
+	}
 	cg->name = group_name(&o, owner);
 	cg->key_root = xstrdup(o.root ? o.root : RMON_CG_DEFAULT_ROOT);
 	cg->key_psc = xstrdup(o.proc_self_cgroup);
@@ -334,16 +339,15 @@ int rmon_cgroup_open_procs(struct rmon_cgroup *cg, int *fds, int max)
 {
 	int n = 0;
 	for (int i = 0; i < cg->ndirs && n < max; i++) {
-		char *p = path_join(cg->dirs[i], "cgroup.procs");
-		int fd = open(p, O_WRONLY | O_CLOEXEC);
-		int e = -errno;
-		free(p);
-		if (fd < 0) {
-			while (n > 0)
-				close(fds[--n]);
-			return e;
+		if (cg->procs_fd[i] < 0) {
+			char *p = path_join(cg->dirs[i], "cgroup.procs");
+			cg->procs_fd[i] = open(p, O_WRONLY | O_CLOEXEC);
+			int e = -errno;
+			free(p);
+			if (cg->procs_fd[i] < 0)
+				return e;
 		}
-		fds[n++] = fd;
+		fds[n++] = cg->procs_fd[i];
 	}
 	return n;
 }
@@ -526,12 +530,18 @@ static int64_t sf_int(struct rmon_cgroup *cg, int i, const char *dir, const char
 	return parse_int(buf);
 }
 
+/* Closes every descriptor the group keeps: statistics files and cgroup.procs. */
 static void sf_close_all(struct rmon_cgroup *cg)
 {
 	for (int i = 0; i < SF_N; i++) {
 		if (cg->sfd[i] >= 0)
 			close(cg->sfd[i]);
 		cg->sfd[i] = SF_UNOPENED;
+	}
+	for (int i = 0; i < C_N; i++) {
+		if (cg->procs_fd[i] >= 0)
+			close(cg->procs_fd[i]);
+		cg->procs_fd[i] = -1;
 	}
 }
 
@@ -804,8 +814,20 @@ static int pids_of(const char *dir, pid_t **pids, size_t *n)
 	return pids_append(dir, pids, n, &cap, 0);
 }
 
+int rmon_cg_pids_none(struct rmon_cgroup *cg)
+{
+	const char *d = cdir(cg, C_PIDS);
+	return d && sf_int(cg, SF_PIDS, d, "pids.current") == 0 &&
+	       !may_have_subdirs(cdir(cg, C_MEMORY));
+}
+
 int rmon_cgroup_pids(struct rmon_cgroup *cg, pid_t **pids, size_t *n)
 {
+	if (rmon_cg_pids_none(cg)) {
+		*pids = NULL;
+		*n = 0;
+		return 0;
+	}
 	return pids_of(cdir(cg, C_MEMORY), pids, n);
 }
 
@@ -904,6 +926,8 @@ int rmon_cg_kill_dir(enum rmon_cg_version v, const char *dir, const char *freeze
 
 int rmon_cgroup_kill_all(struct rmon_cgroup *cg, int wait_ms)
 {
+	if (rmon_cg_pids_none(cg))
+		return 0;
 	const char *fz = cg->version == RMON_CG_V1 ? cdir(cg, C_FREEZER) : NULL;
 	int r = rmon_cg_kill_dir(cg->version, cdir(cg, C_MEMORY), fz, wait_ms);
 	/* Processes that were never moved into the memory group (should not happen) are

@@ -52,9 +52,10 @@ const char *rmon_cgroup_name(const struct rmon_cgroup *cg);
 /* Directory of the group: v2 the group; v1 the group in the memory hierarchy. */
 const char *rmon_cgroup_path(const struct rmon_cgroup *cg);
 
-/* Opens (O_WRONLY|O_CLOEXEC) the cgroup.procs file of the group in every hierarchy into
- * FDS (at most MAX); writing "0" to each of them moves the writer. Returns how many were
- * opened, or -errno (nothing left open). Caller closes. */
+/* The cgroup.procs file of the group in every hierarchy, opened for writing (O_CLOEXEC) into
+ * FDS (at most MAX); writing "0" to each of them moves the writer. Returns how many, or
+ * -errno. The group keeps them open for its next tasks (a pooled group): the caller does
+ * not close them. */
 int rmon_cgroup_open_procs(struct rmon_cgroup *cg, int *fds, int max);
 /* Moves PID into the group in every hierarchy. 0 or -errno. */
 int rmon_cgroup_add_pid(struct rmon_cgroup *cg, pid_t pid);

@@ -48,6 +48,7 @@ struct rmon_cgroup {
 	int ctrl_dir[C_N]; /* index into dirs per controller, -1 when not available */
 	int mem_fd;        /* eventfd (v1) or inotify (v2); -1 until asked */
 	int sfd[SF_N];     /* statistics files; SF_UNOPENED until first read, -1 absent */
+	int procs_fd[C_N]; /* cgroup.procs of dirs[i] opened for writing; -1 until asked */
 	int64_t max_seen;  /* v2 without memory.peak: highest memory.current read */
 	/* Pool key: what makes two groups interchangeable (root, /proc/self/cgroup file,
 	 * RMON_CG_WANT_* asked); POOLABLE is 0 for groups with an explicit name. */
@@ -113,6 +114,11 @@ void rmon_cg_cpuset_inherit(const char *parent, const char *dir);
 int rmon_cg_kill_dir(enum rmon_cg_version v, const char *dir, const char *freezer, int wait_ms);
 /* Removes DIR and the groups nested in it, retrying a busy group for WAIT_MS. 0 or -errno. */
 int rmon_cg_remove_tree(const char *dir, int wait_ms);
+/* 1 when CG certainly holds no process, read without cgroup.procs: its pids controller
+ * counts no task (zombies included; a task is moved into every hierarchy before its program
+ * starts and its forks follow it) and its memory group has no nested group (a container
+ * runtime may nest groups there that the pids hierarchy does not see). 0 otherwise. */
+int rmon_cg_pids_none(struct rmon_cgroup *cg);
 
 /* Names (rmon_cgroup_stale.c): the start time of OWNER in clock ticks since boot (cached for
  * this process), and the parse of a group name htc.<pid>.<start>.<serial> or the older

@@ -23,6 +23,12 @@
  * such as the dentries of files the task made) above which it is not reused: it would count
  * against the next task's memory limit. */
 #define RESIDUAL_MAX (4LL << 20)
+/* Page cache up to this much is left charged to a reused group rather than dropped: dropping
+ * (v1 memory.force_empty) drains the per-CPU page lists of every CPU, which costs more than
+ * a short task itself, and clean cache is reclaimed before a limit is reached anyway. The
+ * next task's memory is measured without the cache left at its end, so this shifts its
+ * peak by at most this much. */
+#define CACHE_KEEP_MAX (1LL << 20)
 /* How long a zombie still charged to an empty group may take to be reaped. */
 #define ZOMBIE_WAIT_MS 10
 
@@ -89,10 +95,11 @@ struct rmon_cgroup *rmon_cgroup_take(const struct rmon_cgroup_opts *opts, int po
 /* 1 when no hierarchy of CG lists a process and none has a nested group. */
 static int all_empty(struct rmon_cgroup *cg)
 {
+	int none = rmon_cg_pids_none(cg);
 	for (int i = 0; i < cg->ndirs; i++) {
 		char buf[64];
 		struct stat st;
-		if (rmon_cg_read_in(cg->dirs[i], "cgroup.procs", buf, sizeof buf) != 0)
+		if (!none && rmon_cg_read_in(cg->dirs[i], "cgroup.procs", buf, sizeof buf) != 0)
 			return 0;
 		if (stat(cg->dirs[i], &st) != 0 || st.st_nlink != 2)
 			return 0;
@@ -134,8 +141,8 @@ int rmon_cgroup_reset(struct rmon_cgroup *cg)
 	if (st.mem_current < 0)
 		return -EIO;
 	/* Page cache the last task left charged would count as the next task's memory (and
-	 * against its limit): drop it. */
-	if (st.mem_cache > 0 || st.mem_current > RESIDUAL_MAX) {
+	 * against its limit): drop it, unless there is little. */
+	if (st.mem_cache > CACHE_KEEP_MAX || st.mem_current > RESIDUAL_MAX) {
 		if (v1) {
 			rmon_cg_write_in(m, "memory.force_empty", "0");
 		} else if (rmon_cg_file_in(m, "memory.reclaim")) {

@@ -822,8 +822,6 @@ static pid_t start_child(struct rmonitor *m, int *err)
 	m->start_us = time_now_us();
 	m->start_mono = time_monotonic_us();
 	pid_t pid = rmon_spawn(&a, &stage, &cerr);
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
 	if (pid < 0) {
 		*err = pid;
 		return -1;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <uv.h>
 
@@ -20,6 +21,22 @@
 static void on_signal(uv_signal_t *h, int signum)
 {
 	worker_signal(h->data, signum);
+}
+
+/* Raises the soft limit on open descriptors to the hard one: every connection, transfer and
+ * task holds some, and the resource monitor keeps the statistics files and cgroup.procs of
+ * each pooled cgroup open (up to 64 groups, about 15 each), which a soft limit of 1,024
+ * does not leave room for beside many concurrent tasks. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rlim_t old = rl.rlim_cur;
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			debug(D_WORKER, "open descriptors: limit raised from %llu to %llu",
+			      (unsigned long long)old, (unsigned long long)rl.rlim_max);
+	}
 }
 
 int main(int argc, char *argv[])
@@ -54,6 +71,7 @@ int main(int argc, char *argv[])
 		worker_opts_clear(&o);
 		return WORKER_EXIT_LOCAL;
 	}
+	raise_fd_limit();
 	struct worker_docker *dk = NULL;
 	if (o.docker_image) {
 		/* Docker must answer and have the image: running the tasks outside the image the

@@ -33,6 +33,10 @@
 #include "xalloc.h"
 #include "banned.h"
 
+/* How long a run may take before the test calls it hung: runs end as soon as their transfers
+ * do, so this only needs to be far above a slow run (under ASan, on a loaded machine). */
+#define HANG_MS 60000
+
 /* ---- a loop with one connected pair ---------------------------------------------------- */
 
 struct sent_rec {
@@ -393,7 +397,7 @@ static void test_sizes(void **state)
 		json_decref(target);
 	}
 	want_sent = want_recv = 5;
-	assert_true(run_until(&t, done_counts, 10000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	for (int k = 0; k < 5; k++) {
 		check_same(&t, ids[k], paths[k], k);
 		assert_int_equal(sent_of(&t, ids[k])->bytes, sizes[k]);
@@ -430,7 +434,7 @@ static void test_big(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &id), 0);
 	json_decref(target);
 	want_sent = want_recv = 1;
-	assert_true(run_until(&t, done_counts, 12000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	check_same(&t, id, p, 0);
 	assert_int_equal(t.sent[0].wire, n);
 	/* bounded memory: the write queue stays near its high mark, and received data waiting
@@ -463,7 +467,7 @@ static void test_zlib(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, small, -1, -1, t2, WQ_XFER_ZLIB, NULL, &c), 0);
 	json_decref(t0), json_decref(t1), json_decref(t2);
 	want_sent = want_recv = 3;
-	assert_true(run_until(&t, done_counts, 5000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	check_same(&t, a, text, 0);
 	check_same(&t, b, gz, 1);
 	check_same(&t, c, small, 2);
@@ -491,7 +495,7 @@ static void test_buffer_and_shrink(void **state)
 	json_decref(t0), json_decref(t1);
 	assert_true(b > a);
 	want_sent = want_recv = 2;
-	assert_true(run_until(&t, done_counts, 5000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	char *dst = t_path(t.dir, "out.0");
 	char buf[64] = {0};
 	int fd = open(dst, O_RDONLY);
@@ -538,7 +542,7 @@ static void test_directory(void **state)
 	assert_int_equal(wq_xfer_send_dir(t.out, root, target, WQ_XFER_ZLIB, NULL, &id), 0);
 	json_decref(target);
 	want_sent = want_recv = 1;
-	assert_true(run_until(&t, done_counts, 5000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	struct sent_rec *s = sent_of(&t, id);
 	struct recv_rec *r = recv_of(&t, id);
 	assert_non_null(s);
@@ -581,14 +585,14 @@ static void test_directory(void **state)
 	target = wq_xfer_target_input(3, 1);
 	assert_int_equal(wq_xfer_send_dir(t.out, root, target, 0, NULL, &id), 0);
 	want_sent = 2;
-	assert_true(run_until(&t, done_counts, 5000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	assert_int_equal(sent_of(&t, id)->outcome, WQ_XFER_FAILED);
 	assert_non_null(strstr(sent_of(&t, id)->text, "is a symbolic link"));
 	/* ... and dereferenced with it */
 	assert_int_equal(wq_xfer_send_dir(t.out, root, target, WQ_XFER_FOLLOW_LINKS, NULL, &id), 0);
 	json_decref(target);
 	want_sent = 3, want_recv = 2; /* the refused walk never reached the receiver */
-	assert_true(run_until(&t, done_counts, 5000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	assert_int_equal(sent_of(&t, id)->outcome, WQ_XFER_SENT);
 	assert_int_equal(recv_of(&t, id)->status, 0);
 	assert_int_equal(sent_of(&t, id)->entries, 7);
@@ -626,7 +630,7 @@ static void raw_end(struct t *t, uint32_t id, const void *content, size_t len)
 
 static void expect_violation(struct t *t, const char *text)
 {
-	assert_true(run_until(t, r_is_closed, 5000));
+	assert_true(run_until(t, r_is_closed, HANG_MS));
 	assert_string_equal(t->r_text, text);
 }
 
@@ -663,7 +667,7 @@ static void delete_inside(const char *kinds)
 		if (!t.out)
 			break; /* deleted already, inside this call */
 	}
-	assert_true(run_until(&t, one_sent, 5000));
+	assert_true(run_until(&t, one_sent, HANG_MS));
 	/* let any work in flight come back: no callback after the delete, no use after free */
 	for (int k = 0; k < 50; k++)
 		uv_run(&t.loop, UV_RUN_NOWAIT);
@@ -692,7 +696,7 @@ static void test_corrupt(void **state)
 	assert_int_equal(wq_conn_send_data(t.sc, 1, "hellp", 5), 0); /* tampered byte */
 	raw_end(&t, 1, "hello", 5);
 	want_sent = 0, want_recv = 1;
-	assert_true(run_until(&t, done_counts, 3000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	assert_int_equal(t.recv[0].status, HTC_ECORRUPT);
 	uv_run(&t.loop, UV_RUN_NOWAIT);
 	for (int k = 0; k < 50 && t.npeer == 0; k++)
@@ -707,7 +711,7 @@ static void test_corrupt(void **state)
 	assert_int_equal(wq_conn_send_data(t.sc, 2, "hello", 5), 0);
 	raw_end(&t, 2, "hello", 5);
 	want_recv = 2;
-	assert_true(run_until(&t, done_counts, 3000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	assert_int_equal(t.recv[1].status, 0);
 	assert_int_equal(t.r_closed, 0);
 	t_done(&t);
@@ -804,7 +808,7 @@ static void test_interleave(void **state)
 	for (uint32_t id = N; id >= 1; id--)
 		raw_end(&t, id, content[id - 1], PARTS * PART);
 	want_sent = 0, want_recv = N;
-	assert_true(run_until(&t, done_counts, 3000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	assert_int_equal(t.r_other, N * PARTS);
 	for (uint32_t id = 1; id <= N; id++) {
 		assert_int_equal(recv_of(&t, id)->status, 0);
@@ -843,7 +847,7 @@ static void test_disk_full(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &id), 0);
 	json_decref(target);
 	want_sent = want_recv = 1;
-	assert_true(run_until(&t, done_counts, 5000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	for (int k = 0; k < 100 && t.npeer == 0 && sent_of(&t, id)->outcome == WQ_XFER_SENT; k++)
 		uv_run(&t.loop, UV_RUN_ONCE);
 	struct sent_rec *s = sent_of(&t, id);
@@ -862,7 +866,7 @@ static void test_disk_full(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &id), 0);
 	json_decref(target);
 	want_sent = want_recv = 2;
-	assert_true(run_until(&t, done_counts, 5000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	assert_int_equal(recv_of(&t, id)->status, 0);
 	assert_int_equal(t.r_closed, 0);
 	free(p);
@@ -890,7 +894,7 @@ static void test_named_object(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &a), 0);
 	json_decref(target);
 	want_sent = want_recv = 1;
-	assert_true(run_until(&t, done_counts, 10000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	assert_int_equal(sent_of(&t, a)->outcome, WQ_XFER_SENT);
 	assert_string_equal(sent_of(&t, a)->sha, hex);
 	assert_int_equal(sent_of(&t, a)->wire, n);
@@ -902,7 +906,7 @@ static void test_named_object(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &b), 0);
 	json_decref(target);
 	want_sent = want_recv = 2;
-	assert_true(run_until(&t, done_counts, 10000));
+	assert_true(run_until(&t, done_counts, HANG_MS));
 	for (int k = 0; k < 100 && t.npeer == 0; k++)
 		uv_run(&t.loop, UV_RUN_ONCE);
 	assert_int_equal(recv_of(&t, b)->status, HTC_ECORRUPT);
