@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -37,6 +38,65 @@ struct child_ctx {
 	volatile int err;
 };
 
+/* Programs found before, like a shell's hash table: NAME under the same PATH is searched for
+ * again only when the file found is no longer an executable regular file. A task runner
+ * starts the same few programs over and over, and each search stats every directory of PATH
+ * before the one that has it. Only absolute results are kept (an empty PATH element means
+ * the working directory, which changes). */
+#define LOOKUP_CACHE 16
+static struct lookup_entry {
+	char *path_env, *name, *found;
+} lookup_cache[LOOKUP_CACHE];
+static unsigned lookup_next;
+static pthread_mutex_t lookup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int is_executable_file(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
+
+/* A copy of what NAME under PATH_ENV was found as, still executable; NULL otherwise. */
+static char *lookup_cached(const char *path_env, const char *name)
+{
+	char *found = NULL;
+	pthread_mutex_lock(&lookup_lock);
+	for (int i = 0; i < LOOKUP_CACHE; i++) {
+		struct lookup_entry *e = &lookup_cache[i];
+		if (e->found && strcmp(e->name, name) == 0 && strcmp(e->path_env, path_env) == 0) {
+			found = xstrdup(e->found);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lookup_lock);
+	if (found && !is_executable_file(found)) {
+		free(found);
+		found = NULL;
+	}
+	return found;
+}
+
+static void lookup_remember(const char *path_env, const char *name, const char *found)
+{
+	if (found[0] != '/')
+		return;
+	pthread_mutex_lock(&lookup_lock);
+	struct lookup_entry *e = NULL;
+	for (int i = 0; i < LOOKUP_CACHE && !e; i++)
+		if (lookup_cache[i].found && strcmp(lookup_cache[i].name, name) == 0 &&
+		    strcmp(lookup_cache[i].path_env, path_env) == 0)
+			e = &lookup_cache[i];
+	if (!e)
+		e = &lookup_cache[lookup_next++ % LOOKUP_CACHE];
+	free(e->path_env);
+	free(e->name);
+	free(e->found);
+	e->path_env = xstrdup(path_env);
+	e->name = xstrdup(name);
+	e->found = xstrdup(found);
+	pthread_mutex_unlock(&lookup_lock);
+}
+
 char *rmon_spawn_lookup(const char *name, const char *const *env)
 {
 	if (!name || !*name)
@@ -53,6 +113,9 @@ char *rmon_spawn_lookup(const char *name, const char *const *env)
 	}
 	if (!path)
 		path = "/usr/local/bin:/usr/bin:/bin";
+	char *cached = lookup_cached(path, name);
+	if (cached)
+		return cached;
 	char *not_exec = NULL;
 	const char *p = path;
 	for (;;) {
@@ -64,6 +127,7 @@ char *rmon_spawn_lookup(const char *name, const char *const *env)
 		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
 			if (access(cand, X_OK) == 0) {
 				free(not_exec);
+				lookup_remember(path, name, cand);
 				return cand;
 			}
 			if (!not_exec) {

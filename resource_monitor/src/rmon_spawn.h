@@ -31,7 +31,9 @@ enum rmon_spawn_stage {
 pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, int *child_err);
 
 /* The executable rmon_spawn would run for NAME under ENV (execvp rules), or NULL when none
- * is found. Caller frees. */
+ * is found. Caller frees. What was found is remembered (per process, thread-safe) and
+ * searched for again only once that file is gone or no longer executable, as a shell's hash
+ * table does: a program installed later in an earlier PATH directory is not seen until then. */
 char *rmon_spawn_lookup(const char *name, const char *const *env);
 
 #endif

@@ -720,6 +720,68 @@ static void test_spawn_errors_and_stdio(void **state)
 	assert_null(rmon_spawn_lookup("no-such-program-htc", env));
 }
 
+static void put_program(const char *dir, const char *name, mode_t mode)
+{
+	char *p = path_join(dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs("#!/bin/sh\n", f);
+	fclose(f);
+	assert_int_equal(chmod(p, mode), 0);
+	free(p);
+}
+
+/* A program found once is not searched for again until it is gone or not executable (a
+ * shell's hash table); a PATH of its own is a lookup of its own. */
+static void test_spawn_lookup_cache(void **state)
+{
+	(void)state;
+	char tmp[] = "/tmp/rmon-lookup.XXXXXX";
+	assert_non_null(mkdtemp(tmp));
+	char *a = path_join(tmp, "a"), *b = path_join(tmp, "b");
+	assert_int_equal(mkdir(a, 0755), 0);
+	assert_int_equal(mkdir(b, 0755), 0);
+	char *path_ab = xasprintf("PATH=%s:%s", a, b), *path_a = xasprintf("PATH=%s", a);
+	const char *env_ab[] = {path_ab, NULL}, *env_a[] = {path_a, NULL};
+	char *in_a = path_join(a, "htc-prog"), *in_b = path_join(b, "htc-prog");
+
+	put_program(b, "htc-prog", 0755);
+	char *found = rmon_spawn_lookup("htc-prog", env_ab);
+	assert_string_equal(found, in_b);
+	free(found);
+	/* an earlier directory gets one: the one found is still used */
+	put_program(a, "htc-prog", 0755);
+	found = rmon_spawn_lookup("htc-prog", env_ab);
+	assert_string_equal(found, in_b);
+	free(found);
+	/* another PATH is searched */
+	found = rmon_spawn_lookup("htc-prog", env_a);
+	assert_string_equal(found, in_a);
+	free(found);
+	/* the one found is no longer executable, then gone: searched again */
+	assert_int_equal(chmod(in_a, 0644), 0);
+	found = rmon_spawn_lookup("htc-prog", env_ab);
+	assert_string_equal(found, in_b);
+	free(found);
+	assert_int_equal(unlink(in_b), 0);
+	found = rmon_spawn_lookup("htc-prog", env_ab);
+	assert_string_equal(found, in_a); /* not executable: the execvp fallback */
+	free(found);
+	assert_int_equal(unlink(in_a), 0);
+	assert_null(rmon_spawn_lookup("htc-prog", env_ab));
+	assert_null(rmon_spawn_lookup("htc-prog", env_a));
+
+	free(in_a);
+	free(in_b);
+	free(path_ab);
+	free(path_a);
+	assert_int_equal(rmdir(a), 0);
+	assert_int_equal(rmdir(b), 0);
+	assert_int_equal(rmdir(tmp), 0);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	test_helper_dir(helper_dir, sizeof helper_dir);
@@ -735,6 +797,7 @@ int main(void)
 	    cmocka_unit_test(test_v1_memory_pause_and_kill),
 	    cmocka_unit_test(test_v1_kill_tree_and_stale),
 	    cmocka_unit_test(test_spawn_errors_and_stdio),
+	    cmocka_unit_test(test_spawn_lookup_cache),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
