@@ -282,6 +282,7 @@ struct rmon_cgroup *rmon_cgroup_create(const struct rmon_cgroup_opts *opts, int 
 		cg->ctrl_dir[i] = -1;
 		cg->procs_fd[i] = -1;
 	}
+	cg->last_mem = cg->last_cpu = cg->last_pids = RMON_CG_UNSET;
 	cg->name = group_name(&o, owner);
 	cg->key_root = xstrdup(o.root ? o.root : RMON_CG_DEFAULT_ROOT);
 	cg->key_psc = xstrdup(o.proc_self_cgroup);
@@ -364,13 +365,31 @@ int rmon_cgroup_add_pid(struct rmon_cgroup *cg, pid_t pid)
 	return 0;
 }
 
+static int set_memory(struct rmon_cgroup *cg, int64_t bytes, int pause);
+
 int rmon_cgroup_set_memory(struct rmon_cgroup *cg, int64_t bytes, int pause)
+{
+	cg->changed |= RMON_CG_CHANGED_MEM;
+	cg->set_now |= RMON_CG_CHANGED_MEM;
+	if (bytes < 0)
+		bytes = -1;
+	pause = pause && bytes >= 0;
+	if (bytes == cg->last_mem && pause == cg->last_mem_pause)
+		return 0;
+	cg->last_mem = RMON_CG_UNSET;
+	int r = set_memory(cg, bytes, pause);
+	if (r == 0) {
+		cg->last_mem = bytes;
+		cg->last_mem_pause = pause;
+	}
+	return r;
+}
+
+static int set_memory(struct rmon_cgroup *cg, int64_t bytes, int pause)
 {
 	const char *d = cdir(cg, C_MEMORY);
 	char val[32];
 	int r;
-	cg->changed |= RMON_CG_CHANGED_MEM;
-	cg->set_now |= RMON_CG_CHANGED_MEM;
 	if (cg->version == RMON_CG_V2) {
 		if (bytes < 0) {
 			r = write_in(d, "memory.max", "max");
@@ -418,6 +437,8 @@ int rmon_cgroup_set_memory(struct rmon_cgroup *cg, int64_t bytes, int pause)
 	return 0;
 }
 
+static int set_cpu(struct rmon_cgroup *cg, const char *d, long long quota);
+
 int rmon_cgroup_set_cpu(struct rmon_cgroup *cg, double cores)
 {
 	const char *d = cdir(cg, C_CPU);
@@ -425,10 +446,21 @@ int rmon_cgroup_set_cpu(struct rmon_cgroup *cg, double cores)
 		return HTC_EUNSUP;
 	cg->changed |= RMON_CG_CHANGED_CPU;
 	cg->set_now |= RMON_CG_CHANGED_CPU;
-	char val[64];
 	long long quota = cores > 0 ? (long long)(cores * CFS_PERIOD + 0.5) : -1;
 	if (quota >= 0 && quota < 1000)
 		quota = 1000;
+	if (quota == cg->last_cpu)
+		return 0;
+	cg->last_cpu = RMON_CG_UNSET;
+	int r = set_cpu(cg, d, quota);
+	if (r == 0)
+		cg->last_cpu = quota;
+	return r;
+}
+
+static int set_cpu(struct rmon_cgroup *cg, const char *d, long long quota)
+{
+	char val[64];
 	if (cg->version == RMON_CG_V2) {
 		if (quota < 0)
 			snprintf(val, sizeof val, "max %d", CFS_PERIOD);
@@ -459,12 +491,20 @@ int rmon_cgroup_set_pids(struct rmon_cgroup *cg, int64_t max)
 		return HTC_EUNSUP;
 	cg->changed |= RMON_CG_CHANGED_PIDS;
 	cg->set_now |= RMON_CG_CHANGED_PIDS;
+	if (max < 0)
+		max = -1;
+	if (max == cg->last_pids)
+		return 0;
+	cg->last_pids = RMON_CG_UNSET;
 	char val[32];
 	if (max < 0)
 		snprintf(val, sizeof val, "max");
 	else
 		snprintf(val, sizeof val, "%lld", (long long)max);
-	return write_in(d, "pids.max", val);
+	int r = write_in(d, "pids.max", val);
+	if (r == 0)
+		cg->last_pids = max;
+	return r;
 }
 
 /* The descriptor of statistics file I (DIR/NAME; v1 blkio: the first of its names that

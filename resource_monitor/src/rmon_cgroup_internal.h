@@ -39,6 +39,7 @@ enum {
 #define RMON_CG_CHANGED_MEM  0x1u
 #define RMON_CG_CHANGED_CPU  0x2u
 #define RMON_CG_CHANGED_PIDS 0x4u
+#define RMON_CG_UNSET        INT64_MIN
 
 struct rmon_cgroup {
 	enum rmon_cg_version version;
@@ -56,6 +57,10 @@ struct rmon_cgroup {
 	unsigned key_want;
 	int poolable;
 	unsigned changed, set_now; /* RMON_CG_CHANGED_* */
+	/* The limits last written (a pooled group's next task often asks for the same ones, and
+	 * then nothing is written); RMON_CG_UNSET when not known. */
+	int64_t last_mem, last_cpu, last_pids;
+	int last_mem_pause;
 	/* Baselines of a reused group, subtracted from what the kernel reports: counters that
 	 * cannot be reset, and the memory left charged (not page cache) after the reset. */
 	int64_t base_cpu_ns, base_oom_events, base_high_events, base_oom_kills, base_mem;
