@@ -1,11 +1,11 @@
 /* rmon_cgroup.c: cgroup v1 and v2 backend of the resource monitor (see rmon_cgroup.h).
- * Layout: <hierarchy>/<our own cgroup>/htc/htc.<owner pid>.<owner start>.<serial> (names:
- * rmon_cgroup_stale.c), in every v1 hierarchy a
- * task needs (memory, cpuacct, pids and freezer; cpu, cpuset and blkio only when asked) or
- * once in the v2 unified tree, where "htc" has no processes and enables the controllers for
- * its children in its cgroup.subtree_control (the no-internal-processes rule). Where the
- * hierarchies are is found once per process (rmon_cgroup_layout.c); the statistics files of a
- * group stay open for the group's life and are read with pread. */
+ * Layout: <hierarchy>/<our own cgroup>/htc/htc.<owner pid>.<owner start>.<serial> (names and
+ * stale groups: rmon_cgroup_stale.c), in every v1 hierarchy a task needs (memory, cpuacct,
+ * pids and freezer; cpu, cpuset and blkio only when asked) or once in the v2 unified tree,
+ * where "htc" has no processes and enables the controllers for its children in its
+ * cgroup.subtree_control (the no-internal-processes rule). Where the hierarchies are is found
+ * once per process (rmon_cgroup_layout.c); the statistics files of a group stay open for the
+ * group's life and are read with pread. */
 #include "rmon_cgroup.h"
 
 #include <dirent.h>

@@ -125,10 +125,8 @@ int rmon_cg_remove_tree(const char *dir, int wait_ms);
  * runtime may nest groups there that the pids hierarchy does not see). 0 otherwise. */
 int rmon_cg_pids_none(struct rmon_cgroup *cg);
 
-/* Names (rmon_cgroup_stale.c): the start time of OWNER in clock ticks since boot (cached for
- * this process), and the parse of a group name htc.<pid>.<start>.<serial> or the older
- * htc.<pid>.<serial> (START 0); 1 when NAME is one of ours. */
+/* The start time of OWNER in clock ticks since boot (cached for this process), the <owner
+ * start> of a group name (rmon_cgroup_stale.c). */
 unsigned long long rmon_cg_owner_start(pid_t owner);
-int rmon_cg_parse_name(const char *name, pid_t *pid, unsigned long long *start);
 
 #endif

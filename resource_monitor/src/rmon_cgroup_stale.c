@@ -63,7 +63,9 @@ static int take_number(const char **p, unsigned long long *v)
 	return 1;
 }
 
-int rmon_cg_parse_name(const char *name, pid_t *pid, unsigned long long *start)
+/* Parses a group name htc.<pid>.<start>.<serial>, or the older htc.<pid>.<serial> (START
+ * 0); 1 when NAME is one of ours. */
+static int parse_name(const char *name, pid_t *pid, unsigned long long *start)
 {
 	if (strncmp(name, "htc.", 4) != 0)
 		return 0;
@@ -105,7 +107,7 @@ static int cleanup_base(enum rmon_cg_version v, const char *base, const char *fr
 	while ((de = readdir(d)) != NULL) {
 		pid_t owner;
 		unsigned long long start;
-		if (de->d_type != DT_DIR || !rmon_cg_parse_name(de->d_name, &owner, &start) ||
+		if (de->d_type != DT_DIR || !parse_name(de->d_name, &owner, &start) ||
 		    !owner_gone(owner, start))
 			continue;
 		char *dir = path_join(base, de->d_name);

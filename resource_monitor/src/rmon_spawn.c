@@ -56,18 +56,23 @@ static int is_executable_file(const char *p)
 	return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
 }
 
+/* The entry of NAME under PATH_ENV, or NULL. Called with lookup_lock held. */
+static struct lookup_entry *lookup_entry_of(const char *path_env, const char *name)
+{
+	for (int i = 0; i < LOOKUP_CACHE; i++) {
+		struct lookup_entry *e = &lookup_cache[i];
+		if (e->found && strcmp(e->name, name) == 0 && strcmp(e->path_env, path_env) == 0)
+			return e;
+	}
+	return NULL;
+}
+
 /* A copy of what NAME under PATH_ENV was found as, still executable; NULL otherwise. */
 static char *lookup_cached(const char *path_env, const char *name)
 {
-	char *found = NULL;
 	pthread_mutex_lock(&lookup_lock);
-	for (int i = 0; i < LOOKUP_CACHE; i++) {
-		struct lookup_entry *e = &lookup_cache[i];
-		if (e->found && strcmp(e->name, name) == 0 && strcmp(e->path_env, path_env) == 0) {
-			found = xstrdup(e->found);
-			break;
-		}
-	}
+	struct lookup_entry *e = lookup_entry_of(path_env, name);
+	char *found = e ? xstrdup(e->found) : NULL;
 	pthread_mutex_unlock(&lookup_lock);
 	if (found && !is_executable_file(found)) {
 		free(found);
@@ -81,11 +86,7 @@ static void lookup_remember(const char *path_env, const char *name, const char *
 	if (found[0] != '/')
 		return;
 	pthread_mutex_lock(&lookup_lock);
-	struct lookup_entry *e = NULL;
-	for (int i = 0; i < LOOKUP_CACHE && !e; i++)
-		if (lookup_cache[i].found && strcmp(lookup_cache[i].name, name) == 0 &&
-		    strcmp(lookup_cache[i].path_env, path_env) == 0)
-			e = &lookup_cache[i];
+	struct lookup_entry *e = lookup_entry_of(path_env, name);
 	if (!e)
 		e = &lookup_cache[lookup_next++ % LOOKUP_CACHE];
 	free(e->path_env);

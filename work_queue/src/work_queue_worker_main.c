@@ -25,8 +25,8 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* Raises the soft limit on open descriptors to the hard one: every connection, transfer and
  * task holds some, and the resource monitor keeps the statistics files and cgroup.procs of
- * each pooled cgroup open (up to 64 groups, about 15 each), which a soft limit of 1,024
- * does not leave room for beside many concurrent tasks. */
+ * each pooled cgroup open (up to 64 groups, about 13 each with cgroup v1), which a soft limit of
+ * 1,024 does not leave room for beside many concurrent tasks. */
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
