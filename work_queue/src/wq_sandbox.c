@@ -375,8 +375,10 @@ static int pool_take(int tfd, const char *workdir, const char *base)
 }
 
 /* Removes every entry of the directory open as DIRFD (at PATH), keeping the names in KEEP.
- * Entries are unlinked without following links; directories are removed as trees. */
-static int empty_dir(int dirfd, const char *path, const char *const *keep)
+ * Entries are unlinked without following links; directories are removed as trees. With BUDGET,
+ * each entry removed costs one and a directory met stops the work: -EAGAIN once it is spent or
+ * at a directory (what was removed stays removed). */
+static int empty_dir(int dirfd, const char *path, const char *const *keep, int *budget)
 {
 	int dfd = dup(dirfd);
 	if (dfd < 0)
@@ -387,6 +389,7 @@ static int empty_dir(int dirfd, const char *path, const char *const *keep)
 		close(dfd);
 		return e;
 	}
+	rewinddir(d); /* the offset is DIRFD's, where an earlier pass may have stopped */
 	int r = 0;
 	struct dirent *e;
 	while (r == 0 && (e = readdir(d))) {
@@ -398,10 +401,18 @@ static int empty_dir(int dirfd, const char *path, const char *const *keep)
 			kept = kept || !strcmp(n, keep[i]);
 		if (kept)
 			continue;
+		if (budget && (*budget)-- <= 0) {
+			r = -EAGAIN;
+			break;
+		}
 		if (unlinkat(dirfd, n, 0) == 0)
 			continue;
 		if (errno != EISDIR && errno != EPERM) {
 			r = -errno;
+			break;
+		}
+		if (budget) {
+			r = -EAGAIN;
 			break;
 		}
 		char *p = path_join(path, n);
@@ -413,18 +424,18 @@ static int empty_dir(int dirfd, const char *path, const char *const *keep)
 }
 
 /* Empties SB and puts it in the pool. 0, or -errno when it could not be reused (the caller then
- * removes it). */
-static int recycle(struct wq_sandbox *sb)
+ * removes it); -EAGAIN when BUDGET (NULL: none, see empty_dir) ran out first. */
+static int recycle(struct wq_sandbox *sb, int *budget)
 {
 	if (fchmod(sb->fd, 0700) < 0 || fchmod(sb->work_fd, 0755) < 0 ||
 	    fchmod(sb->tmp_fd, 0700) < 0)
 		return -errno;
 	static const char *const keep_top[] = {"work", "tmp", "stdout", NULL};
-	int r = empty_dir(sb->work_fd, sb->work, NULL);
+	int r = empty_dir(sb->work_fd, sb->work, NULL, budget);
 	if (r == 0)
-		r = empty_dir(sb->tmp_fd, sb->tmp, NULL);
+		r = empty_dir(sb->tmp_fd, sb->tmp, NULL, budget);
 	if (r == 0)
-		r = empty_dir(sb->fd, sb->path, keep_top);
+		r = empty_dir(sb->fd, sb->path, keep_top, budget);
 	if (r < 0)
 		return r;
 	/* stdout is reused only when it is still a plain file of its own (one link): anything
@@ -469,9 +480,18 @@ static int recycle(struct wq_sandbox *sb)
 	return r;
 }
 
+int wq_sandbox_recycle_small(struct wq_sandbox *sb, int max_entries)
+{
+	int budget = max_entries;
+	int r = recycle(sb, &budget);
+	if (r == 0)
+		debug(D_WORKER, "sandbox %s emptied for reuse", sb->path);
+	return r;
+}
+
 int wq_sandbox_recycle(struct wq_sandbox *sb)
 {
-	int r = recycle(sb);
+	int r = recycle(sb, NULL);
 	if (r == 0) {
 		debug(D_WORKER, "sandbox %s emptied for reuse", sb->path);
 		return 0;

@@ -85,6 +85,11 @@ int wq_sandbox_remove(struct wq_sandbox *sb);
  * as WORKDIR/tasks/.free.<N>. When it cannot be emptied (or the pool is full) it is removed as
  * by wq_sandbox_remove. Returns 0 or -errno. SB stays valid (for wq_sandbox_delete). */
 int wq_sandbox_recycle(struct wq_sandbox *sb);
+/* The same for a sandbox expected to be small, cheap enough for the caller's thread: at most
+ * MAX_ENTRIES entries are removed and none is a directory. 0 (pooled); -EAGAIN when it held more
+ * (what was removed stays removed: finish with wq_sandbox_recycle); other -errno as
+ * wq_sandbox_recycle's, but SB is then left in place (wq_sandbox_recycle removes it). */
+int wq_sandbox_recycle_small(struct wq_sandbox *sb, int max_entries);
 /* Forgets the pooled sandboxes of WORKDIR (NULL: of every workdir) without touching the disk:
  * for a worker about to remove its workdir. */
 void wq_sandbox_pool_forget(const char *workdir);

@@ -579,6 +579,53 @@ static void test_recycle_linked_stdout(void **state)
 	free(secret);
 }
 
+/* wq_sandbox_recycle_small: within its budget it pools the sandbox like wq_sandbox_recycle;
+ * past it, or at a directory, it stops with -EAGAIN, keeps what it removed, leaves the sandbox in
+ * place, and wq_sandbox_recycle finishes the job. */
+static void test_recycle_small(void **state)
+{
+	struct fixture *f = *state;
+	char p[4096];
+	for (int i = 0; i < 5; i++) {
+		char n[16];
+		snprintf(n, sizeof n, "f%d", i);
+		in_work(f, n, p, sizeof(p));
+		write_file(p, "x");
+	}
+	char *old = xstrdup(wq_sandbox_path(f->sb));
+	assert_int_equal(wq_sandbox_recycle_small(f->sb, 3), -EAGAIN);
+	assert_true(path_exists(old));
+	assert_int_equal(count_free(f->root), 0);
+	int left = 0;
+	for (int i = 0; i < 5; i++) {
+		char n[16];
+		snprintf(n, sizeof n, "f%d", i);
+		in_work(f, n, p, sizeof(p));
+		left += path_exists(p);
+	}
+	assert_int_equal(left, 2); /* three removed, two left */
+
+	close(wq_mkdir_beneath(f->work, "sub", 0755));
+	assert_int_equal(wq_sandbox_recycle_small(f->sb, 100), -EAGAIN); /* a directory */
+	assert_true(path_exists(old));
+	assert_int_equal(wq_sandbox_recycle(f->sb), 0);
+	assert_false(path_exists(old));
+	assert_int_equal(count_free(f->root), 1);
+	wq_sandbox_delete(f->sb);
+
+	f->sb = wq_sandbox_create(f->root_fd, f->root, 46, 1, f->how);
+	assert_non_null(f->sb);
+	f->work = wq_sandbox_work_fd(f->sb);
+	free(old);
+	old = xstrdup(wq_sandbox_path(f->sb));
+	in_work(f, "one", p, sizeof(p));
+	write_file(p, "1");
+	assert_int_equal(wq_sandbox_recycle_small(f->sb, 3), 0);
+	assert_false(path_exists(old));
+	assert_int_equal(count_free(f->root), 1);
+	free(old);
+}
+
 /* A non-root worker removes a tree whose directories are read-only (cache objects, or a task
  * that chmod'ed its sandbox). Runs in a child that becomes nobody. */
 static void test_remove_readonly_as_user(void **state)
@@ -643,6 +690,7 @@ int main(void)
 	    T(test_recreate),
 	    T(test_recycle),
 	    T(test_recycle_linked_stdout),
+	    T(test_recycle_small),
 	    cmocka_unit_test_setup_teardown(test_remove_readonly_as_user, setup_walk, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
