@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1101,4 +1102,31 @@ void rmonitor_delete(struct rmonitor *m)
 	close_handle(m, (uv_handle_t *)&m->drain_timer, NULL);
 	close_handle(m, (uv_handle_t *)&m->mem_poll, &m->mem_poll_on);
 	close_handle(m, (uv_handle_t *)&m->cn_poll, &m->cn_poll_on);
+}
+
+static void pool_noop(uv_work_t *w)
+{
+	(void)w;
+}
+
+static void pool_noop_done(uv_work_t *w, int status)
+{
+	(void)status;
+	free(w);
+}
+
+void rmonitor_prepare_pool(uv_loop_t *loop)
+{
+	static bool done;
+	if (done)
+		return;
+	done = true;
+	/* The pool's threads are made by the first uv_queue_work and inherit this mask. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	uv_work_t *w = xmalloc(sizeof *w);
+	if (uv_queue_work(loop, w, pool_noop, pool_noop_done) < 0)
+		free(w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

@@ -108,6 +108,11 @@ int rmonitor_pool_size(void);
  * -errno. */
 int rmonitor_cleanup_stale(const char *cgroup_root);
 
+/* Starts libuv's thread pool (one per process) with every signal blocked in its threads, so
+ * that the SIGCHLD of each task wakes only the thread of LOOP instead of a sleeping pool thread
+ * as well. Call before anything else in the process queues work; later calls do nothing. */
+void rmonitor_prepare_pool(uv_loop_t *loop);
+
 /* Machine resources as the monitor sees them (cores, memory MB, and disk MB free in DIR), in
  * the v[] of OUT (RM_CORES, RM_MEMORY, RM_DISK, RM_GPUS). */
 void rmonitor_machine_resources(const char *dir, struct rmsummary *out);

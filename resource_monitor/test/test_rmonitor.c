@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -543,11 +544,47 @@ static void test_required_unavailable(void **state)
 	assert_true(mach.v[RM_GPUS] >= 0);
 }
 
+/* rmonitor_prepare_pool: the pool's threads block every signal (SIGCHLD wakes only the loop's
+ * thread), while the caller's mask is as it was. First in main: nothing has started the pool. */
+static int pool_sigchld_blocked = -1;
+
+static void probe_mask(uv_work_t *w)
+{
+	(void)w;
+	sigset_t cur;
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	pool_sigchld_blocked = sigismember(&cur, SIGCHLD) && sigismember(&cur, SIGTERM);
+}
+
+static void probe_done(uv_work_t *w, int status)
+{
+	(void)w;
+	assert_int_equal(status, 0);
+}
+
+static void test_prepare_pool(void **state)
+{
+	(void)state;
+	uv_loop_t loop;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	rmonitor_prepare_pool(&loop);
+	rmonitor_prepare_pool(&loop); /* a second call does nothing */
+	sigset_t cur;
+	pthread_sigmask(SIG_SETMASK, NULL, &cur);
+	assert_false(sigismember(&cur, SIGCHLD));
+	uv_work_t w;
+	assert_int_equal(uv_queue_work(&loop, &w, probe_mask, probe_done), 0);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(pool_sigchld_blocked, 1);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
 	test_helper_dir(helper_dir, sizeof helper_dir);
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_prepare_pool),
 	    cmocka_unit_test(test_exit_codes),
 	    cmocka_unit_test(test_memory_peak),
 	    cmocka_unit_test(test_memory_peak_proc_only),

@@ -95,6 +95,7 @@ int main(int argc, char *argv[])
 
 	uv_loop_t loop;
 	uv_loop_init(&loop);
+	rmonitor_prepare_pool(&loop);
 	char *why = NULL;
 	struct worker *w = worker_create(&loop, &o, &why);
 	if (!w) {
