@@ -532,8 +532,12 @@ static void send_results(struct wtask *t)
 		t->sends[i].t = t;
 		t->sends[i].index = (int64_t)i;
 		json_t *target = wq_xfer_target_output(t->id, (int64_t)i);
-		uint32_t id = 0;
 		int r;
+		uint32_t id = 0;
+		/* Counted before the call: a small file may be sent, and sent_cb called, before it
+		 * returns; sent_cb then sets a failed one's id to 0, which the -1 tells apart. */
+		t->sends_pending++;
+		t->out_xfers[i] = -1;
 		if (out->kind == WQ_DONE_XFER) {
 			int fd = dup(out->fd);
 			r = fd < 0 ? -errno
@@ -546,9 +550,11 @@ static void send_results(struct wtask *t)
 			free(p);
 		}
 		json_decref(target);
-		if (r == 0) {
+		if (r != 0) {
+			t->out_xfers[i] = 0;
+			t->sends_pending--;
+		} else if (t->out_xfers[i] == -1) {
 			t->out_xfers[i] = id;
-			t->sends_pending++;
 		}
 	}
 	if (res && res->stdout_size > 0) {
@@ -559,10 +565,14 @@ static void send_results(struct wtask *t)
 			t->sends[n].index = -1;
 			json_t *target = wq_xfer_target_stdout(t->id);
 			uint32_t id = 0;
-			if (wq_xfer_send_buffer(s->xout, buf, len, target, 0, &t->sends[n], &id) ==
+			t->sends_pending++; /* as above */
+			t->stdout_xfer = -1;
+			if (wq_xfer_send_buffer(s->xout, buf, len, target, 0, &t->sends[n], &id) !=
 			    0) {
+				t->stdout_xfer = 0;
+				t->sends_pending--;
+			} else if (t->stdout_xfer == -1) {
 				t->stdout_xfer = id;
-				t->sends_pending++;
 			}
 			json_decref(target);
 		}
@@ -572,13 +582,22 @@ static void send_results(struct wtask *t)
 		task_complete(t);
 }
 
+/* The tree has ended: its cores, memory and gpus go to the queued tasks now, before its outputs
+ * are checked and sent (the disk stays held until the sandbox is gone). */
+static void task_ended_cb(struct worker_task *wt, void *arg)
+{
+	struct wtask *t = arg;
+	(void)wt;
+	if (!t->alloc.held || t->alloc.compute_freed)
+		return;
+	worker_ledger_release_compute(worker_ledger(W(t->s)), &t->alloc);
+	queue_run(t->s);
+}
+
 static void task_done_cb(struct worker_task *wt, void *arg)
 {
 	struct wtask *t = arg;
-	/* The tree has ended: its cores, memory and gpus go to the queued tasks now, before the
-	 * outputs are sent (the disk stays held until the sandbox is gone). */
-	worker_ledger_release_compute(worker_ledger(W(t->s)), &t->alloc);
-	queue_run(t->s);
+	task_ended_cb(wt, arg); /* a task that never started; a no-op after task_ended_cb */
 	worker_watch_stop(t->watch);
 	if (worker_task_cancelled(wt) || t->cancelled) {
 		t->cancelled = true;
@@ -621,6 +640,7 @@ static void start_task(struct wtask *t, int sandbox_err)
 	    .t_received = t->t_received,
 	    .t_inputs_ready = time_now_us(),
 	    .sandbox_err = sandbox_err,
+	    .ended = task_ended_cb,
 	};
 	struct wq_sandbox *sb = t->sb;
 	t->sb = NULL; /* owned by the task from now on */

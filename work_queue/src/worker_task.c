@@ -442,6 +442,7 @@ struct worker_task {
 	struct rmonitor *m;
 	pid_t pid;
 	worker_task_done_fn done;
+	worker_task_ended_fn ended;
 	void *arg;
 	enum task_state state;
 	bool cancelled, deleted, keep_sandbox, sandbox_removed, work_busy;
@@ -519,7 +520,7 @@ static bool output_wanted(const struct worker_task *t, const struct wq_task_outp
 	}
 }
 
-/* In the thread pool: outputs, stdout size, disk state. */
+/* Outputs, stdout size, disk state (on the loop for a few outputs, else in the thread pool). */
 static void finish_outputs(struct worker_task *t)
 {
 	struct worker_task_result *r = &t->res;
@@ -603,11 +604,38 @@ static void work_after(uv_work_t *w, int status)
 	call_done(t);
 }
 
+/* Checking a few outputs is a handful of stats in the task's own sandbox on the worker's disk:
+ * cheaper on the loop than the thread pool's round trip (a wakeup of a pool thread, then of the
+ * loop), which is on the path of every result. Emptying a sandbox may take long: in the pool. */
+#define INLINE_OUTPUTS_MAX 16
+/* The same for emptying a sandbox the monitor measured small at the end (at most this many MB):
+ * up to this many entries and no directory on the loop, the rest in the pool. */
+#define INLINE_RECYCLE_MB      16.0
+#define INLINE_RECYCLE_ENTRIES 32
+
+static bool recycled_here(struct worker_task *t)
+{
+	const struct worker_task_result *r = &t->res;
+	if (!t->sb || t->sandbox_removed || !r->has_summary || r->summary.v[RM_DISK] < 0 ||
+	    r->summary.v[RM_DISK] > INLINE_RECYCLE_MB)
+		return false;
+	if (wq_sandbox_recycle_small(t->sb, INLINE_RECYCLE_ENTRIES) < 0)
+		return false; /* the pool finishes it, or removes it */
+	t->sandbox_removed = true;
+	return true;
+}
+
 static void queue_work(struct worker_task *t, enum work_kind kind)
 {
 	t->work_kind = kind;
 	t->work.data = t;
 	t->work_busy = true;
+	if ((kind == WORK_FINISH && t->nouts <= INLINE_OUTPUTS_MAX) ||
+	    (kind == WORK_REMOVE && recycled_here(t))) {
+		work_run(&t->work);      /* nothing left to do for a recycled sandbox */
+		work_after(&t->work, 0); /* may free T */
+		return;
+	}
 	int r = uv_queue_work(t->loop, &t->work, work_run, work_after);
 	if (r < 0) {
 		/* cannot happen with a valid loop; do it here rather than lose the task */
@@ -654,6 +682,9 @@ static void on_monitor_done(struct rmonitor *m, const struct rmsummary *s, void 
 	debug(D_WORKER, "task %" PRId64 ".%" PRId64 " ended%s: exit_type %d status %d signal %d",
 	      t->id, t->try_, t->cancelled ? " (cancelled)" : "", (int)s->exit_type, s->exit_status,
 	      s->signal);
+	/* before queue_work, which may call DONE at once (and DONE may free T) */
+	if (t->ended)
+		t->ended(t, t->arg);
 	queue_work(t, t->cancelled ? WORK_REMOVE : WORK_FINISH);
 }
 
@@ -679,6 +710,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	t->sb = sb;
 	t->pid = -1;
 	t->done = done;
+	t->ended = p->ended;
 	t->arg = arg;
 	t->state = TS_RUNNING;
 	rmsummary_init(&t->res.summary);

@@ -114,6 +114,10 @@ struct worker_task;
  * stdout measured), or when a cancelled task is gone and its sandbox removed. Never called
  * after worker_task_delete, nor from inside worker_task_start. */
 typedef void (*worker_task_done_fn)(struct worker_task *t, void *arg);
+/* Called once from the loop when the task's process tree is gone, before its outputs are
+ * checked (DONE follows later): the cores, memory and gpus it held may go to the next task now.
+ * Not called for a task that never started; the task must not be deleted from inside it. */
+typedef void (*worker_task_ended_fn)(struct worker_task *t, void *arg);
 
 struct worker_task_params {
 	uv_loop_t *loop;
@@ -126,6 +130,7 @@ struct worker_task_params {
 	int64_t t_received, t_inputs_ready;
 	/* When SB is NULL: why the sandbox could not be made (-errno), for the text. */
 	int sandbox_err;
+	worker_task_ended_fn ended; /* NULL: not called; its argument is DONE's */
 };
 
 /* Starts MSG's command in SB (which the task now owns: it is removed by worker_task_delete

@@ -94,15 +94,21 @@ static int send_range(struct worker_watch *ww, size_t i, int fd, int64_t from, i
 {
 	json_t *target = wq_xfer_target_output(ww->task, (int64_t)i);
 	json_object_set_new(target, "offset", json_integer(from));
+	/* Counted before the call: a small range may be sent, and worker_watch_sent called,
+	 * before it returns. */
+	int64_t sent = ww->outs[i].sent;
+	ww->outs[i].sent = from + len;
+	ww->outs[i].in_flight = true;
+	(*ww->pending)++;
 	int r = wq_xfer_send_file_range(ww->o, fd, from, len, target, 0, ww->tags[i], id);
 	json_decref(target);
 	if (r < 0) {
 		close(fd);
+		ww->outs[i].sent = sent;
+		ww->outs[i].in_flight = false;
+		(*ww->pending)--;
 		return r;
 	}
-	ww->outs[i].sent = from + len;
-	ww->outs[i].in_flight = true;
-	(*ww->pending)++;
 	return 0;
 }
 

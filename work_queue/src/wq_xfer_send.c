@@ -84,6 +84,7 @@ struct item {
 	char *refuse_text;
 	bool cancel;     /* directory failed: abort at the next step */
 	bool named_hash; /* an F- object: hex is its name, the content is not hashed here */
+	bool fd_given;   /* the caller opened the file (the worker's outputs, in its sandbox) */
 	char hex[SHA256_HEX_SIZE];
 	/* directories */
 	struct wq_listing *walk; /* from the thread */
@@ -274,6 +275,7 @@ static int send_file_at(struct wq_xfer_out *o, const char *path, int fd, int64_t
 	it->base = (uint64_t)start;
 	it->path = path ? xstrdup(path) : NULL;
 	it->fd = path ? -1 : fd;
+	it->fd_given = !path;
 	it->size = size;
 	/* An F- object is named by the SHA-256 of its content, and the receiver checks every byte
 	 * against the name (section 5.4): hashing here as well could only produce the same verdict
@@ -812,6 +814,45 @@ static void start_work(struct wq_xfer_out *o, struct item *it, uv_work_cb fn)
 	}
 }
 
+/* Whether FN for IT is cheap enough to run on the loop rather than in the thread pool, whose
+ * round trip (a wakeup of a pool thread, then of the loop) costs more: preparing a descriptor
+ * the caller opened is one fstat, and a whole plain file of at most INLINE_READ_MAX one pread of
+ * a file the caller just checked. A path is opened and read in the pool (the master's inputs may
+ * be on a network file system), and so is a file that may be compressed, whose first block is
+ * read to decide. */
+#define INLINE_READ_MAX (64 * 1024)
+static bool cheap_work(const struct item *it, uv_work_cb fn)
+{
+	if (it->kind != ITEM_FILE || it->is_buffer || !it->fd_given)
+		return false;
+	if (fn == work_prep) {
+		if (!(it->flags & WQ_XFER_ZLIB))
+			return true;
+		/* below WQ_XFER_ZLIB_MIN nothing is compressed, so nothing is read to decide */
+		struct stat st;
+		return fstat(it->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		       st.st_size < WQ_XFER_ZLIB_MIN;
+	}
+	return fn == work_chunk && !it->zlib && it->offset == 0 && it->size >= 0 &&
+	       it->size <= INLINE_READ_MAX;
+}
+
+/* start_work, or FN and its after_work at once when cheap_work says so (then true: the lists
+ * may have changed). Not for send_ahead, whose read must follow the send of the batch before. */
+static bool start_or_run(struct wq_xfer_out *o, struct item *it, uv_work_cb fn)
+{
+	if (!cheap_work(it, fn)) {
+		start_work(o, it, fn);
+		return false;
+	}
+	it->busy = true;
+	o->busy++;
+	it->work.data = it;
+	fn(&it->work);
+	after_work(&it->work, 0);
+	return true;
+}
+
 /* ---- beginning ---------------------------------------------------------------------------- */
 
 static void begin_file(struct wq_xfer_out *o, struct item *it)
@@ -891,7 +932,10 @@ static void pump_once(struct wq_xfer_out *o)
 					start_work(o, it, work_prep);
 			} else {
 				it->state = ST_PREP;
-				start_work(o, it, work_prep);
+				if (start_or_run(o, it, work_prep)) {
+					o->repump = true; /* the list may have changed */
+					break;
+				}
 			}
 		}
 	}
@@ -922,8 +966,10 @@ static void pump_once(struct wq_xfer_out *o)
 			o->repump = true;
 			break;
 		}
-		if (it->offset < (uint64_t)it->size)
-			start_work(o, it, work_chunk);
+		if (it->offset < (uint64_t)it->size && start_or_run(o, it, work_chunk)) {
+			o->repump = true; /* the list may have changed */
+			break;
+		}
 	}
 }
 

@@ -34,6 +34,8 @@ struct fx {
 	char *helpers; /* resource_monitor/test in the build directory */
 	struct worker_task *t;
 	int done_calls;
+	int ended_calls, done_calls_at_ended;
+	bool with_ended; /* start() passes on_ended */
 	int64_t done_at;
 	bool sandbox_gone_at_done;
 	char *sandbox_path;
@@ -85,6 +87,14 @@ static void on_done(struct worker_task *t, void *arg)
 	f->sandbox_gone_at_done = f->sandbox_path && !path_exists(f->sandbox_path);
 }
 
+static void on_ended(struct worker_task *t, void *arg)
+{
+	struct fx *f = arg;
+	assert_ptr_equal(t, f->t);
+	f->ended_calls++;
+	f->done_calls_at_ended = f->done_calls;
+}
+
 /* A task message: id ID, COMMAND, resources {cores 1, memory 0, disk 0, gpus 0}, and the keys
  * of EXTRA (taken) on top. */
 static struct wq_task_msg *make_msg(int64_t id, const char *command, json_t *extra)
@@ -129,6 +139,8 @@ static void start(struct fx *f, struct wq_task_msg *m, const struct worker_alloc
 	else
 		a.res = m->resources;
 	struct worker_task_params p = {.loop = &f->loop, .base_env = base_env, .interval_s = 0.1};
+	if (f->with_ended)
+		p.ended = on_ended;
 	f->t = worker_task_start(&p, m, sb, &a, on_done, f);
 	assert_non_null(f->t);
 	assert_int_equal(f->done_calls, 0);
@@ -867,6 +879,58 @@ static void test_queue_fifo(void **state)
 	worker_ledger_delete(l);
 }
 
+/* ENDED comes once, before DONE, with few outputs (checked on the loop) and with many (checked
+ * in the thread pool). */
+static void test_ended_before_done(void **state)
+{
+	struct fx *f = *state;
+	f->with_ended = true;
+	const struct worker_task_result *r = run(f, 30, "true", NULL);
+	assert_int_equal(r->outcome, WQ_OUTCOME_EXITED);
+	assert_int_equal(f->ended_calls, 1);
+	assert_int_equal(f->done_calls_at_ended, 0);
+
+	worker_task_delete(f->t, false);
+	f->t = NULL;
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	f->done_calls = f->ended_calls = 0;
+	json_t *outs = json_array();
+	for (int i = 0; i < 20; i++) {
+		char name[8];
+		snprintf(name, sizeof name, "o%d", i);
+		json_array_append_new(outs, json_pack("{s:s}", "name", name));
+	}
+	r = run(f, 31, "echo x > o19", json_pack("{s:o}", "outputs", outs));
+	assert_int_equal(r->noutputs, 20);
+	assert_int_equal(r->outputs[19].kind, WQ_DONE_XFER);
+	assert_int_equal(f->ended_calls, 1);
+	assert_int_equal(f->done_calls_at_ended, 0);
+}
+
+/* A small sandbox is emptied for reuse by worker_task_delete itself; one with more entries than
+ * the loop may remove is finished in the thread pool. Either way it ends up pooled. */
+static void test_recycle_small_here(void **state)
+{
+	struct fx *f = *state;
+	run(f, 32, "touch a b c", NULL);
+	char *p = xstrdup(f->sandbox_path);
+	worker_task_delete(f->t, false);
+	f->t = NULL;
+	assert_false(path_exists(p)); /* renamed to tasks/.free.N before the loop ran again */
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	free(p);
+
+	f->done_calls = 0;
+	run(f, 33, "i=0; while [ $i -lt 40 ]; do touch f$i; i=$((i+1)); done", NULL);
+	p = xstrdup(f->sandbox_path);
+	worker_task_delete(f->t, false);
+	f->t = NULL;
+	assert_true(path_exists(p)); /* 40 entries: left to the pool */
+	uv_run(&f->loop, UV_RUN_DEFAULT);
+	assert_false(path_exists(p));
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -882,6 +946,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_wall_time, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_outputs_success, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_outputs_failure, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ended_before_done, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recycle_small_here, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cancel_tree, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_delete_running, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_sandbox_error, setup, teardown),
