@@ -34,6 +34,8 @@ struct child_ctx {
 	char *const *envp;    /* environment for execve */
 	char *const *sh_argv; /* /bin/sh PATH ARGS... for a script without #! (ENOEXEC) */
 	const char *errmsg;   /* "htc: cannot execute 'x': " prefix for the child's stderr */
+	const char *cgmsg;    /* the same for a failure to join the cgroup */
+	int say_fd;           /* where child_say writes: 2, or the task's stderr before dup2 */
 	volatile int stage;   /* written by the child (shared memory until exec) */
 	volatile int err;
 };
@@ -149,8 +151,9 @@ static void child_say(struct child_ctx *c, int err)
 	if (!c->errmsg)
 		return;
 	const char *why = strerrordesc_np(err);
-	if (write(2, c->errmsg, strlen(c->errmsg)) < 0 ||
-	    write(2, why ? why : "error", why ? strlen(why) : 5) < 0 || write(2, "\n", 1) < 0)
+	int fd = c->say_fd;
+	if (write(fd, c->errmsg, strlen(c->errmsg)) < 0 ||
+	    write(fd, why ? why : "error", why ? strlen(why) : 5) < 0 || write(fd, "\n", 1) < 0)
 		return;
 }
 
@@ -163,6 +166,11 @@ __attribute__((no_sanitize_address)) static int child_main(void *arg)
 		if (write(a->cgroup_fds[i], "0", 1) != 1) {
 			c->err = errno;
 			c->stage = RMON_SPAWN_CGROUP;
+			if (a->say_cgroup_error) {
+				c->errmsg = c->cgmsg;
+				c->say_fd = a->stderr_fd >= 0 ? a->stderr_fd : 2; /* before dup2 */
+				child_say(c, c->err);
+			}
 			_exit(127);
 		}
 	}
@@ -231,6 +239,12 @@ setup_failed:
 
 pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, int *child_err)
 {
+	return rmon_spawn_settid(a, NULL, stage, child_err);
+}
+
+pid_t rmon_spawn_settid(const struct rmon_spawn_args *a, pid_t *ptid, enum rmon_spawn_stage *stage,
+                        int *child_err)
+{
 	*stage = RMON_SPAWN_OK;
 	*child_err = 0;
 	if (!a->argv || !a->argv[0])
@@ -255,6 +269,11 @@ pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, 
 	c.sh_argv = sh;
 	char *msg = xasprintf("htc: cannot execute '%s': ", a->argv[0]);
 	c.errmsg = msg;
+	char *cgmsg = a->say_cgroup_error
+	                  ? xasprintf("htc: cannot move '%s' into its cgroup: ", a->argv[0])
+	                  : NULL;
+	c.cgmsg = cgmsg;
+	c.say_fd = 2;
 
 	/* The child's stack is kept for the next start of this thread: the thread is suspended
 	 * while the child uses it (CLONE_VFORK), so it is never used twice at once. */
@@ -268,19 +287,23 @@ pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, 
 		free(path);
 		free(sh);
 		free(msg);
+		free(cgmsg);
 		return e;
 	}
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid_t pid =
-	    clone(child_main, (char *)stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+	/* With PTID the kernel stores the child's pid there as soon as the child exists, before it
+	 * runs (rmon_spawn_start waits for that, not for the exec). */
+	int flags = CLONE_VM | CLONE_VFORK | SIGCHLD | (ptid ? CLONE_PARENT_SETTID : 0);
+	pid_t pid = clone(child_main, (char *)stack + CHILD_STACK, flags, &c, ptid);
 	int e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	kept_stack = stack;
 	free(path);
 	free(sh);
 	free(msg);
+	free(cgmsg);
 	if (pid < 0)
 		return -e;
 	*stage = (enum rmon_spawn_stage)c.stage;

@@ -15,6 +15,7 @@ struct rmon_spawn_args {
 	int new_session;
 	const int *cgroup_fds; /* cgroup.procs descriptors to write "0" into */
 	int n_cgroup_fds;
+	int say_cgroup_error; /* a failure to join is also written to the child's stderr */
 };
 
 /* Where the child failed before running the program. */
@@ -29,6 +30,20 @@ enum rmon_spawn_stage {
  * the child failed before the program ran, *STAGE and *CHILD_ERR (errno) say why; the child
  * then has exited with status 127 and must still be reaped by the caller. */
 pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, int *child_err);
+
+/* rmon_spawn, and with PTID non-NULL the child's pid is also stored at *PTID as soon as the
+ * child exists (CLONE_PARENT_SETTID), while this call still waits for its exec. */
+pid_t rmon_spawn_settid(const struct rmon_spawn_args *a, pid_t *ptid, enum rmon_spawn_stage *stage,
+                        int *child_err);
+
+/* Starts the child as rmon_spawn does, but the clone is made by this process's spawner thread:
+ * the caller waits only until the child exists (its pid is known and our descriptors are
+ * copied into it), not for its cgroup join, setup and exec, which may take a while (moving a
+ * process between cgroups may wait for an RCU grace period). A (and what it points to) is
+ * copied. A failure before the program runs is written to the child's stderr (the cgroup's
+ * too, as say_cgroup_error), and the child exits with 127, as from a shell. Returns the pid,
+ * or -errno when no process could be created. */
+pid_t rmon_spawn_start(const struct rmon_spawn_args *a);
 
 /* The executable rmon_spawn would run for NAME under ENV (execvp rules), or NULL when none
  * is found. Caller frees. What was found is remembered (per process, thread-safe) and

@@ -58,6 +58,7 @@ struct rmonitor {
 	void *at_memory_limit_arg;
 	double limits[RM_N_FIELDS];
 	int pool, cg_reused; /* reuse cgroups (spec.no_pool == 0); this one was reused */
+	int spawn_async;     /* spec.spawn_async */
 
 	pid_t pid;
 	enum state state;
@@ -822,6 +823,16 @@ static pid_t start_child(struct rmonitor *m, int *err)
 	int cerr;
 	m->start_us = time_now_us();
 	m->start_mono = time_monotonic_us();
+	/* A group this process has used before is known to take our tasks, and without a group
+	 * there is nothing to join: the spawner threads make the child, and the loop does not wait
+	 * for its join and exec. A new group is joined here first, so that a group that refuses
+	 * us can be left for /proc only (the -2 below). */
+	if (m->spawn_async && (!m->cg || m->cg_reused)) {
+		pid_t pid = rmon_spawn_start(&a);
+		if (pid < 0)
+			*err = pid;
+		return pid < 0 ? -1 : pid;
+	}
 	pid_t pid = rmon_spawn(&a, &stage, &cerr);
 	if (pid < 0) {
 		*err = pid;
@@ -872,6 +883,7 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	m->at_memory_limit = spec->at_memory_limit;
 	m->at_memory_limit_arg = spec->at_memory_limit_arg;
 	m->pool = !spec->no_pool;
+	m->spawn_async = spec->spawn_async;
 	for (int f = 0; f < RM_N_FIELDS; f++) {
 		m->limits[f] = spec->measure_only ? -1 : spec->limits.v[f];
 		m->exceeded[f] = -1;

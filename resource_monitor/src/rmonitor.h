@@ -61,6 +61,13 @@ struct rmonitor_spec {
 	 * reset one from the process's pool and back to the pool when it ended clean (the
 	 * default; HTC_RMON_POOL=0 in the environment turns the pool off for everyone). */
 	int no_pool;
+	/* 1: the first process is made by a spawner thread (rmon_spawn_start) once its group has
+	 * taken a task of this process before, and rmonitor_start returns as soon as it exists,
+	 * without waiting for its cgroup join and exec (which a busy machine may delay by a few
+	 * hundred microseconds, now and then by tens of milliseconds). For a loop that starts many
+	 * tasks, like the worker's. A failure to execute is then known only from the exit status
+	 * 127 and the message on the task's stderr. Default 0: rmonitor_start waits. */
+	int spawn_async;
 };
 
 /* Initialises SPEC with defaults: fds -1, limits unset, interval 1 s, cgroups AUTO. */

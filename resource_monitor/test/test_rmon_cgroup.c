@@ -720,6 +720,87 @@ static void test_spawn_errors_and_stdio(void **state)
 	assert_null(rmon_spawn_lookup("no-such-program-htc", env));
 }
 
+/* rmon_spawn_start: the caller gets the pid at once; the child runs with copies of its
+ * arguments (the caller's are freed and overwritten right after the call), joins the cgroup
+ * descriptors it is given, and a failure to execute or to join is written to its stderr with
+ * status 127. */
+static void test_spawn_start(void **state)
+{
+	(void)state;
+	char tmpl[] = "/tmp/rmon-spawn-start-XXXXXX";
+	int out = mkstemp(tmpl);
+	assert_true(out >= 0);
+	char *arg = xstrdup("echo \"$HTC_Y\" $(pwd)");
+	char *var = xstrdup("HTC_Y=copied");
+	const char *argv[] = {"sh", "-c", arg, NULL};
+	const char *env[] = {var, "PATH=/usr/bin:/bin", NULL};
+	struct rmon_spawn_args a = {.argv = argv,
+	                            .env = env,
+	                            .cwd = "/",
+	                            .stdin_fd = -1,
+	                            .stdout_fd = out,
+	                            .stderr_fd = -1};
+	pid_t pid = rmon_spawn_start(&a);
+	assert_true(pid > 0);
+	memset(arg, 'x', strlen(arg));
+	memset(var, 'x', strlen(var));
+	free(arg);
+	free(var);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	char buf[128];
+	assert_true(rmon_read_file(tmpl, buf, sizeof buf) > 0);
+	assert_string_equal(buf, "copied /\n");
+
+	/* not executable: 127 and the reason on stderr */
+	assert_int_equal(ftruncate(out, 0), 0);
+	assert_int_equal(lseek(out, 0, SEEK_SET), 0);
+	const char *bad[] = {"/nonexistent/htc-program", NULL};
+	struct rmon_spawn_args b = {.argv = bad, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = out};
+	pid = rmon_spawn_start(&b);
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 127);
+	assert_true(rmon_read_file(tmpl, buf, sizeof buf) > 0);
+	assert_non_null(strstr(buf, "cannot execute '/nonexistent/htc-program'"));
+
+	/* a cgroup.procs descriptor that refuses the write: 127, said on stderr */
+	assert_int_equal(ftruncate(out, 0), 0);
+	assert_int_equal(lseek(out, 0, SEEK_SET), 0);
+	int ro = open("/dev/null", O_RDONLY);
+	assert_true(ro >= 0);
+	const char *tru[] = {"true", NULL};
+	struct rmon_spawn_args c = {.argv = tru,
+	                            .stdin_fd = -1,
+	                            .stdout_fd = -1,
+	                            .stderr_fd = out,
+	                            .cgroup_fds = &ro,
+	                            .n_cgroup_fds = 1};
+	pid = rmon_spawn_start(&c);
+	assert_true(pid > 0);
+	close(ro);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 127);
+	assert_true(rmon_read_file(tmpl, buf, sizeof buf) > 0);
+	assert_non_null(strstr(buf, "cannot move 'true' into its cgroup"));
+
+	/* many at once: every one runs and ends */
+	pid_t pids[40];
+	for (int i = 0; i < 40; i++) {
+		pids[i] = rmon_spawn_start(&(struct rmon_spawn_args){
+		    .argv = tru, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1});
+		assert_true(pids[i] > 0);
+	}
+	for (int i = 0; i < 40; i++) {
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	close(out);
+	unlink(tmpl);
+}
+
 static void put_program(const char *dir, const char *name, mode_t mode)
 {
 	char *p = path_join(dir, name);
@@ -798,6 +879,7 @@ int main(void)
 	    cmocka_unit_test(test_v1_kill_tree_and_stale),
 	    cmocka_unit_test(test_spawn_errors_and_stdio),
 	    cmocka_unit_test(test_spawn_lookup_cache),
+	    cmocka_unit_test(test_spawn_start),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

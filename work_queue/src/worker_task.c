@@ -786,6 +786,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	spec.stdout_fd = out_fd;
 	spec.stderr_fd = out_fd;
 	spec.new_session = 1;
+	spec.spawn_async = 1; /* the loop does not wait for the join and exec */
 	spec.measure_dirs = dirs;
 	spec.cgroups = p->cgroups;
 	spec.interval_s = p->interval_s;

@@ -896,7 +896,7 @@ static void test_ended_before_done(void **state)
 	f->done_calls = f->ended_calls = 0;
 	json_t *outs = json_array();
 	for (int i = 0; i < 20; i++) {
-		char name[8];
+		char name[16];
 		snprintf(name, sizeof name, "o%d", i);
 		json_array_append_new(outs, json_pack("{s:s}", "name", name));
 	}
@@ -907,8 +907,25 @@ static void test_ended_before_done(void **state)
 	assert_int_equal(f->done_calls_at_ended, 0);
 }
 
+/* Holds the thread pool's only thread (main sets UV_THREADPOOL_SIZE=1) until released. */
+static int pool_released;
+
+static void hold_pool(uv_work_t *w)
+{
+	(void)w;
+	while (!__atomic_load_n(&pool_released, __ATOMIC_ACQUIRE))
+		usleep(1000);
+}
+
+static void hold_pool_done(uv_work_t *w, int status)
+{
+	(void)w;
+	(void)status;
+}
+
 /* A small sandbox is emptied for reuse by worker_task_delete itself; one with more entries than
- * the loop may remove is finished in the thread pool. Either way it ends up pooled. */
+ * the loop may remove is finished in the thread pool (held here, so that the check is not a
+ * race). Either way it ends up pooled. */
 static void test_recycle_small_here(void **state)
 {
 	struct fx *f = *state;
@@ -923,16 +940,22 @@ static void test_recycle_small_here(void **state)
 	f->done_calls = 0;
 	run(f, 33, "i=0; while [ $i -lt 40 ]; do touch f$i; i=$((i+1)); done", NULL);
 	p = xstrdup(f->sandbox_path);
+	uv_work_t hold;
+	__atomic_store_n(&pool_released, 0, __ATOMIC_RELEASE);
+	assert_int_equal(uv_queue_work(&f->loop, &hold, hold_pool, hold_pool_done), 0);
 	worker_task_delete(f->t, false);
 	f->t = NULL;
-	assert_true(path_exists(p)); /* 40 entries: left to the pool */
+	bool there = path_exists(p); /* 40 entries: left to the pool */
+	__atomic_store_n(&pool_released, 1, __ATOMIC_RELEASE);
 	uv_run(&f->loop, UV_RUN_DEFAULT);
+	assert_true(there);
 	assert_false(path_exists(p));
 	free(p);
 }
 
 int main(void)
 {
+	setenv("UV_THREADPOOL_SIZE", "1", 1); /* test_recycle_small_here holds the one thread */
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_exit_zero, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exit_three, setup, teardown),
