@@ -41,6 +41,7 @@
 #define make_dir rmon_cg_make_dir
 #define cdir     rmon_cg_dir
 #define sf_fd    rmon_cg_sf_fd
+#define sf_read  rmon_cg_sf_read
 
 static unsigned serial_counter;
 
@@ -281,6 +282,7 @@ struct rmon_cgroup *rmon_cgroup_create(const struct rmon_cgroup_opts *opts, int 
 	for (int i = 0; i < C_N; i++) {
 		cg->ctrl_dir[i] = -1;
 		cg->procs_fd[i] = -1;
+		cg->dir_fd[i] = -1;
 	}
 	cg->last_mem = cg->last_cpu = cg->last_pids = RMON_CG_UNSET;
 	cg->name = group_name(&o, owner);
@@ -535,9 +537,8 @@ int rmon_cg_sf_fd(struct rmon_cgroup *cg, int i, const char *dir, const char *na
 	return cg->sfd[i];
 }
 
-/* Reads statistics file I from its start into BUF (NUL-terminated). Length or -errno. */
-static ssize_t sf_read(struct rmon_cgroup *cg, int i, const char *dir, const char *name, char *buf,
-                       size_t size)
+ssize_t rmon_cg_sf_read(struct rmon_cgroup *cg, int i, const char *dir, const char *name, char *buf,
+                        size_t size)
 {
 	int fd = sf_fd(cg, i, dir, name);
 	if (fd < 0)
@@ -570,7 +571,7 @@ static int64_t sf_int(struct rmon_cgroup *cg, int i, const char *dir, const char
 	return parse_int(buf);
 }
 
-/* Closes every descriptor the group keeps: statistics files and cgroup.procs. */
+/* Closes every descriptor the group keeps: statistics files, cgroup.procs, directories. */
 static void sf_close_all(struct rmon_cgroup *cg)
 {
 	for (int i = 0; i < SF_N; i++) {
@@ -582,6 +583,9 @@ static void sf_close_all(struct rmon_cgroup *cg)
 		if (cg->procs_fd[i] >= 0)
 			close(cg->procs_fd[i]);
 		cg->procs_fd[i] = -1;
+		if (cg->dir_fd[i] >= 0)
+			close(cg->dir_fd[i]);
+		cg->dir_fd[i] = -1;
 	}
 }
 
@@ -854,11 +858,22 @@ static int pids_of(const char *dir, pid_t **pids, size_t *n)
 	return pids_append(dir, pids, n, &cap, 0);
 }
 
+int rmon_cg_dir_may_nest(struct rmon_cgroup *cg, int i)
+{
+	if (i < 0 || i >= cg->ndirs)
+		return 1;
+	if (cg->dir_fd[i] < 0)
+		cg->dir_fd[i] = open(cg->dirs[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	/* A directory removed under us has no links left: "may nest" keeps it out of reuse. */
+	return cg->dir_fd[i] < 0 || fstat(cg->dir_fd[i], &st) != 0 || st.st_nlink != 2;
+}
+
 int rmon_cg_pids_none(struct rmon_cgroup *cg)
 {
 	const char *d = cdir(cg, C_PIDS);
 	return d && sf_int(cg, SF_PIDS, d, "pids.current") == 0 &&
-	       !may_have_subdirs(cdir(cg, C_MEMORY));
+	       !rmon_cg_dir_may_nest(cg, cg->ctrl_dir[C_MEMORY]);
 }
 
 int rmon_cgroup_pids(struct rmon_cgroup *cg, pid_t **pids, size_t *n)

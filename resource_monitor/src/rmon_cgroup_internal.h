@@ -30,6 +30,7 @@ enum {
 	SF_CPU,     /* cpuacct.usage / cpu.stat */
 	SF_PIDS,    /* pids.current */
 	SF_IO,      /* blkio.*io_service_bytes* / io.stat */
+	SF_FREEZER, /* freezer.state / - */
 	SF_N
 };
 #define SF_UNOPENED (-2)
@@ -50,6 +51,7 @@ struct rmon_cgroup {
 	int mem_fd;        /* eventfd (v1) or inotify (v2); -1 until asked */
 	int sfd[SF_N];     /* statistics files; SF_UNOPENED until first read, -1 absent */
 	int procs_fd[C_N]; /* cgroup.procs of dirs[i] opened for writing; -1 until asked */
+	int dir_fd[C_N];   /* dirs[i] itself (O_PATH), for its link count; -1 until asked */
 	int64_t max_seen;  /* v2 without memory.peak: highest memory.current read */
 	/* Pool key: what makes two groups interchangeable (root, /proc/self/cgroup file,
 	 * RMON_CG_WANT_* asked); POOLABLE is 0 for groups with an explicit name. */
@@ -111,6 +113,13 @@ int rmon_cg_make_dir(const char *p, int exist_ok);
 const char *rmon_cg_dir(const struct rmon_cgroup *cg, int c);
 /* Descriptor of statistics file I (opened on first use), -1 when absent. */
 int rmon_cg_sf_fd(struct rmon_cgroup *cg, int i, const char *dir, const char *name);
+/* Reads statistics file I (as rmon_cg_sf_fd opens it) from its start into BUF, NUL-terminated:
+ * its length, or -errno. */
+ssize_t rmon_cg_sf_read(struct rmon_cgroup *cg, int i, const char *dir, const char *name, char *buf,
+                        size_t size);
+/* 1 when the group's directory dirs[I] may hold nested groups (its link count is not 2, or it
+ * cannot be known), through a descriptor kept open: an fstat, not a walk of its whole path. */
+int rmon_cg_dir_may_nest(struct rmon_cgroup *cg, int i);
 /* v1 cpuset: copies cpuset.cpus and cpuset.mems of PARENT into DIR where DIR's are empty. */
 void rmon_cg_cpuset_inherit(const char *parent, const char *dir);
 /* SIGKILLs every process of the group DIR (one hierarchy; FREEZER, when not NULL, is its

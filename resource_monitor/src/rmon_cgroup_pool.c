@@ -98,10 +98,9 @@ static int all_empty(struct rmon_cgroup *cg)
 	int none = rmon_cg_pids_none(cg);
 	for (int i = 0; i < cg->ndirs; i++) {
 		char buf[64];
-		struct stat st;
 		if (!none && rmon_cg_read_in(cg->dirs[i], "cgroup.procs", buf, sizeof buf) != 0)
 			return 0;
-		if (stat(cg->dirs[i], &st) != 0 || st.st_nlink != 2)
+		if (rmon_cg_dir_may_nest(cg, i))
 			return 0;
 	}
 	return 1;
@@ -124,11 +123,12 @@ int rmon_cgroup_reset(struct rmon_cgroup *cg)
 	const char *fz = v1 ? rmon_cg_dir(cg, C_FREEZER) : NULL;
 	char buf[64];
 	if (fz) {
-		if (rmon_cg_read_in(fz, "freezer.state", buf, sizeof buf) < 0)
+		if (rmon_cg_sf_read(cg, SF_FREEZER, fz, "freezer.state", buf, sizeof buf) < 0)
 			return -EIO;
 		if (strncmp(buf, "THAWED", 6) != 0) {
 			rmon_cg_write_in(fz, "freezer.state", "THAWED");
-			if (rmon_cg_read_in(fz, "freezer.state", buf, sizeof buf) < 0 ||
+			if (rmon_cg_sf_read(cg, SF_FREEZER, fz, "freezer.state", buf, sizeof buf) <
+			        0 ||
 			    strncmp(buf, "THAWED", 6) != 0)
 				return -EBUSY;
 		}

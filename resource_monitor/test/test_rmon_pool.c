@@ -291,6 +291,14 @@ static void test_not_pooled(void **state)
 	assert_int_equal(rmonitor_pool_size(), 0);
 	assert_false(group_exists(r.name));
 	rmsummary_clear(&r.s);
+	/* the same in another hierarchy only (the memory group has none) */
+	run_cmd(&r, -1, -1, "sh", "-c",
+	        "d=/sys/fs/cgroup/freezer$(sed -n 's/^[0-9]*:freezer://p' /proc/self/cgroup); "
+	        "mkdir $d/nested");
+	assert_int_equal(r.s.exit_status, 0);
+	assert_int_equal(rmonitor_pool_size(), 0);
+	assert_false(group_exists(r.name));
+	rmsummary_clear(&r.s);
 
 	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	run_cmd(&r, -1, -1, "sh", "-c", "sleep 0.05 & exit 0");
