@@ -20,6 +20,7 @@
 #include "htc_error.h"
 #include "rmon_cgroup.h"
 #include "rmon_proc.h"
+#include "rmon_sigchld.h"
 #include "rmon_spawn.h"
 #include "stringtools.h"
 #include "timeutil.h"
@@ -71,7 +72,7 @@ struct rmonitor {
 	struct rmon_proc *proc;
 	int cn_fd;
 
-	uv_signal_t sigchld;
+	struct rmon_sigchld_entry sigchld; /* on the loop's shared SIGCHLD handle */
 	uv_timer_t sample_timer, fast_timer, wall_timer, drain_timer;
 	uv_poll_t mem_poll, cn_poll;
 	int mem_poll_on, cn_poll_on, fast_on, wall_on;
@@ -421,6 +422,7 @@ static void sample(struct rmonitor *m, int light)
 /* Frees M and what it owns (its handles must be closed already). */
 static void monitor_free(struct rmonitor *m)
 {
+	rmon_sigchld_remove(&m->sigchld);
 	rmsummary_clear(&m->cur);
 	free_strv(m->argv);
 	free_strv(m->env);
@@ -458,7 +460,6 @@ static void stop_watching(struct rmonitor *m)
 	uv_timer_stop(&m->fast_timer);
 	uv_timer_stop(&m->wall_timer);
 	uv_timer_stop(&m->drain_timer);
-	uv_signal_stop(&m->sigchld);
 	close_handle(m, (uv_handle_t *)&m->mem_poll, &m->mem_poll_on);
 	close_handle(m, (uv_handle_t *)&m->cn_poll, &m->cn_poll_on);
 	if (m->cn_fd >= 0) {
@@ -620,10 +621,9 @@ static void check_child(struct rmonitor *m)
 
 /* ---- callbacks -------------------------------------------------------------------------- */
 
-static void on_sigchld(uv_signal_t *h, int signum)
+static void on_sigchld(void *arg)
 {
-	(void)signum;
-	check_child(h->data);
+	check_child(arg);
 }
 
 static void on_sample(uv_timer_t *t)
@@ -912,8 +912,6 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		      "only when a sample sees them",
 		      strerror(-cn));
 
-	uv_signal_init(loop, &m->sigchld);
-	init_handle(m, (uv_handle_t *)&m->sigchld);
 	uv_timer_init(loop, &m->sample_timer);
 	init_handle(m, (uv_handle_t *)&m->sample_timer);
 	uv_timer_init(loop, &m->fast_timer);
@@ -923,7 +921,9 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	uv_timer_init(loop, &m->drain_timer);
 	init_handle(m, (uv_handle_t *)&m->drain_timer);
 	/* Before the child exists, so that its SIGCHLD cannot be missed. */
-	uv_signal_start(&m->sigchld, on_sigchld, SIGCHLD);
+	int se = rmon_sigchld_add(loop, &m->sigchld, on_sigchld, m);
+	if (se < 0) /* then only the samples notice the end */
+		warn("cannot watch SIGCHLD: %s", uv_strerror(se));
 
 	int e = 0;
 	pid_t pid = start_child(m, &e);
@@ -945,7 +945,6 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		rmon_cgroup_release(m->cg, 0, 100);
 		m->cg = NULL;
 		/* The handles free M when closed. */
-		uv_close((uv_handle_t *)&m->sigchld, on_close);
 		uv_close((uv_handle_t *)&m->sample_timer, on_close);
 		uv_close((uv_handle_t *)&m->fast_timer, on_close);
 		uv_close((uv_handle_t *)&m->wall_timer, on_close);
@@ -1107,7 +1106,6 @@ void rmonitor_delete(struct rmonitor *m)
 	}
 	rmon_proc_delete(m->proc);
 	m->proc = NULL;
-	close_handle(m, (uv_handle_t *)&m->sigchld, NULL);
 	close_handle(m, (uv_handle_t *)&m->sample_timer, NULL);
 	close_handle(m, (uv_handle_t *)&m->fast_timer, NULL);
 	close_handle(m, (uv_handle_t *)&m->wall_timer, NULL);

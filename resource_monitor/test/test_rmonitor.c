@@ -579,6 +579,68 @@ static void test_prepare_pool(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Monitors on one loop share its SIGCHLD handle: 24 tasks that end at nearly the same moment
+ * (signals coalesce) each get their end, with and without cgroups and with the spawner threads;
+ * a task started from inside another's DONE ends too; the loop closes cleanly afterwards (the
+ * handle went with the last monitor). */
+#define MANY 24
+struct many {
+	uv_loop_t *loop;
+	struct rmonitor *m[MANY + 1];
+	struct run r[MANY + 1];
+	struct rmonitor_spec spec;
+	int chained;
+};
+
+static struct many *many_now;
+
+static void on_done_chain(struct rmonitor *m, const struct rmsummary *s, void *arg)
+{
+	on_done(m, s, arg);
+	struct many *k = many_now;
+	if (arg == &k->r[0] && !k->chained) {
+		k->chained = 1;
+		int err = 0;
+		memset(&k->r[MANY], 0, sizeof k->r[MANY]);
+		rmsummary_init(&k->r[MANY].s);
+		k->m[MANY] = rmonitor_start(k->loop, &k->spec, on_done, &k->r[MANY], &err);
+		assert_non_null(k->m[MANY]);
+	}
+}
+
+static void test_many_on_one_loop(void **state)
+{
+	(void)state;
+	for (int pass = 0; pass < 3; pass++) {
+		struct many *k = xcalloc(1, sizeof *k);
+		many_now = k;
+		uv_loop_t loop;
+		assert_int_equal(uv_loop_init(&loop), 0);
+		k->loop = &loop;
+		const char *argv[] = {"sh", "-c", "exit 7", NULL};
+		spec_for(&k->spec, argv, mode(pass == 1));
+		k->spec.spawn_async = pass == 2;
+		for (int i = 0; i < MANY; i++) {
+			rmsummary_init(&k->r[i].s);
+			int err = 0;
+			k->m[i] = rmonitor_start(&loop, &k->spec, i ? on_done : on_done_chain,
+			                         &k->r[i], &err);
+			if (!k->m[i])
+				fail_msg("rmonitor_start: %s", htc_strerror(err));
+		}
+		uv_run(&loop, UV_RUN_DEFAULT);
+		for (int i = 0; i <= MANY; i++) {
+			assert_int_equal(k->r[i].done, 1);
+			expect_exit(&k->r[i], 7);
+			rmonitor_delete(k->m[i]);
+			run_free(&k->r[i]);
+		}
+		uv_run(&loop, UV_RUN_DEFAULT);
+		assert_int_equal(uv_loop_close(&loop), 0);
+		free(k);
+	}
+}
+
 int main(void)
 {
 	test_helper_dir(helper_dir, sizeof helper_dir);
@@ -599,6 +661,7 @@ int main(void)
 	    cmocka_unit_test(test_resolved_path),
 	    cmocka_unit_test(test_orphan_followed),
 	    cmocka_unit_test(test_short_task_io),
+	    cmocka_unit_test(test_many_on_one_loop),
 	};
 	/* Tasks run (and their disk is measured, by default in the working directory) in an
 	 * empty scratch directory, not wherever the binary was started: walking a large tree at
