@@ -21,6 +21,7 @@
 #include <uthash.h>
 
 #include "debug.h"
+#include "dir_entries.h"
 #include "rmon_cgroup.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -671,31 +672,31 @@ int rmon_proc_connector_read(int fd, struct rmon_proc *const *ps, size_t n)
 	return lost ? -ENOBUFS : 0;
 }
 
-static int64_t walk(int dfd, dev_t dev, int depth)
+struct walk {
+	dev_t dev;
+	int depth;
+	int64_t total;
+};
+
+/* One entry of the walk: its blocks, and a directory of the same file system below. */
+static int walk_entry(int dirfd, const char *name, unsigned char type, void *arg)
 {
-	int64_t total = 0;
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
+	(void)type; /* stat'ed anyway: its blocks count */
+	struct walk *w = arg;
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0;
-	}
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		struct stat st;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		total += (int64_t)st.st_blocks * 512;
-		if (S_ISDIR(st.st_mode) && st.st_dev == dev && depth < MAX_DEPTH) {
-			int sub = openat(dirfd(d), de->d_name,
-			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
-				total += walk(sub, dev, depth + 1);
+	w->total += (int64_t)st.st_blocks * 512;
+	if (S_ISDIR(st.st_mode) && st.st_dev == w->dev && w->depth < MAX_DEPTH) {
+		int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0) {
+			struct walk below = {w->dev, w->depth + 1, 0};
+			dir_entries(sub, walk_entry, &below);
+			close(sub);
+			w->total += below.total;
 		}
 	}
-	closedir(d);
-	return total;
+	return 0;
 }
 
 int64_t rmon_disk_usage(const char *const *dirs)
@@ -715,7 +716,10 @@ int64_t rmon_disk_usage(const char *const *dirs)
 			continue;
 		}
 		ok = 1;
-		total += walk(fd, st.st_dev, 0);
+		struct walk w = {st.st_dev, 0, 0};
+		dir_entries(fd, walk_entry, &w);
+		close(fd);
+		total += w.total;
 	}
 	return ok ? total : err;
 }

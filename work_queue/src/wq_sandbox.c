@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "debug.h"
+#include "dir_entries.h"
 #include "path.h"
 #include "wq_listing.h"
 #include "xalloc.h"
@@ -374,53 +375,43 @@ static int pool_take(int tfd, const char *workdir, const char *base)
 	}
 }
 
+struct empty {
+	const char *path;
+	const char *const *keep;
+	int *budget;
+};
+
+static int empty_entry(int dirfd, const char *n, unsigned char type, void *arg)
+{
+	(void)type; /* unlinkat says what it is */
+	struct empty *e = arg;
+	for (size_t i = 0; e->keep && e->keep[i]; i++)
+		if (!strcmp(n, e->keep[i]))
+			return 0;
+	if (e->budget && (*e->budget)-- <= 0)
+		return -EAGAIN;
+	if (unlinkat(dirfd, n, 0) == 0)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (e->budget)
+		return -EAGAIN;
+	char *p = path_join(e->path, n);
+	int r = wq_remove_tree(p);
+	free(p);
+	return r;
+}
+
 /* Removes every entry of the directory open as DIRFD (at PATH), keeping the names in KEEP.
  * Entries are unlinked without following links; directories are removed as trees. With BUDGET,
  * each entry removed costs one and a directory met stops the work: -EAGAIN once it is spent or
- * at a directory (what was removed stays removed). */
+ * at a directory (what was removed stays removed). The listing starts from the directory's
+ * start (DIRFD's offset, shared with the sandbox's descriptor, is where an earlier pass may
+ * have stopped). */
 static int empty_dir(int dirfd, const char *path, const char *const *keep, int *budget)
 {
-	int dfd = dup(dirfd);
-	if (dfd < 0)
-		return -errno;
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		int e = -errno;
-		close(dfd);
-		return e;
-	}
-	rewinddir(d); /* the offset is DIRFD's, where an earlier pass may have stopped */
-	int r = 0;
-	struct dirent *e;
-	while (r == 0 && (e = readdir(d))) {
-		const char *n = e->d_name;
-		if (!strcmp(n, ".") || !strcmp(n, ".."))
-			continue;
-		bool kept = false;
-		for (size_t i = 0; keep && keep[i]; i++)
-			kept = kept || !strcmp(n, keep[i]);
-		if (kept)
-			continue;
-		if (budget && (*budget)-- <= 0) {
-			r = -EAGAIN;
-			break;
-		}
-		if (unlinkat(dirfd, n, 0) == 0)
-			continue;
-		if (errno != EISDIR && errno != EPERM) {
-			r = -errno;
-			break;
-		}
-		if (budget) {
-			r = -EAGAIN;
-			break;
-		}
-		char *p = path_join(path, n);
-		r = wq_remove_tree(p);
-		free(p);
-	}
-	closedir(d);
-	return r;
+	struct empty e = {path, keep, budget};
+	return dir_entries(dirfd, empty_entry, &e);
 }
 
 /* Empties SB and puts it in the pool. 0, or -errno when it could not be reused (the caller then
