@@ -42,6 +42,7 @@ struct worker_ledger {
 	char *workdir;
 	struct worker_total cores, memory, disk, gpus;
 	int64_t fs_size_mb, fs_free_mb; /* -1: unknown */
+	int64_t fs_read_us;             /* monotonic time of the last statvfs; 0: never */
 	int64_t cache_mb;
 	double used_cores;
 	int64_t used_memory, used_disk, used_gpus;
@@ -121,11 +122,15 @@ void worker_ledger_delete(struct worker_ledger *l)
 
 int worker_ledger_refresh_disk(struct worker_ledger *l)
 {
+	int64_t now = time_monotonic_us();
+	if (l->fs_read_us && now - l->fs_read_us < WORKER_DISK_FRESH_US)
+		return 0;
 	int64_t size = -1, avail = -1;
 	int r = fs_figures(l->workdir, &size, &avail);
 	if (r < 0)
 		return r;
 	worker_ledger_set_fs(l, size, avail);
+	l->fs_read_us = now;
 	return 0;
 }
 

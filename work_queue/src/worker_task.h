@@ -62,8 +62,10 @@ void worker_ledger_delete(struct worker_ledger *l);
 /* The disk reserve for a file system of FS_SIZE_MB: max(100, ceil(1 % of it)). */
 int64_t worker_disk_reserve_mb(int64_t fs_size_mb);
 
-/* Reads the size and free space of the workdir's file system again (statvfs). 0 or -errno
- * (the old figures are kept). */
+/* Reads the size and free space of the workdir's file system again (statvfs), unless they were
+ * read less than WORKER_DISK_FRESH_US ago (several calls for each task would otherwise read the
+ * same figures). 0 or -errno (the old figures are kept). */
+#define WORKER_DISK_FRESH_US 10000
 int worker_ledger_refresh_disk(struct worker_ledger *l);
 /* Sets the file system figures directly (MB; for tests and for callers that statvfs
  * themselves). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "worker_task.h"
@@ -739,6 +740,19 @@ static void test_ledger_disk(void **state)
 	assert_int_equal(worker_disk_reserve_mb(100000), 1000);
 
 	struct worker_ledger *l = worker_ledger_create(2, 1000, 100000, 0, f->root);
+	/* the file system's figures are read again only once they are WORKER_DISK_FRESH_US old */
+	worker_ledger_set_fs(l, 100000, 50);
+	assert_int_equal(worker_ledger_refresh_disk(l), 0);
+	assert_true(worker_ledger_disk_full(l)); /* just read at creation: not read again */
+	usleep(WORKER_DISK_FRESH_US + 5000);
+	assert_int_equal(worker_ledger_refresh_disk(l), 0);
+	struct statvfs vfs;
+	assert_int_equal(statvfs(f->root, &vfs), 0);
+	int64_t size_mb = (int64_t)((double)vfs.f_blocks * (double)vfs.f_frsize / 1048576.0);
+	int64_t free_mb = (int64_t)((double)vfs.f_bavail * (double)vfs.f_frsize / 1048576.0);
+	/* read again now: the real figures replaced the 50 MB set above */
+	assert_int_equal(worker_ledger_disk_full(l), free_mb < worker_disk_reserve_mb(size_mb));
+	assert_true(free_mb >= worker_disk_reserve_mb(size_mb)); /* else it could not tell */
 	worker_ledger_set_cache(l, 200);
 	worker_ledger_set_fs(l, 100000, 1500); /* reserve 1000: 500 usable */
 	assert_false(worker_ledger_disk_full(l));
