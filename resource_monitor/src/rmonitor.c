@@ -19,6 +19,7 @@
 #include "debug.h"
 #include "htc_error.h"
 #include "rmon_cgroup.h"
+#include "rmon_cn_shared.h"
 #include "rmon_proc.h"
 #include "rmon_sigchld.h"
 #include "rmon_spawn.h"
@@ -70,12 +71,13 @@ struct rmonitor {
 	int cg_mem, cg_cpu, cg_pids; /* limits the kernel enforces */
 	int used_cgroups;
 	struct rmon_proc *proc;
-	int cn_fd;
+	int cn_on; /* on the loop's shared proc connector (cn) */
+	struct rmon_cn_entry cn;
 
 	struct rmon_sigchld_entry sigchld; /* on the loop's shared SIGCHLD handle */
 	uv_timer_t sample_timer, fast_timer, wall_timer, drain_timer;
-	uv_poll_t mem_poll, cn_poll;
-	int mem_poll_on, cn_poll_on, fast_on, wall_on;
+	uv_poll_t mem_poll;
+	int mem_poll_on, fast_on, wall_on;
 	int n_handles;
 	int deleting;
 
@@ -180,10 +182,8 @@ static void signal_tracked(struct rmonitor *m, int sig)
  * (the tracker then reads only the known processes instead of the whole of /proc). */
 static void proc_sample(struct rmonitor *m, int light, struct rmon_proc_totals *out)
 {
-	if (m->cn_fd >= 0) {
-		struct rmon_proc *ps[1] = {m->proc};
-		rmon_proc_connector_read(m->cn_fd, ps, 1);
-	}
+	if (m->cn_on)
+		rmon_cn_drain(&m->cn);
 	rmon_proc_sample(m->proc, NULL, 0, light, out);
 }
 
@@ -461,11 +461,8 @@ static void stop_watching(struct rmonitor *m)
 	uv_timer_stop(&m->wall_timer);
 	uv_timer_stop(&m->drain_timer);
 	close_handle(m, (uv_handle_t *)&m->mem_poll, &m->mem_poll_on);
-	close_handle(m, (uv_handle_t *)&m->cn_poll, &m->cn_poll_on);
-	if (m->cn_fd >= 0) {
-		close(m->cn_fd);
-		m->cn_fd = -1;
-	}
+	rmon_cn_remove(&m->cn);
+	m->cn_on = 0;
 }
 
 /* Kills what is left in the group; then back to the pool, or removed. */
@@ -586,6 +583,10 @@ static void check_child(struct rmonitor *m)
 	if (waitid(P_PID, (id_t)m->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
 	    si.si_pid != m->pid)
 		return;
+	/* Forks the connector reported and nobody read yet belong in the final figures (the
+	 * SIGCHLD may be handled before the connector's socket in the same turn of the loop). */
+	if (m->cn_on)
+		rmon_cn_drain(&m->cn);
 	/* Still a zombie: its /proc entry holds its final figures. (A cgroup does not list it
 	 * any more, and its counters keep everything: the sample is taken after the reaping,
 	 * by finish() or below.) */
@@ -716,17 +717,6 @@ static void on_mem_event(uv_poll_t *h, int status, int events)
 	} else if (st.high_events > m->prev_high) {
 		m->prev_high = st.high_events;
 	}
-}
-
-static void on_cn(uv_poll_t *h, int status, int events)
-{
-	struct rmonitor *m = h->data;
-	(void)events;
-	if (status < 0 || m->state == ST_DONE)
-		return;
-	struct rmon_proc *ps[1] = {m->proc};
-	if (rmon_proc_connector_read(m->cn_fd, ps, 1) == -ENOBUFS)
-		debug(D_RMON, "proc connector overflow: some short-lived processes may be missed");
 }
 
 /* ---- start ----------------------------------------------------------------------------- */
@@ -889,7 +879,6 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		m->exceeded[f] = -1;
 	}
 	m->mem_limit_mb = -1;
-	m->cn_fd = -1;
 	m->cores_peak = -1;
 	m->machine_cpus = rmon_machine_cpus();
 	rmsummary_init(&m->cur);
@@ -903,9 +892,9 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		}
 	}
 
-	int cn = rmon_proc_connector_open();
-	if (cn >= 0)
-		m->cn_fd = cn;
+	int cn = rmon_cn_add(loop, &m->cn);
+	if (cn == 0)
+		m->cn_on = 1;
 	else
 		debug(D_RMON,
 		      "proc connector unavailable (%s): short-lived processes are counted "
@@ -939,9 +928,8 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		*err = e ? e : -ECHILD;
 		m->deleting = 1;
 		m->state = ST_DONE;
-		if (m->cn_fd >= 0)
-			close(m->cn_fd);
-		m->cn_fd = -1;
+		rmon_cn_remove(&m->cn);
+		m->cn_on = 0;
 		rmon_cgroup_release(m->cg, 0, 100);
 		m->cg = NULL;
 		/* The handles free M when closed. */
@@ -958,17 +946,12 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	m->proc = rmon_proc_create(pid, mode, m->report_files);
 	rmon_proc_add(m->proc, pid, getpid());
 	/* The connector listened before the child existed: it reports every fork of the tree. */
-	if (!m->cg && m->cn_fd >= 0)
+	if (!m->cg && m->cn_on)
 		rmon_proc_set_complete(m->proc, 1);
+	rmon_cn_set_proc(&m->cn, m->proc);
 	debug(D_RMON, "started pid %ld (%s)%s%s", (long)pid, m->cur.command,
 	      m->cg ? " in cgroup " : ", no cgroup", m->cg ? rmon_cgroup_path(m->cg) : "");
 
-	if (m->cn_fd >= 0) {
-		uv_poll_init(loop, &m->cn_poll, m->cn_fd);
-		init_handle(m, (uv_handle_t *)&m->cn_poll);
-		m->cn_poll_on = 1;
-		uv_poll_start(&m->cn_poll, UV_READABLE, on_cn);
-	}
 	if (m->cg_mem) {
 		uv_poll_init(loop, &m->mem_poll, rmon_cgroup_memory_fd(m->cg));
 		init_handle(m, (uv_handle_t *)&m->mem_poll);
@@ -1111,7 +1094,6 @@ void rmonitor_delete(struct rmonitor *m)
 	close_handle(m, (uv_handle_t *)&m->wall_timer, NULL);
 	close_handle(m, (uv_handle_t *)&m->drain_timer, NULL);
 	close_handle(m, (uv_handle_t *)&m->mem_poll, &m->mem_poll_on);
-	close_handle(m, (uv_handle_t *)&m->cn_poll, &m->cn_poll_on);
 }
 
 static void pool_noop(uv_work_t *w)

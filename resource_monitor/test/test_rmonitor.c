@@ -579,8 +579,9 @@ static void test_prepare_pool(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-/* Monitors on one loop share its SIGCHLD handle: 24 tasks that end at nearly the same moment
- * (signals coalesce) each get their end, with and without cgroups and with the spawner threads;
+/* Monitors on one loop share its SIGCHLD handle and its proc connector: 24 tasks that end at
+ * nearly the same moment (signals coalesce) each get their end and a count of their short-lived
+ * children, with and without cgroups and with the spawner threads;
  * a task started from inside another's DONE ends too; the loop closes cleanly afterwards (the
  * handle went with the last monitor). */
 #define MANY 24
@@ -617,7 +618,8 @@ static void test_many_on_one_loop(void **state)
 		uv_loop_t loop;
 		assert_int_equal(uv_loop_init(&loop), 0);
 		k->loop = &loop;
-		const char *argv[] = {"sh", "-c", "exit 7", NULL};
+		const char *argv[] = {"sh", "-c", "for i in 1 2 3; do /bin/true; done; exit 7",
+		                      NULL};
 		spec_for(&k->spec, argv, mode(pass == 1));
 		k->spec.spawn_async = pass == 2;
 		for (int i = 0; i < MANY; i++) {
@@ -632,6 +634,10 @@ static void test_many_on_one_loop(void **state)
 		for (int i = 0; i <= MANY; i++) {
 			assert_int_equal(k->r[i].done, 1);
 			expect_exit(&k->r[i], 7);
+			/* every short child is counted, from the connector all share */
+			if (k->r[i].s.v[RM_TOTAL_PROCESSES] < 4)
+				fail_msg("pass %d task %d: %g processes", pass, i,
+				         k->r[i].s.v[RM_TOTAL_PROCESSES]);
 			rmonitor_delete(k->m[i]);
 			run_free(&k->r[i]);
 		}
