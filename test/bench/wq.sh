@@ -24,6 +24,14 @@ BIG_MB=${WQ_BIG_MB:-2048}
 LIMIT=${CCTOOLS_TIMEOUT:-600}
 WORK=$BUILD/bench/wq
 mkdir -p "$WORK"
+# Every run gets a directory of its own, and all are removed when the bench ends, not before
+# the next run: this machine's ext4 has no journal, and there every file created scans past the
+# inodes deleted in the last minute or more (recently_deleted), so a run that began by deleting
+# the previous run's 5,000 outputs (as this script did) was slowed by that, not by its own work.
+RUNS=$WORK/runs.$$
+RUN_SEQ=0
+KEEP_RUNS=
+trap '[ -n "$KEEP_RUNS" ] || rm -rf "$RUNS"' EXIT
 export OMPI_MCA_ess_singleton_isolated=1
 have_cct=1
 [ -x "$CCT_MF" ] && [ -x "$CCT_WORKER" ] || have_cct=0
@@ -48,8 +56,8 @@ run_wq() {
 		shift
 	done
 	shift
-	local d=${RUN_BASE:-$WORK}/$name
-	rm -rf "$d"
+	RUN_SEQ=$((RUN_SEQ + 1))
+	local d=${RUN_BASE:-$RUNS}/$name.$RUN_SEQ
 	mkdir -p "$d"
 	cp "$WORK/$name.mf" "$d/Makeflow"
 	cd "$d" || return
@@ -78,7 +86,8 @@ run_wq() {
 	if [ $rc = 124 ] || [ $rc = 137 ]; then
 		T=timeout
 	elif [ $rc != 0 ]; then
-		echo "wq bench: $name failed (status $rc); see $d/out" >&2
+		echo "wq bench: $name failed (status $rc); see $d/out (kept)" >&2
+		KEEP_RUNS=1
 		T="failed($rc)"
 	else
 		T=$(calc "'%.2f' % ($e - $s)")
@@ -155,7 +164,7 @@ part2() {
 	echo ""
 	echo "2. $QUEUED null rules queued at once, one 2-core worker (ours): rate at 10 % and 90 %"
 	null_workflow "$WORK/queued.mf" "$QUEUED"
-	run_wq queued "$MF" "$WORKER" 2 -- --progress=quiet --batch-option txlog=../queued.txlog
+	run_wq queued "$MF" "$WORKER" 2 -- --progress=quiet --batch-option txlog="$WORK/queued.txlog"
 	echo "   whole run: $T s, $(rate "$QUEUED" "$T") tasks/s"
 	python3 - "$WORK/queued.txlog" <<'EOF'
 import sys
@@ -219,7 +228,7 @@ part3() {
 	local raw
 	raw=$(raw_copy "$big")
 	rm -f "$WORK/bigfile.txlog" "$WORK/small.txlog"
-	run_wq bigfile "$MF" "$WORKER" 2 -- --progress=quiet --batch-option txlog=../bigfile.txlog
+	run_wq bigfile "$MF" "$WORKER" 2 -- --progress=quiet --batch-option txlog="$WORK/bigfile.txlog"
 	local xfer
 	xfer=$(xfer_span "$WORK/bigfile.txlog")
 	echo "   $BIG_MB MB: raw copy $raw s ($(calc "'%.0f' % ($BIG_MB / $raw)") MB/s);" \
@@ -243,7 +252,7 @@ with open(mf, 'w') as f:
                 % (t, ' '.join('%s->%s' % (n, os.path.basename(n)) for n in names), t, t))
 EOF
 	raw=$(raw_copy "$WORK"/smallsrc/s.*)
-	run_wq small "$MF" "$WORKER" 2 -- --progress=quiet --batch-option txlog=../small.txlog
+	run_wq small "$MF" "$WORKER" 2 -- --progress=quiet --batch-option txlog="$WORK/small.txlog"
 	local inputs
 	inputs=$(xfer_span "$WORK/small.txlog")
 	echo "   2,000 x 10 KB: raw copy $raw s; ours: transfers $inputs s (first start to last end), whole run $T s"
