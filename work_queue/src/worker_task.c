@@ -611,7 +611,7 @@ static void work_after(uv_work_t *w, int status)
 
 /* Checking a few outputs is a handful of stats in the task's own sandbox on the worker's disk:
  * cheaper on the loop than the thread pool's round trip (a wakeup of a pool thread, then of the
- * loop), which is on the path of every result. Emptying a sandbox may take long: in the pool. */
+ * loop), which is on the path of every result. More outputs are checked in the pool. */
 #define INLINE_OUTPUTS_MAX 16
 /* The same for emptying a sandbox the monitor measured small at the end (at most this many MB):
  * up to this many entries and no directory on the loop, the rest in the pool. */
