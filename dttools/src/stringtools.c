@@ -71,6 +71,19 @@ void str_free_argv(char **argv)
 	free(argv);
 }
 
+char **str_dup_argv(const char *const *v)
+{
+	if (!v)
+		return NULL;
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **c = xcalloc(n + 1, sizeof *c);
+	for (size_t i = 0; i < n; i++)
+		c[i] = xstrdup(v[i]);
+	return c;
+}
+
 char *str_replace_all(const char *s, const char *from, const char *to)
 {
 	size_t flen = strlen(from);

@@ -22,9 +22,12 @@ char *str_trim(char *s);
  * it receives the number of words. An empty or all-blank S gives an array
  * holding only NULL. Caller frees the result with str_free_argv. */
 char **str_split_ws(const char *s, int *argc);
-/* Frees an array returned by str_split_ws (every element, then the array).
- * NULL is accepted. */
+/* Frees an array returned by str_split_ws or str_dup_argv (every element,
+ * then the array). NULL is accepted. */
 void str_free_argv(char **argv);
+/* A copy of the NULL-terminated array V and of every string in it; NULL for
+ * NULL. Caller frees with str_free_argv. */
+char **str_dup_argv(const char *const *v);
 
 /* Returns a copy of S with every non-overlapping occurrence of FROM, scanned
  * left to right, replaced by TO. An empty FROM replaces nothing. Caller

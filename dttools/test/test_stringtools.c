@@ -250,6 +250,28 @@ static void test_hex(void **state)
 	assert_int_equal(str_hex_decode(NULL, back, 4), HTC_EPARSE);
 }
 
+/* str_dup_argv copies the array and every string; NULL and an empty array come back as such. */
+static void test_dup_argv(void **state)
+{
+	(void)state;
+	assert_null(str_dup_argv(NULL));
+	const char *none[] = {NULL};
+	char **e = str_dup_argv(none);
+	assert_non_null(e);
+	assert_null(e[0]);
+	str_free_argv(e);
+	char a[] = "sh", b[] = "-c";
+	const char *v[] = {a, b, NULL};
+	char **c = str_dup_argv(v);
+	a[0] = 'X';
+	b[1] = 'X';
+	assert_string_equal(c[0], "sh");
+	assert_string_equal(c[1], "-c");
+	assert_null(c[2]);
+	assert_ptr_not_equal(c[0], a);
+	str_free_argv(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,7 +279,7 @@ int main(void)
 	    cmocka_unit_test(test_split_ws),      cmocka_unit_test(test_replace_all),
 	    cmocka_unit_test(test_escape_shell),  cmocka_unit_test(test_join),
 	    cmocka_unit_test(test_to_int64),      cmocka_unit_test(test_to_double),
-	    cmocka_unit_test(test_hex),
+	    cmocka_unit_test(test_hex),           cmocka_unit_test(test_dup_argv),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

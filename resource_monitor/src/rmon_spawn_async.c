@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stringtools.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -43,33 +44,12 @@ static pthread_cond_t jobs_cond = PTHREAD_COND_INITIALIZER;
 static struct job *jobs_head, *jobs_tail;
 static bool spawner_running;
 
-static char **copy_vector(const char *const *v)
-{
-	if (!v)
-		return NULL;
-	size_t n = 0;
-	while (v[n])
-		n++;
-	char **c = xmalloc((n + 1) * sizeof *c);
-	for (size_t i = 0; i < n; i++)
-		c[i] = xstrdup(v[i]);
-	c[n] = NULL;
-	return c;
-}
-
-static void free_vector(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 static void job_unref(struct job *j)
 {
 	if (__atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
-	free_vector(j->argv);
-	free_vector(j->env);
+	str_free_argv(j->argv);
+	str_free_argv(j->env);
 	free(j->path);
 	free(j->cwd);
 	free(j);
@@ -145,8 +125,8 @@ pid_t rmon_spawn_start(const struct rmon_spawn_args *a)
 	if (!a->argv || !a->argv[0] || a->n_cgroup_fds > MAX_JOB_CGFDS)
 		return -EINVAL;
 	struct job *j = xcalloc(1, sizeof *j);
-	j->argv = copy_vector(a->argv);
-	j->env = copy_vector(a->env);
+	j->argv = str_dup_argv(a->argv);
+	j->env = str_dup_argv(a->env);
 	j->path = a->path ? xstrdup(a->path) : NULL;
 	j->cwd = a->cwd ? xstrdup(a->cwd) : NULL;
 	if (a->n_cgroup_fds > 0)

@@ -104,28 +104,6 @@ struct rmonitor {
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
-static char **copy_strv(const char *const *v)
-{
-	if (!v)
-		return NULL;
-	size_t n = 0;
-	while (v[n])
-		n++;
-	char **c = xcalloc(n + 1, sizeof *c);
-	for (size_t i = 0; i < n; i++)
-		c[i] = xstrdup(v[i]);
-	return c;
-}
-
-static void free_strv(char **v)
-{
-	if (!v)
-		return;
-	for (size_t i = 0; v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 static double now_wall(const struct rmonitor *m)
 {
 	return (double)(time_monotonic_us() - m->start_mono) / 1e6;
@@ -149,7 +127,7 @@ static char *command_line(char *const *argv)
 		words[i] = plain ? xstrdup(w) : str_escape_shell(w);
 	}
 	char *line = str_join(words, " ");
-	free_strv(words);
+	str_free_argv(words);
 	return line;
 }
 
@@ -424,9 +402,9 @@ static void monitor_free(struct rmonitor *m)
 {
 	rmon_sigchld_remove(&m->sigchld);
 	rmsummary_clear(&m->cur);
-	free_strv(m->argv);
-	free_strv(m->env);
-	free_strv(m->measure_dirs);
+	str_free_argv(m->argv);
+	str_free_argv(m->env);
+	str_free_argv(m->measure_dirs);
 	free(m->cwd);
 	free(m->cpuset);
 	free(m->cgroup_root);
@@ -854,11 +832,11 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	m->loop = loop;
 	m->done = done;
 	m->arg = arg;
-	m->argv = copy_strv(spec->argv);
-	m->env = copy_strv(spec->env);
+	m->argv = str_dup_argv(spec->argv);
+	m->env = str_dup_argv(spec->env);
 	m->cwd = xstrdup(spec->cwd);
 	m->cpuset = xstrdup(spec->cpuset);
-	m->measure_dirs = copy_strv(spec->measure_dirs);
+	m->measure_dirs = str_dup_argv(spec->measure_dirs);
 	m->cgroup_root = xstrdup(spec->cgroup_root);
 	m->path = xstrdup(spec->path);
 	m->stdio[0] = spec->stdin_fd;
