@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <utlist.h>
 #include <unistd.h>
 
 #include "debug.h"
@@ -62,9 +63,8 @@ static void on_closed(uv_handle_t *h)
 int rmon_cn_add(uv_loop_t *loop, struct rmon_cn_entry *e)
 {
 	pthread_mutex_lock(&loops_lock);
-	struct rmon_cn_loop *l = loops;
-	while (l && l->loop != loop)
-		l = l->next;
+	struct rmon_cn_loop *l;
+	LL_SEARCH_SCALAR(loops, l, loop, loop);
 	if (!l) {
 		int fd = rmon_proc_connector_open();
 		if (fd < 0) {
@@ -86,16 +86,11 @@ int rmon_cn_add(uv_loop_t *loop, struct rmon_cn_entry *e)
 		l->poll->data = l;
 		uv_poll_start(l->poll, UV_READABLE, on_readable);
 		uv_unref((uv_handle_t *)l->poll); /* the monitors keep the loop alive */
-		l->next = loops;
-		loops = l;
+		LL_PREPEND(loops, l);
 	}
 	e->on = l;
 	e->proc = NULL;
-	e->prev = NULL;
-	e->next = l->head;
-	if (l->head)
-		l->head->prev = e;
-	l->head = e;
+	DL_PREPEND(l->head, e);
 	pthread_mutex_unlock(&loops_lock);
 	return 0;
 }
@@ -119,20 +114,11 @@ void rmon_cn_remove(struct rmon_cn_entry *e)
 	/* What is waiting belongs to this tracker too: read it while E is still fed. */
 	if (e->proc)
 		drain(l);
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		l->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
+	DL_DELETE(l->head, e);
 	e->on = NULL;
-	e->next = e->prev = NULL;
 	e->proc = NULL;
 	if (!l->head) {
-		struct rmon_cn_loop **p = &loops;
-		while (*p != l)
-			p = &(*p)->next;
-		*p = l->next;
+		LL_DELETE(loops, l);
 		uv_close((uv_handle_t *)l->poll, on_closed); /* the socket after its poll */
 	}
 	pthread_mutex_unlock(&loops_lock);

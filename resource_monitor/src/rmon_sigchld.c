@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <utlist.h>
 
 #include "xalloc.h"
 #include "banned.h"
@@ -45,9 +46,8 @@ int rmon_sigchld_add(uv_loop_t *loop, struct rmon_sigchld_entry *e, void (*fn)(v
                      void *arg)
 {
 	pthread_mutex_lock(&loops_lock);
-	struct rmon_sigchld_loop *l = loops;
-	while (l && l->loop != loop)
-		l = l->next;
+	struct rmon_sigchld_loop *l;
+	LL_SEARCH_SCALAR(loops, l, loop, loop);
 	if (!l) {
 		l = xcalloc(1, sizeof *l);
 		l->loop = loop;
@@ -68,17 +68,12 @@ int rmon_sigchld_add(uv_loop_t *loop, struct rmon_sigchld_entry *e, void (*fn)(v
 		}
 		/* The monitors keep the loop alive, not this handle. */
 		uv_unref((uv_handle_t *)l->sig);
-		l->next = loops;
-		loops = l;
+		LL_PREPEND(loops, l);
 	}
 	e->fn = fn;
 	e->arg = arg;
 	e->on = l;
-	e->prev = NULL;
-	e->next = l->head;
-	if (l->head)
-		l->head->prev = e;
-	l->head = e;
+	DL_PREPEND(l->head, e);
 	pthread_mutex_unlock(&loops_lock);
 	return 0;
 }
@@ -89,19 +84,10 @@ void rmon_sigchld_remove(struct rmon_sigchld_entry *e)
 	if (!l)
 		return;
 	pthread_mutex_lock(&loops_lock);
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		l->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
+	DL_DELETE(l->head, e);
 	e->on = NULL;
-	e->next = e->prev = NULL;
 	if (!l->head) {
-		struct rmon_sigchld_loop **p = &loops;
-		while (*p != l)
-			p = &(*p)->next;
-		*p = l->next;
+		LL_DELETE(loops, l);
 		uv_close((uv_handle_t *)l->sig, on_closed);
 		free(l);
 	}
