@@ -922,13 +922,12 @@ static void test_ended_before_done(void **state)
 }
 
 /* Holds the thread pool's only thread (main sets UV_THREADPOOL_SIZE=1) until released. */
-static int pool_released;
+static uv_sem_t pool_release;
 
 static void hold_pool(uv_work_t *w)
 {
 	(void)w;
-	while (!__atomic_load_n(&pool_released, __ATOMIC_ACQUIRE))
-		usleep(1000);
+	uv_sem_wait(&pool_release);
 }
 
 static void hold_pool_done(uv_work_t *w, int status)
@@ -955,13 +954,14 @@ static void test_recycle_small_here(void **state)
 	run(f, 33, "i=0; while [ $i -lt 40 ]; do touch f$i; i=$((i+1)); done", NULL);
 	p = xstrdup(f->sandbox_path);
 	uv_work_t hold;
-	__atomic_store_n(&pool_released, 0, __ATOMIC_RELEASE);
+	assert_int_equal(uv_sem_init(&pool_release, 0), 0);
 	assert_int_equal(uv_queue_work(&f->loop, &hold, hold_pool, hold_pool_done), 0);
 	worker_task_delete(f->t, false);
 	f->t = NULL;
 	bool there = path_exists(p); /* 40 entries: left to the pool */
-	__atomic_store_n(&pool_released, 1, __ATOMIC_RELEASE);
+	uv_sem_post(&pool_release);
 	uv_run(&f->loop, UV_RUN_DEFAULT);
+	uv_sem_destroy(&pool_release);
 	assert_true(there);
 	assert_false(path_exists(p));
 	free(p);
