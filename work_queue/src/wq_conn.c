@@ -23,6 +23,9 @@
 #define DATA_POOL_LIMIT  32          /* idle zero-copy DATA buffers kept (8 MiB) */
 #define WQ_TEXT_SEND_MAX 1024        /* error texts are sent truncated to this many bytes */
 #define LOG_RATE_LINES   10          /* violation lines per second per process */
+#define CORK_FRAME_MAX   (16 * 1024) /* writes up to this size wait for the end of the iteration */
+#define CORK_CAP         (64 * 1024) /* ... gathered into one buffer of at most this many bytes */
+#define CORK_FIRST       2048        /* first size of that buffer */
 
 enum conn_state {
 	ST_OPEN,    /* frames flow */
@@ -65,8 +68,15 @@ struct wq_conn {
 	size_t pending_len, pending_off;
 	int paused, reading, check_first;
 
-	size_t queued; /* bytes handed to uv_write whose callback has not run */
+	size_t queued; /* bytes queued (gathered or handed to uv_write) and not yet written */
 	int blocked;
+	/* Small writes of one loop iteration, gathered and written at once (one write(2), one
+	 * wakeup of the peer) by the check handle (after the poll phase) or the prepare handle
+	 * (before the loop blocks), whichever runs first. */
+	struct wreq *cork;
+	size_t cork_cap;
+	uv_prepare_t cork_prepare;
+	uv_check_t cork_check;
 
 	uint64_t ka_interval, ka_timeout, last_rx, linger;
 	int ping_out;
@@ -78,6 +88,7 @@ struct wq_conn {
 };
 
 static void final_close(struct wq_conn *c);
+static void cork_drop(struct wq_conn *c);
 static void fatal_close(struct wq_conn *c, enum wq_conn_end why, const char *code,
                         const char *peer_text, const char *log_text);
 static void ka_schedule(struct wq_conn *c);
@@ -179,9 +190,12 @@ static void final_close(struct wq_conn *c)
 	c->state = ST_CLOSED;
 	uv_timer_stop(&c->ka_timer);
 	uv_timer_stop(&c->aux_timer);
+	cork_drop(c);
 	uv_close((uv_handle_t *)c->tcp, handle_closed);
 	uv_close((uv_handle_t *)&c->ka_timer, handle_closed);
 	uv_close((uv_handle_t *)&c->aux_timer, handle_closed);
+	uv_close((uv_handle_t *)&c->cork_prepare, handle_closed);
+	uv_close((uv_handle_t *)&c->cork_check, handle_closed);
 }
 
 /* Ends at once (EOF, socket error, close_now), keeping an earlier reason. */
@@ -245,13 +259,10 @@ static void write_done(uv_write_t *req, int status)
 	}
 }
 
-/* Queues W (filled) on the socket; takes W. */
-static int submit_write(struct wq_conn *c, struct wreq *w)
+/* Hands W (filled, counted in c->queued) to libuv; takes W. */
+static int write_now(struct wq_conn *c, struct wreq *w)
 {
 	w->c = c;
-	c->queued += w->size;
-	if (c->queued > WQ_CONN_QUEUE_HIGH)
-		c->blocked = 1;
 	uv_buf_t b = uv_buf_init((char *)w->bytes, (unsigned)w->size);
 	int rc = uv_write(&w->req, (uv_stream_t *)c->tcp, &b, 1, write_done);
 	if (rc < 0) {
@@ -260,6 +271,92 @@ static int submit_write(struct wq_conn *c, struct wreq *w)
 		conn_end(c, WQ_CONN_END_ERROR, "write error: %s", uv_strerror(rc));
 		return rc;
 	}
+	return 0;
+}
+
+static void cork_stop(struct wq_conn *c)
+{
+	uv_prepare_stop(&c->cork_prepare);
+	uv_check_stop(&c->cork_check);
+}
+
+/* Writes the gathered bytes, if any. */
+static int cork_flush(struct wq_conn *c)
+{
+	struct wreq *w = c->cork;
+	if (!w)
+		return 0;
+	c->cork = NULL;
+	cork_stop(c);
+	return write_now(c, w);
+}
+
+/* At the final close: what was gathered is written if the socket takes it at once (as a write
+ * made straight away would have been), else dropped like any write still queued. */
+static void cork_drop(struct wq_conn *c)
+{
+	struct wreq *w = c->cork;
+	if (!w)
+		return;
+	c->cork = NULL;
+	cork_stop(c);
+	if (uv_stream_get_write_queue_size((uv_stream_t *)c->tcp) == 0) {
+		uv_buf_t b = uv_buf_init((char *)w->bytes, (unsigned)w->size);
+		(void)uv_try_write((uv_stream_t *)c->tcp, &b, 1);
+	}
+	c->queued -= w->size;
+	wreq_free(w);
+}
+
+static void cork_prepare_cb(uv_prepare_t *h)
+{
+	cork_flush(h->data);
+}
+
+static void cork_check_cb(uv_check_t *h)
+{
+	cork_flush(h->data);
+}
+
+static struct wreq *wreq_new(size_t size);
+
+/* Queues W (filled) on the socket; takes W. A small frame joins the bytes gathered in this loop
+ * iteration; a large one is written after them. */
+static int submit_write(struct wq_conn *c, struct wreq *w)
+{
+	c->queued += w->size;
+	if (c->queued > WQ_CONN_QUEUE_HIGH)
+		c->blocked = 1;
+	if (w->size > CORK_FRAME_MAX) {
+		int rc = cork_flush(c);
+		if (rc < 0) {
+			c->queued -= w->size;
+			wreq_free(w);
+			return rc;
+		}
+		return write_now(c, w);
+	}
+	if (c->cork && c->cork->size + w->size > CORK_CAP) {
+		int rc = cork_flush(c);
+		if (rc < 0) {
+			c->queued -= w->size;
+			wreq_free(w);
+			return rc;
+		}
+	}
+	if (!c->cork) {
+		c->cork_cap = w->size > CORK_FIRST ? CORK_CAP : CORK_FIRST;
+		c->cork = wreq_new(c->cork_cap);
+		c->cork->size = 0;
+		uv_prepare_start(&c->cork_prepare, cork_prepare_cb);
+		uv_check_start(&c->cork_check, cork_check_cb);
+	} else if (c->cork->size + w->size > c->cork_cap) {
+		c->cork_cap = CORK_CAP;
+		c->cork = xrealloc(c->cork, sizeof *c->cork + c->cork_cap);
+	}
+	memcpy(c->cork->bytes + c->cork->size, w->bytes, w->size);
+	c->cork->size += w->size;
+	wreq_free(w);
 	return 0;
 }
 
@@ -481,6 +578,8 @@ static void begin_closing(struct wq_conn *c)
 	c->pending_len = c->pending_off = 0;
 	uv_timer_stop(&c->ka_timer);
 	uv_timer_stop(&c->aux_timer);
+	if (cork_flush(c) < 0)
+		return; /* the write failed: the connection has ended */
 	c->shutdown_req.data = c;
 	if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)c->tcp, shutdown_done) < 0) {
 		final_close(c);
@@ -868,9 +967,13 @@ struct wq_conn *wq_conn_create(uv_tcp_t *tcp, const char *label, const struct wq
 	c->state = ST_OPEN;
 	uv_timer_init(loop, &c->ka_timer);
 	uv_timer_init(loop, &c->aux_timer);
+	uv_prepare_init(loop, &c->cork_prepare);
+	uv_check_init(loop, &c->cork_check);
 	c->ka_timer.data = c;
 	c->aux_timer.data = c;
-	c->handles_open = 3;
+	c->cork_prepare.data = c;
+	c->cork_check.data = c;
+	c->handles_open = 5;
 	c->last_rx = uv_now(loop);
 	int rc = uv_tcp_nodelay(tcp, 1);
 	if (rc == 0)

@@ -1,7 +1,7 @@
 /* test_wq_conn.c: unit tests for the Work Queue connection (wq_conn.h) over real loopback TCP in
  * one libuv loop: messages both ways, a 64 MiB DATA stream under flow control, violations seen by
- * a raw socket peer, keepalive and its timeout, a peer that never reads, and closing or deleting
- * a connection from inside its own callbacks. */
+ * a raw socket peer, keepalive and its timeout, a peer that never reads, small writes gathered
+ * per loop iteration, and closing or deleting a connection from inside its own callbacks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include <jansson.h>
 #include <uv.h>
@@ -753,6 +754,157 @@ static void test_not_reading(void **state)
 	env_done(&e);
 }
 
+/* ---- small writes gathered per loop iteration ---- */
+
+/* Bytes waiting in the socket of R (read without taking them). */
+static size_t raw_waiting(struct raw *r)
+{
+	uv_os_fd_t fd;
+	assert_int_equal(uv_fileno((uv_handle_t *)r->tcp, &fd), 0);
+	static uint8_t buf[1 << 20];
+	ssize_t n = recv(fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+	return n > 0 ? (size_t)n : 0;
+}
+
+struct want_bytes {
+	struct raw *r;
+	size_t n;
+};
+
+static int has_bytes(void *arg)
+{
+	struct want_bytes *w = arg;
+	return raw_waiting(w->r) >= w->n;
+}
+
+/* Takes what waits in R's socket into R's buffer. */
+static void raw_take(struct raw *r)
+{
+	uv_os_fd_t fd;
+	assert_int_equal(uv_fileno((uv_handle_t *)r->tcp, &fd), 0);
+	uint8_t buf[65536];
+	ssize_t n;
+	while ((n = recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+		r->buf = xrealloc(r->buf, r->len + (size_t)n);
+		memcpy(r->buf + r->len, buf, (size_t)n);
+		r->len += (size_t)n;
+	}
+}
+
+static json_t *small_msg(int i)
+{
+	return json_pack("{s:s, s:i}", "m", "note", "i", i);
+}
+
+static void send_small(struct wq_conn *c, int i, size_t *bytes)
+{
+	json_t *m = small_msg(i);
+	size_t before = wq_conn_write_queue_size(c);
+	assert_int_equal(wq_conn_send_msg(c, m), 0);
+	*bytes += wq_conn_write_queue_size(c) - before;
+	json_decref(m);
+}
+
+static void test_cork(void **state)
+{
+	(void)state;
+	struct env e;
+	env_init(&e);
+	uv_tcp_t *a, *b;
+	env_pair(&e, &a, &b);
+	struct side sa = {0};
+	side_open(&sa, a, "test: cork");
+	assert_int_equal(wq_conn_set_msg_limit(sa.c, WQ_MAX_MSG), 0);
+	struct raw r;
+	raw_start(&r, b, 0); /* read by hand, with recv */
+
+	/* three small messages: none is written before the loop's iteration ends, then all are */
+	size_t bytes = 0;
+	for (int i = 0; i < 3; i++)
+		send_small(sa.c, i, &bytes);
+	assert_true(bytes > 0);
+	assert_int_equal(wq_conn_write_queue_size(sa.c), bytes);
+	assert_int_equal(raw_waiting(&r), 0);
+	struct want_bytes w = {&r, bytes};
+	assert_true(run_until(&e, has_bytes, &w, 2000));
+	assert_int_equal(wq_conn_write_queue_size(sa.c), 0);
+
+	/* a large message is written at once, after the small ones gathered before it; a small one
+	 * after it waits for the end of the iteration */
+	send_small(sa.c, 3, &bytes);
+	char *text = xmalloc(40001);
+	memset(text, 'b', 40000);
+	text[40000] = 0;
+	json_t *big = json_pack("{s:s, s:s}", "m", "big", "text", text);
+	free(text);
+	size_t before = wq_conn_write_queue_size(sa.c);
+	assert_int_equal(wq_conn_send_msg(sa.c, big), 0);
+	size_t big_bytes = wq_conn_write_queue_size(sa.c) - before;
+	json_decref(big);
+	assert_true(big_bytes > 40000);
+	bytes += big_bytes;
+	w.n = bytes;
+	assert_true(run_until(&e, has_bytes, &w, 2000)); /* written without the loop's flush */
+	size_t so_far = bytes;
+	send_small(sa.c, 4, &bytes);
+	assert_int_equal(raw_waiting(&r), so_far);
+	w.n = bytes;
+	assert_true(run_until(&e, has_bytes, &w, 2000));
+
+	/* gathered messages go out before a clean close, then the bye and EOF */
+	send_small(sa.c, 5, &bytes);
+	json_t *bye = json_pack("{s:s}", "m", "bye");
+	assert_int_equal(wq_conn_close(sa.c, bye), 0);
+	json_decref(bye);
+	uv_update_time(&e.loop);
+	uint64_t deadline = uv_now(&e.loop) + 2000;
+	int eof = 0;
+	while (!eof && uv_now(&e.loop) < deadline) {
+		uv_run(&e.loop, UV_RUN_ONCE);
+		uv_os_fd_t fd;
+		uv_fileno((uv_handle_t *)r.tcp, &fd);
+		char c;
+		eof = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+		if (!eof)
+			raw_take(&r);
+	}
+	assert_true(eof);
+	raw_take(&r);
+	json_t *last = NULL;
+	int notes = 0;
+	int n = raw_frames(&r, &last, "note", &notes);
+	assert_int_equal(n, 8); /* notes 0..5, big, bye */
+	assert_int_equal(notes, 6);
+	assert_string_equal(json_string_value(json_object_get(last, "m")), "bye");
+	json_decref(last);
+
+	/* in order: decode again and check the sequence */
+	struct wq_frame_reader *fr = wq_frame_reader_create(WQ_MAX_MSG);
+	const char *order[] = {"note", "note", "note", "note", "big", "note", "note", "bye"};
+	size_t off = 0;
+	for (int k = 0; k < 8; k++) {
+		struct wq_frame f;
+		size_t used;
+		int rc;
+		do {
+			rc = wq_frame_reader_feed(fr, r.buf + off, r.len - off, &used, &f);
+			off += used;
+		} while (rc == 0);
+		assert_int_equal(rc, 1);
+		json_t *m = json_loadb((const char *)f.payload, f.length, 0, NULL);
+		assert_string_equal(json_string_value(json_object_get(m, "m")), order[k]);
+		if (!strcmp(order[k], "note"))
+			assert_int_equal(json_integer_value(json_object_get(m, "i")),
+			                 k < 4 ? k : k - 1);
+		json_decref(m);
+	}
+	wq_frame_reader_delete(fr);
+	raw_close(&r);
+	assert_true(run_until(&e, is_closed, &sa, 3000));
+	side_free(&sa);
+	env_done(&e);
+}
+
 /* ---- closing and deleting from inside callbacks ---- */
 
 static void close_in_callback(int delete_on_msg, int close_on_msg)
@@ -947,7 +1099,7 @@ int main(void)
 	    cmocka_unit_test(test_keepalive_pair), cmocka_unit_test(test_slowloris),
 	    cmocka_unit_test(test_not_reading),    cmocka_unit_test(test_close_in_callback),
 	    cmocka_unit_test(test_filter),         cmocka_unit_test(test_filter_fail),
-	    cmocka_unit_test(test_log_rate),
+	    cmocka_unit_test(test_log_rate),       cmocka_unit_test(test_cork),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
