@@ -31,8 +31,9 @@ mkdir -p "$WORK"
 # just before (by an earlier run, an earlier bench, a test) pays for them, not for its own work.
 # The runs' parent is therefore marked as a top of directory hierarchies (chattr +T, a hint to
 # ext4 only; other file systems refuse it, harmlessly), so that each run directory is placed in
-# a block group of its own, as a directory at the root of the file system would be. Within a
-# run, each system still pays for the files it deletes itself (doc/benchmarks.md).
+# a group of its own, as a directory at the root of the file system would be, and each run
+# directory has a name not used before (see run_wq). Within a run, each system still pays for
+# the files it deletes itself (doc/benchmarks.md).
 RUNS=$WORK/runs.$$
 mkdir -p "$RUNS"
 chattr +T "$RUNS" 2>/dev/null
@@ -64,7 +65,10 @@ run_wq() {
 	done
 	shift
 	RUN_SEQ=$((RUN_SEQ + 1))
-	local d=${RUN_BASE:-$RUNS}/$name.$RUN_SEQ
+	# a name of its own: ext4 starts its search for a top directory's block group at a hash of
+	# the name, so the same names every time would land where the last bench's runs were
+	# just deleted
+	local d=${RUN_BASE:-$RUNS}/$name.$RUN_SEQ.$$.$RANDOM
 	mkdir -p "$d"
 	cp "$WORK/$name.mf" "$d/Makeflow"
 	cd "$d" || return
