@@ -1,9 +1,10 @@
 /* worker_session.c: the messages of one work_queue_worker connection after the handshake
- * (doc/work-queue-protocol.md sections 5 and 7.3): the report (identity, capacity, cache_have),
- * cache objects and per-task inputs received through wq_xfer into the cache and the sandboxes,
- * URL inputs fetched by the worker itself (worker_fetch), tasks checked, refused or started
- * through worker_task (queued ones through the FIFO of worker_queue), outputs and stdout sent
- * back before task_done, cancels, cache drops, drain, dismiss, shutdown and bye. */
+ * (doc/work-queue-protocol.md sections 5 and 7.3): cache objects and per-task inputs received
+ * through wq_xfer into the cache and the sandboxes, tasks checked, refused or started through
+ * worker_task (queued ones through the FIFO of worker_queue), outputs and stdout sent back before
+ * task_done, cancels, cache drops, drain, dismiss, shutdown and bye. The report (identity,
+ * capacity, cache_have) is in worker_session_report.c, URL inputs fetched by the worker itself
+ * (worker_fetch) in worker_session_fetch.c; worker_session_internal.h holds what they share. */
 #include "worker_conn.h"
 
 #include <errno.h>
@@ -12,19 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <uthash.h>
 
-#include "config.h"
 #include "debug.h"
 #include "htc_error.h"
 #include "path.h"
 #include "timeutil.h"
-#include "worker_docker.h"
 #include "worker_fetch.h"
 #include "worker_queue.h"
+#include "worker_session_internal.h"
 #include "worker_task.h"
 #include "worker_watch.h"
 #include "wq_cache.h"
@@ -39,60 +38,7 @@
 #define TASKS_MAX           1024
 #define CAPACITY_MIN_GAP_MS 5000
 
-enum wt_state { WT_STAGING, WT_RUNNING, WT_SENDING };
-
-struct wsend {
-	struct wtask *t;
-	int64_t index; /* output index, -1 for stdout */
-	bool watch;    /* a transfer of a watched output (worker_watch) */
-};
-
-struct wtask {
-	int64_t id, try_;
-	struct worker_session *s;
-	struct wq_task_msg *msg;
-	struct wq_sandbox *sb;
-	struct worker_alloc alloc;
-	struct worker_task *t;
-	enum wt_state state;
-	bool *have_input;
-	bool *fetching; /* url input i holds a worker_fetch_want */
-	size_t inputs_pending;
-	bool cancelled;
-	bool queued;       /* in the FIFO: accepted `queued`, not committed yet */
-	bool inputs_ready; /* queued with every input in place: starts when committed */
-	int64_t *out_xfers;
-	int64_t stdout_xfer;
-	struct worker_watch *watch; /* watched outputs while running, or NULL */
-	struct wsend *wsends;       /* their tags, one per output */
-	int sends_pending;
-	struct wsend *sends; /* noutputs + 1 */
-	char **dir_refs;
-	size_t ndir_refs;
-	int64_t t_received;
-	UT_hash_handle hh;
-};
-
-static struct worker *W(struct worker_session *s)
-{
-	return s->w;
-}
-
-/* Cache objects being received: a task may name one whose xfer_end is still being processed. */
-struct pending_obj {
-	char name[WQ_CACHE_NAME_LEN + 1];
-	UT_hash_handle hh;
-};
-
-/* What this file keeps per session, behind worker_session.own. */
-struct session_priv {
-	struct pending_obj *pending; /* uthash by name */
-	struct worker_fetch *fetch;  /* URL downloads, made at the first URL input */
-	struct worker_queue *queue;  /* queued tasks (capability queue), made at first use */
-	bool dropping;               /* every task is being forgotten: commit nothing more */
-};
-
-static struct session_priv *priv(struct worker_session *s)
+struct session_priv *ws_priv(struct worker_session *s)
 {
 	if (!s->own)
 		s->own = xcalloc(1, sizeof(struct session_priv));
@@ -101,14 +47,14 @@ static struct session_priv *priv(struct worker_session *s)
 
 static bool object_pending(struct worker_session *s, const char *name)
 {
-	struct pending_obj *po = NULL, *set = priv(s)->pending;
+	struct pending_obj *po = NULL, *set = ws_priv(s)->pending;
 	HASH_FIND_STR(set, name, po);
 	return po != NULL;
 }
 
 static void pending_set(struct worker_session *s, const char *name, bool on)
 {
-	struct pending_obj *po = NULL, *set = priv(s)->pending;
+	struct pending_obj *po = NULL, *set = ws_priv(s)->pending;
 	HASH_FIND_STR(set, name, po);
 	if (on && !po) {
 		po = xcalloc(1, sizeof *po);
@@ -118,10 +64,10 @@ static void pending_set(struct worker_session *s, const char *name, bool on)
 		HASH_DEL(set, po);
 		free(po);
 	}
-	priv(s)->pending = set;
+	ws_priv(s)->pending = set;
 }
 
-static void smsg(struct worker_session *s, json_t *m)
+void ws_send(struct worker_session *s, json_t *m)
 {
 	if (!m)
 		return;
@@ -132,70 +78,6 @@ static void smsg(struct worker_session *s, json_t *m)
 			      htc_strerror(r));
 	}
 	json_decref(m);
-}
-
-/* ---- the report -------------------------------------------------------------------------- */
-
-static const char *cgroups_kind(void)
-{
-	if (access("/sys/fs/cgroup/memory", F_OK) == 0)
-		return "v1";
-	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0)
-		return "v2";
-	return "none";
-}
-
-static void send_capacity(struct worker_session *s)
-{
-	struct worker *w = W(s);
-	struct worker_ledger *l = worker_ledger(w);
-	worker_ledger_refresh_disk(l);
-	worker_ledger_set_cache(l, (int64_t)(wq_cache_bytes(worker_cache(w)) >> 20));
-	s->last_disk_free = worker_ledger_disk_free(l);
-	s->last_disk_full = worker_ledger_disk_full(l);
-	s->last_capacity_ms = uv_now(worker_loop(w));
-	smsg(s, worker_ledger_capacity_json(l));
-}
-
-static int have_batch(const struct wq_cache_item *items, size_t n, bool last, void *arg)
-{
-	struct worker_session *s = arg;
-	json_t *objs = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(objs,
-		                      json_pack("[s,I]", items[i].name, (json_int_t)items[i].size));
-	smsg(s, json_pack("{s:s,s:o,s:b}", "m", "cache_have", "objects", objs, "last", last));
-	return 0;
-}
-
-static void send_identity(struct worker_session *s)
-{
-	struct worker *w = W(s);
-	const struct worker_opts *o = worker_opts_of(w);
-	struct utsname u;
-	if (uname(&u) != 0)
-		memset(&u, 0, sizeof u);
-	json_t *labels = json_array();
-	for (int i = 0; i < o->feature_count; i++)
-		json_array_append_new(labels, json_string(o->features[i]));
-	json_t *end = json_null();
-	if (o->wall_time > 0)
-		end = json_integer(time_now_us() + o->wall_time * 1000000);
-	char sw[64];
-	snprintf(sw, sizeof sw, "htc %s", HTC_VERSION);
-	json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:o,s:o,s:b,s:s,s:b}", "m",
-	                      "identity", "host", worker_hostname(w), "os", u.sysname, "os_release",
-	                      u.release, "arch", u.machine, "software", sw, "pid",
-	                      (json_int_t)getpid(), "workdir", worker_workdir(w), "labels", labels,
-	                      "end_time", end, "docker", worker_docker_active() != NULL, "cgroups",
-	                      cgroups_kind(), "single_shot", o->single_shot);
-	if (m && (s->caps & WQ_CAP_QUEUE)) {
-		struct worker_total c;
-		worker_ledger_totals(worker_ledger(w), &c, NULL, NULL, NULL);
-		json_object_set_new(m, "queue_max",
-		                    json_integer(worker_queue_default_max(c.total)));
-	}
-	smsg(s, m);
 }
 
 /* ---- transfers ------------------------------------------------------------------------------ */
@@ -301,7 +183,7 @@ static void object_arrived(struct worker_session *s, const char *name, bool ok);
 
 static struct worker_queue *fifo(struct worker_session *s)
 {
-	struct session_priv *sp = priv(s);
+	struct session_priv *sp = ws_priv(s);
 	if (!sp->queue) {
 		struct worker_total c;
 		worker_ledger_totals(worker_ledger(W(s)), &c, NULL, NULL, NULL);
@@ -342,7 +224,7 @@ static void queue_run(struct worker_session *s)
 
 /* Every input of T is in place (ERR 0), or cannot be (ERR): T starts, unless it still waits in
  * the FIFO; a failure ends it at once (outcome sandbox_error), queued or not. */
-static void inputs_in_place(struct wtask *t, int err)
+void ws_inputs_in_place(struct wtask *t, int err)
 {
 	if (t->queued) {
 		if (!err) {
@@ -393,12 +275,12 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 		     t->msg->inputs[tg->index].name, htc_strerror(r), text && *text ? ": " : "",
 		     text ? text : "");
 		wq_sandbox_tmp_discard(t->sb, in->id);
-		inputs_in_place(t, r < 0 ? r : -EIO);
+		ws_inputs_in_place(t, r < 0 ? r : -EIO);
 		return;
 	}
 	t->have_input[tg->index] = true;
 	if (--t->inputs_pending == 0)
-		inputs_in_place(t, 0);
+		ws_inputs_in_place(t, 0);
 }
 
 static const struct wq_xfer_in_callbacks in_cb = {recv_begin, recv_end};
@@ -406,14 +288,14 @@ static const struct wq_xfer_in_callbacks in_cb = {recv_begin, recv_end};
 /* ---- tasks ------------------------------------------------------------------------------------
  */
 
-static void check_drained(struct worker_session *s)
+void ws_check_drained(struct worker_session *s)
 {
 	if (s->draining && s->ntasks == 0 && !s->closing)
 		worker_finish_soon(W(s), WORKER_EXIT_OK, "drained"); /* maybe inside a callback */
 }
 
 /* Forgets T: releases what it holds; a running tree is killed, the sandbox removed. */
-static void task_free(struct wtask *t)
+void ws_task_free(struct wtask *t)
 {
 	struct worker_session *s = t->s;
 	struct worker *w = W(s);
@@ -424,7 +306,7 @@ static void task_free(struct wtask *t)
 	worker_ledger_release(worker_ledger(w), &t->alloc); /* the disk, or all of it */
 	for (size_t i = 0; t->fetching && i < t->msg->ninputs; i++)
 		if (t->fetching[i])
-			worker_fetch_release(priv(s)->fetch, t->msg->inputs[i].object);
+			worker_fetch_release(ws_priv(s)->fetch, t->msg->inputs[i].object);
 	if (t->t) {
 		worker_task_delete(t->t, false);
 	} else if (t->sb) {
@@ -449,8 +331,8 @@ static void task_free(struct wtask *t)
 
 static void send_cancelled(struct worker_session *s, int64_t id, int64_t try_, bool known)
 {
-	smsg(s, json_pack("{s:s,s:I,s:I,s:b}", "m", "task_cancelled", "id", (json_int_t)id, "try",
-	                  (json_int_t)try_, "known", known));
+	ws_send(s, json_pack("{s:s,s:I,s:I,s:b}", "m", "task_cancelled", "id", (json_int_t)id,
+	                     "try", (json_int_t)try_, "known", known));
 }
 
 static void task_complete(struct wtask *t)
@@ -460,16 +342,17 @@ static void task_complete(struct wtask *t)
 	if (cancelled)
 		send_cancelled(s, t->id, t->try_, true);
 	else
-		smsg(s, worker_watch_done_sizes(
+		ws_send(s,
+		        worker_watch_done_sizes(
 		            t->watch, worker_task_done_json(t->t, t->out_xfers, t->stdout_xfer)));
 	debug(D_WORKER, "task %lld.%lld %s", (long long)t->id, (long long)t->try_,
 	      cancelled ? "cancelled" : "done");
-	task_free(t);
+	ws_task_free(t);
 	if (!cancelled)
 		worker_task_finished(W(s));
 	else
 		worker_touch(W(s));
-	check_drained(s);
+	ws_check_drained(s);
 }
 
 static void sent_cb(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *user)
@@ -647,7 +530,7 @@ static void start_task(struct wtask *t, int sandbox_err)
 	t->state = WT_RUNNING;
 	t->t = worker_task_start(&p, t->msg, sb, &t->alloc, task_done_cb, t);
 	if (worker_task_pid(t->t) > 0) {
-		smsg(s, worker_task_running_json(t->t));
+		ws_send(s, worker_task_running_json(t->t));
 		start_watch(t);
 	}
 	debug(D_WORKER, "task %lld.%lld started (pid %d)", (long long)t->id, (long long)t->try_,
@@ -659,12 +542,12 @@ static void refuse_task(struct worker_session *s, int64_t id, int64_t try_, cons
 {
 	debug(D_WORKER, "task %lld.%lld refused: %s %s", (long long)id, (long long)try_, code,
 	      text);
-	smsg(s, json_pack("{s:s,s:I,s:I,s:s,s:s}", "m", "task_refused", "id", (json_int_t)id, "try",
-	                  (json_int_t)try_, "code", code, "text", text));
+	ws_send(s, json_pack("{s:s,s:I,s:I,s:s,s:s}", "m", "task_refused", "id", (json_int_t)id,
+	                     "try", (json_int_t)try_, "code", code, "text", text));
 }
 
 /* Places cache input I of T into its sandbox. 0 or -errno. */
-static int link_cache_input(struct wtask *t, size_t i)
+int ws_link_cache_input(struct wtask *t, size_t i)
 {
 	struct worker *w = W(t->s);
 	const struct wq_task_input *in = &t->msg->inputs[i];
@@ -697,124 +580,21 @@ static void object_arrived(struct worker_session *s, const char *name, bool ok)
 				char *text = xasprintf("object %s is not in the cache", name);
 				refuse_task(s, t->id, t->try_, "missing_object", text);
 				free(text);
-				task_free(t);
-				check_drained(s);
+				ws_task_free(t);
+				ws_check_drained(s);
 				break;
 			}
-			int err = link_cache_input(t, i);
+			int err = ws_link_cache_input(t, i);
 			if (err) {
-				inputs_in_place(t, err);
+				ws_inputs_in_place(t, err);
 				break;
 			}
 			t->have_input[i] = true;
 			if (--t->inputs_pending == 0) {
-				inputs_in_place(t, 0);
+				ws_inputs_in_place(t, 0);
 				break;
 			}
 		}
-	}
-}
-
-/* ---- URL inputs ------------------------------------------------------------------------------ */
-
-/* `task_done` with outcome input_missing for input I of T, then T is forgotten. */
-static void fail_input(struct wtask *t, size_t i, const char *text)
-{
-	struct worker_session *s = t->s;
-	char *shown = wq_msg_escape(text, strlen(text), WQ_TEXT_RECV_MAX, false);
-	warn("task %lld: input %s: %s", (long long)t->id, t->msg->inputs[i].name, shown);
-	free(shown);
-	size_t n = wq_msg_utf8_cut(text, strlen(text), WQ_TEXT_SEND_MAX);
-	json_t *jt = json_stringn(text, n);
-	json_t *times = json_pack("{s:I,s:I}", "received", (json_int_t)t->t_received, "reported",
-	                          (json_int_t)time_now_us());
-	smsg(s, json_pack("{s:s,s:I,s:I,s:s,s:{s:I,s:o},s:o}", "m", "task_done", "id",
-	                  (json_int_t)t->id, "try", (json_int_t)t->try_, "outcome", "input_missing",
-	                  "missing", "input", (json_int_t)i, "text",
-	                  jt ? jt : json_string("the URL could not be fetched"), "times", times));
-	task_free(t);
-	worker_task_finished(W(s));
-	check_drained(s);
-}
-
-/* A download ended: tasks waiting for OBJECT get it linked (and start when it was their last
- * input) or end with input_missing; the master learns of a new object through cache_have. */
-static void fetched(const char *object, int status, uint64_t size, const char *text, void *arg)
-{
-	struct worker_session *s = arg;
-	struct worker *w = W(s);
-	if (status == 0) {
-		worker_ledger_set_cache(worker_ledger(w),
-		                        (int64_t)(wq_cache_bytes(worker_cache(w)) >> 20));
-		json_t *objs = json_pack("[[s,I]]", object, (json_int_t)size);
-		smsg(s, json_pack("{s:s,s:o,s:b}", "m", "cache_have", "objects", objs, "last", 1));
-	}
-	struct wtask *t, *tmp;
-	HASH_ITER(hh, s->tasks, t, tmp)
-	{
-		if (t->state != WT_STAGING || t->cancelled || !t->sb)
-			continue;
-		size_t first = SIZE_MAX;
-		for (size_t i = 0; i < t->msg->ninputs; i++) {
-			const struct wq_task_input *in = &t->msg->inputs[i];
-			if (in->from != WQ_FROM_URL || t->have_input[i] ||
-			    strcmp(in->object, object))
-				continue;
-			if (status != 0)
-				t->fetching[i] =
-				    false; /* the download that failed was this want's */
-			if (first == SIZE_MAX)
-				first = i;
-		}
-		if (first == SIZE_MAX)
-			continue;
-		if (status != 0) {
-			fail_input(t, first, text);
-			continue;
-		}
-		int err = 0;
-		for (size_t i = first; !err && i < t->msg->ninputs; i++) {
-			const struct wq_task_input *in = &t->msg->inputs[i];
-			if (in->from != WQ_FROM_URL || t->have_input[i] ||
-			    strcmp(in->object, object))
-				continue;
-			if (t->fetching[i]) {
-				t->fetching[i] = false;
-				worker_fetch_release(priv(s)->fetch, object);
-			}
-			err = link_cache_input(t, i);
-			if (!err) {
-				t->have_input[i] = true;
-				t->inputs_pending--;
-			}
-		}
-		if (err || t->inputs_pending == 0)
-			inputs_in_place(t, err);
-	}
-}
-
-/* Asks for every URL input of T that is not in the cache. */
-static void start_fetches(struct wtask *t)
-{
-	struct worker_session *s = t->s;
-	struct worker *w = W(s);
-	struct session_priv *sp = priv(s);
-	if (!sp->fetch)
-		sp->fetch = worker_fetch_create(worker_loop(w), worker_cache(w), NULL, fetched, s);
-	struct worker_ledger *l = worker_ledger(w);
-	worker_ledger_refresh_disk(l);
-	int64_t room = worker_ledger_disk_full(l) ? 0
-	                                          : worker_ledger_disk_free(l) * (int64_t)1048576 -
-	                                                (int64_t)wq_cache_reserved(worker_cache(w));
-	for (size_t i = 0; i < t->msg->ninputs; i++) {
-		if (!t->fetching[i])
-			continue;
-		const struct wq_task_input *in = &t->msg->inputs[i];
-		if (worker_fetch_want(sp->fetch, in->url, in->object,
-		                      room > 0 ? (uint64_t)room : 0) < 0)
-			t->fetching[i] = false; /* cannot happen: the message was validated */
-		debug(D_WORKER, "task %lld.%lld: input %s from %s", (long long)t->id,
-		      (long long)t->try_, in->name, in->url);
 	}
 }
 
@@ -883,7 +663,7 @@ static void on_task(struct worker_session *s, json_t *msg)
 		free(text);
 		free(t);
 		if (fit == WORKER_FIT_DISK_FULL)
-			send_capacity(s);
+			ws_send_capacity(s);
 		goto out;
 	}
 	t->id = tm->id;
@@ -915,7 +695,7 @@ static void on_task(struct worker_session *s, json_t *msg)
 				t->fetching[i] = true;
 			continue;
 		}
-		err = link_cache_input(t, i);
+		err = ws_link_cache_input(t, i);
 		if (!err)
 			t->have_input[i] = true;
 	}
@@ -924,9 +704,9 @@ static void on_task(struct worker_session *s, json_t *msg)
 	if (err || t->inputs_pending == 0) {
 		for (size_t i = 0; i < t->msg->ninputs; i++)
 			t->fetching[i] = false; /* nothing was asked for yet */
-		inputs_in_place(t, err);
+		ws_inputs_in_place(t, err);
 	} else {
-		start_fetches(t);
+		ws_start_fetches(t);
 	}
 	queue_run(s);
 out:
@@ -1017,9 +797,9 @@ void worker_session_begin(struct worker_session *s, const char *master_id, unsig
 	s->xin = wq_xfer_in_create(worker_loop(w), s->conn, false, caps, &in_cb, w);
 	s->xout =
 	    wq_xfer_out_create(worker_loop(w), s->conn, (caps & WQ_CAP_ZLIB) != 0, &out_cb, s);
-	send_identity(s);
-	send_capacity(s);
-	wq_cache_foreach_batch(worker_cache(w), have_batch, s);
+	ws_send_identity(s);
+	ws_send_capacity(s);
+	wq_cache_foreach_batch(worker_cache(w), ws_have_batch, s);
 	notice("connected to %s", wq_conn_label(s->conn));
 }
 
@@ -1083,7 +863,7 @@ void worker_session_message(struct worker_session *s, json_t *msg, const char *n
 		wq_msg_error_free(&e);
 	} else if (!strcmp(name, "ping")) {
 		json_t *seq = json_object_get(msg, "seq");
-		smsg(s, json_pack("{s:s,s:O}", "m", "pong", "seq", seq ? seq : json_integer(0)));
+		ws_send(s, json_pack("{s:s,s:O}", "m", "pong", "seq", seq ? seq : json_integer(0)));
 	} else {
 		debug(D_WORKER, "message %s ignored", name);
 	}
@@ -1107,7 +887,7 @@ void worker_session_drop_tasks(struct worker_session *s)
 	s->xout = NULL;
 	wq_xfer_in_delete(s->xin);
 	s->xin = NULL;
-	struct session_priv *sp = priv(s);
+	struct session_priv *sp = ws_priv(s);
 	struct pending_obj *po, *ptmp, *set = sp->pending;
 	HASH_ITER(hh, set, po, ptmp)
 	{
@@ -1121,7 +901,7 @@ void worker_session_drop_tasks(struct worker_session *s)
 	{
 		debug(D_WORKER, "task %lld.%lld killed and forgotten", (long long)t->id,
 		      (long long)t->try_);
-		task_free(t);
+		ws_task_free(t);
 	}
 	worker_queue_delete(sp->queue);
 	/* Downloads still running end in the thread pool, without calling back. */
@@ -1135,9 +915,9 @@ void worker_session_drain(struct worker_session *s, const char *reason)
 	if (!s->draining) {
 		s->draining = true;
 		notice("draining: %s", reason);
-		smsg(s, json_pack("{s:s,s:s}", "m", "draining", "reason", reason));
+		ws_send(s, json_pack("{s:s,s:s}", "m", "draining", "reason", reason));
 	}
-	check_drained(s);
+	ws_check_drained(s);
 }
 
 /* A queued head that can never start (5.6) is refused. */
@@ -1152,15 +932,15 @@ static void queue_check(struct worker_session *s)
 	                      : NULL;
 	if (h) {
 		refuse_task(s, h->id, h->try_, code, text);
-		task_free(h);
-		check_drained(s);
+		ws_task_free(h);
+		ws_check_drained(s);
 	}
 	free(text);
 }
 
 void worker_session_tick(struct worker_session *s)
 {
-	check_drained(s);
+	ws_check_drained(s);
 	if (s->closing)
 		return;
 	queue_check(s);
@@ -1174,5 +954,5 @@ void worker_session_tick(struct worker_session *s)
 	int64_t df = worker_ledger_disk_free(l);
 	int64_t diff = df > s->last_disk_free ? df - s->last_disk_free : s->last_disk_free - df;
 	if (full != s->last_disk_full || diff * 10 > s->last_disk_free)
-		send_capacity(s);
+		ws_send_capacity(s);
 }
