@@ -2,7 +2,8 @@
  * connecting to a master with backoff (directly or through the catalog with -M), the worker side
  * of the handshake, the report after it, and the dispatch of the master's messages to the cache,
  * the transfer engine and the task runner. worker_conn.c holds the connection cycle and the exit
- * paths, worker_session.c the messages and tasks of one connection. */
+ * paths, worker_session.c the messages and tasks of one connection (with worker_session_report.c
+ * and worker_session_fetch.c). */
 #ifndef HTC_WORKER_CONN_H
 #define HTC_WORKER_CONN_H
 
@@ -36,7 +37,7 @@ int worker_exit_status(const struct worker *w);
  * until it has no handles after this before closing it. */
 void worker_delete(struct worker *w);
 
-/* ---- shared between worker_conn.c and worker_session.c (not for other modules) ------------ */
+/* ---- shared between worker_conn.c and worker_session*.c (not for other modules) ----------- */
 
 struct wq_conn;
 struct wq_handshake;
@@ -59,7 +60,7 @@ struct worker_session {
 	int64_t retry_after; /* from dismiss or a fatal error, seconds; -1 none */
 	uint64_t up_since_ms;
 	struct wtask *tasks; /* uthash by id */
-	void *own;           /* worker_session.c: objects being received, URL downloads */
+	void *own;           /* worker_session*.c: objects being received, URL downloads */
 	int ntasks;
 	int64_t last_disk_free;
 	bool last_disk_full;
@@ -79,7 +80,7 @@ void worker_finish_soon(struct worker *w, int status, const char *reason);
 /* The idle clock restarts (a task arrived or ended). */
 void worker_touch(struct worker *w);
 
-/* worker_session.c. */
+/* worker_session*.c. */
 /* The handshake succeeded: sets up transfers and sends identity, capacity and cache_have. */
 void worker_session_begin(struct worker_session *s, const char *master_id, unsigned caps,
                           int64_t ka_interval, int64_t ka_timeout);
