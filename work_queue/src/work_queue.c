@@ -190,6 +190,7 @@ static void on_tick(uv_timer_t *h)
 		}
 	}
 	wq_master_abort_check(q);
+	wq_master_full_check(q);
 	if (q->catalog && time_now_us() - q->catalog_last >= CATALOG_PERIOD_US) {
 		json_t *r = wq_master_record(q);
 		if (catalog_updater_send(q->catalog, r, CATALOG_SEND_AUTO) == 0)
@@ -314,6 +315,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 	q->keepalive_interval = 30;
 	q->prefetch_per_worker = -1;
 	q->prefetch_max_s = 1.0;
+	q->full_worker_timeout = 60;
 	q->keepalive_timeout = 120;
 	q->algorithm = WORK_QUEUE_SCHEDULE_FILES;
 	q->rng = (uint64_t)time_now_us() ^ (uint64_t)getpid();
@@ -840,6 +842,14 @@ int work_queue_specify_category_max_concurrent(struct work_queue *q, const char 
 	if (!q)
 		return -EINVAL;
 	return wq_sched_category_set_max_concurrent(q->sched, category, n);
+}
+
+int work_queue_specify_full_worker_timeout(struct work_queue *q, double seconds)
+{
+	if (!q || !(seconds >= 0) || seconds > 86400)
+		return -EINVAL;
+	q->full_worker_timeout = seconds;
+	return 0;
 }
 
 int work_queue_specify_prefetch(struct work_queue *q, int per_worker, double max_task_seconds)

@@ -316,6 +316,12 @@ struct work_queue_stats {
 };
 void work_queue_get_stats(struct work_queue *q, struct work_queue_stats *s);
 
+/* A worker that reports its disk full (doc/work-queue-protocol.md 5.10) is sent no task and
+ * told to drop the cached objects no waiting or assigned task needs; if it is still full after
+ * SECONDS (default 60) with no task running, it is dismissed (it may come back after 300 s).
+ * 0 .. 86400; 0 or -EINVAL. */
+int work_queue_specify_full_worker_timeout(struct work_queue *q, double seconds);
+
 /* Task prefetch (doc/work-queue-api.md 2.1, protocol 5.6 "Queued tasks"): when a pass can place
  * nothing more, ready tasks of categories whose mean measured wall time is at most
  * MAX_TASK_SECONDS are sent `queued` to workers that negotiated `queue`, at most PER_WORKER per

@@ -209,6 +209,8 @@ void wq_mworker_dispatch(struct mworker *w, struct mtask *m, const struct wq_sch
 		if (!m->objects[i] || f->kind == WORK_QUEUE_FILE_URL)
 			continue;
 		struct mobject *o = wq_mw_object_find(w, m->objects[i]);
+		if (o)
+			o->last_use = wq_master_now();
 		if (o && o->present)
 			continue;
 		bool fresh = !o;

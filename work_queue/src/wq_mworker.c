@@ -62,6 +62,7 @@ struct mobject *wq_mw_object_add(struct mworker *w, const char *name, int64_t si
 	o = xcalloc(1, sizeof *o);
 	o->name = xstrdup(name);
 	o->size = size;
+	o->last_use = wq_master_now();
 	HASH_ADD_KEYPTR(hh, w->objects, o->name, strlen(o->name), o);
 	return o;
 }
@@ -241,6 +242,8 @@ static void activate(struct mworker *w)
 	}
 	debug(D_WQ, "%s: active (%g cores, %lld MB memory, %lld MB disk)", w->label, w->total.cores,
 	      (long long)w->total.memory, (long long)w->total.disk);
+	if (w->disk_full) /* full from the start: its cache_have is complete now */
+		wq_master_full_capacity(w, true);
 	wq_master_request_pass(q);
 }
 
@@ -326,6 +329,7 @@ static void on_capacity(struct mworker *w, json_t *msg)
 	if (w->total.disk > (int64_t)c->disk.total)
 		w->total.disk = (int64_t)c->disk.total;
 	w->disk_free = c->disk_free;
+	bool was_full = w->disk_full;
 	w->disk_full = c->disk_full;
 	wq_capacity_free(c);
 	w->have_capacity = true;
@@ -338,6 +342,7 @@ static void on_capacity(struct mworker *w, json_t *msg)
 		wq_master_worker_resources(w->q, &old, &w->total);
 		wq_master_request_pass(w->q);
 	}
+	wq_master_full_capacity(w, was_full);
 }
 
 static void on_cache_have(struct mworker *w, json_t *msg)

@@ -78,6 +78,8 @@ struct mobject {
 	char *name;
 	int64_t size;
 	bool present;        /* xfer_end sent, or reported */
+	bool keep;           /* wq_master_full.c: a task still needs it */
+	double last_use;     /* wq_master_now() when a task last named it here */
 	struct mtask **wait; /* tasks waiting for it while it is being sent */
 	int nwait;
 	UT_hash_handle hh;
@@ -111,6 +113,7 @@ struct mworker {
 	bool have_identity, have_capacity;
 	struct wq_sched_box total;
 	bool disk_full;
+	double full_since; /* wq_master_now() when disk_full was first reported; 0 when not full */
 	int64_t disk_free; /* MB, from the last capacity */
 	char **labels;
 	int nlabels;
@@ -172,6 +175,7 @@ struct work_queue {
 	double fast_abort;       /* default multiplier, 0 = off */
 	int prefetch_per_worker; /* work_queue_specify_prefetch: -1 queue_max, 0 off */
 	double prefetch_max_s;
+	double full_worker_timeout; /* work_queue_specify_full_worker_timeout */
 	struct wq_abort_cat *abort_cats;
 	struct wq_block *blocked;
 	int64_t catalog_last;
@@ -215,6 +219,13 @@ void wq_master_abort_check(struct work_queue *q); /* every second */
 void wq_master_block_host(struct work_queue *q, const char *host, double seconds);
 double wq_master_blocked_for(struct work_queue *q, const char *host); /* seconds left, 0 */
 void wq_master_abort_free(struct work_queue *q, bool categories);
+
+/* wq_master_full.c: a worker whose disk is full (doc/work-queue-protocol.md 5.10). After each
+ * `capacity` of W (WAS_FULL: its disk_full before): the cached objects no READY or assigned task
+ * needs are dropped (`cache_drop`, oldest use first). Every second: a worker full for
+ * full_worker_timeout seconds with no task is dismissed. */
+void wq_master_full_capacity(struct mworker *w, bool was_full);
+void wq_master_full_check(struct work_queue *q);
 
 /* wq_master_status.c: answers a `query` from a status client; the catalog record. */
 void wq_mworker_query(struct mworker *w, json_t *msg);

@@ -681,6 +681,67 @@ static void test_watch_fake_worker(void **state)
 	unlink(out);
 }
 
+/* A worker that reports its disk full (protocol 5.10): the objects no task needs are dropped,
+ * least recently used first, one a READY task needs is kept, and the worker, still full and
+ * with no task, is dismissed after the timeout. */
+static void test_full_worker(void **state)
+{
+	(void)state;
+	struct work_queue *q = queue(NULL);
+	assert_int_equal(work_queue_specify_full_worker_timeout(q, -1), -EINVAL);
+	assert_int_equal(work_queue_specify_full_worker_timeout(q, 1), 0);
+	char in[3][128], out[128];
+	for (int i = 0; i < 3; i++) {
+		snprintf(in[i], sizeof in[i], "%s/full%d.fa", tmpdir, i);
+		char text[16];
+		snprintf(text, sizeof text, "OBJ%d\n", i);
+		write_file(in[i], text);
+	}
+	snprintf(out, sizeof out, "%s/full.out", tmpdir);
+	struct fake *f = fake_start(q, FAKE_RUN, NULL);
+	assert_true(worker_active(q, 1, 5));
+	/* uses in order: 0, 1, 0, 2: the least recently used is 1, then 0, then 2 */
+	const int order[] = {0, 1, 0, 2};
+	for (int k = 0; k < 4; k++) {
+		struct work_queue_task *t = make_task(in[order[k]], out);
+		assert_true(work_queue_submit(q, t) >= 1);
+		struct work_queue_task *done = wait_task(q, 5);
+		assert_non_null(done);
+		assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
+		work_queue_task_delete(done);
+	}
+	assert_int_equal(f->objects_received, 3); /* cache[0..2] hold objects 0, 1, 2 */
+	/* a task that waits (it fits no worker) and needs object 2 */
+	struct work_queue_task *big = make_task(in[2], out);
+	work_queue_task_specify_cores(big, 64);
+	int big_id = work_queue_submit(q, big);
+	assert_true(big_id >= 1);
+	assert_null(work_queue_wait(q, 0.3)); /* its inputs are named meanwhile */
+
+	fake_capacity(f, 1);
+	assert_true(run_until_flag(q, &f->drop_msgs, 5));
+	assert_int_equal(f->drop_msgs, 1);
+	assert_int_equal(f->ndropped, 2);
+	assert_string_equal(f->dropped[0], f->cache[1]);
+	assert_string_equal(f->dropped[1], f->cache[0]);
+	assert_true(log_has("disk full: dropping 2 cached objects"));
+	/* still full, no task: dismissed after 1 s, not before */
+	struct work_queue_stats s;
+	work_queue_get_stats(q, &s);
+	assert_int_equal(s.workers_connected, 1);
+	assert_true(run_until_flag(q, &f->dismissed, 5));
+	assert_string_equal(f->dismiss_reason, "worker disk is full");
+	assert_true(log_has("disk still full after"));
+	struct work_queue_task *back = work_queue_cancel_by_taskid(q, big_id);
+	assert_ptr_equal(back, big);
+	work_queue_task_delete(back);
+	finish(q);
+	fake_free(f);
+	for (int i = 0; i < 3; i++)
+		unlink(in[i]);
+	unlink(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -695,6 +756,7 @@ int main(void)
 	    cmocka_unit_test(test_max_retries),
 	    cmocka_unit_test(test_prefetch_fake_worker),
 	    cmocka_unit_test(test_watch_fake_worker),
+	    cmocka_unit_test(test_full_worker),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
