@@ -677,10 +677,12 @@ static void stats_v2(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned 
 	const char *m = cdir(cg, C_MEMORY);
 	const char *d;
 	char buf[8192];
-	if (what & RMON_CGS_MEMORY) {
+	if (what & (RMON_CGS_MEMORY | RMON_CGS_USAGE)) {
 		st->mem_current = sf_int(cg, SF_CUR, m, "memory.current");
 		if (st->mem_current > cg->max_seen)
 			cg->max_seen = st->mem_current;
+	}
+	if (what & RMON_CGS_MEMORY) {
 		st->mem_peak = sf_int(cg, SF_PEAK, m, "memory.peak");
 		if (st->mem_peak < 0 || st->mem_peak < cg->max_seen)
 			st->mem_peak = cg->max_seen > 0 ? cg->max_seen : st->mem_peak;
@@ -745,8 +747,9 @@ static void stats_raw(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned
 	const char *m = cdir(cg, C_MEMORY);
 	const char *d;
 	char buf[8192];
-	if (what & RMON_CGS_MEMORY) {
+	if (what & (RMON_CGS_MEMORY | RMON_CGS_USAGE))
 		st->mem_current = sf_int(cg, SF_CUR, m, "memory.usage_in_bytes");
+	if (what & RMON_CGS_MEMORY) {
 		st->mem_peak = sf_int(cg, SF_PEAK, m, "memory.max_usage_in_bytes");
 		if (sf_read(cg, SF_STAT, m, "memory.stat", buf, sizeof buf) > 0) {
 			st->mem_cache = keyed_value(buf, "total_cache");

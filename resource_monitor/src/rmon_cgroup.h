@@ -101,7 +101,8 @@ int rmon_cgroup_stats(struct rmon_cgroup *cg, struct rmon_cg_stats *st);
 #define RMON_CGS_CPU    0x08u /* cpu_ns */
 #define RMON_CGS_PIDS   0x10u /* pids_current */
 #define RMON_CGS_IO     0x20u /* io_read, io_write (with RMON_CG_WANT_IO only) */
-#define RMON_CGS_ALL    0x3fu
+#define RMON_CGS_USAGE  0x40u /* mem_current only (part of RMON_CGS_MEMORY; no memory.stat) */
+#define RMON_CGS_ALL    0x7fu
 int rmon_cgroup_stats_some(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned what);
 
 /* The processes of the group (cgroup.procs). *PIDS is allocated (caller frees), *N set.

@@ -137,9 +137,13 @@ int rmon_cgroup_reset(struct rmon_cgroup *cg)
 	cg->base_mem = cg->base_cpu_ns = cg->base_oom_events = 0;
 	cg->base_high_events = cg->base_oom_kills = 0;
 	struct rmon_cg_stats st;
-	rmon_cgroup_stats_some(cg, &st, RMON_CGS_MEMORY);
+	rmon_cgroup_stats_some(cg, &st, RMON_CGS_USAGE);
 	if (st.mem_current < 0)
 		return -EIO;
+	/* The cache is part of what is charged: with no more than CACHE_KEEP_MAX charged, neither
+	 * limit below can be passed, and the (costly) memory.stat is not read. */
+	if (st.mem_current > CACHE_KEEP_MAX)
+		rmon_cgroup_stats_some(cg, &st, RMON_CGS_MEMORY);
 	/* Page cache the last task left charged would count as the next task's memory (and
 	 * against its limit): drop it, unless there is little. */
 	if (st.mem_cache > CACHE_KEEP_MAX || st.mem_current > RESIDUAL_MAX) {
