@@ -509,6 +509,19 @@ static void start_watch(struct wtask *t)
 	free(tags);
 }
 
+/* MB (rounded up) of the cache objects linked into T's sandbox. */
+static int64_t linked_mb(struct wtask *t)
+{
+	struct wq_cache *c = worker_cache(W(t->s));
+	uint64_t bytes = 0, size;
+	for (size_t i = 0; i < t->msg->ninputs; i++) {
+		const struct wq_task_input *in = &t->msg->inputs[i];
+		if (in->from != WQ_FROM_TASK && in->object && wq_cache_has(c, in->object, &size))
+			bytes += size;
+	}
+	return (int64_t)((bytes + 1048575) >> 20);
+}
+
 static void start_task(struct wtask *t, int sandbox_err)
 {
 	struct worker_session *s = t->s;
@@ -524,6 +537,7 @@ static void start_task(struct wtask *t, int sandbox_err)
 	    .t_inputs_ready = time_now_us(),
 	    .sandbox_err = sandbox_err,
 	    .ended = task_ended_cb,
+	    .linked_mb = sandbox_err ? 0 : linked_mb(t),
 	};
 	struct wq_sandbox *sb = t->sb;
 	t->sb = NULL; /* owned by the task from now on */

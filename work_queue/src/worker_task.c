@@ -799,7 +799,8 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	if (res->memory > 0)
 		spec.limits.v[RM_MEMORY] = (double)res->memory;
 	if (res->disk > 0)
-		spec.limits.v[RM_DISK] = (double)res->disk;
+		spec.limits.v[RM_DISK] =
+		    (double)(res->disk + (p->linked_mb > 0 ? p->linked_mb : 0));
 	if (res->cores > 0)
 		spec.limits.v[RM_CORES] = res->cores;
 	if (msg->wall_time > 0)

@@ -133,6 +133,10 @@ struct worker_task_params {
 	/* When SB is NULL: why the sandbox could not be made (-errno), for the text. */
 	int sandbox_err;
 	worker_task_ended_fn ended; /* NULL: not called; its argument is DONE's */
+	/* MB of cache objects linked into the sandbox: they are in the cache's share of the disk
+	 * already, so the task's disk limit is its allocation plus this (the measured disk still
+	 * counts them, as the task sees them). */
+	int64_t linked_mb;
 };
 
 /* Starts MSG's command in SB (which the task now owns: it is removed by worker_task_delete
