@@ -3,7 +3,8 @@
 # over loopback TCP: a workflow with inputs, intermediates, renamed files and a failing rule;
 # many workers; workers killed with kill -9 at random moments (every rule still completes once,
 # outputs correct); a worker started through the catalog by project name; password and TLS
-# mismatches refused; a rogue peer sending garbage leaves the master running.
+# mismatches refused; a rogue peer sending garbage leaves the master running; a worker whose
+# cache fills its --disk gets the objects no rule needs dropped.
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../lib/wq-lib.sh"
 
@@ -160,6 +161,23 @@ for payload in (b\"GET / HTTP/1.0\r\n\r\n\", b\"\xf5\x71\x01\x00\x00\x00\x00\x00
 	start_worker --cores 1 localhost $port
 	finish
 	[ "$(cat r.txt)" = still ]
+'
+
+test_expect_success 'a worker whose cache fills its --disk gets objects no rule needs dropped' '
+	# four 30 MB inputs, each its own cached object; the worker may use 100 MB: the fourth
+	# does not fit beside the first three until the master has them dropped (and each task
+	# may use its allocation beside its own cached inputs)
+	for i in 1 2 3 4; do
+		yes "input $i" | head -c 31457280 >big.$i
+		printf "size.%d: big.%d\n\twc -c < big.%d > size.%d\n" $i $i $i $i
+	done >Makeflow
+	start_master Makeflow -d wq -o master.log
+	start_worker --cores 1 --disk 100 localhost $port
+	finish
+	for i in 1 2 3 4; do [ "$(tr -d " " <size.$i)" = 31457280 ] || exit 1; done
+	grep -q "disk full: dropping" master.log
+	# a task to run whose object was refused or late never lets a queued one take its place
+	! grep -q "bookkeeping mismatch" master.log
 '
 
 test_done

@@ -2,7 +2,8 @@
  * (doc/work-queue-protocol.md 5.10). The scheduler already sends it nothing while `full` is set;
  * here the master asks it to delete the cached objects that no task still needs (READY tasks
  * anywhere, and the tasks assigned to that worker), the least recently used first, and dismisses
- * a worker that stays full with no task for full_worker_timeout seconds. */
+ * a worker that stays full with no task for full_worker_timeout seconds. The same drop is made
+ * when a worker refuses an object for want of room (its cache has filled its --disk). */
 #include "wq_mworker.h"
 
 #include <stdlib.h>
@@ -99,6 +100,12 @@ void wq_master_full_capacity(struct mworker *w, bool was_full)
 	}
 	if (!was_full || w->full_since == 0)
 		w->full_since = wq_master_now();
+	if (w->state == MW_ACTIVE || w->state == MW_DRAINING)
+		drop_unneeded(w);
+}
+
+void wq_master_full_no_room(struct mworker *w)
+{
 	if (w->state == MW_ACTIVE || w->state == MW_DRAINING)
 		drop_unneeded(w);
 }

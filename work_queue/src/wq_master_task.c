@@ -118,8 +118,36 @@ static json_t *task_message(struct mworker *w, struct mtask *m, const struct wq_
 	return msg;
 }
 
+static void send_task(struct mworker *w, struct mtask *m);
+
+/* The `task` of every queued task held behind tasks to run, in the order they were held. */
+void wq_mw_release_held(struct mworker *w)
+{
+	int *ids = w->held;
+	int n = w->nheld;
+	w->held = NULL;
+	w->nheld = w->held_cap = 0;
+	for (int k = 0; k < n; k++) {
+		struct mtask *m = wq_master_task_lookup(w->q, ids[k]);
+		if (!m || !m->held || !wq_mw_assigned(w, m) || m->state != MTASK_SENDING)
+			continue;
+		m->held = false;
+		send_task(w, m);
+	}
+	free(ids);
+}
+
 static void send_task(struct mworker *w, struct mtask *m)
 {
+	if (m->queued && w->unsent_running > 0) {
+		if (w->nheld == w->held_cap) {
+			w->held_cap = w->held_cap ? 2 * w->held_cap : 8;
+			w->held = xrealloc(w->held, (size_t)w->held_cap * sizeof *w->held);
+		}
+		w->held[w->nheld++] = m->id;
+		m->held = true;
+		return;
+	}
 	struct wq_sched_box box;
 	wq_sched_task_box(m->st, &box);
 	json_t *msg = task_message(w, m, &box);
@@ -128,8 +156,16 @@ static void send_task(struct mworker *w, struct mtask *m)
 	if (rc < 0) {
 		warn("%s: cannot send task %d: %s", w->label, m->id, htc_strerror(rc));
 		wq_sched_task_release(w->q->sched, m->st, wq_master_now());
-		wq_mw_back_to_ready(w, m);
+		wq_mw_back_to_ready(w, m); /* its detach releases the held ones */
 		return;
+	}
+	/* The last task to run is on the wire: the queued ones held behind it may follow. */
+	if (m->unsent) {
+		m->unsent = false;
+		if (--w->unsent_running == 0 && w->nheld > 0)
+			wq_mw_release_held(w);
+		if (!wq_mw_assigned(w, m) || m->state != MTASK_SENDING)
+			return; /* a held task's send ended the connection */
 	}
 	int i = 0;
 	for (struct work_queue_file *f = m->t->inputs; f; f = f->next, i++) {
@@ -176,6 +212,9 @@ void wq_mworker_dispatch(struct mworker *w, struct mtask *m, const struct wq_sch
 	m->state = MTASK_SENDING;
 	m->objects_waiting = 0;
 	m->dispatched_at = wq_master_now();
+	m->unsent = !m->queued;
+	m->held = false;
+	w->unsent_running += m->unsent;
 	w->ntasks++;
 	q->stats.tasks_on_workers++;
 	q->stats.tasks_dispatched++;
@@ -289,12 +328,15 @@ static void on_sent(struct wq_xfer_out *out, const struct wq_xfer_sent *r, void 
 			else
 				wq_mw_object_free(w, o);
 			if (r->outcome == WQ_XFER_REFUSED && r->code == WQ_XERR_DISK_FULL) {
-				/* no room for the object: no task here until the next capacity */
+				/* no room for the object: no task here until the next capacity,
+				 * which the objects dropped now bring (the worker reports a
+				 * change of its free disk) */
 				debug(D_WQ, "%s: no room for %s", w->label, x->object);
 				if (w->sw)
 					wq_sched_worker_set_flags(q->sched, w->sw,
 					                          wq_sched_worker_flags(w->sw) |
 					                              WQ_SCHED_FULL);
+				wq_master_full_no_room(w);
 			}
 			for (int k = 0; k < nwait; k++) {
 				struct mtask *m = wait[k];

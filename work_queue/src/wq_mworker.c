@@ -125,6 +125,13 @@ void wq_mw_detach(struct mworker *w, struct mtask *m)
 		}
 		m->objects_waiting = 0;
 	}
+	bool release = false;
+	if (m->w == w && m->unsent) {
+		m->unsent = false;
+		release = --w->unsent_running == 0 && w->nheld > 0 &&
+		          (w->state == MW_ACTIVE || w->state == MW_DRAINING);
+	}
+	m->held = false;
 	if (m->w == w) {
 		m->w = NULL;
 		w->ntasks--;
@@ -136,6 +143,8 @@ void wq_mw_detach(struct mworker *w, struct mtask *m)
 		if (m->state == MTASK_RUNNING || m->state == MTASK_RECEIVING)
 			w->q->stats.tasks_running--;
 	}
+	if (release)
+		wq_mw_release_held(w);
 }
 
 /* M goes back to READY, same try, not counted. */
@@ -605,6 +614,7 @@ static void worker_free_now(struct mworker *w)
 		free(w->labels[k]);
 	free(w->labels);
 	free(w->host);
+	free(w->held);
 	free(w);
 }
 

@@ -64,10 +64,12 @@ struct mtask {
 	int prep_pending;        /* MTASK_PREPARING: inputs still being named */
 	struct mtask_recv *outs; /* per output */
 	struct mtask_recv out_stdout;
-	double dispatched_at;              /* seconds (monotonic) */
-	double running_since;              /* seconds (monotonic), at task_running */
-	bool disk_full_retried;            /* a non-zero exit on a full disk was retried once */
-	bool queued;                       /* sent `queued` (prefetch), no task_running yet */
+	double dispatched_at;   /* seconds (monotonic) */
+	double running_since;   /* seconds (monotonic), at task_running */
+	bool disk_full_retried; /* a non-zero exit on a full disk was retried once */
+	bool queued;            /* sent `queued` (prefetch), no task_running yet */
+	bool unsent;            /* not queued, assigned, its `task` not sent yet */
+	bool held; /* queued, inputs in place, its `task` held behind unsent ones (w->held) */
 	struct wq_task_done *pending_done; /* task_done waiting for its outputs to be stored */
 	struct mtask *done_next;
 	UT_hash_handle hh;
@@ -126,6 +128,12 @@ struct mworker {
 	struct mobject *objects;
 	struct mcancel *cancelling;
 	int ntasks; /* tasks assigned */
+	/* Tasks assigned to run (not queued) whose `task` is not sent yet (their objects are on
+	 * the way), and the ids of queued tasks whose `task` waits for them: a queued task sent
+	 * first would be started by the worker in the place the master keeps for the other. */
+	int unsent_running;
+	int *held;
+	int nheld, held_cap;
 	int sandbox_errors;
 	int fast_aborts;
 	uv_timer_t *deadline; /* handshake deadline until `identity` */
@@ -205,7 +213,8 @@ struct mobject *wq_mw_object_add(struct mworker *w, const char *name, int64_t si
 void wq_mw_object_free(struct mworker *w, struct mobject *o);
 void wq_mw_rm_path(const char *p, bool is_dir);
 struct work_queue_file *wq_mw_nth_file(struct work_queue_file *f, int i);
-void wq_mw_detach(struct mworker *w, struct mtask *m);        /* M leaves W (stats) */
+void wq_mw_detach(struct mworker *w, struct mtask *m); /* M leaves W (stats) */
+void wq_mw_release_held(struct mworker *w);            /* sends the queued tasks held (w->held) */
 void wq_mw_back_to_ready(struct mworker *w, struct mtask *m); /* same try, not counted */
 void wq_mw_finish(struct mworker *w, struct mtask *m, enum work_queue_result result);
 bool wq_mw_done_ready(struct mtask *m, const struct wq_task_done *d);
@@ -225,6 +234,8 @@ void wq_master_abort_free(struct work_queue *q, bool categories);
  * needs are dropped (`cache_drop`, oldest use first). Every second: a worker full for
  * full_worker_timeout seconds with no task is dismissed. */
 void wq_master_full_capacity(struct mworker *w, bool was_full);
+/* W refused an object with `disk_full` (no room in what it may use): the same drop. */
+void wq_master_full_no_room(struct mworker *w);
 void wq_master_full_check(struct work_queue *q);
 
 /* wq_master_status.c: answers a `query` from a status client; the catalog record. */
