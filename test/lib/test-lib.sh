@@ -43,6 +43,11 @@ __kill_pidfile() {
 		while read -r pid; do
 			[ -n "$pid" ] && { kill -KILL "$pid" 2>/dev/null || true; }
 		done <"$f"
+		# Reaped before the case ends (they are our children), so that nothing the case
+		# started is still exiting when the next step looks for live owners of cgroups.
+		while read -r pid; do
+			[ -n "$pid" ] && { wait "$pid" 2>/dev/null || true; }
+		done <"$f"
 		return 0
 	fi
 	while read -r pid; do
