@@ -115,6 +115,14 @@ int wq_xfer_out_message(struct wq_xfer_out *o, json_t *msg, const char *name);
 /* Transfers queued or open (files and directories). */
 size_t wq_xfer_out_pending(const struct wq_xfer_out *o);
 
+/* Gives transfer ID up: one not begun yet ends without a message; an open one sends no more
+ * data and ends with `xfer_abort` (`dir_abort` for a directory) carrying REASON, at once or
+ * when the read in flight returns. Its sent callback reports WQ_XFER_ABORTED with REASON, maybe
+ * from inside this call. Returns 0, or -ENOENT when ID is not queued or open (it has ended, or
+ * is a member of a directory: abort the directory). Calling it again for a transfer that is
+ * still ending is harmless: the first reason stays. */
+int wq_xfer_out_abort(struct wq_xfer_out *o, uint32_t id, const char *reason);
+
 /* ---- receiver ------------------------------------------------------------------------------ */
 
 struct wq_xfer_in;

@@ -1038,6 +1038,38 @@ static void drop_items(struct wq_xfer_out *o)
 	}
 }
 
+int wq_xfer_out_abort(struct wq_xfer_out *o, uint32_t id, const char *reason)
+{
+	if (!o || o->deleted)
+		return -ENOENT;
+	if (!reason)
+		reason = "aborted";
+	struct item *it;
+	DL_SEARCH_SCALAR(o->waiting, it, id, id);
+	if (!it)
+		DL_SEARCH_SCALAR(o->open, it, id, id);
+	if (!it || it->dir)
+		return -ENOENT;
+	hold(o);
+	if (it->state != ST_OPEN) {
+		finish_item(o, it, WQ_XFER_ABORTED, NOCODE, reason); /* never announced */
+	} else if (it->kind == ITEM_DIR) {
+		dir_fail(o, it, WQ_XFER_ABORTED, NOCODE, reason);
+		dir_check_end(o, it);
+	} else {
+		if (it->err == 0) {
+			it->err = -ECANCELED;
+			free(it->err_text);
+			it->err_text = xstrdup(reason);
+		}
+		if (!it->busy)
+			after_chunk(o, it, NULL, 0);
+	}
+	pump(o);
+	release(o);
+	return 0;
+}
+
 void wq_xfer_out_writable(struct wq_xfer_out *o)
 {
 	if (o)

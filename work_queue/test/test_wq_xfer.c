@@ -885,6 +885,69 @@ static void test_disk_full(void **state)
 	free(mnt);
 }
 
+/* wq_xfer_out_abort: a transfer not begun ends without a message; an open one ends with
+ * xfer_abort and its reason, the receiver drops its partial file; the connection goes on. */
+static int one_open(struct t *t)
+{
+	return wq_xfer_in_open(t->in) >= 1;
+}
+
+static void test_abort(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, false, false);
+	size_t n = 64u << 20;
+	char *big = make_file(t.src, "big", n, false, 0644);
+	char *small = make_file(t.src, "small", 1000, false, 0644);
+	uint32_t id1, id2;
+	json_t *target = wq_xfer_target_input(1, 0);
+	assert_int_equal(wq_xfer_send_file(t.out, big, -1, -1, target, 0, NULL, &id1), 0);
+	json_decref(target);
+	target = wq_xfer_target_input(1, 1);
+	assert_int_equal(wq_xfer_send_file(t.out, small, -1, -1, target, 0, NULL, &id2), 0);
+	json_decref(target);
+	/* not begun: ends at once (or when its preparation returns), nothing reaches the peer */
+	assert_int_equal(wq_xfer_out_abort(t.out, id2, "second one not wanted"), 0);
+	assert_int_equal(wq_xfer_out_abort(t.out, id2, "again"), -ENOENT);
+	/* open: the receiver has its xfer_begin; the receiver does not read meanwhile, so the
+	 * transfer cannot end before the abort */
+	assert_true(run_until(&t, one_open, HANG_MS));
+	wq_conn_pause_reading(t.rc);
+	assert_int_equal(wq_xfer_out_abort(t.out, id1, "first one not wanted"), 0);
+	int again = wq_xfer_out_abort(t.out, id1, "again"); /* harmless: the first reason stays */
+	assert_true(again == 0 || again == -ENOENT);
+	assert_int_equal(wq_xfer_out_abort(t.out, 999, "unknown"), -ENOENT);
+	wq_conn_resume_reading(t.rc);
+	want_sent = 2;
+	want_recv = 1;
+	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_int_equal(sent_of(&t, id2)->outcome, WQ_XFER_ABORTED);
+	assert_string_equal(sent_of(&t, id2)->text, "second one not wanted");
+	assert_int_equal(sent_of(&t, id1)->outcome, WQ_XFER_ABORTED);
+	assert_string_equal(sent_of(&t, id1)->text, "first one not wanted");
+	assert_int_equal(recv_of(&t, id1)->status, -ECANCELED);
+	assert_non_null(strstr(recv_of(&t, id1)->text, "first one not wanted"));
+	assert_int_equal(t.nrecv, 1); /* id2 never reached the receiver */
+	char *tmp = xasprintf("%s/.tmp.%u", t.dir, id1);
+	assert_int_equal(access(tmp, F_OK), -1);
+	free(tmp);
+	/* the connection goes on */
+	uint32_t id3;
+	target = wq_xfer_target_input(1, 2);
+	assert_int_equal(wq_xfer_send_file(t.out, small, -1, -1, target, 0, NULL, &id3), 0);
+	json_decref(target);
+	want_sent = 3;
+	want_recv = 2;
+	assert_true(run_until(&t, done_counts, HANG_MS));
+	check_same(&t, id3, small, 2);
+	assert_int_equal(t.r_closed, 0);
+	assert_int_equal(wq_xfer_out_pending(t.out), 0);
+	free(big);
+	free(small);
+	t_done(&t);
+}
+
 /* An F- object is sent without hashing on the sender (xfer_end carries the name's hash); the
  * receiver still hashes every byte: a right name arrives intact, a lying name is `corrupt`. */
 static void test_named_object(void **state)
@@ -937,7 +1000,7 @@ int main(void)
 	    cmocka_unit_test(test_directory),    cmocka_unit_test(test_corrupt),
 	    cmocka_unit_test(test_violations),   cmocka_unit_test(test_interleave),
 	    cmocka_unit_test(test_disk_full),    cmocka_unit_test(test_delete_inside_callback),
-	    cmocka_unit_test(test_named_object),
+	    cmocka_unit_test(test_named_object), cmocka_unit_test(test_abort),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
