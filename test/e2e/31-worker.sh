@@ -2,8 +2,9 @@
 # 31-worker.sh: end-to-end tests of work_queue_worker (doc/work-queue-protocol.md) against a
 # scripted fake master (work_queue/test/helper_fake_master, built on the real connection,
 # handshake and transfer code): a task with a cached and a per-task input, a bad name, a
-# cancel, a drain, a dismiss and reconnection, a shutdown, a memory overrun, garbage after the
-# handshake, a wrong password, no master, -M through a real catalog, idle timeout, single shot.
+# cancel (also one while its output is being sent), a drain, a dismiss and reconnection, a
+# shutdown, a memory overrun, garbage after the handshake, a wrong password, no master, -M
+# through a real catalog, idle timeout, single shot.
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 test_require_bin work_queue_worker catalog_server catalog_update
@@ -33,7 +34,7 @@ fake_ok() {
 	[ "$rc" = 0 ] && not grep -q "^not ok" daemon.1.log
 }
 
-for script in task badname cancel drain shutdown exhaust; do
+for script in task badname cancel cancelsend drain shutdown exhaust; do
 	test_expect_success "script $script: the worker passes every check and exits 0" "
 		fake $script
 		worker 127.0.0.1 \$FAKE_PORT

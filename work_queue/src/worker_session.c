@@ -749,8 +749,20 @@ static void on_cancel(struct worker_session *s, json_t *msg)
 		task_complete(t);
 	} else if (t->state == WT_RUNNING) {
 		worker_task_cancel(t->t); /* DONE follows, cancelled */
+	} else if (t->state == WT_SENDING) {
+		/* Its outputs are given up (xfer_abort): task_cancelled replaces task_done once
+		 * every send has reported, which the last abort may do at once and free T. */
+		size_t n = t->msg->noutputs, k = 0;
+		uint32_t *ids = xcalloc(n + 1, sizeof *ids);
+		for (size_t i = 0; t->out_xfers && i < n; i++)
+			if (t->out_xfers[i] > 0)
+				ids[k++] = (uint32_t)t->out_xfers[i];
+		if (t->stdout_xfer > 0)
+			ids[k++] = (uint32_t)t->stdout_xfer;
+		for (size_t i = 0; i < k; i++)
+			wq_xfer_out_abort(s->xout, ids[i], "task cancelled");
+		free(ids);
 	}
-	/* SENDING: task_cancelled replaces task_done once the sends have ended */
 }
 
 static void empty_trash_work(uv_work_t *req)

@@ -5,8 +5,8 @@
  * overrun, garbage...) and prints one line per check; it exits non-zero on any mismatch.
  *
  * Usage: helper_fake_master SCRIPT PORTFILE [PASSWORD_FILE]
- * Scripts: task badname cancel drain dismiss shutdown exhaust garbage diskfull singleshot signal
- * idle refuse. */
+ * Scripts: task badname cancel cancelsend drain dismiss shutdown exhaust garbage diskfull
+ * singleshot signal idle refuse. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -111,15 +111,36 @@ static void check_task_done(struct peer *p);
 
 /* ---- transfers ------------------------------------------------------------------------------ */
 
+static void send_json(struct peer *p, json_t *m);
+
+static void resume_reading(uv_timer_t *t)
+{
+	struct peer *p = t->data;
+	wq_conn_resume_reading(p->c);
+	uv_close((uv_handle_t *)t, (uv_close_cb)free);
+}
+
 static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
                       struct wq_xfer_dest *dest, struct wq_xfer_refusal *r, void *user)
 {
 	(void)i;
 	(void)r;
-	(void)user;
+	struct peer *p = user;
 	static char path[256]; /* copied by the receiver */
 	snprintf(path, sizeof path, "%s/in.%u", tmpdir, in->id);
 	dest->tmp_path = path;
+	if (!strcmp(script, "cancelsend") && in->target->kind == WQ_TARGET_OUTPUT) {
+		/* the output is on its way: cancel the task, and read nothing for 300 ms, so
+		 * that the worker's send is still open (held by flow control) when the cancel
+		 * arrives */
+		wq_conn_pause_reading(p->c);
+		send_json(p, json_pack("{s:s,s:i,s:i,s:s}", "m", "task_cancel", "id", 1, "try", 1,
+		                       "reason", "test"));
+		uv_timer_t *t = xmalloc(sizeof *t);
+		uv_timer_init(loop, t);
+		t->data = p;
+		uv_timer_start(t, resume_reading, 300, 0);
+	}
 	return 0;
 }
 
@@ -142,6 +163,15 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 	struct peer *p = user;
 	char path[256];
 	snprintf(path, sizeof path, "%s/in.%u", tmpdir, in->id);
+	if (!strcmp(script, "cancelsend") && in->target->kind == WQ_TARGET_OUTPUT) {
+		check(status == -ECANCELED && text && strstr(text, "task cancelled"),
+		      "the output's send was aborted by the worker (status %d: %s)", status,
+		      text ? text : "");
+		p->step |= 1;
+		if (p->step == 3)
+			send_shutdown(p);
+		return;
+	}
 	if (status != 0) {
 		check(false, "transfer %u received: status %d %s", in->id, status,
 		      text ? text : "");
@@ -256,6 +286,13 @@ static void start_script(struct peer *p)
 		send_json(
 		    p,
 		    task_msg(1, !strcmp(script, "cancel") ? "sleep 30" : "sleep 1; echo hi", 10));
+	} else if (!strcmp(script, "cancelsend")) {
+		/* a 200 MB output, cancelled while it is being sent back */
+		json_t *t = task_msg(1, "head -c 200000000 /dev/zero > big.out", 10);
+		json_object_set_new(json_object_get(t, "resources"), "disk", json_integer(400));
+		json_object_set_new(t, "outputs",
+		                    json_pack("[{s:s,s:s}]", "name", "big.out", "when", "always"));
+		send_json(p, t);
 	} else if (!strcmp(script, "dismiss")) {
 		if (p->n == 1)
 			send_json(p, json_pack("{s:s,s:s,s:i}", "m", "dismiss", "reason", "test",
@@ -347,6 +384,16 @@ static void on_script_message(struct peer *p, json_t *m, const char *name)
 			} else {
 				check(false, "a second task_cancelled for one cancel");
 			}
+		} else if (!strcmp(name, "task_done")) {
+			check(false, "task_done after a cancel");
+		}
+	} else if (!strcmp(script, "cancelsend")) {
+		if (!strcmp(name, "task_cancelled")) {
+			check(iget(m, "id") == 1 && json_is_true(json_object_get(m, "known")),
+			      "task_cancelled {id 1, known true} while its output was being sent");
+			p->step |= 2;
+			if (p->step == 3)
+				send_shutdown(p);
 		} else if (!strcmp(name, "task_done")) {
 			check(false, "task_done after a cancel");
 		}
