@@ -681,6 +681,27 @@ static void test_watch_fake_worker(void **state)
 	unlink(out);
 }
 
+/* Bytes in the debug log now, and whether S appears in what was written after MARK bytes. */
+static long log_size(void)
+{
+	struct stat st;
+	return stat(log_path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+static int log_has_since(long mark, const char *s)
+{
+	FILE *f = fopen(log_path, "r");
+	if (!f)
+		return 0;
+	char line[4096];
+	int found = 0;
+	fseek(f, mark, SEEK_SET);
+	while (!found && fgets(line, sizeof line, f))
+		found = strstr(line, s) != NULL;
+	fclose(f);
+	return found;
+}
+
 /* A worker that reports its disk full (protocol 5.10): the objects no task needs are dropped,
  * least recently used first, one a READY task needs is kept, and the worker, still full and
  * with no task, is dismissed after the timeout. */
@@ -714,9 +735,18 @@ static void test_full_worker(void **state)
 	/* a task that waits (it fits no worker) and needs object 2 */
 	struct work_queue_task *big = make_task(in[2], out);
 	work_queue_task_specify_cores(big, 64);
+	long mark = log_size();
 	int big_id = work_queue_submit(q, big);
 	assert_true(big_id >= 1);
-	assert_null(work_queue_wait(q, 0.3)); /* its inputs are named meanwhile */
+	/* Its input is named at once (its hash is known from the tasks before) or in the thread
+	 * pool: then wait until it is, so that the drop below knows the task needs it. */
+	char prep[64], named[64];
+	snprintf(prep, sizeof prep, "wq: task %d: 1 input(s) being prepared", big_id);
+	snprintf(named, sizeof named, "wq: task %d: inputs named", big_id);
+	uint64_t end = uv_hrtime() + (uint64_t)10e9;
+	while (log_has_since(mark, prep) && !log_has_since(mark, named) && uv_hrtime() < end)
+		assert_null(work_queue_wait(q, 0.02));
+	assert_true(!log_has_since(mark, prep) || log_has_since(mark, named));
 
 	fake_capacity(f, 1);
 	assert_true(run_until_flag(q, &f->drop_msgs, 5));
