@@ -249,7 +249,7 @@ void wq_mworker_dispatch(struct mworker *w, struct mtask *m, const struct wq_sch
 			continue;
 		struct mobject *o = wq_mw_object_find(w, m->objects[i]);
 		if (o)
-			o->last_use = wq_master_now();
+			o->last_use = m->dispatched_at;
 		if (o && o->present)
 			continue;
 		bool fresh = !o;
