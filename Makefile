@@ -16,7 +16,10 @@ config.mk: configure VERSION
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
 	-Wno-format-nonliteral -Wvla
 COMPONENTS := dttools resource_monitor work_queue batch_drivers makeflow
-INCLUDES := -I. $(foreach c,$(COMPONENTS),-I$(c)/src)
+# A component's src/ may be split into sides (work_queue/src/{proto,master,worker,catalog,status});
+# every folder of sources is on the include path, and lint enforces who may include whom.
+SRC_DIRS := $(foreach c,$(COMPONENTS),$(c)/src $(patsubst %/,%,$(sort $(dir $(wildcard $(c)/src/*/*.[ch])))))
+INCLUDES := -I. $(addprefix -I,$(SRC_DIRS))
 ALL_CFLAGS = -std=gnu11 $(OPT) $(SAN_FLAGS) $(WARN) -D_GNU_SOURCE $(INCLUDES) \
 	$(DEP_CFLAGS) $(EXTRA_CFLAGS) -MMD -MP
 ALL_LDFLAGS = $(SAN_FLAGS) $(EXTRA_LDFLAGS)
@@ -35,8 +38,9 @@ FUZZERS :=
 include $(foreach c,$(COMPONENTS),$(c)/module.mk)
 
 # ---- derived lists -------------------------------------------------------
-MAIN_SRCS := $(foreach c,$(COMPONENTS),$(wildcard $(c)/src/*_main.c))
-lib_srcs = $(filter-out $(MAIN_SRCS),$(wildcard $(1)/src/*.c))
+src_c = $(wildcard $(1)/src/*.c $(1)/src/*/*.c)
+MAIN_SRCS := $(foreach c,$(COMPONENTS),$(filter %_main.c,$(call src_c,$(c))))
+lib_srcs = $(filter-out $(MAIN_SRCS),$(call src_c,$(1)))
 obj = $(patsubst %.c,$(B)/%.o,$(1))
 libfile = $(if $(call lib_srcs,$(1)),$(B)/lib/lib$(LIB_$(1)).a)
 # Libraries to link for component $(1): itself and everything to its left,
@@ -49,7 +53,7 @@ chain_makeflow := makeflow $(chain_batch_drivers)
 link_libs = $(foreach c,$(chain_$(1)),$(call libfile,$(c)))
 
 ALL_LIBFILES := $(foreach c,$(COMPONENTS),$(call libfile,$(c)))
-ALL_OBJS := $(call obj,$(foreach c,$(COMPONENTS),$(wildcard $(c)/src/*.c) $(wildcard $(c)/test/*.c)))
+ALL_OBJS := $(call obj,$(foreach c,$(COMPONENTS),$(call src_c,$(c)) $(wildcard $(c)/test/*.c)))
 
 define lib_rule
 $(call libfile,$(1)): $(call obj,$(call lib_srcs,$(1)))
@@ -60,9 +64,10 @@ endef
 $(foreach c,$(COMPONENTS),$(if $(call lib_srcs,$(c)),$(eval $(call lib_rule,$(c)))))
 
 # Programs: module.mk says `PROGS += name` and `name_COMPONENT := comp`;
-# the main file is comp/src/name_main.c.
+# the main file is comp/src/name_main.c or comp/src/SIDE/name_main.c.
+main_of = $(filter %/$(1)_main.c,$(MAIN_SRCS))
 define prog_rule
-$(B)/bin/$(1): $(call obj,$($(1)_COMPONENT)/src/$(1)_main.c) $(call link_libs,$($(1)_COMPONENT))
+$(B)/bin/$(1): $(call obj,$(call main_of,$(1))) $(call link_libs,$($(1)_COMPONENT))
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter %.o,$$^) $(call link_libs,$($(1)_COMPONENT)) $$(ALL_LIBS)
 endef
@@ -94,7 +99,7 @@ config.h: config.mk
 
 # ---- targets --------------------------------------------------------------
 .PHONY: all check check-unit check-e2e demo bench fuzz install uninstall clean \
-	distclean lint format deps tests
+	distclean lint format file-map deps tests
 
 all: $(ALL_LIBFILES) $(PROG_FILES)
 
@@ -135,7 +140,7 @@ LIBDIR := $(DESTDIR)$(PREFIX)/lib
 INCDIR := $(DESTDIR)$(PREFIX)/include/htc
 MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
 PCDIR := $(LIBDIR)/pkgconfig
-PUBLIC_HEADERS := $(filter-out %_internal.h %/batch_driver.h,$(foreach c,$(COMPONENTS),$(wildcard $(c)/src/*.h)))
+PUBLIC_HEADERS := $(filter-out %_internal.h %/batch_driver.h,$(foreach c,$(COMPONENTS),$(wildcard $(c)/src/*.h $(c)/src/*/*.h)))
 MAN_PAGES := $(wildcard doc/man/*.1)
 
 install: all
@@ -165,6 +170,9 @@ C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find $(COMPONENTS) -na
 
 lint:
 	@bash test/lint.sh
+
+file-map:
+	@bash test/file-map.sh >doc/file-map.md
 
 format:
 	clang-format -i $(C_FILES)

@@ -26,13 +26,13 @@ CFLAGS="$CFLAGS -DJX_MAX_WORK=2000000 -DJX_MAX_ELEMENTS=1000000 -DJX_MAX_BYTES=1
 # (doc/work-queue-protocol.md section 9); the real limits are unit-tested.
 CFLAGS="$CFLAGS -DWQ_MAX_MSG=65536 -DWQ_MAX_DATA=4096"
 INC="-I$SRCDIR"
-for c in dttools resource_monitor work_queue batch_drivers makeflow; do INC="$INC -I$SRCDIR/$c/src"; done
+for d in "$SRCDIR"/*/src "$SRCDIR"/*/src/*/; do [ -d "$d" ] && INC="$INC -I${d%/}"; done
 
 # Library sources each target needs (its component and those to its left).
 sources_for() {
 	local comp=$1 c out=""
 	for c in dttools resource_monitor work_queue batch_drivers makeflow; do
-		out="$out $(ls "$SRCDIR"/$c/src/*.c 2>/dev/null | grep -v '_main\.c$')"
+		out="$out $(ls "$SRCDIR"/$c/src/*.c "$SRCDIR"/$c/src/*/*.c 2>/dev/null | grep -v '_main\.c$')"
 		[ "$c" = "$comp" ] && break
 	done
 	echo "$out"

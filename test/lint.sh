@@ -13,6 +13,7 @@ files=$(git ls-files '*.c' '*.h' 2>/dev/null)
 # Include files not yet added to git, too.
 files=$(printf '%s\n%s\n' "$files" "$(find "${COMPONENTS[@]}" -name '*.[ch]')" | sort -u | grep -v '^$')
 
+# Headers and sources live in src/ and in the sides of a split src/ (src/SIDE/).
 # 1. format
 if command -v clang-format >/dev/null; then
 	bad=""
@@ -35,10 +36,25 @@ declare -A owner rank
 for i in "${!COMPONENTS[@]}"; do
 	c=${COMPONENTS[$i]}
 	rank[$c]=$i
-	for h in "$c"/src/*.h; do
+	for h in "$c"/src/*.h "$c"/src/*/*.h; do
 		[ -e "$h" ] && owner[$(basename "$h")]=$c
 	done
 done
+# Sides inside work_queue/src: proto is the wire and includes no other side; catalog and
+# status use proto; master and worker use proto and catalog and never include each other.
+declare -A side
+for h in work_queue/src/*/*.h; do
+	[ -e "$h" ] || continue
+	s=${h#work_queue/src/}
+	side[$(basename "$h")]=${s%%/*}
+done
+declare -A may_use=(
+	[proto]="proto"
+	[catalog]="proto catalog"
+	[status]="proto catalog status"
+	[master]="proto catalog master"
+	[worker]="proto catalog worker"
+)
 for f in $files; do
 	c=${f%%/*}
 	[ -n "${rank[$c]+x}" ] || continue
@@ -49,7 +65,29 @@ for f in $files; do
 			echo "lint: layering: $f ($c) includes $inc of $oc, a component to its right"
 			status=1
 		fi
+		case "$f" in
+		work_queue/src/*/*)
+			fs=${f#work_queue/src/}
+			fs=${fs%%/*}
+			is=${side[$inc]:-}
+			if [ -n "$is" ] && [ -n "${may_use[$fs]+x}" ] &&
+				! [[ " ${may_use[$fs]} " == *" $is "* ]]; then
+				echo "lint: sides: $f ($fs) includes $inc of work_queue/src/$is"
+				status=1
+			fi
+			;;
+		esac
 	done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+done
+
+for f in $files; do
+	case "$f" in
+	work_queue/src/*/*) ;;
+	work_queue/src/*)
+		echo "lint: sides: $f is not in a side of work_queue/src (proto, master, worker, catalog, status)"
+		status=1
+		;;
+	esac
 done
 
 # 3. banned functions (outside comments is approximated by ignoring lines
@@ -77,7 +115,14 @@ for f in $files; do
 	esac
 done
 
-# 5. shell scripts parse
+# 5. doc/file-map.md is the map of the tree as it is (test/file-map.sh writes it)
+if ! bash test/file-map.sh | cmp -s - doc/file-map.md; then
+	echo "lint: doc/file-map.md is not the map of this tree (run 'make file-map'):"
+	bash test/file-map.sh | diff doc/file-map.md - | sed -n '1,20p' | sed 's/^/    /'
+	status=1
+fi
+
+# 6. shell scripts parse
 for s in configure test/*.sh test/lib/*.sh test/e2e/*.sh test/bench/*.sh .ci/run; do
 	[ -f "$s" ] || continue
 	bash -n "$s" || { echo "lint: $s has a syntax error"; status=1; }

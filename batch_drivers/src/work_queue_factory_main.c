@@ -25,7 +25,7 @@
 #include "units.h"
 #include "wq_auth.h"
 #include "wq_factory.h"
-#include "wq_status_client.h"
+#include "status_client.h"
 #include "xalloc.h"
 
 #include "banned.h"

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "full_io.h"
 #include "path.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -23,21 +24,6 @@ int fsync_dir(const char *dir)
 		r = -errno;
 	close(fd);
 	return r;
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 int atomic_file_write(const char *path, const void *data, size_t len, mode_t mode)
@@ -57,7 +43,7 @@ int atomic_file_write(const char *path, const void *data, size_t len, mode_t mod
 		r = -errno;
 		goto fail;
 	}
-	r = write_all(fd, data, len);
+	r = full_write(fd, data, len);
 	if (r < 0)
 		goto fail;
 	if (fsync(fd) < 0) {

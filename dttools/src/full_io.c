@@ -1,4 +1,4 @@
-/* full_io.c: whole-range reads (see full_io.h). */
+/* full_io.c: whole-range reads and writes (see full_io.h). */
 #include "full_io.h"
 
 #include <errno.h>
@@ -22,4 +22,24 @@ ssize_t full_pread(int fd, void *buf, size_t len, off_t off)
 		got += (size_t)n;
 	}
 	return (ssize_t)got;
+}
+
+int full_write(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)
+				return -ENOSPC;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }

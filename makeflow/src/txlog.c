@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "full_io.h"
 #include "debug.h"
 #include "htc_error.h"
 #include "xalloc.h"
@@ -80,21 +81,6 @@ static int decode_name(char *s)
 	return 0;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, buf, len);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 static int emit(struct txlog *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int emit(struct txlog *t, const char *fmt, ...)
 {
@@ -107,7 +93,7 @@ static int emit(struct txlog *t, const char *fmt, ...)
 		return HTC_ETOOBIG;
 	uLong crc = crc32(0L, (const Bytef *)line, (uInt)n);
 	n += snprintf(line + n, 16, " %08lx\n", (unsigned long)crc);
-	int r = write_all(t->fd, line, (size_t)n);
+	int r = full_write(t->fd, line, (size_t)n);
 	if (r == 0)
 		t->dirty = 1;
 	else
@@ -145,7 +131,7 @@ struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_
 		}
 		char head[4200];
 		int n = snprintf(head, sizeof head, "%s %d %s\n", HEADER_MAGIC, TXLOG_VERSION, enc);
-		if (write_all(fd, head, (size_t)n) < 0) {
+		if (full_write(fd, head, (size_t)n) < 0) {
 			int e = errno;
 			txlog_close(t);
 			errno = e;

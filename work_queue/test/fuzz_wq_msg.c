@@ -135,17 +135,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_why(wq_msg_identity_parse(msg, &id, &why), why);
 	wq_identity_free(id);
 
-	struct wq_cache_list *cl = NULL;
+	struct worker_cache_list *cl = NULL;
 	rc = wq_msg_cache_have_parse(msg, &cl, &why);
 	if (rc == 0)
 		for (size_t i = 0; i < cl->n; i++)
 			if (!wq_name_is_object(cl->names[i]))
 				abort();
 	check_why(rc, why);
-	wq_cache_list_free(cl);
+	worker_cache_list_free(cl);
 	cl = NULL;
 	check_why(wq_msg_cache_drop_parse(msg, &cl, &why), why);
-	wq_cache_list_free(cl);
+	worker_cache_list_free(cl);
 
 	/* every string value of the message as a name */
 	const char *key;

@@ -1,4 +1,4 @@
-/* helper_sched_bench.c: micro-benchmark of the scheduling core (wq_sched). It queues 100,000
+/* helper_sched_bench.c: micro-benchmark of the scheduling core (master_sched). It queues 100,000
  * tasks in 3 categories for 200 workers of 2 cores, then repeats: one pass, then a random half
  * of the running tasks complete (and now and then a worker is lost and replaced). It prints
  * the cost of a pass and of one assignment around 10 % and 90 % of completion, i.e. how many
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "wq_sched.h"
+#include "master_sched.h"
 #include "category.h"
 #include "debug.h"
 #include "rmsummary.h"
@@ -49,13 +49,13 @@ static int64_t cached(void *worker_data, void *task_data, void *arg)
 	return (t % 7) == (w % 7) ? 1000 : 0;
 }
 
-static struct wq_sched_worker *add_worker(struct wq_sched *s, int n)
+static struct master_sched_worker *add_worker(struct master_sched *s, int n)
 {
 	char id[32];
 	snprintf(id, sizeof id, "worker-%d", n);
-	struct wq_sched_worker_spec ws = {.id = id, .total = {2, 4000, 20000, 0}};
+	struct master_sched_worker_spec ws = {.id = id, .total = {2, 4000, 20000, 0}};
 	ws.data = (void *)(uintptr_t)n;
-	struct wq_sched_worker *w = wq_sched_worker_add(s, &ws);
+	struct master_sched_worker *w = master_sched_worker_add(s, &ws);
 	if (!w)
 		fatal("cannot add worker %s: %s", id, strerror(errno));
 	return w;
@@ -63,15 +63,15 @@ static struct wq_sched_worker *add_worker(struct wq_sched *s, int n)
 
 int main(int argc, char **argv)
 {
-	enum wq_sched_policy policy = WQ_SCHED_FILES;
-	if (argc > 1 && wq_sched_policy_parse(argv[1], &policy) < 0)
+	enum master_sched_policy policy = MASTER_SCHED_FILES;
+	if (argc > 1 && master_sched_policy_parse(argv[1], &policy) < 0)
 		fatal("unknown policy '%s' (fcfs, files, time, worst, rand)", argv[1]);
 
-	struct wq_sched *s = wq_sched_create();
-	wq_sched_set_cached_bytes_fn(s, cached, NULL);
+	struct master_sched *s = master_sched_create();
+	master_sched_set_cached_bytes_fn(s, cached, NULL);
 	/* "align": explicit 1 core 1000 MB; "sort": 1 core, the rest a proportional share;
 	 * "stats": MAX mode, category maximum 1 core 1500 MB, sized from measurements. */
-	struct category *stats = wq_sched_category(s, "stats");
+	struct category *stats = master_sched_category(s, "stats");
 	category_set_mode(stats, CATEGORY_MODE_MAX);
 	struct rmsummary max;
 	rmsummary_init(&max);
@@ -79,9 +79,9 @@ int main(int argc, char **argv)
 	max.v[RM_MEMORY] = 1500;
 	max.v[RM_DISK] = 5000;
 	category_set_max(stats, &max);
-	wq_sched_category_set_max_concurrent(s, "sort", 150);
+	master_sched_category_set_max_concurrent(s, "sort", 150);
 
-	struct wq_sched_worker **workers = xcalloc(N_WORKERS, sizeof *workers);
+	struct master_sched_worker **workers = xcalloc(N_WORKERS, sizeof *workers);
 	int next_worker = 0;
 	for (int i = 0; i < N_WORKERS; i++)
 		workers[i] = add_worker(s, next_worker++);
@@ -89,14 +89,14 @@ int main(int argc, char **argv)
 	uint64_t seed = 2024;
 	double t0 = now_s();
 	for (int i = 0; i < N_TASKS; i++) {
-		struct wq_sched_task_spec ts;
-		wq_sched_task_spec_init(&ts);
+		struct master_sched_task_spec ts;
+		master_sched_task_spec_init(&ts);
 		ts.priority = (double)(rnd(&seed) % 3);
 		ts.data = (void *)(uintptr_t)i;
 		switch (i % 3) {
 		case 0:
 			ts.category = "align";
-			ts.request = (struct wq_sched_box){1, 1000, 100, 0};
+			ts.request = (struct master_sched_box){1, 1000, 100, 0};
 			break;
 		case 1:
 			ts.category = "sort";
@@ -104,21 +104,21 @@ int main(int argc, char **argv)
 			break;
 		default: ts.category = "stats"; break;
 		}
-		if (!wq_sched_task_add(s, &ts))
+		if (!master_sched_task_add(s, &ts))
 			fatal("cannot add task %d: %s", i, strerror(errno));
 	}
 	double t_submit = now_s() - t0;
 
-	struct wq_sched_assignment *out = xcalloc(BUDGET, sizeof *out);
-	struct wq_sched_task **running = xcalloc(N_TASKS, sizeof *running);
+	struct master_sched_assignment *out = xcalloc(BUDGET, sizeof *out);
+	struct master_sched_task **running = xcalloc(N_TASKS, sizeof *running);
 	size_t nrun = 0;
 	int64_t done = 0, passes = 0, assigned = 0, lost = 0, put_back = 0;
 	double sched_time = 0, sim = 0, worst_pass = 0;
 	double full_time = 0;
 	int64_t full_passes = 0;
 	struct window win[2] = {{"10%", 0.05, 0.15, 0, 0, 0}, {"90%", 0.85, 0.95, 0, 0, 0}};
-	struct wq_sched_pass_opts o;
-	wq_sched_pass_opts_init(&o);
+	struct master_sched_pass_opts o;
+	master_sched_pass_opts_init(&o);
 	o.policy = policy;
 	o.max_assignments = BUDGET;
 	o.rng = &seed;
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 		sim += 1;
 		o.now = sim;
 		double a = now_s();
-		int n = wq_sched_pass(s, &o, out, BUDGET, NULL);
+		int n = master_sched_pass(s, &o, out, BUDGET, NULL);
 		double dt = now_s() - a;
 		if (n < 0)
 			fatal("pass failed: %d", n);
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
 		/* A pass right after a pass: everything is full, nothing must be scanned. */
 		if (passes % 10 == 0) {
 			a = now_s();
-			int m = wq_sched_pass(s, &o, out, BUDGET, NULL);
+			int m = master_sched_pass(s, &o, out, BUDGET, NULL);
 			full_time += now_s() - a;
 			full_passes++;
 			if (m != 0)
@@ -159,10 +159,10 @@ int main(int argc, char **argv)
 			int k = (int)(rnd(&seed) % N_WORKERS);
 			size_t j = 0;
 			for (size_t i = 0; i < nrun; i++)
-				if (wq_sched_task_worker(running[i]) != workers[k])
+				if (master_sched_task_worker(running[i]) != workers[k])
 					running[j++] = running[i];
 			nrun = j;
-			put_back += wq_sched_worker_remove(s, workers[k]);
+			put_back += master_sched_worker_remove(s, workers[k]);
 			workers[k] = add_worker(s, next_worker++);
 			lost++;
 		}
@@ -172,10 +172,10 @@ int main(int argc, char **argv)
 				i++;
 				continue;
 			}
-			struct wq_sched_task *t = running[i];
-			if (wq_sched_task_release(s, t, sim + 0.5) < 0)
+			struct master_sched_task *t = running[i];
+			if (master_sched_task_release(s, t, sim + 0.5) < 0)
 				fatal("release failed");
-			if ((uintptr_t)wq_sched_task_data(t) % 3 == 2) {
+			if ((uintptr_t)master_sched_task_data(t) % 3 == 2) {
 				struct rmsummary m;
 				rmsummary_init(&m);
 				m.v[RM_CORES] = 1;
@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 				m.v[RM_WALL_TIME] = 1;
 				category_accumulate(stats, &m);
 			}
-			wq_sched_task_remove(s, t);
+			master_sched_task_remove(s, t);
 			running[i] = running[--nrun];
 			done++;
 		}
@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 	double total = now_s() - t0;
 
 	printf("helper_sched_bench: policy %s, %d tasks in 3 categories, %d workers of 2 cores\n",
-	       wq_sched_policy_name(policy), N_TASKS, N_WORKERS);
+	       master_sched_policy_name(policy), N_TASKS, N_WORKERS);
 	printf("  submit: %.3f s (%.2f us per task)\n", t_submit, t_submit / N_TASKS * 1e6);
 	printf("  passes: %lld, assignments: %lld (%lld more after %lld lost workers put %lld "
 	       "tasks back)\n",
@@ -217,12 +217,13 @@ int main(int argc, char **argv)
 		printf("  pass over full workers: %.2f us (%lld measured)\n",
 		       full_time / (double)full_passes * 1e6, (long long)full_passes);
 	printf("  wall time of the whole simulation: %.3f s\n", total);
-	if (wq_sched_ready_count(s) != 0 || wq_sched_running_count(s) != 0)
-		fatal("tasks left: %lld ready, %lld running", (long long)wq_sched_ready_count(s),
-		      (long long)wq_sched_running_count(s));
+	if (master_sched_ready_count(s) != 0 || master_sched_running_count(s) != 0)
+		fatal("tasks left: %lld ready, %lld running",
+		      (long long)master_sched_ready_count(s),
+		      (long long)master_sched_running_count(s));
 	free(out);
 	free(running);
 	free(workers);
-	wq_sched_delete(s);
+	master_sched_delete(s);
 	return 0;
 }

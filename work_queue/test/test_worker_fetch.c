@@ -1,5 +1,5 @@
 /* test_worker_fetch.c: unit tests of the worker's URL fetcher (worker_fetch) and of the master's
- * validator and object naming (wq_url), against a tiny HTTP server running on the test's own
+ * validator and object naming (master_url), against a tiny HTTP server running on the test's own
  * libuv loop: a file, a 404, a refused connection, redirects (followed, looping, to file://),
  * bodies over the size limit with and without Content-Length, schemes other than http(s),
  * concurrent users of one object sharing one GET, cancels, deletion during a download, and the
@@ -25,9 +25,9 @@
 #include "htc_error.h"
 #include "path.h"
 #include "sha256.h"
-#include "wq_cache.h"
-#include "wq_sandbox.h"
-#include "wq_url.h"
+#include "worker_cache.h"
+#include "worker_sandbox.h"
+#include "master_url.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -277,12 +277,12 @@ struct fx {
 	uv_loop_t loop;
 	struct server srv;
 	char *dir;
-	struct wq_cache *cache;
+	struct worker_cache *cache;
 	struct worker_fetch *f;
 	struct result res[16];
 	int nres;
 	char url[256];
-	char name[WQ_URL_OBJECT_SIZE];
+	char name[MASTER_URL_OBJECT_SIZE];
 };
 
 static void done_cb(const char *object, int status, uint64_t size, const char *text, void *arg)
@@ -304,7 +304,7 @@ static int setup_opts(void **state, const struct worker_fetch_opts *o)
 	char tmpl[] = "/tmp/test_worker_fetch.XXXXXX";
 	assert_non_null(mkdtemp(tmpl));
 	x->dir = xstrdup(tmpl);
-	x->cache = wq_cache_create(x->dir);
+	x->cache = worker_cache_create(x->dir);
 	assert_non_null(x->cache);
 	x->f = worker_fetch_create(&x->loop, x->cache, o, done_cb, x);
 	*state = x;
@@ -330,8 +330,8 @@ static int teardown(void **state)
 	/* Every download still in the thread pool ends, every handle closes. */
 	uv_run(&x->loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&x->loop), 0);
-	wq_cache_delete(x->cache);
-	wq_remove_tree(x->dir);
+	worker_cache_delete(x->cache);
+	tree_remove(x->dir);
 	free(x->dir);
 	free(x);
 	return 0;
@@ -376,7 +376,7 @@ static bool never(struct fx *x)
 
 static bool partial_empty(struct fx *x)
 {
-	char *p = path_join(wq_cache_path(x->cache), ".partial");
+	char *p = path_join(worker_cache_path(x->cache), ".partial");
 	DIR *d = opendir(p);
 	free(p);
 	if (!d)
@@ -394,12 +394,12 @@ static bool partial_empty(struct fx *x)
 static void url_of(struct fx *x, const char *path)
 {
 	snprintf(x->url, sizeof x->url, "http://127.0.0.1:%d%s", x->srv.port, path);
-	assert_int_equal(wq_url_object_name(x->url, "", x->name), 0);
+	assert_int_equal(master_url_object_name(x->url, "", x->name), 0);
 }
 
 static char *cached_content(struct fx *x, const char *name)
 {
-	char *p = path_join(wq_cache_path(x->cache), name);
+	char *p = path_join(worker_cache_path(x->cache), name);
 	FILE *fp = fopen(p, "r");
 	free(p);
 	if (!fp)
@@ -424,7 +424,7 @@ static void test_fetch_file(void **state)
 	assert_string_equal(x->res[0].object, x->name);
 	assert_int_equal(x->res[0].size, 10);
 	uint64_t size = 0;
-	assert_true(wq_cache_has(x->cache, x->name, &size));
+	assert_true(worker_cache_has(x->cache, x->name, &size));
 	assert_int_equal(size, 10);
 	char *got = cached_content(x, x->name);
 	assert_non_null(got);
@@ -445,7 +445,7 @@ static void test_404(void **state)
 	char *want = xasprintf("HTTP 404 for %s", x->url);
 	assert_string_equal(x->res[0].text, want);
 	free(want);
-	assert_false(wq_cache_has(x->cache, x->name, NULL));
+	assert_false(worker_cache_has(x->cache, x->name, NULL));
 	assert_true(partial_empty(x));
 }
 
@@ -463,13 +463,13 @@ static void test_refused(void **state)
 	uv_close((uv_handle_t *)&t, NULL);
 	uv_run(&x->loop, UV_RUN_NOWAIT);
 	snprintf(x->url, sizeof x->url, "http://127.0.0.1:%d/file", ntohs(got.sin_port));
-	assert_int_equal(wq_url_object_name(x->url, "", x->name), 0);
+	assert_int_equal(master_url_object_name(x->url, "", x->name), 0);
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
 	assert_true(run_until(x, one_result, 10000));
 	assert_int_equal(x->res[0].status, -EIO);
 	assert_non_null(strstr(x->res[0].text, x->url));
 	assert_non_null(strstr(x->res[0].text, "onnect")); /* curl: "Failed to connect ..." */
-	assert_false(wq_cache_has(x->cache, x->name, NULL));
+	assert_false(worker_cache_has(x->cache, x->name, NULL));
 	assert_true(partial_empty(x));
 }
 
@@ -496,7 +496,7 @@ static void test_redirect_loop(void **state)
 	assert_non_null(strstr(x->res[0].text, "redirect"));
 	/* the first request and WORKER_FETCH_MAX_REDIRECTS redirects followed, no more */
 	assert_int_equal(x->srv.gets_loop, 1 + WORKER_FETCH_MAX_REDIRECTS);
-	assert_false(wq_cache_has(x->cache, x->name, NULL));
+	assert_false(worker_cache_has(x->cache, x->name, NULL));
 }
 
 static void test_redirect_to_file(void **state)
@@ -506,7 +506,7 @@ static void test_redirect_to_file(void **state)
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
 	assert_true(run_until(x, one_result, 10000));
 	assert_true(x->res[0].status < 0);
-	assert_false(wq_cache_has(x->cache, x->name, NULL));
+	assert_false(worker_cache_has(x->cache, x->name, NULL));
 	assert_true(partial_empty(x));
 }
 
@@ -515,14 +515,14 @@ static void test_schemes(void **state)
 	struct fx *x = *state;
 	const char *urls[] = {"file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://a/b"};
 	for (int i = 0; i < 3; i++) {
-		char name[WQ_URL_OBJECT_SIZE];
-		assert_int_equal(wq_url_object_name(urls[i], "", name), 0);
+		char name[MASTER_URL_OBJECT_SIZE];
+		assert_int_equal(master_url_object_name(urls[i], "", name), 0);
 		assert_int_equal(worker_fetch_want(x->f, urls[i], name, 1 << 20), 0);
 		x->nres = 0;
 		assert_true(run_until(x, one_result, 10000));
 		assert_int_equal(x->res[0].status, HTC_EUNSUP);
 		assert_non_null(strstr(x->res[0].text, "only http and https"));
-		assert_false(wq_cache_has(x->cache, name, NULL));
+		assert_false(worker_cache_has(x->cache, name, NULL));
 	}
 	assert_int_equal(x->srv.requests, 0);
 	/* a bad object name or an empty URL is refused at once */
@@ -537,7 +537,7 @@ static void too_big(struct fx *x, const char *path)
 	assert_true(run_until(x, one_result, 10000));
 	assert_int_equal(x->res[0].status, HTC_ETOOBIG);
 	assert_non_null(strstr(x->res[0].text, "larger than the 1000 bytes free"));
-	assert_false(wq_cache_has(x->cache, x->name, NULL));
+	assert_false(worker_cache_has(x->cache, x->name, NULL));
 	assert_true(partial_empty(x));
 }
 
@@ -595,10 +595,10 @@ static void test_queue_limit(void **state)
 {
 	struct fx *x = *state;
 	/* more distinct downloads than WORKER_FETCH_MAX_ACTIVE: all complete */
-	char names[5][WQ_URL_OBJECT_SIZE];
+	char names[5][MASTER_URL_OBJECT_SIZE];
 	for (int i = 0; i < 5; i++) {
 		snprintf(x->url, sizeof x->url, "http://127.0.0.1:%d/file?%d", x->srv.port, i);
-		assert_int_equal(wq_url_object_name(x->url, "", names[i]), 0);
+		assert_int_equal(master_url_object_name(x->url, "", names[i]), 0);
 		assert_int_equal(worker_fetch_want(x->f, x->url, names[i], 1 << 20), 0);
 	}
 	assert_int_equal(worker_fetch_count(x->f), 5);
@@ -606,7 +606,7 @@ static void test_queue_limit(void **state)
 	assert_int_equal(x->nres, 5);
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(x->res[i].status, 0);
-		assert_true(wq_cache_has(x->cache, names[i], NULL));
+		assert_true(worker_cache_has(x->cache, names[i], NULL));
 	}
 }
 
@@ -629,7 +629,7 @@ static void test_cancel(void **state)
 	assert_true(run_until(x, partial_empty, 5000));
 	run_until(x, never, 300);
 	assert_int_equal(x->nres, 0);
-	assert_false(wq_cache_has(x->cache, x->name, NULL));
+	assert_false(worker_cache_has(x->cache, x->name, NULL));
 	/* the same object can be wanted again afterwards */
 	url_of(x, "/file");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
@@ -640,10 +640,10 @@ static void test_cancel(void **state)
 static void test_cancel_queued(void **state)
 {
 	struct fx *x = *state;
-	char names[4][WQ_URL_OBJECT_SIZE];
+	char names[4][MASTER_URL_OBJECT_SIZE];
 	for (int i = 0; i < 4; i++) {
 		snprintf(x->url, sizeof x->url, "http://127.0.0.1:%d/hang?%d", x->srv.port, i);
-		assert_int_equal(wq_url_object_name(x->url, "", names[i]), 0);
+		assert_int_equal(master_url_object_name(x->url, "", names[i]), 0);
 		assert_int_equal(worker_fetch_want(x->f, x->url, names[i], 1 << 20), 0);
 	}
 	/* two run, two wait; releasing the waiting ones never starts them */
@@ -683,7 +683,8 @@ static void test_low_speed(void **state)
 	assert_true(partial_empty(x));
 }
 
-/* ---- wq_url (the master's HEAD request), run in a thread so the server can answer ---------- */
+/* ---- master_url (the master's HEAD request), run in a thread so the server can answer ----------
+ */
 
 struct head_job {
 	uv_work_t req;
@@ -695,7 +696,7 @@ struct head_job {
 static void head_work(uv_work_t *r)
 {
 	struct head_job *h = r->data;
-	h->validator = wq_url_validator(h->url, 2000);
+	h->validator = master_url_validator(h->url, 2000);
 }
 
 static void head_after(uv_work_t *r, int status)
@@ -742,7 +743,7 @@ static void test_validator(void **state)
 	free(v);
 	assert_int_equal(x->srv.gets_file, 0); /* HEAD only */
 	assert_true(x->srv.heads >= 4);
-	v = wq_url_validator("file:///etc/passwd", 1000);
+	v = master_url_validator("file:///etc/passwd", 1000);
 	assert_string_equal(v, "");
 	free(v);
 }
@@ -750,19 +751,19 @@ static void test_validator(void **state)
 static void test_object_name(void **state)
 {
 	(void)state;
-	char name[WQ_URL_OBJECT_SIZE], name2[WQ_URL_OBJECT_SIZE], hex[SHA256_HEX_SIZE];
+	char name[MASTER_URL_OBJECT_SIZE], name2[MASTER_URL_OBJECT_SIZE], hex[SHA256_HEX_SIZE];
 	const char *u = "http://example.org/a.txt";
-	assert_int_equal(wq_url_object_name(u, "etag:\"x\"", name), 0);
+	assert_int_equal(master_url_object_name(u, "etag:\"x\"", name), 0);
 	const char *text = "http://example.org/a.txt\netag:\"x\"";
 	assert_int_equal(sha256_buffer(text, strlen(text), hex), 0);
 	assert_int_equal(strlen(name), 66);
 	assert_memory_equal(name, "U-", 2);
 	assert_string_equal(name + 2, hex);
-	assert_true(wq_cache_name_valid(name));
-	assert_int_equal(wq_url_object_name(u, "etag:\"y\"", name2), 0);
+	assert_true(worker_cache_name_valid(name));
+	assert_int_equal(master_url_object_name(u, "etag:\"y\"", name2), 0);
 	assert_string_not_equal(name, name2);
-	assert_int_equal(wq_url_object_name(u, NULL, name), 0);
-	assert_int_equal(wq_url_object_name(u, "", name2), 0);
+	assert_int_equal(master_url_object_name(u, NULL, name), 0);
+	assert_int_equal(master_url_object_name(u, "", name2), 0);
 	assert_string_equal(name, name2);
 	assert_int_equal(sha256_buffer("http://example.org/a.txt\n", 25, hex), 0);
 	assert_string_equal(name + 2, hex);

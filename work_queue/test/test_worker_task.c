@@ -129,11 +129,11 @@ static void run_until_done(struct fx *f, double max_s)
 static void start(struct fx *f, struct wq_task_msg *m, const struct worker_alloc *alloc,
                   const char *const *base_env)
 {
-	struct wq_sandbox *sb =
-	    wq_sandbox_create(f->root_fd, f->root, (uint64_t)m->id, 1, WQ_RESOLVE_AUTO);
+	struct worker_sandbox *sb =
+	    worker_sandbox_create(f->root_fd, f->root, (uint64_t)m->id, 1, BENEATH_RESOLVE_AUTO);
 	assert_non_null(sb);
 	free(f->sandbox_path);
-	f->sandbox_path = xstrdup(wq_sandbox_path(sb));
+	f->sandbox_path = xstrdup(worker_sandbox_path(sb));
 	struct worker_alloc a = {0};
 	if (alloc)
 		a = *alloc;
@@ -216,9 +216,9 @@ static void test_exit_zero(void **state)
 	char *expect = path_join(f->sandbox_path, "stdout");
 	assert_string_equal(worker_task_stdout_path(f->t), expect);
 	free(expect);
-	char *where_path = path_join(wq_sandbox_work_path(worker_task_sandbox(f->t)), "where");
+	char *where_path = path_join(worker_sandbox_work_path(worker_task_sandbox(f->t)), "where");
 	char *where = read_file(where_path);
-	char *want = xasprintf("%s\n", wq_sandbox_work_path(worker_task_sandbox(f->t)));
+	char *want = xasprintf("%s\n", worker_sandbox_work_path(worker_task_sandbox(f->t)));
 	assert_string_equal(where, want);
 	free(where);
 	free(want);
@@ -383,7 +383,7 @@ static void test_env_seen_by_task(void **state)
 	assert_non_null(strstr(text, "KEEP=1\n"));
 	assert_null(strstr(text, "DROPME"));
 	assert_null(strstr(text, "CORES=99"));
-	char *tmp = xasprintf("TMPDIR=%s\n", wq_sandbox_tmp_path(worker_task_sandbox(f->t)));
+	char *tmp = xasprintf("TMPDIR=%s\n", worker_sandbox_tmp_path(worker_task_sandbox(f->t)));
 	assert_non_null(strstr(text, tmp));
 	free(tmp);
 	free(text);
@@ -581,7 +581,7 @@ static void test_cancel_tree(void **state)
 	    make_msg(11, "sleep 30 & echo $! > bg.pid; sh -c 'sleep 30' & sleep 30", NULL);
 	start(f, m, NULL, NULL);
 	wq_task_msg_free(m);
-	char *pidfile = path_join(wq_sandbox_work_path(worker_task_sandbox(f->t)), "bg.pid");
+	char *pidfile = path_join(worker_sandbox_work_path(worker_task_sandbox(f->t)), "bg.pid");
 	int64_t deadline = time_monotonic_us() + 5000000;
 	pid_t bg = 0;
 	while (time_monotonic_us() < deadline) {
@@ -657,9 +657,10 @@ static void test_sandbox_gone(void **state)
 	struct fx *f = *state;
 	/* the sandbox disappeared before the start: the capture file cannot be made */
 	struct wq_task_msg *m = make_msg(14, "true", NULL);
-	struct wq_sandbox *sb = wq_sandbox_create(f->root_fd, f->root, 14, 1, WQ_RESOLVE_AUTO);
+	struct worker_sandbox *sb =
+	    worker_sandbox_create(f->root_fd, f->root, 14, 1, BENEATH_RESOLVE_AUTO);
 	assert_non_null(sb);
-	assert_int_equal(wq_sandbox_remove(sb), 0);
+	assert_int_equal(worker_sandbox_remove(sb), 0);
 	struct worker_alloc a = {.res = m->resources};
 	struct worker_task_params p = {.loop = &f->loop};
 	f->t = worker_task_start(&p, m, sb, &a, on_done, f);

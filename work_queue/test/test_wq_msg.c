@@ -1091,19 +1091,19 @@ static void test_worker_messages(void **state)
 	                "\"declared\"");
 	json_decref(j);
 
-	struct wq_cache_list *cl = NULL;
+	struct worker_cache_list *cl = NULL;
 	j = load("{\"m\":\"cache_have\",\"objects\":[],\"last\":true}");
 	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), 0);
 	assert_true(cl->last);
 	assert_int_equal(cl->n, 0);
-	wq_cache_list_free(cl);
+	worker_cache_list_free(cl);
 	json_t *objs = json_object_get(j, "objects");
 	for (int i = 0; i < 1000; i++)
 		json_array_append_new(objs, json_pack("[s,i]", OBJ, i));
 	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), 0);
 	assert_int_equal(cl->n, 1000);
 	assert_int_equal(cl->sizes[999], 999);
-	wq_cache_list_free(cl);
+	worker_cache_list_free(cl);
 	json_array_append_new(objs, json_pack("[s,i]", OBJ, 1));
 	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), HTC_EPROTO);
 	expect_why(why,
@@ -1124,12 +1124,12 @@ static void test_worker_messages(void **state)
 	assert_int_equal(cl->n, 1);
 	assert_string_equal(cl->names[0], OBJ);
 	assert_string_equal(cl->reason, "disk");
-	wq_cache_list_free(cl);
+	worker_cache_list_free(cl);
 	objs = json_object_get(j, "objects");
 	for (int i = 0; i < 999; i++)
 		json_array_append_new(objs, json_string(OBJ));
 	assert_int_equal(wq_msg_cache_drop_parse(j, &cl, &why), 0);
-	wq_cache_list_free(cl);
+	worker_cache_list_free(cl);
 	json_array_append_new(objs, json_string(OBJ));
 	assert_int_equal(wq_msg_cache_drop_parse(j, &cl, &why), HTC_EPROTO);
 	free(why);

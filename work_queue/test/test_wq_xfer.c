@@ -28,7 +28,7 @@
 #include "wq_conn.h"
 #include "wq_frame.h"
 #include "wq_listing.h"
-#include "wq_sandbox.h"
+#include "worker_sandbox.h"
 #include "wq_xfer.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -283,8 +283,8 @@ static void t_done(struct t *t)
 	uv_close((uv_handle_t *)&t->listener, NULL);
 	uv_run(&t->loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&t->loop), 0);
-	wq_remove_tree(t->dir);
-	wq_remove_tree(t->src);
+	tree_remove(t->dir);
+	tree_remove(t->src);
 }
 
 static char *t_path(const char *dir, const char *name)

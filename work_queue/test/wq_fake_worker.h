@@ -35,7 +35,7 @@
 #include "wq_conn.h"
 #include "wq_handshake.h"
 #include "wq_msg.h"
-#include "wq_status_client.h"
+#include "status_client.h"
 #include "wq_tls.h"
 #include "wq_xfer.h"
 #include "xalloc.h"

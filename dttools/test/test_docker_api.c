@@ -1,0 +1,256 @@
+/* test_docker_api.c: unit tests of the Docker Engine API client (docker_api) that need no
+ * daemon: a socket path that does not exist, a fake engine on a Unix socket (a forked child)
+ * answering errors with a JSON message or plain text, DOCKER_HOST parsing, and the attach
+ * stream's frame demultiplexing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "htc_error.h"
+#include "docker_api.h"
+
+#include "banned.h"
+
+/* A fake engine: answers every connection on PATH with RESPONSE (N times), then exits.
+ * With HOLD_S > 0 it keeps each connection open that long after answering. */
+static pid_t fake_engine_hold(const char *path, const char *response, int n, unsigned hold_s)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(s >= 0);
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof a);
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+	unlink(path);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(s, 4), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(10 + hold_s); /* never outlives a failed test that did not reap it */
+		for (int i = 0; i < n; i++) {
+			int c = accept(s, NULL, NULL);
+			if (c < 0)
+				_exit(1);
+			char buf[8192];
+			size_t got = 0;
+			while (got < sizeof buf - 1) { /* the request's headers */
+				ssize_t r = read(c, buf + got, sizeof buf - 1 - got);
+				if (r <= 0)
+					break;
+				got += (size_t)r;
+				buf[got] = 0;
+				if (strstr(buf, "\r\n\r\n"))
+					break;
+			}
+			/* the body too, so that closing never resets a request still being sent */
+			const char *end = strstr(buf, "\r\n\r\n");
+			const char *cl = strcasestr(buf, "Content-Length:");
+			if (end && cl && cl < end) {
+				size_t want = (size_t)strtoul(cl + 15, NULL, 10);
+				size_t have = got - (size_t)(end + 4 - buf);
+				while (have < want) {
+					ssize_t r = read(c, buf, sizeof buf);
+					if (r <= 0)
+						break;
+					have += (size_t)r;
+				}
+			}
+			if (write(c, response, strlen(response)) < 0)
+				_exit(1);
+			if (hold_s > 0)
+				sleep(hold_s); /* keep the connection open, the promised body unsent
+				                */
+			close(c);
+		}
+		_exit(0);
+	}
+	close(s);
+	return pid;
+}
+
+static pid_t fake_engine(const char *path, const char *response, int n)
+{
+	return fake_engine_hold(path, response, n, 0);
+}
+
+static void reap(pid_t pid)
+{
+	int st;
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+}
+
+static void test_missing_socket(void **state)
+{
+	(void)state;
+	char *err = NULL;
+	struct docker_api *d = docker_api_create("/nonexistent/dir/docker.sock", &err);
+	assert_non_null(d);
+	int r = docker_api_ping(d, &err);
+	assert_true(r < 0);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "docker GET /_ping"));
+	assert_non_null(
+	    strstr(err, "cannot reach the Docker Engine at /nonexistent/dir/docker.sock"));
+	free(err);
+	docker_api_delete(d);
+}
+
+static void test_json_message(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/test_docker_api.XXXXXX";
+	assert_non_null(mkdtemp(path));
+	char sock[256];
+	snprintf(sock, sizeof sock, "%s/s", path);
+	const char *resp = "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+	                   "Content-Length: 38\r\nConnection: close\r\n\r\n"
+	                   "{\"message\":\"No such image: nosuch:1\"}\n";
+	pid_t pid = fake_engine(sock, resp, 2);
+	char *err = NULL;
+	struct docker_api *d = docker_api_create(sock, &err);
+	int r = docker_api_image_exists(d, "nosuch:1", &err);
+	assert_int_equal(r, -ENOENT);
+	assert_string_equal(err, "docker GET /images/nosuch:1/json: 404: No such image: nosuch:1");
+	free(err);
+	err = NULL;
+	char *id = NULL;
+	json_t *cfg = json_pack("{s:s}", "Image", "nosuch:1");
+	r = docker_api_create_container(d, "x", cfg, &id, &err);
+	json_decref(cfg);
+	assert_int_equal(r, -ENOENT);
+	assert_null(id);
+	assert_non_null(strstr(err, "docker POST /containers/create?name=x: 404: No such image"));
+	free(err);
+	docker_api_delete(d);
+	reap(pid);
+	unlink(sock);
+	rmdir(path);
+}
+
+static void test_plain_error(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/test_docker_api.XXXXXX";
+	assert_non_null(mkdtemp(path));
+	char sock[256];
+	snprintf(sock, sizeof sock, "%s/s", path);
+	const char *resp = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 12\r\n"
+	                   "Connection: close\r\n\r\nengine down\n";
+	pid_t pid = fake_engine(sock, resp, 1);
+	char *err = NULL;
+	struct docker_api *d = docker_api_create(sock, &err);
+	int r = docker_api_ping(d, &err);
+	assert_int_equal(r, -EIO);
+	assert_string_equal(err, "docker GET /_ping: 500: engine down");
+	free(err);
+	docker_api_delete(d);
+	reap(pid);
+	unlink(sock);
+	rmdir(path);
+}
+
+static void test_timeout(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/test_docker_api.XXXXXX";
+	assert_non_null(mkdtemp(path));
+	char sock[256];
+	snprintf(sock, sizeof sock, "%s/s", path);
+	/* headers that promise a body that never comes */
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{";
+	pid_t pid = fake_engine_hold(sock, resp, 1, 5);
+	char *err = NULL;
+	struct docker_api *d = docker_api_create(sock, &err);
+	docker_api_set_timeout(d, 300);
+	int r = docker_api_ping(d, &err);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_non_null(strstr(err, "docker GET /_ping:"));
+	free(err);
+	docker_api_delete(d);
+	reap(pid);
+	unlink(sock);
+	rmdir(path);
+}
+
+static void test_docker_host(void **state)
+{
+	(void)state;
+	char *err = NULL;
+	setenv("DOCKER_HOST", "tcp://1.2.3.4:2375", 1);
+	assert_null(docker_api_create(NULL, &err));
+	assert_non_null(strstr(err, "DOCKER_HOST=tcp://1.2.3.4:2375"));
+	free(err);
+	setenv("DOCKER_HOST", "unix:///run/x.sock", 1);
+	struct docker_api *d = docker_api_create(NULL, &err);
+	assert_string_equal(docker_api_socket(d), "/run/x.sock");
+	docker_api_delete(d);
+	unsetenv("DOCKER_HOST");
+	d = docker_api_create(NULL, &err);
+	assert_string_equal(docker_api_socket(d), DOCKER_API_DEFAULT_SOCKET);
+	docker_api_delete(d);
+}
+
+static void test_bad_image_name(void **state)
+{
+	(void)state;
+	char *err = NULL;
+	struct docker_api *d = docker_api_create("/nonexistent.sock", &err);
+	assert_int_equal(docker_api_image_exists(d, "a b", &err), HTC_EPARSE);
+	assert_non_null(strstr(err, "image name \"a b\""));
+	free(err);
+	docker_api_delete(d);
+}
+
+static void test_demux(void **state)
+{
+	(void)state;
+	int out[2], er[2];
+	assert_int_equal(pipe(out), 0);
+	assert_int_equal(pipe(er), 0);
+	struct docker_api_demux x;
+	docker_api_demux_init(&x, out[1], er[1]);
+	const char s[] = "\1\0\0\0\0\0\0\5hello\2\0\0\0\0\0\0\3err\1\0\0\0\0\0\0\1!";
+	size_t n = sizeof s - 1;
+	/* fed one byte at a time: headers and payloads cut anywhere */
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(docker_api_demux_feed(&x, s + i, 1), 0);
+	close(out[1]);
+	close(er[1]);
+	char b[64];
+	ssize_t r = read(out[0], b, sizeof b - 1);
+	assert_int_equal(r, 6);
+	b[r] = 0;
+	assert_string_equal(b, "hello!");
+	r = read(er[0], b, sizeof b - 1);
+	assert_int_equal(r, 3);
+	b[r] = 0;
+	assert_string_equal(b, "err");
+	close(out[0]);
+	close(er[0]);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_missing_socket), cmocka_unit_test(test_json_message),
+	    cmocka_unit_test(test_plain_error),    cmocka_unit_test(test_timeout),
+	    cmocka_unit_test(test_docker_host),    cmocka_unit_test(test_bad_image_name),
+	    cmocka_unit_test(test_demux),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,878 @@
+/* master_dispatch.c: the task side of a connected worker on the Work Queue master: the `task`
+ * message and the transfers that go with it (missing cache objects first, then per-task inputs),
+ * the outputs and stdout received into temporary files, and task_done turned into a result (or a
+ * retry) as doc/work-queue-protocol.md 5.6 and doc/work-queue-api.md 2.3 say. */
+#include "master_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "debug.h"
+#include "htc_error.h"
+#include "path.h"
+#include "rmsummary.h"
+#include "timeutil.h"
+#include "wq_msg.h"
+#include "xalloc.h"
+#include "banned.h"
+
+/* Tags of the transfers this side sends. */
+enum xtag_kind { XTAG_OBJECT, XTAG_INPUT };
+struct xtag {
+	enum xtag_kind kind;
+	char *object;
+	int64_t task; /* the task whose input it is, or (objects) the first task needing it */
+	int try_;
+	double start; /* master_queue_now() when queued, for the transactions log */
+};
+
+/* Tags of the transfers this side receives. */
+struct rtag {
+	int64_t task;
+	int try_;
+	int index;  /* -1: stdout */
+	bool watch; /* an increment of a watched output (appended at the final path) */
+};
+
+/* True when every transfer task_done D names has been stored or has failed here (the receiver
+ * writes off the loop thread, so its end can come after the task_done message). */
+bool master_dispatch_done_ready(struct mtask *m, const struct wq_task_done *d)
+{
+	for (size_t k = 0; k < d->noutputs; k++) {
+		const struct wq_done_output *o = &d->outputs[k];
+		if ((o->kind != WQ_DONE_XFER && o->kind != WQ_DONE_DIR) || o->index >= m->n_outputs)
+			continue;
+		const struct mtask_recv *r = &m->outs[o->index];
+		if ((r->xfer == (uint32_t)o->xfer && !r->finished) || r->watch_inflight > 0)
+			return false;
+	}
+	if (d->stdout_xfer > 0 && m->out_stdout.xfer == (uint32_t)d->stdout_xfer &&
+	    !m->out_stdout.finished)
+		return false;
+	return true;
+}
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+/* ---- sending ------------------------------------------------------------------------------ */
+
+static json_t *task_message(struct mworker *w, struct mtask *m, const struct master_sched_box *box)
+{
+	struct work_queue_task *t = m->t;
+	json_t *env = json_object();
+	for (int i = 0; i < t->env_count; i++)
+		if (t->env_values[i])
+			json_object_set_new(env, t->env_names[i], json_string(t->env_values[i]));
+	json_t *inputs = json_array();
+	int i = 0;
+	for (struct work_queue_file *f = t->inputs; f; f = f->next, i++) {
+		json_t *in = json_pack("{s:s}", "name", f->remote);
+		if (f->kind == WORK_QUEUE_FILE_URL) {
+			json_object_set_new(in, "from", json_string("url"));
+			json_object_set_new(in, "url", json_string(f->source));
+			json_object_set_new(in, "object", json_string(m->objects[i]));
+		} else if (m->objects[i]) {
+			json_object_set_new(in, "from", json_string("cache"));
+			json_object_set_new(in, "object", json_string(m->objects[i]));
+		} else {
+			json_object_set_new(in, "from", json_string("task"));
+			json_object_set_new(in, "dir",
+			                    json_boolean(f->kind == WORK_QUEUE_FILE_DIRECTORY));
+		}
+		json_array_append_new(inputs, in);
+	}
+	json_t *outputs = json_array();
+	bool can_watch = (w->caps & WQ_CAP_WATCH) != 0;
+	for (struct work_queue_file *f = t->outputs; f; f = f->next) {
+		const char *when = (f->flags & WORK_QUEUE_SUCCESS_ONLY)   ? "success"
+		                   : (f->flags & WORK_QUEUE_FAILURE_ONLY) ? "failure"
+		                                                          : "always";
+		json_array_append_new(
+		    outputs, json_pack("{s:s,s:s,s:b,s:b}", "name", f->remote, "when", when, "dir",
+		                       f->kind == WORK_QUEUE_FILE_DIRECTORY, "watch",
+		                       can_watch && (f->flags & WORK_QUEUE_WATCH) &&
+		                           f->kind != WORK_QUEUE_FILE_DIRECTORY));
+	}
+	double cores = floor(box->cores * 1000 + 0.5) / 1000;
+	if (cores <= 0)
+		cores = 0.001;
+	json_t *res = json_pack("{s:f,s:I,s:I,s:I}", "cores", cores, "memory",
+	                        (json_int_t)(box->memory > 0 ? box->memory : 0), "disk",
+	                        (json_int_t)(box->disk > 0 ? box->disk : 0), "gpus",
+	                        (json_int_t)(box->gpus > 0 ? box->gpus : 0));
+	json_t *msg = json_pack(
+	    "{s:s,s:i,s:i,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:o}", "m", "task", "id", m->id, "try",
+	    m->try_, "command", t->command_line ? t->command_line : "", "category",
+	    t->category ? t->category : "default", "tag", t->tag ? t->tag : "", "env", env,
+	    "resources", res, "wall_time",
+	    (json_int_t)ceil(t->running_time_max > 0 ? t->running_time_max : 0), "stdout_max",
+	    (json_int_t)WQ_STDOUT_DEFAULT, "inputs", inputs, "outputs", outputs);
+	if (msg && m->queued && (w->caps & WQ_CAP_QUEUE))
+		json_object_set_new(msg, "queued", json_true());
+	return msg;
+}
+
+static void send_task(struct mworker *w, struct mtask *m);
+
+/* The `task` of every queued task held behind tasks to run, in the order they were held. */
+void master_dispatch_release_held(struct mworker *w)
+{
+	int *ids = w->held;
+	int n = w->nheld;
+	w->held = NULL;
+	w->nheld = w->held_cap = 0;
+	for (int k = 0; k < n; k++) {
+		struct mtask *m = master_queue_task_lookup(w->q, ids[k]);
+		if (!m || !m->held || !master_worker_assigned(w, m) || m->state != MTASK_SENDING)
+			continue;
+		m->held = false;
+		send_task(w, m);
+	}
+	free(ids);
+}
+
+static void send_task(struct mworker *w, struct mtask *m)
+{
+	if (m->queued && w->unsent_running > 0) {
+		if (w->nheld == w->held_cap) {
+			w->held_cap = w->held_cap ? 2 * w->held_cap : 8;
+			w->held = xrealloc(w->held, (size_t)w->held_cap * sizeof *w->held);
+		}
+		w->held[w->nheld++] = m->id;
+		m->held = true;
+		return;
+	}
+	struct master_sched_box box;
+	master_sched_task_box(m->st, &box);
+	json_t *msg = task_message(w, m, &box);
+	int rc = wq_conn_send_msg(w->c, msg);
+	json_decref(msg);
+	if (rc < 0) {
+		warn("%s: cannot send task %d: %s", w->label, m->id, htc_strerror(rc));
+		master_sched_task_release(w->q->sched, m->st, master_queue_now());
+		master_worker_back_to_ready(w, m); /* its detach releases the held ones */
+		return;
+	}
+	/* The last task to run is on the wire: the queued ones held behind it may follow. */
+	if (m->unsent) {
+		m->unsent = false;
+		if (--w->unsent_running == 0 && w->nheld > 0)
+			master_dispatch_release_held(w);
+		if (!master_worker_assigned(w, m) || m->state != MTASK_SENDING)
+			return; /* a held task's send ended the connection */
+	}
+	int i = 0;
+	for (struct work_queue_file *f = m->t->inputs; f; f = f->next, i++) {
+		if (m->objects[i] || f->kind == WORK_QUEUE_FILE_URL)
+			continue;
+		struct xtag *x = xcalloc(1, sizeof *x);
+		x->kind = XTAG_INPUT;
+		x->object = xstrdup(f->remote); /* its name, for the transactions log */
+		x->task = m->id;
+		x->try_ = m->try_;
+		x->start = master_queue_now();
+		json_t *target = wq_xfer_target_input(m->id, i);
+		int flags = (w->caps & WQ_CAP_ZLIB) ? WQ_XFER_ZLIB : 0;
+		if (f->kind == WORK_QUEUE_FILE_BUFFER) {
+			rc =
+			    wq_xfer_send_buffer(w->out, f->data, f->length, target, flags, x, NULL);
+		} else if (f->kind == WORK_QUEUE_FILE_DIRECTORY) {
+			rc = wq_xfer_send_dir(w->out, f->source, target,
+			                      flags | WQ_XFER_FOLLOW_LINKS, x, NULL);
+		} else {
+			struct stat st;
+			if (stat(f->source, &st) == 0 && (st.st_mode & S_IXUSR))
+				flags |= WQ_XFER_EXEC;
+			rc = wq_xfer_send_file(w->out, f->source, -1, -1, target, flags, x, NULL);
+		}
+		json_decref(target);
+		if (rc < 0) {
+			free(x->object);
+			free(x);
+			warn("%s: cannot send input %d of task %d: %s", w->label, i, m->id,
+			     htc_strerror(rc));
+		}
+	}
+	/* A queued task is logged RUNNING at its task_running (its real start). */
+	if (w->q->txlog && !m->queued)
+		master_txlog_task(w->q->txlog, m->id, "RUNNING", w->id, m->t->resources_allocated);
+}
+
+void master_dispatch_task(struct mworker *w, struct mtask *m, const struct master_sched_box *box)
+{
+	struct work_queue_task *t = m->t;
+	struct work_queue *q = w->q;
+	m->w = w;
+	m->state = MTASK_SENDING;
+	m->objects_waiting = 0;
+	m->dispatched_at = master_queue_now();
+	m->unsent = !m->queued;
+	m->held = false;
+	w->unsent_running += m->unsent;
+	w->ntasks++;
+	q->stats.tasks_on_workers++;
+	q->stats.tasks_dispatched++;
+	if (m->queued)
+		q->stats.tasks_queued_on_workers++;
+	t->try_count = m->try_;
+	t->time_when_commit_start = time_now_us();
+	free(t->host);
+	t->host = xstrdup(w->addr);
+	free(t->hostname);
+	t->hostname = xstrdup(w->host ? w->host : "");
+	free(t->worker_id);
+	t->worker_id = xstrdup(w->id);
+	if (!t->resources_allocated) {
+		t->resources_allocated = xmalloc(sizeof *t->resources_allocated);
+		rmsummary_init(t->resources_allocated);
+	}
+	t->resources_allocated->v[RM_CORES] = box->cores;
+	t->resources_allocated->v[RM_MEMORY] = (double)box->memory;
+	t->resources_allocated->v[RM_DISK] = (double)box->disk;
+	t->resources_allocated->v[RM_GPUS] = (double)box->gpus;
+
+	if (w->single_shot && w->sw) /* one task, ever */
+		master_sched_worker_set_flags(
+		    q->sched, w->sw, master_sched_worker_flags(w->sw) | MASTER_SCHED_DRAINING);
+	/* One count held during the loop, so that a sender reporting at once cannot send the
+	 * task before every missing object is queued. */
+	m->objects_waiting = 1;
+	int i = 0;
+	for (struct work_queue_file *f = t->inputs; f; f = f->next, i++) {
+		if (!m->objects[i] || f->kind == WORK_QUEUE_FILE_URL)
+			continue;
+		struct mobject *o = master_worker_object_find(w, m->objects[i]);
+		if (o)
+			o->last_use = m->dispatched_at;
+		if (o && o->present)
+			continue;
+		bool fresh = !o;
+		if (fresh)
+			o = master_worker_object_add(w, m->objects[i], m->obj_size[i]);
+		o->wait = xrealloc(o->wait, (size_t)(o->nwait + 1) * sizeof *o->wait);
+		o->wait[o->nwait++] = m;
+		m->objects_waiting++;
+		if (!fresh)
+			continue;
+		struct xtag *x = xcalloc(1, sizeof *x);
+		x->kind = XTAG_OBJECT;
+		x->object = xstrdup(o->name);
+		x->task = m->id;
+		x->start = master_queue_now();
+		json_t *target = wq_xfer_target_object(o->name, WQ_KEEP_RUN);
+		int flags = (w->caps & WQ_CAP_ZLIB) ? WQ_XFER_ZLIB : 0;
+		int rc;
+		if (f->kind == WORK_QUEUE_FILE_DIRECTORY)
+			rc = wq_xfer_send_dir(w->out, f->source, target,
+			                      flags | WQ_XFER_FOLLOW_LINKS, x, NULL);
+		else
+			rc = wq_xfer_send_file(w->out, f->source, -1, -1, target, flags, x, NULL);
+		json_decref(target);
+		if (rc < 0) {
+			free(x->object);
+			free(x);
+			master_worker_object_free(w, o);
+			warn("%s: cannot send %s: %s", w->label, f->source, htc_strerror(rc));
+			master_worker_finish(w, m, WORK_QUEUE_RESULT_INPUT_MISSING);
+			return;
+		}
+		if (!master_worker_assigned(w, m) || m->state != MTASK_SENDING)
+			return; /* the send failed at once and ended the task */
+	}
+	if (--m->objects_waiting == 0)
+		send_task(w, m);
+}
+
+void master_dispatch_cancel(struct mworker *w, struct mtask *m, const char *reason)
+{
+	if (m->w != w)
+		return;
+	json_t *msg = json_pack("{s:s,s:i,s:i,s:s}", "m", "task_cancel", "id", m->id, "try",
+	                        m->try_, "reason", reason);
+	wq_conn_send_msg(w->c, msg);
+	json_decref(msg);
+	struct mcancel *c = xcalloc(1, sizeof *c);
+	c->id = m->id;
+	HASH_ADD(hh, w->cancelling, id, sizeof c->id, c);
+	master_worker_detach(w, m);
+	master_worker_clear_recv(m);
+}
+
+/* Called by the sender when a transfer ends. */
+static void on_sent(struct wq_xfer_out *out, const struct wq_xfer_sent *r, void *user)
+{
+	(void)out;
+	struct mworker *w = user;
+	struct xtag *x = r->tag;
+	struct work_queue *q = w->q;
+	q->stats.bytes_sent += (int64_t)r->wire_bytes;
+	if (x->kind == XTAG_OBJECT) {
+		struct mobject *o = master_worker_object_find(w, x->object);
+		bool ok = r->outcome == WQ_XFER_SENT ||
+		          (r->outcome == WQ_XFER_REFUSED && r->code == WQ_XERR_HAVE);
+		if (!ok)
+			debug(D_WQ, "%s: object %s not sent: %s", w->label, x->object, r->text);
+		if (o) {
+			struct mtask **wait = o->wait;
+			int nwait = o->nwait;
+			o->wait = NULL;
+			o->nwait = 0;
+			if (ok)
+				o->present = true;
+			else
+				master_worker_object_free(w, o);
+			if (r->outcome == WQ_XFER_REFUSED && r->code == WQ_XERR_DISK_FULL) {
+				/* no room for the object: no task here until the next capacity,
+				 * which the objects dropped now bring (the worker reports a
+				 * change of its free disk) */
+				debug(D_WQ, "%s: no room for %s", w->label, x->object);
+				if (w->sw)
+					master_sched_worker_set_flags(
+					    q->sched, w->sw,
+					    master_sched_worker_flags(w->sw) | MASTER_SCHED_FULL);
+				master_full_no_room(w);
+			}
+			for (int k = 0; k < nwait; k++) {
+				struct mtask *m = wait[k];
+				if (!m || !master_worker_assigned(w, m) ||
+				    m->state != MTASK_SENDING)
+					continue;
+				if (ok) {
+					if (--m->objects_waiting == 0)
+						send_task(w, m);
+				} else if (r->outcome == WQ_XFER_REFUSED) {
+					master_sched_task_release(q->sched, m->st,
+					                          master_queue_now());
+					master_worker_back_to_ready(w, m);
+				} else {
+					master_worker_finish(w, m, WORK_QUEUE_RESULT_INPUT_MISSING);
+				}
+			}
+			free(wait);
+		}
+		if (ok && q->txlog)
+			master_txlog_transfer(q->txlog, 0, x->task, x->object, (int64_t)r->bytes,
+			                      master_queue_now() - x->start, 1);
+		free(x->object);
+	} else {
+		struct mtask *m = master_queue_task_lookup(q, x->task);
+		if (m && master_worker_assigned(w, m) && m->try_ == x->try_) {
+			m->t->bytes_sent += (int64_t)r->bytes;
+			if (r->outcome == WQ_XFER_FAILED || r->outcome == WQ_XFER_ABORTED) {
+				warn("%s: input of task %d could not be sent: %s", w->label, m->id,
+				     r->text);
+				master_sched_task_release(q->sched, m->st, master_queue_now());
+				master_dispatch_cancel(w, m, "input missing");
+				m->t->result = WORK_QUEUE_RESULT_INPUT_MISSING;
+				master_queue_task_finish(q, m);
+			}
+		}
+		if (r->outcome == WQ_XFER_SENT && q->txlog)
+			master_txlog_transfer(q->txlog, 0, x->task, x->object, (int64_t)r->bytes,
+			                      master_queue_now() - x->start, 0);
+		free(x->object);
+	}
+	free(x);
+}
+
+static void on_peer_error(struct wq_xfer_out *out, uint32_t id, enum wq_xfer_error_code code,
+                          const char *text, void *user)
+{
+	(void)out;
+	struct mworker *w = user;
+	debug(D_WQ, "%s: transfer %u refused after its end (%d): %s", w->label, id, (int)code,
+	      text);
+}
+
+const struct wq_xfer_out_callbacks master_worker_out_cb = {on_sent, on_peer_error};
+
+/* ---- receiving ---------------------------------------------------------------------------- */
+
+/* An increment of watched output F (slot SLOT) of M: its offset must be the bytes announced so
+ * far in this try (otherwise a violation); the bytes go straight to the final path, which the
+ * first increment of the try truncates (protocol 5.6). */
+static int watch_begin(struct mworker *w, struct mtask *m, struct work_queue_file *f,
+                       struct mtask_recv *slot, const struct wq_xfer_incoming *in,
+                       struct wq_xfer_dest *dest, struct wq_xfer_refusal *r)
+{
+	const struct wq_target *tg = in->target;
+	if (!(w->caps & WQ_CAP_WATCH) || !(f->flags & WORK_QUEUE_WATCH) || in->is_dir) {
+		wq_conn_violation(w->c, "proto",
+		                  "transfer %u: output %lld of task %d is not watched", in->id,
+		                  (long long)tg->index, m->id);
+		r->code = WQ_XERR_NO_TASK;
+		snprintf(r->text, sizeof r->text, "output %lld is not watched",
+		         (long long)tg->index);
+		return -1;
+	}
+	if (tg->offset != slot->watch_next) {
+		wq_conn_violation(
+		    w->c, "proto",
+		    "transfer %u: offset %lld of output %lld of task %d, expected %lld", in->id,
+		    (long long)tg->offset, (long long)tg->index, m->id,
+		    (long long)slot->watch_next);
+		r->code = WQ_XERR_IO; /* refused; the connection is closing anyway */
+		snprintf(r->text, sizeof r->text, "offset %lld, expected %lld",
+		         (long long)tg->offset, (long long)slot->watch_next);
+		return -1;
+	}
+	if (slot->watch_broken) {
+		r->code = WQ_XERR_IO;
+		snprintf(r->text, sizeof r->text, "an earlier part of output %lld failed",
+		         (long long)tg->index);
+		return -1;
+	}
+	int fl = O_WRONLY | O_CREAT | O_CLOEXEC | (slot->watching ? 0 : O_TRUNC);
+	int fd = open(f->source, fl, in->exec ? 0755 : 0644);
+	if (fd < 0 || lseek(fd, (off_t)tg->offset, SEEK_SET) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		slot->watch_broken = true;
+		r->code = e == ENOSPC || e == EDQUOT ? WQ_XERR_DISK_FULL : WQ_XERR_IO;
+		snprintf(r->text, sizeof r->text, "%s: %s", f->source, strerror(e));
+		return -1;
+	}
+	if (slot->tmp) { /* a whole-file transfer of this try came first: it is replaced */
+		master_worker_rm_path(slot->tmp, slot->is_dir);
+		free(slot->tmp);
+		slot->tmp = NULL;
+	}
+	slot->watching = true;
+	slot->watch_next += in->size;
+	slot->watch_inflight++;
+	slot->xfer = in->id;
+	slot->ok = false;
+	slot->finished = false;
+	slot->is_dir = false;
+	debug(D_WQ, "%s: task %d output %s: %lld bytes at %lld", w->label, m->id, f->remote,
+	      (long long)in->size, (long long)tg->offset);
+	struct rtag *rt = xcalloc(1, sizeof *rt);
+	rt->task = m->id;
+	rt->try_ = m->try_;
+	rt->index = (int)tg->index;
+	rt->watch = true;
+	dest->fd = fd;
+	dest->fsync = w->q->sync_outputs;
+	dest->tag = rt;
+	return 0;
+}
+
+/* The end of increment IN of M's watched output (tag RT). */
+static void watch_end(struct mworker *w, struct mtask *m, const struct rtag *rt,
+                      const struct wq_xfer_incoming *in, int status, const char *text)
+{
+	struct mtask_recv *slot = &m->outs[rt->index];
+	if (slot->watch_inflight > 0)
+		slot->watch_inflight--;
+	if (status == 0) {
+		slot->watch_done += in->size;
+	} else {
+		slot->watch_broken = true;
+		debug(D_WQ, "%s: part of output %d of task %d not stored: %s", w->label, rt->index,
+		      m->id, text ? text : htc_strerror(status));
+	}
+	if (slot->xfer == in->id) {
+		slot->ok = status == 0;
+		slot->finished = true;
+	}
+}
+
+static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
+                      struct wq_xfer_dest *dest, struct wq_xfer_refusal *r, void *user)
+{
+	(void)i;
+	struct mworker *w = user;
+	const struct wq_target *tg = in->target;
+	struct mtask *m = master_queue_task_lookup(w->q, tg->task);
+	if ((tg->kind != WQ_TARGET_OUTPUT && tg->kind != WQ_TARGET_STDOUT) ||
+	    !master_worker_assigned(w, m)) {
+		r->code = WQ_XERR_NO_TASK;
+		snprintf(r->text, sizeof r->text, "task %lld is not running here",
+		         (long long)tg->task);
+		return -1;
+	}
+	struct mtask_recv *slot;
+	char *tmp;
+	int index = -1;
+	if (tg->kind == WQ_TARGET_STDOUT) {
+		const char *dir = master_queue_tmpdir(w->q);
+		if (!dir) {
+			r->code = WQ_XERR_IO;
+			snprintf(r->text, sizeof r->text, "the master has no temporary directory");
+			return -1;
+		}
+		slot = &m->out_stdout;
+		tmp = xasprintf("%s/stdout.%d.%s.%u", dir, m->id, w->id, in->id);
+	} else {
+		struct work_queue_file *f = master_worker_nth_file(m->t->outputs, (int)tg->index);
+		if (!f || tg->index < 0 || (in->is_dir != (f->kind == WORK_QUEUE_FILE_DIRECTORY))) {
+			r->code = WQ_XERR_NO_TASK;
+			snprintf(r->text, sizeof r->text, "task %d has no such output %lld", m->id,
+			         (long long)tg->index);
+			return -1;
+		}
+		index = (int)tg->index;
+		slot = &m->outs[index];
+		if (tg->offset >= 0)
+			return watch_begin(w, m, f, slot, in, dest, r);
+		char *dir = path_dirname(f->source);
+		char *base = path_basename(f->source);
+		tmp = xasprintf("%s/.%s.wq-%d-%u.tmp", dir, base, (int)getpid(), in->id);
+		free(dir);
+		free(base);
+	}
+	if (slot->tmp) {
+		master_worker_rm_path(slot->tmp, slot->is_dir);
+		free(slot->tmp);
+	}
+	slot->tmp = tmp;
+	slot->xfer = in->id;
+	slot->ok = false;
+	slot->finished = false;
+	slot->is_dir = in->is_dir;
+	if (m->state == MTASK_RUNNING || m->state == MTASK_SENDING) {
+		if (m->state == MTASK_SENDING)
+			w->q->stats.tasks_running++;
+		m->state = MTASK_RECEIVING;
+	}
+	struct rtag *rt = xcalloc(1, sizeof *rt);
+	rt->task = m->id;
+	rt->try_ = m->try_;
+	rt->index = index;
+	dest->tmp_path = tmp;
+	dest->fsync = w->q->sync_outputs;
+	dest->tag = rt;
+	return 0;
+}
+
+static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, int status,
+                     const char *text, void *user)
+{
+	(void)i;
+	struct mworker *w = user;
+	struct rtag *rt = in->tag;
+	if (!rt)
+		return;
+	struct mtask *m = master_queue_task_lookup(w->q, rt->task);
+	w->q->stats.bytes_received += in->size > 0 ? in->size : 0;
+	if (m && master_worker_assigned(w, m) && m->try_ == rt->try_) {
+		struct mtask_recv *slot = rt->index < 0 ? &m->out_stdout : &m->outs[rt->index];
+		m->t->bytes_received += in->size > 0 ? in->size : 0;
+		if (rt->watch) {
+			watch_end(w, m, rt, in, status, text);
+		} else if (slot->xfer == in->id) {
+			slot->ok = status == 0;
+			slot->finished = true;
+			if (status != 0) {
+				debug(D_WQ, "%s: output of task %d not stored: %s", w->label, m->id,
+				      text ? text : htc_strerror(status));
+				free(slot->tmp);
+				slot->tmp = NULL;
+			}
+		}
+		free(rt);
+		if (m->pending_done && master_dispatch_done_ready(m, m->pending_done)) {
+			struct wq_task_done *d = m->pending_done;
+			m->pending_done = NULL;
+			master_dispatch_handle_done(w, m, d);
+			wq_task_done_free(d);
+		}
+		return;
+	} else if (status == 0 && in->tmp_path && !rt->watch) {
+		master_worker_rm_path(in->tmp_path, in->is_dir);
+	}
+	free(rt);
+}
+
+const struct wq_xfer_in_callbacks master_worker_in_cb = {recv_begin, recv_end};
+
+/* ---- task results ------------------------------------------------------------------------- */
+
+static char *read_stdout(const char *path, const struct wq_task_done *d)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size > WQ_STDOUT_MAX) {
+		close(fd);
+		return NULL;
+	}
+	size_t n = (size_t)st.st_size;
+	char *buf = xmalloc(n + 1);
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = read(fd, buf + got, n - got);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	close(fd);
+	buf[got] = 0;
+	if (d->stdout_truncated && d->stdout_head >= 0 && (size_t)d->stdout_head <= got) {
+		int64_t omitted = d->stdout_size - (int64_t)got;
+		char *r =
+		    xasprintf("%.*s\n[work queue: %lld bytes omitted]\n%s", (int)d->stdout_head,
+		              buf, (long long)omitted, buf + d->stdout_head);
+		free(buf);
+		return r;
+	}
+	return buf;
+}
+
+/* A watched output at task_done: the last transfer named O->xfer was stored, no increment
+ * failed, and the final path holds exactly O->size bytes. */
+static bool watch_complete(struct mworker *w, struct mtask *m, struct work_queue_file *f,
+                           const struct mtask_recv *slot, const struct wq_done_output *o)
+{
+	struct stat st;
+	const char *why = NULL;
+	if (slot->watch_broken || !slot->ok)
+		why = "a part failed";
+	else if (slot->xfer != (uint32_t)o->xfer)
+		why = "its last transfer is not the one task_done names";
+	else if (o->size < 0 || slot->watch_done != o->size)
+		why = "task_done gives another size";
+	else if (stat(f->source, &st) < 0 || st.st_size != o->size)
+		why = "the file does not have the announced size";
+	if (why) {
+		warn("%s: task %d watched output %s: %s (received %lld, announced %lld)", w->label,
+		     m->id, f->source, why, (long long)slot->watch_done, (long long)o->size);
+		return false;
+	}
+	if (w->q->txlog)
+		master_txlog_transfer(w->q->txlog, 1, m->id, f->remote, o->size, 0, 0);
+	return true;
+}
+
+/* Renames received outputs into place. Returns false if one is missing. */
+static bool commit_outputs(struct mworker *w, struct mtask *m, const struct wq_task_done *d)
+{
+	bool ok = true;
+	for (size_t k = 0; k < d->noutputs; k++) {
+		const struct wq_done_output *o = &d->outputs[k];
+		struct work_queue_file *f = master_worker_nth_file(m->t->outputs, (int)o->index);
+		if (!f) {
+			ok = false;
+			continue;
+		}
+		if (o->kind == WQ_DONE_SKIPPED)
+			continue;
+		if (o->kind == WQ_DONE_MISSING) {
+			debug(D_WQ, "%s: task %d output %s missing: %s", w->label, m->id, f->remote,
+			      o->text ? o->text : "");
+			ok = false;
+			continue;
+		}
+		struct mtask_recv *slot = &m->outs[o->index];
+		if (slot->watching && o->kind == WQ_DONE_XFER) {
+			if (!watch_complete(w, m, f, slot, o))
+				ok = false;
+			continue;
+		}
+		if (!slot->tmp || !slot->ok || slot->xfer != (uint32_t)o->xfer) {
+			ok = false;
+			continue;
+		}
+		if (slot->is_dir) {
+			char *old = xasprintf("%s.wq-old-%d", f->source, (int)getpid());
+			struct stat st;
+			bool had = lstat(f->source, &st) == 0;
+			if (had && rename(f->source, old) < 0)
+				ok = false;
+			if (ok && rename(slot->tmp, f->source) < 0)
+				ok = false;
+			if (had)
+				path_rm_rf(old);
+			free(old);
+		} else if (rename(slot->tmp, f->source) < 0) {
+			warn("%s: cannot rename output to %s: %s", w->label, f->source,
+			     strerror(errno));
+			ok = false;
+		}
+		if (ok && w->q->sync_outputs) {
+			char *dir = path_dirname(f->source);
+			int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (dfd >= 0) {
+				fsync(dfd);
+				close(dfd);
+			}
+			free(dir);
+		}
+		if (ok) {
+			free(slot->tmp);
+			slot->tmp = NULL;
+			if (w->q->txlog)
+				master_txlog_transfer(w->q->txlog, 1, m->id, f->remote, 0, 0, 0);
+		}
+	}
+	return ok;
+}
+
+static uint64_t exhausted_bits(const struct wq_task_done *d, bool *wall)
+{
+	uint64_t bits = 0;
+	*wall = false;
+	for (size_t k = 0; k < d->nexhausted; k++) {
+		int f = rmsummary_field_lookup(d->exhausted[k]);
+		if (f >= 0)
+			bits |= UINT64_C(1) << f;
+		if (f == RM_WALL_TIME)
+			*wall = true;
+	}
+	return bits;
+}
+
+/* A failure that is the task's own: re-run (try + 1) while max_retries allows, then
+ * MAX_RETRIES. */
+static void own_failure(struct mworker *w, struct mtask *m, enum work_queue_result result)
+{
+	struct work_queue_task *t = m->t;
+	if (t->max_retries <= 0) {
+		master_worker_finish(w, m, result);
+		return;
+	}
+	if (m->try_ > t->max_retries) {
+		master_worker_finish(w, m, WORK_QUEUE_RESULT_MAX_RETRIES);
+		return;
+	}
+	if (m->w == w) {
+		master_sched_task_release(w->q->sched, m->st, master_queue_now());
+		master_worker_detach(w, m);
+	}
+	master_worker_clear_recv(m);
+	debug(D_WQ, "%s: task %d failed (%s): try %d of %d", w->label, m->id,
+	      work_queue_result_str(result), m->try_ + 1, t->max_retries + 1);
+	m->try_++;
+	if (w->q->txlog)
+		master_txlog_task(w->q->txlog, m->id, "WAITING", "RETRY", NULL);
+	master_queue_task_requeue(w->q, m);
+}
+
+void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_done *d)
+{
+	struct work_queue *q = w->q;
+	struct work_queue_task *t = m->t;
+	double now = master_queue_now();
+	t->time_when_retrieval = time_now_us();
+	if (d->t_started >= 0 && d->t_ended >= d->t_started) {
+		t->time_workers_execute_last = d->t_ended - d->t_started;
+		t->time_workers_execute_all += t->time_workers_execute_last;
+	}
+	if (d->summary) {
+		char *text = json_dumps(d->summary, JSON_COMPACT);
+		if (!t->resources_measured) {
+			t->resources_measured = xmalloc(sizeof *t->resources_measured);
+			rmsummary_init(t->resources_measured);
+		}
+		char err[128];
+		if (text && rmsummary_from_json(text, t->resources_measured, err, sizeof err) < 0)
+			debug(D_WQ, "%s: task %d: bad summary: %s", w->label, m->id, err);
+		free(text);
+	}
+	if (m->out_stdout.ok && m->out_stdout.tmp) {
+		free(t->output);
+		t->output = read_stdout(m->out_stdout.tmp, d);
+	}
+	struct category *cat = master_sched_category(q->sched, t->category);
+	double wall = t->time_workers_execute_last / 1e6;
+	bool was_retry = master_sched_task_level(m->st) == CATEGORY_LEVEL_MAX;
+	/* The category's measured wall time decides whether its tasks are prefetched. */
+	if ((d->outcome == WQ_OUTCOME_EXITED || d->outcome == WQ_OUTCOME_SIGNALED ||
+	     d->outcome == WQ_OUTCOME_EXHAUSTED) &&
+	    d->t_started >= 0 && d->t_ended >= d->t_started)
+		master_sched_category_record_time(q->sched, t->category, wall);
+
+	switch (d->outcome) {
+	case WQ_OUTCOME_EXITED: {
+		t->return_status = (int)d->exit_status;
+		if (d->exit_status != 0 && d->disk_full && !m->disk_full_retried) {
+			/* the disk filled up: probably not the task's fault; once more, same try */
+			m->disk_full_retried = true;
+			master_sched_task_release(q->sched, m->st, now);
+			master_worker_back_to_ready(w, m);
+			return;
+		}
+		/* Outputs that came back are committed either way. A non-zero exit is the
+		 * application's to judge (SUCCESS with return_status): outputs it did not make
+		 * are its consequence, not OUTPUT_MISSING. */
+		bool ok = commit_outputs(w, m, d) || d->exit_status != 0;
+		if (t->resources_measured)
+			category_accumulate(cat, t->resources_measured);
+		category_record(cat, t->resources_allocated, t->resources_measured, wall, 0,
+		                was_retry, ok ? 1 : -1);
+		if (ok)
+			master_abort_record(q, t->category,
+			                    wall > 0 ? wall : now - m->running_since);
+		if (ok)
+			master_worker_finish(w, m, WORK_QUEUE_RESULT_SUCCESS);
+		else
+			own_failure(w, m, WORK_QUEUE_RESULT_OUTPUT_MISSING);
+		break;
+	}
+	case WQ_OUTCOME_SIGNALED:
+		t->return_status = (int)d->signal;
+		category_record(cat, t->resources_allocated, t->resources_measured, wall, 0,
+		                was_retry, -1);
+		own_failure(w, m, WORK_QUEUE_RESULT_SIGNAL);
+		break;
+	case WQ_OUTCOME_EXHAUSTED: {
+		bool wall_hit;
+		uint64_t bits = exhausted_bits(d, &wall_hit);
+		if (wall_hit && t->running_time_max > 0) {
+			own_failure(w, m, WORK_QUEUE_RESULT_TASK_MAX_RUN_TIME);
+			break;
+		}
+		if (t->resources_measured)
+			category_accumulate(cat, t->resources_measured);
+		t->exhausted_attempts++;
+		q->stats.tasks_exhausted_attempts++;
+		int again = master_sched_task_exhausted(q->sched, m->st, bits, now);
+		category_record(cat, t->resources_allocated, t->resources_measured, wall, 1,
+		                was_retry, again == 1 ? 0 : -1);
+		master_worker_detach(w, m);
+		master_worker_clear_recv(m);
+		if (again == 1) {
+			m->try_++;
+			m->state = MTASK_READY;
+			if (q->txlog)
+				master_txlog_task(q->txlog, m->id, "WAITING", "MAX_RESOURCES",
+				                  NULL);
+			master_queue_request_pass(q);
+		} else {
+			own_failure(w, m, WORK_QUEUE_RESULT_RESOURCE_EXHAUSTION);
+		}
+		break;
+	}
+	case WQ_OUTCOME_INPUT_MISSING: {
+		const char *tx = d->text ? d->text : "-";
+		char *shown = wq_msg_escape(tx, strlen(tx), 1024, false);
+		warn("%s: task %d: input %" PRId64 " missing on the worker: %s", w->label, m->id,
+		     d->missing_input, shown);
+		free(shown);
+		master_worker_finish(w, m, WORK_QUEUE_RESULT_INPUT_MISSING);
+		break;
+	}
+	case WQ_OUTCOME_SANDBOX_ERROR:
+		master_sched_task_release(q->sched, m->st, now);
+		master_worker_back_to_ready(w, m);
+		if (++w->sandbox_errors >= 3)
+			master_worker_end(w, false, "three sandbox errors in a row", 60);
+		return;
+	}
+	if (d->outcome != WQ_OUTCOME_SANDBOX_ERROR)
+		w->sandbox_errors = 0;
+}
+
+void work_queue_specify_sync_outputs(struct work_queue *q, int sync)
+{
+	if (q)
+		q->sync_outputs = sync != 0;
+}

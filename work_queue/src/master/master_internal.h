@@ -1,0 +1,263 @@
+/* master_internal.h: internal header of the Work Queue master shared by work_queue.c (the public
+ * queue API, the loop and the task table) and master_worker.c (one connected worker: handshake,
+ * INIT and ACTIVE states, its cache view, sending tasks and receiving their results). Not
+ * installed: only the master's own sources include it. */
+#ifndef HTC_MASTER_INTERNAL_H
+#define HTC_MASTER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uthash.h>
+#include <uv.h>
+
+#include "sha256.h"
+#include "work_queue.h"
+#include "wq_auth.h"
+#include "wq_msg.h"
+#include "wq_conn.h"
+#include "wq_handshake.h"
+#include "master_sched.h"
+#include "wq_tls.h"
+#include "master_txlog.h"
+#include "wq_xfer.h"
+
+/* A task's state on the master (doc/work-queue-protocol.md 7.2). */
+enum mtask_state {
+	MTASK_READY = 0,
+	MTASK_SENDING,
+	MTASK_RUNNING,
+	MTASK_RECEIVING,
+	MTASK_DONE,       /* finished, waiting to be returned by work_queue_wait */
+	MTASK_CANCELLING, /* fast-aborted: back to READY at the worker's task_cancelled */
+	MTASK_PREPARING,  /* inputs being named in the thread pool (master_prepare.c) */
+};
+
+/* A received output (or stdout) of the current try. */
+struct mtask_recv {
+	uint32_t xfer; /* 0: nothing received */
+	char *tmp;     /* temporary path (renamed at task_done) */
+	bool ok;       /* stored with a matching hash */
+	bool finished; /* the receiver is done with it (stored or failed) */
+	bool is_dir;
+	/* Watched outputs (protocol 5.6): increments are appended at the final path. */
+	bool watching;      /* an increment of this try arrived: the final path holds them */
+	bool watch_broken;  /* an increment failed: the output is missing at task_done */
+	int watch_inflight; /* increments begun and not yet ended */
+	int64_t watch_next; /* offset the next increment must carry */
+	int64_t watch_done; /* bytes stored at the final path */
+};
+
+/* What the master keeps per submitted task. */
+struct mtask {
+	int id;
+	struct work_queue_task *t;
+	enum mtask_state state;
+	struct master_sched_task *st;
+	struct mworker *w; /* SENDING, RUNNING, RECEIVING */
+	int try_;          /* attempt number sent in `task` (>= 1) */
+	int n_inputs, n_outputs;
+	char **objects;    /* per input: cache object name, or NULL for a per-task input */
+	int64_t *obj_size; /* per input: bytes of the object */
+	int objects_waiting;
+	int prep_pending;        /* MTASK_PREPARING: inputs still being named */
+	struct mtask_recv *outs; /* per output */
+	struct mtask_recv out_stdout;
+	double dispatched_at;   /* seconds (monotonic) */
+	double running_since;   /* seconds (monotonic), at task_running */
+	bool disk_full_retried; /* a non-zero exit on a full disk was retried once */
+	bool queued;            /* sent `queued` (prefetch), no task_running yet */
+	bool unsent;            /* not queued, assigned, its `task` not sent yet */
+	bool held; /* queued, inputs in place, its `task` held behind unsent ones (w->held) */
+	struct wq_task_done *pending_done; /* task_done waiting for its outputs to be stored */
+	struct mtask *done_next;
+	UT_hash_handle hh;
+};
+
+/* An object in a worker's cache view. */
+struct mobject {
+	char *name;
+	int64_t size;
+	bool present;        /* xfer_end sent, or reported */
+	bool keep;           /* master_full.c: a task still needs it */
+	double last_use;     /* master_queue_now() when a task last named it here */
+	struct mtask **wait; /* tasks waiting for it while it is being sent */
+	int nwait;
+	UT_hash_handle hh;
+};
+
+/* A task id the master cancelled on this worker: crossing messages are discarded until the
+ * worker's task_cancelled. */
+struct mcancel {
+	int64_t id;
+	UT_hash_handle hh;
+};
+
+enum mworker_state {
+	MW_HANDSHAKE = 0,
+	MW_INIT,
+	MW_ACTIVE,
+	MW_DRAINING,
+	MW_CLOSING,
+};
+
+struct mworker {
+	struct work_queue *q;
+	struct wq_conn *c;
+	struct wq_handshake *h;
+	enum mworker_state state;
+	char addr[64];
+	char label[160];
+	char id[80]; /* worker_id#serial: unique among the scheduler's workers */
+	char *host;
+	unsigned caps;
+	bool have_identity, have_capacity;
+	struct master_sched_box total;
+	bool disk_full;
+	double
+	    full_since; /* master_queue_now() when disk_full was first reported; 0 when not full */
+	int64_t disk_free; /* MB, from the last capacity */
+	char **labels;
+	int nlabels;
+	bool single_shot;
+	int queue_max;      /* from identity, with `queue` negotiated; else 0 */
+	bool status_client; /* a status client (role status), not a worker */
+	struct master_sched_worker *sw;
+	struct wq_xfer_out *out;
+	struct wq_xfer_in *in;
+	struct mobject *objects;
+	struct mcancel *cancelling;
+	int ntasks; /* tasks assigned */
+	/* Tasks assigned to run (not queued) whose `task` is not sent yet (their objects are on
+	 * the way), and the ids of queued tasks whose `task` waits for them: a queued task sent
+	 * first would be started by the worker in the place the master keeps for the other. */
+	int unsent_running;
+	int *held;
+	int nheld, held_cap;
+	int sandbox_errors;
+	int fast_aborts;
+	uv_timer_t *deadline; /* handshake deadline until `identity` */
+	bool counted;         /* counted in workers_connected */
+	bool init_counted;    /* counted in workers_init */
+	bool hs_counted;      /* counted in the queue's connections in handshake */
+	bool was_active;
+	struct mworker *prev, *next;
+};
+
+struct wq_abort_cat;
+struct wq_block;
+
+struct work_queue {
+	uv_loop_t *loop;
+	uv_loop_t own_loop;
+	bool own;
+	uv_tcp_t *listener;
+	int port;
+	uv_timer_t *wait_timer;
+	uv_idle_t *sched_idle;
+	uv_timer_t *tick;
+	bool sched_wanted;
+	bool wait_expired;
+	bool running; /* inside uv_run called by work_queue_wait */
+	struct master_sched *sched;
+	struct mtask *tasks; /* by id */
+	struct mtask *done_head, *done_tail;
+	struct mworker *workers;
+	int handshaking;
+	struct work_queue_stats stats;
+	int next_taskid;
+	int worker_serial;
+	char master_id[33];
+	char *project;
+	struct wq_auth_key *key;
+	struct wq_tls_config *tls;
+	int keepalive_interval, keepalive_timeout;
+	bool shutdown;
+	bool sync_outputs; /* fsync each output and its directory (off by default) */
+	enum work_queue_schedule algorithm;
+	uint64_t rng;
+	struct master_txlog *txlog;
+	char *tmpdir; /* private temporary directory (stdout files), or NULL until needed */
+	struct catalog_updater *catalog;
+	char *catalog_hosts;     /* given with work_queue_specify_catalog_servers, or NULL */
+	double fast_abort;       /* default multiplier, 0 = off */
+	int prefetch_per_worker; /* work_queue_specify_prefetch: -1 queue_max, 0 off */
+	double prefetch_max_s;
+	double full_worker_timeout; /* work_queue_specify_full_worker_timeout */
+	struct wq_abort_cat *abort_cats;
+	struct wq_block *blocked;
+	int64_t catalog_last;
+};
+
+/* Seconds on a monotonic clock. */
+double master_queue_now(void);
+
+/* The private temporary directory (stdout files), created on first use; NULL on failure. */
+const char *master_queue_tmpdir(struct work_queue *q);
+
+/* Called by master_worker.c. */
+void master_queue_request_pass(struct work_queue *q);
+struct mtask *master_queue_task_lookup(struct work_queue *q, int64_t id);
+/* The task goes back to READY with the same try (not counted). */
+void master_queue_task_requeue(struct work_queue *q, struct mtask *m);
+/* The task finished for good with T->result already set; queued for work_queue_wait. */
+void master_queue_task_finish(struct work_queue *q, struct mtask *m);
+/* A worker's resources changed (stats). */
+void master_queue_worker_resources(struct work_queue *q, const struct master_sched_box *old_total,
+                                   const struct master_sched_box *new_total);
+
+/* Shared by master_worker.c and master_dispatch.c. */
+bool master_worker_assigned(struct mworker *w,
+                            struct mtask *m); /* M is SENDING/RUNNING/RECEIVING on W */
+struct mobject *master_worker_object_find(struct mworker *w, const char *name);
+struct mobject *master_worker_object_add(struct mworker *w, const char *name, int64_t size);
+void master_worker_object_free(struct mworker *w, struct mobject *o);
+void master_worker_rm_path(const char *p, bool is_dir);
+struct work_queue_file *master_worker_nth_file(struct work_queue_file *f, int i);
+void master_worker_detach(struct mworker *w, struct mtask *m); /* M leaves W (stats) */
+void master_dispatch_release_held(struct mworker *w); /* sends the queued tasks held (w->held) */
+void master_worker_back_to_ready(struct mworker *w, struct mtask *m); /* same try, not counted */
+void master_worker_finish(struct mworker *w, struct mtask *m, enum work_queue_result result);
+bool master_dispatch_done_ready(struct mtask *m, const struct wq_task_done *d);
+void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_done *d);
+extern const struct wq_xfer_out_callbacks master_worker_out_cb;
+extern const struct wq_xfer_in_callbacks master_worker_in_cb;
+
+/* master_abort.c: fast abort (7.2) and the host blocklist. */
+void master_abort_record(struct work_queue *q, const char *category, double wall_s);
+void master_abort_check(struct work_queue *q); /* every second */
+void master_abort_block_host(struct work_queue *q, const char *host, double seconds);
+double master_abort_blocked_for(struct work_queue *q, const char *host); /* seconds left, 0 */
+void master_abort_free(struct work_queue *q, bool categories);
+
+/* master_full.c: a worker whose disk is full (doc/work-queue-protocol.md 5.10). After each
+ * `capacity` of W (WAS_FULL: its disk_full before): the cached objects no READY or assigned task
+ * needs are dropped (`cache_drop`, oldest use first). Every second: a worker full for
+ * full_worker_timeout seconds with no task is dismissed. */
+void master_full_capacity(struct mworker *w, bool was_full);
+/* W refused an object with `disk_full` (no room in what it may use): the same drop. */
+void master_full_no_room(struct mworker *w);
+void master_full_check(struct work_queue *q);
+
+/* master_status.c: answers a `query` from a status client; the catalog record. */
+void master_status_query(struct mworker *w, json_t *msg);
+json_t *master_status_record(struct work_queue *q);
+
+/* master_worker.c */
+/* Accepts a new connection from the listener. */
+void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp);
+/* Sends task M (assigned by a pass with BOX) to W; `queued: true` when M->queued is set. */
+void master_dispatch_task(struct mworker *w, struct mtask *m, const struct master_sched_box *box);
+/* Cancels M on its worker (M leaves the worker at once). */
+void master_dispatch_cancel(struct mworker *w, struct mtask *m, const char *reason);
+/* Dismisses (or shuts down) W and detaches it from the queue. */
+void master_worker_end(struct mworker *w, bool shutdown, const char *reason, int retry_after);
+/* Frees a worker entirely (queue deletion). */
+void master_worker_free(struct mworker *w);
+/* FILES policy: cached input bytes of task M on W. */
+int64_t master_worker_cached_bytes(struct mworker *w, struct mtask *m);
+/* Deletes the temporary files of M's current try. */
+void master_worker_clear_recv(struct mtask *m);
+
+#endif

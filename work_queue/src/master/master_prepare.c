@@ -1,0 +1,559 @@
+/* master_prepare.c: names the inputs of submitted tasks without blocking the master's loop.
+ * Hashing a cached file (unless the memo knows it), walking and hashing an input directory, and
+ * the HEAD request of a URL input run as jobs in libuv's thread pool, at most
+ * MASTER_PREPARE_MAX_JOBS at once; one job per path or URL serves every task waiting for it, and
+ * the memo of file hashes is only read and written on the loop thread. */
+#include "master_prepare.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <uthash.h>
+#include <utlist.h>
+#include <uv.h>
+
+#include "debug.h"
+#include "htc_error.h"
+#include "sha256.h"
+#include "wq_listing.h"
+#include "curl_init.h"
+#include "master_url.h"
+#include "xalloc.h"
+#include "banned.h"
+
+#define READ_CHUNK (256 * 1024)
+
+/* Hashes of local files already computed, by path (content names of cached inputs). */
+struct hash_memo {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	int64_t size;
+	int64_t mtime_ns;
+	char hex[SHA256_HEX_SIZE];
+	UT_hash_handle hh;
+};
+
+enum job_kind { JOB_FILE = 'F', JOB_DIR = 'D', JOB_DIR_NOHASH = 'd', JOB_URL = 'U' };
+
+/* A task input waiting for a job (tasks are found again by id: a cancelled one is gone). */
+struct waiter {
+	int taskid;
+	int input;
+	struct waiter *next;
+};
+
+struct job {
+	uv_work_t req;
+	struct work_queue *q; /* NULL once detached (queue deleted) */
+	enum job_kind kind;
+	char *key; /* queue, kind and path: the jobs table's key */
+	char *what;
+	struct waiter *waiters;
+	atomic_int stop;
+	bool running;
+	/* Results, written by the pool thread, read after it handed the job back. */
+	int rc;
+	char *why;
+	char hex[SHA256_HEX_SIZE];
+	char name[MASTER_URL_OBJECT_SIZE];
+	int64_t size;
+	dev_t dev;
+	ino_t ino;
+	int64_t mtime_ns;
+	struct job *next; /* FIFO of jobs not started */
+	UT_hash_handle hh;
+};
+
+/* Tasks in MTASK_PREPARING, per queue. */
+struct prep_queue {
+	const struct work_queue *q;
+	int64_t preparing;
+	UT_hash_handle hh;
+};
+
+static struct hash_memo *memo;
+static struct job *jobs;      /* by key: queued and running jobs of live queues */
+static struct job *fifo_head; /* not started yet */
+static struct prep_queue *queues;
+static struct master_prepare_counters counters;
+static void (*test_hook)(const char *what, void *arg);
+static void *test_hook_arg;
+
+static int64_t mtime_of(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+static struct prep_queue *queue_entry(const struct work_queue *q, bool create)
+{
+	struct prep_queue *p = NULL;
+	HASH_FIND_PTR(queues, &q, p);
+	if (!p && create) {
+		p = xcalloc(1, sizeof *p);
+		p->q = q;
+		HASH_ADD_PTR(queues, q, p);
+	}
+	return p;
+}
+
+static void count_preparing(const struct work_queue *q, int delta)
+{
+	struct prep_queue *p = queue_entry(q, true);
+	p->preparing += delta;
+}
+
+/* ---- the memo (loop thread only) ----------------------------------------------------------- */
+
+static struct hash_memo *memo_find(const char *path, const struct stat *st)
+{
+	struct hash_memo *h = NULL;
+	HASH_FIND_STR(memo, path, h);
+	if (h && h->dev == st->st_dev && h->ino == st->st_ino && h->size == st->st_size &&
+	    h->mtime_ns == mtime_of(st))
+		return h;
+	return NULL;
+}
+
+static void memo_put(const struct job *j)
+{
+	struct hash_memo *h = NULL;
+	HASH_FIND_STR(memo, j->what, h);
+	if (!h) {
+		h = xcalloc(1, sizeof *h);
+		h->path = xstrdup(j->what);
+		HASH_ADD_KEYPTR(hh, memo, h->path, strlen(h->path), h);
+	}
+	h->dev = j->dev;
+	h->ino = j->ino;
+	h->size = j->size;
+	h->mtime_ns = j->mtime_ns;
+	memcpy(h->hex, j->hex, SHA256_HEX_SIZE);
+}
+
+/* ---- the work (pool threads) --------------------------------------------------------------- */
+
+static int work_file(struct job *j)
+{
+	int fd = open(j->what, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int rc = -errno;
+		j->why = xasprintf("cannot be opened any more: %s", strerror(-rc));
+		return rc;
+	}
+	int rc = 0;
+	struct stat before, after;
+	char *buf = NULL;
+	struct sha256_ctx *ctx = NULL;
+	if (fstat(fd, &before) < 0) {
+		rc = -errno;
+		j->why = xasprintf("cannot be examined: %s", strerror(-rc));
+		goto out;
+	}
+	if (!S_ISREG(before.st_mode)) {
+		rc = -EINVAL;
+		j->why = xstrdup("is no longer a regular file");
+		goto out;
+	}
+	ctx = sha256_ctx_create();
+	buf = xmalloc(READ_CHUNK);
+	if (!ctx) {
+		rc = -ENOMEM;
+		j->why = xstrdup("cannot be hashed: out of memory");
+		goto out;
+	}
+	for (;;) {
+		if (atomic_load(&j->stop)) {
+			rc = -ECANCELED;
+			j->why = xstrdup("hashing stopped: the queue is being deleted");
+			goto out;
+		}
+		ssize_t n = read(fd, buf, READ_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			j->why = xasprintf("read error: %s", strerror(-rc));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		rc = sha256_ctx_update(ctx, buf, (size_t)n);
+		if (rc < 0) {
+			j->why = xstrdup("cannot be hashed: the crypto library failed");
+			goto out;
+		}
+	}
+	if (fstat(fd, &after) < 0 || after.st_size != before.st_size ||
+	    mtime_of(&after) != mtime_of(&before)) {
+		rc = -ESTALE;
+		j->why = xstrdup("changed while it was being hashed");
+		goto out;
+	}
+	rc = sha256_ctx_final(ctx, j->hex);
+	if (rc < 0) {
+		j->why = xstrdup("cannot be hashed: the crypto library failed");
+		goto out;
+	}
+	j->size = before.st_size;
+	j->dev = before.st_dev;
+	j->ino = before.st_ino;
+	j->mtime_ns = mtime_of(&before);
+out:
+	free(buf);
+	sha256_ctx_delete(ctx);
+	close(fd);
+	return rc;
+}
+
+static int work_dir(struct job *j)
+{
+	int fd = open(j->what, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		int rc = -errno;
+		j->why = xasprintf("cannot be opened any more: %s", strerror(-rc));
+		return rc;
+	}
+	struct wq_listing *l = NULL;
+	char *why = NULL;
+	int flags = WQ_LISTING_FOLLOW_LINKS | (j->kind == JOB_DIR_NOHASH ? WQ_LISTING_NO_HASH : 0);
+	int rc = wq_listing_walk(fd, j->what, flags, &l, &why);
+	close(fd);
+	if (rc < 0) {
+		j->why = xstrdup(why ? why : htc_strerror(rc));
+		free(why);
+		return rc;
+	}
+	j->size = (int64_t)wq_listing_bytes(l);
+	if (j->kind == JOB_DIR) {
+		rc = wq_listing_hash(l, j->hex);
+		if (rc < 0)
+			j->why = xasprintf("cannot be hashed: %s", htc_strerror(rc));
+	}
+	wq_listing_delete(l);
+	return rc;
+}
+
+static int work_url(struct job *j)
+{
+	char *v = NULL;
+	int rc = master_url_head(j->what, MASTER_URL_HEAD_TIMEOUT_MS, &j->stop, &v, &j->why);
+	if (rc < 0)
+		return rc;
+	rc = master_url_object_name(j->what, v, j->name);
+	free(v);
+	if (rc < 0)
+		j->why = xasprintf("cannot name its object: %s", htc_strerror(rc));
+	return rc;
+}
+
+static void job_work(uv_work_t *req)
+{
+	struct job *j = req->data;
+	if (test_hook)
+		test_hook(j->what, test_hook_arg);
+	switch (j->kind) {
+	case JOB_FILE: j->rc = work_file(j); break;
+	case JOB_DIR:
+	case JOB_DIR_NOHASH: j->rc = work_dir(j); break;
+	case JOB_URL: j->rc = work_url(j); break;
+	}
+}
+
+/* ---- jobs (loop thread) -------------------------------------------------------------------- */
+
+static void job_free(struct job *j)
+{
+	while (j->waiters) {
+		struct waiter *w = j->waiters;
+		j->waiters = w->next;
+		free(w);
+	}
+	free(j->key);
+	free(j->what);
+	free(j->why);
+	free(j);
+}
+
+static void job_after(uv_work_t *req, int status);
+
+/* Starts queued jobs while there is room. A job whose tasks are all gone is dropped unless it
+ * hashes a file (its result still fills the memo). */
+static void start_jobs(void)
+{
+	while (fifo_head && counters.in_flight < MASTER_PREPARE_MAX_JOBS) {
+		struct job *j = fifo_head;
+		LL_DELETE(fifo_head, j);
+		counters.queued--;
+		bool wanted = j->kind == JOB_FILE;
+		for (struct waiter *w = j->waiters; w && !wanted; w = w->next) {
+			struct mtask *m = master_queue_task_lookup(j->q, w->taskid);
+			wanted = m && m->state == MTASK_PREPARING;
+		}
+		if (!wanted) {
+			debug(D_WQ, "wq: no task needs %s any more", j->what);
+			HASH_DEL(jobs, j);
+			job_free(j);
+			continue;
+		}
+		j->running = true;
+		j->req.data = j;
+		int rc = uv_queue_work(j->q->loop, &j->req, job_work, job_after);
+		if (rc < 0) {
+			/* Never for valid arguments; fail its tasks rather than leave them waiting.
+			 */
+			j->rc = rc;
+			j->why = xasprintf("cannot be prepared: %s", uv_strerror(rc));
+			counters.in_flight++;
+			counters.jobs_started++;
+			job_after(&j->req, 0);
+			continue;
+		}
+		counters.in_flight++;
+		counters.jobs_started++;
+		if (counters.in_flight > counters.max_in_flight)
+			counters.max_in_flight = counters.in_flight;
+	}
+}
+
+static void task_failed(struct work_queue *q, struct mtask *m, const struct work_queue_file *f,
+                        const char *why)
+{
+	struct work_queue_task *t = m->t;
+	snprintf(t->last_error, sizeof t->last_error, "input %s: %s", f->source, why);
+	warn("wq: task %d: input %s: %s", m->id, f->source, why);
+	t->result = WORK_QUEUE_RESULT_INPUT_MISSING;
+	count_preparing(q, -1);
+	master_queue_task_finish(q, m);
+}
+
+static void task_named(struct work_queue *q, struct mtask *m)
+{
+	struct master_sched_task_spec spec;
+	master_sched_task_spec_from_task(&spec, m->t);
+	spec.data = m;
+	count_preparing(q, -1);
+	m->st = master_sched_task_add(q->sched, &spec);
+	if (!m->st) {
+		/* Checked at submission: only an application that changed the task since. */
+		snprintf(m->t->last_error, sizeof m->t->last_error,
+		         "invalid resources or features (changed after submission)");
+		warn("wq: task %d: %s", m->id, m->t->last_error);
+		m->t->result = WORK_QUEUE_RESULT_INVALID_TASK;
+		master_queue_task_finish(q, m);
+		return;
+	}
+	m->state = MTASK_READY;
+	debug(D_WQ, "wq: task %d: inputs named, ready", m->id);
+	master_queue_request_pass(q);
+}
+
+static void job_after(uv_work_t *req, int status)
+{
+	struct job *j = req->data;
+	counters.in_flight--;
+	counters.jobs_finished++;
+	if (status == UV_ECANCELED && j->rc == 0) {
+		j->rc = -ECANCELED;
+		j->why = xstrdup("cancelled");
+	}
+	struct work_queue *q = j->q;
+	if (q)
+		HASH_DEL(jobs, j);
+	if (j->kind == JOB_FILE && j->rc == 0)
+		memo_put(j);
+	for (struct waiter *w = j->waiters; w && q; w = w->next) {
+		struct mtask *m = master_queue_task_lookup(q, w->taskid);
+		if (!m || m->state != MTASK_PREPARING)
+			continue; /* cancelled, or failed by another input */
+		const struct work_queue_file *f = master_worker_nth_file(m->t->inputs, w->input);
+		if (j->rc < 0) {
+			task_failed(q, m, f, j->why ? j->why : htc_strerror(j->rc));
+			continue;
+		}
+		switch (j->kind) {
+		case JOB_FILE: m->objects[w->input] = xasprintf("F-%s", j->hex); break;
+		case JOB_DIR: m->objects[w->input] = xasprintf("D-%s", j->hex); break;
+		case JOB_DIR_NOHASH: break;
+		case JOB_URL: m->objects[w->input] = xstrdup(j->name); break;
+		}
+		m->obj_size[w->input] = j->size;
+		if (--m->prep_pending == 0)
+			task_named(q, m);
+	}
+	job_free(j);
+	start_jobs();
+}
+
+/* Attaches input I of M to the job for (KIND, WHAT), creating it if needed. */
+static void need(struct work_queue *q, struct mtask *m, int i, enum job_kind kind, const char *what)
+{
+	char *key = xasprintf("%p %c %s", (void *)q, (char)kind, what);
+	struct job *j = NULL;
+	HASH_FIND_STR(jobs, key, j);
+	if (j) {
+		free(key);
+		counters.jobs_joined++;
+	} else {
+		j = xcalloc(1, sizeof *j);
+		j->q = q;
+		j->kind = kind;
+		j->key = key;
+		j->what = xstrdup(what);
+		atomic_init(&j->stop, 0);
+		HASH_ADD_KEYPTR(hh, jobs, j->key, strlen(j->key), j);
+		LL_APPEND(fifo_head, j);
+		counters.queued++;
+		if (kind == JOB_URL)
+			curl_init_once();
+	}
+	struct waiter *w = xcalloc(1, sizeof *w);
+	w->taskid = m->id;
+	w->input = i;
+	LL_PREPEND(j->waiters, w);
+}
+
+/* ---- the interface ------------------------------------------------------------------------- */
+
+int master_prepare_inputs(struct mtask *m)
+{
+	struct work_queue_task *t = m->t;
+	int n = 0;
+	for (struct work_queue_file *f = t->inputs; f; f = f->next)
+		n++;
+	m->n_inputs = n;
+	m->objects = xcalloc((size_t)n + 1, sizeof *m->objects);
+	m->obj_size = xcalloc((size_t)n + 1, sizeof *m->obj_size);
+	m->prep_pending = 0;
+	int i = 0;
+	for (struct work_queue_file *f = t->inputs; f; f = f->next, i++) {
+		bool cache = (f->flags & WORK_QUEUE_CACHE) != 0;
+		struct stat st;
+		int rc = 0;
+		switch (f->kind) {
+		case WORK_QUEUE_FILE_LOCAL:
+			if (stat(f->source, &st) < 0) {
+				rc = -errno;
+			} else if (cache && !S_ISREG(st.st_mode)) {
+				rc = -EINVAL;
+				warn(
+				    "wq: input %s: not a regular file (a cached input must be one)",
+				    f->source);
+				return rc;
+			} else if (cache) {
+				struct hash_memo *h = memo_find(f->source, &st);
+				if (h) {
+					m->objects[i] = xasprintf("F-%s", h->hex);
+					m->obj_size[i] = st.st_size;
+				} else {
+					m->prep_pending++;
+				}
+			}
+			break;
+		case WORK_QUEUE_FILE_DIRECTORY:
+			if (stat(f->source, &st) < 0)
+				rc = -errno;
+			else if (!S_ISDIR(st.st_mode))
+				rc = -ENOTDIR;
+			else
+				m->prep_pending++;
+			break;
+		case WORK_QUEUE_FILE_URL: m->prep_pending++; break;
+		case WORK_QUEUE_FILE_BUFFER: break;
+		}
+		if (rc < 0) {
+			warn("wq: input %s: %s", f->source, htc_strerror(rc));
+			return rc;
+		}
+	}
+	return m->prep_pending;
+}
+
+void master_prepare_start(struct work_queue *q, struct mtask *m)
+{
+	count_preparing(q, 1);
+	int i = 0;
+	for (struct work_queue_file *f = m->t->inputs; f; f = f->next, i++) {
+		bool cache = (f->flags & WORK_QUEUE_CACHE) != 0;
+		switch (f->kind) {
+		case WORK_QUEUE_FILE_LOCAL:
+			if (cache && !m->objects[i])
+				need(q, m, i, JOB_FILE, f->source);
+			break;
+		case WORK_QUEUE_FILE_DIRECTORY:
+			need(q, m, i, cache ? JOB_DIR : JOB_DIR_NOHASH, f->source);
+			break;
+		case WORK_QUEUE_FILE_URL: need(q, m, i, JOB_URL, f->source); break;
+		case WORK_QUEUE_FILE_BUFFER: break;
+		}
+	}
+	debug(D_WQ, "wq: task %d: %d input(s) being prepared", m->id, m->prep_pending);
+	start_jobs();
+}
+
+void master_prepare_forget(struct work_queue *q, struct mtask *m)
+{
+	if (m->state == MTASK_PREPARING)
+		count_preparing(q, -1);
+}
+
+int64_t master_prepare_count(const struct work_queue *q)
+{
+	struct prep_queue *p = queue_entry(q, false);
+	return p ? p->preparing : 0;
+}
+
+void master_prepare_queue_end(struct work_queue *q)
+{
+	struct job *j, *tmp;
+	HASH_ITER(hh, jobs, j, tmp)
+	{
+		if (j->q != q)
+			continue;
+		HASH_DEL(jobs, j);
+		if (j->running) {
+			/* The pool hands it back later (the loop owns the request): detach it. */
+			atomic_store(&j->stop, 1);
+			j->q = NULL;
+		} else {
+			LL_DELETE(fifo_head, j);
+			counters.queued--;
+			job_free(j);
+		}
+	}
+	struct prep_queue *p = queue_entry(q, false);
+	if (p) {
+		HASH_DEL(queues, p);
+		free(p);
+	}
+}
+
+void master_prepare_cleanup(void)
+{
+	if (counters.in_flight || fifo_head || queues)
+		return;
+	struct hash_memo *h, *tmp;
+	HASH_ITER(hh, memo, h, tmp)
+	{
+		HASH_DEL(memo, h);
+		free(h->path);
+		free(h);
+	}
+}
+
+void master_prepare_get_counters(struct master_prepare_counters *c)
+{
+	*c = counters;
+}
+
+void master_prepare_set_test_hook(void (*fn)(const char *what, void *arg), void *arg)
+{
+	test_hook = fn;
+	test_hook_arg = arg;
+}

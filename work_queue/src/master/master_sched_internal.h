@@ -1,0 +1,146 @@
+/* master_sched_internal.h: the structures shared by the two halves of the scheduling core,
+ * master_sched.c (bookkeeping) and master_sched_pass.c (boxes, policies, the pass). Not a public
+ * header: everything else uses master_sched.h. */
+#ifndef HTC_MASTER_SCHED_INTERNAL_H
+#define HTC_MASTER_SCHED_INTERNAL_H
+
+#include <stdint.h>
+#include <uthash.h>
+
+#include "category.h"
+#include "heap.h"
+#include "master_sched.h"
+
+/* Resources, internally integers so that commit and release cancel exactly: cores in
+ * thousandths, memory and disk in MB, gpus. */
+#define NRES 4
+enum { R_CORES = 0, R_MEMORY, R_DISK, R_GPUS };
+#define MILLI 1000
+extern const int master_sched_rm_field[NRES]; /* RM_CORES, RM_MEMORY, RM_DISK, RM_GPUS */
+
+#define HISTORY            16   /* wall times kept per worker for TIME */
+#define DEFAULT_BUDGET     1000 /* assignments per pass */
+#define DEFAULT_CANDIDATES 64   /* fitting workers looked at per task */
+#define MAX_BUCKETS        4096 /* free-core buckets; the last holds everything above */
+
+struct wcat {
+	char *name;
+	struct category *cat;
+	int max_concurrent; /* -1: unlimited */
+	int64_t running;
+	uint64_t full_pass; /* pass in which max_concurrent was reached */
+	double wall_sum;    /* recorded wall times (prefetch) */
+	int64_t wall_n;
+	UT_hash_handle hh;
+};
+
+/* Tasks of one class get the same box on a given worker and fit the same workers. */
+struct tclass {
+	char *key;
+	struct wcat *cat;
+	enum category_level level;
+	int64_t req[NRES]; /* the task's own values, -1 unset */
+	char **features;   /* sorted */
+	int n_features;
+	int64_t refs;          /* tasks and groups */
+	uint64_t blocked_pass; /* pass in which its head fitted nowhere */
+	uint64_t alloc_pass;   /* pass for which alloc/whole were computed */
+	int64_t alloc[NRES];   /* explicit or category values, -1 still open */
+	unsigned whole;        /* open fields that take the whole worker (non-FIXED modes) */
+	UT_hash_handle hh;
+};
+
+struct gkey {
+	struct tclass *cls;
+	double prio;
+};
+
+/* The ready tasks of one class at one priority: a heap keyed by submission number. */
+struct group {
+	struct gkey key;
+	struct heap *h;
+	int64_t live; /* ready tasks in h (the others are dead, freed when they surface) */
+	struct level *lvl;
+	int pending; /* on the list of groups to free after the pass if still empty */
+	struct group *pnext;
+	struct group *prev, *next; /* in its level */
+	UT_hash_handle hh;
+};
+
+/* All groups of one priority. */
+struct level {
+	double prio;
+	struct group *groups;
+};
+
+struct master_sched_task {
+	uint64_t seq; /* submission order: the key in its heap */
+	double prio;
+	struct tclass *cls; /* NULL once dead */
+	struct group *grp;  /* while READY */
+	enum master_sched_task_state state;
+	int dead; /* removed while READY: still in its heap */
+	void *data;
+	int64_t box[NRES];
+	unsigned whole; /* fields of box that were the whole worker */
+	struct master_sched_worker *w;
+	double start;
+	int was_queued;                          /* prefetched */
+	struct master_sched_task *wprev, *wnext; /* the worker's running tasks, or its queue */
+	struct master_sched_task *aprev, *anext; /* every task not dead */
+};
+
+struct master_sched_worker {
+	char *id;
+	uint64_t seq; /* order of addition (FCFS) */
+	void *data;
+	int64_t total[NRES], used[NRES];
+	char **features; /* sorted */
+	int n_features;
+	unsigned flags;
+	int bucket;   /* index by free cores, -1 when not indexed (flags) */
+	int has_free; /* counted in n_free */
+	struct master_sched_worker *bprev, *bnext;
+	double hist[HISTORY];
+	int nh, hpos;
+	struct master_sched_task *running;
+	int64_t n_running;
+	struct master_sched_task *queue; /* QUEUED tasks, in the order sent */
+	int64_t n_queued;
+	int queue_max;
+	UT_hash_handle hh;
+};
+
+struct master_sched {
+	struct wcat *cats;
+	struct tclass *classes;
+	struct group *groups;
+	struct level **levels; /* by descending priority */
+	size_t n_levels, cap_levels;
+	struct master_sched_worker *workers;  /* by id */
+	struct master_sched_worker **buckets; /* bucket b: free cores in [b, b+1) */
+	int n_buckets;
+	int64_t n_free; /* indexed workers with free cores */
+	struct master_sched_task *all;
+	uint64_t next_seq, next_worker_seq, pass_id;
+	int64_t n_ready, n_running, n_queued;
+	double last_now; /* latest instant given (start of promoted tasks) */
+	master_sched_cached_bytes_fn cached_fn;
+	void *cached_arg;
+	struct heap *pass_heap;
+	struct group *pending;
+};
+
+void master_sched_box_from(const int64_t r[NRES], struct master_sched_box *b);
+/* The live head of G (dead heads are freed on the way), or NULL. */
+struct master_sched_task *master_sched_group_head(struct group *g);
+void master_sched_group_free(struct master_sched *s, struct group *g);
+void master_sched_commit(struct master_sched *s, struct master_sched_task *t,
+                         struct master_sched_worker *w, const int64_t box[NRES], unsigned whole,
+                         double now);
+/* Appends T (taken from its heap) to W's queue with BOX, then promotes on W. */
+void master_sched_enqueue_on(struct master_sched *s, struct master_sched_task *t,
+                             struct master_sched_worker *w, const int64_t box[NRES],
+                             unsigned whole);
+
+#endif

@@ -1,0 +1,497 @@
+/* master_sched_pass.c: the deciding half of the Work Queue scheduling core: the resource box of a
+ * task on a worker (explicit values, then the category, then a proportional share or the whole
+ * worker), the worker policies, and the scheduling pass over the ready heaps. The data
+ * structures are in master_sched_internal.h; doc/work-queue-api.md section 6 is the design. */
+#include "master_sched.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <uthash.h>
+#include <utlist.h>
+
+#include "debug.h"
+#include "heap.h"
+#include "master_sched_internal.h"
+#include "banned.h"
+
+/* The explicit and category-decided part of the class's box, for pass PASS. */
+static void class_alloc(struct tclass *c, uint64_t pass)
+{
+	struct rmsummary req, a;
+	rmsummary_init(&req);
+	rmsummary_init(&a);
+	for (int k = 0; k < NRES; k++)
+		req.v[master_sched_rm_field[k]] =
+		    c->req[k] < 0 ? -1 : (double)c->req[k] / (k == R_CORES ? MILLI : 1);
+	category_allocation(c->cat->cat, &req, c->level, &a);
+	int fixed = category_get_mode(c->cat->cat) == CATEGORY_MODE_FIXED;
+	c->whole = 0;
+	for (int k = 0; k < NRES; k++) {
+		double v = a.v[master_sched_rm_field[k]];
+		if (c->req[k] >= 0) {
+			c->alloc[k] = c->req[k]; /* explicit values win */
+		} else if (v >= 0 && isfinite(v)) {
+			c->alloc[k] = k == R_CORES ? (int64_t)ceil(v * MILLI - 1e-6)
+			                           : (int64_t)ceil(v - 1e-9);
+		} else {
+			c->alloc[k] = -1;
+			/* A sizing category with no value yet (measuring phase, or a retry with no
+			 * maximum): the whole worker, so the real need can be measured. */
+			if (!fixed)
+				c->whole |= 1u << k;
+		}
+	}
+	c->alloc_pass = pass;
+}
+
+static int has_features(const struct tclass *c, const struct master_sched_worker *w)
+{
+	/* Both lists are sorted: one merge. */
+	int j = 0;
+	for (int i = 0; i < c->n_features; i++) {
+		while (j < w->n_features && strcmp(w->features[j], c->features[i]) < 0)
+			j++;
+		if (j >= w->n_features || strcmp(w->features[j], c->features[i]) != 0)
+			return 0;
+		j++;
+	}
+	return 1;
+}
+
+/* The box of class C on worker W in BOX; 0 if it can have none there (missing feature, or a
+ * request larger than the worker). Whether it fits the free resources is not checked. */
+static int box_on(const struct tclass *c, const struct master_sched_worker *w, int64_t box[NRES])
+{
+	if (c->n_features && !has_features(c, w))
+		return 0;
+	int any = 0, open = 0;
+	for (int k = 0; k < NRES; k++) {
+		box[k] = c->alloc[k];
+		if (box[k] >= 0)
+			any = 1;
+		else if (c->whole & (1u << k))
+			box[k] = w->total[k];
+		else
+			open = 1;
+	}
+	if (!any && !c->whole) {
+		/* Nothing specified anywhere: the whole worker. */
+		memcpy(box, w->total, sizeof w->total);
+		return 1;
+	}
+	if (!open)
+		return 1;
+	/* A proportional share: the largest fraction of the worker that the given values take. */
+	double frac = 0;
+	for (int k = 0; k < NRES; k++) {
+		if (c->alloc[k] < 0)
+			continue;
+		if (w->total[k] > 0) {
+			double f = (double)c->alloc[k] / (double)w->total[k];
+			if (f > frac)
+				frac = f;
+		} else if (c->alloc[k] > 0) {
+			return 0;
+		}
+	}
+	if (frac > 1)
+		return 0;
+	for (int k = 0; k < NRES; k++) {
+		if (box[k] >= 0)
+			continue;
+		if (k == R_CORES) {
+			/* Whole cores, at least one when the worker has one. */
+			int64_t v =
+			    (int64_t)ceil(frac * (double)w->total[k] / MILLI - 1e-9) * MILLI;
+			if (v < MILLI)
+				v = MILLI;
+			box[k] = v > w->total[k] ? w->total[k] : v;
+		} else if (k == R_GPUS) {
+			box[k] = 0; /* gpus only when asked for */
+		} else {
+			box[k] = (int64_t)floor(frac * (double)w->total[k] + 1e-9);
+		}
+	}
+	return 1;
+}
+
+static int fits(const struct master_sched_worker *w, const int64_t box[NRES])
+{
+	for (int k = 0; k < NRES; k++)
+		if (box[k] > w->total[k] - w->used[k])
+			return 0;
+	return 1;
+}
+
+int master_sched_box_for(struct master_sched *s, const struct master_sched_task *t,
+                         const struct master_sched_worker *w, struct master_sched_box *box)
+{
+	if (!s || !t || !w || !box || !t->cls)
+		return -EINVAL;
+	struct tclass *c = t->cls;
+	class_alloc(c, 0); /* 0: recomputed at the next pass anyway */
+	int64_t b[NRES];
+	if (!box_on(c, w, b))
+		return 0;
+	master_sched_box_from(b, box);
+	return fits(w, b);
+}
+
+/* splitmix64 */
+static uint64_t rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+struct choice {
+	struct master_sched_worker *w;
+	int64_t box[NRES];
+	int64_t bytes; /* FILES */
+	double avg;    /* TIME */
+	int64_t left;  /* WORST: free cores after placement */
+};
+
+/* Is candidate N better than the current choice B under POLICY? */
+static int better(enum master_sched_policy policy, const struct choice *n, const struct choice *b)
+{
+	if (!b->w)
+		return 1;
+	int earlier = n->w->seq < b->w->seq;
+	switch (policy) {
+	case MASTER_SCHED_FILES:
+		if (n->bytes != b->bytes)
+			return n->bytes > b->bytes;
+		return earlier;
+	case MASTER_SCHED_TIME:
+		if ((n->avg >= 0) != (b->avg >= 0))
+			return n->avg >= 0; /* a known time beats an unknown one */
+		if (n->avg >= 0 && n->avg != b->avg)
+			return n->avg < b->avg;
+		return earlier;
+	case MASTER_SCHED_WORST:
+		if (n->left != b->left)
+			return n->left > b->left;
+		return earlier;
+	case MASTER_SCHED_FCFS:
+	case MASTER_SCHED_RAND: break;
+	}
+	return earlier;
+}
+
+/* The worker for task T of class C, looking at most MAXCAND fitting workers of the free-cores
+ * index; NULL if none fits. */
+static int choose(struct master_sched *s, struct tclass *c, struct master_sched_task *t,
+                  const struct master_sched_pass_opts *o, int maxcand, uint64_t *rng,
+                  struct choice *best, struct master_sched_pass_stats *st)
+{
+	memset(best, 0, sizeof *best);
+	if (s->n_buckets == 0)
+		return 0;
+	/* Workers with fewer free cores than the box's cores cannot fit it. */
+	int64_t lb = c->alloc[R_CORES] > 0 ? c->alloc[R_CORES] / MILLI : 0;
+	if (lb >= s->n_buckets)
+		lb = s->n_buckets - 1;
+	int worst = o->policy == MASTER_SCHED_WORST;
+	int ncand = 0;
+	for (int i = 0; i < s->n_buckets; i++) {
+		int64_t b = worst ? s->n_buckets - 1 - i : lb + i;
+		if (b >= s->n_buckets || b < lb)
+			break;
+		for (struct master_sched_worker *w = s->buckets[b]; w; w = w->bnext) {
+			struct choice n;
+			st->workers_examined++;
+			if (!box_on(c, w, n.box) || !fits(w, n.box))
+				continue;
+			n.w = w;
+			n.bytes = 0;
+			n.avg = -1;
+			n.left = 0;
+			ncand++;
+			switch (o->policy) {
+			case MASTER_SCHED_FILES:
+				n.bytes = s->cached_fn
+				              ? s->cached_fn(w->data, t->data, s->cached_arg)
+				              : 0;
+				break;
+			case MASTER_SCHED_TIME: n.avg = master_sched_worker_average_time(w); break;
+			case MASTER_SCHED_WORST:
+				n.left = w->total[R_CORES] - w->used[R_CORES] - n.box[R_CORES];
+				break;
+			case MASTER_SCHED_FCFS:
+			case MASTER_SCHED_RAND: break;
+			}
+			if (o->policy == MASTER_SCHED_RAND) {
+				/* Reservoir sampling: the k-th candidate replaces with 1/k. */
+				if (rng_next(rng) % (uint64_t)ncand == 0)
+					*best = n;
+			} else if (better(o->policy, &n, best)) {
+				*best = n;
+			}
+			if (ncand >= maxcand)
+				return 1;
+		}
+	}
+	return best->w != NULL;
+}
+
+void master_sched_pass_opts_init(struct master_sched_pass_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->policy = MASTER_SCHED_FILES;
+}
+
+static void mark_pending(struct master_sched *s, struct group *g)
+{
+	if (g->pending)
+		return;
+	g->pending = 1;
+	g->pnext = s->pending;
+	s->pending = g;
+}
+
+/* The resources (bits 1 << k) that task boxes of class C take whole from the worker. */
+static unsigned whole_mask(const struct tclass *c)
+{
+	unsigned whole = 0;
+	for (int k = 0; k < NRES; k++)
+		if (c->alloc[k] < 0)
+			whole |= (c->whole & (1u << k));
+	return whole;
+}
+
+/* After a task was taken from group G: its next head goes back into the pass's heap PH, or
+ * an emptied group waits to be freed at the end of the pass. */
+static void group_taken(struct master_sched *s, struct heap *ph, struct group *g)
+{
+	if (g->live > 0) {
+		struct master_sched_task *h = master_sched_group_head(g);
+		heap_push(ph, (int64_t)h->seq, g);
+	} else {
+		mark_pending(s, g);
+	}
+}
+
+/* Frees the groups emptied during a pass, now that no level is being walked. */
+static void free_pending(struct master_sched *s)
+{
+	while (s->pending) {
+		struct group *g = s->pending;
+		s->pending = g->pnext;
+		g->pending = 0;
+		if (g->live == 0)
+			master_sched_group_free(s, g);
+	}
+}
+int master_sched_pass(struct master_sched *s, const struct master_sched_pass_opts *opts,
+                      struct master_sched_assignment *out, size_t max_out,
+                      struct master_sched_pass_stats *stats)
+{
+	if (!s || !opts || (!out && max_out > 0) || (unsigned)opts->policy > MASTER_SCHED_RAND)
+		return -EINVAL;
+	struct master_sched_pass_stats st;
+	memset(&st, 0, sizeof st);
+	size_t budget = opts->max_assignments > 0 ? (size_t)opts->max_assignments : DEFAULT_BUDGET;
+	if (budget > max_out)
+		budget = max_out;
+	int maxcand = opts->max_candidates > 0 ? opts->max_candidates : DEFAULT_CANDIDATES;
+	uint64_t fixed_seed = UINT64_C(0x5eed);
+	uint64_t *rng = opts->rng ? opts->rng : &fixed_seed;
+	uint64_t pass = ++s->pass_id;
+	struct heap *ph = s->pass_heap;
+	size_t n = 0;
+	if (isfinite(opts->now) && opts->now > s->last_now)
+		s->last_now = opts->now;
+
+	for (size_t li = 0; li < s->n_levels && n < budget && s->n_free > 0; li++) {
+		struct level *lv = s->levels[li];
+		struct group *g;
+		/* The heads of this priority level, merged by submission order. */
+		DL_FOREACH(lv->groups, g)
+		{
+			struct tclass *c = g->key.cls;
+			if (g->live <= 0 || c->blocked_pass == pass || c->cat->full_pass == pass)
+				continue;
+			struct master_sched_task *h = master_sched_group_head(g);
+			if (h)
+				heap_push(ph, (int64_t)h->seq, g);
+		}
+		while (heap_size(ph) > 0) {
+			g = heap_pop(ph, NULL);
+			if (n >= budget || s->n_free == 0)
+				continue; /* drain the merge heap */
+			struct tclass *c = g->key.cls;
+			struct wcat *wc = c->cat;
+			if (c->blocked_pass == pass || wc->full_pass == pass)
+				continue;
+			if (wc->max_concurrent >= 0 && wc->running >= wc->max_concurrent) {
+				wc->full_pass = pass;
+				st.categories_full++;
+				continue;
+			}
+			if (c->alloc_pass != pass)
+				class_alloc(c, pass);
+			struct master_sched_task *t = master_sched_group_head(g);
+			st.heads_tried++;
+			struct choice ch;
+			if (!choose(s, c, t, opts, maxcand, rng, &ch, &st)) {
+				/* Every task of the class would get the same answer. */
+				c->blocked_pass = pass;
+				st.classes_blocked++;
+				continue;
+			}
+			heap_pop(g->h, NULL);
+			g->live--;
+			s->n_ready--;
+			master_sched_commit(s, t, ch.w, ch.box, whole_mask(c), opts->now);
+			out[n].task = t;
+			out[n].worker = ch.w;
+			master_sched_box_from(ch.box, &out[n].box);
+			n++;
+			group_taken(s, ph, g);
+		}
+	}
+	free_pending(s);
+	if (n > 0 || st.classes_blocked > 0)
+		debug(D_WQ, "sched: pass %llu: %zu assigned, %lld heads, %lld workers examined",
+		      (unsigned long long)pass, n, (long long)st.heads_tried,
+		      (long long)st.workers_examined);
+	if (stats)
+		*stats = st;
+	return (int)n;
+}
+
+/* ---- prefetch ---- */
+
+void master_sched_prefetch_opts_init(struct master_sched_prefetch_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->per_worker = -1;
+	o->max_task_seconds = 1.0;
+}
+
+/* How many queued tasks W may hold under PER_WORKER (0: none). */
+static int64_t queue_limit(const struct master_sched_worker *w, int per_worker)
+{
+	if (w->flags || w->queue_max <= 0 || per_worker == 0)
+		return 0;
+	if (per_worker < 0 || per_worker > w->queue_max)
+		return w->queue_max;
+	return per_worker;
+}
+
+static int fits_total(const struct master_sched_worker *w, const int64_t box[NRES])
+{
+	for (int k = 0; k < NRES; k++)
+		if (box[k] > w->total[k])
+			return 0;
+	return 1;
+}
+
+/* The worker with room in its queue whose total fits class C (the fewest queued tasks first,
+ * then the order of addition), with the box in BOX; NULL if none. */
+static struct master_sched_worker *prefetch_choose(struct master_sched *s, const struct tclass *c,
+                                                   int per_worker, int64_t box[NRES])
+{
+	struct master_sched_worker *best = NULL, *w, *tmp;
+	HASH_ITER(hh, s->workers, w, tmp)
+	{
+		int64_t b[NRES];
+		if (w->n_queued >= queue_limit(w, per_worker) || !box_on(c, w, b) ||
+		    !fits_total(w, b))
+			continue;
+		if (!best || w->n_queued < best->n_queued ||
+		    (w->n_queued == best->n_queued && w->seq < best->seq)) {
+			best = w;
+			memcpy(box, b, sizeof b);
+		}
+	}
+	return best;
+}
+
+/* A class may be prefetched: its category is measured and short, and has no concurrency cap. */
+static int prefetchable(const struct tclass *c, double max_s)
+{
+	const struct wcat *wc = c->cat;
+	if (wc->wall_n <= 0 || wc->max_concurrent >= 0)
+		return 0;
+	return wc->wall_sum / (double)wc->wall_n <= max_s;
+}
+
+int master_sched_prefetch(struct master_sched *s, const struct master_sched_prefetch_opts *opts,
+                          struct master_sched_assignment *out, size_t max_out)
+{
+	if (!s || !opts || (!out && max_out > 0) || opts->per_worker < -1 ||
+	    !(opts->max_task_seconds >= 0))
+		return -EINVAL;
+	if (isfinite(opts->now) && opts->now > s->last_now)
+		s->last_now = opts->now;
+	size_t budget = opts->max_assignments > 0 ? (size_t)opts->max_assignments : DEFAULT_BUDGET;
+	if (budget > max_out)
+		budget = max_out;
+	/* The room left in every queue bounds the phase. */
+	int64_t room = 0;
+	struct master_sched_worker *w, *wtmp;
+	HASH_ITER(hh, s->workers, w, wtmp)
+	{
+		int64_t lim = queue_limit(w, opts->per_worker);
+		if (lim > w->n_queued)
+			room += lim - w->n_queued;
+	}
+	if (room == 0 || budget == 0 || s->n_ready == 0)
+		return 0;
+	uint64_t pass = ++s->pass_id;
+	struct heap *ph = s->pass_heap;
+	size_t n = 0;
+	for (size_t li = 0; li < s->n_levels && n < budget && room > 0; li++) {
+		struct level *lv = s->levels[li];
+		struct group *g;
+		DL_FOREACH(lv->groups, g)
+		{
+			struct tclass *c = g->key.cls;
+			if (g->live <= 0 || c->blocked_pass == pass)
+				continue;
+			struct master_sched_task *h = master_sched_group_head(g);
+			if (h)
+				heap_push(ph, (int64_t)h->seq, g);
+		}
+		while (heap_size(ph) > 0) {
+			g = heap_pop(ph, NULL);
+			if (n >= budget || room == 0)
+				continue; /* drain the merge heap */
+			struct tclass *c = g->key.cls;
+			if (c->blocked_pass == pass)
+				continue;
+			if (!prefetchable(c, opts->max_task_seconds)) {
+				c->blocked_pass = pass;
+				continue;
+			}
+			if (c->alloc_pass != pass)
+				class_alloc(c, pass);
+			int64_t box[NRES];
+			w = prefetch_choose(s, c, opts->per_worker, box);
+			if (!w) {
+				c->blocked_pass = pass;
+				continue;
+			}
+			struct master_sched_task *t = master_sched_group_head(g);
+			heap_pop(g->h, NULL);
+			g->live--;
+			s->n_ready--;
+			master_sched_enqueue_on(s, t, w, box, whole_mask(c));
+			out[n].task = t;
+			out[n].worker = w;
+			master_sched_box_from(box, &out[n].box);
+			n++;
+			room--;
+			group_taken(s, ph, g);
+		}
+	}
+	free_pending(s);
+	if (n > 0)
+		debug(D_WQ, "sched: prefetch %llu: %zu queued", (unsigned long long)pass, n);
+	return (int)n;
+}

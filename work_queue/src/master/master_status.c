@@ -1,0 +1,230 @@
+/* master_status.c: the status documents of the Work Queue master (doc/work-queue-api.md
+ * section 5): `master`, `workers`, `tasks` and `categories` as JSON, returned by
+ * work_queue_status() and sent to status clients as `query_reply` batches (protocol 5.11). */
+#include "master_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "category.h"
+#include "debug.h"
+#include "htc_error.h"
+#include "xalloc.h"
+#include "banned.h"
+
+#define QUERY_BATCH 500 /* items per query_reply (well under 4 MiB for these objects) */
+
+static const char *mtask_state_name(enum mtask_state s)
+{
+	switch (s) {
+	case MTASK_READY: return "WAITING";
+	case MTASK_SENDING: return "SENDING";
+	case MTASK_RUNNING: return "RUNNING";
+	case MTASK_RECEIVING: return "RECEIVING";
+	case MTASK_DONE: return "DONE";
+	case MTASK_CANCELLING: return "CANCELLING";
+	case MTASK_PREPARING: return "PREPARING";
+	}
+	return "UNKNOWN";
+}
+
+static const char *mworker_state_name(enum mworker_state s)
+{
+	switch (s) {
+	case MW_HANDSHAKE: return "HANDSHAKE";
+	case MW_INIT: return "INIT";
+	case MW_ACTIVE: return "ACTIVE";
+	case MW_DRAINING: return "DRAINING";
+	case MW_CLOSING: return "CLOSING";
+	}
+	return "UNKNOWN";
+}
+
+static json_t *master_item(struct work_queue *q)
+{
+	struct work_queue_stats s;
+	work_queue_get_stats(q, &s);
+	char host[256] = "";
+	gethostname(host, sizeof host - 1);
+	json_t *o = json_object();
+	json_object_set_new(o, "type", json_string("wq_master"));
+	json_object_set_new(o, "project", q->project ? json_string(q->project) : json_null());
+	json_object_set_new(o, "name", json_string(host));
+	json_object_set_new(o, "host", json_string(host));
+	json_object_set_new(o, "port", json_integer(q->port));
+	json_object_set_new(o, "version", json_string("htc 0.1.0"));
+	json_object_set_new(o, "started", json_integer(s.time_when_started));
+	json_object_set_new(o, "workers_connected", json_integer(s.workers_connected));
+	json_object_set_new(o, "workers", json_integer(s.workers_connected));
+	json_object_set_new(o, "workers_init", json_integer(s.workers_init));
+	json_object_set_new(o, "workers_idle", json_integer(s.workers_idle));
+	json_object_set_new(o, "workers_busy", json_integer(s.workers_busy));
+	json_object_set_new(o, "workers_joined", json_integer(s.workers_joined));
+	json_object_set_new(o, "workers_removed", json_integer(s.workers_removed));
+	json_object_set_new(o, "workers_lost", json_integer(s.workers_lost));
+	json_object_set_new(o, "tasks_waiting", json_integer(s.tasks_waiting));
+	json_object_set_new(o, "tasks_on_workers", json_integer(s.tasks_on_workers));
+	json_object_set_new(o, "tasks_running", json_integer(s.tasks_running));
+	json_object_set_new(o, "tasks_queued_on_workers", json_integer(s.tasks_queued_on_workers));
+	json_object_set_new(o, "tasks_with_results", json_integer(s.tasks_with_results));
+	json_object_set_new(o, "tasks_submitted", json_integer(s.tasks_submitted));
+	json_object_set_new(o, "tasks_dispatched", json_integer(s.tasks_dispatched));
+	json_object_set_new(o, "tasks_done", json_integer(s.tasks_done));
+	json_object_set_new(o, "tasks_failed", json_integer(s.tasks_failed));
+	json_object_set_new(o, "tasks_cancelled", json_integer(s.tasks_cancelled));
+	json_object_set_new(o, "tasks_exhausted_attempts",
+	                    json_integer(s.tasks_exhausted_attempts));
+	json_object_set_new(o, "bytes_sent", json_integer(s.bytes_sent));
+	json_object_set_new(o, "bytes_received", json_integer(s.bytes_received));
+	json_object_set_new(o, "total_cores", json_real(s.total_cores));
+	json_object_set_new(o, "total_memory", json_integer(s.total_memory));
+	json_object_set_new(o, "total_disk", json_integer(s.total_disk));
+	json_object_set_new(o, "total_gpus", json_integer(s.total_gpus));
+	json_object_set_new(o, "committed_cores", json_real(s.committed_cores));
+	json_object_set_new(o, "committed_memory", json_integer(s.committed_memory));
+	json_object_set_new(o, "committed_disk", json_integer(s.committed_disk));
+	json_object_set_new(o, "committed_gpus", json_integer(s.committed_gpus));
+	return o;
+}
+
+static json_t *box_json(const struct master_sched_box *b)
+{
+	return json_pack("{s:f,s:I,s:I,s:I}", "cores", b->cores, "memory", (json_int_t)b->memory,
+	                 "disk", (json_int_t)b->disk, "gpus", (json_int_t)b->gpus);
+}
+
+static json_t *workers_items(struct work_queue *q)
+{
+	json_t *a = json_array();
+	for (struct mworker *w = q->workers; w; w = w->next) {
+		if (w->status_client)
+			continue;
+		json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i}", "id", w->id, "host",
+		                      w->host ? w->host : "", "address", w->addr, "state",
+		                      mworker_state_name(w->state), "tasks_running", w->ntasks);
+		json_object_set_new(o, "total", box_json(&w->total));
+		if (w->sw) {
+			struct master_sched_box fr, used;
+			master_sched_worker_free(w->sw, &fr);
+			used.cores = w->total.cores - fr.cores;
+			used.memory = w->total.memory - fr.memory;
+			used.disk = w->total.disk - fr.disk;
+			used.gpus = w->total.gpus - fr.gpus;
+			json_object_set_new(o, "in_use", box_json(&used));
+		}
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *tasks_items(struct work_queue *q)
+{
+	json_t *a = json_array();
+	struct mtask *m, *tmp;
+	HASH_ITER(hh, q->tasks, m, tmp)
+	{
+		struct work_queue_task *t = m->t;
+		json_t *o =
+		    json_pack("{s:i,s:s,s:s,s:s,s:i}", "id", m->id, "tag", t->tag ? t->tag : "",
+		              "category", t->category ? t->category : "default", "state",
+		              mtask_state_name(m->state), "try", m->try_);
+		if (m->w) {
+			json_object_set_new(o, "worker", json_string(m->w->id));
+			struct master_sched_box b;
+			master_sched_task_box(m->st, &b);
+			json_object_set_new(o, "resources", box_json(&b));
+		}
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *categories_items(struct work_queue *q)
+{
+	json_t *a = json_array();
+	json_t *seen = json_object();
+	struct mtask *m, *tmp;
+	HASH_ITER(hh, q->tasks, m, tmp)
+	{
+		const char *name = m->t->category ? m->t->category : "default";
+		json_t *c = json_object_get(seen, name);
+		if (!c) {
+			struct category *cat = master_sched_category(q->sched, name);
+			const struct category_stats *st = category_get_stats(cat);
+			c = json_pack("{s:s,s:s,s:i,s:i,s:I,s:I,s:I}", "name", name, "mode",
+			              category_mode_name(category_get_mode(cat)), "waiting", 0,
+			              "running", 0, "done", (json_int_t)st->tasks_done, "failed",
+			              (json_int_t)st->tasks_failed, "exhaustions",
+			              (json_int_t)st->exhaustions);
+			json_object_set_new(seen, name, c);
+		}
+		/* a task still being prepared, or sent ahead and queued on a worker, is waiting */
+		const char *key = "running";
+		if (m->state == MTASK_DONE)
+			key = NULL;
+		else if (m->state == MTASK_READY || m->state == MTASK_PREPARING || m->queued)
+			key = "waiting";
+		if (key)
+			json_object_set_new(
+			    c, key, json_integer(json_integer_value(json_object_get(c, key)) + 1));
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(seen, k, v) json_array_append(a, v);
+	json_decref(seen);
+	return a;
+}
+
+json_t *work_queue_status(struct work_queue *q, const char *what)
+{
+	if (!q || !what)
+		return NULL;
+	if (!strcmp(what, "master")) {
+		json_t *a = json_array();
+		json_array_append_new(a, master_item(q));
+		return a;
+	}
+	if (!strcmp(what, "workers"))
+		return workers_items(q);
+	if (!strcmp(what, "tasks"))
+		return tasks_items(q);
+	if (!strcmp(what, "categories"))
+		return categories_items(q);
+	return NULL;
+}
+
+json_t *master_status_record(struct work_queue *q)
+{
+	return master_item(q);
+}
+
+void master_status_query(struct mworker *w, json_t *msg)
+{
+	static const char *const whats[] = {"master", "workers", "tasks", "categories", NULL};
+	struct wq_msg_v v = {"query", NULL, NULL};
+	int what = 0;
+	if (wq_msg_enum(&v, msg, "what", WQ_REQ, whats, &what) < 0) {
+		wq_conn_violation(w->c, "proto", "%s", v.why);
+		free(v.why);
+		return;
+	}
+	json_t *items = work_queue_status(w->q, whats[what]);
+	size_t n = json_array_size(items);
+	size_t i = 0;
+	do {
+		json_t *batch = json_array();
+		for (size_t k = 0; k < QUERY_BATCH && i < n; k++, i++)
+			json_array_append(batch, json_array_get(items, i));
+		json_t *reply = json_pack("{s:s,s:s,s:o,s:b}", "m", "query_reply", "what",
+		                          whats[what], "items", batch, "more", i < n);
+		int rc = wq_conn_send_msg(w->c, reply);
+		json_decref(reply);
+		if (rc < 0) {
+			debug(D_WQ, "%s: query reply not sent: %s", w->label, htc_strerror(rc));
+			break;
+		}
+	} while (i < n);
+	json_decref(items);
+}

@@ -1,0 +1,301 @@
+/* work_queue_status_main.c: the work_queue_status program. Without a master it lists the masters
+ * the catalog knows (project, address, tasks waiting/running/done, workers); given a master
+ * (HOST PORT or HOST:PORT) it connects as a status client (doc/work-queue-protocol.md 5.11,
+ * with the password or TLS the master needs) and lists its workers (-W), tasks (-T), categories
+ * (-A) or its own summary (the default), as a table or as JSON. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "catalog_client.h"
+#include "catalog_filter.h"
+#include "cli.h"
+#include "config.h"
+#include "debug.h"
+#include "stringtools.h"
+#include "timeutil.h"
+#include "wq_auth.h"
+#include "status_client.h"
+#include "wq_tls.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+static void usage(FILE *out, const char *prog)
+{
+	fprintf(out,
+	        "Usage: %s [options]                  masters known to the catalog\n"
+	        "       %s [options] HOST PORT        one master (also HOST:PORT)\n"
+	        "\n"
+	        "  -W, --workers            the master's workers\n"
+	        "  -T, --tasks              the master's tasks\n"
+	        "  -A, --able-workers, --categories  the master's categories\n"
+	        "  -M, --project-name=P     catalog listing: only masters of project P\n"
+	        "  -C, --catalog=H:P[,...]  catalog servers (default $CATALOG_HOST, "
+	        "localhost:9097)\n"
+	        "  -P, --password=FILE      the master's password\n"
+	        "      --ssl-fingerprint=HEX, --ssl-ca=FILE, --ssl-no-verify  TLS to the master\n"
+	        "      --json               print JSON instead of a table\n"
+	        "  -t, --timeout=SECONDS    give up after this long (default 10)\n"
+	        "  -d, --debug=SUBSYS  -o, --debug-file=FILE  -v, --version  -h, --help\n",
+	        prog, prog);
+}
+
+/* A scalar as table text; objects and arrays as compact JSON, cut at 40 bytes. Caller frees. */
+static char *cell(const json_t *v)
+{
+	char *s;
+	if (!v || json_is_null(v))
+		s = xstrdup("-");
+	else if (json_is_string(v))
+		s = xstrdup(json_string_value(v));
+	else if (json_is_integer(v))
+		s = xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else if (json_is_real(v))
+		s = xasprintf("%.3g", json_real_value(v));
+	else if (json_is_boolean(v))
+		s = xstrdup(json_is_true(v) ? "yes" : "no");
+	else {
+		s = json_dumps(v, JSON_COMPACT);
+		if (!s)
+			s = xstrdup("?");
+		if (strlen(s) > 40)
+			memcpy(s + 37, "...", 4);
+	}
+	for (char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == ' ')
+			*p = (*p == ' ') ? '_' : '?';
+	return s;
+}
+
+/* Prints ITEMS as a table whose columns are the keys of the first item, in its order. */
+static void print_items(const json_t *items)
+{
+	if (json_array_size(items) == 0) {
+		printf("(none)\n");
+		return;
+	}
+	const json_t *first = json_array_get(items, 0);
+	size_t ncols = json_object_size(first), c = 0;
+	const char **keys = xcalloc(ncols ? ncols : 1, sizeof *keys);
+	size_t *width = xcalloc(ncols ? ncols : 1, sizeof *width);
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)first, k, v)
+	{
+		keys[c] = k;
+		width[c] = strlen(k);
+		c++;
+	}
+	size_t n = json_array_size(items);
+	for (size_t i = 0; i < n; i++)
+		for (c = 0; c < ncols; c++) {
+			char *s = cell(json_object_get(json_array_get(items, i), keys[c]));
+			if (strlen(s) > width[c])
+				width[c] = strlen(s);
+			free(s);
+		}
+	for (c = 0; c < ncols; c++) {
+		char *up = xstrdup(keys[c]);
+		for (char *p = up; *p; p++)
+			*p = (char)((*p >= 'a' && *p <= 'z') ? *p - 32 : *p);
+		printf("%-*s%s", (int)width[c], up, c + 1 < ncols ? "  " : "\n");
+		free(up);
+	}
+	for (size_t i = 0; i < n; i++)
+		for (c = 0; c < ncols; c++) {
+			char *s = cell(json_object_get(json_array_get(items, i), keys[c]));
+			printf("%-*s%s", (int)width[c], s, c + 1 < ncols ? "  " : "\n");
+			free(s);
+		}
+	free(keys);
+	free(width);
+}
+
+/* The first of KEYS present in REC, or NULL. */
+static const json_t *first_of(const json_t *rec, const char *const *keys)
+{
+	for (; *keys; keys++) {
+		const json_t *v = json_object_get(rec, *keys);
+		if (v)
+			return v;
+	}
+	return NULL;
+}
+
+static int list_masters(const char *catalog, const char *project, int json, double timeout)
+{
+	struct catalog_filter *f = catalog_filter_create();
+	char *err = NULL;
+	if (catalog_filter_add(f, "type", "wq_master", &err) < 0 ||
+	    (project && catalog_filter_add(f, "project", project, &err) < 0))
+		fatal("%s", err);
+	json_t *a = catalog_query(catalog, f, timeout, &err);
+	catalog_filter_delete(f);
+	if (!a)
+		fatal("catalog %s: %s", catalog ? catalog : catalog_hosts_default(),
+		      err ? err : "failed");
+	if (json) {
+		char *s = json_dumps(a, JSON_INDENT(1));
+		printf("%s\n", s ? s : "[]");
+		free(s);
+		json_decref(a);
+		return 0;
+	}
+	static const char *const waiting[] = {"tasks_waiting", NULL};
+	static const char *const running[] = {"tasks_running", "tasks_on_workers", NULL};
+	static const char *const done[] = {"tasks_done", "tasks_complete", NULL};
+	static const char *const workers[] = {"workers_connected", "workers", NULL};
+	json_t *rows = json_array();
+	size_t i;
+	json_t *rec;
+	json_array_foreach(a, i, rec)
+	{
+		json_t *r = json_object();
+		json_object_set(r, "project", json_object_get(rec, "project"));
+		char *hp = xasprintf("%s:%" JSON_INTEGER_FORMAT,
+		                     json_string_value(json_object_get(rec, "name"))
+		                         ? json_string_value(json_object_get(rec, "name"))
+		                         : "?",
+		                     json_integer_value(json_object_get(rec, "port")));
+		json_object_set_new(r, "master", json_string(hp));
+		free(hp);
+		json_object_set(r, "waiting", (json_t *)first_of(rec, waiting));
+		json_object_set(r, "running", (json_t *)first_of(rec, running));
+		json_object_set(r, "complete", (json_t *)first_of(rec, done));
+		json_object_set(r, "workers", (json_t *)first_of(rec, workers));
+		json_array_append_new(rows, r);
+	}
+	print_items(rows);
+	json_decref(rows);
+	json_decref(a);
+	return 0;
+}
+
+/* Lists WHAT of the master at HOST:PORT. */
+static int query_master(const char *host, int port, const char *what, const char *password,
+                        struct wq_tls_config *tls, int json, double timeout)
+{
+	struct wq_auth_key *key = NULL;
+	if (password) {
+		char *why = NULL;
+		key = wq_auth_key_load(password, &why);
+		if (!key)
+			fatal("%s", why ? why : "cannot read the password file");
+	}
+	struct wq_status_opts o = {.key = key, .tls = tls, .timeout_s = timeout};
+	char *err = NULL;
+	json_t *items = wq_status_query_run(host, port, what, &o, &err);
+	wq_auth_key_delete(key);
+	if (!items) {
+		fprintf(stderr, "work_queue_status: %s:%d: %s\n", host, port, err);
+		free(err);
+		return 1;
+	}
+	if (json) {
+		char *s = json_dumps(items, JSON_INDENT(1));
+		printf("%s\n", s ? s : "[]");
+		free(s);
+	} else {
+		print_items(items);
+	}
+	json_decref(items);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *catalog = NULL, *project = NULL, *password = NULL, *what = "master";
+	const char *fingerprint = NULL, *ca = NULL;
+	int json = 0, no_verify = 0;
+	double timeout = 10;
+	debug_config_program("work_queue_status");
+	enum { OPT_JSON = 256, OPT_FP, OPT_CA, OPT_NO_VERIFY };
+	static const struct option longopts[] = {
+	    {"workers", no_argument, 0, 'W'},
+	    {"tasks", no_argument, 0, 'T'},
+	    {"able-workers", no_argument, 0, 'A'},
+	    {"categories", no_argument, 0, 'A'},
+	    {"project-name", required_argument, 0, 'M'},
+	    {"catalog", required_argument, 0, 'C'},
+	    {"password", required_argument, 0, 'P'},
+	    {"ssl-fingerprint", required_argument, 0, OPT_FP},
+	    {"ssl-ca", required_argument, 0, OPT_CA},
+	    {"ssl-no-verify", no_argument, 0, OPT_NO_VERIFY},
+	    {"json", no_argument, 0, OPT_JSON},
+	    {"timeout", required_argument, 0, 't'},
+	    {"debug", required_argument, 0, 'd'},
+	    {"debug-file", required_argument, 0, 'o'},
+	    {"version", no_argument, 0, 'v'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+:WTAM:C:P:t:d:o:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'W': what = "workers"; break;
+		case 'T': what = "tasks"; break;
+		case 'A': what = "categories"; break;
+		case 'M': project = optarg; break;
+		case 'C': catalog = optarg; break;
+		case 'P': password = optarg; break;
+		case OPT_FP: fingerprint = optarg; break;
+		case OPT_CA: ca = optarg; break;
+		case OPT_NO_VERIFY: no_verify = 1; break;
+		case OPT_JSON: json = 1; break;
+		case 't':
+			if (str_to_double(optarg, &timeout) < 0 || timeout <= 0 || timeout > 3600)
+				fatal("-t %s: expected a number of seconds in (0, 3600]", optarg);
+			break;
+		default: {
+			char err[256];
+			int r =
+			    cli_common_option(c, argv, "work_queue_status", usage, err, sizeof err);
+			if (r == CLI_EXIT)
+				return 0;
+			if (r == CLI_FAIL)
+				fatal("%s", err);
+			break;
+		}
+		}
+	}
+	int rest = argc - optind;
+	if (rest == 0) {
+		if (strcmp(what, "master"))
+			fatal("-W, -T and -A need a master: HOST PORT (see --help)");
+		return list_masters(catalog, project, json, timeout);
+	}
+	if (rest > 2)
+		fatal("unexpected argument '%s' (see --help)", argv[optind + 2]);
+	char *host = xstrdup(argv[optind]);
+	int64_t port = 9123;
+	char *colon = strrchr(host, ':');
+	const char *portarg = rest == 2 ? argv[optind + 1] : NULL;
+	if (rest == 1 && colon) {
+		*colon = 0;
+		portarg = colon + 1;
+	}
+	if (portarg && (str_to_int64(portarg, &port) < 0 || port < 1 || port > 65535))
+		fatal("port '%s': expected 1..65535", portarg);
+	struct wq_tls_config *tls = NULL;
+	if (fingerprint || ca || no_verify) {
+		char *err = NULL;
+		tls = fingerprint ? wq_tls_config_client_create(WQ_TLS_VERIFY_FINGERPRINT,
+		                                                fingerprint, &err)
+		      : ca        ? wq_tls_config_client_create(WQ_TLS_VERIFY_CA_FILE, ca, &err)
+		                  : wq_tls_config_client_create(WQ_TLS_VERIFY_NONE, NULL, &err);
+		if (!tls)
+			fatal("%s", err ? err : "cannot set up TLS");
+	}
+	int r = query_master(host, (int)port, what, password, tls, json, timeout);
+	wq_tls_config_delete(tls);
+	free(host);
+	return r;
+}

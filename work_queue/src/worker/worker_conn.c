@@ -1,0 +1,811 @@
+/* worker_conn.c: the connection cycle of work_queue_worker (doc/work-queue-protocol.md section 1):
+ * connect with a 10 s timeout and exponential backoff with jitter, find masters through the
+ * catalog with -M and try them in random order, run the worker side of the handshake (TLS and
+ * password included), and end the worker with the statuses 0/1/2/3 (idle timeout, wall time,
+ * signals, refusals, no master). The messages of a session are handled in worker_session.c. */
+#include "worker_conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog_client.h"
+#include "catalog_filter.h"
+#include "config.h"
+#include "debug.h"
+#include "htc_error.h"
+#include "path.h"
+#include "timeutil.h"
+#include "worker_task.h"
+#include "wq_auth.h"
+#include "worker_cache.h"
+#include "wq_conn.h"
+#include "wq_handshake.h"
+#include "worker_sandbox.h"
+#include "wq_tls.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+#define ATTEMPT_TIMEOUT_MS 10000
+#define BACKOFF_MIN_MS     1000
+#define BACKOFF_MAX_MS     60000
+#define STABLE_MS          60000 /* a connection up this long resets the backoff */
+#define CATALOG_TIMEOUT_S  10.0
+
+struct worker {
+	uv_loop_t *loop;
+	const struct worker_opts *o;
+	char id[33];
+	char host[256];
+	char software[64];
+	char *workdir;
+	bool workdir_made;
+	int workdir_fd;
+	struct worker_cache *cache;
+	struct worker_ledger *ledger;
+	struct wq_auth_key *key;
+	struct wq_tls_config *tls;
+
+	struct worker_session *s;
+	/* the master being tried */
+	char *m_host;
+	char *m_tls_name; /* the name a TLS certificate is checked against */
+	int m_port;
+	json_t *masters; /* -M: candidates from the catalog, shuffled */
+	size_t next_master;
+	struct catalog_query_op *query;
+	uv_getaddrinfo_t gai;
+	bool gai_busy;
+	uv_tcp_t *tcp; /* connecting */
+	uv_connect_t creq;
+	bool attempt_failed; /* the attempt timer closed the socket */
+
+	uv_timer_t retry_timer, attempt_timer, deadline_timer, tick_timer, wall_timer, finish_timer;
+	int finish_status;
+	const char *finish_reason; /* static text */
+	bool timers_closed;
+	uint64_t backoff_ms;
+	uint64_t idle_since_ms;
+	int exit_status;
+	bool finishing, stopped, permanent;
+	int signals;
+};
+
+static uint64_t now_ms(struct worker *w)
+{
+	uv_update_time(w->loop);
+	return uv_now(w->loop);
+}
+
+struct worker_session *worker_session_of(struct worker *w)
+{
+	return w->s;
+}
+uv_loop_t *worker_loop(struct worker *w)
+{
+	return w->loop;
+}
+const struct worker_opts *worker_opts_of(struct worker *w)
+{
+	return w->o;
+}
+struct worker_cache *worker_conn_cache(struct worker *w)
+{
+	return w->cache;
+}
+struct worker_ledger *worker_ledger(struct worker *w)
+{
+	return w->ledger;
+}
+int worker_workdir_fd(struct worker *w)
+{
+	return w->workdir_fd;
+}
+const char *worker_workdir(struct worker *w)
+{
+	return w->workdir;
+}
+const char *worker_hostname(struct worker *w)
+{
+	return w->host;
+}
+int worker_exit_status(const struct worker *w)
+{
+	return w->exit_status;
+}
+
+void worker_touch(struct worker *w)
+{
+	w->idle_since_ms = now_ms(w);
+}
+
+/* ---- set-up -------------------------------------------------------------------------------- */
+
+static int make_workdir(struct worker *w, char **err)
+{
+	if (w->o->workdir) {
+		int r = path_mkdir_p(w->o->workdir, 0755);
+		if (r < 0) {
+			*err = xasprintf("workdir %s: %s", w->o->workdir, strerror(-r));
+			return -1;
+		}
+		char real[PATH_MAX];
+		if (!realpath(w->o->workdir, real)) {
+			*err = xasprintf("workdir %s: %s", w->o->workdir, strerror(errno));
+			return -1;
+		}
+		w->workdir = xstrdup(real);
+	} else {
+		const char *tmp = getenv("TMPDIR");
+		char *templ = xasprintf("%s/wq-worker-%ld-XXXXXX", tmp && *tmp ? tmp : "/tmp",
+		                        (long)getpid());
+		if (!mkdtemp(templ)) {
+			*err = xasprintf("cannot make a work directory %s: %s", templ,
+			                 strerror(errno));
+			free(templ);
+			return -1;
+		}
+		char real[PATH_MAX];
+		w->workdir = xstrdup(realpath(templ, real) ? real : templ);
+		w->workdir_made = true;
+		free(templ);
+	}
+	w->workdir_fd = open(w->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w->workdir_fd < 0) {
+		*err = xasprintf("workdir %s: %s", w->workdir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static struct wq_tls_config *make_tls(const struct worker_opts *o, char **err)
+{
+	enum wq_tls_verify mode = WQ_TLS_VERIFY_SYSTEM;
+	const char *arg = NULL;
+	if (o->ssl_fingerprint) {
+		mode = WQ_TLS_VERIFY_FINGERPRINT;
+		arg = o->ssl_fingerprint;
+	} else if (o->ssl_no_verify) {
+		mode = WQ_TLS_VERIFY_NONE;
+		warn("warning: the master's TLS certificate is not verified; only the password "
+		     "(bound to this TLS session) protects against impersonation");
+	} else if (o->ssl_ca) {
+		mode = WQ_TLS_VERIFY_CA_FILE;
+		arg = o->ssl_ca;
+	}
+	return wq_tls_config_client_create(mode, arg, err);
+}
+
+struct worker *worker_create(uv_loop_t *loop, const struct worker_opts *o, char **err)
+{
+	struct worker *w = xcalloc(1, sizeof *w);
+	w->loop = loop;
+	w->o = o;
+	w->workdir_fd = -1;
+	w->exit_status = WORKER_EXIT_OK;
+	w->backoff_ms = BACKOFF_MIN_MS;
+	snprintf(w->software, sizeof w->software, "htc %s", HTC_VERSION);
+	if (gethostname(w->host, sizeof w->host - 1) != 0 || !w->host[0])
+		snprintf(w->host, sizeof w->host, "localhost");
+	char nonce[WQ_AUTH_NONCE_HEX];
+	if (wq_auth_nonce(NULL, nonce) != 0) {
+		*err = xstrdup("cannot get random bytes for the worker id");
+		goto fail;
+	}
+	memcpy(w->id, nonce, 32);
+	w->id[32] = 0;
+	if (make_workdir(w, err) < 0)
+		goto fail;
+	w->cache = worker_cache_create(w->workdir);
+	if (!w->cache) {
+		*err = xasprintf("cache in %s: %s", w->workdir, strerror(errno));
+		goto fail;
+	}
+	int r = worker_cache_scan(w->cache, false);
+	if (r < 0) {
+		*err = xasprintf("cache in %s: %s", w->workdir, htc_strerror(r));
+		goto fail;
+	}
+	char *tasks = path_join(w->workdir, "tasks");
+	worker_sandbox_pool_forget(w->workdir);
+	tree_remove(tasks); /* sandboxes of an earlier run */
+	r = path_mkdir_p(tasks, 0700);
+	free(tasks);
+	if (r < 0) {
+		*err = xasprintf("workdir %s: cannot make tasks/: %s", w->workdir, strerror(-r));
+		goto fail;
+	}
+	w->ledger = worker_ledger_from_opts(o, w->workdir);
+	worker_ledger_set_cache(w->ledger, (int64_t)(worker_cache_bytes(w->cache) >> 20));
+	if (o->password_file) {
+		char *why = NULL;
+		w->key = wq_auth_key_load(o->password_file, &why);
+		if (!w->key) {
+			*err = why ? why
+			           : xasprintf("password file %s: %s", o->password_file,
+			                       strerror(errno));
+			goto fail;
+		}
+	}
+	if (o->ssl) {
+		char *why = NULL;
+		w->tls = make_tls(o, &why);
+		if (!w->tls) {
+			*err = why ? why : xstrdup("cannot set up TLS");
+			goto fail;
+		}
+	}
+	uv_timer_init(loop, &w->retry_timer);
+	uv_timer_init(loop, &w->attempt_timer);
+	uv_timer_init(loop, &w->deadline_timer);
+	uv_timer_init(loop, &w->tick_timer);
+	uv_timer_init(loop, &w->wall_timer);
+	uv_timer_init(loop, &w->finish_timer);
+	w->retry_timer.data = w->attempt_timer.data = w->deadline_timer.data = w;
+	w->tick_timer.data = w->wall_timer.data = w->finish_timer.data = w;
+	debug(D_WORKER, "worker %s on %s, workdir %s", w->id, w->host, w->workdir);
+	return w;
+fail:
+	w->timers_closed = true;
+	worker_delete(w);
+	return NULL;
+}
+
+/* ---- ending -------------------------------------------------------------------------------- */
+
+static void close_timer(uv_timer_t *t)
+{
+	if (!uv_is_closing((uv_handle_t *)t))
+		uv_close((uv_handle_t *)t, NULL);
+}
+
+/* Everything is over: close the worker's own handles so that uv_run returns. */
+static void stop_all(struct worker *w)
+{
+	if (w->stopped)
+		return;
+	w->stopped = true;
+	if (w->query) {
+		catalog_query_cancel(w->query);
+		w->query = NULL;
+	}
+	if (w->gai_busy)
+		uv_cancel((uv_req_t *)&w->gai);
+	if (w->tcp) {
+		uv_close((uv_handle_t *)w->tcp, (uv_close_cb)free);
+		w->tcp = NULL;
+	}
+	if (!w->timers_closed) {
+		w->timers_closed = true;
+		close_timer(&w->retry_timer);
+		close_timer(&w->attempt_timer);
+		close_timer(&w->deadline_timer);
+		close_timer(&w->tick_timer);
+		close_timer(&w->wall_timer);
+		close_timer(&w->finish_timer);
+	}
+	debug(D_WORKER, "worker ends with status %d", w->exit_status);
+}
+
+void worker_finish(struct worker *w, int status, const char *reason)
+{
+	if (w->finishing)
+		return;
+	w->finishing = true;
+	w->exit_status = status;
+	notice("ending: %s", reason);
+	struct worker_session *s = w->s;
+	if (!s) {
+		stop_all(w);
+		return;
+	}
+	worker_session_drop_tasks(s);
+	if (s->active && !s->closing) {
+		json_t *bye = json_pack("{s:s,s:s}", "m", "bye", "reason", reason);
+		worker_session_close(s, bye);
+		json_decref(bye);
+	} else if (!s->closing) {
+		s->closing = true;
+		wq_conn_close_now(s->conn);
+	}
+}
+
+static void on_finish_timer(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+	worker_finish(w, w->finish_status, w->finish_reason);
+}
+
+void worker_finish_soon(struct worker *w, int status, const char *reason)
+{
+	if (w->finishing || w->stopped || w->finish_reason)
+		return;
+	w->finish_status = status;
+	w->finish_reason = reason;
+	uv_timer_start(&w->finish_timer, on_finish_timer, 0, 0);
+}
+
+void worker_session_close(struct worker_session *s, json_t *last)
+{
+	if (s->closing)
+		return;
+	s->closing = true;
+	if (wq_conn_close(s->conn, last) < 0)
+		wq_conn_close_now(s->conn);
+}
+
+void worker_task_finished(struct worker *w)
+{
+	worker_touch(w);
+	if (w->o->single_shot && w->s && w->s->active)
+		worker_session_drain(w->s, "single shot: first task done");
+}
+
+void worker_signal(struct worker *w, int signum)
+{
+	w->signals++;
+	if (w->signals == 1 && w->s && w->s->active && w->s->ntasks > 0) {
+		notice("received signal %d: draining (send it again to kill the tasks)", signum);
+		worker_session_drain(w->s, "the worker received a termination signal");
+		return;
+	}
+	worker_finish(w, WORKER_EXIT_OK, "terminated by a signal");
+}
+
+void worker_delete(struct worker *w)
+{
+	if (!w)
+		return;
+	if (w->s) {
+		worker_session_drop_tasks(w->s);
+		wq_handshake_delete(w->s->hs);
+		wq_conn_delete(w->s->conn);
+		free(w->s);
+		w->s = NULL;
+	}
+	stop_all(w);
+	/* let transfers and sandbox removals in the thread pool finish while the cache lives */
+	uv_run(w->loop, UV_RUN_DEFAULT);
+	json_decref(w->masters);
+	free(w->m_host);
+	free(w->m_tls_name);
+	worker_cache_delete(w->cache);
+	worker_ledger_delete(w->ledger);
+	wq_auth_key_delete(w->key);
+	wq_tls_config_delete(w->tls);
+	if (w->workdir_fd >= 0)
+		close(w->workdir_fd);
+	if (w->workdir)
+		worker_sandbox_pool_forget(w->workdir);
+	if (w->workdir && !w->o->keep_cache) {
+		if (w->workdir_made) {
+			tree_remove(w->workdir);
+		} else {
+			char *p = path_join(w->workdir, "cache");
+			tree_remove(p);
+			free(p);
+			p = path_join(w->workdir, "tasks");
+			tree_remove(p);
+			free(p);
+		}
+	} else if (w->workdir) {
+		char *p = path_join(w->workdir, "tasks");
+		tree_remove(p);
+		free(p);
+	}
+	free(w->workdir);
+	free(w);
+}
+
+/* ---- connecting ---------------------------------------------------------------------------- */
+
+static void attempt(struct worker *w);
+
+static void on_retry(uv_timer_t *t)
+{
+	attempt(t->data);
+}
+
+/* Waits before the next attempt: the backoff (1, 2, 4 ... 60 s, +-25 %), at least MIN_MS. */
+static void schedule_retry(struct worker *w, uint64_t min_ms)
+{
+	if (w->finishing || w->stopped)
+		return;
+	double jitter = 0.75 + 0.5 * ((double)random() / (double)RAND_MAX);
+	uint64_t delay = (uint64_t)((double)w->backoff_ms * jitter);
+	if (delay < min_ms)
+		delay = min_ms;
+	w->backoff_ms *= 2;
+	if (w->backoff_ms > BACKOFF_MAX_MS)
+		w->backoff_ms = BACKOFF_MAX_MS;
+	debug(D_WORKER, "next attempt in %.1f s", (double)delay / 1000.0);
+	uv_timer_start(&w->retry_timer, on_retry, delay, 0);
+}
+
+/* The attempt on the current master failed: the next candidate of -M at once, else backoff. */
+static void attempt_failed(struct worker *w, const char *why, uint64_t min_ms)
+{
+	uv_timer_stop(&w->attempt_timer);
+	if (why)
+		debug(D_WORKER, "master %s:%d: %s", w->m_host ? w->m_host : "?", w->m_port, why);
+	if (w->finishing) {
+		stop_all(w);
+		return;
+	}
+	if (w->permanent) {
+		w->exit_status = WORKER_EXIT_REFUSED;
+		w->finishing = true;
+		stop_all(w);
+		return;
+	}
+	if (w->o->project && w->masters && w->next_master < json_array_size(w->masters) &&
+	    min_ms == 0) {
+		attempt(w);
+		return;
+	}
+	json_decref(w->masters);
+	w->masters = NULL;
+	schedule_retry(w, min_ms);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+	if (w->s && w->s->active)
+		return;
+	warn("no master reachable within %lld s; giving up", (long long)w->o->connect_timeout);
+	w->exit_status = WORKER_EXIT_NO_MASTER;
+	w->finishing = true;
+	if (w->s && !w->s->closing) {
+		w->s->closing = true;
+		wq_conn_close_now(w->s->conn);
+	}
+	if (!w->s)
+		stop_all(w);
+}
+
+static void arm_deadline(struct worker *w)
+{
+	uv_timer_start(&w->deadline_timer, on_deadline, (uint64_t)w->o->connect_timeout * 1000, 0);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+	if (w->finishing)
+		return;
+	if (w->s && w->s->active)
+		worker_session_tick(w->s);
+	bool busy = w->s && w->s->ntasks > 0;
+	if (!busy && now_ms(w) - w->idle_since_ms >= (uint64_t)w->o->idle_timeout * 1000)
+		worker_finish(w, WORKER_EXIT_OK, "idle timeout");
+}
+
+static void on_wall(uv_timer_t *t)
+{
+	worker_finish(t->data, WORKER_EXIT_OK, "wall time reached");
+}
+
+/* ---- one session ----------------------------------------------------------------------------- */
+
+static void session_lost(struct worker_session *s, enum wq_conn_end why, const char *text)
+{
+	struct worker *w = s->w;
+	bool was_active = s->active;
+	uint64_t up = was_active ? now_ms(w) - s->up_since_ms : 0;
+	int64_t retry_after = s->retry_after;
+	/* A close this side asked for (after dismiss or bye) is not a loss. */
+	if (was_active && !w->finishing && why != WQ_CONN_END_LOCAL)
+		warn("master %s:%d: connection lost (%s: %s)", w->m_host, w->m_port,
+		     wq_conn_end_name(why), text);
+	worker_session_drop_tasks(s);
+	wq_handshake_delete(s->hs);
+	wq_conn_delete(s->conn);
+	free(s);
+	w->s = NULL;
+	if (w->finishing) {
+		stop_all(w);
+		return;
+	}
+	if (was_active) {
+		if (up > STABLE_MS)
+			w->backoff_ms = BACKOFF_MIN_MS;
+		arm_deadline(w);
+		json_decref(w->masters); /* start again from the catalog */
+		w->masters = NULL;
+	}
+	if (retry_after >= 0) {
+		/* dismissed: exit instead when the idle timeout has passed */
+		if (now_ms(w) - w->idle_since_ms >= (uint64_t)w->o->idle_timeout * 1000) {
+			w->finishing = true;
+			w->exit_status = WORKER_EXIT_OK;
+			stop_all(w);
+			return;
+		}
+		attempt_failed(w, NULL, (uint64_t)retry_after * 1000);
+		return;
+	}
+	attempt_failed(w, text, was_active ? BACKOFF_MIN_MS : 0);
+}
+
+static void on_message(struct wq_conn *c, json_t *msg, const char *name, const uint8_t *raw,
+                       size_t len, void *user)
+{
+	(void)c;
+	struct worker_session *s = user;
+	if (s->hs && wq_handshake_message(s->hs, msg, name, raw, len))
+		return;
+	if (s->active && !s->lost)
+		worker_session_message(s, msg, name);
+}
+
+static void on_data(struct wq_conn *c, uint32_t xfer, const uint8_t *b, size_t len, void *user)
+{
+	(void)c;
+	struct worker_session *s = user;
+	if (s->hs && wq_handshake_data(s->hs, xfer))
+		return;
+	if (s->active && !s->lost)
+		worker_session_data(s, xfer, b, len);
+}
+
+static void on_writable(struct wq_conn *c, void *user)
+{
+	(void)c;
+	struct worker_session *s = user;
+	if (s->active)
+		worker_session_writable(s);
+}
+
+static void on_closed(struct wq_conn *c, enum wq_conn_end why, const char *text, void *user)
+{
+	(void)c;
+	struct worker_session *s = user;
+	s->lost = true;
+	if (s->hs && !wq_handshake_finished(s->hs))
+		wq_handshake_closed(s->hs, why, text);
+	session_lost(s, why, text);
+}
+
+static const struct wq_conn_callbacks conn_cb = {on_message, on_data, on_writable, on_closed};
+
+static void hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *user)
+{
+	struct worker_session *s = user;
+	struct worker *w = s->w;
+	if (r->outcome == WQ_HS_OK) {
+		debug(D_WORKER, "master %s:%d: connected (master %s, %s%s)", w->m_host, w->m_port,
+		      r->peer_id, r->tls ? "TLS" : "plain",
+		      r->authenticated ? ", authenticated" : "");
+		uv_timer_stop(&w->deadline_timer);
+		s->up_since_ms = now_ms(w);
+		worker_touch(w);
+		char *mid = xstrdup(r->peer_id);
+		unsigned caps = r->caps;
+		int64_t ki = r->keepalive_interval, kt = r->keepalive_timeout;
+		wq_handshake_delete(h);
+		s->hs = NULL;
+		worker_session_begin(s, mid, caps, ki, kt);
+		free(mid);
+		return;
+	}
+	debug(D_WORKER, "master %s:%d: handshake %s: %s %s", w->m_host, w->m_port,
+	      wq_hs_outcome_name(r->outcome), r->code, r->text);
+	if (r->outcome == WQ_HS_PERMANENT)
+		w->permanent = true;
+}
+
+static void start_session(struct worker *w, uv_tcp_t *tcp)
+{
+	struct worker_session *s = xcalloc(1, sizeof *s);
+	s->w = w;
+	s->retry_after = -1;
+	char *label = xasprintf("master %s:%d", w->m_host, w->m_port);
+	s->conn = wq_conn_create(tcp, label, &conn_cb, s);
+	free(label);
+	if (!s->conn) {
+		free(s);
+		attempt_failed(w, "cannot start reading", 0);
+		return;
+	}
+	w->s = s;
+	struct wq_hs_config cfg = {
+	    .role = WQ_ROLE_WORKER,
+	    .key = w->key,
+	    .tls = w->tls,
+	    .tls_host = w->m_tls_name,
+	    .software = w->software,
+	    .id = w->id,
+	    .host = w->host,
+	    .project = w->o->project,
+	    .caps = WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE,
+	};
+	char *err = NULL;
+	s->hs = wq_handshake_start(w->loop, s->conn, &cfg, hs_done, s, &err);
+	if (!s->hs) {
+		warn("master %s:%d: %s", w->m_host, w->m_port, err ? err : "handshake failed");
+		free(err);
+		s->closing = true;
+		wq_conn_close_now(s->conn);
+	}
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+	struct worker *w = req->data;
+	uv_tcp_t *tcp = w->tcp;
+	w->tcp = NULL;
+	if (w->stopped) {
+		if (tcp && !uv_is_closing((uv_handle_t *)tcp))
+			uv_close((uv_handle_t *)tcp, (uv_close_cb)free);
+		return;
+	}
+	uv_timer_stop(&w->attempt_timer);
+	if (status < 0) {
+		if (tcp && !uv_is_closing((uv_handle_t *)tcp))
+			uv_close((uv_handle_t *)tcp, (uv_close_cb)free);
+		attempt_failed(w, w->attempt_failed ? "connect timed out" : uv_strerror(status), 0);
+		return;
+	}
+	start_session(w, tcp);
+}
+
+static void on_attempt_timeout(uv_timer_t *t)
+{
+	struct worker *w = t->data;
+	w->attempt_failed = true;
+	if (w->tcp && !uv_is_closing((uv_handle_t *)w->tcp))
+		uv_close((uv_handle_t *)w->tcp, (uv_close_cb)free); /* on_connect gets ECANCELED */
+	else if (w->gai_busy)
+		uv_cancel((uv_req_t *)&w->gai);
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+	struct worker *w = req->data;
+	w->gai_busy = false;
+	if (w->stopped) {
+		uv_freeaddrinfo(res);
+		return;
+	}
+	if (status < 0) {
+		uv_freeaddrinfo(res);
+		attempt_failed(
+		    w, status == UV_ECANCELED ? "name lookup timed out" : uv_strerror(status), 0);
+		return;
+	}
+	w->tcp = xmalloc(sizeof *w->tcp);
+	uv_tcp_init(w->loop, w->tcp);
+	w->creq.data = w;
+	int r = uv_tcp_connect(&w->creq, w->tcp, res->ai_addr, on_connect);
+	uv_freeaddrinfo(res);
+	if (r < 0) {
+		uv_close((uv_handle_t *)w->tcp, (uv_close_cb)free);
+		w->tcp = NULL;
+		attempt_failed(w, uv_strerror(r), 0);
+	}
+}
+
+static void connect_to(struct worker *w, const char *host, const char *tls_name, int port)
+{
+	free(w->m_host);
+	w->m_host = xstrdup(host);
+	free(w->m_tls_name);
+	w->m_tls_name = xstrdup(tls_name ? tls_name : host);
+	w->m_port = port;
+	w->attempt_failed = false;
+	debug(D_WORKER, "connecting to %s:%d", host, port);
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+	w->gai.data = w;
+	uv_timer_start(&w->attempt_timer, on_attempt_timeout, ATTEMPT_TIMEOUT_MS, 0);
+	int r = uv_getaddrinfo(w->loop, &w->gai, on_resolved, host, ps, &hints);
+	if (r < 0) {
+		attempt_failed(w, uv_strerror(r), 0);
+		return;
+	}
+	w->gai_busy = true;
+}
+
+static void try_next_master(struct worker *w)
+{
+	while (w->masters && w->next_master < json_array_size(w->masters)) {
+		json_t *rec = json_array_get(w->masters, w->next_master++);
+		const char *host = json_string_value(json_object_get(rec, "name"));
+		const char *addr = json_string_value(json_object_get(rec, "address"));
+		json_t *port = json_object_get(rec, "port");
+		if (!json_is_integer(port) || json_integer_value(port) <= 0 ||
+		    json_integer_value(port) > 65535)
+			continue;
+		/* the address the catalog saw is reachable; the name is for TLS checks */
+		const char *target = addr && *addr ? addr : host;
+		if (!target || !*target)
+			continue;
+		connect_to(w, target, host && *host ? host : target, (int)json_integer_value(port));
+		return;
+	}
+	json_decref(w->masters);
+	w->masters = NULL;
+	debug(D_WORKER, "no master of project %s could be reached", w->o->project);
+	schedule_retry(w, 0);
+}
+
+static void on_catalog(void *arg, json_t *records, const char *err)
+{
+	struct worker *w = arg;
+	w->query = NULL;
+	if (!records) {
+		warn("catalog: %s", err ? err : "no answer");
+		schedule_retry(w, 0);
+		return;
+	}
+	json_decref(w->masters);
+	w->masters = json_array();
+	size_t i;
+	json_t *rec;
+	json_array_foreach(records, i, rec)
+	{
+		const char *type = json_string_value(json_object_get(rec, "type"));
+		const char *proj = json_string_value(json_object_get(rec, "project"));
+		if (type && !strcmp(type, "wq_master") && proj && !strcmp(proj, w->o->project))
+			json_array_append(w->masters, rec);
+	}
+	json_decref(records);
+	/* random order (Fisher-Yates) */
+	size_t n = json_array_size(w->masters);
+	for (size_t k = n; k > 1; k--) {
+		size_t j = (size_t)random() % k;
+		json_t *a = json_incref(json_array_get(w->masters, k - 1));
+		json_t *b = json_incref(json_array_get(w->masters, j));
+		json_array_set_new(w->masters, k - 1, b);
+		json_array_set_new(w->masters, j, a);
+	}
+	w->next_master = 0;
+	debug(D_WORKER, "catalog: %zu master(s) of project %s", n, w->o->project);
+	try_next_master(w);
+}
+
+static void attempt(struct worker *w)
+{
+	if (w->finishing || w->stopped)
+		return;
+	if (!w->o->project) {
+		connect_to(w, w->o->host, NULL, w->o->port);
+		return;
+	}
+	if (w->masters) {
+		try_next_master(w);
+		return;
+	}
+	struct catalog_filter *f = catalog_filter_create();
+	char *err = NULL;
+	catalog_filter_add(f, "type", "wq_master", NULL);
+	catalog_filter_add(f, "project", w->o->project, NULL);
+	w->query = catalog_query_start(w->loop, w->o->catalog_hosts, f, CATALOG_TIMEOUT_S,
+	                               on_catalog, w, &err);
+	catalog_filter_delete(f);
+	if (!w->query) {
+		warn("catalog: %s", err ? err : "cannot query");
+		free(err);
+		schedule_retry(w, 0);
+	}
+}
+
+void worker_start(struct worker *w)
+{
+	srandom((unsigned)getpid() ^ (unsigned)time_now_us());
+	worker_touch(w);
+	arm_deadline(w);
+	uv_timer_start(&w->tick_timer, on_tick, 1000, 1000);
+	if (w->o->wall_time > 0)
+		uv_timer_start(&w->wall_timer, on_wall, (uint64_t)w->o->wall_time * 1000, 0);
+	attempt(w);
+}

@@ -1,0 +1,1064 @@
+/* worker_task.c: the task runner of work_queue_worker (see worker_task.h): the resource ledger
+ * behind `capacity` and `task_refused`, and the life of one task from rmonitor_start to its
+ * `task_done` body. File-system work after a task ends (output checks, stdout size, sandbox
+ * removal) runs in the libuv thread pool, never on the loop. */
+#include "worker_task.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "debug.h"
+#include "full_io.h"
+#include "htc_error.h"
+#include "path.h"
+#include "rmon_spawn.h"
+#include "shell_words.h"
+#include "stringtools.h"
+#include "timeutil.h"
+#include "worker_docker.h"
+#include "xalloc.h"
+#include "banned.h"
+
+extern char **environ;
+
+#define MB_BYTES      (1024.0 * 1024.0)
+#define CORES_EPSILON 1e-6
+#define STDOUT_TAIL   (64 * 1024)
+#define STDOUT_NAME   "stdout"
+#define TEXT_MAX      WQ_TEXT_SEND_MAX
+
+/* ---- the resource ledger ---------------------------------------------------------------- */
+
+struct worker_ledger {
+	char *workdir;
+	struct worker_total cores, memory, disk, gpus;
+	int64_t fs_size_mb, fs_free_mb; /* -1: unknown */
+	int64_t fs_read_us;             /* monotonic time of the last statvfs; 0: never */
+	int64_t cache_mb;
+	double used_cores;
+	int64_t used_memory, used_disk, used_gpus;
+	uint64_t gpu_mask; /* bit i: gpu i is held */
+};
+
+int64_t worker_disk_reserve_mb(int64_t fs_size_mb)
+{
+	int64_t pct = fs_size_mb > 0 ? (fs_size_mb + 99) / 100 : 0;
+	return pct > WORKER_RESERVE_MIN_MB ? pct : WORKER_RESERVE_MIN_MB;
+}
+
+static int fs_figures(const char *dir, int64_t *size_mb, int64_t *free_mb)
+{
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs) < 0)
+		return -errno;
+	*size_mb = (int64_t)floor((double)vfs.f_blocks * (double)vfs.f_frsize / MB_BYTES);
+	*free_mb = (int64_t)floor((double)vfs.f_bavail * (double)vfs.f_frsize / MB_BYTES);
+	return 0;
+}
+
+struct worker_ledger *worker_ledger_create(double cores, int64_t memory_mb, int64_t disk_mb,
+                                           int64_t gpus, const char *workdir)
+{
+	struct worker_ledger *l = xcalloc(1, sizeof *l);
+	l->workdir = xstrdup(workdir ? workdir : ".");
+	l->fs_size_mb = l->fs_free_mb = -1;
+	int r = worker_ledger_refresh_disk(l);
+	if (r < 0)
+		warn("cannot read the free space of %s: %s", l->workdir, strerror(-r));
+	struct rmsummary m;
+	rmsummary_init(&m);
+	if (cores < 0 || memory_mb < 0 || gpus < 0)
+		rmonitor_machine_resources(l->workdir, &m);
+	l->cores.declared = cores >= 0;
+	l->cores.total = cores >= 0 ? cores : (m.v[RM_CORES] > 0 ? m.v[RM_CORES] : 1);
+	l->memory.declared = memory_mb >= 0;
+	l->memory.total =
+	    (double)(memory_mb >= 0 ? memory_mb
+	                            : (m.v[RM_MEMORY] > 0 ? (int64_t)m.v[RM_MEMORY] : 0));
+	l->gpus.declared = gpus >= 0;
+	int64_t g = gpus >= 0 ? gpus : (m.v[RM_GPUS] > 0 ? (int64_t)m.v[RM_GPUS] : 0);
+	if (g > WORKER_GPUS_MAX) {
+		warn("%" PRId64 " gpus: only %d are offered to tasks", g, WORKER_GPUS_MAX);
+		g = WORKER_GPUS_MAX;
+	}
+	l->gpus.total = (double)g;
+	l->disk.declared = disk_mb >= 0;
+	if (disk_mb >= 0) {
+		l->disk.total = (double)disk_mb;
+	} else if (l->fs_free_mb >= 0) {
+		int64_t d = l->fs_free_mb - worker_disk_reserve_mb(l->fs_size_mb);
+		l->disk.total = (double)(d > 0 ? d : 0);
+	}
+	debug(D_WORKER,
+	      "resources: %g cores (%s), %.0f MB memory (%s), %.0f MB disk (%s), %.0f gpus (%s)",
+	      l->cores.total, l->cores.declared ? "declared" : "measured", l->memory.total,
+	      l->memory.declared ? "declared" : "measured", l->disk.total,
+	      l->disk.declared ? "declared" : "measured", l->gpus.total,
+	      l->gpus.declared ? "declared" : "measured");
+	return l;
+}
+
+struct worker_ledger *worker_ledger_from_opts(const struct worker_opts *o, const char *workdir)
+{
+	return worker_ledger_create(o->cores, o->memory_mb, o->disk_mb, o->gpus, workdir);
+}
+
+void worker_ledger_delete(struct worker_ledger *l)
+{
+	if (!l)
+		return;
+	free(l->workdir);
+	free(l);
+}
+
+int worker_ledger_refresh_disk(struct worker_ledger *l)
+{
+	int64_t now = time_monotonic_us();
+	if (l->fs_read_us && now - l->fs_read_us < WORKER_DISK_FRESH_US)
+		return 0;
+	int64_t size = -1, avail = -1;
+	int r = fs_figures(l->workdir, &size, &avail);
+	if (r < 0)
+		return r;
+	worker_ledger_set_fs(l, size, avail);
+	l->fs_read_us = now;
+	return 0;
+}
+
+void worker_ledger_set_fs(struct worker_ledger *l, int64_t fs_size_mb, int64_t fs_free_mb)
+{
+	l->fs_size_mb = fs_size_mb;
+	l->fs_free_mb = fs_free_mb;
+}
+
+void worker_ledger_set_cache(struct worker_ledger *l, int64_t cache_mb)
+{
+	l->cache_mb = cache_mb > 0 ? cache_mb : 0;
+}
+
+int64_t worker_ledger_disk_free(const struct worker_ledger *l)
+{
+	int64_t f = (int64_t)l->disk.total - l->cache_mb - l->used_disk;
+	if (l->fs_free_mb >= 0) {
+		int64_t fs = l->fs_free_mb - worker_disk_reserve_mb(l->fs_size_mb);
+		if (fs < f)
+			f = fs;
+	}
+	return f > 0 ? f : 0;
+}
+
+bool worker_ledger_disk_full(const struct worker_ledger *l)
+{
+	return l->fs_free_mb >= 0 && l->fs_free_mb < worker_disk_reserve_mb(l->fs_size_mb);
+}
+
+void worker_ledger_totals(const struct worker_ledger *l, struct worker_total *cores,
+                          struct worker_total *memory, struct worker_total *disk,
+                          struct worker_total *gpus)
+{
+	if (cores)
+		*cores = l->cores;
+	if (memory)
+		*memory = l->memory;
+	if (disk)
+		*disk = l->disk;
+	if (gpus)
+		*gpus = l->gpus;
+}
+
+void worker_ledger_used(const struct worker_ledger *l, struct wq_resources *used)
+{
+	used->cores = l->used_cores;
+	used->memory = l->used_memory;
+	used->disk = l->used_disk;
+	used->gpus = l->used_gpus;
+}
+
+enum worker_fit worker_ledger_check(const struct worker_ledger *l, const struct wq_resources *r,
+                                    char **text)
+{
+	char *why = NULL;
+	enum worker_fit fit = WORKER_FIT_OK;
+	double free_cores = l->cores.total - l->used_cores;
+	int64_t free_mem = (int64_t)l->memory.total - l->used_memory;
+	int64_t free_gpus = (int64_t)l->gpus.total - l->used_gpus;
+	int64_t disk_free = worker_ledger_disk_free(l);
+	if (worker_ledger_disk_full(l)) {
+		fit = WORKER_FIT_DISK_FULL;
+		why = xasprintf("the worker's disk is full (%" PRId64 " MB free, reserve %" PRId64
+		                " MB)",
+		                l->fs_free_mb, worker_disk_reserve_mb(l->fs_size_mb));
+	} else if (r->cores > free_cores + CORES_EPSILON) {
+		fit = WORKER_FIT_OVERCOMMIT;
+		why = xasprintf("needs %g cores, %g of %g free", r->cores,
+		                free_cores > 0 ? free_cores : 0, l->cores.total);
+	} else if (r->memory > free_mem) {
+		fit = WORKER_FIT_OVERCOMMIT;
+		why = xasprintf("needs %" PRId64 " MB of memory, %" PRId64 " of %.0f MB free",
+		                r->memory, free_mem > 0 ? free_mem : 0, l->memory.total);
+	} else if (r->gpus > free_gpus) {
+		fit = WORKER_FIT_OVERCOMMIT;
+		why = xasprintf("needs %" PRId64 " gpus, %" PRId64 " of %.0f free", r->gpus,
+		                free_gpus > 0 ? free_gpus : 0, l->gpus.total);
+	} else if (r->disk > disk_free) {
+		fit = WORKER_FIT_DISK_FULL;
+		why = xasprintf("needs %" PRId64 " MB of disk, %" PRId64 " MB free", r->disk,
+		                disk_free);
+	}
+	if (text)
+		*text = why;
+	else
+		free(why);
+	return fit;
+}
+
+enum worker_fit worker_ledger_commit(struct worker_ledger *l, const struct wq_resources *r,
+                                     struct worker_alloc *a, char **text)
+{
+	enum worker_fit fit = worker_ledger_check(l, r, text);
+	if (fit != WORKER_FIT_OK)
+		return fit;
+	memset(a, 0, sizeof *a);
+	a->res = *r;
+	for (int i = 0; i < (int)l->gpus.total && a->ngpus < r->gpus; i++) {
+		if (l->gpu_mask & (UINT64_C(1) << i))
+			continue;
+		l->gpu_mask |= UINT64_C(1) << i;
+		a->gpu_ids[a->ngpus++] = i;
+	}
+	l->used_cores += r->cores;
+	l->used_memory += r->memory;
+	l->used_disk += r->disk;
+	l->used_gpus += r->gpus;
+	a->held = true;
+	return WORKER_FIT_OK;
+}
+
+void worker_ledger_release_compute(struct worker_ledger *l, struct worker_alloc *a)
+{
+	if (!a || !a->held || a->compute_freed)
+		return;
+	for (int i = 0; i < a->ngpus; i++)
+		l->gpu_mask &= ~(UINT64_C(1) << a->gpu_ids[i]);
+	l->used_cores -= a->res.cores;
+	if (l->used_cores < CORES_EPSILON)
+		l->used_cores = 0;
+	l->used_memory -= a->res.memory;
+	l->used_gpus -= a->res.gpus;
+	a->compute_freed = true;
+}
+
+void worker_ledger_release(struct worker_ledger *l, struct worker_alloc *a)
+{
+	if (!a || !a->held)
+		return;
+	worker_ledger_release_compute(l, a);
+	l->used_disk -= a->res.disk;
+	a->held = false;
+}
+
+enum worker_fit worker_ledger_check_total(const struct worker_ledger *l,
+                                          const struct wq_resources *r, char **text)
+{
+	char *why = NULL;
+	if (r->cores > l->cores.total + CORES_EPSILON)
+		why = xasprintf("needs %g cores, the worker has %g", r->cores, l->cores.total);
+	else if (r->memory > (int64_t)l->memory.total)
+		why = xasprintf("needs %" PRId64 " MB of memory, the worker has %.0f MB", r->memory,
+		                l->memory.total);
+	else if (r->gpus > (int64_t)l->gpus.total)
+		why = xasprintf("needs %" PRId64 " gpus, the worker has %.0f", r->gpus,
+		                l->gpus.total);
+	else if (r->disk > (int64_t)l->disk.total)
+		why = xasprintf("needs %" PRId64 " MB of disk, the worker has %.0f MB", r->disk,
+		                l->disk.total);
+	if (text)
+		*text = why;
+	else
+		free(why);
+	return why ? WORKER_FIT_OVERCOMMIT : WORKER_FIT_OK;
+}
+
+bool worker_ledger_idle(const struct worker_ledger *l)
+{
+	return l->used_cores < CORES_EPSILON && l->used_memory == 0 && l->used_disk == 0 &&
+	       l->used_gpus == 0;
+}
+
+static json_t *number(double v)
+{
+	if (v == floor(v) && fabs(v) < 9007199254740992.0)
+		return json_integer((json_int_t)v);
+	return json_real(v);
+}
+
+static json_t *total_json(const struct worker_total *t)
+{
+	return json_pack("{s:o,s:s}", "total", number(t->total), "source",
+	                 t->declared ? "declared" : "measured");
+}
+
+json_t *worker_ledger_capacity_json(const struct worker_ledger *l)
+{
+	return json_pack("{s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:b}", "m", "capacity", "cores",
+	                 total_json(&l->cores), "memory", total_json(&l->memory), "disk",
+	                 total_json(&l->disk), "gpus", total_json(&l->gpus), "disk_free",
+	                 (json_int_t)worker_ledger_disk_free(l), "cache", (json_int_t)l->cache_mb,
+	                 "disk_full", (int)worker_ledger_disk_full(l));
+}
+
+/* ---- the environment -------------------------------------------------------------------- */
+
+struct envv {
+	char **v;
+	size_t n, cap;
+};
+
+/* Index of NAME in E, or -1. */
+static ssize_t env_find(const struct envv *e, const char *name, size_t len)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (strncmp(e->v[i], name, len) == 0 && e->v[i][len] == '=')
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Sets NAME to VALUE in E (NULL VALUE: removes it). */
+static void env_set(struct envv *e, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+	ssize_t i = env_find(e, name, len);
+	if (!value) {
+		if (i >= 0) {
+			free(e->v[i]);
+			memmove(&e->v[i], &e->v[i + 1], (e->n - (size_t)i - 1) * sizeof *e->v);
+			e->n--;
+		}
+		return;
+	}
+	char *entry = xasprintf("%s=%s", name, value);
+	if (i >= 0) {
+		free(e->v[i]);
+		e->v[i] = entry;
+		return;
+	}
+	if (e->n + 2 > e->cap) {
+		e->cap = e->cap ? e->cap * 2 : 64;
+		e->v = xrealloc(e->v, e->cap * sizeof *e->v);
+	}
+	e->v[e->n++] = entry;
+}
+
+/* CORES as text: an integer, or up to three decimals without trailing zeros. */
+static void format_cores(double cores, char *buf, size_t size)
+{
+	snprintf(buf, size, "%.3f", cores);
+	char *dot = strchr(buf, '.');
+	if (!dot)
+		return;
+	char *end = buf + strlen(buf) - 1;
+	while (end > dot && *end == '0')
+		*end-- = 0;
+	if (end == dot)
+		*end = 0;
+}
+
+char **worker_task_env(const char *const *base, const struct worker_alloc *alloc,
+                       const char *tmpdir, const struct wq_env_var *env, size_t nenv)
+{
+	struct envv e = {0};
+	if (!base)
+		base = (const char *const *)environ;
+	for (size_t i = 0; base && base[i]; i++) {
+		const char *eq = strchr(base[i], '=');
+		if (!eq || eq == base[i])
+			continue;
+		char *name = xstrndup(base[i], (size_t)(eq - base[i]));
+		env_set(&e, name, eq + 1);
+		free(name);
+	}
+	if (alloc) {
+		char buf[64];
+		format_cores(alloc->res.cores, buf, sizeof buf);
+		env_set(&e, "CORES", buf);
+		snprintf(buf, sizeof buf, "%" PRId64, alloc->res.memory);
+		env_set(&e, "MEMORY", buf);
+		snprintf(buf, sizeof buf, "%" PRId64, alloc->res.disk);
+		env_set(&e, "DISK", buf);
+		snprintf(buf, sizeof buf, "%d", alloc->ngpus);
+		env_set(&e, "GPUS", buf);
+		double threads = ceil(alloc->res.cores - CORES_EPSILON);
+		snprintf(buf, sizeof buf, "%.0f", threads >= 1 ? threads : 1);
+		env_set(&e, "OMP_NUM_THREADS", buf);
+		char ids[WORKER_GPUS_MAX * 4 + 1] = "";
+		size_t off = 0;
+		for (int i = 0; i < alloc->ngpus; i++)
+			off += (size_t)snprintf(ids + off, sizeof ids - off, "%s%d", i ? "," : "",
+			                        alloc->gpu_ids[i]);
+		env_set(&e, "CUDA_VISIBLE_DEVICES", ids);
+	}
+	if (tmpdir)
+		env_set(&e, "TMPDIR", tmpdir);
+	for (size_t i = 0; i < nenv; i++)
+		env_set(&e, env[i].name, env[i].value);
+	if (!e.v)
+		e.v = xcalloc(1, sizeof *e.v);
+	e.v[e.n] = NULL;
+	return e.v;
+}
+
+void worker_task_env_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+/* ---- running a task ----------------------------------------------------------------------- */
+
+enum task_state {
+	TS_RUNNING,  /* the monitor runs the tree */
+	TS_ENDING,   /* the tree is gone; work in the thread pool */
+	TS_DONE,     /* DONE called (or about to be) */
+	TS_DELETING, /* worker_task_delete: removing the sandbox, then free */
+};
+
+enum work_kind { WORK_FINISH, WORK_REMOVE };
+
+struct worker_task {
+	uv_loop_t *loop;
+	int64_t id, try_;
+	json_t *msg;
+	struct wq_task_output *outs; /* names point into MSG */
+	size_t nouts;
+	int64_t stdout_max;
+	struct worker_alloc alloc;
+	struct worker_sandbox *sb;
+	char *stdout_path;
+	struct rmonitor *m;
+	pid_t pid;
+	worker_task_done_fn done;
+	worker_task_ended_fn ended;
+	void *arg;
+	enum task_state state;
+	bool cancelled, deleted, keep_sandbox, sandbox_removed, work_busy;
+	enum work_kind work_kind;
+	uv_work_t work;
+	uv_timer_t *timer; /* defers DONE of a task that could not start */
+	int64_t t_started;
+	struct worker_task_result res;
+};
+
+static void task_free(struct worker_task *t)
+{
+	struct worker_task_result *r = &t->res;
+	for (size_t i = 0; i < r->noutputs; i++) {
+		free(r->outputs[i].missing);
+		if (r->outputs[i].fd >= 0)
+			close(r->outputs[i].fd);
+	}
+	free(r->outputs);
+	for (size_t i = 0; i < r->nexhausted; i++)
+		free(r->exhausted[i]);
+	free(r->exhausted);
+	free(r->text);
+	rmsummary_clear(&r->summary);
+	worker_sandbox_delete(t->sb);
+	free(t->stdout_path);
+	free(t->outs);
+	json_decref(t->msg);
+	free(t);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void call_done(struct worker_task *t)
+{
+	t->state = TS_DONE;
+	if (t->done)
+		t->done(t, t->arg);
+}
+
+static void on_deferred_done(uv_timer_t *h)
+{
+	struct worker_task *t = h->data;
+	uv_close((uv_handle_t *)h, timer_closed);
+	t->timer = NULL;
+	call_done(t);
+}
+
+/* The task could not start: it ends as sandbox_error with TEXT (taken), DONE from the loop. */
+static void fail_start(struct worker_task *t, char *text)
+{
+	warn("task %" PRId64 ".%" PRId64 ": %s", t->id, t->try_, text);
+	t->res.outcome = WQ_OUTCOME_SANDBOX_ERROR;
+	t->res.text = text;
+	t->res.t_ended = time_now_us();
+	t->state = TS_ENDING;
+	t->timer = xmalloc(sizeof *t->timer);
+	uv_timer_init(t->loop, t->timer);
+	t->timer->data = t;
+	uv_timer_start(t->timer, on_deferred_done, 0, 0);
+}
+
+/* Whether output O is wanted given how the task ended. */
+static bool output_wanted(const struct worker_task *t, const struct wq_task_output *o)
+{
+	bool success = t->res.outcome == WQ_OUTCOME_EXITED && t->res.exit_status == 0;
+	switch (o->when) {
+	case WQ_WHEN_SUCCESS: return success;
+	case WQ_WHEN_FAILURE: return !success;
+	case WQ_WHEN_ALWAYS:
+	default: return true;
+	}
+}
+
+/* Outputs, stdout size, disk state (on the loop for a few outputs, else in the thread pool). */
+static void finish_outputs(struct worker_task *t)
+{
+	struct worker_task_result *r = &t->res;
+	r->outputs = xcalloc(t->nouts + 1, sizeof *r->outputs);
+	r->noutputs = t->nouts;
+	for (size_t i = 0; i < t->nouts; i++) {
+		const struct wq_task_output *o = &t->outs[i];
+		struct worker_task_output *x = &r->outputs[i];
+		x->fd = -1;
+		if (!output_wanted(t, o)) {
+			x->kind = WQ_DONE_SKIPPED;
+			continue;
+		}
+		int fd = -1;
+		char *missing = NULL;
+		int rc = worker_sandbox_check_output(t->sb, o->name, o->dir, &fd, &missing);
+		if (rc == 0) {
+			x->kind = o->dir ? WQ_DONE_DIR : WQ_DONE_XFER;
+			x->fd = fd;
+		} else {
+			x->kind = WQ_DONE_MISSING;
+			x->missing =
+			    missing ? missing
+			            : xasprintf("cannot open: %s: %s", o->name, htc_strerror(rc));
+		}
+	}
+
+	struct stat st;
+	int64_t size = stat(t->stdout_path, &st) == 0 ? (int64_t)st.st_size : 0;
+	r->stdout_size = size;
+	if (size <= t->stdout_max) {
+		r->stdout_head = size;
+		r->stdout_tail = 0;
+	} else {
+		int64_t tail = t->stdout_max / 2 < STDOUT_TAIL ? t->stdout_max / 2 : STDOUT_TAIL;
+		r->stdout_head = t->stdout_max - tail;
+		r->stdout_tail = tail;
+		r->stdout_truncated = true;
+	}
+	r->stdout_omitted = size - r->stdout_head - r->stdout_tail;
+
+	int64_t fs_size = -1, fs_free = -1;
+	if (fs_figures(worker_sandbox_path(t->sb), &fs_size, &fs_free) == 0)
+		r->disk_full = fs_free < worker_disk_reserve_mb(fs_size);
+}
+
+static void work_run(uv_work_t *w)
+{
+	struct worker_task *t = w->data;
+	if (t->work_kind == WORK_FINISH) {
+		finish_outputs(t);
+	} else if (t->sb && !t->sandbox_removed) {
+		worker_sandbox_recycle(t->sb);
+		t->sandbox_removed = true;
+	}
+}
+
+static void queue_work(struct worker_task *t, enum work_kind kind);
+
+static void work_after(uv_work_t *w, int status)
+{
+	(void)status;
+	struct worker_task *t = w->data;
+	t->work_busy = false;
+	if (t->deleted) {
+		if (t->sb && !t->keep_sandbox && !t->sandbox_removed && status == 0) {
+			queue_work(t, WORK_REMOVE);
+			return;
+		}
+		task_free(t);
+		return;
+	}
+	if (t->work_kind == WORK_FINISH) {
+		struct worker_task_result *r = &t->res;
+		if (r->stdout_truncated)
+			debug(D_WORKER,
+			      "task %" PRId64 ".%" PRId64 ": stdout of %" PRId64
+			      " bytes cut to stdout_max %" PRId64 ": %" PRId64 " bytes dropped",
+			      t->id, t->try_, r->stdout_size, t->stdout_max, r->stdout_omitted);
+	}
+	call_done(t);
+}
+
+/* Checking a few outputs is a handful of stats in the task's own sandbox on the worker's disk:
+ * cheaper on the loop than the thread pool's round trip (a wakeup of a pool thread, then of the
+ * loop), which is on the path of every result. More outputs are checked in the pool. */
+#define INLINE_OUTPUTS_MAX 16
+/* The same for emptying a sandbox the monitor measured small at the end (at most this many MB):
+ * up to this many entries and no directory on the loop, the rest in the pool. */
+#define INLINE_RECYCLE_MB      16.0
+#define INLINE_RECYCLE_ENTRIES 32
+
+static bool recycled_here(struct worker_task *t)
+{
+	const struct worker_task_result *r = &t->res;
+	if (!t->sb || t->sandbox_removed || !r->has_summary || r->summary.v[RM_DISK] < 0 ||
+	    r->summary.v[RM_DISK] > INLINE_RECYCLE_MB)
+		return false;
+	if (worker_sandbox_recycle_small(t->sb, INLINE_RECYCLE_ENTRIES) < 0)
+		return false; /* the pool finishes it, or removes it */
+	t->sandbox_removed = true;
+	return true;
+}
+
+static void queue_work(struct worker_task *t, enum work_kind kind)
+{
+	t->work_kind = kind;
+	t->work.data = t;
+	t->work_busy = true;
+	if ((kind == WORK_FINISH && t->nouts <= INLINE_OUTPUTS_MAX) ||
+	    (kind == WORK_REMOVE && recycled_here(t))) {
+		work_run(&t->work);      /* nothing left to do for a recycled sandbox */
+		work_after(&t->work, 0); /* may free T */
+		return;
+	}
+	int r = uv_queue_work(t->loop, &t->work, work_run, work_after);
+	if (r < 0) {
+		/* cannot happen with a valid loop; do it here rather than lose the task */
+		warn("task %" PRId64 ".%" PRId64 ": uv_queue_work: %s", t->id, t->try_,
+		     uv_strerror(r));
+		work_run(&t->work);
+		work_after(&t->work, 0);
+	}
+}
+
+static void on_monitor_done(struct rmonitor *m, const struct rmsummary *s, void *arg)
+{
+	struct worker_task *t = arg;
+	struct worker_task_result *r = &t->res;
+	rmsummary_copy(&r->summary, s);
+	r->has_summary = true;
+	r->t_ended = s->v[RM_END] > 0 ? (int64_t)s->v[RM_END] : time_now_us();
+	switch (s->exit_type) {
+	case RM_EXIT_NORMAL:
+		r->outcome = WQ_OUTCOME_EXITED;
+		r->exit_status = s->exit_status;
+		break;
+	case RM_EXIT_SIGNAL:
+		r->outcome = WQ_OUTCOME_SIGNALED;
+		r->signal = s->signal > 0 ? s->signal : SIGKILL;
+		break;
+	case RM_EXIT_LIMITS:
+		r->outcome = WQ_OUTCOME_EXHAUSTED;
+		r->signal = s->signal > 0 ? s->signal : SIGKILL;
+		r->exhausted = xcalloc(RM_N_FIELDS + 1, sizeof *r->exhausted);
+		for (int f = 0; f < RM_N_FIELDS; f++)
+			if (s->limits_exceeded[f] >= 0)
+				r->exhausted[r->nexhausted++] = xstrdup(rmsummary_field_name(f));
+		break;
+	case RM_EXIT_NONE:
+	default:
+		r->outcome = WQ_OUTCOME_SANDBOX_ERROR;
+		r->text = xstrdup("the resource monitor gave no exit status");
+		break;
+	}
+	rmonitor_delete(m);
+	t->m = NULL;
+	t->state = TS_ENDING;
+	debug(D_WORKER, "task %" PRId64 ".%" PRId64 " ended%s: exit_type %d status %d signal %d",
+	      t->id, t->try_, t->cancelled ? " (cancelled)" : "", (int)s->exit_type, s->exit_status,
+	      s->signal);
+	/* before queue_work, which may call DONE at once (and DONE may free T) */
+	if (t->ended)
+		t->ended(t, t->arg);
+	queue_work(t, t->cancelled ? WORK_REMOVE : WORK_FINISH);
+}
+
+struct worker_task *worker_task_start(const struct worker_task_params *p,
+                                      const struct wq_task_msg *msg, struct worker_sandbox *sb,
+                                      const struct worker_alloc *alloc, worker_task_done_fn done,
+                                      void *arg)
+{
+	struct worker_task *t = xcalloc(1, sizeof *t);
+	t->loop = p->loop;
+	t->id = msg->id;
+	t->try_ = msg->try_;
+	t->msg = json_incref(msg->msg);
+	t->nouts = msg->noutputs;
+	t->outs = xcalloc(msg->noutputs + 1, sizeof *t->outs);
+	if (msg->noutputs)
+		memcpy(t->outs, msg->outputs, msg->noutputs * sizeof *t->outs);
+	t->stdout_max = msg->stdout_max < 0 ? WQ_STDOUT_DEFAULT : msg->stdout_max;
+	if (t->stdout_max > WQ_STDOUT_MAX)
+		t->stdout_max = WQ_STDOUT_MAX;
+	if (alloc)
+		t->alloc = *alloc;
+	t->sb = sb;
+	t->pid = -1;
+	t->done = done;
+	t->ended = p->ended;
+	t->arg = arg;
+	t->state = TS_RUNNING;
+	rmsummary_init(&t->res.summary);
+	int64_t now = time_now_us();
+	t->res.t_received = p->t_received > 0 ? p->t_received : now;
+	t->res.t_inputs_ready = p->t_inputs_ready > 0 ? p->t_inputs_ready : now;
+
+	if (!sb) {
+		int e = p->sandbox_err < 0 ? p->sandbox_err : -EIO;
+		fail_start(t, xasprintf("cannot create the sandbox of task %" PRId64 ".%" PRId64
+		                        ": %s",
+		                        t->id, t->try_, htc_strerror(e)));
+		return t;
+	}
+	t->stdout_path = path_join(worker_sandbox_path(sb), STDOUT_NAME);
+
+	/* A recycled sandbox keeps its stdout file (a plain file with one link, emptied). */
+	int out_fd = openat(worker_sandbox_fd(sb), STDOUT_NAME,
+	                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out_fd < 0)
+		out_fd = -errno;
+	if (out_fd < 0) {
+		fail_start(t,
+		           xasprintf("cannot create %s: %s", t->stdout_path, htc_strerror(out_fd)));
+		return t;
+	}
+	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null_fd < 0) {
+		int e = -errno;
+		close(out_fd);
+		fail_start(t, xasprintf("cannot open /dev/null: %s", htc_strerror(e)));
+		return t;
+	}
+
+	char **env = worker_task_env(p->base_env, &t->alloc, worker_sandbox_tmp_path(sb), msg->env,
+	                             msg->nenv);
+	/* A command of plain words whose program is found is exec'd directly: the same as
+	 * /bin/sh -c, one exec fewer. Anything else (and a program not found, which must give the
+	 * shell's exit status 127) goes through the shell. */
+	const char *sh_argv[] = {"/bin/sh", "-c", msg->command, NULL};
+	const char *const *argv = sh_argv;
+	char **words = shell_words_simple(msg->command);
+	char *prog = NULL;
+	if (words) {
+		prog = rmon_spawn_lookup(words[0], (const char *const *)env);
+		if (prog && access(prog, X_OK) == 0) {
+			argv = (const char *const *)words;
+		} else {
+			free(prog);
+			prog = NULL;
+		}
+	}
+	/* --docker/--docker-preserve: the monitored process is the runner (the worker binary in
+	 * its --container-run mode), which runs the command in a container nested in the task's
+	 * cgroup (doc/work-queue-docker.md). */
+	char **dargv = NULL;
+	const struct worker_docker *dk = worker_docker_active();
+	if (dk) {
+		dargv = worker_docker_argv(dk, worker_sandbox_work_path(sb),
+		                           (const char *const *)env, msg->command);
+		argv = (const char *const *)dargv;
+		free(prog);
+		prog = xstrdup(worker_docker_runner_path());
+	}
+	const char *dirs[] = {worker_sandbox_path(sb), NULL};
+	struct rmonitor_spec spec;
+	rmonitor_spec_init(&spec);
+	spec.argv = argv;
+	spec.path = prog; /* found above: not searched again */
+	spec.env = (const char *const *)env;
+	spec.cwd = worker_sandbox_work_path(sb);
+	spec.stdin_fd = null_fd;
+	spec.stdout_fd = out_fd;
+	spec.stderr_fd = out_fd;
+	spec.new_session = 1;
+	spec.spawn_async = 1; /* the loop does not wait for the join and exec */
+	spec.measure_dirs = dirs;
+	spec.cgroups = p->cgroups;
+	spec.interval_s = p->interval_s;
+	const struct wq_resources *res = &t->alloc.res;
+	if (res->memory > 0)
+		spec.limits.v[RM_MEMORY] = (double)res->memory;
+	if (res->disk > 0)
+		spec.limits.v[RM_DISK] =
+		    (double)(res->disk + (p->linked_mb > 0 ? p->linked_mb : 0));
+	if (res->cores > 0)
+		spec.limits.v[RM_CORES] = res->cores;
+	if (msg->wall_time > 0)
+		spec.limits.v[RM_WALL_TIME] = (double)msg->wall_time;
+	char task_id[64];
+	snprintf(task_id, sizeof task_id, "%" PRId64 ".%" PRId64, t->id, t->try_);
+
+	int err = 0;
+	t->t_started = time_now_us();
+	t->m = rmonitor_start(t->loop, &spec, on_monitor_done, t, &err);
+	worker_task_env_free(env);
+	shell_words_free(words);
+	worker_docker_argv_free(dargv);
+	free(prog);
+	close(null_fd);
+	close(out_fd);
+	if (!t->m) {
+		fail_start(t, xasprintf("cannot start task %s under the resource monitor: %s",
+		                        task_id, htc_strerror(err < 0 ? err : -EIO)));
+		return t;
+	}
+	t->res.t_started = t->t_started;
+	t->pid = rmonitor_pid(t->m);
+	char cores[64];
+	format_cores(res->cores, cores, sizeof cores);
+	debug(D_WORKER,
+	      "task %s started as pid %d in %s (%s cores, %" PRId64 " MB memory, %" PRId64
+	      " MB disk, %d gpus, wall_time %" PRId64 " s%s)",
+	      task_id, (int)t->pid, worker_sandbox_work_path(sb), cores, res->memory, res->disk,
+	      t->alloc.ngpus, msg->wall_time, rmonitor_uses_cgroups(t->m) ? ", cgroup" : "");
+	return t;
+}
+
+int worker_task_cancel(struct worker_task *t)
+{
+	if (!t || t->state != TS_RUNNING || !t->m)
+		return -ESRCH;
+	t->cancelled = true;
+	debug(D_WORKER, "task %" PRId64 ".%" PRId64 ": cancelled, killing its tree", t->id,
+	      t->try_);
+	return rmonitor_kill(t->m, SIGKILL);
+}
+
+void worker_task_delete(struct worker_task *t, bool keep_sandbox)
+{
+	if (!t || t->deleted)
+		return;
+	t->deleted = true;
+	t->keep_sandbox = keep_sandbox;
+	if (t->m) {
+		rmonitor_delete(t->m); /* kills the whole tree; DONE is not called */
+		t->m = NULL;
+	}
+	if (t->timer) {
+		uv_timer_stop(t->timer);
+		uv_close((uv_handle_t *)t->timer, timer_closed);
+		t->timer = NULL;
+	}
+	for (size_t i = 0; i < t->res.noutputs; i++)
+		if (t->res.outputs[i].fd >= 0) {
+			close(t->res.outputs[i].fd);
+			t->res.outputs[i].fd = -1;
+		}
+	t->state = TS_DELETING;
+	if (t->work_busy)
+		return; /* work_after continues */
+	if (t->sb && !keep_sandbox && !t->sandbox_removed) {
+		queue_work(t, WORK_REMOVE);
+		return;
+	}
+	task_free(t);
+}
+
+int64_t worker_task_id(const struct worker_task *t)
+{
+	return t->id;
+}
+
+int64_t worker_task_try(const struct worker_task *t)
+{
+	return t->try_;
+}
+
+pid_t worker_task_pid(const struct worker_task *t)
+{
+	return t->pid;
+}
+
+bool worker_task_cancelled(const struct worker_task *t)
+{
+	return t->cancelled;
+}
+
+const struct rmsummary *worker_task_current(const struct worker_task *t)
+{
+	return t->m && t->state == TS_RUNNING ? rmonitor_current(t->m) : NULL;
+}
+
+struct worker_sandbox *worker_task_sandbox(const struct worker_task *t)
+{
+	return t->sb;
+}
+
+json_t *worker_task_running_json(const struct worker_task *t)
+{
+	json_t *gpus = json_array();
+	for (int i = 0; i < t->alloc.ngpus; i++)
+		json_array_append_new(gpus, json_integer(t->alloc.gpu_ids[i]));
+	return json_pack("{s:s,s:I,s:I,s:I,s:o}", "m", "task_running", "id", (json_int_t)t->id,
+	                 "try", (json_int_t)t->try_, "at",
+	                 (json_int_t)(t->t_started > 0 ? t->t_started : time_now_us()), "gpus",
+	                 gpus);
+}
+
+const struct worker_task_result *worker_task_result(const struct worker_task *t)
+{
+	if (t->state != TS_DONE || t->cancelled)
+		return NULL;
+	return &t->res;
+}
+
+const char *worker_task_stdout_path(const struct worker_task *t)
+{
+	return t->stdout_path;
+}
+
+/* The whole range, or -EIO when the file is shorter than when it was measured. */
+static int pread_all(int fd, char *buf, size_t len, off_t off)
+{
+	ssize_t n = full_pread(fd, buf, len, off);
+	return n < 0 ? (int)n : (size_t)n < len ? -EIO : 0;
+}
+
+int worker_task_stdout_read(const struct worker_task *t, char **buf, size_t *len)
+{
+	const struct worker_task_result *r = worker_task_result(t);
+	*buf = NULL;
+	*len = 0;
+	if (!r || !t->stdout_path)
+		return -ENOENT;
+	int fd = open(t->stdout_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	size_t n = (size_t)(r->stdout_head + r->stdout_tail);
+	char *b = xmalloc(n + 1);
+	int rc = pread_all(fd, b, (size_t)r->stdout_head, 0);
+	if (rc == 0 && r->stdout_tail > 0)
+		rc = pread_all(fd, b + r->stdout_head, (size_t)r->stdout_tail,
+		               (off_t)(r->stdout_size - r->stdout_tail));
+	close(fd);
+	if (rc < 0) {
+		free(b);
+		return rc;
+	}
+	b[n] = 0;
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+static const char *outcome_name(enum wq_outcome o)
+{
+	switch (o) {
+	case WQ_OUTCOME_EXITED: return "exited";
+	case WQ_OUTCOME_SIGNALED: return "signaled";
+	case WQ_OUTCOME_EXHAUSTED: return "exhausted";
+	case WQ_OUTCOME_INPUT_MISSING: return "input_missing";
+	case WQ_OUTCOME_SANDBOX_ERROR:
+	default: return "sandbox_error";
+	}
+}
+
+/* TEXT cut to the protocol's send limit at a UTF-8 boundary. */
+static json_t *text_json(const char *text)
+{
+	size_t len = strlen(text);
+	return json_stringn(text, wq_msg_utf8_cut(text, len, TEXT_MAX));
+}
+
+json_t *worker_task_done_json(const struct worker_task *t, const int64_t *output_xfers,
+                              int64_t stdout_xfer)
+{
+	const struct worker_task_result *r = worker_task_result(t);
+	if (!r)
+		return NULL;
+	json_t *o = json_pack("{s:s,s:I,s:I,s:s}", "m", "task_done", "id", (json_int_t)t->id, "try",
+	                      (json_int_t)t->try_, "outcome", outcome_name(r->outcome));
+	switch (r->outcome) {
+	case WQ_OUTCOME_EXITED:
+		json_object_set_new(o, "exit_status", json_integer(r->exit_status));
+		break;
+	case WQ_OUTCOME_SIGNALED: json_object_set_new(o, "signal", json_integer(r->signal)); break;
+	case WQ_OUTCOME_EXHAUSTED: {
+		json_object_set_new(o, "signal", json_integer(r->signal));
+		json_t *a = json_array();
+		for (size_t i = 0; i < r->nexhausted; i++)
+			json_array_append_new(a, json_string(r->exhausted[i]));
+		json_object_set_new(o, "exhausted", a);
+		break;
+	}
+	case WQ_OUTCOME_INPUT_MISSING:
+	case WQ_OUTCOME_SANDBOX_ERROR:
+	default:
+		json_object_set_new(o, "text", text_json(r->text ? r->text : "sandbox error"));
+		break;
+	}
+	if (r->outcome != WQ_OUTCOME_SANDBOX_ERROR) {
+		json_t *so = json_pack("{s:I,s:b,s:I}", "size", (json_int_t)r->stdout_size,
+		                       "truncated", (int)r->stdout_truncated, "xfer",
+		                       (json_int_t)(stdout_xfer > 0 ? stdout_xfer : 0));
+		if (r->stdout_truncated)
+			json_object_set_new(so, "head", json_integer(r->stdout_head));
+		json_object_set_new(o, "stdout", so);
+		json_t *outs = json_array();
+		for (size_t i = 0; i < r->noutputs; i++) {
+			const struct worker_task_output *x = &r->outputs[i];
+			json_t *e = json_pack("{s:I}", "index", (json_int_t)i);
+			int64_t id = output_xfers ? output_xfers[i] : 0;
+			switch (x->kind) {
+			case WQ_DONE_XFER:
+			case WQ_DONE_DIR:
+				if (id > 0) {
+					json_object_set_new(e,
+					                    x->kind == WQ_DONE_DIR ? "dir" : "xfer",
+					                    json_integer(id));
+				} else {
+					char *m =
+					    xasprintf("could not be sent: %s", t->outs[i].name);
+					json_object_set_new(e, "missing", text_json(m));
+					free(m);
+				}
+				break;
+			case WQ_DONE_MISSING:
+				json_object_set_new(e, "missing", text_json(x->missing));
+				break;
+			case WQ_DONE_SKIPPED:
+			default: json_object_set_new(e, "skipped", json_true()); break;
+			}
+			json_array_append_new(outs, e);
+		}
+		json_object_set_new(o, "outputs", outs);
+	}
+	if (r->has_summary) {
+		char *text = rmsummary_to_json(&r->summary, 0, 1);
+		json_t *s = text ? json_loads(text, JSON_REJECT_DUPLICATES, NULL) : NULL;
+		free(text);
+		if (s)
+			json_object_set_new(o, "summary", s);
+	}
+	json_t *times = json_object();
+	json_object_set_new(times, "received", json_integer(r->t_received));
+	json_object_set_new(times, "inputs_ready", json_integer(r->t_inputs_ready));
+	if (r->t_started > 0)
+		json_object_set_new(times, "started", json_integer(r->t_started));
+	if (r->t_ended > 0)
+		json_object_set_new(times, "ended", json_integer(r->t_ended));
+	json_object_set_new(times, "reported", json_integer(time_now_us()));
+	json_object_set_new(o, "times", times);
+	json_object_set_new(o, "disk_full", json_boolean(r->disk_full));
+	return o;
+}
