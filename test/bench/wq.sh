@@ -9,7 +9,7 @@
 #      against a raw loopback TCP copy of the same bytes to disk;
 #   4. 200 idle workers connected to one master: the master's CPU and memory.
 # Usage: wq.sh [BUILD]; WQ_TASKS (default 5000) scales part 1, WQ_PARTS picks parts ("1 2 3 4"),
-# WQ_TMPFS=0 leaves out the tmpfs line of part 1.
+# WQ_TMPFS=0 leaves out the tmpfs line of part 1, WQ_CCTOOLS=0 leaves out CCTools (ab.sh).
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRCDIR/build}
@@ -42,7 +42,7 @@ KEEP_RUNS=
 trap '[ -n "$KEEP_RUNS" ] || rm -rf "$RUNS"' EXIT
 export OMPI_MCA_ess_singleton_isolated=1
 have_cct=1
-[ -x "$CCT_MF" ] && [ -x "$CCT_WORKER" ] || have_cct=0
+[ -x "$CCT_MF" ] && [ -x "$CCT_WORKER" ] && [ "${WQ_CCTOOLS:-1}" != 0 ] || have_cct=0
 for f in "$MF" "$WORKER"; do
 	[ -x "$f" ] || {
 		echo "wq bench: $f is not built (make)" >&2
