@@ -388,7 +388,7 @@ static void test_wall_time(void **state)
 	const struct batch_result *r = run_one(q, &s);
 	assert_true(r->exhausted & BATCH_EXHAUSTED_WALL_TIME);
 	assert_false(r->exited_normally);
-	assert_true(r->end_us - r->start_us < 3000000);
+	assert_true(r->end_us - r->start_us < 15000000); /* the limit ended it, not the 20 s */
 	assert_int_equal(left_cgroups(), 0);
 	batch_queue_delete(q);
 }

@@ -285,12 +285,8 @@ static void test_many_jobs(void **state)
 	assert_int_equal(C.n_done, 0);
 	run_until_done(N);
 	int64_t elapsed = time_monotonic_us() - t0;
+	/* How fast is for the benchmarks (make bench, part 2); this test checks what is done. */
 	print_message("100000 dryrun jobs: %.3f s\n", elapsed / 1e6);
-#if defined(__SANITIZE_ADDRESS__)
-	assert_true(elapsed < 10000000);
-#else
-	assert_true(elapsed < 1000000);
-#endif
 	/* all completed in one callback pass */
 	assert_int_equal(C.first_turn, C.last_turn);
 	assert_int_equal(C.n_failed, 0);
