@@ -5,7 +5,7 @@
  * task_done, cancels, cache drops, drain, dismiss, shutdown and bye. The report (identity,
  * capacity, cache_have) is in worker_session_report.c, URL inputs fetched by the worker itself
  * (worker_fetch) in worker_session_fetch.c; worker_session_internal.h holds what they share. */
-#include "worker_conn.h"
+#include "worker_session.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -21,6 +21,7 @@
 #include "htc_error.h"
 #include "path.h"
 #include "timeutil.h"
+#include "worker_conn_internal.h"
 #include "worker_fetch.h"
 #include "worker_queue.h"
 #include "worker_session_internal.h"
@@ -332,6 +333,13 @@ void ws_task_free(struct wtask *t)
 	queue_run(s);
 }
 
+void ws_task_finished(struct worker_session *s)
+{
+	worker_touch(W(s));
+	if (worker_opts_of(W(s))->single_shot && s->active)
+		worker_session_drain(s, "single shot: first task done");
+}
+
 static void send_cancelled(struct worker_session *s, int64_t id, int64_t try_, bool known)
 {
 	ws_send(s, json_pack("{s:s,s:I,s:I,s:b}", "m", "task_cancelled", "id", (json_int_t)id,
@@ -352,7 +360,7 @@ static void task_complete(struct wtask *t)
 	      cancelled ? "cancelled" : "done");
 	ws_task_free(t);
 	if (!cancelled)
-		worker_task_finished(W(s));
+		ws_task_finished(s);
 	else
 		worker_touch(W(s));
 	ws_check_drained(s);
@@ -1004,6 +1012,15 @@ void worker_session_drop_tasks(struct worker_session *s)
 	worker_fetch_delete(sp->fetch);
 	free(sp);
 	s->own = NULL;
+}
+
+void worker_session_close(struct worker_session *s, json_t *last)
+{
+	if (s->closing)
+		return;
+	s->closing = true;
+	if (wq_conn_close(s->conn, last) < 0)
+		wq_conn_close_now(s->conn);
 }
 
 void worker_session_drain(struct worker_session *s, const char *reason)
