@@ -2,8 +2,8 @@
  * accept and handshake through wq_handshake, the INIT state until identity, capacity and the last
  * cache_have, then ACTIVE: its resources in the scheduler, its cache view, the dispatch of its
  * messages (task_running, task_done, task_refused, draining, bye, error) through a table of
- * handlers indexed by message id, and the lost-worker procedure. The task transfers and results
- * are in master_dispatch.c. */
+ * handlers indexed by message id, drain, and the lost-worker procedure. The task transfers and
+ * results are in master_dispatch.c. */
 #include "master_internal.h"
 
 #include <errno.h>
@@ -865,6 +865,38 @@ void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp)
 	q->stats.workers_init++;
 	w->hs_counted = true;
 	w->init_counted = true;
+}
+
+int master_worker_drain(struct work_queue *q, const char *worker)
+{
+	if (!q || !worker || !*worker)
+		return -EINVAL;
+	size_t n = strlen(worker);
+	int told = 0;
+	for (struct mworker *w = q->workers; w; w = w->next) {
+		if (w->status_client || w->state != MW_ACTIVE)
+			continue;
+		/* w->id is worker_id#serial: the worker id alone names every connection of it */
+		bool match = (w->host && !strcmp(w->host, worker)) || !strcmp(w->addr, worker) ||
+		             !strcmp(w->id, worker) ||
+		             (!strncmp(w->id, worker, n) && w->id[n] == '#');
+		if (!match)
+			continue;
+		json_t *msg =
+		    json_pack("{s:s,s:s}", "m", "drain", "reason", "drained by the master");
+		wq_conn_send_msg(w->c, msg);
+		json_decref(msg);
+		/* No new task goes there from now on; the worker answers `draining`, finishes what
+		 * it runs and says `bye`. */
+		w->state = MW_DRAINING;
+		if (w->sw)
+			master_sched_worker_set_flags(q->sched, w->sw,
+			                              master_sched_worker_flags(w->sw) |
+			                                  MASTER_SCHED_DRAINING);
+		notice("%s: drain sent", w->label);
+		told++;
+	}
+	return told;
 }
 
 void master_worker_end(struct mworker *w, bool shutdown, const char *reason, int retry_after)
