@@ -350,6 +350,40 @@ static void test_escape(void **state)
 
 /* ---- table ------------------------------------------------------------------ */
 
+/* The ids: the table is in the order of the names (the lookup searches it by halves), every
+ * name maps back to its id, and anything else is unknown. */
+static void check_ids(void)
+{
+	for (int i = 0; i < WQ_MSG_COUNT; i++) {
+		const char *m = wq_msg_name((enum wq_msg_id)i);
+		assert_non_null(m);
+		if (i > 0 && strcmp(wq_msg_name((enum wq_msg_id)(i - 1)), m) >= 0)
+			fail_msg("message %s is not after %s", m,
+			         wq_msg_name((enum wq_msg_id)(i - 1)));
+		assert_int_equal(wq_msg_lookup(m), i);
+		assert_true(wq_msg_known(m));
+	}
+	assert_int_equal(wq_msg_lookup("task_done"), WQ_MSG_TASK_DONE);
+	assert_int_equal(wq_msg_lookup("xfer_error"), WQ_MSG_XFER_ERROR);
+	assert_int_equal(wq_msg_lookup("auth_ok"), WQ_MSG_AUTH_OK);
+	const char *unknown[] = {"", "a", "task_", "Task", "tasks", "zzz", "xfer_errors", "auth"};
+	for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+		assert_int_equal(wq_msg_lookup(unknown[i]), WQ_MSG_UNKNOWN);
+	assert_int_equal(wq_msg_lookup(NULL), WQ_MSG_UNKNOWN);
+	assert_null(wq_msg_name(WQ_MSG_UNKNOWN));
+	/* wq_msg_check with a looked-up id gives the texts of wq_msg_allowed */
+	char *why = NULL;
+	assert_int_equal(wq_msg_check(WQ_MSG_TASK, "task", WQ_DIR_W2M, WQ_STATE_ACTIVE, &why),
+	                 HTC_EPROTO);
+	expect_why(why, "message \"task\" not allowed from a worker");
+	assert_int_equal(
+	    wq_msg_check(WQ_MSG_UNKNOWN, "frobnicate", WQ_DIR_M2W, WQ_STATE_ACTIVE, &why),
+	    HTC_EPROTO);
+	expect_why(why, "unknown message \"frobnicate\"");
+	assert_int_equal(wq_msg_check(WQ_MSG_TASK, "task", WQ_DIR_M2W, WQ_STATE_ACTIVE, &why), 0);
+	assert_null(why);
+}
+
 static void test_table(void **state)
 {
 	(void)state;
@@ -420,6 +454,7 @@ static void test_table(void **state)
 	assert_true(wq_msg_known("task_cancelled"));
 	assert_false(wq_msg_known("Task"));
 	assert_string_equal(wq_state_name(WQ_STATE_AUTH), "AUTH");
+	check_ids();
 }
 
 /* ---- accessors ---------------------------------------------------------------- */

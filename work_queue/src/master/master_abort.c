@@ -47,7 +47,7 @@ static struct wq_abort_cat *cat_get(struct work_queue *q, const char *name)
 	return c;
 }
 
-int work_queue_activate_fast_abort(struct work_queue *q, double multiplier)
+int master_abort_set_multiplier(struct work_queue *q, double multiplier)
 {
 	if (!q || isnan(multiplier))
 		return -EINVAL;
@@ -55,8 +55,8 @@ int work_queue_activate_fast_abort(struct work_queue *q, double multiplier)
 	return 0;
 }
 
-int work_queue_activate_fast_abort_category(struct work_queue *q, const char *category,
-                                            double multiplier)
+int master_abort_set_category_multiplier(struct work_queue *q, const char *category,
+                                         double multiplier)
 {
 	if (!q || isnan(multiplier))
 		return -EINVAL;
@@ -140,12 +140,7 @@ double master_abort_blocked_for(struct work_queue *q, const char *host)
 	return left;
 }
 
-int work_queue_block_host(struct work_queue *q, const char *host)
-{
-	return work_queue_block_host_with_timeout(q, host, 0);
-}
-
-int work_queue_block_host_with_timeout(struct work_queue *q, const char *host, double seconds)
+int master_abort_block_workers(struct work_queue *q, const char *host, double seconds)
 {
 	if (!q || !host || !*host || seconds < 0)
 		return -EINVAL;
@@ -159,7 +154,7 @@ int work_queue_block_host_with_timeout(struct work_queue *q, const char *host, d
 	return 0;
 }
 
-int work_queue_unblock_host(struct work_queue *q, const char *host)
+int master_abort_unblock(struct work_queue *q, const char *host)
 {
 	struct wq_block *b = NULL;
 	if (!q || !host)
@@ -171,12 +166,6 @@ int work_queue_unblock_host(struct work_queue *q, const char *host)
 	free(b->host);
 	free(b);
 	return 0;
-}
-
-void work_queue_unblock_all(struct work_queue *q)
-{
-	if (q)
-		master_abort_free(q, false);
 }
 
 void master_abort_free(struct work_queue *q, bool categories)
@@ -197,38 +186,4 @@ void master_abort_free(struct work_queue *q, bool categories)
 		free(c->name);
 		free(c);
 	}
-}
-
-/* ---- drain -------------------------------------------------------------------------------- */
-
-int work_queue_drain_worker(struct work_queue *q, const char *worker)
-{
-	if (!q || !worker || !*worker)
-		return -EINVAL;
-	size_t n = strlen(worker);
-	int told = 0;
-	for (struct mworker *w = q->workers; w; w = w->next) {
-		if (w->status_client || w->state != MW_ACTIVE)
-			continue;
-		/* w->id is worker_id#serial: the worker id alone names every connection of it */
-		bool match = (w->host && !strcmp(w->host, worker)) || !strcmp(w->addr, worker) ||
-		             !strcmp(w->id, worker) ||
-		             (!strncmp(w->id, worker, n) && w->id[n] == '#');
-		if (!match)
-			continue;
-		json_t *msg =
-		    json_pack("{s:s,s:s}", "m", "drain", "reason", "drained by the master");
-		wq_conn_send_msg(w->c, msg);
-		json_decref(msg);
-		/* No new task goes there from now on; the worker answers `draining`, finishes what
-		 * it runs and says `bye`. */
-		w->state = MW_DRAINING;
-		if (w->sw)
-			master_sched_worker_set_flags(q->sched, w->sw,
-			                              master_sched_worker_flags(w->sw) |
-			                                  MASTER_SCHED_DRAINING);
-		notice("%s: drain sent", w->label);
-		told++;
-	}
-	return told;
 }

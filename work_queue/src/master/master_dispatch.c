@@ -870,9 +870,3 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 	if (d->outcome != WQ_OUTCOME_SANDBOX_ERROR)
 		w->sandbox_errors = 0;
 }
-
-void work_queue_specify_sync_outputs(struct work_queue *q, int sync)
-{
-	if (q)
-		q->sync_outputs = sync != 0;
-}

@@ -224,7 +224,14 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 extern const struct wq_xfer_out_callbacks master_worker_out_cb;
 extern const struct wq_xfer_in_callbacks master_worker_in_cb;
 
-/* master_abort.c: fast abort (7.2) and the host blocklist. */
+/* master_abort.c: fast abort (7.2) and the host blocklist. work_queue.c's public functions of
+ * work_queue.h call the first four (same arguments and results). */
+int master_abort_set_multiplier(struct work_queue *q, double multiplier);
+int master_abort_set_category_multiplier(struct work_queue *q, const char *category,
+                                         double multiplier);
+/* Blocks HOST for SECONDS (0: until unblocked) and dismisses its connected workers. */
+int master_abort_block_workers(struct work_queue *q, const char *host, double seconds);
+int master_abort_unblock(struct work_queue *q, const char *host);
 void master_abort_record(struct work_queue *q, const char *category, double wall_s);
 void master_abort_check(struct work_queue *q); /* every second */
 void master_abort_block_host(struct work_queue *q, const char *host, double seconds);
@@ -240,7 +247,9 @@ void master_full_capacity(struct mworker *w, bool was_full);
 void master_full_no_room(struct mworker *w);
 void master_full_check(struct work_queue *q);
 
-/* master_status.c: answers a `query` from a status client; the catalog record. */
+/* master_status.c: the status document WHAT (work_queue_status), answers a `query` from a status
+ * client; the catalog record. */
+json_t *master_status_items(struct work_queue *q, const char *what);
 void master_status_query(struct mworker *w, json_t *msg);
 json_t *master_status_record(struct work_queue *q);
 
@@ -253,6 +262,8 @@ void master_dispatch_task(struct mworker *w, struct mtask *m, const struct maste
 void master_dispatch_cancel(struct mworker *w, struct mtask *m, const char *reason);
 /* Dismisses (or shuts down) W and detaches it from the queue. */
 void master_worker_end(struct mworker *w, bool shutdown, const char *reason, int retry_after);
+/* Sends `drain` to the active workers named by WORKER (work_queue_drain_worker). */
+int master_worker_drain(struct work_queue *q, const char *worker);
 /* Frees a worker entirely (queue deletion). */
 void master_worker_free(struct mworker *w);
 /* FILES policy: cached input bytes of task M on W. */

@@ -177,7 +177,7 @@ static json_t *categories_items(struct work_queue *q)
 	return a;
 }
 
-json_t *work_queue_status(struct work_queue *q, const char *what)
+json_t *master_status_items(struct work_queue *q, const char *what)
 {
 	if (!q || !what)
 		return NULL;
@@ -210,7 +210,7 @@ void master_status_query(struct mworker *w, json_t *msg)
 		free(v.why);
 		return;
 	}
-	json_t *items = work_queue_status(w->q, whats[what]);
+	json_t *items = master_status_items(w->q, whats[what]);
 	size_t n = json_array_size(items);
 	size_t i = 0;
 	do {

@@ -1,8 +1,9 @@
 /* master_worker.c: one connected worker on the Work Queue master (doc/work-queue-protocol.md 7.1):
  * accept and handshake through wq_handshake, the INIT state until identity, capacity and the last
- * cache_have, then ACTIVE: its resources in the scheduler, its cache view, message dispatch
- * (task_running, task_done, task_refused, drain, bye, error) and the lost-worker procedure. The
- * task transfers and results are in master_dispatch.c. */
+ * cache_have, then ACTIVE: its resources in the scheduler, its cache view, the dispatch of its
+ * messages (task_running, task_done, task_refused, draining, bye, error) through a table of
+ * handlers indexed by message id, drain, and the lost-worker procedure. The task transfers and
+ * results are in master_dispatch.c. */
 #include "master_internal.h"
 
 #include <errno.h>
@@ -177,9 +178,10 @@ static void set_label(struct mworker *w)
 }
 /* ---- messages ----------------------------------------------------------------------------- */
 
-static int msg_task_ref(struct mworker *w, json_t *msg, const char *name, struct mtask **out,
+static int msg_task_ref(struct mworker *w, json_t *msg, enum wq_msg_id mid, struct mtask **out,
                         int64_t *try_out, bool *cancelled)
 {
+	const char *name = wq_msg_name(mid);
 	struct wq_msg_v v = {name, NULL, NULL};
 	int64_t id = 0, tr = 0;
 	*cancelled = false;
@@ -193,7 +195,7 @@ static int msg_task_ref(struct mworker *w, json_t *msg, const char *name, struct
 	HASH_FIND(hh, w->cancelling, &id, sizeof id, c);
 	if (c) {
 		*cancelled = true;
-		if (!strcmp(name, "task_cancelled")) {
+		if (mid == WQ_MSG_TASK_CANCELLED) {
 			HASH_DEL(w->cancelling, c);
 			free(c);
 			struct mtask *fa = master_queue_task_lookup(w->q, id);
@@ -256,8 +258,9 @@ static void activate(struct mworker *w)
 	master_queue_request_pass(q);
 }
 
-static void on_identity(struct mworker *w, json_t *msg)
+static void on_identity(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 {
+	(void)mid;
 	struct wq_identity *id = NULL;
 	char *why = NULL;
 	if (w->have_identity) {
@@ -304,8 +307,9 @@ static void on_identity(struct mworker *w, json_t *msg)
 		master_txlog_worker_connect(w->q->txlog, w->id, w->addr, w->host);
 }
 
-static void on_capacity(struct mworker *w, json_t *msg)
+static void on_capacity(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 {
+	(void)mid;
 	struct wq_capacity *c = NULL;
 	char *why = NULL;
 	if (!w->have_identity) {
@@ -354,8 +358,9 @@ static void on_capacity(struct mworker *w, json_t *msg)
 	master_full_capacity(w, was_full);
 }
 
-static void on_cache_have(struct mworker *w, json_t *msg)
+static void on_cache_have(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 {
+	(void)mid;
 	struct worker_cache_list *l = NULL;
 	char *why = NULL;
 	if (wq_msg_cache_have_parse(msg, &l, &why) < 0) {
@@ -381,12 +386,12 @@ static void on_cache_have(struct mworker *w, json_t *msg)
 	}
 }
 
-static void on_task_refused(struct mworker *w, json_t *msg)
+static void on_task_refused(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 {
 	struct mtask *m = NULL;
 	int64_t tr;
 	bool cancelled;
-	if (msg_task_ref(w, msg, "task_refused", &m, &tr, &cancelled) < 0 || cancelled)
+	if (msg_task_ref(w, msg, mid, &m, &tr, &cancelled) < 0 || cancelled)
 		return;
 	static const char *const codes[] = {
 	    "disk_full", "overcommit", "missing_object", "bad_name", "draining", "busy", NULL};
@@ -443,6 +448,162 @@ static void on_task_refused(struct mworker *w, json_t *msg)
 	master_worker_back_to_ready(w, m);
 }
 
+static void on_xfer_error(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	wq_xfer_out_message(w->out, msg, wq_msg_name(mid));
+}
+
+/* xfer_begin, xfer_end, xfer_abort and dir_*: the receiver's. */
+static void on_xfer_in(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	wq_xfer_in_message_id(w->in, msg, mid);
+}
+
+static void on_task_running(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	struct mtask *m = NULL;
+	int64_t tr;
+	bool cancelled;
+	if (msg_task_ref(w, msg, mid, &m, &tr, &cancelled) < 0 || cancelled)
+		return;
+	double now = master_queue_now();
+	/* A queued task starts now: committed here too if the master still held it as queued
+	 * (the worker freed room before reporting), its running time from now. */
+	master_sched_task_started(w->q->sched, m->st, now);
+	if (m->queued) {
+		m->queued = false;
+		w->q->stats.tasks_queued_on_workers--;
+		if (w->q->txlog)
+			master_txlog_task(w->q->txlog, m->id, "RUNNING", w->id,
+			                  m->t->resources_allocated);
+	}
+	if (m->state == MTASK_SENDING) {
+		m->state = MTASK_RUNNING;
+		m->running_since = now;
+		w->q->stats.tasks_running++;
+		m->t->time_when_commit_end = time_now_us();
+	}
+}
+
+static void on_task_done(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	struct mtask *m = NULL;
+	int64_t tr;
+	bool cancelled;
+	if (msg_task_ref(w, msg, mid, &m, &tr, &cancelled) < 0 || cancelled)
+		return;
+	if (m->pending_done) {
+		wq_conn_violation(w->c, "proto",
+		                  "message \"task_done\" for task %d which is not assigned to "
+		                  "this worker",
+		                  m->id);
+		return;
+	}
+	struct wq_task_done *d = NULL;
+	char *why = NULL;
+	if (wq_msg_task_done_parse(msg, &d, &why) < 0) {
+		wq_conn_violation(w->c, "proto", "%s", why);
+		free(why);
+		return;
+	}
+	if (!master_dispatch_done_ready(m, d)) {
+		m->pending_done = d;
+		return;
+	}
+	master_dispatch_handle_done(w, m, d);
+	wq_task_done_free(d);
+}
+
+static void on_task_cancelled(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	struct mtask *m = NULL;
+	int64_t tr;
+	bool cancelled;
+	msg_task_ref(w, msg, mid, &m, &tr, &cancelled);
+}
+
+static void on_draining(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	(void)msg;
+	(void)mid;
+	w->state = MW_DRAINING;
+	if (w->sw)
+		master_sched_worker_set_flags(
+		    w->q->sched, w->sw, master_sched_worker_flags(w->sw) | MASTER_SCHED_DRAINING);
+}
+
+static void on_bye(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	(void)msg;
+	(void)mid;
+	w->state = MW_CLOSING;
+	wq_conn_close_now(w->c);
+}
+
+static void on_error(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	struct wq_error e;
+	char *why = NULL;
+	if (wq_msg_error_parse(msg, &e, &why) < 0) {
+		wq_conn_violation(w->c, "proto", "%s", why);
+		free(why);
+		return;
+	}
+	char *text = wq_msg_escape(e.text, strlen(e.text), 1024, false);
+	if (e.fatal) {
+		warn("%s: worker error %s: %s", w->label, e.code, text);
+		w->state = MW_CLOSING;
+		wq_conn_close_now(w->c);
+	} else {
+		notice("%s: %s: %s", w->label, e.code, text);
+	}
+	free(text);
+	wq_msg_error_free(&e);
+}
+
+static void on_query(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	master_status_query(w, msg);
+}
+
+/* ping and pong reach here only while keepalive is off (wq_conn answers them otherwise). */
+static void on_ping_pong(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	(void)msg;
+	debug(D_WQ, "%s: %s ignored", w->label, wq_msg_name(mid));
+}
+
+typedef void msg_handler(struct mworker *w, json_t *msg, enum wq_msg_id mid);
+
+/* The messages of a worker (and of a status client) after the handshake, by id. wq_msg_check has
+ * refused those from the wrong side or in the wrong state before; one without a handler here is
+ * refused as not expected from a worker. */
+static msg_handler *const handlers[WQ_MSG_COUNT] = {
+    [WQ_MSG_IDENTITY] = on_identity,
+    [WQ_MSG_CAPACITY] = on_capacity,
+    [WQ_MSG_CACHE_HAVE] = on_cache_have,
+    [WQ_MSG_XFER_ERROR] = on_xfer_error,
+    [WQ_MSG_XFER_BEGIN] = on_xfer_in,
+    [WQ_MSG_XFER_END] = on_xfer_in,
+    [WQ_MSG_XFER_ABORT] = on_xfer_in,
+    [WQ_MSG_DIR_BEGIN] = on_xfer_in,
+    [WQ_MSG_DIR_MKDIR] = on_xfer_in,
+    [WQ_MSG_DIR_END] = on_xfer_in,
+    [WQ_MSG_DIR_ABORT] = on_xfer_in,
+    [WQ_MSG_TASK_RUNNING] = on_task_running,
+    [WQ_MSG_TASK_DONE] = on_task_done,
+    [WQ_MSG_TASK_REFUSED] = on_task_refused,
+    [WQ_MSG_TASK_CANCELLED] = on_task_cancelled,
+    [WQ_MSG_DRAINING] = on_draining,
+    [WQ_MSG_BYE] = on_bye,
+    [WQ_MSG_ERROR] = on_error,
+    [WQ_MSG_QUERY] = on_query,
+    [WQ_MSG_PING] = on_ping_pong,
+    [WQ_MSG_PONG] = on_ping_pong,
+};
+
 static void on_message(struct wq_conn *c, json_t *msg, const char *name, const uint8_t *raw,
                        size_t len, void *user)
 {
@@ -455,111 +616,19 @@ static void on_message(struct wq_conn *c, json_t *msg, const char *name, const u
 	enum wq_state st = w->state == MW_INIT       ? WQ_STATE_INIT
 	                   : w->state == MW_DRAINING ? WQ_STATE_DRAINING
 	                                             : WQ_STATE_ACTIVE;
+	enum wq_msg_id mid = wq_msg_lookup(name);
 	char *why = NULL;
-	if (wq_msg_allowed(name, w->status_client ? WQ_DIR_S2M : WQ_DIR_W2M, st, &why) < 0) {
+	if (wq_msg_check(mid, name, w->status_client ? WQ_DIR_S2M : WQ_DIR_W2M, st, &why) < 0) {
 		wq_conn_violation(w->c, "proto", "%s", why);
 		free(why);
 		return;
 	}
-	if (!strcmp(name, "identity")) {
-		on_identity(w, msg);
-	} else if (!strcmp(name, "capacity")) {
-		on_capacity(w, msg);
-	} else if (!strcmp(name, "cache_have")) {
-		on_cache_have(w, msg);
-	} else if (!strcmp(name, "xfer_error")) {
-		wq_xfer_out_message(w->out, msg, name);
-	} else if (wq_xfer_in_message(w->in, msg, name)) {
-		/* handled by the receiver */
-	} else if (!strcmp(name, "task_running")) {
-		struct mtask *m = NULL;
-		int64_t tr;
-		bool cancelled;
-		if (msg_task_ref(w, msg, name, &m, &tr, &cancelled) < 0 || cancelled)
-			return;
-		double now = master_queue_now();
-		/* A queued task starts now: committed here too if the master still held it as
-		 * queued (the worker freed room before reporting), its running time from now. */
-		master_sched_task_started(w->q->sched, m->st, now);
-		if (m->queued) {
-			m->queued = false;
-			w->q->stats.tasks_queued_on_workers--;
-			if (w->q->txlog)
-				master_txlog_task(w->q->txlog, m->id, "RUNNING", w->id,
-				                  m->t->resources_allocated);
-		}
-		if (m->state == MTASK_SENDING) {
-			m->state = MTASK_RUNNING;
-			m->running_since = now;
-			w->q->stats.tasks_running++;
-			m->t->time_when_commit_end = time_now_us();
-		}
-	} else if (!strcmp(name, "task_done")) {
-		struct mtask *m = NULL;
-		int64_t tr;
-		bool cancelled;
-		if (msg_task_ref(w, msg, name, &m, &tr, &cancelled) < 0 || cancelled)
-			return;
-		if (m->pending_done) {
-			wq_conn_violation(
-			    w->c, "proto",
-			    "message \"task_done\" for task %d which is not assigned to "
-			    "this worker",
-			    m->id);
-			return;
-		}
-		struct wq_task_done *d = NULL;
-		if (wq_msg_task_done_parse(msg, &d, &why) < 0) {
-			wq_conn_violation(w->c, "proto", "%s", why);
-			free(why);
-			return;
-		}
-		if (!master_dispatch_done_ready(m, d)) {
-			m->pending_done = d;
-			return;
-		}
-		master_dispatch_handle_done(w, m, d);
-		wq_task_done_free(d);
-	} else if (!strcmp(name, "task_refused")) {
-		on_task_refused(w, msg);
-	} else if (!strcmp(name, "task_cancelled")) {
-		struct mtask *m = NULL;
-		int64_t tr;
-		bool cancelled;
-		msg_task_ref(w, msg, name, &m, &tr, &cancelled);
-	} else if (!strcmp(name, "draining")) {
-		w->state = MW_DRAINING;
-		if (w->sw)
-			master_sched_worker_set_flags(w->q->sched, w->sw,
-			                              master_sched_worker_flags(w->sw) |
-			                                  MASTER_SCHED_DRAINING);
-	} else if (!strcmp(name, "bye")) {
-		w->state = MW_CLOSING;
-		wq_conn_close_now(w->c);
-	} else if (!strcmp(name, "error")) {
-		struct wq_error e;
-		if (wq_msg_error_parse(msg, &e, &why) < 0) {
-			wq_conn_violation(w->c, "proto", "%s", why);
-			free(why);
-			return;
-		}
-		char *text = wq_msg_escape(e.text, strlen(e.text), 1024, false);
-		if (e.fatal) {
-			warn("%s: worker error %s: %s", w->label, e.code, text);
-			w->state = MW_CLOSING;
-			wq_conn_close_now(w->c);
-		} else {
-			notice("%s: %s: %s", w->label, e.code, text);
-		}
-		free(text);
-		wq_msg_error_free(&e);
-	} else if (!strcmp(name, "query")) {
-		master_status_query(w, msg);
-	} else if (!strcmp(name, "ping") || !strcmp(name, "pong")) {
-		debug(D_WQ, "%s: %s ignored", w->label, name);
-	} else {
+	msg_handler *handle = handlers[mid];
+	if (!handle) {
 		wq_conn_violation(w->c, "proto", "message \"%s\" not expected from a worker", name);
+		return;
 	}
+	handle(w, msg, mid);
 }
 
 static void on_data(struct wq_conn *c, uint32_t xfer, const uint8_t *b, size_t len, void *user)
@@ -796,6 +865,38 @@ void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp)
 	q->stats.workers_init++;
 	w->hs_counted = true;
 	w->init_counted = true;
+}
+
+int master_worker_drain(struct work_queue *q, const char *worker)
+{
+	if (!q || !worker || !*worker)
+		return -EINVAL;
+	size_t n = strlen(worker);
+	int told = 0;
+	for (struct mworker *w = q->workers; w; w = w->next) {
+		if (w->status_client || w->state != MW_ACTIVE)
+			continue;
+		/* w->id is worker_id#serial: the worker id alone names every connection of it */
+		bool match = (w->host && !strcmp(w->host, worker)) || !strcmp(w->addr, worker) ||
+		             !strcmp(w->id, worker) ||
+		             (!strncmp(w->id, worker, n) && w->id[n] == '#');
+		if (!match)
+			continue;
+		json_t *msg =
+		    json_pack("{s:s,s:s}", "m", "drain", "reason", "drained by the master");
+		wq_conn_send_msg(w->c, msg);
+		json_decref(msg);
+		/* No new task goes there from now on; the worker answers `draining`, finishes what
+		 * it runs and says `bye`. */
+		w->state = MW_DRAINING;
+		if (w->sw)
+			master_sched_worker_set_flags(q->sched, w->sw,
+			                              master_sched_worker_flags(w->sw) |
+			                                  MASTER_SCHED_DRAINING);
+		notice("%s: drain sent", w->label);
+		told++;
+	}
+	return told;
 }
 
 void master_worker_end(struct mworker *w, bool shutdown, const char *reason, int retry_after)

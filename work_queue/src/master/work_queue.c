@@ -1,7 +1,8 @@
 /* work_queue.c: the public queue API of the Work Queue master library (doc/work-queue-api.md 2.1):
  * create and delete, submit, wait (running the libuv loop with a timer, never busy-waiting),
- * empty, hungry, cancel, statistics and tuning. It owns the task table and the scheduling passes;
- * each connected worker is handled by master_worker.c. */
+ * empty, hungry, cancel, statistics and tuning, and fast abort, blocked hosts, drain and status
+ * as thin wrappers over master_abort.c, master_worker.c and master_status.c. It owns the task
+ * table and the scheduling passes; each connected worker is handled by master_worker.c. */
 #include "work_queue.h"
 
 #include <errno.h>
@@ -804,6 +805,12 @@ void work_queue_specify_shutdown(struct work_queue *q, int shutdown)
 		q->shutdown = shutdown != 0;
 }
 
+void work_queue_specify_sync_outputs(struct work_queue *q, int sync)
+{
+	if (q)
+		q->sync_outputs = sync != 0;
+}
+
 int work_queue_specify_category_mode(struct work_queue *q, const char *category, int mode)
 {
 	if (!q || mode < CATEGORY_MODE_FIXED || mode > CATEGORY_MODE_MAX_THROUGHPUT)
@@ -888,4 +895,49 @@ void work_queue_get_stats(struct work_queue *q, struct work_queue_stats *s)
 		s->committed_disk += tot.disk - fr.disk;
 		s->committed_gpus += tot.gpus - fr.gpus;
 	}
+}
+
+/* ---- fast abort, blocked hosts, drain and status (master_abort.c, master_worker.c,
+ * master_status.c) ---------------------------------------------------------------------------- */
+
+int work_queue_activate_fast_abort(struct work_queue *q, double multiplier)
+{
+	return master_abort_set_multiplier(q, multiplier);
+}
+
+int work_queue_activate_fast_abort_category(struct work_queue *q, const char *category,
+                                            double multiplier)
+{
+	return master_abort_set_category_multiplier(q, category, multiplier);
+}
+
+int work_queue_block_host(struct work_queue *q, const char *host)
+{
+	return work_queue_block_host_with_timeout(q, host, 0);
+}
+
+int work_queue_block_host_with_timeout(struct work_queue *q, const char *host, double seconds)
+{
+	return master_abort_block_workers(q, host, seconds);
+}
+
+int work_queue_unblock_host(struct work_queue *q, const char *host)
+{
+	return master_abort_unblock(q, host);
+}
+
+void work_queue_unblock_all(struct work_queue *q)
+{
+	if (q)
+		master_abort_free(q, false);
+}
+
+int work_queue_drain_worker(struct work_queue *q, const char *worker)
+{
+	return master_worker_drain(q, worker);
+}
+
+json_t *work_queue_status(struct work_queue *q, const char *what)
+{
+	return master_status_items(q, what);
 }

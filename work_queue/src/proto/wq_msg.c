@@ -1,7 +1,7 @@
 /* wq_msg.c: common parts of the Work Queue control messages: the typed field
- * accessors that produce violation texts, the direction and state table of
- * section 5.1, text escaping and UTF-8 cutting, and the frozen `hello` and
- * `error` messages with the version check of section 3.2. */
+ * accessors that produce violation texts, the message table of section 5.1
+ * (ids looked up by name, directions and states), text escaping and UTF-8 cutting, and the frozen
+ * `hello` and `error` messages with the version check of section 3.2. */
 #include "wq_msg.h"
 
 #include <inttypes.h>
@@ -191,41 +191,43 @@ int wq_msg_enum(struct wq_msg_v *v, const json_t *o, const char *key, int flags,
 #define S_ANY   ((1u << WQ_STATE_ACTIVE) | (1u << WQ_STATE_DRAINING))
 #define S_ALL   (S_HELLO | S_AUTH | S_INIT | S_ANY)
 
+/* Indexed by enum wq_msg_id, so in the order of the names: wq_msg_lookup searches it by halves
+ * (test_wq_msg checks the order). */
 static const struct {
 	const char *m;
 	unsigned dirs, states;
-} msg_table[] = {
-    {"hello", D_W2M | D_M2W | D_S2M | D_M2S, S_HELLO},
-    {"auth_proof", D_W2M | D_S2M, S_AUTH},
-    {"auth_ok", D_M2W | D_M2S, S_AUTH},
-    {"identity", D_W2M, S_INIT},
-    {"capacity", D_W2M, S_INIT | S_ANY},
-    {"cache_have", D_W2M, S_INIT | S_ANY},
-    {"xfer_begin", D_W2M | D_M2W, S_ANY},
-    {"xfer_end", D_W2M | D_M2W, S_ANY},
-    {"xfer_abort", D_W2M | D_M2W, S_ANY},
-    {"xfer_error", D_W2M | D_M2W, S_ANY},
-    {"dir_begin", D_W2M | D_M2W, S_ANY},
-    {"dir_mkdir", D_W2M | D_M2W, S_ANY},
-    {"dir_end", D_W2M | D_M2W, S_ANY},
-    {"dir_abort", D_W2M | D_M2W, S_ANY},
-    {"cache_drop", D_M2W, S_ANY},
-    {"task", D_M2W, 1u << WQ_STATE_ACTIVE},
-    {"task_running", D_W2M, S_ANY},
-    {"task_done", D_W2M, S_ANY},
-    {"task_refused", D_W2M, S_ANY},
-    {"task_cancel", D_M2W, S_ANY},
-    {"task_cancelled", D_W2M, S_ANY},
-    {"ping", D_ALL, S_INIT | S_ANY},
-    {"pong", D_ALL, S_INIT | S_ANY},
-    {"drain", D_M2W, S_ANY},
-    {"draining", D_W2M, S_ANY},
-    {"dismiss", D_M2W, S_ANY},
-    {"shutdown", D_M2W, S_ANY},
-    {"bye", D_ALL, S_INIT | S_ANY},
-    {"error", D_ALL, S_ALL},
-    {"query", D_S2M, S_ANY},
-    {"query_reply", D_M2S, S_ANY},
+} msg_table[WQ_MSG_COUNT] = {
+    [WQ_MSG_AUTH_OK] = {"auth_ok", D_M2W | D_M2S, S_AUTH},
+    [WQ_MSG_AUTH_PROOF] = {"auth_proof", D_W2M | D_S2M, S_AUTH},
+    [WQ_MSG_BYE] = {"bye", D_ALL, S_INIT | S_ANY},
+    [WQ_MSG_CACHE_DROP] = {"cache_drop", D_M2W, S_ANY},
+    [WQ_MSG_CACHE_HAVE] = {"cache_have", D_W2M, S_INIT | S_ANY},
+    [WQ_MSG_CAPACITY] = {"capacity", D_W2M, S_INIT | S_ANY},
+    [WQ_MSG_DIR_ABORT] = {"dir_abort", D_W2M | D_M2W, S_ANY},
+    [WQ_MSG_DIR_BEGIN] = {"dir_begin", D_W2M | D_M2W, S_ANY},
+    [WQ_MSG_DIR_END] = {"dir_end", D_W2M | D_M2W, S_ANY},
+    [WQ_MSG_DIR_MKDIR] = {"dir_mkdir", D_W2M | D_M2W, S_ANY},
+    [WQ_MSG_DISMISS] = {"dismiss", D_M2W, S_ANY},
+    [WQ_MSG_DRAIN] = {"drain", D_M2W, S_ANY},
+    [WQ_MSG_DRAINING] = {"draining", D_W2M, S_ANY},
+    [WQ_MSG_ERROR] = {"error", D_ALL, S_ALL},
+    [WQ_MSG_HELLO] = {"hello", D_W2M | D_M2W | D_S2M | D_M2S, S_HELLO},
+    [WQ_MSG_IDENTITY] = {"identity", D_W2M, S_INIT},
+    [WQ_MSG_PING] = {"ping", D_ALL, S_INIT | S_ANY},
+    [WQ_MSG_PONG] = {"pong", D_ALL, S_INIT | S_ANY},
+    [WQ_MSG_QUERY] = {"query", D_S2M, S_ANY},
+    [WQ_MSG_QUERY_REPLY] = {"query_reply", D_M2S, S_ANY},
+    [WQ_MSG_SHUTDOWN] = {"shutdown", D_M2W, S_ANY},
+    [WQ_MSG_TASK] = {"task", D_M2W, 1u << WQ_STATE_ACTIVE},
+    [WQ_MSG_TASK_CANCEL] = {"task_cancel", D_M2W, S_ANY},
+    [WQ_MSG_TASK_CANCELLED] = {"task_cancelled", D_W2M, S_ANY},
+    [WQ_MSG_TASK_DONE] = {"task_done", D_W2M, S_ANY},
+    [WQ_MSG_TASK_REFUSED] = {"task_refused", D_W2M, S_ANY},
+    [WQ_MSG_TASK_RUNNING] = {"task_running", D_W2M, S_ANY},
+    [WQ_MSG_XFER_ABORT] = {"xfer_abort", D_W2M | D_M2W, S_ANY},
+    [WQ_MSG_XFER_BEGIN] = {"xfer_begin", D_W2M | D_M2W, S_ANY},
+    [WQ_MSG_XFER_END] = {"xfer_end", D_W2M | D_M2W, S_ANY},
+    [WQ_MSG_XFER_ERROR] = {"xfer_error", D_W2M | D_M2W, S_ANY},
 };
 
 const char *wq_state_name(enum wq_state s)
@@ -240,17 +242,32 @@ const char *wq_state_name(enum wq_state s)
 	return "UNKNOWN";
 }
 
-static int table_find(const char *m)
+enum wq_msg_id wq_msg_lookup(const char *m)
 {
-	for (size_t i = 0; i < sizeof msg_table / sizeof msg_table[0]; i++)
-		if (strcmp(msg_table[i].m, m) == 0)
-			return (int)i;
-	return -1;
+	if (!m)
+		return WQ_MSG_UNKNOWN;
+	size_t lo = 0, hi = WQ_MSG_COUNT;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(m, msg_table[mid].m);
+		if (c == 0)
+			return (enum wq_msg_id)mid;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return WQ_MSG_UNKNOWN;
+}
+
+const char *wq_msg_name(enum wq_msg_id id)
+{
+	return (unsigned)id < WQ_MSG_COUNT ? msg_table[id].m : NULL;
 }
 
 bool wq_msg_known(const char *m)
 {
-	return m && table_find(m) >= 0;
+	return wq_msg_lookup(m) != WQ_MSG_UNKNOWN;
 }
 
 static const char *sender_name(enum wq_dir dir)
@@ -264,28 +281,32 @@ static const char *sender_name(enum wq_dir dir)
 	return "this peer";
 }
 
-int wq_msg_allowed(const char *m, enum wq_dir dir, enum wq_state state, char **why)
+int wq_msg_check(enum wq_msg_id id, const char *m, enum wq_dir dir, enum wq_state state, char **why)
 {
 	*why = NULL;
-	int i = table_find(m);
-	if (i < 0) {
+	if ((unsigned)id >= WQ_MSG_COUNT) {
 		char *shown = wq_msg_escape(m, strlen(m), 64, true);
 		*why = xasprintf("unknown message \"%s\"", shown);
 		free(shown);
 		return HTC_EPROTO;
 	}
-	if (!(msg_table[i].dirs & (1u << dir))) {
+	if (!(msg_table[id].dirs & (1u << dir))) {
 		*why = xasprintf("message \"%s\" not allowed from %s", m, sender_name(dir));
 		return HTC_EPROTO;
 	}
 	/* A status client goes from AUTH straight to ACTIVE, where it may send
 	 * only query, ping, pong, bye and error (section 5.11). */
-	if (!(msg_table[i].states & (1u << state))) {
+	if (!(msg_table[id].states & (1u << state))) {
 		*why =
 		    xasprintf("message \"%s\" not expected in state %s", m, wq_state_name(state));
 		return HTC_EPROTO;
 	}
 	return 0;
+}
+
+int wq_msg_allowed(const char *m, enum wq_dir dir, enum wq_state state, char **why)
+{
+	return wq_msg_check(wq_msg_lookup(m), m, dir, state, why);
 }
 
 /* ---- text helpers ---------------------------------------------------------- */

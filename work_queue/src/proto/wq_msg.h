@@ -1,10 +1,10 @@
 /* wq_msg.h: the control messages of the Work Queue protocol
  * (doc/work-queue-protocol.md sections 2.2, 2.4, 3.2 and 5): typed field
- * accessors that produce the violation texts, the table of which message may
- * come from which side in which state, builders and parsers of the frozen
- * `hello` and `error` messages, and validators that turn decoded messages
- * (`task`, `xfer_*`, `task_done`, `capacity`, `identity`, `cache_*`) into C
- * structs after checking every limit. Nothing here touches a socket: inputs
+ * accessors that produce the violation texts, the table of the messages (an
+ * id for each, which side may send it in which state), builders and parsers
+ * of the frozen `hello` and `error` messages, and validators that turn decoded
+ * messages (`task`, `xfer_*`, `task_done`, `capacity`, `identity`, `cache_*`)
+ * into C structs after checking every limit. Nothing here touches a socket: inputs
  * are json_t objects already known to be objects with a string "m".
  *
  * Return convention of the validators: 0 on success; HTC_EPROTO for a
@@ -116,11 +116,63 @@ enum wq_dir {
 
 const char *wq_state_name(enum wq_state s);
 
-/* Checks that message M may arrive in direction DIR while the receiver is in
- * STATE. Returns 0, or HTC_EPROTO with *WHY (caller frees) one of
+/* The messages of version 1.0, one id each, in the order of their names (the
+ * table is searched by halves: a new message goes where its name sorts). A
+ * receiver looks the name up once and dispatches on the id through an array
+ * indexed by it. The ids are local to this build: never sent. */
+enum wq_msg_id {
+	WQ_MSG_AUTH_OK,
+	WQ_MSG_AUTH_PROOF,
+	WQ_MSG_BYE,
+	WQ_MSG_CACHE_DROP,
+	WQ_MSG_CACHE_HAVE,
+	WQ_MSG_CAPACITY,
+	WQ_MSG_DIR_ABORT,
+	WQ_MSG_DIR_BEGIN,
+	WQ_MSG_DIR_END,
+	WQ_MSG_DIR_MKDIR,
+	WQ_MSG_DISMISS,
+	WQ_MSG_DRAIN,
+	WQ_MSG_DRAINING,
+	WQ_MSG_ERROR,
+	WQ_MSG_HELLO,
+	WQ_MSG_IDENTITY,
+	WQ_MSG_PING,
+	WQ_MSG_PONG,
+	WQ_MSG_QUERY,
+	WQ_MSG_QUERY_REPLY,
+	WQ_MSG_SHUTDOWN,
+	WQ_MSG_TASK,
+	WQ_MSG_TASK_CANCEL,
+	WQ_MSG_TASK_CANCELLED,
+	WQ_MSG_TASK_DONE,
+	WQ_MSG_TASK_REFUSED,
+	WQ_MSG_TASK_RUNNING,
+	WQ_MSG_XFER_ABORT,
+	WQ_MSG_XFER_BEGIN,
+	WQ_MSG_XFER_END,
+	WQ_MSG_XFER_ERROR,
+	WQ_MSG_COUNT,                 /* the number of messages */
+	WQ_MSG_UNKNOWN = WQ_MSG_COUNT /* a name that is none of them */
+};
+
+/* The id of message name M (a binary search of the table; no allocation), or
+ * WQ_MSG_UNKNOWN for another name or NULL. */
+enum wq_msg_id wq_msg_lookup(const char *m);
+
+/* The name of message ID (a static string), or NULL for WQ_MSG_UNKNOWN. */
+const char *wq_msg_name(enum wq_msg_id id);
+
+/* Checks that message M, whose id wq_msg_lookup gave as ID, may arrive in
+ * direction DIR while the receiver is in STATE. Returns 0, or HTC_EPROTO with
+ * *WHY (caller frees) one of
  *   unknown message "frobnicate"
  *   message "task" not allowed from a worker     (from the master, from a status client)
  *   message "hello" not expected in state ACTIVE */
+int wq_msg_check(enum wq_msg_id id, const char *m, enum wq_dir dir, enum wq_state state,
+                 char **why);
+
+/* The same for a name not looked up yet. */
 int wq_msg_allowed(const char *m, enum wq_dir dir, enum wq_state state, char **why);
 
 /* True if M is a message name of version 1.0. */

@@ -212,6 +212,8 @@ void wq_xfer_in_delete(struct wq_xfer_in *i);
  * NAME is one of them, else 0) and every DATA frame, or piece of one: the receiver turns on
  * wq_conn_set_data_pieces() on C at creation. Violations are raised on the connection. */
 int wq_xfer_in_message(struct wq_xfer_in *i, json_t *msg, const char *name);
+/* The same for a message already looked up (wq_msg_lookup): ID instead of its name. */
+int wq_xfer_in_message_id(struct wq_xfer_in *i, json_t *msg, enum wq_msg_id id);
 void wq_xfer_in_data(struct wq_xfer_in *i, uint32_t xfer, const uint8_t *bytes, size_t len);
 
 /* Received bytes waiting to be written, its peak, and open incoming transfers. */

@@ -692,26 +692,34 @@ void wq_xfer_in_delete(struct wq_xfer_in *i)
 	wq_xr_maybe_free_in(i);
 }
 
-int wq_xfer_in_message(struct wq_xfer_in *i, json_t *msg, const char *name)
+int wq_xfer_in_message_id(struct wq_xfer_in *i, json_t *msg, enum wq_msg_id id)
 {
-	static const char *const names[] = {"xfer_begin", "xfer_end", "xfer_abort", "dir_begin",
-	                                    "dir_mkdir",  "dir_end",  "dir_abort",  NULL};
-	int k = 0;
-	while (names[k] && strcmp(names[k], name) != 0)
-		k++;
-	if (!names[k])
-		return 0;
+	switch (id) {
+	case WQ_MSG_XFER_BEGIN:
+	case WQ_MSG_XFER_END:
+	case WQ_MSG_XFER_ABORT:
+	case WQ_MSG_DIR_BEGIN:
+	case WQ_MSG_DIR_MKDIR:
+	case WQ_MSG_DIR_END:
+	case WQ_MSG_DIR_ABORT: break;
+	default: return 0;
+	}
 	if (i->dead || i->deleted)
 		return 1;
-	switch (k) {
-	case 0: on_xfer_begin(i, msg); break;
-	case 1:
-	case 2: on_xfer_end(i, msg, k == 2); break;
-	case 3: wq_xr_on_dir_begin(i, msg); break;
-	case 4: wq_xr_on_dir_mkdir(i, msg); break;
-	default: wq_xr_on_dir_end(i, msg, k == 6); break;
+	switch (id) {
+	case WQ_MSG_XFER_BEGIN: on_xfer_begin(i, msg); break;
+	case WQ_MSG_XFER_END:
+	case WQ_MSG_XFER_ABORT: on_xfer_end(i, msg, id == WQ_MSG_XFER_ABORT); break;
+	case WQ_MSG_DIR_BEGIN: wq_xr_on_dir_begin(i, msg); break;
+	case WQ_MSG_DIR_MKDIR: wq_xr_on_dir_mkdir(i, msg); break;
+	default: wq_xr_on_dir_end(i, msg, id == WQ_MSG_DIR_ABORT); break;
 	}
 	return 1;
+}
+
+int wq_xfer_in_message(struct wq_xfer_in *i, json_t *msg, const char *name)
+{
+	return wq_xfer_in_message_id(i, msg, wq_msg_lookup(name));
 }
 
 void wq_xfer_in_data(struct wq_xfer_in *i, uint32_t xfer, const uint8_t *bytes, size_t len)

@@ -2,7 +2,8 @@
  * connect with a 10 s timeout and exponential backoff with jitter, find masters through the
  * catalog with -M and try them in random order, run the worker side of the handshake (TLS and
  * password included), and end the worker with the statuses 0/1/2/3 (idle timeout, wall time,
- * signals, refusals, no master). The messages of a session are handled in worker_session.c. */
+ * signals, refusals, no master). The messages of a session are handled in worker_session.c
+ * (worker_session.h); worker_conn_internal.h declares what this file gives it. */
 #include "worker_conn.h"
 
 #include <errno.h>
@@ -22,6 +23,8 @@
 #include "htc_error.h"
 #include "path.h"
 #include "timeutil.h"
+#include "worker_conn_internal.h"
+#include "worker_session.h"
 #include "worker_task.h"
 #include "wq_auth.h"
 #include "worker_cache.h"
@@ -330,22 +333,6 @@ void worker_finish_soon(struct worker *w, int status, const char *reason)
 	w->finish_status = status;
 	w->finish_reason = reason;
 	uv_timer_start(&w->finish_timer, on_finish_timer, 0, 0);
-}
-
-void worker_session_close(struct worker_session *s, json_t *last)
-{
-	if (s->closing)
-		return;
-	s->closing = true;
-	if (wq_conn_close(s->conn, last) < 0)
-		wq_conn_close_now(s->conn);
-}
-
-void worker_task_finished(struct worker *w)
-{
-	worker_touch(w);
-	if (w->o->single_shot && w->s && w->s->active)
-		worker_session_drain(w->s, "single shot: first task done");
 }
 
 void worker_signal(struct worker *w, int signum)

@@ -5,7 +5,7 @@
  * task_done, cancels, cache drops, drain, dismiss, shutdown and bye. The report (identity,
  * capacity, cache_have) is in worker_session_report.c, URL inputs fetched by the worker itself
  * (worker_fetch) in worker_session_fetch.c; worker_session_internal.h holds what they share. */
-#include "worker_conn.h"
+#include "worker_session.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -21,6 +21,7 @@
 #include "htc_error.h"
 #include "path.h"
 #include "timeutil.h"
+#include "worker_conn_internal.h"
 #include "worker_fetch.h"
 #include "worker_queue.h"
 #include "worker_session_internal.h"
@@ -332,6 +333,13 @@ void ws_task_free(struct wtask *t)
 	queue_run(s);
 }
 
+void ws_task_finished(struct worker_session *s)
+{
+	worker_touch(W(s));
+	if (worker_opts_of(W(s))->single_shot && s->active)
+		worker_session_drain(s, "single shot: first task done");
+}
+
 static void send_cancelled(struct worker_session *s, int64_t id, int64_t try_, bool known)
 {
 	ws_send(s, json_pack("{s:s,s:I,s:I,s:b}", "m", "task_cancelled", "id", (json_int_t)id,
@@ -352,7 +360,7 @@ static void task_complete(struct wtask *t)
 	      cancelled ? "cancelled" : "done");
 	ws_task_free(t);
 	if (!cancelled)
-		worker_task_finished(W(s));
+		ws_task_finished(s);
 	else
 		worker_touch(W(s));
 	ws_check_drained(s);
@@ -616,8 +624,9 @@ static void object_arrived(struct worker_session *s, const char *name, bool ok)
 	}
 }
 
-static void on_task(struct worker_session *s, json_t *msg)
+static void on_task(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
 {
+	(void)mid;
 	struct worker *w = W(s);
 	struct wq_task_msg *tm = NULL;
 	char *why = NULL;
@@ -734,8 +743,9 @@ out:
 	wq_task_msg_free(tm);
 }
 
-static void on_cancel(struct worker_session *s, json_t *msg)
+static void on_cancel(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
 {
+	(void)mid;
 	struct wq_msg_v v = {.m = "task_cancel"};
 	int64_t id = 0, try_ = 0;
 	if (wq_msg_int(&v, msg, "id", WQ_REQ, 1, WQ_MAX_ID, &id) != 0 ||
@@ -784,8 +794,9 @@ static void empty_trash_done(uv_work_t *req, int status)
 	free(req);
 }
 
-static void on_cache_drop(struct worker_session *s, json_t *msg)
+static void on_cache_drop(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
 {
+	(void)mid;
 	struct worker_cache_list *l = NULL;
 	char *why = NULL;
 	if (wq_msg_cache_drop_parse(msg, &l, &why) != 0) {
@@ -810,6 +821,112 @@ static const char *str_of(json_t *msg, const char *key, const char *dflt)
 	const char *v = json_string_value(json_object_get(msg, key));
 	return v ? v : dflt;
 }
+
+/* ---- the master's messages, by id ------------------------------------------------------------
+ */
+
+/* xfer_begin, xfer_end, xfer_abort and dir_*: the receiver's. */
+static void on_xfer_in(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
+{
+	wq_xfer_in_message_id(s->xin, msg, mid);
+}
+
+static void on_xfer_error(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
+{
+	wq_xfer_out_message(s->xout, msg, wq_msg_name(mid));
+}
+
+static void on_drain(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	worker_session_drain(s, str_of(msg, "reason", "drain requested"));
+}
+
+static void on_dismiss(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	json_t *ra = json_object_get(msg, "retry_after");
+	s->retry_after =
+	    json_is_integer(ra) && json_integer_value(ra) >= 0 ? json_integer_value(ra) : 0;
+	notice("dismissed by the master: %s", str_of(msg, "reason", ""));
+	worker_session_drop_tasks(s);
+	json_t *bye = json_pack("{s:s,s:s}", "m", "bye", "reason", "dismissed");
+	worker_session_close(s, bye);
+	json_decref(bye);
+}
+
+static void on_shutdown(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
+{
+	(void)msg;
+	(void)mid;
+	worker_finish(W(s), WORKER_EXIT_OK, "shutdown requested");
+}
+
+static void on_bye(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	notice("the master said bye: %s", str_of(msg, "reason", ""));
+	worker_session_drop_tasks(s);
+	s->closing = true;
+	wq_conn_close_now(s->conn);
+}
+
+static void on_error(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	struct wq_error e;
+	char *why = NULL;
+	if (wq_msg_error_parse(msg, &e, &why) != 0) {
+		wq_conn_violation(s->conn, "proto", "%s", why);
+		free(why);
+		return;
+	}
+	char *shown = wq_msg_escape(e.text, strlen(e.text), WQ_TEXT_RECV_MAX, false);
+	if (!e.fatal) {
+		notice("%s: %s", wq_conn_label(s->conn), shown);
+	} else {
+		warn("%s: error %s: %s", wq_conn_label(s->conn), e.code, shown);
+		if (e.retry_after > 0)
+			s->retry_after = e.retry_after;
+		worker_session_drop_tasks(s);
+		s->closing = true;
+		wq_conn_close_now(s->conn);
+	}
+	free(shown);
+	wq_msg_error_free(&e);
+}
+
+/* ping reaches here only while keepalive is off (wq_conn answers it otherwise). */
+static void on_ping(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	json_t *seq = json_object_get(msg, "seq");
+	ws_send(s, json_pack("{s:s,s:O}", "m", "pong", "seq", seq ? seq : json_integer(0)));
+}
+
+typedef void msg_handler(struct worker_session *s, json_t *msg, enum wq_msg_id mid);
+
+/* The master's messages to an active session, by id. wq_msg_check has refused those the master
+ * may not send, or not in this state, before; one without a handler here (pong) is ignored. */
+static msg_handler *const handlers[WQ_MSG_COUNT] = {
+    [WQ_MSG_XFER_BEGIN] = on_xfer_in,
+    [WQ_MSG_XFER_END] = on_xfer_in,
+    [WQ_MSG_XFER_ABORT] = on_xfer_in,
+    [WQ_MSG_DIR_BEGIN] = on_xfer_in,
+    [WQ_MSG_DIR_MKDIR] = on_xfer_in,
+    [WQ_MSG_DIR_END] = on_xfer_in,
+    [WQ_MSG_DIR_ABORT] = on_xfer_in,
+    [WQ_MSG_XFER_ERROR] = on_xfer_error,
+    [WQ_MSG_TASK] = on_task,
+    [WQ_MSG_TASK_CANCEL] = on_cancel,
+    [WQ_MSG_CACHE_DROP] = on_cache_drop,
+    [WQ_MSG_DRAIN] = on_drain,
+    [WQ_MSG_DISMISS] = on_dismiss,
+    [WQ_MSG_SHUTDOWN] = on_shutdown,
+    [WQ_MSG_BYE] = on_bye,
+    [WQ_MSG_ERROR] = on_error,
+    [WQ_MSG_PING] = on_ping,
+};
 
 /* ---- the session ------------------------------------------------------------------------------
  */
@@ -839,68 +956,21 @@ void worker_session_begin(struct worker_session *s, const char *master_id, unsig
 
 void worker_session_message(struct worker_session *s, json_t *msg, const char *name)
 {
+	enum wq_msg_id mid = wq_msg_lookup(name);
 	char *why = NULL;
-	if (wq_msg_allowed(name, WQ_DIR_M2W, WQ_STATE_ACTIVE, &why) != 0) {
+	if (wq_msg_check(mid, name, WQ_DIR_M2W, WQ_STATE_ACTIVE, &why) != 0) {
 		wq_conn_violation(s->conn, "proto", "%s", why);
 		free(why);
 		return;
 	}
 	if (s->closing)
 		return;
-	if (wq_xfer_in_message(s->xin, msg, name))
-		return;
-	if (!strcmp(name, "xfer_error")) {
-		wq_xfer_out_message(s->xout, msg, name);
-	} else if (!strcmp(name, "task")) {
-		on_task(s, msg);
-	} else if (!strcmp(name, "task_cancel")) {
-		on_cancel(s, msg);
-	} else if (!strcmp(name, "cache_drop")) {
-		on_cache_drop(s, msg);
-	} else if (!strcmp(name, "drain")) {
-		worker_session_drain(s, str_of(msg, "reason", "drain requested"));
-	} else if (!strcmp(name, "dismiss")) {
-		json_t *ra = json_object_get(msg, "retry_after");
-		s->retry_after =
-		    json_is_integer(ra) && json_integer_value(ra) >= 0 ? json_integer_value(ra) : 0;
-		notice("dismissed by the master: %s", str_of(msg, "reason", ""));
-		worker_session_drop_tasks(s);
-		json_t *bye = json_pack("{s:s,s:s}", "m", "bye", "reason", "dismissed");
-		worker_session_close(s, bye);
-		json_decref(bye);
-	} else if (!strcmp(name, "shutdown")) {
-		worker_finish(W(s), WORKER_EXIT_OK, "shutdown requested");
-	} else if (!strcmp(name, "bye")) {
-		notice("the master said bye: %s", str_of(msg, "reason", ""));
-		worker_session_drop_tasks(s);
-		s->closing = true;
-		wq_conn_close_now(s->conn);
-	} else if (!strcmp(name, "error")) {
-		struct wq_error e;
-		if (wq_msg_error_parse(msg, &e, &why) != 0) {
-			wq_conn_violation(s->conn, "proto", "%s", why);
-			free(why);
-			return;
-		}
-		char *shown = wq_msg_escape(e.text, strlen(e.text), WQ_TEXT_RECV_MAX, false);
-		if (!e.fatal) {
-			notice("%s: %s", wq_conn_label(s->conn), shown);
-		} else {
-			warn("%s: error %s: %s", wq_conn_label(s->conn), e.code, shown);
-			if (e.retry_after > 0)
-				s->retry_after = e.retry_after;
-			worker_session_drop_tasks(s);
-			s->closing = true;
-			wq_conn_close_now(s->conn);
-		}
-		free(shown);
-		wq_msg_error_free(&e);
-	} else if (!strcmp(name, "ping")) {
-		json_t *seq = json_object_get(msg, "seq");
-		ws_send(s, json_pack("{s:s,s:O}", "m", "pong", "seq", seq ? seq : json_integer(0)));
-	} else {
+	msg_handler *handle = handlers[mid];
+	if (!handle) {
 		debug(D_WORKER, "message %s ignored", name);
+		return;
 	}
+	handle(s, msg, mid);
 }
 
 void worker_session_data(struct worker_session *s, uint32_t xfer, const uint8_t *b, size_t len)
@@ -942,6 +1012,15 @@ void worker_session_drop_tasks(struct worker_session *s)
 	worker_fetch_delete(sp->fetch);
 	free(sp);
 	s->own = NULL;
+}
+
+void worker_session_close(struct worker_session *s, json_t *last)
+{
+	if (s->closing)
+		return;
+	s->closing = true;
+	if (wq_conn_close(s->conn, last) < 0)
+		wq_conn_close_now(s->conn);
 }
 
 void worker_session_drain(struct worker_session *s, const char *reason)

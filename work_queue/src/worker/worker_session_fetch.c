@@ -12,7 +12,7 @@
 
 #include "debug.h"
 #include "timeutil.h"
-#include "worker_conn.h"
+#include "worker_conn_internal.h"
 #include "worker_fetch.h"
 #include "worker_session_internal.h"
 #include "worker_task.h"
@@ -39,7 +39,7 @@ static void fail_input(struct wtask *t, size_t i, const char *text)
 	                  "missing", "input", (json_int_t)i, "text",
 	                  jt ? jt : json_string("the URL could not be fetched"), "times", times));
 	ws_task_free(t);
-	worker_task_finished(W(s));
+	ws_task_finished(s);
 	ws_check_drained(s);
 }
 

@@ -1,7 +1,7 @@
 /* worker_session_internal.h: what worker_session.c and the files split from it share:
  * worker_session_fetch.c (URL inputs) and worker_session_report.c (identity, capacity and
  * cache_have): the state of a task on this worker and of a session, and the functions one file
- * calls in another. Not a public header: everything else uses worker_conn.h. */
+ * calls in another. Not for other modules: worker_conn.c uses worker_session.h. */
 #ifndef HTC_WORKER_SESSION_INTERNAL_H
 #define HTC_WORKER_SESSION_INTERNAL_H
 
@@ -12,9 +12,10 @@
 #include <jansson.h>
 #include <uthash.h>
 
-#include "worker_conn.h"
+#include "worker_conn_internal.h"
 #include "worker_fetch.h"
 #include "worker_queue.h"
+#include "worker_session.h"
 #include "worker_task.h"
 #include "worker_watch.h"
 #include "worker_cache.h"
@@ -82,6 +83,9 @@ struct session_priv *ws_priv(struct worker_session *s);
 void ws_send(struct worker_session *s, json_t *m);
 /* Forgets T: releases what it holds; a running tree is killed, the sandbox removed. */
 void ws_task_free(struct wtask *t);
+/* A task of S finished (task_done sent): the idle clock restarts; with --single-shot the worker
+ * drains. */
+void ws_task_finished(struct worker_session *s);
 /* Ends the worker once it is draining and no task is left. */
 void ws_check_drained(struct worker_session *s);
 /* Places cache input I of T into its sandbox. 0 or -errno. */

@@ -11,7 +11,7 @@
 
 #include "config.h"
 #include "timeutil.h"
-#include "worker_conn.h"
+#include "worker_conn_internal.h"
 #include "worker_docker.h"
 #include "worker_queue.h"
 #include "worker_session_internal.h"

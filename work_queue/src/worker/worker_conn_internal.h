@@ -1,0 +1,34 @@
+/* worker_conn_internal.h: what worker_conn.c, the connection cycle of work_queue_worker, gives the
+ * code of the session it holds (worker_session*.c): the worker's loop, options, cache, resource
+ * ledger and work directory, its idle clock and its exit paths. Not for other modules: the
+ * program uses worker_conn.h. */
+#ifndef HTC_WORKER_CONN_INTERNAL_H
+#define HTC_WORKER_CONN_INTERNAL_H
+
+#include <uv.h>
+
+#include "worker_conn.h"
+#include "worker_opts.h"
+
+struct worker_session;
+struct worker_cache;
+struct worker_ledger;
+
+/* The session of the current connection, or NULL. */
+struct worker_session *worker_session_of(struct worker *w);
+uv_loop_t *worker_loop(struct worker *w);
+const struct worker_opts *worker_opts_of(struct worker *w);
+struct worker_cache *worker_conn_cache(struct worker *w);
+struct worker_ledger *worker_ledger(struct worker *w);
+int worker_workdir_fd(struct worker *w);
+const char *worker_hostname(struct worker *w);
+/* Ends the worker with STATUS after a clean goodbye: kills tasks, sends bye REASON if connected,
+ * closes, and stops the loop. */
+void worker_finish(struct worker *w, int status, const char *reason);
+/* The same from the loop's next turn, for callers inside a transfer or task callback (whose
+ * module must not be deleted under it). REASON must be a static string. */
+void worker_finish_soon(struct worker *w, int status, const char *reason);
+/* The idle clock restarts (a task arrived or ended). */
+void worker_touch(struct worker *w);
+
+#endif
