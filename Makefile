@@ -55,6 +55,19 @@ link_libs = $(foreach c,$(chain_$(1)),$(call libfile,$(c)))
 ALL_LIBFILES := $(foreach c,$(COMPONENTS),$(call libfile,$(c)))
 ALL_OBJS := $(call obj,$(foreach c,$(COMPONENTS),$(call src_c,$(c)) $(wildcard $(c)/test/*.c)))
 
+# ---- external libraries per program and per library --------------------------
+# A dependency is named by its pkg-config module (configure writes PKG_LIBS_<module> into
+# config.mk) or `m` for libm. module.mk lists, per component, what its library uses itself
+# (`comp_LIB_DEPS`, which its shared object links and its .pc file names) and, per program, what
+# the program uses (`prog_DEPS`); a program without a list gets its whole chain's. Programs link
+# with --no-as-needed, so the link line is exactly the NEEDED list, and e2e 04-install checks
+# with `ldd -u` that every library a program names is used (doc/design.md, "Build").
+dep_flags = $(foreach d,$(1),$(if $(filter m,$(d)),-lm,$(PKG_LIBS_$(d))))
+chain_deps = $(sort $(foreach c,$(chain_$(1)),$($(c)_LIB_DEPS)))
+prog_deps = $(if $(filter undefined,$(origin $(1)_DEPS)),$(call chain_deps,$($(1)_COMPONENT)),$($(1)_DEPS))
+prog_libs = -Wl,--no-as-needed $(call dep_flags,$(call prog_deps,$(1)))
+# ---- end external libraries -------------------------------------------------------
+
 define lib_rule
 $(call libfile,$(1)): $(call obj,$(call lib_srcs,$(1)))
 	@mkdir -p $$(@D)
@@ -69,7 +82,7 @@ main_of = $(filter %/$(1)_main.c,$(MAIN_SRCS))
 define prog_rule
 $(B)/bin/$(1): $(call obj,$(call main_of,$(1))) $(call link_libs,$($(1)_COMPONENT))
 	@mkdir -p $$(@D)
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter %.o,$$^) $(call link_libs,$($(1)_COMPONENT)) $$(ALL_LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter %.o,$$^) $(call link_libs,$($(1)_COMPONENT)) $(call prog_libs,$(1))
 endef
 $(foreach p,$(PROGS),$(eval $(call prog_rule,$(p))))
 PROG_FILES := $(addprefix $(B)/bin/,$(PROGS))
