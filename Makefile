@@ -183,36 +183,44 @@ fuzz: deps
 	@bash test/fuzz.sh $(B) $(or $(FUZZ_SECONDS),300)
 
 # ---- install ----------------------------------------------------------------
+# What is installed is an explicit list (doc/install.md): the programs, the libraries of
+# API_COMPONENTS (static and shared), the pkg-config file, and the public headers below,
+# which include nothing else of the tree (e2e 04-install compiles each alone).
 DESTDIR ?=
 BINDIR := $(DESTDIR)$(PREFIX)/bin
 LIBDIR := $(DESTDIR)$(PREFIX)/lib
 INCDIR := $(DESTDIR)$(PREFIX)/include/htc
 MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
 PCDIR := $(LIBDIR)/pkgconfig
-PUBLIC_HEADERS := $(filter-out %_internal.h %/batch_driver.h,$(foreach c,$(COMPONENTS),$(wildcard $(c)/src/*.h $(c)/src/*/*.h)))
+PUBLIC_HEADERS := work_queue/src/master/work_queue.h batch_drivers/src/batch_queue.h \
+	resource_monitor/src/rmonitor.h resource_monitor/src/rmsummary.h \
+	resource_monitor/src/category.h dttools/src/htc_error.h
 MAN_PAGES := $(wildcard doc/man/*.1)
+INSTALL_LIBFILES := $(foreach c,$(API_COMPONENTS),$(call libfile,$(c)))
 so_install = ln -sf lib$(LIB_$(1)).so.$(VERSION) $(LIBDIR)/$(call soname,$(1)) && \
 	ln -sf $(call soname,$(1)) $(LIBDIR)/lib$(LIB_$(1)).so
 
 install: all
-	install -d $(BINDIR) $(LIBDIR) $(INCDIR) $(MANDIR) $(PCDIR)
+	install -d $(BINDIR) $(LIBDIR) $(MANDIR) $(PCDIR)
 	$(if $(PROG_FILES),install -m 755 $(PROG_FILES) $(BINDIR))
-	$(if $(ALL_LIBFILES),install -m 644 $(ALL_LIBFILES) $(LIBDIR))
+	install -m 644 $(INSTALL_LIBFILES) $(LIBDIR)
 	$(if $(SHARED_LIBFILES),install -m 755 $(SHARED_LIBFILES) $(LIBDIR))
 	$(if $(SHARED_LIBFILES),$(foreach c,$(API_COMPONENTS),$(call so_install,$(c)) && ) true)
-	install -m 644 $(PUBLIC_HEADERS) config.h $(INCDIR)
+	rm -rf $(INCDIR)
+	install -d $(INCDIR)
+	install -m 644 $(PUBLIC_HEADERS) $(INCDIR)
 	$(if $(MAN_PAGES),install -m 644 $(MAN_PAGES) $(MANDIR))
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell cat VERSION)|g' \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
 		dttools/htc-work-queue.pc.in > $(PCDIR)/htc-work-queue.pc
 
 uninstall:
 	rm -f $(addprefix $(BINDIR)/,$(PROGS))
-	rm -f $(addprefix $(LIBDIR)/,$(notdir $(ALL_LIBFILES)))
+	rm -f $(addprefix $(LIBDIR)/,$(notdir $(INSTALL_LIBFILES)))
 	rm -f $(foreach c,$(API_COMPONENTS),$(LIBDIR)/lib$(LIB_$(c)).so.$(VERSION) \
 		$(LIBDIR)/$(call soname,$(c)) $(LIBDIR)/lib$(LIB_$(c)).so)
+	rm -f $(PCDIR)/htc-work-queue.pc
 	rm -rf $(INCDIR)
 	rm -f $(addprefix $(MANDIR)/,$(notdir $(MAN_PAGES)))
-	rm -f $(PCDIR)/htc-work-queue.pc
 
 clean:
 	rm -rf $(B)

@@ -46,12 +46,17 @@ test_expect_success 'configure rejects an unknown option' '
 test_expect_success 'make install honours DESTDIR and PREFIX, uninstall removes it' '
 	make -s -C "$TEST_SRCDIR" install DESTDIR=$PWD/root PREFIX=/opt/htc >log 2>&1 || { cat log; exit 1; }
 	test -f root/opt/htc/lib/libdttools.a
-	test -f root/opt/htc/include/htc/debug.h
-	test -f root/opt/htc/lib/pkgconfig/htc-work-queue.pc
-	grep -q "^prefix=/opt/htc" root/opt/htc/lib/pkgconfig/htc-work-queue.pc
+	test -L root/opt/htc/lib/libwork_queue.so
+	test -f root/opt/htc/include/htc/work_queue.h
+	# The headers are the public list only (doc/install.md): no internals, no config.h.
+	test ! -e root/opt/htc/include/htc/debug.h
+	test ! -e root/opt/htc/include/htc/config.h
+	grep -q "^prefix=/opt/htc\$" root/opt/htc/lib/pkgconfig/htc-work-queue.pc
 	for p in $(ls "$BIN" 2>/dev/null); do test -x root/opt/htc/bin/$p; done
 	make -s -C "$TEST_SRCDIR" uninstall DESTDIR=$PWD/root PREFIX=/opt/htc >log 2>&1
 	test ! -e root/opt/htc/lib/libdttools.a
+	test ! -e root/opt/htc/lib/libwork_queue.so
+	test ! -e root/opt/htc/lib/pkgconfig/htc-work-queue.pc
 	test ! -e root/opt/htc/include/htc
 '
 
