@@ -184,8 +184,8 @@ fuzz: deps
 
 # ---- install ----------------------------------------------------------------
 # What is installed is an explicit list (doc/install.md): the programs, the libraries of
-# API_COMPONENTS (static and shared), the pkg-config file, and the public headers below,
-# which include nothing else of the tree (e2e 04-install compiles each alone).
+# API_COMPONENTS (static and shared), one pkg-config file per library, and the public
+# headers below, which include nothing else of the tree (e2e 04-install compiles each alone).
 DESTDIR ?=
 BINDIR := $(DESTDIR)$(PREFIX)/bin
 LIBDIR := $(DESTDIR)$(PREFIX)/lib
@@ -196,7 +196,16 @@ PUBLIC_HEADERS := work_queue/src/master/work_queue.h batch_drivers/src/batch_que
 	resource_monitor/src/rmonitor.h resource_monitor/src/rmsummary.h \
 	resource_monitor/src/category.h dttools/src/htc_error.h
 MAN_PAGES := $(wildcard doc/man/*.1)
+# pkg-config file per installed library, made from COMP/NAME.pc.in: @LIBS_PRIVATE@ is the
+# library's own external libraries (for `pkg-config --static`); Requires lines chain them.
+PC_dttools := htc-dttools
+PC_resource_monitor := htc-rmonitor
+PC_work_queue := htc-work-queue
+PC_batch_drivers := htc-batch
 INSTALL_LIBFILES := $(foreach c,$(API_COMPONENTS),$(call libfile,$(c)))
+pc_install = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	-e 's|@LIBS_PRIVATE@|$(strip $(call dep_flags,$($(1)_LIB_DEPS)))|g' \
+	$(1)/$(PC_$(1)).pc.in >$(PCDIR)/$(PC_$(1)).pc
 so_install = ln -sf lib$(LIB_$(1)).so.$(VERSION) $(LIBDIR)/$(call soname,$(1)) && \
 	ln -sf $(call soname,$(1)) $(LIBDIR)/lib$(LIB_$(1)).so
 
@@ -210,15 +219,14 @@ install: all
 	install -d $(INCDIR)
 	install -m 644 $(PUBLIC_HEADERS) $(INCDIR)
 	$(if $(MAN_PAGES),install -m 644 $(MAN_PAGES) $(MANDIR))
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
-		dttools/htc-work-queue.pc.in > $(PCDIR)/htc-work-queue.pc
+	$(foreach c,$(API_COMPONENTS),$(call pc_install,$(c)) && ) true
 
 uninstall:
 	rm -f $(addprefix $(BINDIR)/,$(PROGS))
 	rm -f $(addprefix $(LIBDIR)/,$(notdir $(INSTALL_LIBFILES)))
 	rm -f $(foreach c,$(API_COMPONENTS),$(LIBDIR)/lib$(LIB_$(c)).so.$(VERSION) \
 		$(LIBDIR)/$(call soname,$(c)) $(LIBDIR)/lib$(LIB_$(c)).so)
-	rm -f $(PCDIR)/htc-work-queue.pc
+	rm -f $(foreach c,$(API_COMPONENTS),$(PCDIR)/$(PC_$(c)).pc)
 	rm -rf $(INCDIR)
 	rm -f $(addprefix $(MANDIR)/,$(notdir $(MAN_PAGES)))
 

@@ -51,7 +51,9 @@ test_expect_success 'make install honours DESTDIR and PREFIX, uninstall removes 
 	# The headers are the public list only (doc/install.md): no internals, no config.h.
 	test ! -e root/opt/htc/include/htc/debug.h
 	test ! -e root/opt/htc/include/htc/config.h
-	grep -q "^prefix=/opt/htc\$" root/opt/htc/lib/pkgconfig/htc-work-queue.pc
+	for pc in htc-dttools htc-rmonitor htc-work-queue htc-batch; do
+		grep -q "^prefix=/opt/htc\$" root/opt/htc/lib/pkgconfig/$pc.pc
+	done
 	for p in $(ls "$BIN" 2>/dev/null); do test -x root/opt/htc/bin/$p; done
 	make -s -C "$TEST_SRCDIR" uninstall DESTDIR=$PWD/root PREFIX=/opt/htc >log 2>&1
 	test ! -e root/opt/htc/lib/libdttools.a
