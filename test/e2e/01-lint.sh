@@ -1,7 +1,8 @@
 #!/bin/bash
 # 01-lint.sh: `make lint` (format, layering, banned calls, purpose comments)
 # and the build-system contract: warnings are errors, configure reports
-# missing dependencies clearly, install honours DESTDIR and PREFIX.
+# missing dependencies clearly, install honours DESTDIR and PREFIX (what it installs is
+# checked in 04-install.sh).
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 test_expect_success 'lint passes on the tree' '
