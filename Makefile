@@ -66,6 +66,8 @@ dep_flags = $(foreach d,$(1),$(if $(filter m,$(d)),-lm,$(PKG_LIBS_$(d))))
 chain_deps = $(sort $(foreach c,$(chain_$(1)),$($(c)_LIB_DEPS)))
 prog_deps = $(if $(filter undefined,$(origin $(1)_DEPS)),$(call chain_deps,$($(1)_COMPONENT)),$($(1)_DEPS))
 prog_libs = -Wl,--no-as-needed $(call dep_flags,$(call prog_deps,$(1)))
+# A changed list relinks: programs and shared objects depend on their module.mk and config.mk.
+$(foreach p,$(PROGS),$(eval $(B)/bin/$(p): $($(p)_COMPONENT)/module.mk config.mk))
 # ---- end external libraries -------------------------------------------------------
 
 define lib_rule
@@ -100,7 +102,8 @@ soname = lib$(LIB_$(1)).so.$(SO_ABI)
 sofile = $(B)/lib/lib$(LIB_$(1)).so.$(VERSION)
 so_chain = $(wordlist 2,99,$(chain_$(1)))
 define so_rule
-$(call sofile,$(1)): $(call obj,$(call lib_srcs,$(1))) $(foreach c,$(call so_chain,$(1)),$(call sofile,$(c)))
+$(call sofile,$(1)): $(call obj,$(call lib_srcs,$(1))) $(foreach c,$(call so_chain,$(1)),$(call sofile,$(c))) \
+		$(1)/module.mk config.mk
 	@mkdir -p $$(@D)
 	$$(CC) -shared $$(ALL_LDFLAGS) -Wl,-soname,$(call soname,$(1)) -Wl,-z,defs -o $$@ \
 		$$(filter %.o,$$^) -Wl,--no-as-needed -L$(B)/lib \
