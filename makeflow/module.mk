@@ -4,3 +4,9 @@ PROGS += makeflow makeflow_analyze makeflow_viz
 makeflow_COMPONENT := makeflow
 makeflow_analyze_COMPONENT := makeflow
 makeflow_viz_COMPONENT := makeflow
+
+# External libraries: the library's own, and each program's whole link (doc/design.md, "Build").
+makeflow_LIB_DEPS := libuv jansson zlib m
+makeflow_DEPS := libuv libcurl jansson zlib libssl libcrypto m
+makeflow_analyze_DEPS := jansson m
+makeflow_viz_DEPS := jansson m

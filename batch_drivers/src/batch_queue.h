@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "htc_error.h"
+
 struct batch_queue; /* opaque */
 
 /* A file a job reads or writes. remote_name is the name the job sees; NULL means the same as

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "htc_error.h"
 #include "rmsummary.h"
 
 enum rmonitor_cgroups {

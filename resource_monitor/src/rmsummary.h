@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "htc_error.h"
+
 /* The numeric fields. Names (rmsummary_field_name) are the JSON keys; units are fixed:
  * seconds for wall_time and cpu_time, MB (2^20 bytes) for memory, disk and bytes_*, Mbps for
  * bandwidth, microseconds since the epoch for start and end. */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # 01-lint.sh: `make lint` (format, layering, banned calls, purpose comments)
 # and the build-system contract: warnings are errors, configure reports
-# missing dependencies clearly, install honours DESTDIR and PREFIX.
+# missing dependencies clearly, install honours DESTDIR and PREFIX (what it installs is
+# checked in 04-install.sh).
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 test_expect_success 'lint passes on the tree' '
@@ -46,12 +47,19 @@ test_expect_success 'configure rejects an unknown option' '
 test_expect_success 'make install honours DESTDIR and PREFIX, uninstall removes it' '
 	make -s -C "$TEST_SRCDIR" install DESTDIR=$PWD/root PREFIX=/opt/htc >log 2>&1 || { cat log; exit 1; }
 	test -f root/opt/htc/lib/libdttools.a
-	test -f root/opt/htc/include/htc/debug.h
-	test -f root/opt/htc/lib/pkgconfig/htc-work-queue.pc
-	grep -q "^prefix=/opt/htc" root/opt/htc/lib/pkgconfig/htc-work-queue.pc
+	test -L root/opt/htc/lib/libwork_queue.so
+	test -f root/opt/htc/include/htc/work_queue.h
+	# The headers are the public list only (doc/install.md): no internals, no config.h.
+	test ! -e root/opt/htc/include/htc/debug.h
+	test ! -e root/opt/htc/include/htc/config.h
+	for pc in htc-dttools htc-rmonitor htc-work-queue htc-batch; do
+		grep -q "^prefix=/opt/htc\$" root/opt/htc/lib/pkgconfig/$pc.pc
+	done
 	for p in $(ls "$BIN" 2>/dev/null); do test -x root/opt/htc/bin/$p; done
 	make -s -C "$TEST_SRCDIR" uninstall DESTDIR=$PWD/root PREFIX=/opt/htc >log 2>&1
 	test ! -e root/opt/htc/lib/libdttools.a
+	test ! -e root/opt/htc/lib/libwork_queue.so
+	test ! -e root/opt/htc/lib/pkgconfig/htc-work-queue.pc
 	test ! -e root/opt/htc/include/htc
 '
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "htc_error.h"
 #include "rmsummary.h"
 
 /* Flags of a task's file (bits; combine with |). */
