@@ -26,6 +26,7 @@
 #include "timeutil.h"
 #include "worker_docker.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 extern char **environ;
@@ -351,10 +352,7 @@ static void env_set(struct envv *e, const char *name, const char *value)
 		e->v[i] = entry;
 		return;
 	}
-	if (e->n + 2 > e->cap) {
-		e->cap = e->cap ? e->cap * 2 : 64;
-		e->v = xrealloc(e->v, e->cap * sizeof *e->v);
-	}
+	VEC_RESERVE(e->v, e->cap, e->n + 2);
 	e->v[e->n++] = entry;
 }
 
