@@ -48,9 +48,10 @@ static inline size_t vec_next_cap(size_t cap, size_t need, size_t elem, size_t f
 }
 
 /* Grows P to NEED elements or more (see vec_next_cap), aborting past the limit. */
-static inline void *vec_grow(void *p, size_t *cap, size_t need, size_t elem, size_t max)
+static inline void *vec_grow(void *p, size_t *cap, size_t need, size_t elem, size_t first,
+                             size_t max)
 {
-	size_t n = vec_next_cap(*cap, need, elem, VEC_FIRST, max);
+	size_t n = vec_next_cap(*cap, need, elem, first, max);
 	if (!n)
 		vec_overflow(need, elem);
 	*cap = n;
@@ -58,17 +59,21 @@ static inline void *vec_grow(void *p, size_t *cap, size_t need, size_t elem, siz
 }
 
 /* Room for NEED elements in the array P whose capacity is CAP (an lvalue of any integer
- * type). CAP (VEC_FIRST when 0) is doubled until it holds NEED; the old elements are kept. P and
+ * type). CAP (FIRST when 0) is doubled until it holds NEED; the old elements are kept. P and
  * CAP are evaluated more than once. */
-#define VEC_RESERVE(p, cap, need)                                                                  \
+#define VEC_RESERVE_FIRST(p, cap, need, first)                                                     \
 	do {                                                                                       \
 		size_t vec_need_ = (size_t)(need);                                                 \
 		if (vec_need_ > (size_t)(cap)) {                                                   \
 			size_t vec_cap_ = (size_t)(cap);                                           \
-			(p) = vec_grow((p), &vec_cap_, vec_need_, sizeof *(p), VEC_TYPE_MAX(cap)); \
+			(p) = vec_grow((p), &vec_cap_, vec_need_, sizeof *(p), (size_t)(first),    \
+			               VEC_TYPE_MAX(cap));                                         \
 			(cap) = vec_cap_;                                                          \
 		}                                                                                  \
 	} while (0)
+
+/* VEC_RESERVE_FIRST with a first allocation of VEC_FIRST elements. */
+#define VEC_RESERVE(p, cap, need) VEC_RESERVE_FIRST(p, cap, need, VEC_FIRST)
 
 /* Appends X to P (count N, capacity CAP): VEC_RESERVE(P, CAP, N + 1), then P[N++] = X. */
 #define VEC_PUSH(p, n, cap, x)                                                                     \

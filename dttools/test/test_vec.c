@@ -55,6 +55,16 @@ static void test_first_and_doubling(void **state)
 	assert_ptr_equal(v, before);
 	assert_int_equal(cap, 1024);
 	free(v);
+	/* An array kept once per object may start smaller. */
+	int *k = NULL;
+	size_t kcap = 0;
+	VEC_RESERVE_FIRST(k, kcap, 1, 1);
+	assert_int_equal(kcap, 1);
+	VEC_RESERVE_FIRST(k, kcap, 2, 1);
+	assert_int_equal(kcap, 2);
+	VEC_RESERVE_FIRST(k, kcap, 3, 1);
+	assert_int_equal(kcap, 4);
+	free(k);
 }
 
 static void test_capacity_types(void **state)
