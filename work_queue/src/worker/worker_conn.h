@@ -44,6 +44,7 @@ struct wq_handshake;
 struct wq_xfer_in;
 struct wq_xfer_out;
 struct wtask;
+struct worker_docker;
 
 /* One connection to a master, from TCP connect to close. */
 struct worker_session {
@@ -101,6 +102,10 @@ struct worker_ledger *worker_ledger(struct worker *w);
 int worker_workdir_fd(struct worker *w);
 const char *worker_workdir(struct worker *w);
 const char *worker_hostname(struct worker *w);
+/* The containers tasks run in (--docker), which main sets once it has started them; NULL: none.
+ * D must outlive W. */
+void worker_set_docker(struct worker *w, const struct worker_docker *d);
+const struct worker_docker *worker_docker_of(struct worker *w);
 /* The master's own end of a session (bye, dismiss, shutdown): closes with LAST (may be NULL). */
 void worker_session_close(struct worker_session *s, json_t *last);
 /* A task finished (for --single-shot). */

@@ -543,6 +543,7 @@ static void start_task(struct wtask *t, int sandbox_err)
 	    .sandbox_err = sandbox_err,
 	    .ended = task_ended_cb,
 	    .linked_mb = sandbox_err ? 0 : linked_mb(t),
+	    .docker = worker_docker_of(w),
 	};
 	struct worker_sandbox *sb = t->sb;
 	t->sb = NULL; /* owned by the task from now on */

@@ -770,13 +770,13 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	 * its --container-run mode), which runs the command in a container nested in the task's
 	 * cgroup (doc/work-queue-docker.md). */
 	char **dargv = NULL;
-	const struct worker_docker *dk = worker_docker_active();
+	const struct worker_docker *dk = p->docker;
 	if (dk) {
 		dargv = worker_docker_argv(dk, worker_sandbox_work_path(sb),
 		                           (const char *const *)env, msg->command);
 		argv = (const char *const *)dargv;
 		free(prog);
-		prog = xstrdup(worker_docker_runner_path());
+		prog = xstrdup(worker_docker_runner_path(dk));
 	}
 	const char *dirs[] = {worker_sandbox_path(sb), NULL};
 	struct rmonitor_spec spec;
