@@ -1,8 +1,9 @@
 #!/bin/bash
 # lint.sh: the checks behind `make lint`: clang-format conformance, the
 # layering rule (a component includes only its own headers and those of
-# components to its left), banned functions, and the purpose comment that
-# opens every source file.
+# components to its left), banned functions, the purpose comment that
+# opens every source file, and no mutable globals in libraries but the
+# named process-wide ones (test/lint-globals.txt).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 COMPONENTS=(dttools resource_monitor work_queue batch_drivers makeflow)
@@ -127,6 +128,94 @@ for s in configure test/*.sh test/lib/*.sh test/e2e/*.sh test/bench/*.sh .ci/run
 	[ -f "$s" ] || continue
 	bash -n "$s" || { echo "lint: $s has a syntax error"; status=1; }
 done
+
+# 7. no mutable state in library code: a variable at file scope, or static in a function, that
+# is not const is an error in COMPONENT/src/**/*.c (not *_main.c, which are programs) unless
+# test/lint-globals.txt names it with its reason (doc/design.md lists them: the process-wide
+# states). Universal Ctags finds the variables and their types.
+ctags=$(command -v ctags-universal || command -v ctags || true)
+if [ -z "$ctags" ] || ! "$ctags" --version 2>/dev/null | grep -q Universal; then
+	echo "lint: Universal Ctags is not installed (apt-get install universal-ctags)"
+	status=1
+else
+	libsrc=$(printf '%s\n' $files | grep -E '^[a-z_]+/src/.*\.c$' | grep -v '_main\.c$')
+	allowed=$(sed -e 's/#.*//' test/lint-globals.txt 2>/dev/null | awk 'NF >= 2 {print $1, $2}')
+	found=$(
+		# shellcheck disable=SC2086
+		"$ctags" -o - --excmd=number --kinds-C=vl --fields=+tK --language-force=C $libsrc 2>/dev/null |
+			awk -F'\t' '
+			# The line of FILE numbered N (files are read once).
+			function src(file, n,   l, i) {
+				if (!(file in seen)) {
+					seen[file] = 1
+					i = 0
+					while ((getline l < file) > 0)
+						text[file, ++i] = l
+					close(file)
+				}
+				return text[file, n]
+			}
+			# 1 when the declaration of the local on line N starts with static (looking
+			# back over a multi-line type such as "static union {...} x;").
+			function local_static(file, n,   d, l, t) {
+				l = src(file, n)
+				if (l ~ /^[ \t]*static[ \t]/)
+					return 1
+				if (l !~ /^[ \t]*}/)
+					return 0
+				d = 0
+				for (; n > 0; n--) {
+					l = src(file, n)
+					t = l; d += gsub(/}/, "", t)
+					t = l; d -= gsub(/{/, "", t)
+					if (d <= 0)
+						return l ~ /^[ \t]*static[ \t]/
+				}
+				return 0
+			}
+			# 1 when type T (ctags typeref) is const at its top level.
+			function is_const(t) {
+				sub(/^typeref:[a-z]*:/, "", t)
+				gsub(/\[[^]]*\]/, "", t)
+				if (t ~ /\(\*/)
+					return t ~ /\(\*[ \t]*const/
+				if (t ~ /\*/) {
+					sub(/.*\*/, "", t)
+					return t ~ /const/
+				}
+				return t ~ /(^|[^a-z_])const([^a-z_]|$)/
+			}
+			/^!/ { next }
+			{
+				kind = $4; line = $3 + 0; type = ""; fn = ""
+				for (i = 5; i <= NF; i++) {
+					if ($i ~ /^typeref:/) type = $i
+					else if ($i ~ /^function:/) fn = substr($i, 10)
+				}
+				if (kind == "local" && !local_static($2, line))
+					next
+				if (kind != "local" && kind != "variable")
+					next
+				if (is_const(type))
+					next
+				print $2, (fn != "" ? fn "/" : "") $1
+			}' | sort -u
+	)
+	while IFS= read -r v; do
+		[ -n "$v" ] || continue
+		if ! grep -qxF "$v" <<<"$allowed"; then
+			echo "lint: mutable state in a library: $v (put it in its module's context struct, or name it with the reason in test/lint-globals.txt)"
+			status=1
+		fi
+	done <<<"$found"
+	while IFS= read -r a; do
+		[ -n "$a" ] || continue
+		if ! grep -qxF "$a" <<<"$found"; then
+			echo "lint: test/lint-globals.txt names $a, which is no longer there"
+			status=1
+		fi
+	done <<<"$allowed"
+fi
 
 [ $status = 0 ] && echo "lint: ok"
 exit $status

@@ -15,6 +15,7 @@
 #include "debug.h"
 #include "timeutil.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 #define DRYRUN_DEFAULT_SCRIPT "makeflow.dryrun.sh"
@@ -155,10 +156,7 @@ static int dryrun_submit(void *state, struct batch_job *job)
 			return rc;
 	}
 	write_job(st->f, job);
-	if (st->n_pending == st->cap_pending) {
-		st->cap_pending = st->cap_pending ? 2 * st->cap_pending : 64;
-		st->pending = xrealloc(st->pending, st->cap_pending * sizeof *st->pending);
-	}
+	VEC_RESERVE(st->pending, st->cap_pending, st->n_pending + 1);
 	job->driver_data = (void *)(uintptr_t)st->n_pending;
 	st->pending[st->n_pending++] = job;
 	uv_idle_start(st->idle, complete_pending);

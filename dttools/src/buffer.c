@@ -10,6 +10,7 @@
 
 #include "htc_error.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 #define BUFFER_MIN_ALLOC 64
@@ -40,12 +41,7 @@ static int reserve(struct buffer *b, size_t n)
 	size_t need = b->len + n + 1;
 	if (need <= b->alloc)
 		return 0;
-	size_t want = b->alloc ? b->alloc : BUFFER_MIN_ALLOC;
-	while (want < need)
-		want = (want > SIZE_MAX / 2) ? need : want * 2;
-	b->data = xrealloc(b->data, want);
-	b->alloc = want;
-	return 0;
+	return VEC_RESERVE_MAX(b->data, b->alloc, need, BUFFER_MIN_ALLOC, SIZE_MAX);
 }
 
 int buffer_putlstring(struct buffer *b, const char *data, size_t n)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 #define HEAP_DEFAULT_CAPACITY 16
@@ -39,10 +40,7 @@ void heap_delete(struct heap *h)
 
 int heap_push(struct heap *h, int64_t key, void *value)
 {
-	if (h->n == h->cap) {
-		h->cap *= 2;
-		h->e = xrealloc(h->e, h->cap * sizeof *h->e);
-	}
+	VEC_RESERVE(h->e, h->cap, h->n + 1);
 	size_t i = h->n++;
 	while (i > 0) {
 		size_t parent = (i - 1) / 2;

@@ -11,6 +11,7 @@
 #include "buffer.h"
 #include "htc_error.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 bool str_has_prefix(const char *s, const char *prefix)
@@ -50,10 +51,7 @@ char **str_split_ws(const char *s, int *argc)
 		const char *start = p;
 		while (*p && !isspace((unsigned char)*p))
 			p++;
-		if (n + 1 >= alloc) {
-			alloc *= 2;
-			argv = xrealloc(argv, alloc * sizeof *argv);
-		}
+		VEC_RESERVE(argv, alloc, n + 2);
 		argv[n++] = xstrndup(start, (size_t)(p - start));
 	}
 	argv[n] = NULL;

@@ -13,6 +13,7 @@
 
 #include "htc_error.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 struct dag_string {
@@ -201,10 +202,7 @@ const char *dag_category_mode_name(enum dag_category_mode mode)
 struct dag_node *dag_node_add(struct dag *d, int line, const char *command,
                               struct dag_category *category)
 {
-	if (d->nnodes == d->nodes_cap) {
-		d->nodes_cap = d->nodes_cap ? d->nodes_cap * 2 : 64;
-		d->nodes = xrealloc(d->nodes, sizeof *d->nodes * (size_t)d->nodes_cap);
-	}
+	VEC_RESERVE(d->nodes, d->nodes_cap, (size_t)d->nnodes + 1);
 	struct dag_node *n = xcalloc(1, sizeof *n);
 	n->id = d->nnodes;
 	n->line = line;
@@ -253,10 +251,7 @@ void dag_node_set_env(struct dag_node *n, struct dag_env *env)
 static void ref_append(struct dag_file_ref **arr, int *count, int *cap, struct dag_file *f,
                        const char *remote)
 {
-	if (*count == *cap) {
-		*cap = *cap ? *cap * 2 : 1;
-		*arr = xrealloc(*arr, sizeof **arr * (size_t)*cap);
-	}
+	VEC_RESERVE_FIRST(*arr, *cap, (size_t)*count + 1, 1);
 	(*arr)[*count].file = f;
 	(*arr)[*count].remote_name = remote ? xstrdup(remote) : NULL;
 	(*count)++;
@@ -268,11 +263,7 @@ int dag_node_add_input(struct dag *d, struct dag_node *n, struct dag_file *f, co
 		if (n->inputs[i].file == f)
 			return 0;
 	ref_append(&n->inputs, &n->ninputs, &n->inputs_cap, f, remote);
-	if (f->nconsumers == f->consumers_cap) {
-		f->consumers_cap = f->consumers_cap ? f->consumers_cap * 2 : 1;
-		f->consumers =
-		    xrealloc(f->consumers, sizeof *f->consumers * (size_t)f->consumers_cap);
-	}
+	VEC_RESERVE_FIRST(f->consumers, f->consumers_cap, (size_t)f->nconsumers + 1, 1);
 	f->consumers[f->nconsumers++] = n;
 	d->finalized = 0;
 	return 0;
@@ -357,7 +348,7 @@ static void file_list_add(struct dag_file ***arr, int *count, struct dag_file *f
 {
 	/* grow by powers of two */
 	if ((*count & (*count - 1)) == 0)
-		*arr = xrealloc(*arr, sizeof **arr * (size_t)(*count ? *count * 2 : 1));
+		VEC_RESIZE(*arr, *count ? (size_t)*count * 2 : 1);
 	(*arr)[(*count)++] = f;
 }
 

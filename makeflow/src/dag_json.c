@@ -13,6 +13,7 @@
 #include "debug.h"
 #include "units.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 struct jctx {
@@ -58,11 +59,7 @@ static void env_put(struct jctx *c, const char *name, const char *value)
 			return;
 		}
 	}
-	if (c->nvars == c->capvars) {
-		c->capvars = c->capvars ? c->capvars * 2 : 16;
-		c->vars = xrealloc(c->vars, sizeof *c->vars * (size_t)c->capvars);
-	}
-	c->vars[c->nvars++] = entry;
+	VEC_PUSH(c->vars, c->nvars, c->capvars, entry);
 }
 
 static void env_clear(struct jctx *c)

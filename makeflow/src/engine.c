@@ -22,6 +22,7 @@
 #include "stringtools.h"
 #include "timeutil.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 struct job_map {
@@ -155,12 +156,7 @@ static void gc_collect(struct engine *e)
 
 static void gc_add(struct engine *e, struct dag_file *f)
 {
-	if (e->n_collectable == e->collectable_cap) {
-		e->collectable_cap = e->collectable_cap ? e->collectable_cap * 2 : 64;
-		e->collectable =
-		    xrealloc(e->collectable, e->collectable_cap * sizeof *e->collectable);
-	}
-	e->collectable[e->n_collectable++] = f;
+	VEC_PUSH(e->collectable, e->n_collectable, e->collectable_cap, f);
 }
 
 static void gc_maybe(struct engine *e)
@@ -375,11 +371,7 @@ static void node_fail(struct engine *e, struct dag_node *n)
 	if (e->log)
 		txlog_node(e->log, n->id, TXLOG_NODE_FAILED, x->key);
 	e->n_failed++;
-	if (e->n_failed_list == e->failed_cap) {
-		e->failed_cap = e->failed_cap ? e->failed_cap * 2 : 16;
-		e->failed = xrealloc(e->failed, e->failed_cap * sizeof *e->failed);
-	}
-	e->failed[e->n_failed_list++] = n;
+	VEC_PUSH(e->failed, e->n_failed_list, e->failed_cap, n);
 	char why[512];
 	describe_failure(x, why, sizeof why);
 	engine_progress_update(e, -1);
@@ -421,10 +413,7 @@ static int outputs_ok(struct engine *e, struct dag_node *n)
 	struct node_extra *x = &e->extra[n->id];
 	if (e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS)
 		return 1;
-	if ((size_t)n->noutputs > e->ostat_cap) {
-		e->ostat_cap = (size_t)n->noutputs * 2;
-		e->ostat = xrealloc(e->ostat, e->ostat_cap * sizeof *e->ostat);
-	}
+	VEC_RESERVE(e->ostat, e->ostat_cap, (size_t)n->noutputs);
 	for (int i = 0; i < n->noutputs; i++) {
 		const char *name = n->outputs[i].file->name;
 		int64_t size = 0, mtime = 0;

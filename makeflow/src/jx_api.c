@@ -11,6 +11,7 @@
 #include "debug.h"
 #include "jx_internal.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 void jx_error_vset(struct jx_error *err, const char *file, int line, int column, const char *fmt,
@@ -238,8 +239,7 @@ static char *read_file(const char *path, struct jx_error *err)
 				             JX_MAX_FILE >> 20);
 				goto fail;
 			}
-			cap *= 2;
-			text = xrealloc(text, cap);
+			VEC_RESERVE(text, cap, cap + 1);
 		}
 		size_t n = fread(text + len, 1, cap - 1 - len, f);
 		len += n;

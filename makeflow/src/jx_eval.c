@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 /* ---- errors and accounting ------------------------------------------------- */
@@ -281,7 +282,7 @@ static json_t *concat_text(struct jx_eval *ev, const struct jx_op *op, json_t *x
 	size_t na = strlen(a), nb = strlen(b);
 	json_t *r = NULL;
 	if (jx_charge_bytes(ev, &where, na + nb) == 0) {
-		a = xrealloc(a, na + nb + 1);
+		VEC_RESIZE(a, na + nb + 1);
 		memcpy(a + na, b, nb + 1);
 		r = json_stringn_nocheck(a, na + nb);
 	}

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -24,11 +25,7 @@ struct out {
 
 static void out_put(struct out *o, const char *data, size_t n)
 {
-	if (o->len + n + 1 > o->cap) {
-		while (o->len + n + 1 > o->cap)
-			o->cap = o->cap ? o->cap * 2 : 64;
-		o->s = xrealloc(o->s, o->cap);
-	}
+	VEC_RESERVE(o->s, o->cap, o->len + n + 1);
 	memcpy(o->s + o->len, data, n);
 	o->len += n;
 	o->s[o->len] = 0;
@@ -450,11 +447,7 @@ static json_t *fn_listdir(struct jx_eval *ev, const struct jx_node *call, json_t
 			jx_fail(ev, call, "listdir(): more than %d entries", JX_MAX_ELEMENTS);
 			goto out;
 		}
-		if (count == cap) {
-			cap = cap ? cap * 2 : 32;
-			names = xrealloc(names, cap * sizeof *names);
-		}
-		names[count++] = xstrdup(e->d_name);
+		VEC_PUSH(names, count, cap, xstrdup(e->d_name));
 	}
 	qsort(names, count, sizeof *names, entry_cmp);
 	r = json_array();

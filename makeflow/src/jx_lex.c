@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 void jx_lex_init(struct jx_lexer *lx, const char *text, const char *file, struct jx_error *err)
@@ -108,11 +109,7 @@ struct sbuf {
 
 static void sbuf_put(struct sbuf *b, const char *data, size_t n)
 {
-	if (b->len + n + 1 > b->cap) {
-		while (b->len + n + 1 > b->cap)
-			b->cap = b->cap ? b->cap * 2 : 32;
-		b->s = xrealloc(b->s, b->cap);
-	}
+	VEC_RESERVE(b->s, b->cap, b->len + n + 1);
 	memcpy(b->s + b->len, data, n);
 	b->len += n;
 	b->s[b->len] = 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 /* Binding strength, weakest first. */
@@ -89,10 +90,7 @@ static int enter(struct parser *p, int line, int column)
 static struct jx_node *new_node(struct parser *p, enum jx_kind kind, int line, int column)
 {
 	struct jx_ast *ast = p->ast;
-	if (ast->nnodes == ast->capnodes) {
-		ast->capnodes = ast->capnodes ? ast->capnodes * 2 : 64;
-		ast->nodes = xrealloc(ast->nodes, ast->capnodes * sizeof ast->nodes[0]);
-	}
+	VEC_RESERVE(ast->nodes, ast->capnodes, (size_t)ast->nnodes + 1);
 	struct jx_node *n = xcalloc(1, sizeof *n);
 	n->kind = kind;
 	n->line = line;
@@ -104,10 +102,9 @@ static struct jx_node *new_node(struct parser *p, enum jx_kind kind, int line, i
 static void add_kid(struct jx_node *n, struct jx_node *kid)
 {
 	if (n->nkids == n->capkids) {
-		n->capkids = n->capkids ? n->capkids * 2 : 4;
-		n->kids = xrealloc(n->kids, n->capkids * sizeof n->kids[0]);
+		VEC_RESERVE_FIRST(n->kids, n->capkids, n->nkids + 1, 4);
 		if (n->kind == JXN_CHAIN)
-			n->ops = xrealloc(n->ops, n->capkids * sizeof n->ops[0]);
+			VEC_RESIZE(n->ops, n->capkids);
 	}
 	n->kids[n->nkids++] = kid;
 }

@@ -16,6 +16,7 @@
 #include "parser_internal.h"
 #include "units.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 enum special {
@@ -427,11 +428,7 @@ static int header(struct parser *p, char *text, char *colon)
 
 static void snap_push(char ***v, int *n, int *cap, const char *name, const char *value)
 {
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		*v = xrealloc(*v, sizeof **v * (size_t)*cap);
-	}
-	(*v)[(*n)++] = xasprintf("%s=%s", name, value);
+	VEC_PUSH(*v, *n, *cap, xasprintf("%s=%s", name, value));
 }
 
 /* The environment of the rule being completed, shared when unchanged. */

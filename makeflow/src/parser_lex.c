@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 int perr(struct parser *p, int line, const char *fmt, ...)
@@ -429,10 +430,7 @@ int parser_split_words(struct parser *p, const char *s, int line, int rename, st
 		        0 ||
 		    (arrow && check_name(p, line, &remote, "remote name after '->'") < 0))
 			goto fail;
-		if (count == cap) {
-			cap = cap ? cap * 2 : 4;
-			w = xrealloc(w, sizeof *w * (size_t)cap);
-		}
+		VEC_RESERVE_FIRST(w, cap, (size_t)count + 1, 4);
 		w[count].name = normalize(&local);
 		w[count].remote = arrow ? xstrdup(buffer_tostring(&remote)) : NULL;
 		count++;

@@ -11,6 +11,7 @@
 #include "jx.h"
 #include "parser.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 static json_t *jx_symbols(const struct workflow_source *src, char *err, size_t errlen)
@@ -125,7 +126,8 @@ int workflow_source_getopt(struct workflow_source *src, int c, const char *arg)
 		size_t n = 0;
 		while (src->jx_defines && src->jx_defines[n])
 			n++;
-		const char **list = xrealloc((void *)src->jx_defines, (n + 2) * sizeof *list);
+		const char **list = (void *)src->jx_defines;
+		VEC_RESIZE(list, n + 2);
 		list[n] = arg;
 		list[n + 1] = NULL;
 		src->jx_defines = list;

@@ -12,6 +12,7 @@
 
 #include "debug.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 const int category_sized_fields[CATEGORY_N_SIZED] = {RM_CORES, RM_MEMORY, RM_DISK, RM_GPUS};
@@ -190,10 +191,7 @@ static void hist_add(struct histogram *h, double value, double time)
 		h->b[lo].time += time;
 		return;
 	}
-	if (h->n == h->cap) {
-		h->cap = h->cap ? h->cap * 2 : 16;
-		h->b = xrealloc(h->b, h->cap * sizeof *h->b);
-	}
+	VEC_RESERVE(h->b, h->cap, h->n + 1);
 	memmove(&h->b[lo + 1], &h->b[lo], (h->n - lo) * sizeof *h->b);
 	h->b[lo] = (struct bucket){.value = value, .count = 1, .time = time};
 	h->n++;

@@ -29,6 +29,7 @@
 #include "stringtools.h"
 #include "timeutil.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 #define CFS_PERIOD 100000
@@ -797,11 +798,7 @@ static int may_have_subdirs(const char *dir)
 
 static void pids_push(pid_t **pids, size_t *n, size_t *cap, const char *num)
 {
-	if (*n == *cap) {
-		*cap = *cap ? 2 * *cap : 16;
-		*pids = xrealloc(*pids, *cap * sizeof **pids);
-	}
-	(*pids)[(*n)++] = (pid_t)strtol(num, NULL, 10);
+	VEC_PUSH(*pids, *n, *cap, (pid_t)strtol(num, NULL, 10));
 }
 
 /* Appends the processes of DIR and of the groups nested in it to *pids. */

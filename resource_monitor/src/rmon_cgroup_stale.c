@@ -26,6 +26,7 @@
 #include "rmon_cgroup_internal.h"
 #include "rmon_proc.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 static pid_t self_pid;
@@ -146,8 +147,8 @@ static char **mirror_bases(const char *root, const char *mem_base, char *const *
 	DIR *d = opendir(root);
 	if (!d)
 		return NULL;
-	size_t n = 0, cap = 8;
-	char **out = xcalloc(cap + 1, sizeof *out);
+	size_t n = 0, cap = 9; /* slots, the NULL that ends OUT included */
+	char **out = xcalloc(cap, sizeof *out);
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL) {
 		/* co-mounted names (cpu,cpuacct) are symbolic links to a mount seen anyway */
@@ -163,10 +164,7 @@ static char **mirror_bases(const char *root, const char *mem_base, char *const *
 			free(p);
 			continue;
 		}
-		if (n == cap) {
-			cap *= 2;
-			out = xrealloc(out, (cap + 1) * sizeof *out);
-		}
+		VEC_RESERVE(out, cap, n + 2);
 		out[n++] = p;
 		out[n] = NULL;
 	}

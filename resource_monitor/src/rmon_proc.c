@@ -25,6 +25,7 @@
 #include "rmon_cgroup.h"
 #include "timeutil.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 #define MAX_FILES 100000
@@ -331,10 +332,7 @@ static struct cand *scan_proc(struct rmon_proc *p, size_t *nc)
 		long pid = strtol(de->d_name, &end, 10);
 		if (*end || pid <= 0)
 			continue;
-		if (*nc == cap) {
-			cap *= 2;
-			c = xrealloc(c, cap * sizeof *c);
-		}
+		VEC_RESERVE(c, cap, *nc + 1);
 		if (read_stat((pid_t)pid, p->ticks, p->page, &c[*nc].si) < 0)
 			continue;
 		c[*nc].pid = (pid_t)pid;

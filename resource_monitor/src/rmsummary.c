@@ -25,6 +25,7 @@
 #include "stringtools.h"
 #include "units.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 /* Largest file rmsummary_load reads, and most -V extras kept per summary. */
@@ -472,8 +473,8 @@ static void set_extra(struct rmsummary *s, const char *key, json_t *value)
 		free(text);
 		return;
 	}
-	s->extra_keys = xrealloc(s->extra_keys, (s->n_extra + 1) * sizeof(char *));
-	s->extra_values = xrealloc(s->extra_values, (s->n_extra + 1) * sizeof(char *));
+	VEC_RESIZE(s->extra_keys, s->n_extra + 1);
+	VEC_RESIZE(s->extra_values, s->n_extra + 1);
 	s->extra_keys[s->n_extra] = xstrdup(key);
 	s->extra_values[s->n_extra] = xstrdup(text);
 	s->n_extra++;
@@ -823,11 +824,7 @@ static int load_dir(const char *path, rmsummary_each_fn fn, void *arg, char *err
 	while ((de = readdir(d))) {
 		if (!str_has_suffix(de->d_name, ".summary") || de->d_name[0] == '.')
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			names = xrealloc(names, cap * sizeof(char *));
-		}
-		names[n++] = xstrdup(de->d_name);
+		VEC_PUSH(names, n, cap, xstrdup(de->d_name));
 	}
 	closedir(d);
 	if (n > 1)

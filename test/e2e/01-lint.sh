@@ -1,5 +1,5 @@
 #!/bin/bash
-# 01-lint.sh: `make lint` (format, layering, banned calls, purpose comments)
+# 01-lint.sh: `make lint` (format, layering, banned calls, purpose comments, globals)
 # and the build-system contract: warnings are errors, configure reports
 # missing dependencies clearly, install honours DESTDIR and PREFIX (what it installs is
 # checked in 04-install.sh).
@@ -9,7 +9,7 @@ test_expect_success 'lint passes on the tree' '
 	bash "$TEST_SRCDIR/test/lint.sh"
 '
 
-test_expect_success 'lint catches a layering violation, a banned call and a missing purpose comment' '
+test_expect_success 'lint catches a layering violation, a banned call, a missing purpose comment and a global' '
 	mkdir -p tree && cd tree
 	mkdir -p test dttools/src makeflow/src resource_monitor/src work_queue/src batch_drivers/src
 	cp "$TEST_SRCDIR/test/lint.sh" test/
@@ -23,6 +23,7 @@ test_expect_success 'lint catches a layering violation, a banned call and a miss
 	grep -q "layering: dttools/src/low.c (dttools) includes top.h of makeflow" out
 	grep -q "banned function in dttools/src/bad.c" out
 	grep -q "dttools/src/nocomment.c does not open with a comment" out
+	grep -q "mutable state in a library: dttools/src/nocomment.c x" out
 '
 
 test_expect_success 'configure names the Debian package of a missing dependency' '

@@ -146,7 +146,6 @@ static int setup(void **state)
 	srv.port = ntohs(a.sin_port);
 	if (pthread_create(&srv.th, NULL, serve, NULL) != 0)
 		return -1;
-	master_prepare_set_test_hook(hook, NULL);
 	return 0;
 }
 
@@ -156,7 +155,6 @@ static int teardown(void **state)
 	atomic_store(&srv.stop, 1);
 	pthread_join(srv.th, NULL);
 	close(srv.fd);
-	master_prepare_set_test_hook(NULL, NULL);
 	path_rm_rf(tmpdir);
 	return 0;
 }
@@ -171,6 +169,7 @@ static struct work_queue *queue(void)
 	o.interface = "127.0.0.1";
 	struct work_queue *q = work_queue_create_opts(&o);
 	assert_non_null(q);
+	master_prepare_set_test_hook(q, hook, NULL);
 	return q;
 }
 
@@ -218,10 +217,10 @@ static void wait_named(struct work_queue *q, int id)
 	assert_int_equal(state_of(q, id), MTASK_READY);
 }
 
-static int64_t counter_finished(void)
+static int64_t counter_finished(struct work_queue *q)
 {
 	struct master_prepare_counters c;
-	master_prepare_get_counters(&c);
+	master_prepare_get_counters(q, &c);
 	return c.jobs_finished;
 }
 
@@ -302,7 +301,7 @@ static void test_shared_jobs(void **state)
 	write_file(file, "ACGT\n");
 	url_of(url, sizeof url, "/data.txt");
 	struct master_prepare_counters c0, c1;
-	master_prepare_get_counters(&c0);
+	master_prepare_get_counters(q, &c0);
 	int heads0 = atomic_load(&srv.heads);
 	hold("shared.txt");
 	int id[3];
@@ -311,12 +310,12 @@ static void test_shared_jobs(void **state)
 		assert_true(id[i] >= 1);
 		assert_int_equal(state_of(q, id[i]), MTASK_PREPARING);
 	}
-	master_prepare_get_counters(&c1);
+	master_prepare_get_counters(q, &c1);
 	assert_int_equal(c1.jobs_joined - c0.jobs_joined, 4);
 	release();
 	for (int i = 0; i < 3; i++)
 		wait_named(q, id[i]);
-	master_prepare_get_counters(&c1);
+	master_prepare_get_counters(q, &c1);
 	assert_int_equal(c1.jobs_started - c0.jobs_started, 2);
 	assert_int_equal(atomic_load(&srv.heads) - heads0, 1);
 	struct mtask *m0 = master_queue_task_lookup(q, id[0]);
@@ -332,7 +331,7 @@ static void test_shared_jobs(void **state)
 	int id4 = work_queue_submit(q, task_with(file, NULL));
 	assert_int_equal(state_of(q, id4), MTASK_READY);
 	struct master_prepare_counters c2;
-	master_prepare_get_counters(&c2);
+	master_prepare_get_counters(q, &c2);
 	assert_int_equal(c2.jobs_started, c1.jobs_started);
 	work_queue_delete(q);
 }
@@ -447,7 +446,7 @@ static void test_cancel_preparing(void **state)
 	work_queue_task_specify_tag(t2, "c2");
 	int id2 = work_queue_submit(q, t2);
 	assert_int_equal(state_of(q, id2), MTASK_PREPARING);
-	int64_t fin = counter_finished();
+	int64_t fin = counter_finished(q);
 	assert_ptr_equal(work_queue_cancel_by_taskid(q, id), t);
 	assert_int_equal(t->result, WORK_QUEUE_RESULT_CANCELLED);
 	assert_ptr_equal(work_queue_cancel_by_tasktag(q, "c2"), t2);
@@ -457,9 +456,9 @@ static void test_cancel_preparing(void **state)
 	assert_int_equal(st.tasks_waiting, 0);
 	assert_int_equal(st.tasks_cancelled, 2);
 	release();
-	for (int i = 0; i < 600 && counter_finished() == fin; i++)
+	for (int i = 0; i < 600 && counter_finished(q) == fin; i++)
 		work_queue_wait(q, 0.05);
-	assert_true(counter_finished() > fin);
+	assert_true(counter_finished(q) > fin);
 	assert_true(work_queue_empty(q));
 	/* the memo was filled: a new submission is named at once */
 	int id3 = work_queue_submit(q, t);
@@ -494,7 +493,7 @@ static void test_bounded_and_delete(void **state)
 	assert_true(atomic_load(&hk.max_concurrent) >= 1);
 	assert_true(atomic_load(&hk.max_concurrent) <= MASTER_PREPARE_MAX_JOBS);
 	struct master_prepare_counters c;
-	master_prepare_get_counters(&c);
+	master_prepare_get_counters(q, &c);
 	assert_true(c.max_in_flight <= MASTER_PREPARE_MAX_JOBS);
 	work_queue_delete(q);
 
@@ -517,15 +516,14 @@ static void test_bounded_and_delete(void **state)
 		url_of(url, sizeof url, n);
 		assert_true(work_queue_submit(q, task_with(f, url)) >= 1);
 	}
-	master_prepare_get_counters(&c);
+	master_prepare_get_counters(q, &c);
 	assert_true(c.queued > 0);
 	for (int i = 0; i < 600 && atomic_load(&hk.entered) == entered; i++)
 		usleep(10000);
 	assert_true(atomic_load(&hk.entered) > entered);
+	/* The queued jobs are dropped, the running one stops, and the queue's preparation state
+	 * is freed with it (the sanitizer run's leak check sees it). */
 	work_queue_delete(q);
-	master_prepare_get_counters(&c);
-	assert_int_equal(c.queued, 0);
-	assert_int_equal(c.in_flight, 0);
 	pthread_mutex_lock(&hk.mu);
 	hk.sleep_ms = 0;
 	pthread_mutex_unlock(&hk.mu);

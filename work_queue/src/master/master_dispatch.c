@@ -21,6 +21,7 @@
 #include "timeutil.h"
 #include "wq_msg.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 /* Tags of the transfers this side sends. */
@@ -140,11 +141,7 @@ void master_dispatch_release_held(struct mworker *w)
 static void send_task(struct mworker *w, struct mtask *m)
 {
 	if (m->queued && w->unsent_running > 0) {
-		if (w->nheld == w->held_cap) {
-			w->held_cap = w->held_cap ? 2 * w->held_cap : 8;
-			w->held = xrealloc(w->held, (size_t)w->held_cap * sizeof *w->held);
-		}
-		w->held[w->nheld++] = m->id;
+		VEC_PUSH(w->held, w->nheld, w->held_cap, m->id);
 		m->held = true;
 		return;
 	}
@@ -255,7 +252,7 @@ void master_dispatch_task(struct mworker *w, struct mtask *m, const struct maste
 		bool fresh = !o;
 		if (fresh)
 			o = master_worker_object_add(w, m->objects[i], m->obj_size[i]);
-		o->wait = xrealloc(o->wait, (size_t)(o->nwait + 1) * sizeof *o->wait);
+		VEC_RESIZE(o->wait, (size_t)o->nwait + 1);
 		o->wait[o->nwait++] = m;
 		m->objects_waiting++;
 		if (!fresh)

@@ -161,7 +161,8 @@ struct work_queue {
 	bool wait_expired;
 	bool running; /* inside uv_run called by work_queue_wait */
 	struct master_sched *sched;
-	struct mtask *tasks; /* by id */
+	struct master_prepare *prep; /* naming the inputs of new tasks (master_prepare.c) */
+	struct mtask *tasks;         /* by id */
 	struct mtask *done_head, *done_tail;
 	struct mworker *workers;
 	int handshaking;

@@ -1,8 +1,9 @@
 /* master_prepare.c: names the inputs of submitted tasks without blocking the master's loop.
  * Hashing a cached file (unless the memo knows it), walking and hashing an input directory, and
  * the HEAD request of a URL input run as jobs in libuv's thread pool, at most
- * MASTER_PREPARE_MAX_JOBS at once; one job per path or URL serves every task waiting for it, and
- * the memo of file hashes is only read and written on the loop thread. */
+ * MASTER_PREPARE_MAX_JOBS at once per queue; one job per path or URL serves every task waiting
+ * for it, and the memo of file hashes is only read and written on the loop thread. The state is
+ * the queue's (struct master_prepare, q->prep). */
 #include "master_prepare.h"
 
 #include <errno.h>
@@ -51,6 +52,7 @@ struct waiter {
 
 struct job {
 	uv_work_t req;
+	struct master_prepare *p;
 	struct work_queue *q; /* NULL once detached (queue deleted) */
 	enum job_kind kind;
 	char *key; /* queue, kind and path: the jobs table's key */
@@ -71,64 +73,51 @@ struct job {
 	UT_hash_handle hh;
 };
 
-/* Tasks in MTASK_PREPARING, per queue. */
-struct prep_queue {
-	const struct work_queue *q;
-	int64_t preparing;
-	UT_hash_handle hh;
+/* The preparation state of one queue (q->prep). Once the queue is deleted it lives on, ended,
+ * until the last of its detached jobs is handed back. */
+struct master_prepare {
+	struct hash_memo *memo;
+	struct job *jobs;      /* by key: queued and running jobs */
+	struct job *fifo_head; /* not started yet */
+	int64_t preparing;     /* tasks in MTASK_PREPARING */
+	bool ended;
+	struct master_prepare_counters counters;
+	void (*test_hook)(const char *what, void *arg);
+	void *test_hook_arg;
 };
-
-static struct hash_memo *memo;
-static struct job *jobs;      /* by key: queued and running jobs of live queues */
-static struct job *fifo_head; /* not started yet */
-static struct prep_queue *queues;
-static struct master_prepare_counters counters;
-static void (*test_hook)(const char *what, void *arg);
-static void *test_hook_arg;
 
 static int64_t mtime_of(const struct stat *st)
 {
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-static struct prep_queue *queue_entry(const struct work_queue *q, bool create)
-{
-	struct prep_queue *p = NULL;
-	HASH_FIND_PTR(queues, &q, p);
-	if (!p && create) {
-		p = xcalloc(1, sizeof *p);
-		p->q = q;
-		HASH_ADD_PTR(queues, q, p);
-	}
-	return p;
-}
-
 static void count_preparing(const struct work_queue *q, int delta)
 {
-	struct prep_queue *p = queue_entry(q, true);
-	p->preparing += delta;
+	if (q->prep)
+		q->prep->preparing += delta;
 }
 
 /* ---- the memo (loop thread only) ----------------------------------------------------------- */
 
-static struct hash_memo *memo_find(const char *path, const struct stat *st)
+static struct hash_memo *memo_find(struct master_prepare *p, const char *path,
+                                   const struct stat *st)
 {
 	struct hash_memo *h = NULL;
-	HASH_FIND_STR(memo, path, h);
+	HASH_FIND_STR(p->memo, path, h);
 	if (h && h->dev == st->st_dev && h->ino == st->st_ino && h->size == st->st_size &&
 	    h->mtime_ns == mtime_of(st))
 		return h;
 	return NULL;
 }
 
-static void memo_put(const struct job *j)
+static void memo_put(struct master_prepare *p, const struct job *j)
 {
 	struct hash_memo *h = NULL;
-	HASH_FIND_STR(memo, j->what, h);
+	HASH_FIND_STR(p->memo, j->what, h);
 	if (!h) {
 		h = xcalloc(1, sizeof *h);
 		h->path = xstrdup(j->what);
-		HASH_ADD_KEYPTR(hh, memo, h->path, strlen(h->path), h);
+		HASH_ADD_KEYPTR(hh, p->memo, h->path, strlen(h->path), h);
 	}
 	h->dev = j->dev;
 	h->ino = j->ino;
@@ -256,8 +245,8 @@ static int work_url(struct job *j)
 static void job_work(uv_work_t *req)
 {
 	struct job *j = req->data;
-	if (test_hook)
-		test_hook(j->what, test_hook_arg);
+	if (j->p->test_hook)
+		j->p->test_hook(j->what, j->p->test_hook_arg);
 	switch (j->kind) {
 	case JOB_FILE: j->rc = work_file(j); break;
 	case JOB_DIR:
@@ -282,15 +271,16 @@ static void job_free(struct job *j)
 }
 
 static void job_after(uv_work_t *req, int status);
+static void prepare_free(struct master_prepare *p);
 
 /* Starts queued jobs while there is room. A job whose tasks are all gone is dropped unless it
  * hashes a file (its result still fills the memo). */
-static void start_jobs(void)
+static void start_jobs(struct master_prepare *p)
 {
-	while (fifo_head && counters.in_flight < MASTER_PREPARE_MAX_JOBS) {
-		struct job *j = fifo_head;
-		LL_DELETE(fifo_head, j);
-		counters.queued--;
+	while (p->fifo_head && p->counters.in_flight < MASTER_PREPARE_MAX_JOBS) {
+		struct job *j = p->fifo_head;
+		LL_DELETE(p->fifo_head, j);
+		p->counters.queued--;
 		bool wanted = j->kind == JOB_FILE;
 		for (struct waiter *w = j->waiters; w && !wanted; w = w->next) {
 			struct mtask *m = master_queue_task_lookup(j->q, w->taskid);
@@ -298,7 +288,7 @@ static void start_jobs(void)
 		}
 		if (!wanted) {
 			debug(D_WQ, "wq: no task needs %s any more", j->what);
-			HASH_DEL(jobs, j);
+			HASH_DEL(p->jobs, j);
 			job_free(j);
 			continue;
 		}
@@ -310,15 +300,15 @@ static void start_jobs(void)
 			 */
 			j->rc = rc;
 			j->why = xasprintf("cannot be prepared: %s", uv_strerror(rc));
-			counters.in_flight++;
-			counters.jobs_started++;
+			p->counters.in_flight++;
+			p->counters.jobs_started++;
 			job_after(&j->req, 0);
 			continue;
 		}
-		counters.in_flight++;
-		counters.jobs_started++;
-		if (counters.in_flight > counters.max_in_flight)
-			counters.max_in_flight = counters.in_flight;
+		p->counters.in_flight++;
+		p->counters.jobs_started++;
+		if (p->counters.in_flight > p->counters.max_in_flight)
+			p->counters.max_in_flight = p->counters.in_flight;
 	}
 }
 
@@ -357,17 +347,18 @@ static void task_named(struct work_queue *q, struct mtask *m)
 static void job_after(uv_work_t *req, int status)
 {
 	struct job *j = req->data;
-	counters.in_flight--;
-	counters.jobs_finished++;
+	struct master_prepare *p = j->p;
+	p->counters.in_flight--;
+	p->counters.jobs_finished++;
 	if (status == UV_ECANCELED && j->rc == 0) {
 		j->rc = -ECANCELED;
 		j->why = xstrdup("cancelled");
 	}
 	struct work_queue *q = j->q;
 	if (q)
-		HASH_DEL(jobs, j);
-	if (j->kind == JOB_FILE && j->rc == 0)
-		memo_put(j);
+		HASH_DEL(p->jobs, j);
+	if (j->kind == JOB_FILE && j->rc == 0 && !p->ended)
+		memo_put(p, j);
 	for (struct waiter *w = j->waiters; w && q; w = w->next) {
 		struct mtask *m = master_queue_task_lookup(q, w->taskid);
 		if (!m || m->state != MTASK_PREPARING)
@@ -388,28 +379,35 @@ static void job_after(uv_work_t *req, int status)
 			task_named(q, m);
 	}
 	job_free(j);
-	start_jobs();
+	if (p->ended) {
+		if (p->counters.in_flight == 0)
+			prepare_free(p);
+		return;
+	}
+	start_jobs(p);
 }
 
 /* Attaches input I of M to the job for (KIND, WHAT), creating it if needed. */
 static void need(struct work_queue *q, struct mtask *m, int i, enum job_kind kind, const char *what)
 {
+	struct master_prepare *p = q->prep;
 	char *key = xasprintf("%p %c %s", (void *)q, (char)kind, what);
 	struct job *j = NULL;
-	HASH_FIND_STR(jobs, key, j);
+	HASH_FIND_STR(p->jobs, key, j);
 	if (j) {
 		free(key);
-		counters.jobs_joined++;
+		p->counters.jobs_joined++;
 	} else {
 		j = xcalloc(1, sizeof *j);
+		j->p = p;
 		j->q = q;
 		j->kind = kind;
 		j->key = key;
 		j->what = xstrdup(what);
 		atomic_init(&j->stop, 0);
-		HASH_ADD_KEYPTR(hh, jobs, j->key, strlen(j->key), j);
-		LL_APPEND(fifo_head, j);
-		counters.queued++;
+		HASH_ADD_KEYPTR(hh, p->jobs, j->key, strlen(j->key), j);
+		LL_APPEND(p->fifo_head, j);
+		p->counters.queued++;
 		if (kind == JOB_URL)
 			curl_init_once();
 	}
@@ -421,7 +419,7 @@ static void need(struct work_queue *q, struct mtask *m, int i, enum job_kind kin
 
 /* ---- the interface ------------------------------------------------------------------------- */
 
-int master_prepare_inputs(struct mtask *m)
+int master_prepare_inputs(struct work_queue *q, struct mtask *m)
 {
 	struct work_queue_task *t = m->t;
 	int n = 0;
@@ -447,7 +445,7 @@ int master_prepare_inputs(struct mtask *m)
 				    f->source);
 				return rc;
 			} else if (cache) {
-				struct hash_memo *h = memo_find(f->source, &st);
+				struct hash_memo *h = memo_find(q->prep, f->source, &st);
 				if (h) {
 					m->objects[i] = xasprintf("F-%s", h->hex);
 					m->obj_size[i] = st.st_size;
@@ -494,7 +492,7 @@ void master_prepare_start(struct work_queue *q, struct mtask *m)
 		}
 	}
 	debug(D_WQ, "wq: task %d: %d input(s) being prepared", m->id, m->prep_pending);
-	start_jobs();
+	start_jobs(q->prep);
 }
 
 void master_prepare_forget(struct work_queue *q, struct mtask *m)
@@ -505,55 +503,57 @@ void master_prepare_forget(struct work_queue *q, struct mtask *m)
 
 int64_t master_prepare_count(const struct work_queue *q)
 {
-	struct prep_queue *p = queue_entry(q, false);
-	return p ? p->preparing : 0;
+	return q->prep ? q->prep->preparing : 0;
 }
 
-void master_prepare_queue_end(struct work_queue *q)
+struct master_prepare *master_prepare_create(void)
 {
-	struct job *j, *tmp;
-	HASH_ITER(hh, jobs, j, tmp)
+	return xcalloc(1, sizeof(struct master_prepare));
+}
+
+static void prepare_free(struct master_prepare *p)
+{
+	struct hash_memo *h, *tmp;
+	HASH_ITER(hh, p->memo, h, tmp)
 	{
-		if (j->q != q)
-			continue;
-		HASH_DEL(jobs, j);
+		HASH_DEL(p->memo, h);
+		free(h->path);
+		free(h);
+	}
+	free(p);
+}
+
+void master_prepare_end(struct master_prepare *p)
+{
+	if (!p)
+		return;
+	struct job *j, *tmp;
+	HASH_ITER(hh, p->jobs, j, tmp)
+	{
+		HASH_DEL(p->jobs, j);
 		if (j->running) {
 			/* The pool hands it back later (the loop owns the request): detach it. */
 			atomic_store(&j->stop, 1);
 			j->q = NULL;
 		} else {
-			LL_DELETE(fifo_head, j);
-			counters.queued--;
+			LL_DELETE(p->fifo_head, j);
+			p->counters.queued--;
 			job_free(j);
 		}
 	}
-	struct prep_queue *p = queue_entry(q, false);
-	if (p) {
-		HASH_DEL(queues, p);
-		free(p);
-	}
+	p->ended = true;
+	if (p->counters.in_flight == 0)
+		prepare_free(p);
 }
 
-void master_prepare_cleanup(void)
+void master_prepare_get_counters(const struct work_queue *q, struct master_prepare_counters *c)
 {
-	if (counters.in_flight || fifo_head || queues)
-		return;
-	struct hash_memo *h, *tmp;
-	HASH_ITER(hh, memo, h, tmp)
-	{
-		HASH_DEL(memo, h);
-		free(h->path);
-		free(h);
-	}
+	*c = q->prep->counters;
 }
 
-void master_prepare_get_counters(struct master_prepare_counters *c)
+void master_prepare_set_test_hook(struct work_queue *q, void (*fn)(const char *what, void *arg),
+                                  void *arg)
 {
-	*c = counters;
-}
-
-void master_prepare_set_test_hook(void (*fn)(const char *what, void *arg), void *arg)
-{
-	test_hook = fn;
-	test_hook_arg = arg;
+	q->prep->test_hook = fn;
+	q->prep->test_hook_arg = arg;
 }

@@ -9,15 +9,23 @@
 
 #include "master_internal.h"
 
-/* Preparation jobs running in the thread pool at once (all queues of the process: the pool is
- * process-wide and transfers use it too); later jobs wait in a FIFO. */
+/* Preparation jobs of one queue running in the thread pool at once (the pool is process-wide
+ * and transfers use it too); later jobs wait in a FIFO. */
 #define MASTER_PREPARE_MAX_JOBS 3
 
-/* The synchronous part, for task M (m->t set, not yet in a queue): stats every local input (a
+/* The preparation state of a queue (its jobs, the memo of file hashes, counters), q->prep. */
+struct master_prepare;
+struct master_prepare *master_prepare_create(void);
+/* The queue is being deleted: its queued jobs are dropped, its running ones are told to stop
+ * and are detached; P is freed with the last of them (at once when none runs). NULL is
+ * accepted. */
+void master_prepare_end(struct master_prepare *p);
+
+/* The synchronous part, for task M of Q (m->t set, not yet in Q): stats every local input (a
  * missing one, or a cached one that is not a regular file, is an error, warned), allocates
  * m->objects and m->obj_size, and names the cached files the memo already knows. Returns how
  * many inputs still need a job (>= 0, also stored in m->prep_pending), or -errno / HTC_E*. */
-int master_prepare_inputs(struct mtask *m);
+int master_prepare_inputs(struct work_queue *q, struct mtask *m);
 
 /* Starts or joins the jobs naming the remaining inputs of M, which is in Q's task table with
  * its id, in state MTASK_PREPARING. When the last one is named M enters the scheduler (state
@@ -32,13 +40,6 @@ void master_prepare_forget(struct work_queue *q, struct mtask *m);
 /* Tasks of Q in MTASK_PREPARING. */
 int64_t master_prepare_count(const struct work_queue *q);
 
-/* Q is being deleted: its queued jobs are dropped, its running ones are told to stop and are
- * detached (they free themselves when the pool hands them back). */
-void master_prepare_queue_end(struct work_queue *q);
-
-/* Frees the memo of file hashes when no job and no queue uses it any more. */
-void master_prepare_cleanup(void);
-
 /* For tests. */
 struct master_prepare_counters {
 	int64_t jobs_started;  /* jobs handed to the thread pool */
@@ -48,8 +49,9 @@ struct master_prepare_counters {
 	int64_t in_flight;
 	int64_t queued;
 };
-void master_prepare_get_counters(struct master_prepare_counters *c);
-/* FN(PATH_OR_URL, ARG) is called in the pool thread as each job begins (NULL: none). */
-void master_prepare_set_test_hook(void (*fn)(const char *what, void *arg), void *arg);
+void master_prepare_get_counters(const struct work_queue *q, struct master_prepare_counters *c);
+/* FN(PATH_OR_URL, ARG) is called in the pool thread as each job of Q begins (NULL: none). */
+void master_prepare_set_test_hook(struct work_queue *q, void (*fn)(const char *what, void *arg),
+                                  void *arg);
 
 #endif

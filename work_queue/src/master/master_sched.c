@@ -17,6 +17,7 @@
 #include "heap.h"
 #include "master_sched_internal.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 /* Requests and totals above this are refused (they would overflow the arithmetic). */
@@ -325,10 +326,7 @@ static struct level *level_get(struct master_sched *s, double prio)
 	size_t i = level_find(s, prio, &found);
 	if (found)
 		return s->levels[i];
-	if (s->n_levels == s->cap_levels) {
-		s->cap_levels = s->cap_levels ? 2 * s->cap_levels : 8;
-		s->levels = xrealloc(s->levels, s->cap_levels * sizeof *s->levels);
-	}
+	VEC_RESERVE(s->levels, s->cap_levels, s->n_levels + 1);
 	memmove(&s->levels[i + 1], &s->levels[i], (s->n_levels - i) * sizeof *s->levels);
 	struct level *lv = xcalloc(1, sizeof *lv);
 	lv->prio = prio;

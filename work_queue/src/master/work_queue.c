@@ -313,6 +313,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 		q->own = true;
 	}
 	q->sched = master_sched_create();
+	q->prep = master_prepare_create();
 	q->next_taskid = 1;
 	q->keepalive_interval = 30;
 	q->prefetch_per_worker = -1;
@@ -429,7 +430,8 @@ static void close_handle(uv_handle_t *h)
 
 static void queue_free(struct work_queue *q)
 {
-	master_prepare_queue_end(q);
+	master_prepare_end(q->prep);
+	q->prep = NULL;
 	while (q->workers)
 		master_worker_free(q->workers);
 	struct mtask *m, *tmp;
@@ -487,7 +489,6 @@ void work_queue_delete(struct work_queue *q)
 		uv_timer_stop(q->wait_timer);
 	}
 	queue_free(q);
-	master_prepare_cleanup();
 }
 
 /* ---- submit ------------------------------------------------------------------------------- */
@@ -518,7 +519,7 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 	m->t = t;
 	/* Cheap checks now; inputs to hash or to ask a server about are named in the thread pool
 	 * (master_prepare.c), and the task waits in MTASK_PREPARING meanwhile. */
-	int pending = master_prepare_inputs(m);
+	int pending = master_prepare_inputs(q, m);
 	if (pending < 0) {
 		mtask_free(m);
 		return pending == -ELOOP ? HTC_ECYCLE : pending;

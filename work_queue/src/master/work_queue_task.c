@@ -14,6 +14,7 @@
 #include "wq_name.h"
 #include "xalloc.h"
 
+#include "vec.h"
 #include "banned.h"
 
 /* Limits of doc/work-queue-protocol.md section 2.4 that a setter can check at once. */
@@ -486,8 +487,8 @@ int work_queue_task_specify_environment_variable(struct work_queue_task *t, cons
 		}
 	if (t->env_count >= ENV_MAX)
 		return fail(t, HTC_ETOOBIG, "a task has at most %d environment variables", ENV_MAX);
-	t->env_names = xrealloc(t->env_names, (size_t)(t->env_count + 1) * sizeof(char *));
-	t->env_values = xrealloc(t->env_values, (size_t)(t->env_count + 1) * sizeof(char *));
+	VEC_RESIZE(t->env_names, (size_t)t->env_count + 1);
+	VEC_RESIZE(t->env_values, (size_t)t->env_count + 1);
 	t->env_names[t->env_count] = xstrdup(name);
 	t->env_values[t->env_count] = value ? xstrdup(value) : NULL;
 	t->env_count++;
@@ -506,7 +507,7 @@ int work_queue_task_specify_feature(struct work_queue_task *t, const char *name)
 			free(copy);
 			return 0;
 		}
-	t->features = xrealloc(t->features, (size_t)(t->feature_count + 1) * sizeof(char *));
+	VEC_RESIZE(t->features, (size_t)t->feature_count + 1);
 	t->features[t->feature_count++] = copy;
 	return 0;
 }

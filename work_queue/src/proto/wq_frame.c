@@ -11,6 +11,7 @@
 
 #include "htc_error.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 /* The smallest payload buffer allocated; later growth doubles, up to the frame's length. */
@@ -185,15 +186,9 @@ static void reserve(struct wq_frame_reader *r, size_t need)
 {
 	if (need <= r->cap)
 		return;
-	size_t n = r->cap ? r->cap * 2 : WQ_FRAME_MIN_ALLOC;
-	if (n < need)
-		n = need;
-	if (n > r->length)
-		n = r->length;
-	r->buf = xrealloc(r->buf, n);
-	r->cap = n;
-	if (n > r->peak)
-		r->peak = n;
+	(void)VEC_RESERVE_MAX(r->buf, r->cap, need, WQ_FRAME_MIN_ALLOC, r->length);
+	if (r->cap > r->peak)
+		r->peak = r->cap;
 }
 
 int wq_frame_reader_feed(struct wq_frame_reader *r, const void *data, size_t len, size_t *used,

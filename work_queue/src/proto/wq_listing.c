@@ -17,6 +17,7 @@
 #include "buffer.h"
 #include "htc_error.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 struct node {
@@ -133,11 +134,7 @@ static int add(struct wq_listing *l, const char *path, bool is_dir, bool exec, u
 		memcpy(n->e.sha256, sha, SHA256_HEX_SIZE);
 		l->bytes += size;
 	}
-	if (l->count == l->alloc) {
-		l->alloc = l->alloc ? 2 * l->alloc : 64;
-		l->array = xrealloc(l->array, l->alloc * sizeof(*l->array));
-	}
-	l->array[l->count++] = n;
+	VEC_PUSH(l->array, l->count, l->alloc, n);
 	l->sorted = false;
 	HASH_ADD_KEYPTR(hh, l->table, n->path, strlen(n->path), n);
 	return 0;

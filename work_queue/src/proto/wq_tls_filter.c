@@ -12,6 +12,7 @@
 #include "htc_error.h"
 #include "wq_frame.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 #define PLAIN_BUF_SIZE (16 * 1024 + 256) /* one TLS record of plaintext */
@@ -73,7 +74,7 @@ static int queue_plain(struct wq_tls_filter *f, const uint8_t *bytes, size_t len
 {
 	if (f->queue_len + len > WQ_CONN_QUEUE_CAP)
 		return HTC_ELIMIT;
-	f->queue = xrealloc(f->queue, f->queue_len + len);
+	VEC_RESIZE(f->queue, f->queue_len + len);
 	memcpy(f->queue + f->queue_len, bytes, len);
 	f->queue_len += len;
 	return 0;

@@ -24,6 +24,7 @@
 #include "wq_listing.h"
 #include "wq_name.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 /* Plain file data is read straight into zero-copy DATA buffers of the connection, up to this many
@@ -356,10 +357,8 @@ static int deflate_chunk(struct item *it, const uint8_t *data, size_t len, int f
 	it->z.next_in = (Bytef *)data;
 	it->z.avail_in = (uInt)len;
 	for (;;) {
-		if (it->out_cap - it->out_len < 65536) {
-			it->out_cap = it->out_cap ? it->out_cap * 2 : WQ_XFER_CHUNK + 65536;
-			it->out = xrealloc(it->out, it->out_cap);
-		}
+		(void)VEC_RESERVE_MAX(it->out, it->out_cap, it->out_len + 65536,
+		                      WQ_XFER_CHUNK + 65536, SIZE_MAX);
 		it->z.next_out = it->out + it->out_len;
 		it->z.avail_out = (uInt)(it->out_cap - it->out_len);
 		int zr = deflate(&it->z, flush);
@@ -468,7 +467,7 @@ static void prep_file(struct item *it)
 	it->z_init = false;
 	/* send this first block plain */
 	if (it->out_cap < len) {
-		it->out = xrealloc(it->out, len);
+		VEC_RESIZE(it->out, len);
 		it->out_cap = len;
 	}
 	memcpy(it->out, data, len);

@@ -119,7 +119,7 @@ int main(int argc, char *argv[])
 			worker_opts_clear(&o);
 			return WORKER_EXIT_LOCAL;
 		}
-		worker_docker_set_active(dk);
+		worker_set_docker(w, dk);
 	}
 	uv_signal_t sigterm, sigint;
 	uv_signal_init(&loop, &sigterm);

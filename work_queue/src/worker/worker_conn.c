@@ -55,6 +55,7 @@ struct worker {
 	struct worker_ledger *ledger;
 	struct wq_auth_key *key;
 	struct wq_tls_config *tls;
+	const struct worker_docker *docker; /* --docker, or NULL */
 
 	struct worker_session *s;
 	/* the master being tried */
@@ -94,6 +95,14 @@ struct worker_session *worker_session_of(struct worker *w)
 uv_loop_t *worker_loop(struct worker *w)
 {
 	return w->loop;
+}
+void worker_set_docker(struct worker *w, const struct worker_docker *d)
+{
+	w->docker = d;
+}
+const struct worker_docker *worker_docker_of(struct worker *w)
+{
+	return w->docker;
 }
 const struct worker_opts *worker_opts_of(struct worker *w)
 {

@@ -39,4 +39,9 @@ int worker_exit_status(const struct worker *w);
  * until it has no handles after this before closing it. */
 void worker_delete(struct worker *w);
 
+struct worker_docker;
+/* The containers tasks run in (--docker), which main sets once it has started them; NULL: none.
+ * D must outlive W. */
+void worker_set_docker(struct worker *w, const struct worker_docker *d);
+
 #endif

@@ -22,6 +22,9 @@ struct worker_cache *worker_conn_cache(struct worker *w);
 struct worker_ledger *worker_ledger(struct worker *w);
 int worker_workdir_fd(struct worker *w);
 const char *worker_hostname(struct worker *w);
+/* The --docker containers set by worker_set_docker, or NULL. */
+struct worker_docker;
+const struct worker_docker *worker_docker_of(struct worker *w);
 /* Ends the worker with STATUS after a clean goodbye: kills tasks, sends bye REASON if connected,
  * closes, and stops the loop. */
 void worker_finish(struct worker *w, int status, const char *reason);

@@ -37,31 +37,22 @@ struct worker_docker {
 	char *workdir;
 	char *shared_id;
 	char host[256];
+	char exe[PATH_MAX]; /* the runner: this program (resolved /proc/self/exe) */
 };
 
-static struct worker_docker *active;
-
-void worker_docker_set_active(struct worker_docker *d)
+const char *worker_docker_runner_path(const struct worker_docker *d)
 {
-	active = d;
+	return d->exe;
 }
 
-const struct worker_docker *worker_docker_active(void)
+/* Resolves /proc/self/exe into D->exe. */
+static void find_runner(struct worker_docker *d)
 {
-	return active;
-}
-
-const char *worker_docker_runner_path(void)
-{
-	static char exe[PATH_MAX];
-	if (!exe[0]) {
-		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-		if (n <= 0)
-			snprintf(exe, sizeof exe, "/proc/self/exe");
-		else
-			exe[n] = 0;
-	}
-	return exe;
+	ssize_t n = readlink("/proc/self/exe", d->exe, sizeof d->exe - 1);
+	if (n <= 0)
+		snprintf(d->exe, sizeof d->exe, "/proc/self/exe");
+	else
+		d->exe[n] = 0;
 }
 
 /* Removes the containers labelled by a worker or runner of this host whose pid is gone. */
@@ -135,6 +126,7 @@ struct worker_docker *worker_docker_create(const char *image, bool shared, char 
 	d->api = api;
 	d->image = xstrdup(image);
 	d->shared = shared;
+	find_runner(d);
 	if (gethostname(d->host, sizeof d->host - 1) < 0)
 		snprintf(d->host, sizeof d->host, "localhost");
 	if (docker_api_nestable(api, &d->nest, &e) < 0) {
@@ -204,8 +196,6 @@ void worker_docker_delete(struct worker_docker *d)
 {
 	if (!d)
 		return;
-	if (active == d)
-		active = NULL;
 	if (d->shared_id) {
 		char *e = NULL;
 		if (docker_api_remove(d->api, d->shared_id, &e) < 0) {
@@ -232,7 +222,7 @@ char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_wor
 	(void)env; /* the runner's own environment: spec.env */
 	char **v = xcalloc(24, sizeof *v);
 	int n = 0;
-	v[n++] = xstrdup(worker_docker_runner_path());
+	v[n++] = xstrdup(worker_docker_runner_path(d));
 	v[n++] = xstrdup("--container-run");
 	v[n++] = xstrdup("--socket");
 	v[n++] = xstrdup(docker_api_socket(d->api));

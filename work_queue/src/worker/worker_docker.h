@@ -31,20 +31,15 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
 /* Removes the shared container (if any) and frees D. NULL is accepted. */
 void worker_docker_delete(struct worker_docker *d);
 
-/* The worker's one instance, for the task starter: set by main, NULL when tasks do not run in
- * containers. */
-void worker_docker_set_active(struct worker_docker *d);
-const struct worker_docker *worker_docker_active(void);
-
 /* The runner's argv for COMMAND in the sandbox work directory SANDBOX_WORK_DIR, NULL-terminated
  * (caller frees with worker_docker_argv_free). ENV is the task's environment, which the runner
  * receives as its own (spec.env) and gives to the container; it is not read here. Run it with
- * spec.path = worker_docker_runner_path(). */
+ * spec.path = worker_docker_runner_path(D). */
 char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_work_dir,
                           const char *const *env, const char *command);
 void worker_docker_argv_free(char **argv);
-/* The worker's own executable (resolved /proc/self/exe). Static. */
-const char *worker_docker_runner_path(void);
+/* The worker's own executable (resolved /proc/self/exe when D was made). Owned by D. */
+const char *worker_docker_runner_path(const struct worker_docker *d);
 
 /* The hidden mode: ARGV[1] is "--container-run". Returns the process's exit status. */
 int worker_docker_runner_main(int argc, char **argv);

@@ -16,6 +16,7 @@
 #include "units.h"
 #include "xalloc.h"
 
+#include "vec.h"
 #include "banned.h"
 
 enum {
@@ -265,8 +266,7 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 			           name, arg);
 		if (o->feature_count >= 64)
 			return bad(err, errlen, "%s: at most 64 labels", name);
-		o->features =
-		    xrealloc(o->features, (size_t)(o->feature_count + 1) * sizeof(char *));
+		VEC_RESIZE(o->features, (size_t)o->feature_count + 1);
 		o->features[o->feature_count++] = xstrdup(arg);
 		break;
 	case OPT_DOCKER:

@@ -34,6 +34,7 @@
 #include "wq_xfer.h"
 #include "xalloc.h"
 
+#include "vec.h"
 #include "banned.h"
 
 #define TASKS_MAX           1024
@@ -550,6 +551,7 @@ static void start_task(struct wtask *t, int sandbox_err)
 	    .sandbox_err = sandbox_err,
 	    .ended = task_ended_cb,
 	    .linked_mb = sandbox_err ? 0 : linked_mb(t),
+	    .docker = worker_docker_of(w),
 	};
 	struct worker_sandbox *sb = t->sb;
 	t->sb = NULL; /* owned by the task from now on */
@@ -582,7 +584,7 @@ int ws_link_cache_input(struct wtask *t, size_t i)
 		                                in->object, in->name);
 	int err = worker_cache_ref(worker_conn_cache(w), in->object);
 	if (err == 0) {
-		t->dir_refs = xrealloc(t->dir_refs, (t->ndir_refs + 1) * sizeof(char *));
+		VEC_RESIZE(t->dir_refs, t->ndir_refs + 1);
 		t->dir_refs[t->ndir_refs++] = xstrdup(in->object);
 		err = worker_sandbox_link_dir(t->sb, worker_cache_path(worker_conn_cache(w)),
 		                              in->object, in->name);

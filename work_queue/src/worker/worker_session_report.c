@@ -72,7 +72,7 @@ void ws_send_identity(struct worker_session *s)
 	                      "identity", "host", worker_hostname(w), "os", u.sysname, "os_release",
 	                      u.release, "arch", u.machine, "software", sw, "pid",
 	                      (json_int_t)getpid(), "workdir", worker_workdir(w), "labels", labels,
-	                      "end_time", end, "docker", worker_docker_active() != NULL, "cgroups",
+	                      "end_time", end, "docker", worker_docker_of(w) != NULL, "cgroups",
 	                      cgroups_kind(), "single_shot", o->single_shot);
 	if (m && (s->caps & WQ_CAP_QUEUE)) {
 		struct worker_total c;

@@ -26,6 +26,7 @@
 #include "timeutil.h"
 #include "worker_docker.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 extern char **environ;
@@ -351,10 +352,7 @@ static void env_set(struct envv *e, const char *name, const char *value)
 		e->v[i] = entry;
 		return;
 	}
-	if (e->n + 2 > e->cap) {
-		e->cap = e->cap ? e->cap * 2 : 64;
-		e->v = xrealloc(e->v, e->cap * sizeof *e->v);
-	}
+	VEC_RESERVE(e->v, e->cap, e->n + 2);
 	e->v[e->n++] = entry;
 }
 
@@ -772,13 +770,13 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	 * its --container-run mode), which runs the command in a container nested in the task's
 	 * cgroup (doc/work-queue-docker.md). */
 	char **dargv = NULL;
-	const struct worker_docker *dk = worker_docker_active();
+	const struct worker_docker *dk = p->docker;
 	if (dk) {
 		dargv = worker_docker_argv(dk, worker_sandbox_work_path(sb),
 		                           (const char *const *)env, msg->command);
 		argv = (const char *const *)dargv;
 		free(prog);
-		prog = xstrdup(worker_docker_runner_path());
+		prog = xstrdup(worker_docker_runner_path(dk));
 	}
 	const char *dirs[] = {worker_sandbox_path(sb), NULL};
 	struct rmonitor_spec spec;

@@ -137,6 +137,7 @@ struct worker_task_params {
 	 * already, so the task's disk limit is its allocation plus this (the measured disk still
 	 * counts them, as the task sees them). */
 	int64_t linked_mb;
+	const struct worker_docker *docker; /* --docker: the runner; NULL: no containers */
 };
 
 /* Starts MSG's command in SB (which the task now owns: it is removed by worker_task_delete
