@@ -238,7 +238,7 @@ static void peer_error(struct wq_xfer_out *o, uint32_t id, enum wq_xfer_error_co
 	check(false, "worker refused transfer %u: %d %s", id, (int)code, text);
 }
 
-static const struct wq_xfer_out_callbacks out_cb = {sent, peer_error};
+static const struct wq_xfer_out_callbacks out_cb = {.sent = sent, .peer_error = peer_error};
 
 /* The task script's task_done, checked once the transfers it names have been stored (the
  * receiver finishes them off the loop, so task_done can be processed first). */

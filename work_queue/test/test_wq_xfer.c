@@ -222,7 +222,7 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 	snprintf(r->sha, sizeof r->sha, "%s", in->sha256 ? in->sha256 : "");
 }
 
-static const struct wq_xfer_out_callbacks out_cb = {on_sent, on_peer_error};
+static const struct wq_xfer_out_callbacks out_cb = {.sent = on_sent, .peer_error = on_peer_error};
 static const struct wq_xfer_in_callbacks in_cb = {recv_begin, recv_end};
 
 /* Sets up the loop and one pair; RAW: no sender engine (the test writes frames itself). */
@@ -657,22 +657,50 @@ static int one_sent(struct t *t)
 	return t->nsent >= 1;
 }
 
-/* Queues KINDS ('b' buffer, 'f' file) on a sender that deletes itself at its first `sent`. */
+/* Tags handed back by the `dropped` callback: each send's tag is a slot of this array, set to 1
+ * when dropped (twice would be a double free in a real owner). */
+static int dropped_tags[8];
+
+static void on_dropped(struct wq_xfer_out *o, void *tag, void *user)
+{
+	(void)o;
+	(void)user;
+	int *slot = tag;
+	assert_true(slot >= dropped_tags && slot < dropped_tags + 8);
+	assert_int_equal(*slot, 0);
+	*slot = 1;
+}
+
+static int count_dropped(void)
+{
+	int n = 0;
+	for (int k = 0; k < 8; k++)
+		n += dropped_tags[k];
+	return n;
+}
+
+/* Queues KINDS ('b' buffer, 'f' file) on a sender that deletes itself at its first `sent`: every
+ * other send's tag comes back through `dropped`, the sent one's does not. */
 static void delete_inside(const char *kinds)
 {
 	struct t t;
 	t_init(&t, true, false);
-	static const struct wq_xfer_out_callbacks cb = {on_sent_delete, NULL};
+	memset(dropped_tags, 0, sizeof dropped_tags);
+	static const struct wq_xfer_out_callbacks cb = {.sent = on_sent_delete,
+	                                                .dropped = on_dropped};
 	t.out = wq_xfer_out_create(&t.loop, t.sc, false, &cb, &t);
 	char *p = make_file(t.src, "f", 300000, false, 0644);
+	int queued = 0;
 	for (int k = 0; kinds[k]; k++) {
 		json_t *tg = wq_xfer_target_input(5, k);
 		if (kinds[k] == 'f')
-			assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, tg, 0, NULL, NULL), 0);
+			assert_int_equal(
+			    wq_xfer_send_file(t.out, p, -1, -1, tg, 0, &dropped_tags[k], NULL), 0);
 		else
-			assert_int_equal(wq_xfer_send_buffer(t.out, "abc", 3, tg, 0, NULL, NULL),
-			                 0);
+			assert_int_equal(
+			    wq_xfer_send_buffer(t.out, "abc", 3, tg, 0, &dropped_tags[k], NULL), 0);
 		json_decref(tg);
+		queued++;
 		if (!t.out)
 			break; /* deleted already, inside this call */
 	}
@@ -681,7 +709,38 @@ static void delete_inside(const char *kinds)
 	for (int k = 0; k < 50; k++)
 		uv_run(&t.loop, UV_RUN_NOWAIT);
 	assert_int_equal(t.nsent, 1);
+	assert_int_equal(count_dropped(), queued - 1);
 	assert_null(t.out);
+	free(p);
+	t_done(&t);
+}
+
+/* A sender deleted with sends still queued hands every tag back, once. */
+static void test_delete_drops_tags(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, true, false);
+	memset(dropped_tags, 0, sizeof dropped_tags);
+	static const struct wq_xfer_out_callbacks cb = {.sent = on_sent, .dropped = on_dropped};
+	t.out = wq_xfer_out_create(&t.loop, t.sc, false, &cb, &t);
+	char *p = make_file(t.src, "f", 300000, false, 0644);
+	for (int k = 0; k < 4; k++) {
+		json_t *tg = wq_xfer_target_input(5, k);
+		if (k % 2)
+			assert_int_equal(
+			    wq_xfer_send_file(t.out, p, -1, -1, tg, 0, &dropped_tags[k], NULL), 0);
+		else
+			assert_int_equal(
+			    wq_xfer_send_buffer(t.out, "abc", 3, tg, 0, &dropped_tags[k], NULL), 0);
+		json_decref(tg);
+	}
+	wq_xfer_out_delete(t.out);
+	t.out = NULL;
+	for (int k = 0; k < 50; k++)
+		uv_run(&t.loop, UV_RUN_NOWAIT);
+	assert_int_equal(count_dropped() + t.nsent, 4);
+	assert_int_equal(t.nsent, 0);
 	free(p);
 	t_done(&t);
 }
@@ -995,12 +1054,19 @@ int main(void)
 	if (getenv("WQX_DEBUG"))
 		debug_flags_set("wq");
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sizes),        cmocka_unit_test(test_big),
-	    cmocka_unit_test(test_zlib),         cmocka_unit_test(test_buffer_and_shrink),
-	    cmocka_unit_test(test_directory),    cmocka_unit_test(test_corrupt),
-	    cmocka_unit_test(test_violations),   cmocka_unit_test(test_interleave),
-	    cmocka_unit_test(test_disk_full),    cmocka_unit_test(test_delete_inside_callback),
-	    cmocka_unit_test(test_named_object), cmocka_unit_test(test_abort),
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_big),
+	    cmocka_unit_test(test_zlib),
+	    cmocka_unit_test(test_buffer_and_shrink),
+	    cmocka_unit_test(test_directory),
+	    cmocka_unit_test(test_corrupt),
+	    cmocka_unit_test(test_violations),
+	    cmocka_unit_test(test_interleave),
+	    cmocka_unit_test(test_disk_full),
+	    cmocka_unit_test(test_delete_inside_callback),
+	    cmocka_unit_test(test_named_object),
+	    cmocka_unit_test(test_abort),
+	    cmocka_unit_test(test_delete_drops_tags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

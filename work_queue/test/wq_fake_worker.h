@@ -187,7 +187,7 @@ static inline void fake_sent(struct wq_xfer_out *o, const struct wq_xfer_sent *r
 		fake_task_done(f, t);
 }
 
-static const struct wq_xfer_out_callbacks fake_out_cb = {fake_sent, NULL};
+static const struct wq_xfer_out_callbacks fake_out_cb = {.sent = fake_sent};
 
 static inline void fake_send_results(struct fake *f, struct fake_task *t);
 

@@ -387,7 +387,21 @@ static void on_peer_error(struct wq_xfer_out *out, uint32_t id, enum wq_xfer_err
 	      text);
 }
 
-const struct wq_xfer_out_callbacks master_worker_out_cb = {on_sent, on_peer_error};
+/* The connection was closed with the send still queued or open: its tag is freed here. */
+static void on_dropped(struct wq_xfer_out *out, void *tag, void *user)
+{
+	(void)out;
+	(void)user;
+	struct xtag *x = tag;
+	free(x->object);
+	free(x);
+}
+
+const struct wq_xfer_out_callbacks master_worker_out_cb = {
+    .sent = on_sent,
+    .peer_error = on_peer_error,
+    .dropped = on_dropped,
+};
 
 /* ---- receiving ---------------------------------------------------------------------------- */
 

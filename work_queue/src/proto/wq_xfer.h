@@ -95,6 +95,9 @@ struct wq_xfer_out_callbacks {
 	/* An xfer_error for an id that is no longer open here (e.g. `corrupt` after xfer_end). */
 	void (*peer_error)(struct wq_xfer_out *o, uint32_t id, enum wq_xfer_error_code code,
 	                   const char *text, void *user);
+	/* wq_xfer_out_delete: once for each send that had not ended, with its TAG (not NULL), so
+	 * that the caller can free what the tag owns; no `sent` call follows for it. */
+	void (*dropped)(struct wq_xfer_out *o, void *tag, void *user);
 };
 
 /* A sender for connection C (not owned) that may use zlib when ZLIB_OK (the capability was

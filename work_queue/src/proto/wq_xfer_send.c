@@ -48,6 +48,7 @@ struct item {
 	enum item_state state;
 	uint32_t id;
 	void *tag;
+	bool reported; /* its sent callback was called */
 	json_t *target;
 	int flags;
 	char *path;
@@ -232,6 +233,7 @@ static void report(struct wq_xfer_out *o, struct item *it, enum wq_xfer_outcome 
 {
 	if (o->deleted || !o->cb.sent)
 		return;
+	it->reported = true;
 	struct wq_xfer_sent r = {
 	    .id = it->id,
 	    .tag = it->tag,
@@ -1017,6 +1019,14 @@ void wq_xfer_out_delete(struct wq_xfer_out *o)
 	maybe_free_out(o);
 }
 
+/* Gives the owner back the tag of an item that never reached its sent callback. */
+static void drop_tag(struct wq_xfer_out *o, struct item *it)
+{
+	if (it->tag && !it->reported && o->cb.dropped)
+		o->cb.dropped(o, it->tag, o->user);
+	it->tag = NULL;
+}
+
 /* Frees the items that no thread holds; busy ones are freed when their work comes back. */
 static void drop_items(struct wq_xfer_out *o)
 {
@@ -1025,6 +1035,7 @@ static void drop_items(struct wq_xfer_out *o)
 	{
 		DL_DELETE(o->waiting, it);
 		it->state = ST_FINISHED;
+		drop_tag(o, it);
 		if (!it->busy)
 			item_free(it);
 	}
@@ -1032,6 +1043,7 @@ static void drop_items(struct wq_xfer_out *o)
 	{
 		DL_DELETE(o->open, it);
 		it->state = ST_FINISHED;
+		drop_tag(o, it);
 		if (!it->busy)
 			item_free(it);
 	}

@@ -397,7 +397,7 @@ static void peer_error_cb(struct wq_xfer_out *o, uint32_t id, enum wq_xfer_error
 	debug(D_WORKER, "master refused transfer %u (%d): %s", id, (int)code, text);
 }
 
-static const struct wq_xfer_out_callbacks out_cb = {sent_cb, peer_error_cb};
+static const struct wq_xfer_out_callbacks out_cb = {.sent = sent_cb, .peer_error = peer_error_cb};
 
 /* The tree has ended: send the outputs and stdout, then task_done. */
 static void send_results(struct wtask *t)
