@@ -81,7 +81,6 @@ static void init(struct work_queue_factory_opts *o)
 	    .min_workers = 0, .max_workers = 10, .workers_per_cycle = 5, .worker_cores = 1};
 	o->timeout = 300;
 	o->period = 5;
-	o->size = xstrdup("");
 }
 
 void work_queue_factory_opts_clear(struct work_queue_factory_opts *o)
@@ -116,7 +115,7 @@ static int int_arg(const char *opt, const char *v, int64_t min, int64_t max, int
 /* Appends PIECE (freed here), one of the workers' size options. */
 static void add_size(struct work_queue_factory_opts *o, char *piece)
 {
-	char *joined = xasprintf("%s%s", o->size, piece);
+	char *joined = xasprintf("%s%s", o->size ? o->size : "", piece);
 	free(piece);
 	free(o->size);
 	o->size = joined;
@@ -233,6 +232,8 @@ int work_queue_factory_opts_parse(int argc, char *argv[], struct work_queue_fact
 			goto out;
 	}
 	r = check_master(o, argc - optind, argv + optind, err, errlen);
+	if (r == 0 && !o->size)
+		o->size = xstrdup("");
 out:
 	if (r != 0)
 		work_queue_factory_opts_clear(o);
