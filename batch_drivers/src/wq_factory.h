@@ -1,7 +1,7 @@
 /* wq_factory.h: the decision at the heart of work_queue_factory: from what the master reports
  * (tasks waiting and running, workers connected) and what the factory already runs, how many
  * workers to start this cycle. Pure arithmetic, so every rule can be tested; the program
- * (work_queue_factory_main.c) gathers the numbers and starts the workers. */
+ * (wq_factory_run.c) gathers the numbers and starts the workers. */
 #ifndef HTC_WQ_FACTORY_H
 #define HTC_WQ_FACTORY_H
 

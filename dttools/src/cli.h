@@ -10,10 +10,17 @@
 
 /* What the caller does next. */
 enum cli_result {
-	CLI_DONE = 0, /* handled (-d, -o): go on parsing */
-	CLI_EXIT = 1, /* help or version printed: exit 0 */
-	CLI_FAIL = 2, /* ERR holds a one-line message: exit with an error */
+	CLI_DONE = 0,  /* handled (-d, -o): go on parsing */
+	CLI_EXIT = 1,  /* help or version printed: exit 0 */
+	CLI_FAIL = 2,  /* ERR holds a one-line message: exit with an error */
+	CLI_USAGE = 3, /* getopt printed what is wrong itself (a parser that leaves opterr at 1):
+	                * print the usage on stderr and exit with an error */
 };
+
+/* Each program parses its command line in a module PROG_opts.c into a struct, with
+ * PROG_opts_parse(argc, argv, &opts, err, errlen). It never exits: it returns CLI_DONE to run
+ * the program, CLI_EXIT once help or the version has been printed (exit 0), CLI_USAGE as
+ * above, or HTC_EPARSE with a one-line message in ERR that main prints before it exits. */
 
 /* Handles C, a getopt_long return, with getopt's optarg, optind and optopt:
  *   'd'  debug subsystems (debug_flags_set); an unknown name fails, listing the valid ones;

@@ -1,30 +1,16 @@
 /* makeflow_analyze_main.c: the makeflow_analyze command: checks a workflow
  * without running it (-k), prints its shape (-i: rules, files, depth,
- * width), or lists its source inputs (-I) and final outputs (-O). */
-#include <getopt.h>
+ * width), or lists its source inputs (-I) and final outputs (-O). Options: makeflow_analyze_opts.
+ */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
 
-#include "config.h"
+#include "cli.h"
 #include "debug.h"
+#include "makeflow_analyze_opts.h"
 #include "workflow_load.h"
-#include "banned.h"
 
-static void usage(FILE *f, const char *prog)
-{
-	fprintf(f,
-	        "Usage: %s [options] [WORKFLOW]   (default WORKFLOW: ./Makeflow)\n"
-	        "  -k, --syntax-check   check the workflow only (exit 0 if it is valid)\n"
-	        "  -i, --info           print rule, file, depth and width counts\n"
-	        "  -I, --inputs         list the files the workflow needs (no rule makes them)\n"
-	        "  -O, --outputs        list the workflow's final outputs\n"
-	        "      --json / --jx / --jx-args=FILE / --jx-define=VAR=EXPR   workflow form\n"
-	        "  -d, --debug=SUBSYS   debug output; -o, --debug-file=FILE\n"
-	        "  -v, --version; -h, --help\n",
-	        prog);
-}
+#include "banned.h"
 
 static void info(struct dag *d)
 {
@@ -65,59 +51,27 @@ static void info(struct dag *d)
 
 int main(int argc, char **argv)
 {
-	struct workflow_source src = {0};
-	int mode = 'k';
 	debug_config_program(argv[0]);
-	static const struct option longopts[] = {
-	    {"syntax-check", no_argument, 0, 'k'},
-	    {"info", no_argument, 0, 'i'},
-	    {"inputs", no_argument, 0, 'I'},
-	    {"outputs", no_argument, 0, 'O'},
-	    {"debug", required_argument, 0, 'd'},
-	    {"debug-file", required_argument, 0, 'o'},
-	    {"version", no_argument, 0, 'v'},
-	    {"help", no_argument, 0, 'h'},
-	    WORKFLOW_LONG_OPTIONS,
-	    {0, 0, 0, 0},
-	};
-	int c;
-	while ((c = getopt_long(argc, argv, "kiIOd:o:vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'k':
-		case 'i':
-		case 'I':
-		case 'O': mode = c; break;
-		case 'd':
-			if (debug_flags_set(optarg) < 0)
-				fatal("-d %s: unknown subsystem (valid: %s)", optarg,
-				      debug_flags_help());
-			break;
-		case 'o':
-			if (debug_config_file(optarg) < 0)
-				fatal("-o %s: cannot open", optarg);
-			break;
-		case 'v': printf("makeflow_analyze %s\n", HTC_VERSION); return 0;
-		case 'h': usage(stdout, argv[0]); return 0;
-		default:
-			if (workflow_source_getopt(&src, c, optarg))
-				break;
-			usage(stderr, argv[0]);
-			return 1;
-		}
-	}
-	if (optind < argc - 1)
-		fatal("expected one workflow file (see --help)");
-	src.path = optind < argc ? argv[optind] : "Makeflow";
-	char err[2048];
-	struct dag *d = workflow_load(&src, err, sizeof err);
-	workflow_source_free(&src);
-	if (!d) {
-		fprintf(stderr, "makeflow_analyze: %s\n", err);
+	struct makeflow_analyze_opts o;
+	char err[2048] = "";
+	int r = makeflow_analyze_opts_parse(argc, argv, &o, err, sizeof err);
+	if (r == CLI_EXIT)
+		return 0;
+	if (r == CLI_USAGE) {
+		makeflow_analyze_opts_usage(stderr, argv[0]);
 		return 1;
 	}
-	switch (mode) {
+	if (r < 0)
+		fatal("%s", err);
+	struct dag *d = workflow_load(&o.src, err, sizeof err);
+	if (!d) {
+		fprintf(stderr, "makeflow_analyze: %s\n", err);
+		makeflow_analyze_opts_clear(&o);
+		return 1;
+	}
+	switch (o.mode) {
 	case 'k':
-		printf("%s: syntax ok (%d rules, %d files)\n", src.path, d->nnodes, d->nfiles);
+		printf("%s: syntax ok (%d rules, %d files)\n", o.src.path, d->nnodes, d->nfiles);
 		break;
 	case 'i': info(d); break;
 	case 'I':
@@ -132,5 +86,6 @@ int main(int argc, char **argv)
 		break;
 	}
 	dag_delete(d);
+	makeflow_analyze_opts_clear(&o);
 	return 0;
 }

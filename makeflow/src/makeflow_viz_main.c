@@ -1,26 +1,18 @@
 /* makeflow_viz_main.c: the makeflow_viz command: writes a workflow's DAG as
  * Graphviz DOT (-D dot, rules as boxes and files as ellipses) or as JSON
  * (-D json: rules with their inputs and outputs, files with their roles). */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "cli.h"
 #include "debug.h"
+#include "htc_error.h"
+#include "makeflow_viz_opts.h"
 #include "workflow_load.h"
-#include "banned.h"
 
-static void usage(FILE *f, const char *prog)
-{
-	fprintf(f,
-	        "Usage: %s -D dot|json [options] [WORKFLOW]   (default WORKFLOW: ./Makeflow)\n"
-	        "  -D, --display=FORMAT  dot (Graphviz) or json\n"
-	        "      --json / --jx / --jx-args=FILE / --jx-define=VAR=EXPR   workflow form\n"
-	        "  -v, --version; -h, --help\n",
-	        prog);
-}
+#include "banned.h"
 
 /* Writes S as a DOT double-quoted string. */
 static void dot_string(const char *s)
@@ -126,49 +118,33 @@ static void write_json(struct dag *d)
 
 int main(int argc, char **argv)
 {
-	struct workflow_source src = {0};
-	const char *display = NULL;
 	debug_config_program(argv[0]);
-	static const struct option longopts[] = {
-	    {"display", required_argument, 0, 'D'},
-	    {"version", no_argument, 0, 'v'},
-	    {"help", no_argument, 0, 'h'},
-	    WORKFLOW_LONG_OPTIONS,
-	    {0, 0, 0, 0},
-	};
-	int c;
-	while ((c = getopt_long(argc, argv, "D:vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'D': display = optarg; break;
-		case 'v': printf("makeflow_viz %s\n", HTC_VERSION); return 0;
-		case 'h': usage(stdout, argv[0]); return 0;
-		default:
-			if (workflow_source_getopt(&src, c, optarg))
-				break;
-			usage(stderr, argv[0]);
-			return 1;
-		}
-	}
-	if (!display || (strcmp(display, "dot") && strcmp(display, "json"))) {
-		fprintf(stderr, "makeflow_viz: %s%s%s-D dot or -D json is required\n",
-		        display ? "unknown display format '" : "", display ? display : "",
-		        display ? "'; " : "");
+	struct makeflow_viz_opts o;
+	char err[2048] = "";
+	int r = makeflow_viz_opts_parse(argc, argv, &o, err, sizeof err);
+	if (r == CLI_EXIT)
+		return 0;
+	if (r == CLI_USAGE) {
+		makeflow_viz_opts_usage(stderr, argv[0]);
 		return 1;
 	}
-	if (optind < argc - 1)
-		fatal("expected one workflow file (see --help)");
-	src.path = optind < argc ? argv[optind] : "Makeflow";
-	char err[2048];
-	struct dag *d = workflow_load(&src, err, sizeof err);
-	workflow_source_free(&src);
-	if (!d) {
+	if (r == HTC_EUNSUP) {
 		fprintf(stderr, "makeflow_viz: %s\n", err);
 		return 1;
 	}
-	if (!strcmp(display, "dot"))
+	if (r < 0)
+		fatal("%s", err);
+	struct dag *d = workflow_load(&o.src, err, sizeof err);
+	if (!d) {
+		fprintf(stderr, "makeflow_viz: %s\n", err);
+		makeflow_viz_opts_clear(&o);
+		return 1;
+	}
+	if (!strcmp(o.display, "dot"))
 		write_dot(d);
 	else
 		write_json(d);
 	dag_delete(d);
+	makeflow_viz_opts_clear(&o);
 	return 0;
 }

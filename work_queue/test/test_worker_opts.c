@@ -4,11 +4,14 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "cli.h"
 #include "htc_error.h"
 #include "worker_opts.h"
 
@@ -37,7 +40,7 @@ static void test_defaults_host_port(void **state)
 {
 	(void)state;
 	struct worker_opts o;
-	assert_int_equal(parse(&o, "master.example.org", "9200", NULL), WORKER_OPTS_RUN);
+	assert_int_equal(parse(&o, "master.example.org", "9200", NULL), CLI_DONE);
 	assert_string_equal(o.host, "master.example.org");
 	assert_int_equal(o.port, 9200);
 	assert_null(o.project);
@@ -52,10 +55,10 @@ static void test_defaults_host_port(void **state)
 	assert_false(o.single_shot);
 	worker_opts_clear(&o);
 
-	assert_int_equal(parse(&o, "localhost", NULL), WORKER_OPTS_RUN);
+	assert_int_equal(parse(&o, "localhost", NULL), CLI_DONE);
 	assert_int_equal(o.port, 9123);
 	worker_opts_clear(&o);
-	assert_int_equal(parse(&o, "10.0.0.5:9300", NULL), WORKER_OPTS_RUN);
+	assert_int_equal(parse(&o, "10.0.0.5:9300", NULL), CLI_DONE);
 	assert_string_equal(o.host, "10.0.0.5");
 	assert_int_equal(o.port, 9300);
 	worker_opts_clear(&o);
@@ -65,8 +68,7 @@ static void test_project(void **state)
 {
 	(void)state;
 	struct worker_opts o;
-	assert_int_equal(parse(&o, "-M", "blast", "-C", "cat1:9097,cat2:9097", NULL),
-	                 WORKER_OPTS_RUN);
+	assert_int_equal(parse(&o, "-M", "blast", "-C", "cat1:9097,cat2:9097", NULL), CLI_DONE);
 	assert_string_equal(o.project, "blast");
 	assert_string_equal(o.catalog_hosts, "cat1:9097,cat2:9097");
 	assert_null(o.host);
@@ -82,7 +84,7 @@ static void test_resources_and_units(void **state)
 	struct worker_opts o;
 	assert_int_equal(parse(&o, "--cores", "2.5", "--memory", "4G", "--disk=10000", "--gpus",
 	                       "1", "h", "1", NULL),
-	                 WORKER_OPTS_RUN);
+	                 CLI_DONE);
 	assert_true(o.cores == 2.5);
 	assert_int_equal(o.memory_mb, 4096);
 	assert_int_equal(o.disk_mb, 10000);
@@ -103,12 +105,12 @@ static void test_durations(void **state)
 	struct worker_opts o;
 	assert_int_equal(
 	    parse(&o, "-t", "15m", "--connect-timeout", "1h", "--wall-time", "2d", "h", NULL),
-	    WORKER_OPTS_RUN);
+	    CLI_DONE);
 	assert_int_equal(o.idle_timeout, 900);
 	assert_int_equal(o.connect_timeout, 3600);
 	assert_int_equal(o.wall_time, 172800);
 	worker_opts_clear(&o);
-	assert_int_equal(parse(&o, "-t60", "h", NULL), WORKER_OPTS_RUN);
+	assert_int_equal(parse(&o, "-t60", "h", NULL), CLI_DONE);
 	assert_int_equal(o.idle_timeout, 60);
 	worker_opts_clear(&o);
 	assert_int_equal(parse(&o, "-tsoon", "h", NULL), HTC_EPARSE);
@@ -126,7 +128,7 @@ static void test_tls_options(void **state)
 	          "AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:"
 	          "89:AB:CD:EF:01:23:45:67:89",
 	          "h", NULL),
-	    WORKER_OPTS_RUN);
+	    CLI_DONE);
 	assert_true(o.ssl);
 	assert_string_equal(o.ssl_fingerprint,
 	                    "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
@@ -134,7 +136,7 @@ static void test_tls_options(void **state)
 	assert_int_equal(parse(&o, "--ssl-fingerprint", "abcd", "h", NULL), HTC_EPARSE);
 	assert_non_null(strstr(err, "64 hex digits"));
 	assert_int_equal(parse(&o, "--ssl-no-verify", "--ssl-ca", "ca.pem", "h", NULL), HTC_EPARSE);
-	assert_int_equal(parse(&o, "--ssl-ca", "ca.pem", "-P", "pw", "h", NULL), WORKER_OPTS_RUN);
+	assert_int_equal(parse(&o, "--ssl-ca", "ca.pem", "-P", "pw", "h", NULL), CLI_DONE);
 	assert_true(o.ssl);
 	assert_string_equal(o.ssl_ca, "ca.pem");
 	assert_string_equal(o.password_file, "pw");
@@ -148,7 +150,7 @@ static void test_features_docker_debug(void **state)
 	assert_int_equal(parse(&o, "--feature", "gpu", "--feature", "big-mem", "--docker-preserve",
 	                       "debian:12", "-d", "worker", "-d", "net", "-o", "w.log",
 	                       "--single-shot", "--keep-cache", "-s", "/tmp/w", "h", NULL),
-	                 WORKER_OPTS_RUN);
+	                 CLI_DONE);
 	assert_int_equal(o.feature_count, 2);
 	assert_string_equal(o.features[1], "big-mem");
 	assert_string_equal(o.docker_image, "debian:12");
@@ -181,8 +183,24 @@ static void test_command_line_errors(void **state)
 	assert_int_equal(parse(&o, "h", "-t", NULL), HTC_EPARSE);
 	assert_int_equal(parse(&o, "-t", NULL), HTC_EPARSE);
 	assert_string_equal(err, "option -t needs a value (see --help)");
-	assert_int_equal(parse(&o, "--help", NULL), WORKER_OPTS_HELP);
-	assert_int_equal(parse(&o, "-M", "p", "-v", NULL), WORKER_OPTS_VERSION);
+	/* a long option without a value given one is named as given */
+	assert_int_equal(parse(&o, "--ssl=x", "h", NULL), HTC_EPARSE);
+	assert_string_equal(err, "unknown option --ssl=x (see --help)");
+	assert_int_equal(parse(&o, "--connect-timeout", NULL), HTC_EPARSE);
+	assert_string_equal(err, "option --connect-timeout needs a value (see --help)");
+	/* help and the version are printed by cli.h (away from the report here) */
+	fflush(stdout);
+	int saved = dup(STDOUT_FILENO);
+	int null = open("/dev/null", O_WRONLY);
+	dup2(null, STDOUT_FILENO);
+	close(null);
+	int rh = parse(&o, "--help", NULL);
+	int rv = parse(&o, "-M", "p", "-v", NULL);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	assert_int_equal(rh, CLI_EXIT);
+	assert_int_equal(rv, CLI_EXIT);
 	assert_null(o.project);
 	assert_non_null(strstr(worker_opts_usage(), "--single-shot"));
 }

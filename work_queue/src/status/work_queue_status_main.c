@@ -2,50 +2,23 @@
  * the catalog knows (project, address, tasks waiting/running/done, workers); given a master
  * (HOST PORT or HOST:PORT) it connects as a status client (doc/work-queue-protocol.md 5.11,
  * with the password or TLS the master needs) and lists its workers (-W), tasks (-T), categories
- * (-A) or its own summary (the default), as a table or as JSON. */
-#include <errno.h>
-#include <getopt.h>
+ * (-A) or its own summary (the default), as a table or as JSON. Options: work_queue_status_opts. */
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <uv.h>
 
 #include "catalog_client.h"
 #include "catalog_filter.h"
 #include "cli.h"
-#include "config.h"
 #include "debug.h"
-#include "stringtools.h"
-#include "timeutil.h"
-#include "wq_auth.h"
 #include "status_client.h"
+#include "work_queue_status_opts.h"
+#include "wq_auth.h"
 #include "wq_tls.h"
 #include "xalloc.h"
 
 #include "banned.h"
-
-static void usage(FILE *out, const char *prog)
-{
-	fprintf(out,
-	        "Usage: %s [options]                  masters known to the catalog\n"
-	        "       %s [options] HOST PORT        one master (also HOST:PORT)\n"
-	        "\n"
-	        "  -W, --workers            the master's workers\n"
-	        "  -T, --tasks              the master's tasks\n"
-	        "  -A, --able-workers, --categories  the master's categories\n"
-	        "  -M, --project-name=P     catalog listing: only masters of project P\n"
-	        "  -C, --catalog=H:P[,...]  catalog servers (default $CATALOG_HOST, "
-	        "localhost:9097)\n"
-	        "  -P, --password=FILE      the master's password\n"
-	        "      --ssl-fingerprint=HEX, --ssl-ca=FILE, --ssl-no-verify  TLS to the master\n"
-	        "      --json               print JSON instead of a table\n"
-	        "  -t, --timeout=SECONDS    give up after this long (default 10)\n"
-	        "  -d, --debug=SUBSYS  -o, --debug-file=FILE  -v, --version  -h, --help\n",
-	        prog, prog);
-}
 
 /* A scalar as table text; objects and arrays as compact JSON, cut at 40 bytes. Caller frees. */
 static char *cell(const json_t *v)
@@ -209,93 +182,37 @@ static int query_master(const char *host, int port, const char *what, const char
 	return 0;
 }
 
+/* The TLS the options ask for, or NULL for none. */
+static struct wq_tls_config *tls_config(const struct work_queue_status_opts *o)
+{
+	if (!o->ssl_fingerprint && !o->ssl_ca && !o->ssl_no_verify)
+		return NULL;
+	char *err = NULL;
+	struct wq_tls_config *tls =
+	    o->ssl_fingerprint
+	        ? wq_tls_config_client_create(WQ_TLS_VERIFY_FINGERPRINT, o->ssl_fingerprint, &err)
+	    : o->ssl_ca ? wq_tls_config_client_create(WQ_TLS_VERIFY_CA_FILE, o->ssl_ca, &err)
+	                : wq_tls_config_client_create(WQ_TLS_VERIFY_NONE, NULL, &err);
+	if (!tls)
+		fatal("%s", err ? err : "cannot set up TLS");
+	return tls;
+}
+
 int main(int argc, char **argv)
 {
-	const char *catalog = NULL, *project = NULL, *password = NULL, *what = "master";
-	const char *fingerprint = NULL, *ca = NULL;
-	int json = 0, no_verify = 0;
-	double timeout = 10;
 	debug_config_program("work_queue_status");
-	enum { OPT_JSON = 256, OPT_FP, OPT_CA, OPT_NO_VERIFY };
-	static const struct option longopts[] = {
-	    {"workers", no_argument, 0, 'W'},
-	    {"tasks", no_argument, 0, 'T'},
-	    {"able-workers", no_argument, 0, 'A'},
-	    {"categories", no_argument, 0, 'A'},
-	    {"project-name", required_argument, 0, 'M'},
-	    {"catalog", required_argument, 0, 'C'},
-	    {"password", required_argument, 0, 'P'},
-	    {"ssl-fingerprint", required_argument, 0, OPT_FP},
-	    {"ssl-ca", required_argument, 0, OPT_CA},
-	    {"ssl-no-verify", no_argument, 0, OPT_NO_VERIFY},
-	    {"json", no_argument, 0, OPT_JSON},
-	    {"timeout", required_argument, 0, 't'},
-	    {"debug", required_argument, 0, 'd'},
-	    {"debug-file", required_argument, 0, 'o'},
-	    {"version", no_argument, 0, 'v'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	opterr = 0;
-	int c;
-	while ((c = getopt_long(argc, argv, "+:WTAM:C:P:t:d:o:vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'W': what = "workers"; break;
-		case 'T': what = "tasks"; break;
-		case 'A': what = "categories"; break;
-		case 'M': project = optarg; break;
-		case 'C': catalog = optarg; break;
-		case 'P': password = optarg; break;
-		case OPT_FP: fingerprint = optarg; break;
-		case OPT_CA: ca = optarg; break;
-		case OPT_NO_VERIFY: no_verify = 1; break;
-		case OPT_JSON: json = 1; break;
-		case 't':
-			if (str_to_double(optarg, &timeout) < 0 || timeout <= 0 || timeout > 3600)
-				fatal("-t %s: expected a number of seconds in (0, 3600]", optarg);
-			break;
-		default: {
-			char err[256];
-			int r =
-			    cli_common_option(c, argv, "work_queue_status", usage, err, sizeof err);
-			if (r == CLI_EXIT)
-				return 0;
-			if (r == CLI_FAIL)
-				fatal("%s", err);
-			break;
-		}
-		}
-	}
-	int rest = argc - optind;
-	if (rest == 0) {
-		if (strcmp(what, "master"))
-			fatal("-W, -T and -A need a master: HOST PORT (see --help)");
-		return list_masters(catalog, project, json, timeout);
-	}
-	if (rest > 2)
-		fatal("unexpected argument '%s' (see --help)", argv[optind + 2]);
-	char *host = xstrdup(argv[optind]);
-	int64_t port = 9123;
-	char *colon = strrchr(host, ':');
-	const char *portarg = rest == 2 ? argv[optind + 1] : NULL;
-	if (rest == 1 && colon) {
-		*colon = 0;
-		portarg = colon + 1;
-	}
-	if (portarg && (str_to_int64(portarg, &port) < 0 || port < 1 || port > 65535))
-		fatal("port '%s': expected 1..65535", portarg);
-	struct wq_tls_config *tls = NULL;
-	if (fingerprint || ca || no_verify) {
-		char *err = NULL;
-		tls = fingerprint ? wq_tls_config_client_create(WQ_TLS_VERIFY_FINGERPRINT,
-		                                                fingerprint, &err)
-		      : ca        ? wq_tls_config_client_create(WQ_TLS_VERIFY_CA_FILE, ca, &err)
-		                  : wq_tls_config_client_create(WQ_TLS_VERIFY_NONE, NULL, &err);
-		if (!tls)
-			fatal("%s", err ? err : "cannot set up TLS");
-	}
-	int r = query_master(host, (int)port, what, password, tls, json, timeout);
+	struct work_queue_status_opts o;
+	char err[1024] = "";
+	int r = work_queue_status_opts_parse(argc, argv, &o, err, sizeof err);
+	if (r == CLI_EXIT)
+		return 0;
+	if (r < 0)
+		fatal("%s", err);
+	if (!o.host)
+		return list_masters(o.catalog, o.project, o.json, o.timeout);
+	struct wq_tls_config *tls = tls_config(&o);
+	r = query_master(o.host, o.port, o.what, o.password, tls, o.json, o.timeout);
 	wq_tls_config_delete(tls);
-	free(host);
+	work_queue_status_opts_clear(&o);
 	return r;
 }

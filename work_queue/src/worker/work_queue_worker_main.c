@@ -9,12 +9,13 @@
 
 #include <uv.h>
 
-#include "config.h"
+#include "cli.h"
 #include "debug.h"
 #include "rmonitor.h"
 #include "worker_conn.h"
 #include "worker_docker.h"
 #include "worker_opts.h"
+#include "worker_runner.h"
 
 #include "banned.h"
 
@@ -39,53 +40,106 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* Applies -o and -d. Returns 0, or -1 after printing what is wrong. */
+static int set_up_debug(const struct worker_opts *o)
+{
+	if (o->debug_file && debug_config_file(o->debug_file) < 0) {
+		fprintf(stderr, "work_queue_worker: cannot open the debug file %s\n",
+		        o->debug_file);
+		return -1;
+	}
+	if (o->debug_flags && debug_flags_set(o->debug_flags) < 0) {
+		fprintf(stderr, "work_queue_worker: -d %s: unknown subsystem (valid: %s)\n",
+		        o->debug_flags, debug_flags_help());
+		return -1;
+	}
+	return 0;
+}
+
+/* --docker and --docker-preserve: Docker must answer and have the image, since running the
+ * tasks outside the image the user asked for would be wrong. NULL after printing why. */
+static struct worker_docker *set_up_docker(const struct worker_opts *o)
+{
+	char *why = NULL;
+	struct worker_docker *dk = worker_docker_create(o->docker_image, o->docker_preserve, &why);
+	if (!dk) {
+		fprintf(stderr, "work_queue_worker: %s %s: %s\n",
+		        o->docker_preserve ? "--docker-preserve" : "--docker", o->docker_image,
+		        why);
+		free(why);
+	}
+	return dk;
+}
+
+/* Runs the worker on LOOP until it ends; returns its exit status. Deletes *DK (and sets it to
+ * NULL) when its shared container cannot be started. */
+static int run(uv_loop_t *loop, const struct worker_opts *o, struct worker_docker **dk)
+{
+	char *why = NULL;
+	struct worker *w = worker_create(loop, o, &why);
+	if (!w) {
+		fprintf(stderr, "work_queue_worker: %s\n", why ? why : "cannot start");
+		free(why);
+		uv_run(loop, UV_RUN_DEFAULT);
+		return WORKER_EXIT_LOCAL;
+	}
+	if (*dk) {
+		if (worker_docker_start(*dk, worker_workdir(w), &why) < 0) {
+			fprintf(stderr, "work_queue_worker: %s\n", why);
+			free(why);
+			worker_docker_delete(*dk);
+			*dk = NULL;
+			worker_delete(w);
+			uv_run(loop, UV_RUN_DEFAULT);
+			return WORKER_EXIT_LOCAL;
+		}
+		worker_set_docker(w, *dk);
+	}
+	uv_signal_t sigterm, sigint;
+	uv_signal_init(loop, &sigterm);
+	uv_signal_init(loop, &sigint);
+	sigterm.data = sigint.data = w;
+	uv_signal_start(&sigterm, on_signal, SIGTERM);
+	uv_signal_start(&sigint, on_signal, SIGINT);
+	/* the signal handles do not keep the loop alive: it ends when the worker does */
+	uv_unref((uv_handle_t *)&sigterm);
+	uv_unref((uv_handle_t *)&sigint);
+
+	worker_start(w);
+	uv_run(loop, UV_RUN_DEFAULT);
+	int status = worker_exit_status(w);
+
+	uv_close((uv_handle_t *)&sigterm, NULL);
+	uv_close((uv_handle_t *)&sigint, NULL);
+	worker_delete(w);
+	uv_run(loop, UV_RUN_DEFAULT);
+	return status;
+}
+
 int main(int argc, char *argv[])
 {
 	debug_config_program("work_queue_worker");
-	/* the hidden mode that runs one task in a container (worker_docker.h) */
+	/* the hidden mode that runs one task in a container (worker_runner.h) */
 	if (argc > 1 && strcmp(argv[1], "--container-run") == 0)
-		return worker_docker_runner_main(argc, argv);
+		return worker_runner_main(argc, argv);
 	struct worker_opts o;
 	char err[512] = "";
 	int r = worker_opts_parse(argc, argv, &o, err, sizeof err);
-	if (r == WORKER_OPTS_HELP) {
-		fputs(worker_opts_usage(), stdout);
+	if (r == CLI_EXIT)
 		return 0;
-	}
-	if (r == WORKER_OPTS_VERSION) {
-		printf("work_queue_worker %s\n", HTC_VERSION);
-		return 0;
-	}
-	if (r != WORKER_OPTS_RUN) {
+	if (r < 0) {
 		fprintf(stderr, "work_queue_worker: %s\n", err);
 		return WORKER_EXIT_LOCAL;
 	}
-	if (o.debug_file && debug_config_file(o.debug_file) < 0) {
-		fprintf(stderr, "work_queue_worker: cannot open the debug file %s\n", o.debug_file);
-		worker_opts_clear(&o);
-		return WORKER_EXIT_LOCAL;
-	}
-	if (o.debug_flags && debug_flags_set(o.debug_flags) < 0) {
-		fprintf(stderr, "work_queue_worker: -d %s: unknown subsystem (valid: %s)\n",
-		        o.debug_flags, debug_flags_help());
+	if (set_up_debug(&o) < 0) {
 		worker_opts_clear(&o);
 		return WORKER_EXIT_LOCAL;
 	}
 	raise_fd_limit();
 	struct worker_docker *dk = NULL;
-	if (o.docker_image) {
-		/* Docker must answer and have the image: running the tasks outside the image the
-		 * user asked for would be wrong. */
-		char *why = NULL;
-		dk = worker_docker_create(o.docker_image, o.docker_preserve, &why);
-		if (!dk) {
-			fprintf(stderr, "work_queue_worker: %s %s: %s\n",
-			        o.docker_preserve ? "--docker-preserve" : "--docker",
-			        o.docker_image, why);
-			free(why);
-			worker_opts_clear(&o);
-			return WORKER_EXIT_LOCAL;
-		}
+	if (o.docker_image && !(dk = set_up_docker(&o))) {
+		worker_opts_clear(&o);
+		return WORKER_EXIT_LOCAL;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	/* cgroups left by the tasks of an earlier worker that was killed with -9 */
@@ -96,49 +150,7 @@ int main(int argc, char *argv[])
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	rmonitor_prepare_pool(&loop);
-	char *why = NULL;
-	struct worker *w = worker_create(&loop, &o, &why);
-	if (!w) {
-		fprintf(stderr, "work_queue_worker: %s\n", why ? why : "cannot start");
-		free(why);
-		uv_run(&loop, UV_RUN_DEFAULT);
-		uv_loop_close(&loop);
-		worker_opts_clear(&o);
-		worker_docker_delete(dk);
-		return WORKER_EXIT_LOCAL;
-	}
-	if (dk) {
-		char *derr = NULL;
-		if (worker_docker_start(dk, worker_workdir(w), &derr) < 0) {
-			fprintf(stderr, "work_queue_worker: %s\n", derr);
-			free(derr);
-			worker_docker_delete(dk);
-			worker_delete(w);
-			uv_run(&loop, UV_RUN_DEFAULT);
-			uv_loop_close(&loop);
-			worker_opts_clear(&o);
-			return WORKER_EXIT_LOCAL;
-		}
-		worker_set_docker(w, dk);
-	}
-	uv_signal_t sigterm, sigint;
-	uv_signal_init(&loop, &sigterm);
-	uv_signal_init(&loop, &sigint);
-	sigterm.data = sigint.data = w;
-	uv_signal_start(&sigterm, on_signal, SIGTERM);
-	uv_signal_start(&sigint, on_signal, SIGINT);
-	/* the signal handles do not keep the loop alive: it ends when the worker does */
-	uv_unref((uv_handle_t *)&sigterm);
-	uv_unref((uv_handle_t *)&sigint);
-
-	worker_start(w);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	int status = worker_exit_status(w);
-
-	uv_close((uv_handle_t *)&sigterm, NULL);
-	uv_close((uv_handle_t *)&sigint, NULL);
-	worker_delete(w);
-	uv_run(&loop, UV_RUN_DEFAULT);
+	int status = run(&loop, &o, &dk);
 	uv_loop_close(&loop);
 	worker_docker_delete(dk);
 	worker_opts_clear(&o);

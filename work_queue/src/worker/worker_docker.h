@@ -1,10 +1,12 @@
 /* worker_docker.h: tasks of work_queue_worker in Docker containers (--docker, --docker-preserve;
  * doc/work-queue-docker.md). The worker checks the engine and the image at start, keeps the
  * shared container, and gives the task starter the argv of the runner: the worker binary in its
- * hidden --container-run mode, which runs one task in a container under the resource monitor. */
+ * hidden --container-run mode (worker_runner.h), which runs one task in a container under the
+ * resource monitor. */
 #ifndef HTC_WORKER_DOCKER_H
 #define HTC_WORKER_DOCKER_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 /* Exit statuses of the runner besides the command's own. */
@@ -41,7 +43,10 @@ void worker_docker_argv_free(char **argv);
 /* The worker's own executable (resolved /proc/self/exe when D was made). Owned by D. */
 const char *worker_docker_runner_path(const struct worker_docker *d);
 
-/* The hidden mode: ARGV[1] is "--container-run". Returns the process's exit status. */
-int worker_docker_runner_main(int argc, char **argv);
+/* The labels of a container made on HOST by this process (WORKER_DOCKER_LABEL_PID and _HOST),
+ * a new JSON object, and the user its containers run as ("uid:gid", caller frees): shared with
+ * the runner (worker_runner.c). */
+json_t *worker_docker_labels(const char *host);
+char *worker_docker_user(void);
 
 #endif

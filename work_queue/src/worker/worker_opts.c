@@ -1,6 +1,7 @@
 /* worker_opts.c: parses the command line of work_queue_worker (getopt_long) into struct
  * worker_opts, with the defaults of doc/work-queue-protocol.md and an error text naming the
- * option for any bad value. No side effects: nothing is opened or created here. */
+ * option for any bad value; help, version and getopt's errors go through cli.h. No side effects
+ * beyond printing help or the version: nothing is opened or created here. */
 #include "worker_opts.h"
 
 #include <ctype.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "htc_error.h"
 #include "stringtools.h"
 #include "units.h"
@@ -103,6 +105,13 @@ static const char usage_text[] =
 const char *worker_opts_usage(void)
 {
 	return usage_text;
+}
+
+/* The usage for cli.h's -h. */
+static void usage(FILE *out, const char *argv0)
+{
+	(void)argv0;
+	fputs(usage_text, out);
 }
 
 static void init(struct worker_opts *o)
@@ -298,20 +307,10 @@ int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char 
 	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
 	int c, r = 0, li = -1;
 	while ((c = getopt_long(argc, argv, "+:M:C:t:s:P:d:o:hv", longopts, &li)) != -1) {
-		const char *name = argv[optind - 1];
-		if (c == 'h' || c == 'v') {
-			worker_opts_clear(o);
-			return c == 'h' ? WORKER_OPTS_HELP : WORKER_OPTS_VERSION;
-		}
-		if (c == ':') {
-			r = bad(err, errlen, "option %s needs a value (see --help)", name);
-			goto fail;
-		}
-		if (c == '?') {
-			if (optopt)
-				r = bad(err, errlen, "unknown option -%c (see --help)", optopt);
-			else
-				r = bad(err, errlen, "unknown option %s (see --help)", name);
+		if (c == 'h' || c == 'v' || c == ':' || c == '?') {
+			/* help, version and getopt's errors worded as every program words them */
+			r = cli_common_option(c, argv, "work_queue_worker", usage, err, errlen);
+			r = r == CLI_EXIT ? CLI_EXIT : HTC_EPARSE;
 			goto fail;
 		}
 		/* The option's name as the user would recognise it, without its value. */
@@ -372,7 +371,7 @@ int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char 
 		r = bad(err, errlen, "give --ssl-ca or --ssl-fingerprint, not both");
 		goto fail;
 	}
-	return WORKER_OPTS_RUN;
+	return CLI_DONE;
 fail:
 	worker_opts_clear(o);
 	return r;

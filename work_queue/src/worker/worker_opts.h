@@ -49,17 +49,11 @@ struct worker_opts {
 	char *debug_file;  /* -o */
 };
 
-/* What worker_opts_parse found. */
-enum worker_opts_result {
-	WORKER_OPTS_RUN = 0,     /* run the worker */
-	WORKER_OPTS_HELP = 1,    /* --help was given: print worker_opts_usage, exit 0 */
-	WORKER_OPTS_VERSION = 2, /* --version */
-};
-
-/* Parses ARGV into O (which it initialises). Returns an enum worker_opts_result, or HTC_EPARSE
- * with a one-line message in ERR naming the option and what is wrong with its value, e.g.
- * "--memory: \"lots\" is not a size (e.g. 4000, 4G)". Only WORKER_OPTS_RUN leaves anything
- * in O to free (with worker_opts_clear). */
+/* Parses ARGV into O (which it initialises). -d and -o are only recorded (main applies them);
+ * -h, -v and getopt's errors go through cli.h. Returns CLI_DONE (run the worker), CLI_EXIT
+ * (help or version printed: exit 0) or HTC_EPARSE with a one-line message in ERR naming the
+ * option and what is wrong with its value, e.g. "--memory: \"lots\" is not a size (e.g. 4000,
+ * 4G)". Only CLI_DONE leaves anything in O to free (with worker_opts_clear). */
 int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char *err,
                       size_t errlen);
 

@@ -1,0 +1,241 @@
+/* work_queue_factory_opts.c: parses the command line of work_queue_factory (getopt_long, with
+ * the options every program shares through cli.h) into struct work_queue_factory_opts. See
+ * work_queue_factory_opts.h. */
+#include "work_queue_factory_opts.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch_queue.h"
+#include "cli.h"
+#include "htc_error.h"
+#include "stringtools.h"
+#include "units.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+enum {
+	OPT_PER_CYCLE = 256,
+	OPT_CORES,
+	OPT_MEMORY,
+	OPT_DISK,
+	OPT_GPUS,
+	OPT_BINARY,
+	OPT_PERIOD,
+	OPT_BATCH_OPTION
+};
+
+static const struct option longopts[] = {
+    {"batch-type", required_argument, 0, 'T'},
+    {"master-name", required_argument, 0, 'M'},
+    {"catalog", required_argument, 0, 'C'},
+    {"min-workers", required_argument, 0, 'w'},
+    {"max-workers", required_argument, 0, 'W'},
+    {"workers-per-cycle", required_argument, 0, OPT_PER_CYCLE},
+    {"cores", required_argument, 0, OPT_CORES},
+    {"memory", required_argument, 0, OPT_MEMORY},
+    {"disk", required_argument, 0, OPT_DISK},
+    {"gpus", required_argument, 0, OPT_GPUS},
+    {"timeout", required_argument, 0, 't'},
+    {"password", required_argument, 0, 'P'},
+    {"worker-binary", required_argument, 0, OPT_BINARY},
+    {"period", required_argument, 0, OPT_PERIOD},
+    {"batch-option", required_argument, 0, OPT_BATCH_OPTION},
+    {"debug", required_argument, 0, 'd'},
+    {"debug-file", required_argument, 0, 'o'},
+    {"version", no_argument, 0, 'v'},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+void work_queue_factory_opts_usage(FILE *out, const char *prog)
+{
+	fprintf(out,
+	        "Usage: %s [options] HOST PORT     workers for one master\n"
+	        "       %s [options] -M PROJECT    workers for the masters of a project\n"
+	        "\n"
+	        "  -T, --batch-type=TYPE      where workers run (default local; %s)\n"
+	        "  -C, --catalog=H:P[,...]    catalog servers (default $CATALOG_HOST, "
+	        "localhost:9097)\n"
+	        "  -w, --min-workers=N        keep at least N workers (default 0)\n"
+	        "  -W, --max-workers=N        run at most N workers (default 10)\n"
+	        "      --workers-per-cycle=N  start at most N workers per period (default 5)\n"
+	        "      --cores=N --memory=MB --disk=MB --gpus=N  the size of each worker\n"
+	        "  -t, --timeout=T            workers leave after T idle (default 300 s)\n"
+	        "  -P, --password=FILE        the master's password (given to the workers too)\n"
+	        "      --worker-binary=PATH   the worker to run (default: beside this program)\n"
+	        "      --period=SECONDS       how often to look at the demand (default 5)\n"
+	        "      --batch-option=K=V     an option of the batch driver (repeatable)\n"
+	        "  -d, --debug=SUBSYS  -o, --debug-file=FILE  -v, --version  -h, --help\n",
+	        prog, prog, batch_queue_types());
+}
+
+static void init(struct work_queue_factory_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->type = "local";
+	o->limits = (struct wq_factory_limits){
+	    .min_workers = 0, .max_workers = 10, .workers_per_cycle = 5, .worker_cores = 1};
+	o->timeout = 300;
+	o->period = 5;
+}
+
+void work_queue_factory_opts_clear(struct work_queue_factory_opts *o)
+{
+	free(o->size);
+	free(o->batch_opts);
+	init(o);
+}
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return HTC_EPARSE;
+}
+
+/* An integer in MIN..MAX into *OUT. */
+static int int_arg(const char *opt, const char *v, int64_t min, int64_t max, int64_t *out,
+                   char *err, size_t errlen)
+{
+	if (str_to_int64(v, out) < 0 || *out < min || *out > max)
+		return bad(err, errlen, "%s %s: expected an integer in %lld..%lld", opt, v,
+		           (long long)min, (long long)max);
+	return 0;
+}
+
+/* Appends PIECE (freed here), one of the workers' size options. */
+static void add_size(struct work_queue_factory_opts *o, char *piece)
+{
+	char *joined = xasprintf("%s%s", o->size ? o->size : "", piece);
+	free(piece);
+	free(o->size);
+	o->size = joined;
+}
+
+/* --cores, --memory, --disk and --gpus: the size of each worker. */
+static int parse_size(struct work_queue_factory_opts *o, int c, const char *arg, char *err,
+                      size_t errlen)
+{
+	int64_t n;
+	if (c == OPT_CORES) {
+		double d;
+		if (str_to_double(arg, &d) < 0 || d <= 0 || d > 1e6)
+			return bad(err, errlen, "--cores %s: expected a number above 0", arg);
+		o->limits.worker_cores = d;
+		add_size(o, xasprintf(" --cores %g", d));
+	} else if (c == OPT_GPUS) {
+		if (int_arg("--gpus", arg, 0, 1024, &n, err, errlen) < 0)
+			return HTC_EPARSE;
+		add_size(o, xasprintf(" --gpus %lld", (long long)n));
+	} else {
+		if (units_parse_mb(arg, &n) < 0)
+			return bad(err, errlen, "%s %s: expected a size (e.g. 4000, 4G)",
+			           c == OPT_MEMORY ? "--memory" : "--disk", arg);
+		add_size(
+		    o, xasprintf(" --%s %lld", c == OPT_MEMORY ? "memory" : "disk", (long long)n));
+	}
+	return 0;
+}
+
+static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *argv[], char *err,
+                     size_t errlen)
+{
+	int64_t n = 0;
+	int r = 0;
+	switch (c) {
+	case 'T': o->type = arg; break;
+	case 'M': o->project = arg; break;
+	case 'C': o->catalog = arg; break;
+	case 'w':
+		r = int_arg("--min-workers", arg, 0, 100000, &n, err, errlen);
+		o->limits.min_workers = (int)n;
+		break;
+	case 'W':
+		r = int_arg("--max-workers", arg, 1, 100000, &n, err, errlen);
+		o->limits.max_workers = (int)n;
+		break;
+	case OPT_PER_CYCLE:
+		r = int_arg("--workers-per-cycle", arg, 1, 10000, &n, err, errlen);
+		o->limits.workers_per_cycle = (int)n;
+		break;
+	case OPT_CORES:
+	case OPT_MEMORY:
+	case OPT_DISK:
+	case OPT_GPUS: return parse_size(o, c, arg, err, errlen);
+	case 't':
+		if (units_parse_seconds(arg, &o->timeout) < 0 || o->timeout < 1)
+			return bad(err, errlen, "-t %s: expected a duration above 0 (e.g. 300, 5m)",
+			           arg);
+		break;
+	case 'P': o->password = arg; break;
+	case OPT_BINARY: o->binary = arg; break;
+	case OPT_PERIOD:
+		if (str_to_double(arg, &o->period) < 0 || o->period < 0.1 || o->period > 3600)
+			return bad(err, errlen, "--period %s: expected seconds in 0.1..3600", arg);
+		break;
+	case OPT_BATCH_OPTION:
+		if (!strchr(arg, '='))
+			return bad(err, errlen, "--batch-option %s: expected KEY=VALUE", arg);
+		o->batch_opts =
+		    xrealloc(o->batch_opts, (o->n_batch_opts + 1) * sizeof *o->batch_opts);
+		o->batch_opts[o->n_batch_opts++] = arg;
+		break;
+	default:
+		r = cli_common_option(c, argv, "work_queue_factory", work_queue_factory_opts_usage,
+		                      err, errlen);
+		return r == CLI_EXIT ? CLI_EXIT : r == CLI_FAIL ? HTC_EPARSE : 0;
+	}
+	return r < 0 ? HTC_EPARSE : 0;
+}
+
+/* HOST PORT, or -M PROJECT, and limits that agree. */
+static int check_master(struct work_queue_factory_opts *o, int rest, char *const *args, char *err,
+                        size_t errlen)
+{
+	if (o->project && rest > 0)
+		return bad(err, errlen, "give either -M PROJECT or HOST PORT, not both");
+	if (!o->project) {
+		if (rest != 2)
+			return bad(err, errlen, "expected HOST PORT or -M PROJECT (see --help)");
+		int64_t port;
+		if (int_arg("PORT", args[1], 1, 65535, &port, err, errlen) < 0)
+			return HTC_EPARSE;
+		o->host = args[0];
+		o->port = (int)port;
+		o->port_arg = args[1];
+	}
+	if (o->limits.min_workers > o->limits.max_workers)
+		return bad(err, errlen, "--min-workers %d is above --max-workers %d",
+		           o->limits.min_workers, o->limits.max_workers);
+	return 0;
+}
+
+int work_queue_factory_opts_parse(int argc, char *argv[], struct work_queue_factory_opts *o,
+                                  char *err, size_t errlen)
+{
+	init(o);
+	opterr = 0;
+	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
+	int c, r = 0;
+	while ((c = getopt_long(argc, argv, "+:T:M:C:w:W:t:P:d:o:vh", longopts, NULL)) != -1) {
+		r = parse_one(o, c, optarg, argv, err, errlen);
+		if (r != 0)
+			goto out;
+	}
+	r = check_master(o, argc - optind, argv + optind, err, errlen);
+	if (r == 0 && !o->size)
+		o->size = xstrdup("");
+out:
+	if (r != 0)
+		work_queue_factory_opts_clear(o);
+	return r;
+}

@@ -1,0 +1,45 @@
+/* work_queue_factory_opts.h: the command line of work_queue_factory, parsed into one struct:
+ * which master or project to serve, the worker limits and size, and the batch system. Parsing
+ * never exits, so every option and error text is tested without starting a worker
+ * (doc/work-queue-factory.md lists the options). */
+#ifndef HTC_WORK_QUEUE_FACTORY_OPTS_H
+#define HTC_WORK_QUEUE_FACTORY_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "wq_factory.h"
+
+/* The strings that are not owned point into the ARGV given to the parser. */
+struct work_queue_factory_opts {
+	const char *type;     /* -T, default "local" */
+	const char *host;     /* HOST of HOST PORT; NULL with -M */
+	int port;             /* PORT */
+	const char *port_arg; /* PORT as given */
+	const char *project;  /* -M */
+	const char *catalog;  /* -C; NULL: the default catalogs */
+	const char *password; /* -P */
+	const char *binary;   /* --worker-binary; NULL: beside this program, else from PATH */
+	struct wq_factory_limits limits;
+	int64_t timeout; /* -t, seconds the workers stay idle (default 300) */
+	double period;   /* --period, seconds (default 5) */
+	char *size;      /* the workers' size options as given, e.g. " --cores 2 --memory 4096";
+	                    owned, "" when none */
+	const char **batch_opts; /* --batch-option KEY=VALUE; the array is owned */
+	size_t n_batch_opts;
+};
+
+/* Parses ARGV into O (which it initialises), handling -d, -o, -v and -h through cli.h. Returns
+ * CLI_DONE (run), CLI_EXIT (help or version printed) or HTC_EPARSE with the message in ERR.
+ * Only CLI_DONE leaves anything in O to free (with work_queue_factory_opts_clear). */
+int work_queue_factory_opts_parse(int argc, char *argv[], struct work_queue_factory_opts *o,
+                                  char *err, size_t errlen);
+
+/* Frees what O owns and re-initialises it. */
+void work_queue_factory_opts_clear(struct work_queue_factory_opts *o);
+
+/* Writes the usage text, naming the program PROG. */
+void work_queue_factory_opts_usage(FILE *out, const char *prog);
+
+#endif

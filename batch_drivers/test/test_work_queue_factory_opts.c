@@ -1,0 +1,201 @@
+/* test_work_queue_factory_opts.c: unit tests of work_queue_factory's command-line parsing: the
+ * defaults, every option's value and the workers' size options built from them, the master
+ * given as HOST PORT or -M, and the exact error text of each bad value and unknown option. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "debug.h"
+#include "htc_error.h"
+#include "work_queue_factory_opts.h"
+
+#include "banned.h"
+
+static char err[1024];
+
+/* Parses the NULL-terminated words after "work_queue_factory". */
+static int parse(struct work_queue_factory_opts *o, ...)
+{
+	char *argv[64];
+	int argc = 0;
+	argv[argc++] = "work_queue_factory";
+	va_list ap;
+	va_start(ap, o);
+	char *w;
+	while ((w = va_arg(ap, char *)) != NULL)
+		argv[argc++] = w;
+	va_end(ap);
+	argv[argc] = NULL;
+	err[0] = 0;
+	return work_queue_factory_opts_parse(argc, argv, o, err, sizeof err);
+}
+
+/* Expects a parse error with exactly the text WANT. */
+#define assert_fails(want, ...)                                                                    \
+	do {                                                                                       \
+		struct work_queue_factory_opts o_;                                                 \
+		assert_int_equal(parse(&o_, __VA_ARGS__, NULL), HTC_EPARSE);                       \
+		assert_string_equal(err, want);                                                    \
+		assert_null(o_.batch_opts);                                                        \
+	} while (0)
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct work_queue_factory_opts o;
+	assert_int_equal(parse(&o, "master.example.org", "9123", NULL), CLI_DONE);
+	assert_string_equal(o.type, "local");
+	assert_string_equal(o.host, "master.example.org");
+	assert_int_equal(o.port, 9123);
+	assert_string_equal(o.port_arg, "9123");
+	assert_null(o.project);
+	assert_null(o.catalog);
+	assert_null(o.password);
+	assert_null(o.binary);
+	assert_int_equal(o.limits.min_workers, 0);
+	assert_int_equal(o.limits.max_workers, 10);
+	assert_int_equal(o.limits.workers_per_cycle, 5);
+	assert_true(o.limits.worker_cores == 1);
+	assert_int_equal(o.timeout, 300);
+	assert_true(o.period == 5);
+	assert_string_equal(o.size, "");
+	assert_null(o.batch_opts);
+	assert_int_equal(o.n_batch_opts, 0);
+	work_queue_factory_opts_clear(&o);
+}
+
+static void test_options(void **state)
+{
+	(void)state;
+	struct work_queue_factory_opts o;
+	assert_int_equal(parse(&o, "-T", "cgroups", "-M", "proj", "--catalog=c1:9097,c2", "-w", "2",
+	                       "--max-workers", "20", "--workers-per-cycle=3", "--cores", "2.5",
+	                       "--memory", "4G", "--disk=1000", "--gpus", "1", "-t", "5m", "-P",
+	                       "pw.txt", "--worker-binary", "/opt/w", "--period", "0.5",
+	                       "--batch-option", "a=b", "--batch-option=c=d=e", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.type, "cgroups");
+	assert_string_equal(o.project, "proj");
+	assert_null(o.host);
+	assert_string_equal(o.catalog, "c1:9097,c2");
+	assert_int_equal(o.limits.min_workers, 2);
+	assert_int_equal(o.limits.max_workers, 20);
+	assert_int_equal(o.limits.workers_per_cycle, 3);
+	assert_true(o.limits.worker_cores == 2.5);
+	assert_string_equal(o.size, " --cores 2.5 --memory 4096 --disk 1000 --gpus 1");
+	assert_int_equal(o.timeout, 300);
+	assert_string_equal(o.password, "pw.txt");
+	assert_string_equal(o.binary, "/opt/w");
+	assert_true(o.period == 0.5);
+	assert_int_equal(o.n_batch_opts, 2);
+	assert_string_equal(o.batch_opts[0], "a=b");
+	assert_string_equal(o.batch_opts[1], "c=d=e");
+	work_queue_factory_opts_clear(&o);
+
+	/* the size options keep their order, repeated ones too */
+	assert_int_equal(
+	    parse(&o, "--gpus=0", "--cores=1", "--cores=4", "--timeout", "60", "h", "1", NULL),
+	    CLI_DONE);
+	assert_string_equal(o.size, " --gpus 0 --cores 1 --cores 4");
+	assert_true(o.limits.worker_cores == 4);
+	assert_int_equal(o.timeout, 60);
+	work_queue_factory_opts_clear(&o);
+	/* options end at the first argument: the rest is HOST PORT */
+	assert_fails("expected HOST PORT or -M PROJECT (see --help)", "h", "1", "-w", "2");
+}
+
+static void test_bad_values(void **state)
+{
+	(void)state;
+	assert_fails("--min-workers x: expected an integer in 0..100000", "-w", "x", "h", "1");
+	assert_fails("--min-workers -1: expected an integer in 0..100000", "--min-workers=-1", "h",
+	             "1");
+	assert_fails("--max-workers 0: expected an integer in 1..100000", "-W", "0", "h", "1");
+	assert_fails("--workers-per-cycle 0: expected an integer in 1..10000",
+	             "--workers-per-cycle", "0", "h", "1");
+	assert_fails("--cores 0: expected a number above 0", "--cores", "0", "h", "1");
+	assert_fails("--memory x: expected a size (e.g. 4000, 4G)", "--memory", "x", "h", "1");
+	assert_fails("--disk x: expected a size (e.g. 4000, 4G)", "--disk", "x", "h", "1");
+	assert_fails("--gpus 2000: expected an integer in 0..1024", "--gpus", "2000", "h", "1");
+	assert_fails("-t 0: expected a duration above 0 (e.g. 300, 5m)", "-t", "0", "h", "1");
+	assert_fails("-t soon: expected a duration above 0 (e.g. 300, 5m)", "--timeout=soon", "h",
+	             "1");
+	assert_fails("--period 0: expected seconds in 0.1..3600", "--period", "0", "h", "1");
+	assert_fails("--batch-option x: expected KEY=VALUE", "--batch-option", "x", "h", "1");
+	assert_fails("--batch-option x: expected KEY=VALUE", "--batch-option", "a=b",
+	             "--batch-option", "x", "h", "1");
+}
+
+static void test_master(void **state)
+{
+	(void)state;
+	assert_fails("give either -M PROJECT or HOST PORT, not both", "-M", "p", "h");
+	assert_fails("expected HOST PORT or -M PROJECT (see --help)", "h");
+	assert_fails("expected HOST PORT or -M PROJECT (see --help)", "h", "1", "2");
+	assert_fails("expected HOST PORT or -M PROJECT (see --help)", "-w", "1");
+	assert_fails("PORT 70000: expected an integer in 1..65535", "h", "70000");
+	assert_fails("PORT x: expected an integer in 1..65535", "h", "x");
+	assert_fails("--min-workers 5 is above --max-workers 2", "-w", "5", "-W", "2", "h", "1");
+	assert_fails("--min-workers 11 is above --max-workers 10", "-w", "11", "-M", "p");
+}
+
+static void test_common_options(void **state)
+{
+	(void)state;
+	struct work_queue_factory_opts o;
+	assert_int_equal(parse(&o, "-d", "factory", "--debug=none", "h", "1", NULL), CLI_DONE);
+	work_queue_factory_opts_clear(&o);
+	char want[512];
+	snprintf(want, sizeof want, "-d bogus: unknown subsystem (valid: %s)", debug_flags_help());
+	assert_fails(want, "-d", "bogus", "h", "1");
+	assert_fails("-o /nonexistent/x: No such file or directory", "-o", "/nonexistent/x", "h",
+	             "1");
+	assert_fails("unknown option --bogus (see --help)", "--bogus", "h", "1");
+	assert_fails("unknown option -x (see --help)", "-x", "h", "1");
+	assert_fails("unknown option -h (see --help)", "--help=x"); /* optopt names it */
+	assert_fails("option -w needs a value (see --help)", "-w");
+	assert_fails("option --period needs a value (see --help)", "--period");
+
+	fflush(stdout);
+	int saved = dup(STDOUT_FILENO);
+	int null = open("/dev/null", O_WRONLY);
+	dup2(null, STDOUT_FILENO);
+	close(null);
+	int rv = parse(&o, "-v", NULL);
+	int rh = parse(&o, "--cores", "2", "-h", NULL);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	assert_int_equal(rv, CLI_EXIT);
+	assert_int_equal(rh, CLI_EXIT);
+	assert_null(o.size); /* nothing left to free */
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	work_queue_factory_opts_usage(m, "wqf");
+	fclose(m);
+	assert_non_null(
+	    strstr(text, "Usage: wqf [options] HOST PORT     workers for one master\n"));
+	assert_non_null(strstr(text, "--workers-per-cycle=N"));
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_defaults),       cmocka_unit_test(test_options),
+	    cmocka_unit_test(test_bad_values),     cmocka_unit_test(test_master),
+	    cmocka_unit_test(test_common_options),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

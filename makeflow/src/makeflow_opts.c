@@ -1,0 +1,366 @@
+/* makeflow_opts.c: parses the command line of makeflow (getopt_long, with the options every
+ * program shares through cli.h) into struct makeflow_opts. Work Queue's options become options
+ * of the wq batch driver. See makeflow_opts.h. */
+#include "makeflow_opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "batch_queue.h"
+#include "category.h"
+#include "cli.h"
+#include "debug.h"
+#include "htc_error.h"
+#include "stringtools.h"
+#include "units.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+enum {
+	OPT_GC_SIZE = 1000,
+	OPT_SKIP_FILE_CHECK,
+	OPT_BATCH_OPTION,
+	OPT_PROGRESS,
+	OPT_CLEAN,
+	OPT_MONITOR,
+	OPT_MONITOR_INTERVAL,
+	OPT_MONITOR_SERIES,
+	OPT_MONITOR_EXE,
+	OPT_ALLOCATION,
+	OPT_ALLOCATION_SEED,
+	OPT_PASSWORD,
+	OPT_SSL_CERT,
+	OPT_SSL_KEY,
+	OPT_SHARED_FS,
+};
+
+static const struct option longopts[] = {
+    {"batch-type", required_argument, 0, 'T'},
+    {"max-local", required_argument, 0, 'j'},
+    {"max-remote", required_argument, 0, 'J'},
+    {"batch-options", required_argument, 0, 'B'},
+    {"batch-option", required_argument, 0, OPT_BATCH_OPTION},
+    {"port", required_argument, 0, 'p'},
+    {"port-file", required_argument, 0, 'Z'},
+    {"project-name", required_argument, 0, 'N'},
+    {"catalog-server", required_argument, 0, 'C'},
+    {"password", required_argument, 0, OPT_PASSWORD},
+    {"ssl-cert", required_argument, 0, OPT_SSL_CERT},
+    {"ssl-key", required_argument, 0, OPT_SSL_KEY},
+    {"shared-fs", required_argument, 0, OPT_SHARED_FS},
+    {"retry-count", required_argument, 0, 'r'},
+    {"retry", no_argument, 0, 'R'},
+    {"zero-length-error", no_argument, 0, 'z'},
+    {"makeflow-log", required_argument, 0, 'l'},
+    {"batch-log", required_argument, 0, 'L'},
+    {"clean", optional_argument, 0, OPT_CLEAN},
+    {"gc", required_argument, 0, 'g'},
+    {"gc-count", required_argument, 0, 'G'},
+    {"gc-size", required_argument, 0, OPT_GC_SIZE},
+    {"skip-file-check", no_argument, 0, OPT_SKIP_FILE_CHECK},
+    {"summary-log", required_argument, 0, 'f'},
+    {"progress", required_argument, 0, OPT_PROGRESS},
+    {"monitor", required_argument, 0, OPT_MONITOR},
+    {"monitor-interval", required_argument, 0, OPT_MONITOR_INTERVAL},
+    {"monitor-with-time-series", no_argument, 0, OPT_MONITOR_SERIES},
+    {"monitor-exe", required_argument, 0, OPT_MONITOR_EXE},
+    {"allocation", required_argument, 0, OPT_ALLOCATION},
+    {"allocation-seed", required_argument, 0, OPT_ALLOCATION_SEED},
+    {"debug", required_argument, 0, 'd'},
+    {"debug-file", required_argument, 0, 'o'},
+    {"version", no_argument, 0, 'v'},
+    {"help", no_argument, 0, 'h'},
+    WORKFLOW_LONG_OPTIONS,
+    {0, 0, 0, 0},
+};
+
+void makeflow_opts_usage(FILE *f, const char *prog)
+{
+	fprintf(
+	    f,
+	    "Usage: %s [options] [WORKFLOW]   (default WORKFLOW: ./Makeflow)\n"
+	    "\n"
+	    "Runs every rule of a workflow whose inputs are ready; continues an interrupted run.\n"
+	    "\n"
+	    "  -T, --batch-type=TYPE     batch system: %s (default local;\n"
+	    "                            env MAKEFLOW_BATCH_QUEUE_TYPE)\n"
+	    "  -j, --max-local=N         at most N jobs at once on this machine (default: cores)\n"
+	    "  -J, --max-remote=N        at most N remote jobs at once\n"
+	    "  -B, --batch-options=TEXT  options passed to the batch system for every job\n"
+	    "      --batch-option=K=V    a driver option (e.g. script=FILE for dryrun); "
+	    "repeatable\n"
+	    "Work Queue (-T wq):\n"
+	    "  -p, --port=PORT           port of the master (default 9123; 0 = any)\n"
+	    "  -Z, --port-file=FILE      write the port the master listens on to FILE\n"
+	    "  -N, -M, --project-name=P  advertise the master to the catalog as project P\n"
+	    "  -C, --catalog-server=H:P  catalog servers (default $CATALOG_HOST, localhost:9097)\n"
+	    "      --password=FILE       workers must prove this password (HMAC, both ways)\n"
+	    "      --ssl-cert=FILE --ssl-key=FILE  TLS for worker connections\n"
+	    "      --shared-fs=DIR       files under DIR are on a file system workers share:\n"
+	    "                            they are not transferred\n"
+	    "  -r, --retry-count=N       retry a failed rule up to N times\n"
+	    "  -R, --retry               retry failed rules (5 times)\n"
+	    "  -z, --zero-length-error   an empty output counts as missing\n"
+	    "  -l, --makeflow-log=FILE   transaction log (default WORKFLOW.makeflowlog)\n"
+	    "  -L, --batch-log=FILE      accepted for compatibility; drivers here log through -d\n"
+	    "  -c, --clean[=MODE]        remove created files: all (default), outputs, "
+	    "intermediates\n"
+	    "  -g, --gc=MODE             garbage collection: none, ref_cnt, on_demand, all\n"
+	    "  -G, --gc-count=N          collect once N files are collectable\n"
+	    "      --gc-size=SIZE        on_demand: collect while free disk is below SIZE (1G)\n"
+	    "      --skip-file-check     do not check that input files exist before starting\n"
+	    "  -f, --summary-log=FILE    write a JSON summary of the run to FILE\n"
+	    "      --json                the workflow is JSON\n"
+	    "      --jx                  the workflow is JX\n"
+	    "      --jx-args=FILE        JX: symbols from FILE\n"
+	    "      --jx-define=VAR=EXPR  JX: define VAR\n"
+	    "      --progress=MODE       auto (default), plain, quiet\n"
+	    "      --monitor=DIR         measure every rule with resource_monitor; one summary\n"
+	    "                            per rule in DIR (also seeds the categories next run)\n"
+	    "      --monitor-interval=S  sampling interval of the monitor in seconds\n"
+	    "      --monitor-with-time-series  also keep a time series per rule\n"
+	    "      --monitor-exe=PATH    the resource_monitor to use (default: beside makeflow)\n"
+	    "      --allocation=MODE     size categories: fixed, max, waste (min_waste),\n"
+	    "                            throughput (max_throughput); .MAKEFLOW MODE wins\n"
+	    "      --allocation-seed=PATH  seed categories from summaries (file or directory)\n"
+	    "  -d, --debug=SUBSYS        debug output: %s\n"
+	    "  -o, --debug-file=FILE     write debug output to FILE\n"
+	    "  -v, --version             show the version\n"
+	    "  -h, --help                show this help\n",
+	    prog, batch_queue_types(), debug_flags_help());
+}
+
+static void init(struct makeflow_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	engine_options_init(&o->engine);
+	const char *env_type = getenv("MAKEFLOW_BATCH_QUEUE_TYPE");
+	if (env_type && *env_type)
+		o->engine.batch_type = env_type;
+}
+
+void makeflow_opts_clear(struct makeflow_opts *o)
+{
+	for (size_t i = 0; i < o->n_batch_opts; i++)
+		free(o->batch_opts[i]);
+	free(o->batch_opts);
+	free(o->log_path);
+	workflow_source_free(&o->src);
+	init(o);
+}
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return HTC_EPARSE;
+}
+
+/* An integer >= MIN into *OUT. */
+static int parse_int(const char *opt, const char *s, int min, int *out, char *err, size_t errlen)
+{
+	int64_t v;
+	if (str_to_int64(s, &v) < 0 || v < min || v > INT_MAX)
+		return bad(err, errlen, "option %s: '%s' is not an integer >= %d", opt, s, min);
+	*out = (int)v;
+	return 0;
+}
+
+/* Appends a driver option (owned). */
+static void add_batch_opt(struct makeflow_opts *o, char *kv)
+{
+	o->batch_opts = xrealloc(o->batch_opts, (o->n_batch_opts + 2) * sizeof *o->batch_opts);
+	o->batch_opts[o->n_batch_opts++] = kv;
+	o->batch_opts[o->n_batch_opts] = NULL;
+}
+
+/* The options that choose among a few words. */
+static int parse_word(struct makeflow_opts *o, int c, const char *arg, char *err, size_t errlen)
+{
+	struct engine_options *e = &o->engine;
+	if (c == 'g') {
+		if (!strcmp(arg, "none"))
+			e->gc = ENGINE_GC_NONE;
+		else if (!strcmp(arg, "ref_cnt"))
+			e->gc = ENGINE_GC_REF_CNT;
+		else if (!strcmp(arg, "on_demand"))
+			e->gc = ENGINE_GC_ON_DEMAND;
+		else if (!strcmp(arg, "all"))
+			e->gc = ENGINE_GC_ALL;
+		else
+			return bad(err, errlen, "-g %s: expected none, ref_cnt, on_demand or all",
+			           arg);
+	} else if (c == OPT_ALLOCATION) {
+		enum category_mode m;
+		if (category_mode_parse(arg, &m) < 0)
+			return bad(err, errlen,
+			           "--allocation %s: expected fixed, max, waste or throughput",
+			           arg);
+		e->allocation_mode = (int)m;
+	} else {
+		if (!strcmp(arg, "auto"))
+			e->progress = ENGINE_PROGRESS_AUTO;
+		else if (!strcmp(arg, "plain"))
+			e->progress = ENGINE_PROGRESS_PLAIN;
+		else if (!strcmp(arg, "quiet"))
+			e->progress = ENGINE_PROGRESS_QUIET;
+		else
+			return bad(err, errlen, "--progress %s: expected auto, plain or quiet",
+			           arg);
+	}
+	return 0;
+}
+
+/* Work Queue options become options of the wq driver. */
+static void wq_option(struct makeflow_opts *o, int c, const char *arg)
+{
+	const char *key = c == 'p'             ? "port"
+	                  : c == 'Z'           ? "port-file"
+	                  : c == 'C'           ? "catalog"
+	                  : c == OPT_PASSWORD  ? "password"
+	                  : c == OPT_SSL_CERT  ? "ssl-cert"
+	                  : c == OPT_SSL_KEY   ? "ssl-key"
+	                  : c == OPT_SHARED_FS ? "shared-fs"
+	                                       : "project";
+	add_batch_opt(o, xasprintf("%s=%s", key, arg));
+}
+
+static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], const char **clean,
+                     char *err, size_t errlen)
+{
+	struct engine_options *e = &o->engine;
+	switch (c) {
+	case 'T': e->batch_type = arg; break;
+	case 'j': return parse_int("-j", arg, 1, &e->max_local_jobs, err, errlen);
+	case 'J': return parse_int("-J", arg, 1, &e->max_remote_jobs, err, errlen);
+	case 'B': e->batch_options = arg; break;
+	case OPT_BATCH_OPTION:
+		if (!strchr(arg, '='))
+			return bad(err, errlen, "--batch-option '%s': expected KEY=VALUE", arg);
+		add_batch_opt(o, xstrdup(arg));
+		break;
+	case 'p':
+	case 'Z':
+	case 'N':
+	case 'M':
+	case 'C':
+	case OPT_PASSWORD:
+	case OPT_SSL_CERT:
+	case OPT_SSL_KEY:
+	case OPT_SHARED_FS: wq_option(o, c, arg); break;
+	case 'r': return parse_int("-r", arg, 0, &e->retries, err, errlen);
+	case 'R': e->retries = 5; break;
+	case 'z': e->zero_length_is_missing = 1; break;
+	case 'l':
+		free(o->log_path);
+		o->log_path = xstrdup(arg);
+		break;
+	case 'L':
+		notice("-L %s: batch drivers here write their events to the debug log (-d batch)",
+		       arg);
+		break;
+	case 'c': *clean = "all"; break;
+	case OPT_CLEAN: *clean = arg ? arg : "all"; break;
+	case 'g':
+	case OPT_ALLOCATION:
+	case OPT_PROGRESS: return parse_word(o, c, arg, err, errlen);
+	case 'G': return parse_int("-G", arg, 1, &e->gc_count, err, errlen);
+	case OPT_GC_SIZE:
+		if (units_parse_bytes(arg, &e->gc_size) < 0)
+			return bad(err, errlen, "--gc-size %s: expected a size such as 500M or 2G",
+			           arg);
+		if (e->gc == ENGINE_GC_NONE)
+			e->gc = ENGINE_GC_ON_DEMAND;
+		break;
+	case OPT_SKIP_FILE_CHECK: e->skip_file_check = 1; break;
+	case OPT_MONITOR: e->monitor_dir = arg; break;
+	case OPT_MONITOR_INTERVAL: {
+		char *end = NULL;
+		double v = strtod(arg, &end);
+		if (!*arg || *end || !(v > 0) || v > 3600)
+			return bad(err, errlen,
+			           "--monitor-interval %s: expected seconds between 0 and 3600",
+			           arg);
+		e->monitor_interval = v;
+		break;
+	}
+	case OPT_MONITOR_SERIES: e->monitor_time_series = 1; break;
+	case OPT_MONITOR_EXE: e->monitor_exe = arg; break;
+	case OPT_ALLOCATION_SEED: e->allocation_seed = arg; break;
+	case 'f': e->summary_path = arg; break;
+	case 'd':
+	case 'o':
+	case 'v':
+	case 'h': {
+		int r = cli_common_option(c, argv, "makeflow", makeflow_opts_usage, err, errlen);
+		return r == CLI_EXIT ? CLI_EXIT : r == CLI_FAIL ? HTC_EPARSE : 0;
+	}
+	default:
+		if (workflow_source_getopt(&o->src, c, arg))
+			break;
+		return CLI_USAGE;
+	}
+	return 0;
+}
+
+/* The one workflow file, and what --clean says. */
+static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const char *clean,
+                          char *err, size_t errlen)
+{
+	if (optind < argc - 1)
+		return bad(err, errlen, "expected one workflow file, got %d (see --help)",
+		           argc - optind);
+	o->src.path = optind < argc ? argv[optind] : "Makeflow";
+	if (access(o->src.path, R_OK) < 0)
+		return bad(err, errlen, "cannot read workflow %s: %s", o->src.path,
+		           strerror(errno));
+	if (clean) {
+		if (!strcmp(clean, "all"))
+			o->clean = ENGINE_CLEAN_ALL;
+		else if (!strcmp(clean, "outputs"))
+			o->clean = ENGINE_CLEAN_OUTPUTS;
+		else if (!strcmp(clean, "intermediates"))
+			o->clean = ENGINE_CLEAN_INTERMEDIATES;
+		else
+			return bad(err, errlen,
+			           "--clean=%s: expected all, outputs or intermediates", clean);
+	}
+	if (!o->log_path)
+		o->log_path = xasprintf("%s.makeflowlog", o->src.path);
+	o->engine.log_path = o->log_path;
+	o->engine.batch_opts = (const char *const *)o->batch_opts;
+	return 0;
+}
+
+int makeflow_opts_parse(int argc, char *argv[], struct makeflow_opts *o, char *err, size_t errlen)
+{
+	init(o);
+	/* getopt itself reports an unknown option or a missing value (then the usage follows) */
+	opterr = 1;
+	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
+	const char *clean = NULL;
+	int c, r = 0;
+	while ((c = getopt_long(argc, argv, "T:j:J:B:r:Rzl:L:cg:G:f:d:o:vhp:Z:N:M:C:", longopts,
+	                        NULL)) != -1) {
+		r = parse_one(o, c, optarg, argv, &clean, err, errlen);
+		if (r != 0)
+			goto out;
+	}
+	r = check_workflow(o, argc, argv, clean, err, errlen);
+out:
+	if (r != 0)
+		makeflow_opts_clear(o);
+	return r;
+}

@@ -1,0 +1,39 @@
+/* makeflow_opts.h: the command line of the makeflow program, parsed into one struct: the
+ * engine's options, the workflow and its form, the batch driver's options, and whether to
+ * clean instead of run. Parsing never exits, so every option and error text is tested without
+ * running a workflow. Option names follow the Makeflow tradition. */
+#ifndef MAKEFLOW_OPTS_H
+#define MAKEFLOW_OPTS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "engine.h"
+#include "workflow_load.h"
+
+/* The strings that are not owned point into the ARGV given to the parser (or the
+ * environment). */
+struct makeflow_opts {
+	struct engine_options engine; /* batch_opts and log_path point into this struct;
+	                                 self_exe is left to the caller */
+	struct workflow_source src;   /* path: the one argument, default "Makeflow" */
+	enum engine_clean_mode clean; /* -c, --clean[=MODE]; 0: run the workflow */
+	char **batch_opts;            /* "key=value", NULL-terminated; owned */
+	size_t n_batch_opts;
+	char *log_path; /* -l, or WORKFLOW.makeflowlog; owned */
+};
+
+/* Parses ARGV into O (which it initialises; MAKEFLOW_BATCH_QUEUE_TYPE gives the default batch
+ * type), handling -d, -o, -v and -h through cli.h, and checks that the workflow can be read.
+ * Returns CLI_DONE (run), CLI_EXIT (help or version printed), CLI_USAGE (getopt printed an
+ * unknown option or a missing value on stderr) or HTC_EPARSE with the message in ERR. Only
+ * CLI_DONE leaves anything in O to free (with makeflow_opts_clear). */
+int makeflow_opts_parse(int argc, char *argv[], struct makeflow_opts *o, char *err, size_t errlen);
+
+/* Frees what O owns and re-initialises it. */
+void makeflow_opts_clear(struct makeflow_opts *o);
+
+/* Writes the usage text, naming the program PROG. */
+void makeflow_opts_usage(FILE *out, const char *prog);
+
+#endif

@@ -1,0 +1,350 @@
+/* test_makeflow_opts.c: unit tests of makeflow's command-line parsing: the defaults, every
+ * option's value, the Work Queue options turned into driver options, the workflow argument and
+ * --clean, and the exact error text of each bad value; getopt's own errors ask for the usage. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "category.h"
+#include "cli.h"
+#include "debug.h"
+#include "htc_error.h"
+#include "makeflow_opts.h"
+
+#include "banned.h"
+
+static char err[2048];
+static char dir[] = "/tmp/test_makeflow_opts.XXXXXX";
+
+/* Parses the NULL-terminated words after "makeflow". */
+static int parse(struct makeflow_opts *o, ...)
+{
+	char *argv[64];
+	int argc = 0;
+	argv[argc++] = "makeflow";
+	va_list ap;
+	va_start(ap, o);
+	char *w;
+	while ((w = va_arg(ap, char *)) != NULL)
+		argv[argc++] = w;
+	va_end(ap);
+	argv[argc] = NULL;
+	err[0] = 0;
+	return makeflow_opts_parse(argc, argv, o, err, sizeof err);
+}
+
+/* Sends FD (stdout: help and version; stderr: getopt's messages) to /dev/null; returns the
+ * saved descriptor for unmute. */
+static int mute(int fd)
+{
+	fflush(NULL);
+	int saved = dup(fd);
+	int null = open("/dev/null", O_WRONLY);
+	dup2(null, fd);
+	close(null);
+	return saved;
+}
+
+static void unmute(int fd, int saved)
+{
+	fflush(NULL);
+	dup2(saved, fd);
+	close(saved);
+}
+
+/* Expects a parse error with exactly the text WANT. */
+#define assert_fails(want, ...)                                                                    \
+	do {                                                                                       \
+		struct makeflow_opts o_;                                                           \
+		assert_int_equal(parse(&o_, __VA_ARGS__, NULL), HTC_EPARSE);                       \
+		assert_string_equal(err, want);                                                    \
+		assert_null(o_.batch_opts);                                                        \
+		assert_null(o_.log_path);                                                          \
+	} while (0)
+
+/* Expects getopt's own complaint (the usage follows). */
+#define assert_usage(...)                                                                          \
+	do {                                                                                       \
+		struct makeflow_opts o_;                                                           \
+		int saved_ = mute(STDERR_FILENO);                                                  \
+		int r_ = parse(&o_, __VA_ARGS__, NULL);                                            \
+		unmute(STDERR_FILENO, saved_);                                                     \
+		assert_int_equal(r_, CLI_USAGE);                                                   \
+		assert_null(o_.batch_opts);                                                        \
+	} while (0)
+
+/* Runs in a directory holding the workflows "Makeflow" and "other.mf". */
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(dir) || chdir(dir) < 0)
+		return -1;
+	FILE *f = fopen("Makeflow", "w");
+	FILE *g = fopen("other.mf", "w");
+	if (!f || !g)
+		return -1;
+	fputs("out:\n\ttouch out\n", f);
+	fputs("out:\n\ttouch out\n", g);
+	fclose(f);
+	fclose(g);
+	unsetenv("MAKEFLOW_BATCH_QUEUE_TYPE");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink("Makeflow");
+	unlink("other.mf");
+	if (chdir("/") < 0)
+		return -1;
+	return rmdir(dir);
+}
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, NULL), CLI_DONE);
+	struct engine_options d;
+	engine_options_init(&d);
+	assert_string_equal(o.src.path, "Makeflow");
+	assert_int_equal(o.src.format, WORKFLOW_MAKE);
+	assert_null(o.src.jx_args);
+	assert_null(o.src.jx_defines);
+	assert_int_equal(o.clean, 0);
+	assert_null(o.batch_opts);
+	assert_string_equal(o.log_path, "Makeflow.makeflowlog");
+	assert_ptr_equal(o.engine.log_path, o.log_path);
+	assert_null(o.engine.batch_opts);
+	assert_string_equal(o.engine.batch_type, "local");
+	assert_int_equal(o.engine.max_local_jobs, d.max_local_jobs);
+	assert_int_equal(o.engine.max_remote_jobs, d.max_remote_jobs);
+	assert_int_equal(o.engine.retries, d.retries);
+	assert_int_equal(o.engine.gc, d.gc);
+	assert_int_equal(o.engine.gc_count, d.gc_count);
+	assert_int_equal(o.engine.gc_size, d.gc_size);
+	assert_int_equal(o.engine.progress, d.progress);
+	assert_int_equal(o.engine.allocation_mode, d.allocation_mode);
+	assert_true(o.engine.monitor_interval == d.monitor_interval);
+	assert_null(o.engine.monitor_dir);
+	assert_null(o.engine.summary_path);
+	assert_null(o.engine.self_exe);
+	makeflow_opts_clear(&o);
+
+	setenv("MAKEFLOW_BATCH_QUEUE_TYPE", "dryrun", 1);
+	assert_int_equal(parse(&o, "other.mf", NULL), CLI_DONE);
+	assert_string_equal(o.engine.batch_type, "dryrun");
+	assert_string_equal(o.src.path, "other.mf");
+	assert_string_equal(o.log_path, "other.mf.makeflowlog");
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "-T", "local", NULL), CLI_DONE);
+	assert_string_equal(o.engine.batch_type, "local");
+	makeflow_opts_clear(&o);
+	unsetenv("MAKEFLOW_BATCH_QUEUE_TYPE");
+}
+
+static void test_engine_options(void **state)
+{
+	(void)state;
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, "--batch-type=wq", "-j", "3", "--max-remote", "40", "-B",
+	                       "queue=long", "-r", "2", "-z", "--skip-file-check", "-l", "my.log",
+	                       "-f", "summary.json", "-g", "ref_cnt", "-G", "7", "--progress",
+	                       "quiet", "--monitor", "mon", "--monitor-interval", "0.5",
+	                       "--monitor-with-time-series", "--monitor-exe", "/bin/rm",
+	                       "--allocation", "waste", "--allocation-seed", "seeds", "other.mf",
+	                       NULL),
+	                 CLI_DONE);
+	struct engine_options *e = &o.engine;
+	assert_string_equal(e->batch_type, "wq");
+	assert_int_equal(e->max_local_jobs, 3);
+	assert_int_equal(e->max_remote_jobs, 40);
+	assert_string_equal(e->batch_options, "queue=long");
+	assert_int_equal(e->retries, 2);
+	assert_int_equal(e->zero_length_is_missing, 1);
+	assert_int_equal(e->skip_file_check, 1);
+	assert_string_equal(o.log_path, "my.log");
+	assert_string_equal(e->log_path, "my.log");
+	assert_string_equal(e->summary_path, "summary.json");
+	assert_int_equal(e->gc, ENGINE_GC_REF_CNT);
+	assert_int_equal(e->gc_count, 7);
+	assert_int_equal(e->progress, ENGINE_PROGRESS_QUIET);
+	assert_string_equal(e->monitor_dir, "mon");
+	assert_true(e->monitor_interval == 0.5);
+	assert_int_equal(e->monitor_time_series, 1);
+	assert_string_equal(e->monitor_exe, "/bin/rm");
+	assert_int_equal(e->allocation_mode, CATEGORY_MODE_MIN_WASTE);
+	assert_string_equal(e->allocation_seed, "seeds");
+	makeflow_opts_clear(&o);
+
+	assert_int_equal(parse(&o, "-R", "-g", "none", "--gc-size", "2G", "--progress=plain",
+	                       "--allocation=throughput", NULL),
+	                 CLI_DONE);
+	assert_int_equal(o.engine.retries, 5);
+	assert_int_equal(o.engine.gc, ENGINE_GC_ON_DEMAND); /* --gc-size turns it on */
+	assert_int_equal(o.engine.gc_size, INT64_C(2) << 30);
+	assert_int_equal(o.engine.progress, ENGINE_PROGRESS_PLAIN);
+	assert_int_equal(o.engine.allocation_mode, CATEGORY_MODE_MAX_THROUGHPUT);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "-g", "all", "--gc-size", "1M", "--progress", "auto", NULL),
+	                 CLI_DONE);
+	assert_int_equal(o.engine.gc, ENGINE_GC_ALL);
+	assert_int_equal(o.engine.progress, ENGINE_PROGRESS_AUTO);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "-g", "on_demand", NULL), CLI_DONE);
+	assert_int_equal(o.engine.gc, ENGINE_GC_ON_DEMAND);
+	makeflow_opts_clear(&o);
+	/* -L is accepted (with a notice) and changes nothing */
+	int saved = mute(STDERR_FILENO);
+	int r = parse(&o, "-L", "batch.log", "--batch-log", "b2", NULL);
+	unmute(STDERR_FILENO, saved);
+	assert_int_equal(r, CLI_DONE);
+	makeflow_opts_clear(&o);
+}
+
+static void test_batch_options(void **state)
+{
+	(void)state;
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, "--batch-option", "script=x.sh", "-p", "0", "-Z", "port.txt",
+	                       "-N", "proj", "-M", "proj2", "--project-name=p3", "-C", "cat:9097",
+	                       "--password", "pw", "--ssl-cert", "c.pem", "--ssl-key", "k.pem",
+	                       "--shared-fs", "/shared", "--port-file=pf", "--catalog-server", "c2",
+	                       NULL),
+	                 CLI_DONE);
+	static const char *const want[] = {"script=x.sh",        "port=0",
+	                                   "port-file=port.txt", "project=proj",
+	                                   "project=proj2",      "project=p3",
+	                                   "catalog=cat:9097",   "password=pw",
+	                                   "ssl-cert=c.pem",     "ssl-key=k.pem",
+	                                   "shared-fs=/shared",  "port-file=pf",
+	                                   "catalog=c2",         NULL};
+	size_t n = 0;
+	for (; want[n]; n++)
+		assert_string_equal(o.batch_opts[n], want[n]);
+	assert_null(o.batch_opts[n]);
+	assert_int_equal(o.n_batch_opts, n);
+	assert_ptr_equal(o.engine.batch_opts, o.batch_opts);
+	makeflow_opts_clear(&o);
+	assert_fails("--batch-option 'x': expected KEY=VALUE", "--batch-option", "x");
+}
+
+static void test_workflow_and_clean(void **state)
+{
+	(void)state;
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, "--json", "--jx", "--jx-args", "a.json", "--jx-define", "X=1",
+	                       "--jx-define=Y=2", NULL),
+	                 CLI_DONE);
+	assert_int_equal(o.src.format, WORKFLOW_JX);
+	assert_string_equal(o.src.jx_args, "a.json");
+	assert_string_equal(o.src.jx_defines[0], "X=1");
+	assert_string_equal(o.src.jx_defines[1], "Y=2");
+	assert_null(o.src.jx_defines[2]);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--json", NULL), CLI_DONE);
+	assert_int_equal(o.src.format, WORKFLOW_JSON);
+	makeflow_opts_clear(&o);
+
+	assert_int_equal(parse(&o, "-c", NULL), CLI_DONE);
+	assert_int_equal(o.clean, ENGINE_CLEAN_ALL);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--clean", "other.mf", NULL), CLI_DONE);
+	assert_int_equal(o.clean, ENGINE_CLEAN_ALL);
+	assert_string_equal(o.src.path, "other.mf");
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--clean=outputs", NULL), CLI_DONE);
+	assert_int_equal(o.clean, ENGINE_CLEAN_OUTPUTS);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--clean=intermediates", NULL), CLI_DONE);
+	assert_int_equal(o.clean, ENGINE_CLEAN_INTERMEDIATES);
+	makeflow_opts_clear(&o);
+	/* options after the workflow are options too */
+	assert_int_equal(parse(&o, "other.mf", "-j", "2", NULL), CLI_DONE);
+	assert_int_equal(o.engine.max_local_jobs, 2);
+	assert_string_equal(o.src.path, "other.mf");
+	makeflow_opts_clear(&o);
+
+	assert_fails("--clean=bad: expected all, outputs or intermediates", "--clean=bad");
+	assert_fails("expected one workflow file, got 2 (see --help)", "a", "b");
+	assert_fails("cannot read workflow nonexist: No such file or directory", "nonexist");
+	/* the workflow is checked before --clean's mode */
+	assert_fails("cannot read workflow nonexist: No such file or directory", "--clean=bad",
+	             "nonexist");
+}
+
+static void test_bad_values(void **state)
+{
+	(void)state;
+	assert_fails("option -j: '0' is not an integer >= 1", "-j", "0");
+	assert_fails("option -j: 'abc' is not an integer >= 1", "--max-local=abc");
+	assert_fails("option -J: '0' is not an integer >= 1", "-J", "0");
+	assert_fails("option -r: '-1' is not an integer >= 0", "-r", "-1");
+	assert_fails("option -G: '0' is not an integer >= 1", "-G", "0");
+	assert_fails("option -j: '99999999999' is not an integer >= 1", "-j", "99999999999");
+	assert_fails("-g bad: expected none, ref_cnt, on_demand or all", "-g", "bad");
+	assert_fails("--gc-size x: expected a size such as 500M or 2G", "--gc-size", "x");
+	assert_fails("--monitor-interval 0: expected seconds between 0 and 3600",
+	             "--monitor-interval", "0");
+	assert_fails("--monitor-interval abc: expected seconds between 0 and 3600",
+	             "--monitor-interval", "abc");
+	assert_fails("--monitor-interval 4000: expected seconds between 0 and 3600",
+	             "--monitor-interval", "4000");
+	assert_fails("--allocation bad: expected fixed, max, waste or throughput", "--allocation",
+	             "bad");
+	assert_fails("--progress bad: expected auto, plain or quiet", "--progress", "bad");
+}
+
+static void test_common_options(void **state)
+{
+	(void)state;
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, "-d", "makeflow", "--debug=none", NULL), CLI_DONE);
+	makeflow_opts_clear(&o);
+	char want[512];
+	snprintf(want, sizeof want, "-d bogus: unknown subsystem (valid: %s)", debug_flags_help());
+	assert_fails(want, "-d", "bogus");
+	assert_fails("-o /nonexistent/x: No such file or directory", "-o", "/nonexistent/x");
+	assert_usage("--bogus");
+	assert_usage("-y");
+	assert_usage("-j");
+	assert_usage("--max-local");
+	assert_usage("--retry=3");
+	int saved = mute(STDOUT_FILENO);
+	int rv = parse(&o, "-j", "2", "-v", NULL);
+	int rh = parse(&o, "--batch-option", "a=b", "--help", NULL);
+	unmute(STDOUT_FILENO, saved);
+	assert_int_equal(rv, CLI_EXIT);
+	assert_int_equal(rh, CLI_EXIT);
+	assert_null(o.batch_opts);
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	makeflow_opts_usage(m, "mf");
+	fclose(m);
+	assert_non_null(strstr(text, "Usage: mf [options] [WORKFLOW]   (default WORKFLOW: "
+	                             "./Makeflow)\n"));
+	assert_non_null(strstr(text, "  -N, -M, --project-name=P  advertise the master"));
+	assert_non_null(strstr(text, debug_flags_help()));
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_defaults),      cmocka_unit_test(test_engine_options),
+	    cmocka_unit_test(test_batch_options), cmocka_unit_test(test_workflow_and_clean),
+	    cmocka_unit_test(test_bad_values),    cmocka_unit_test(test_common_options),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

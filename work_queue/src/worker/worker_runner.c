@@ -1,0 +1,238 @@
+/* worker_runner.c: the container runner (see worker_runner.h): it creates a container for the
+ * task (or an exec in the shared one), copies its output to its own, forwards SIGTERM and
+ * SIGINT by killing the container, and exits with the task's status. */
+#include "worker_runner.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "debug.h"
+#include "docker_api.h"
+#include "stringtools.h"
+#include "worker_docker.h"
+#include "worker_runner_opts.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+extern char **environ;
+
+#define PIDS_LIMIT 4096
+
+/* The signal that asks the runner to stop: a signal handler has no other way to say it, so this
+ * is the one piece of process-wide state here (the runner is a process of its own). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+/* Prints MSG as the runner's error and returns the exit status that says Docker failed. */
+static int fail(const char *msg)
+{
+	fprintf(stderr, "work_queue_worker --container-run: %s\n", msg);
+	return WORKER_DOCKER_EXIT_DOCKER;
+}
+
+/* The runner's memory cgroup (from /proc/self/cgroup), or NULL at the root. Caller frees. */
+static char *own_memory_cgroup(void)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return NULL;
+	char line[4096];
+	char *out = NULL;
+	while (fgets(line, sizeof line, f)) {
+		char *a = strchr(line, ':');
+		char *b = a ? strchr(a + 1, ':') : NULL;
+		if (!b)
+			continue;
+		*b = 0;
+		if (strcmp(a + 1, "memory") != 0)
+			continue;
+		char *p = str_trim(b + 1);
+		if (strcmp(p, "/") != 0 && *p == '/')
+			out = xstrdup(p);
+		break;
+	}
+	fclose(f);
+	return out;
+}
+
+/* With cgroup v1, Docker's cgroupfs driver makes the container's group at CG (our task's
+ * memory group) in every hierarchy, and removes only the container's own group with it. Where
+ * the task's group is elsewhere (a hierarchy in which this process sits at another path), CG
+ * itself is left behind, empty: removed here. The memory group, which holds this runner, and
+ * any group still in use are refused by the kernel and stay. Groups of a runner killed before
+ * this are found later by the monitor's stale cleanup (doc/resource-monitor.md). */
+static void remove_mirrored_groups(const char *cg)
+{
+	DIR *d = opendir("/sys/fs/cgroup");
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		char *dir = xasprintf("/sys/fs/cgroup/%s%s", de->d_name, cg);
+		if (rmdir(dir) == 0)
+			debug(D_WORKER, "removed %s, left by the container", dir);
+		free(dir);
+	}
+	closedir(d);
+}
+
+static double env_number(const char *name)
+{
+	const char *s = getenv(name);
+	double v;
+	if (!s || str_to_double(s, &v) < 0)
+		return 0;
+	return v;
+}
+
+/* The task as an exec in the shared container. Takes CMD and ENV. */
+static int run_shared(struct docker_api *api, const struct worker_runner_opts *o, json_t *cmd,
+                      json_t *env, const char *user, int *status, char **err)
+{
+	json_t *cfg = json_pack("{s:b,s:b,s:o,s:o,s:s,s:s}", "AttachStdout", 1, "AttachStderr", 1,
+	                        "Cmd", cmd, "Env", env, "WorkingDir", o->workdir, "User", user);
+	int r = docker_api_exec(api, o->shared, cfg, STDOUT_FILENO, STDERR_FILENO, &stop_signal,
+	                        status, err);
+	json_decref(cfg);
+	return r;
+}
+
+/* The HostConfig of the task's own container: its binds, MEMORY and CORES of its environment,
+ * and the cgroup CG to nest in (NULL: Docker's default). */
+static json_t *host_config(const struct worker_runner_opts *o, double mem_mb, const char *cg)
+{
+	json_t *binds = json_array();
+	for (size_t i = 0; i < o->n_binds; i++)
+		json_array_append_new(binds, json_string(o->binds[i]));
+	json_t *hc = json_pack("{s:o,s:b,s:I}", "Binds", binds, "AutoRemove", 0, "PidsLimit",
+	                       (json_int_t)PIDS_LIMIT);
+	if (mem_mb >= 6) {
+		json_int_t bytes = (json_int_t)(mem_mb * 1024 * 1024);
+		json_object_set_new(hc, "Memory", json_integer(bytes));
+		json_object_set_new(hc, "MemorySwap", json_integer(bytes));
+	}
+	double cores = env_number("CORES");
+	if (cores > 0)
+		json_object_set_new(hc, "NanoCpus", json_integer((json_int_t)(cores * 1e9)));
+	if (cg)
+		json_object_set_new(hc, "CgroupParent", json_string(cg));
+	return hc;
+}
+
+/* The task in a container of its own, removed at the end; status WORKER_DOCKER_EXIT_OOM when
+ * Docker says memory killed it. Takes CMD and ENV. */
+static int run_own(struct docker_api *api, const struct worker_runner_opts *o, json_t *cmd,
+                   json_t *env, const char *user, int *status, char **err)
+{
+	double mem_mb = env_number("MEMORY");
+	char host[256] = "";
+	if (gethostname(host, sizeof host - 1) < 0)
+		snprintf(host, sizeof host, "localhost");
+	char *cg = o->nest ? own_memory_cgroup() : NULL;
+	json_t *cfg =
+	    json_pack("{s:s,s:o,s:o,s:s,s:s,s:o,s:b,s:b,s:b,s:o}", "Image", o->image, "Cmd", cmd,
+	              "Env", env, "WorkingDir", o->workdir, "User", user, "Labels",
+	              worker_docker_labels(host), "AttachStdout", 1, "AttachStderr", 1, "Tty", 0,
+	              "HostConfig", host_config(o, mem_mb, cg));
+	char *id = NULL;
+	int r = docker_api_create_container(api, NULL, cfg, &id, err);
+	json_decref(cfg);
+	debug(D_WORKER, "container %.12s of %s%s%s", id ? id : "-", o->image,
+	      cg ? " in cgroup " : "", cg ? cg : "");
+	if (r == 0) {
+		r = docker_api_run(api, id, false, STDOUT_FILENO, STDERR_FILENO, &stop_signal,
+		                   status, err);
+		if (r < 0) {
+			char *e2 = NULL;
+			docker_api_remove(api, id, &e2);
+			free(e2);
+		}
+	}
+	bool oom = false;
+	if (r == 0) {
+		char *e2 = NULL;
+		if (docker_api_oom_killed(api, id, &oom, &e2) < 0) {
+			warn("%s", e2);
+			free(e2);
+			e2 = NULL;
+		}
+		if (docker_api_remove(api, id, &e2) < 0) {
+			warn("%s", e2);
+			free(e2);
+		}
+	}
+	if (oom) {
+		fprintf(stderr,
+		        "work_queue_worker: container %.12s was killed for lack of memory "
+		        "(OOMKilled; limit %.0f MB)\n",
+		        id, mem_mb);
+		*status = WORKER_DOCKER_EXIT_OOM;
+	}
+	if (cg)
+		remove_mirrored_groups(cg);
+	free(cg);
+	free(id);
+	return r;
+}
+
+int worker_runner_main(int argc, char **argv)
+{
+	struct worker_runner_opts o;
+	char msg[1024];
+	if (worker_runner_opts_parse(argc, argv, &o, msg, sizeof msg) < 0)
+		return fail(msg);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* the worker's -d flags do not reach the runner; DOCKER_API_DEBUG=all turns them on */
+	const char *dbg = getenv("DOCKER_API_DEBUG");
+	if (dbg && *dbg)
+		debug_flags_set(dbg);
+
+	char *err = NULL;
+	struct docker_api *api = docker_api_create(o.socket, &err);
+	if (!api) {
+		int st = fail(err);
+		free(err);
+		worker_runner_opts_clear(&o);
+		return st;
+	}
+	json_t *cmd = json_array();
+	for (int k = 0; k < o.n_cmd; k++)
+		json_array_append_new(cmd, json_string(o.cmd[k]));
+	json_t *env = json_array();
+	for (char **e = environ; *e; e++)
+		json_array_append_new(env, json_string(*e));
+	char *user = worker_docker_user();
+	int status = -1;
+	int r = o.shared ? run_shared(api, &o, cmd, env, user, &status, &err)
+	                 : run_own(api, &o, cmd, env, user, &status, &err);
+	free(user);
+	docker_api_delete(api);
+	worker_runner_opts_clear(&o);
+	if (r < 0) {
+		int st = fail(err);
+		free(err);
+		return stop_signal ? 128 + stop_signal : st;
+	}
+	if (stop_signal)
+		return 128 + stop_signal;
+	return status < 0 || status > 255 ? WORKER_DOCKER_EXIT_DOCKER : status;
+}

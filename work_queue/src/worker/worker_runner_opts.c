@@ -1,0 +1,95 @@
+/* worker_runner_opts.c: parses the container runner's arguments (the words worker_docker_argv
+ * writes after "--container-run") into struct worker_runner_opts. See worker_runner_opts.h. */
+#include "worker_runner_opts.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "htc_error.h"
+#include "path.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+void worker_runner_opts_clear(struct worker_runner_opts *o)
+{
+	for (size_t i = 0; i < o->n_binds; i++)
+		free(o->binds[i]);
+	free(o->binds);
+	memset(o, 0, sizeof *o);
+}
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return HTC_EPARSE;
+}
+
+/* One argument A with its value V. */
+static int parse_one(struct worker_runner_opts *o, const char *a, const char *v, char *err,
+                     size_t errlen)
+{
+	if (strcmp(a, "--socket") == 0) {
+		o->socket = v;
+	} else if (strcmp(a, "--image") == 0) {
+		o->image = v;
+	} else if (strcmp(a, "--shared") == 0) {
+		o->shared = v;
+	} else if (strcmp(a, "--workdir") == 0) {
+		o->workdir = v;
+	} else if (strcmp(a, "--bind") == 0 || strcmp(a, "--bind-ro") == 0) {
+		if (!path_is_absolute(v))
+			return bad(err, errlen, "%s %s: not an absolute path", a, v);
+		o->binds[o->n_binds++] = xasprintf("%s:%s%s", v, v, a[6] ? ":ro" : "");
+	} else {
+		return bad(err, errlen, "unknown option %s", a);
+	}
+	return 0;
+}
+
+int worker_runner_opts_parse(int argc, char *argv[], struct worker_runner_opts *o, char *err,
+                             size_t errlen)
+{
+	memset(o, 0, sizeof *o);
+	/* every bind takes two words, so there are fewer than ARGC of them */
+	o->binds = xcalloc((size_t)argc, sizeof *o->binds);
+	int i = 2, r = 0;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (strcmp(a, "--nest") == 0) {
+			o->nest = true;
+			continue;
+		}
+		if (i + 1 >= argc) {
+			r = bad(err, errlen, "%s: needs a value", a);
+			goto out;
+		}
+		r = parse_one(o, a, argv[++i], err, errlen);
+		if (r < 0)
+			goto out;
+	}
+	if (!o->image || !o->workdir || i >= argc) {
+		r = bad(err, errlen,
+		        "usage: --container-run [--socket S] --image IMG [--shared ID] [--nest] "
+		        "--workdir DIR [--bind DIR] [--bind-ro DIR] -- CMD...");
+		goto out;
+	}
+	o->cmd = argv + i;
+	o->n_cmd = argc - i;
+out:
+	if (r < 0)
+		worker_runner_opts_clear(o);
+	return r;
+}
