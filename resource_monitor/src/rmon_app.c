@@ -195,10 +195,7 @@ static int start(struct app *app, const struct resource_monitor_opts *o, char *e
 {
 	if (o->attach_pid) {
 		if (app->series)
-			fprintf(app->series,
-			        "# wall_clock(us) cpu_time(s) cores memory(MB) "
-			        "virtual_memory(MB) swap(MB) bytes_read(MB) bytes_written(MB) "
-			        "processes disk(MB)\n");
+			rmonitor_series_header(app->series);
 		struct rmon_attach_spec spec = {
 		    .pid = o->attach_pid,
 		    .limits = &o->limits,

@@ -953,10 +953,7 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		uv_timer_start(&m->wall_timer, on_wall, ms, 0);
 	}
 	if (m->time_series) {
-		fprintf(m->time_series,
-		        "# wall_clock(us) cpu_time(s) cores memory(MB) "
-		        "virtual_memory(MB) swap(MB) bytes_read(MB) bytes_written(MB) "
-		        "processes disk(MB)\n");
+		rmonitor_series_header(m->time_series);
 		fflush(m->time_series);
 	}
 	m->state = ST_RUNNING;
@@ -966,6 +963,13 @@ fail:
 	rmon_cgroup_release(m->cg, 0, 100);
 	monitor_free(m);
 	return NULL;
+}
+
+void rmonitor_series_header(FILE *f)
+{
+	fputs("# wall_clock(us) cpu_time(s) cores memory(MB) virtual_memory(MB) swap(MB) "
+	      "bytes_read(MB) bytes_written(MB) processes disk(MB)\n",
+	      f);
 }
 
 /* ---- queries and control --------------------------------------------------------------- */

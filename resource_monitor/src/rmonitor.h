@@ -125,4 +125,8 @@ void rmonitor_prepare_pool(uv_loop_t *loop);
  * the v[] of OUT (RM_CORES, RM_MEMORY, RM_DISK, RM_GPUS). */
 void rmonitor_machine_resources(const char *dir, struct rmsummary *out);
 
+/* Writes the header line of a time-series file (its columns, doc/resource-monitor.md) to F: the
+ * one text both the monitor of a command and the tracker of --pid write. */
+void rmonitor_series_header(FILE *f);
+
 #endif
