@@ -25,6 +25,8 @@
 #include "path.h"
 #include "stringtools.h"
 #include "timeutil.h"
+#include "ts_loop.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -46,10 +48,7 @@ static int setup(void **state)
 {
 	struct fx *f = xcalloc(1, sizeof *f);
 	assert_int_equal(uv_loop_init(&f->loop), 0);
-	char *tmpl =
-	    xasprintf("%s/test_worker_task.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	assert_non_null(mkdtemp(tmpl));
-	f->root = tmpl;
+	f->root = ts_tmpdir_create("test_worker_task");
 	f->root_fd = open(f->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(f->root_fd >= 0);
 	char exe[4096];
@@ -71,8 +70,7 @@ static int teardown(void **state)
 	uv_run(&f->loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&f->loop), 0);
 	close(f->root_fd);
-	path_rm_rf(f->root);
-	free(f->root);
+	ts_tmpdir_remove(f->root);
 	free(f->helpers);
 	free(f->sandbox_path);
 	free(f);
@@ -117,11 +115,15 @@ static struct wq_task_msg *make_msg(int64_t id, const char *command, json_t *ext
 	return m;
 }
 
-static void run_until_done(struct fx *f, double max_s)
+static bool done_called(void *arg)
 {
-	int64_t deadline = time_monotonic_us() + (int64_t)(max_s * 1e6);
-	while (f->done_calls == 0 && time_monotonic_us() < deadline)
-		uv_run(&f->loop, UV_RUN_ONCE);
+	return ((struct fx *)arg)->done_calls > 0;
+}
+
+/* Runs the loop until the task's DONE came (once). */
+static void run_until_done(struct fx *f)
+{
+	assert_true(ts_run_until(&f->loop, done_called, f, TS_WAIT_MS));
 	assert_int_equal(f->done_calls, 1);
 }
 
@@ -154,7 +156,7 @@ static const struct worker_task_result *run(struct fx *f, int64_t id, const char
 	struct wq_task_msg *m = make_msg(id, command, extra);
 	start(f, m, NULL, NULL);
 	wq_task_msg_free(m);
-	run_until_done(f, 10);
+	run_until_done(f);
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_non_null(r);
 	return r;
@@ -171,18 +173,6 @@ static struct wq_task_done *done_parsed(struct fx *f, const int64_t *xfers, int6
 		fail_msg("task_done refused: %s", why);
 	json_decref(j);
 	return d;
-}
-
-static char *read_file(const char *path)
-{
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	char *buf = xmalloc(65536);
-	ssize_t n = read(fd, buf, 65535);
-	assert_true(n >= 0);
-	buf[n] = 0;
-	close(fd);
-	return buf;
 }
 
 /* TEXT has the line LINE. */
@@ -217,7 +207,8 @@ static void test_exit_zero(void **state)
 	assert_string_equal(worker_task_stdout_path(f->t), expect);
 	free(expect);
 	char *where_path = path_join(worker_sandbox_work_path(worker_task_sandbox(f->t)), "where");
-	char *where = read_file(where_path);
+	char *where = ts_read_file(where_path, NULL);
+	assert_non_null(where);
 	char *want = xasprintf("%s\n", worker_sandbox_work_path(worker_task_sandbox(f->t)));
 	assert_string_equal(where, want);
 	free(where);
@@ -301,7 +292,7 @@ static void test_outside_signal(void **state)
 	wq_task_msg_free(m);
 	assert_true(worker_task_pid(f->t) > 0);
 	assert_int_equal(kill(worker_task_pid(f->t), SIGTERM), 0);
-	run_until_done(f, 5);
+	run_until_done(f);
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_non_null(r);
 	assert_int_equal(r->outcome, WQ_OUTCOME_SIGNALED);
@@ -364,13 +355,14 @@ static void test_env_seen_by_task(void **state)
 	m->env = saved;
 	m->nenv = nsaved;
 	wq_task_msg_free(m);
-	run_until_done(f, 10);
+	run_until_done(f);
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_int_equal(r->outcome, WQ_OUTCOME_EXITED);
 	assert_int_equal(r->exit_status, 0);
 
 	char *envpath = path_join(f->sandbox_path, "env.txt");
-	char *text = read_file(envpath);
+	char *text = ts_read_file(envpath, NULL);
+	assert_non_null(text);
 	free(envpath);
 	assert_true(has_line(text, "CORES=2"));
 	assert_non_null(strstr(text, "MEMORY=7\n"));
@@ -457,7 +449,7 @@ static void test_memory_limit(void **state)
 	int64_t t0 = time_monotonic_us();
 	start(f, m, NULL, NULL);
 	wq_task_msg_free(m);
-	run_until_done(f, 10);
+	run_until_done(f);
 	double took = (double)(f->done_at - t0) / 1e6;
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_int_equal(r->outcome, WQ_OUTCOME_EXHAUSTED);
@@ -574,6 +566,21 @@ static bool process_alive(pid_t pid)
 	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
 }
 
+/* A pid that a task writes into a file of its sandbox. */
+struct pid_file {
+	char *path;
+	pid_t pid;
+};
+
+static bool pid_written(void *arg)
+{
+	struct pid_file *pf = arg;
+	char *t = ts_read_file(pf->path, NULL);
+	pf->pid = t ? (pid_t)atoi(t) : 0;
+	free(t);
+	return pf->pid > 0;
+}
+
 static void test_cancel_tree(void **state)
 {
 	struct fx *f = *state;
@@ -581,27 +588,16 @@ static void test_cancel_tree(void **state)
 	    make_msg(11, "sleep 30 & echo $! > bg.pid; sh -c 'sleep 30' & sleep 30", NULL);
 	start(f, m, NULL, NULL);
 	wq_task_msg_free(m);
-	char *pidfile = path_join(worker_sandbox_work_path(worker_task_sandbox(f->t)), "bg.pid");
-	int64_t deadline = time_monotonic_us() + 5000000;
-	pid_t bg = 0;
-	while (time_monotonic_us() < deadline) {
-		uv_run(&f->loop, UV_RUN_NOWAIT);
-		if (path_exists(pidfile)) {
-			char *t = read_file(pidfile);
-			bg = (pid_t)atoi(t);
-			free(t);
-			if (bg > 0)
-				break;
-		}
-		usleep(10000);
-	}
-	free(pidfile);
-	assert_true(bg > 0);
+	struct pid_file pf = {
+	    .path = path_join(worker_sandbox_work_path(worker_task_sandbox(f->t)), "bg.pid")};
+	assert_true(ts_run_until(&f->loop, pid_written, &pf, TS_WAIT_MS));
+	free(pf.path);
+	pid_t bg = pf.pid;
 	assert_true(process_alive(bg));
 	pid_t sh = worker_task_pid(f->t);
 	assert_int_equal(worker_task_cancel(f->t), 0);
 	int64_t t0 = time_monotonic_us();
-	run_until_done(f, 5);
+	run_until_done(f);
 	print_message("cancel: tree gone after %.3f s\n", (double)(f->done_at - t0) / 1e6);
 	assert_true(worker_task_cancelled(f->t));
 	assert_null(worker_task_result(f->t));
@@ -640,7 +636,7 @@ static void test_sandbox_error(void **state)
 	assert_non_null(f->t);
 	assert_int_equal(f->done_calls, 0); /* never from inside start */
 	assert_int_equal(worker_task_pid(f->t), -1);
-	run_until_done(f, 2);
+	run_until_done(f);
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_int_equal(r->outcome, WQ_OUTCOME_SANDBOX_ERROR);
 	assert_non_null(strstr(r->text, strerror(ENOSPC)));
@@ -665,7 +661,7 @@ static void test_sandbox_gone(void **state)
 	struct worker_task_params p = {.loop = &f->loop};
 	f->t = worker_task_start(&p, m, sb, &a, on_done, f);
 	wq_task_msg_free(m);
-	run_until_done(f, 2);
+	run_until_done(f);
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_int_equal(r->outcome, WQ_OUTCOME_SANDBOX_ERROR);
 	assert_non_null(strstr(r->text, "stdout"));
