@@ -27,6 +27,7 @@
 #include "rmon_proc.h"
 #include "rmon_spawn.h"
 #include "test_rmon_util.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -62,7 +63,7 @@ static void expect_file(const char *dir, const char *file, const char *want)
 }
 
 struct fake {
-	char root[64];
+	char *root;
 	char selfcg[PATH_MAX];
 	char *own, *base, *group;
 	struct rmon_cgroup *cg; /* the task group, when created by fake_v2_group() */
@@ -72,8 +73,7 @@ struct fake {
  * each with the files the kernel would show. */
 static void fake_v2(struct fake *f)
 {
-	snprintf(f->root, sizeof f->root, "/tmp/rmon-cg-XXXXXX");
-	assert_non_null(mkdtemp(f->root));
+	f->root = ts_tmpdir_create("rmon-cg");
 	f->cg = NULL;
 	f->own = path_join(f->root, "user.slice/x");
 	f->base = path_join(f->own, "htc");
@@ -103,7 +103,8 @@ static void fake_v2(struct fake *f)
 static void fake_free(struct fake *f)
 {
 	rmon_cgroup_delete(f->cg);
-	path_rm_rf(f->root);
+	ts_tmpdir_remove(f->root);
+	f->root = NULL;
 	free(f->own);
 	free(f->base);
 	free(f->group);
@@ -385,11 +386,11 @@ static void test_v2_fake_default_controllers(void **state)
 	fake_free(&f);
 }
 
-/* A fake v1 layout: one hierarchy per controller under ROOT, our own group "/" in each. */
-static void fake_v1(char *root, size_t size, char **selfcg)
+/* A fake v1 layout: one hierarchy per controller under the directory returned (caller removes
+ * it with ts_tmpdir_remove), our own group "/" in each. */
+static char *fake_v1(char **selfcg)
 {
-	snprintf(root, size, "/tmp/rmon-cg1-XXXXXX");
-	assert_non_null(mkdtemp(root));
+	char *root = ts_tmpdir_create("rmon-cg1");
 	static const char *const ctrl[] = {"memory", "cpu",     "cpuacct", "pids",
 	                                   "cpuset", "freezer", "blkio"};
 	for (size_t i = 0; i < sizeof ctrl / sizeof *ctrl; i++) {
@@ -407,6 +408,7 @@ static void fake_v1(char *root, size_t size, char **selfcg)
 	      "1:memory:/\n",
 	      s);
 	fclose(s);
+	return root;
 }
 
 static int in_hierarchy(const char *root, const char *ctrl, const char *group)
@@ -422,9 +424,8 @@ static int in_hierarchy(const char *root, const char *ctrl, const char *group)
 static void test_v1_fake_layout_cache(void **state)
 {
 	(void)state;
-	char root[64];
 	char *selfcg;
-	fake_v1(root, sizeof root, &selfcg);
+	char *root = fake_v1(&selfcg);
 	struct rmon_cgroup_opts o = {
 	    .root = root, .proc_self_cgroup = selfcg, .owner = 4242, .name = "htc.4242.1"};
 	assert_int_equal(rmon_cgroup_detect(root), RMON_CG_V1);
@@ -472,7 +473,7 @@ static void test_v1_fake_layout_cache(void **state)
 	free(base);
 	free(moved);
 	free(selfcg);
-	path_rm_rf(root);
+	ts_tmpdir_remove(root);
 }
 
 static void test_v2_fake_refusals(void **state)
@@ -817,8 +818,7 @@ static void put_program(const char *dir, const char *name, mode_t mode)
 static void test_spawn_lookup_cache(void **state)
 {
 	(void)state;
-	char tmp[] = "/tmp/rmon-lookup.XXXXXX";
-	assert_non_null(mkdtemp(tmp));
+	char *tmp = ts_tmpdir_create("rmon-lookup");
 	char *a = path_join(tmp, "a"), *b = path_join(tmp, "b");
 	assert_int_equal(mkdir(a, 0755), 0);
 	assert_int_equal(mkdir(b, 0755), 0);
@@ -858,7 +858,7 @@ static void test_spawn_lookup_cache(void **state)
 	free(path_a);
 	assert_int_equal(rmdir(a), 0);
 	assert_int_equal(rmdir(b), 0);
-	assert_int_equal(rmdir(tmp), 0);
+	ts_tmpdir_remove(tmp);
 	free(a);
 	free(b);
 }

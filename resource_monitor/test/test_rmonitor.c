@@ -26,6 +26,7 @@
 #include "rmonitor.h"
 #include "test_rmon_util.h"
 #include "timeutil.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -371,8 +372,7 @@ static void test_short_task_io(void **state)
 {
 	(void)state;
 	char *prog = helper("write");
-	char dir[] = "/tmp/rmon-io-XXXXXX";
-	assert_non_null(mkdtemp(dir));
+	char *dir = ts_tmpdir_create("rmon-io");
 	char *file = path_join(dir, "f");
 	const char *argv[] = {prog, file, "5", NULL};
 	for (int off = 0; off < 2; off++) {
@@ -385,7 +385,7 @@ static void test_short_task_io(void **state)
 		run_free(&r);
 		unlink(file);
 	}
-	rmdir(dir);
+	ts_tmpdir_remove(dir);
 	free(file);
 	free(prog);
 }
@@ -440,8 +440,7 @@ static void test_cpu_and_time_series(void **state)
 static void test_files_and_disk(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/rmon-files-XXXXXX";
-	assert_non_null(mkdtemp(dir));
+	char *dir = ts_tmpdir_create("rmon-files");
 	char *script = xasprintf("exec 3>%s/out; head -c 3000000 /dev/zero >&3; sleep 0.4", dir);
 	const char *argv[] = {"sh", "-c", script, NULL};
 	const char *dirs[] = {dir, NULL};
@@ -462,7 +461,7 @@ static void test_files_and_disk(void **state)
 	run_free(&r);
 	free(want);
 	free(script);
-	path_rm_rf(dir);
+	ts_tmpdir_remove(dir);
 }
 
 static void on_delete_timer(uv_timer_t *t)
@@ -678,13 +677,14 @@ int main(void)
 	/* Tasks run (and their disk is measured, by default in the working directory) in an
 	 * empty scratch directory, not wherever the binary was started: walking a large tree at
 	 * each task's end made the timing checks depend on the caller's directory. */
-	char scratch[] = "/tmp/test_rmonitor.XXXXXX";
-	if (!mkdtemp(scratch) || chdir(scratch) < 0) {
+	char *scratch = ts_tmpdir_create("test_rmonitor");
+	if (chdir(scratch) < 0) {
 		perror("test_rmonitor: scratch directory");
 		return 1;
 	}
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
-	if (chdir("/") < 0 || rmdir(scratch) < 0)
-		fprintf(stderr, "test_rmonitor: %s was left (not empty?)\n", scratch);
+	if (chdir("/") < 0)
+		perror("test_rmonitor: chdir /");
+	ts_tmpdir_remove(scratch);
 	return failed;
 }

@@ -29,10 +29,11 @@
 #include "work_queue.h"
 #include "master_prepare.h"
 #include "master_internal.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
-static char tmpdir[128];
+static char *tmpdir;
 
 /* ---- the hook: holds jobs whose path or URL contains `hold` until released --------------- */
 
@@ -131,9 +132,7 @@ static void *serve(void *arg)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_master_prepare.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
+	tmpdir = ts_tmpdir_create("test_master_prepare");
 	srv.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in a;
 	memset(&a, 0, sizeof a);
@@ -157,7 +156,8 @@ static int teardown(void **state)
 	pthread_join(srv.th, NULL);
 	close(srv.fd);
 	master_prepare_set_test_hook(NULL, NULL);
-	path_rm_rf(tmpdir);
+	ts_tmpdir_remove(tmpdir);
+	tmpdir = NULL;
 	return 0;
 }
 

@@ -22,15 +22,18 @@
 
 #define READ_MAX (1 << 20)
 
-char *ts_tmpdir_create(const char *name)
+char *ts_tmpdir_create_in(const char *parent, const char *name)
 {
-	const char *base = getenv("TMPDIR");
-	if (!base || !*base)
-		base = "/tmp";
-	char *dir = xasprintf("%s/%s.XXXXXX", base, name);
+	char *dir = xasprintf("%s/%s.XXXXXX", parent, name);
 	if (!mkdtemp(dir))
 		fail_msg("cannot make a temporary directory %s: %s", dir, strerror(errno));
 	return dir;
+}
+
+char *ts_tmpdir_create(const char *name)
+{
+	const char *base = getenv("TMPDIR");
+	return ts_tmpdir_create_in(base && *base ? base : "/tmp", name);
 }
 
 void ts_tmpdir_remove(char *dir)

@@ -9,6 +9,8 @@
 /* Makes a new empty directory $TMPDIR/NAME.XXXXXX (/tmp when TMPDIR is unset or empty), mode
  * 0700, and returns its absolute path (caller frees with ts_tmpdir_remove). */
 char *ts_tmpdir_create(const char *name);
+/* The same under PARENT (for a test that needs a given file system, e.g. /dev/shm). */
+char *ts_tmpdir_create_in(const char *parent, const char *name);
 
 /* Removes DIR and everything beneath it (links are removed, never followed; read-only
  * directories are made writable first) and frees DIR. NULL is accepted. Fails the test when
