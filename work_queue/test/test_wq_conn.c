@@ -22,8 +22,12 @@
 #include "htc_error.h"
 #include "wq_conn.h"
 #include "wq_frame.h"
+#include "path.h"
+#include "timeutil.h"
+#include "ts_clock.h"
 #include "ts_loop.h"
 #include "ts_net.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -994,34 +998,71 @@ static void test_filter_fail(void **state)
 
 /* ---- the log rate limit ---- */
 
-static void test_log_rate(void **state)
+/* How many lines of the log at PATH contain S. */
+static int lines_with(const char *path, const char *s)
 {
-	(void)state;
-	char path[] = "/tmp/test_wq_conn_log_XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(debug_config_file(path), 0);
-	usleep(1100 * 1000); /* a new one-second window, whatever earlier tests logged */
-	for (int i = 0; i < 25; i++)
-		wq_conn_warn_limited("wq: 1.2.3.4:5", "protocol violation: test \x01");
-	usleep(1100 * 1000);
-	wq_conn_warn_limited("wq: 1.2.3.4:5", "protocol violation: again");
-	debug_config_file(NULL);
 	FILE *f = fopen(path, "r");
 	assert_non_null(f);
 	char line[512];
-	int violations = 0, suppressed = 0;
-	while (fgets(line, sizeof line, f)) {
-		if (strstr(line, "wq: 1.2.3.4:5: protocol violation: test \\x01"))
-			violations++;
-		if (strstr(line, "... 15 more suppressed"))
-			suppressed++;
-	}
+	int n = 0;
+	while (fgets(line, sizeof line, f))
+		n += strstr(line, s) != NULL;
 	fclose(f);
-	unlink(path);
-	assert_int_equal(violations, 10);
-	assert_int_equal(suppressed, 1);
+	return n;
+}
+
+/* At most 10 violation lines per second, then one line counting the rest; the second is
+ * measured on the clock the caller or the connection gives (a test clock here: no sleeping). */
+static void test_log_rate(void **state)
+{
+	(void)state;
+	char *dir = ts_tmpdir_create("test_wq_conn");
+	char *path = path_join(dir, "log");
+	assert_int_equal(debug_config_file(path), 0);
+	/* 10 s ahead of the real clock: a new one-second window, whatever earlier tests logged */
+	struct ts_clock clk;
+	ts_clock_init(&clk, time_monotonic_us() + 10000000);
+	struct env e;
+	env_init(&e);
+	uv_tcp_t *a1, *b1, *a2, *b2;
+	ts_socket_pair(&e.loop, &a1, &b1);
+	ts_socket_pair(&e.loop, &a2, &b2);
+	struct side s1 = {0}, s2 = {0};
+	side_open(&s1, a1, "test: one");
+	side_open(&s2, a2, "test: two");
+	wq_conn_set_clock(s1.c, &clk.clock);
+	wq_conn_set_clock(s2.c, &clk.clock);
+	struct raw r1, r2;
+	raw_start(&r1, b1, 1);
+	raw_start(&r2, b2, 1);
+
+	for (int i = 0; i < 25; i++)
+		wq_conn_warn_limited(&clk.clock, "wq: 1.2.3.4:5", "protocol violation: test \x01");
+	/* half a second later on the connections' clock: the same window, suppressed (a
+	 * connection reading the real clock, 10 s behind, would have started a new one) */
+	ts_clock_advance(&clk, 500000);
+	wq_conn_violation(s1.c, "proto", "within the second");
+	/* 1.1 s after the window began: the count of the suppressed, then the line */
+	ts_clock_advance(&clk, 600000);
+	wq_conn_violation(s2.c, "proto", "after the second");
+	debug_config_file(NULL);
+	assert_int_equal(lines_with(path, "wq: 1.2.3.4:5: protocol violation: test \\x01"), 10);
+	assert_int_equal(lines_with(path, "within the second"), 0);
+	assert_int_equal(lines_with(path, "... 16 more suppressed"), 1);
+	assert_int_equal(lines_with(path, "test: two: protocol violation: after the second"), 1);
+
+	/* both connections still end as violations */
+	raw_close(&r1);
+	raw_close(&r2);
+	assert_true(ts_run_until(&e.loop, is_closed, &s1, TS_WAIT_MS));
+	assert_true(ts_run_until(&e.loop, is_closed, &s2, TS_WAIT_MS));
+	assert_int_equal(s1.why, WQ_CONN_END_VIOLATION);
+	assert_string_equal(s1.text, "within the second");
+	side_free(&s1);
+	side_free(&s2);
+	env_done(&e);
+	free(path);
+	ts_tmpdir_remove(dir);
 }
 
 int main(void)
