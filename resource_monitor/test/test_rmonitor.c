@@ -26,6 +26,8 @@
 #include "rmonitor.h"
 #include "test_rmon_util.h"
 #include "timeutil.h"
+#include "ts_clock.h"
+#include "ts_loop.h"
 #include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -219,6 +221,45 @@ static void test_wall_time_limit(void **state)
 	}
 	assert_int_equal(test_our_groups("memory"),
 	                 rmonitor_pool_size()); /* the rest were removed */
+}
+
+static bool run_done(void *arg)
+{
+	return ((struct run *)arg)->done > 0;
+}
+
+/* The wall time is measured on the clock of the spec: 100 s pass on a test clock, and the next
+ * sample ends the task as over its limit (the real-time timer above would wait 100 s). */
+static void test_wall_time_on_clock(void **state)
+{
+	(void)state;
+	const char *argv[] = {"sleep", "300", NULL};
+	for (int off = 0; off < 2; off++) {
+		struct ts_clock clk;
+		ts_clock_init(&clk, 1000000);
+		struct rmonitor_spec spec;
+		spec_for(&spec, argv, mode(off));
+		spec.limits.v[RM_WALL_TIME] = 100;
+		spec.clock = &clk.clock;
+		struct run r;
+		memset(&r, 0, sizeof r);
+		rmsummary_init(&r.s);
+		uv_loop_t loop;
+		assert_int_equal(uv_loop_init(&loop), 0);
+		int err = 0;
+		struct rmonitor *m = rmonitor_start(&loop, &spec, on_done, &r, &err);
+		if (!m)
+			fail_msg("rmonitor_start: %s", htc_strerror(err));
+		ts_clock_advance(&clk, 100 * 1000000 + 1000);
+		assert_true(ts_run_until(&loop, run_done, &r, TS_WAIT_MS));
+		assert_int_equal(r.s.exit_type, RM_EXIT_LIMITS);
+		assert_true(r.s.limits_exceeded[RM_WALL_TIME] == 100);
+		assert_int_equal(r.s.signal, SIGKILL);
+		rmonitor_delete(m);
+		uv_run(&loop, UV_RUN_DEFAULT);
+		assert_int_equal(uv_loop_close(&loop), 0);
+		run_free(&r);
+	}
 }
 
 static int64_t raise_once(struct rmonitor *m, int64_t limit_mb, void *arg)
@@ -662,6 +703,7 @@ int main(void)
 	    cmocka_unit_test(test_memory_peak),
 	    cmocka_unit_test(test_memory_peak_proc_only),
 	    cmocka_unit_test(test_wall_time_limit),
+	    cmocka_unit_test(test_wall_time_on_clock),
 	    cmocka_unit_test(test_memory_limit),
 	    cmocka_unit_test(test_memory_limit_proc_only),
 	    cmocka_unit_test(test_short_children),

@@ -25,6 +25,7 @@
 #include "path.h"
 #include "stringtools.h"
 #include "timeutil.h"
+#include "ts_clock.h"
 #include "ts_loop.h"
 #include "ts_tmpdir.h"
 #include "xalloc.h"
@@ -42,6 +43,7 @@ struct fx {
 	int64_t done_at;
 	bool sandbox_gone_at_done;
 	char *sandbox_path;
+	const struct htc_clock *clock; /* the tasks' wall-time clock; NULL: the real one */
 };
 
 static int setup(void **state)
@@ -141,7 +143,8 @@ static void start(struct fx *f, struct wq_task_msg *m, const struct worker_alloc
 		a = *alloc;
 	else
 		a.res = m->resources;
-	struct worker_task_params p = {.loop = &f->loop, .base_env = base_env, .interval_s = 0.1};
+	struct worker_task_params p = {
+	    .loop = &f->loop, .base_env = base_env, .interval_s = 0.1, .clock = f->clock};
 	if (f->with_ended)
 		p.ended = on_ended;
 	f->t = worker_task_start(&p, m, sb, &a, on_done, f);
@@ -467,18 +470,26 @@ static void test_memory_limit(void **state)
 	wq_task_done_free(d);
 }
 
+/* The wall time is measured on the clock given to the task: 100 s pass on a test clock, and the
+ * monitor's next sample ends the task (its real-time timer would wait for 100 s). The timer
+ * itself is tested with real time in test_rmonitor. */
 static void test_wall_time(void **state)
 {
 	struct fx *f = *state;
-	int64_t t0 = time_monotonic_us();
-	const struct worker_task_result *r =
-	    run(f, 8, "sleep 10", json_pack("{s:i}", "wall_time", 1));
-	double took = (double)(f->done_at - t0) / 1e6;
+	struct ts_clock clk;
+	ts_clock_init(&clk, 1000000);
+	f->clock = &clk.clock;
+	struct wq_task_msg *m = make_msg(8, "exec sleep 300", json_pack("{s:i}", "wall_time", 100));
+	start(f, m, NULL, NULL);
+	wq_task_msg_free(m);
+	ts_clock_advance(&clk, 100 * 1000000 + 1000);
+	run_until_done(f);
+	const struct worker_task_result *r = worker_task_result(f->t);
+	assert_non_null(r);
 	assert_int_equal(r->outcome, WQ_OUTCOME_EXHAUSTED);
 	assert_int_equal(r->nexhausted, 1);
 	assert_string_equal(r->exhausted[0], "wall_time");
-	print_message("wall_time 1 s: ended after %.3f s\n", took);
-	assert_true(took >= 0.9 && took < 3.0);
+	f->clock = NULL;
 }
 
 static json_t *outputs_json(void)
@@ -737,11 +748,18 @@ static void test_ledger_disk(void **state)
 	assert_int_equal(worker_disk_reserve_mb(100000), 1000);
 
 	struct worker_ledger *l = worker_ledger_create(2, 1000, 100000, 0, f->root);
-	/* the file system's figures are read again only once they are WORKER_DISK_FRESH_US old */
+	/* the file system's figures are read again only once they are WORKER_DISK_FRESH_US old,
+	 * on the ledger's clock */
+	struct ts_clock clk;
+	ts_clock_init(&clk, 1000000);
+	worker_ledger_set_clock(l, &clk.clock);
 	worker_ledger_set_fs(l, 100000, 50);
 	assert_int_equal(worker_ledger_refresh_disk(l), 0);
 	assert_true(worker_ledger_disk_full(l)); /* just read at creation: not read again */
-	usleep(WORKER_DISK_FRESH_US + 5000);
+	ts_clock_advance(&clk, WORKER_DISK_FRESH_US - 1);
+	assert_int_equal(worker_ledger_refresh_disk(l), 0);
+	assert_true(worker_ledger_disk_full(l)); /* still fresh */
+	ts_clock_advance(&clk, 1);
 	assert_int_equal(worker_ledger_refresh_disk(l), 0);
 	struct statvfs vfs;
 	assert_int_equal(statvfs(f->root, &vfs), 0);
