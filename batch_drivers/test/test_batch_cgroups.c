@@ -115,24 +115,26 @@ static int left_cgroups(void)
 	return our_cgroups();
 }
 
-/* Whether PID has ended (gone, or a zombie its new parent has not reaped yet). */
-static int dead(int pid)
+/* Whether the process *ARG has ended (gone, or a zombie its new parent has not reaped yet). */
+static bool ended(void *arg)
 {
 	char path[64], line[128];
-	snprintf(path, sizeof path, "/proc/%d/status", pid);
-	for (int tries = 0; tries < 50; tries++, usleep(20000)) {
-		FILE *f = fopen(path, "r");
-		if (!f)
-			return 1;
-		int zombie = 0;
-		while (fgets(line, sizeof line, f))
-			if (!strncmp(line, "State:", 6))
-				zombie = strchr(line, 'Z') != NULL;
-		fclose(f);
-		if (zombie)
-			return 1;
-	}
-	return 0;
+	snprintf(path, sizeof path, "/proc/%d/status", *(int *)arg);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return true;
+	bool zombie = false;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "State:", 6))
+			zombie = strchr(line, 'Z') != NULL;
+	fclose(f);
+	return zombie;
+}
+
+/* Waits until PID has ended. */
+static int dead(int pid)
+{
+	return ts_poll_until(ended, &pid, TS_WAIT_MS);
 }
 
 static int setup(void **state)

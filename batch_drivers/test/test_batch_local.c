@@ -159,14 +159,14 @@ static int process_gone(pid_t pid)
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
+static bool gone(void *arg)
+{
+	return process_gone(*(pid_t *)arg);
+}
+
 static int wait_gone(pid_t pid)
 {
-	for (int i = 0; i < 100; i++) {
-		if (process_gone(pid))
-			return 1;
-		usleep(20000);
-	}
-	return 0;
+	return ts_poll_until(gone, &pid, TS_WAIT_MS);
 }
 
 static pid_t read_pid(const char *path)

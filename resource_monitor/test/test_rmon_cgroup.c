@@ -27,6 +27,7 @@
 #include "rmon_proc.h"
 #include "rmon_spawn.h"
 #include "test_rmon_util.h"
+#include "ts_loop.h"
 #include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -612,6 +613,14 @@ static void test_v1_real(void **state)
 	free(dir);
 }
 
+/* The group's task runs again with its 100 MB (no longer held at the limit). */
+static bool resumed_to_100mb(void *arg)
+{
+	struct rmon_cg_stats st;
+	rmon_cgroup_stats(arg, &st);
+	return st.under_oom == 0 && st.mem_current >= 100LL << 20;
+}
+
 static void test_v1_memory_pause_and_kill(void **state)
 {
 	(void)state;
@@ -628,16 +637,22 @@ static void test_v1_memory_pause_and_kill(void **state)
 	assert_int_equal(kill(pid, 0), 0);
 	/* Raising the limit lets it go on (it then holds 100 MB for 5 s). */
 	assert_int_equal(rmon_cgroup_set_memory(cg, 200 << 20, 1), 0);
-	usleep(200000);
-	rmon_cgroup_stats(cg, &st);
-	assert_int_equal(st.under_oom, 0);
-	assert_true(st.mem_current >= 100LL << 20);
+	assert_true(ts_poll_until(resumed_to_100mb, cg, TS_WAIT_MS));
 	assert_int_equal(rmon_cgroup_kill_all(cg, 1000), 0);
 	int status;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	assert_int_equal(rmon_cgroup_destroy(cg, 500), 0);
 	rmon_cgroup_delete(cg);
+}
+
+static bool three_pids(void *arg)
+{
+	pid_t *pids;
+	size_t n = 0;
+	assert_int_equal(rmon_cgroup_pids(arg, &pids, &n), 0);
+	free(pids);
+	return n == 3;
 }
 
 static void test_v1_kill_tree_and_stale(void **state)
@@ -656,14 +671,7 @@ static void test_v1_kill_tree_and_stale(void **state)
 	/* A tree left running by the dead monitor. */
 	const char *argv[] = {"sh", "-c", "sleep 30 & sleep 30 & wait", NULL};
 	pid_t pid = spawn_in(cg, argv);
-	size_t n = 0;
-	for (int i = 0; i < 100 && n < 3; i++) {
-		usleep(10000);
-		pid_t *pids;
-		assert_int_equal(rmon_cgroup_pids(cg, &pids, &n), 0);
-		free(pids);
-	}
-	assert_int_equal(n, 3);
+	assert_true(ts_poll_until(three_pids, cg, TS_WAIT_MS));
 	rmon_cgroup_delete(cg); /* forget it without removing it */
 	kill(owner, SIGKILL);
 	assert_int_equal(waitpid(owner, NULL, 0), owner);

@@ -41,6 +41,16 @@ bool ts_run_until(uv_loop_t *loop, bool (*done)(void *arg), void *arg, uint64_t 
 	return done(arg);
 }
 
+bool ts_poll_until(bool (*done)(void *arg), void *arg, uint64_t timeout_ms)
+{
+	uint64_t deadline = ts_now_ms() + timeout_ms;
+	while (!done(arg) && ts_now_ms() < deadline) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return done(arg);
+}
+
 void ts_run_for(uv_loop_t *loop, uint64_t ms)
 {
 	uint64_t deadline = ts_now_ms() + ms;

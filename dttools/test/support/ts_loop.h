@@ -22,6 +22,10 @@ bool ts_run_until(uv_loop_t *loop, bool (*done)(void *arg), void *arg, uint64_t 
 /* Runs LOOP for MS milliseconds, for the checks that something does NOT happen meanwhile. */
 void ts_run_for(uv_loop_t *loop, uint64_t ms);
 
+/* For a condition that no loop drives (another process, the kernel, a thread): checks DONE(ARG)
+ * every millisecond until it is true or TIMEOUT_MS have passed; returns DONE(ARG). */
+bool ts_poll_until(bool (*done)(void *arg), void *arg, uint64_t timeout_ms);
+
 /* Milliseconds on the monotonic clock (for tests that measure how long something took). */
 uint64_t ts_now_ms(void);
 
