@@ -461,6 +461,20 @@ static bool msg_queued(struct fake *f, int i)
 	return json_is_true(json_object_get(f->task_msgs[i], "queued"));
 }
 
+static bool two_running(void *arg)
+{
+	struct work_queue_stats st;
+	work_queue_get_stats(arg, &st);
+	return st.tasks_running >= 2;
+}
+
+static bool no_worker(void *arg)
+{
+	struct work_queue_stats st;
+	work_queue_get_stats(arg, &st);
+	return st.workers_connected == 0;
+}
+
 static void test_prefetch_fake_worker(void **state)
 {
 	struct fake_env *e = *state;
@@ -510,20 +524,14 @@ static void test_prefetch_fake_worker(void **state)
 	assert_true(msg_queued(f, 4));
 	/* The worker starts a3 by itself: the master counts it running from then on. */
 	fake_start_queued(f, a3);
-	uint64_t end = uv_hrtime() + 2000000000ull;
-	do {
-		assert_null(work_queue_wait(q, 0.05));
-		work_queue_get_stats(q, &st);
-	} while (st.tasks_running < 2 && uv_hrtime() < end);
+	assert_true(fake_queue_until(q, two_running, q, 5));
+	work_queue_get_stats(q, &st);
 	assert_int_equal(st.tasks_running, 2);
 	assert_int_equal(st.tasks_queued_on_workers, 1);
 	/* The worker vanishes with a2, a3 running and a5 queued: all back, not counted. */
 	wq_conn_close_now(f->c);
-	end = uv_hrtime() + 3000000000ull;
-	do {
-		assert_null(work_queue_wait(q, 0.05));
-		work_queue_get_stats(q, &st);
-	} while (st.workers_connected > 0 && uv_hrtime() < end);
+	assert_true(fake_queue_until(q, no_worker, q, 5));
+	work_queue_get_stats(q, &st);
 	assert_int_equal(st.tasks_waiting, 3);
 	assert_int_equal(st.tasks_on_workers, 0);
 	assert_int_equal(st.tasks_queued_on_workers, 0);
@@ -562,13 +570,34 @@ static struct work_queue_task *watch_task(const char *out_path)
 	return t;
 }
 
+struct tasks_wait {
+	struct fake *f;
+	int n;
+};
+
+static bool tasks_received(void *arg)
+{
+	struct tasks_wait *w = arg;
+	return w->f->tasks_received >= w->n;
+}
+
 /* Runs the queue until F has received N tasks (and none finishes meanwhile). */
 static void until_tasks(struct work_queue *q, struct fake *f, int n)
 {
-	uint64_t end = uv_hrtime() + 5000000000u;
-	while (f->tasks_received < n && uv_hrtime() < end)
-		assert_null(work_queue_wait(q, 0.05));
+	struct tasks_wait w = {f, n};
+	fake_queue_until(q, tasks_received, &w, 5);
 	assert_int_equal(f->tasks_received, n);
+}
+
+struct sent_wait {
+	struct fake *f;
+	int before;
+};
+
+static bool one_more_sent(void *arg)
+{
+	struct sent_wait *w = arg;
+	return w->f->watch_sent != w->before;
 }
 
 /* The fake sends TEXT as output 0 of task ID at OFFSET (-1: no offset) and waits for its end. */
@@ -579,30 +608,32 @@ static uint32_t watch_send(struct work_queue *q, struct fake *f, int64_t id, int
 	if (offset >= 0)
 		json_object_set_new(target, "offset", json_integer(offset));
 	uint32_t x = 0;
-	int before = f->watch_sent;
+	struct sent_wait w = {f, f->watch_sent};
 	assert_int_equal(wq_xfer_send_buffer(f->out, text, strlen(text), target, 0, NULL, &x), 0);
 	json_decref(target);
-	uint64_t end = uv_hrtime() + 5000000000u;
-	while (f->watch_sent == before && uv_hrtime() < end)
-		assert_null(work_queue_wait(q, 0.02));
-	assert_int_equal(f->watch_sent, before + 1);
+	fake_queue_until(q, one_more_sent, &w, 5);
+	assert_int_equal(f->watch_sent, w.before + 1);
 	return x;
+}
+
+struct content_wait {
+	const char *path, *text;
+};
+
+static bool content_is(void *arg)
+{
+	struct content_wait *w = arg;
+	char *c = ts_read_file(w->path, NULL);
+	bool same = c && !strcmp(c, w->text);
+	free(c);
+	return same;
 }
 
 /* Runs the queue until PATH holds exactly TEXT (the master writes off the loop thread). */
 static int until_content(struct work_queue *q, const char *path, const char *text)
 {
-	uint64_t end = uv_hrtime() + 5000000000u;
-	for (;;) {
-		char *c = ts_read_file(path, NULL);
-		int same = c && !strcmp(c, text);
-		free(c);
-		if (same)
-			return 1;
-		if (uv_hrtime() > end)
-			return 0;
-		assert_null(work_queue_wait(q, 0.02));
-	}
+	struct content_wait w = {path, text};
+	return fake_queue_until(q, content_is, &w, 5);
 }
 
 static void watch_done(struct fake *f, int64_t id, int64_t try_, uint32_t xfer, int64_t size)
@@ -725,6 +756,19 @@ static int log_has_since(const struct fake_env *e, long mark, const char *s)
 	return found;
 }
 
+/* The task that logged PREP after MARK has its inputs named (or never needed to wait). */
+struct named_wait {
+	const struct fake_env *e;
+	long mark;
+	const char *prep, *named;
+};
+
+static bool inputs_named(void *arg)
+{
+	struct named_wait *w = arg;
+	return !log_has_since(w->e, w->mark, w->prep) || log_has_since(w->e, w->mark, w->named);
+}
+
 /* A worker that reports its disk full (protocol 5.10): the objects no task needs are dropped,
  * least recently used first, one a READY task needs is kept, and the worker, still full and
  * with no task, is dismissed after the timeout. */
@@ -766,10 +810,8 @@ static void test_full_worker(void **state)
 	char prep[64], named[64];
 	snprintf(prep, sizeof prep, "wq: task %d: 1 input(s) being prepared", big_id);
 	snprintf(named, sizeof named, "wq: task %d: inputs named", big_id);
-	uint64_t end = uv_hrtime() + (uint64_t)10e9;
-	while (log_has_since(e, mark, prep) && !log_has_since(e, mark, named) && uv_hrtime() < end)
-		assert_null(work_queue_wait(q, 0.02));
-	assert_true(!log_has_since(e, mark, prep) || log_has_since(e, mark, named));
+	struct named_wait w = {e, mark, prep, named};
+	assert_true(fake_queue_until(q, inputs_named, &w, 10));
 
 	fake_capacity(f, 1);
 	assert_true(fake_wait_flag(q, &f->drop_msgs, 5));

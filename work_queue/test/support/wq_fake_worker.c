@@ -489,13 +489,24 @@ void fake_start_queued(struct fake *f, int64_t id)
 
 /* ---- the queue ------------------------------------------------------------------------------ */
 
-int fake_wait_flag(struct work_queue *q, int *flag, double seconds)
+bool fake_queue_until(struct work_queue *q, bool (*done)(void *arg), void *arg, double seconds)
 {
 	uint64_t end = uv_hrtime() + (uint64_t)(seconds * 1e9);
-	while (!*flag && uv_hrtime() < end) {
-		struct work_queue_task *t = work_queue_wait(q, 0.05);
-		assert_null(t); /* nothing finishes while we wait for a flag */
+	while (!done(arg) && uv_hrtime() < end) {
+		struct work_queue_task *t = work_queue_wait(q, 0.02);
+		assert_null(t); /* nothing finishes while we wait for something else */
 	}
+	return done(arg);
+}
+
+static bool flag_set(void *arg)
+{
+	return *(int *)arg != 0;
+}
+
+int fake_wait_flag(struct work_queue *q, int *flag, double seconds)
+{
+	fake_queue_until(q, flag_set, flag, seconds);
 	return *flag;
 }
 

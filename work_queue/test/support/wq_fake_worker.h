@@ -121,8 +121,10 @@ void fake_queue_delete(struct work_queue *q);
 /* A task: cat of a cached file and a buffer into out.txt (1 core, 100 MB, 100 MB of disk). */
 struct work_queue_task *fake_make_task(const char *in_path, const char *out_path);
 
-/* Runs the queue (work_queue_wait with short waits) until *FLAG is non-zero or SECONDS pass; no
- * task may finish meanwhile. Returns *FLAG. */
+/* Runs the queue (work_queue_wait with short waits, the master's loop turning) until DONE(ARG)
+ * or SECONDS pass; no task may finish meanwhile. Returns DONE(ARG). */
+bool fake_queue_until(struct work_queue *q, bool (*done)(void *arg), void *arg, double seconds);
+/* The same until *FLAG is non-zero; returns *FLAG. */
 int fake_wait_flag(struct work_queue *q, int *flag, double seconds);
 /* Runs the queue until N workers are connected (or SECONDS pass); returns whether they are. */
 int fake_wait_workers(struct work_queue *q, int n, double seconds);
