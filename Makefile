@@ -126,12 +126,34 @@ endef
 $(foreach p,$(PROGS),$(eval $(call prog_rule,$(p))))
 PROG_FILES := $(addprefix $(B)/bin/,$(PROGS))
 
-# Unit tests: comp/test/test_*.c, one cmocka binary per module.
+# ---- test-support libraries ------------------------------------------------
+# COMPONENT/test/support/*.c (fixtures, fakes and loop helpers that tests share) is compiled into
+# $(B)/lib/lib<LIB>_testsupport.a, which every unit test and helper of that component and of the
+# components to its right links before the component libraries. Not installed. Test sources find
+# the support headers on their include path ("ts_loop.h"); lint checks the layering of includes.
+ts_srcs = $(wildcard $(1)/test/support/*.c)
+ts_libfile = $(if $(call ts_srcs,$(1)),$(B)/lib/lib$(LIB_$(1))_testsupport.a)
+test_link_libs = $(foreach c,$(chain_$(1)),$(call ts_libfile,$(c))) $(call link_libs,$(1))
+TS_OBJS := $(call obj,$(foreach c,$(COMPONENTS),$(call ts_srcs,$(c))))
+TEST_OBJS := $(call obj,$(foreach c,$(COMPONENTS),$(wildcard $(c)/test/*.c))) $(TS_OBJS)
+$(TEST_OBJS): ALL_CFLAGS += $(addprefix -I,$(wildcard $(addsuffix /test/support,$(COMPONENTS))))
+ALL_OBJS += $(TS_OBJS)
+define ts_lib_rule
+$(call ts_libfile,$(1)): $(call obj,$(call ts_srcs,$(1)))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach c,$(COMPONENTS),$(if $(call ts_srcs,$(c)),$(eval $(call ts_lib_rule,$(c)))))
+# ---- end of test-support libraries --------------------------------------------
+
+# Unit tests: comp/test/test_*.c, one cmocka binary per module (linked with the test-support
+# libraries above, then the component's library chain).
 UNIT_SRCS := $(foreach c,$(COMPONENTS),$(wildcard $(c)/test/test_*.c))
 define unit_rule
-$(B)/$(basename $(1)): $(call obj,$(1)) $(call link_libs,$(firstword $(subst /, ,$(1))))
+$(B)/$(basename $(1)): $(call obj,$(1)) $(call test_link_libs,$(firstword $(subst /, ,$(1))))
 	@mkdir -p $$(@D)
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter %.o,$$^) $(call link_libs,$(firstword $(subst /, ,$(1)))) $$(CMOCKA_LIBS) $$(ALL_LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter %.o,$$^) $(call test_link_libs,$(firstword $(subst /, ,$(1)))) $$(CMOCKA_LIBS) $$(ALL_LIBS)
 endef
 $(foreach t,$(UNIT_SRCS),$(eval $(call unit_rule,$(t))))
 UNIT_BINS := $(addprefix $(B)/,$(basename $(UNIT_SRCS)))

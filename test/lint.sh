@@ -37,7 +37,9 @@ declare -A owner rank
 for i in "${!COMPONENTS[@]}"; do
 	c=${COMPONENTS[$i]}
 	rank[$c]=$i
-	for h in "$c"/src/*.h "$c"/src/*/*.h; do
+	# test/support: the component's test-support library (tests of components to its left
+	# must not use it, as for the headers of src/)
+	for h in "$c"/src/*.h "$c"/src/*/*.h "$c"/test/support/*.h; do
 		[ -e "$h" ] && owner[$(basename "$h")]=$c
 	done
 done

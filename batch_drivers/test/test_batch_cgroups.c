@@ -22,6 +22,8 @@
 #include "htc_error.h"
 #include "rmon_proc.h"
 #include "rmonitor.h"
+#include "ts_loop.h"
+#include "ts_tmpdir.h"
 #include "banned.h"
 
 #define NRES 16
@@ -33,11 +35,9 @@ struct outcome {
 
 static struct {
 	uv_loop_t loop;
-	uv_timer_t timer;
-	int fired;
 	int n;
 	struct outcome out[NRES];
-	char tmp[64];
+	char *tmp;
 	char home[PATH_MAX];
 	char alloc[PATH_MAX]; /* helper_alloc, or "" to use python3 */
 } T;
@@ -63,29 +63,16 @@ static const struct batch_result *outcome(int64_t id)
 	return NULL;
 }
 
-static void timer_fired(uv_timer_t *t)
+static bool jobs_done(void *arg)
 {
-	(void)t;
-	T.fired = 1;
+	return T.n >= *(int *)arg;
 }
 
-/* Runs the loop until N jobs have completed, at most LIMIT_MS. */
-static void wait_jobs(int n, uint64_t limit_ms)
+/* Runs the loop until N jobs have completed. */
+static void wait_jobs(int n)
 {
-	T.fired = 0;
-	uv_timer_start(&T.timer, timer_fired, limit_ms, 0);
-	while (T.n < n && !T.fired)
-		uv_run(&T.loop, UV_RUN_ONCE);
-	uv_timer_stop(&T.timer);
+	ts_run_until(&T.loop, jobs_done, &n, TS_WAIT_MS);
 	assert_int_equal(T.n, n);
-}
-
-static void spin(uint64_t ms)
-{
-	T.fired = 0;
-	uv_timer_start(&T.timer, timer_fired, ms, 0);
-	while (!T.fired)
-		uv_run(&T.loop, UV_RUN_ONCE);
 }
 
 /* How many cgroups named htc.<our pid>.<our start time>.* exist in any hierarchy under
@@ -128,24 +115,26 @@ static int left_cgroups(void)
 	return our_cgroups();
 }
 
-/* Whether PID has ended (gone, or a zombie its new parent has not reaped yet). */
-static int dead(int pid)
+/* Whether the process *ARG has ended (gone, or a zombie its new parent has not reaped yet). */
+static bool ended(void *arg)
 {
 	char path[64], line[128];
-	snprintf(path, sizeof path, "/proc/%d/status", pid);
-	for (int tries = 0; tries < 50; tries++, usleep(20000)) {
-		FILE *f = fopen(path, "r");
-		if (!f)
-			return 1;
-		int zombie = 0;
-		while (fgets(line, sizeof line, f))
-			if (!strncmp(line, "State:", 6))
-				zombie = strchr(line, 'Z') != NULL;
-		fclose(f);
-		if (zombie)
-			return 1;
-	}
-	return 0;
+	snprintf(path, sizeof path, "/proc/%d/status", *(int *)arg);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return true;
+	bool zombie = false;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "State:", 6))
+			zombie = strchr(line, 'Z') != NULL;
+	fclose(f);
+	return zombie;
+}
+
+/* Waits until PID has ended. */
+static int dead(int pid)
+{
+	return ts_poll_until(ended, &pid, TS_WAIT_MS);
 }
 
 static int setup(void **state)
@@ -164,24 +153,20 @@ static int setup(void **state)
 	    snprintf(T.alloc, sizeof T.alloc, "%s/../../resource_monitor/test/helper_alloc", self);
 	if (n < 0 || (size_t)n >= sizeof T.alloc || access(T.alloc, X_OK) != 0)
 		T.alloc[0] = '\0';
-	snprintf(T.tmp, sizeof T.tmp, "/tmp/test_batch_cgroups.XXXXXX");
-	assert_non_null(mkdtemp(T.tmp));
+	T.tmp = ts_tmpdir_create("test_batch_cgroups");
 	assert_int_equal(chdir(T.tmp), 0);
 	assert_int_equal(uv_loop_init(&T.loop), 0);
-	uv_timer_init(&T.loop, &T.timer);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	uv_close((uv_handle_t *)&T.timer, NULL);
 	uv_run(&T.loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&T.loop), 0);
 	assert_int_equal(chdir(T.home), 0);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", T.tmp);
-	assert_int_equal(system(cmd), 0);
+	ts_tmpdir_remove(T.tmp);
+	T.tmp = NULL;
 	return 0;
 }
 
@@ -217,7 +202,7 @@ static const struct batch_result *run_one(struct batch_queue *q, const struct ba
 {
 	int64_t id = batch_queue_submit(q, s);
 	assert_true(id > 0);
-	wait_jobs(T.n + 1, 20000);
+	wait_jobs(T.n + 1);
 	return outcome(id);
 }
 
@@ -280,7 +265,7 @@ static void test_exit_status(void **state)
 	s = job("kill -TERM $$");
 	int64_t sig = batch_queue_submit(q, &s);
 	assert_true(ok > 0 && bad > 0 && sig > 0);
-	wait_jobs(3, 20000);
+	wait_jobs(3);
 	const struct batch_result *r = outcome(ok);
 	assert_succeeded(r);
 	assert_true(r->start_us > 0 && r->end_us >= r->start_us);
@@ -353,7 +338,7 @@ static void test_memory_grow(void **state)
 	s.max_resources.memory_mb = -1;
 	int64_t capped = batch_queue_submit(q, &s);
 	assert_true(grows > 0 && capped > 0);
-	wait_jobs(2, 30000);
+	wait_jobs(2);
 	const struct batch_result *r = outcome(grows);
 	assert_succeeded(r);
 	assert_true(r->limit_raises > 0);
@@ -406,7 +391,7 @@ static void test_cpuset(void **state)
 	s.command = "grep Cpus_allowed_list /proc/self/status > cpus.2; sleep 0.5";
 	int64_t b = batch_queue_submit(q, &s);
 	assert_true(a > 0 && b > 0);
-	wait_jobs(2, 20000);
+	wait_jobs(2);
 	assert_int_equal(outcome(a)->exit_code, 0);
 	assert_int_equal(outcome(b)->exit_code, 0);
 	assert_non_null(slurp("cpus.1"));
@@ -457,6 +442,19 @@ static void test_throttle(void **state)
 	assert_int_equal(left_cgroups(), 0);
 }
 
+static bool child_written(void *arg)
+{
+	(void)arg;
+	const char *c = slurp("child");
+	return c && atoi(c) > 0;
+}
+
+static bool no_cgroup_left(void *arg)
+{
+	(void)arg;
+	return left_cgroups() == 0;
+}
+
 static void test_delete_running(void **state)
 {
 	(void)state;
@@ -465,14 +463,12 @@ static void test_delete_running(void **state)
 	assert_true(batch_queue_submit(q, &s) > 0);
 	s.command = "sleep 30";
 	assert_true(batch_queue_submit(q, &s) > 0);
-	for (int i = 0; i < 100 && !slurp("child"); i++)
-		spin(20);
+	assert_true(ts_run_until(&T.loop, child_written, NULL, TS_WAIT_MS));
 	int child = atoi(slurp("child"));
 	assert_true(child > 0);
 	assert_true(our_cgroups() >= 2);
 	batch_queue_delete(q);
-	spin(300);
-	assert_int_equal(left_cgroups(), 0);
+	assert_true(ts_run_until(&T.loop, no_cgroup_left, NULL, TS_WAIT_MS));
 	assert_true(dead(child));
 	assert_int_equal(T.n, 0);
 }

@@ -19,18 +19,18 @@
 
 #include "batch_queue.h"
 #include "timeutil.h"
+#include "ts_loop.h"
+#include "ts_tmpdir.h"
 #include "banned.h"
 
 struct ctx {
 	uv_loop_t loop;
-	uv_timer_t guard;
-	int expired;
 	int in_submit;
 	int reentered;
 	long n_done, n_removed, n_failed;
-	long turn;                  /* uv_run calls so far */
+	long turn;                  /* loop iterations so far */
 	long first_turn, last_turn; /* turns in which callbacks ran */
-	char dir[64];
+	char *dir;
 	char old_cwd[4096];
 };
 
@@ -53,29 +53,16 @@ static void on_complete(struct batch_queue *q, int64_t id, const struct batch_re
 	c->n_done++;
 }
 
-static void guard_fired(uv_timer_t *t)
+/* Checked once between two loop iterations: counts the turns. */
+static bool n_done_reached(void *arg)
 {
-	((struct ctx *)t->data)->expired = 1;
+	C.turn++;
+	return C.n_done >= *(long *)arg;
 }
 
 static void run_until_done(long n)
 {
-	C.expired = 0;
-	uv_timer_start(&C.guard, guard_fired, 20000, 0);
-	while (C.n_done < n && !C.expired) {
-		C.turn++;
-		uv_run(&C.loop, UV_RUN_ONCE);
-	}
-	uv_timer_stop(&C.guard);
-	assert_false(C.expired);
-}
-
-static void run_for(int ms)
-{
-	C.expired = 0;
-	uv_timer_start(&C.guard, guard_fired, (uint64_t)ms, 0);
-	while (!C.expired)
-		uv_run(&C.loop, UV_RUN_ONCE);
+	assert_true(ts_run_until(&C.loop, n_done_reached, &n, TS_WAIT_MS));
 }
 
 static int setup(void **state)
@@ -83,25 +70,20 @@ static int setup(void **state)
 	(void)state;
 	memset(&C, 0, sizeof C);
 	assert_non_null(getcwd(C.old_cwd, sizeof C.old_cwd));
-	snprintf(C.dir, sizeof C.dir, "/tmp/test_batch_dryrun.XXXXXX");
-	assert_non_null(mkdtemp(C.dir));
+	C.dir = ts_tmpdir_create("test_batch_dryrun");
 	assert_int_equal(chdir(C.dir), 0);
 	assert_int_equal(uv_loop_init(&C.loop), 0);
-	uv_timer_init(&C.loop, &C.guard);
-	C.guard.data = &C;
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	uv_close((uv_handle_t *)&C.guard, NULL);
 	uv_run(&C.loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&C.loop), 0);
 	assert_int_equal(chdir(C.old_cwd), 0);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", C.dir);
-	assert_int_equal(system(cmd), 0);
+	ts_tmpdir_remove(C.dir);
+	C.dir = NULL;
 	return 0;
 }
 
@@ -254,7 +236,7 @@ static void test_remove(void **state)
 	assert_int_equal(C.n_removed, 1);
 	assert_int_equal(batch_queue_remove(q, a), -ENOENT);
 	assert_int_equal(batch_queue_remove(q, c), -ENOENT);
-	run_for(20);
+	ts_run_for(&C.loop, 20);
 	assert_int_equal(C.n_done, 3);
 	batch_queue_delete(q);
 }
@@ -317,7 +299,7 @@ static void test_delete_from_callback(void **state)
 	struct batch_job_spec s = {.command = "true"};
 	for (int i = 0; i < 5; i++)
 		assert_true(batch_queue_submit(deleting_q, &s) > 0);
-	run_for(50);
+	ts_run_for(&C.loop, 50);
 	assert_int_equal(deleting_calls, 1);
 }
 
@@ -329,7 +311,7 @@ static void test_delete_with_pending(void **state)
 	for (int i = 0; i < 10; i++)
 		assert_true(batch_queue_submit(q, &s) > 0);
 	batch_queue_delete(q);
-	run_for(20);
+	ts_run_for(&C.loop, 20);
 	assert_int_equal(C.n_done, 0);
 	/* what was written is complete */
 	char *text = slurp("makeflow.dryrun.sh");

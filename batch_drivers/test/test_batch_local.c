@@ -20,6 +20,8 @@
 #include "batch_queue.h"
 #include "htc_error.h"
 #include "timeutil.h"
+#include "ts_loop.h"
+#include "ts_tmpdir.h"
 #include "banned.h"
 
 #define MAX_RESULTS 64
@@ -27,17 +29,16 @@
 struct done {
 	int64_t id;
 	struct batch_result r; /* error pointer not kept */
+	int64_t at_us;         /* monotonic time of the callback */
 };
 
 struct ctx {
 	uv_loop_t loop;
-	uv_timer_t guard;
-	int expired;
 	int in_submit; /* set around submit: the callback must never see it */
 	int reentered;
 	int n_done;
 	struct done done[MAX_RESULTS];
-	char dir[64];
+	char *dir;
 	char old_cwd[4096];
 };
 
@@ -53,8 +54,17 @@ static void on_complete(struct batch_queue *q, int64_t id, const struct batch_re
 		c->done[c->n_done].id = id;
 		c->done[c->n_done].r = *r;
 		c->done[c->n_done].r.error = NULL;
+		c->done[c->n_done].at_us = time_monotonic_us();
 	}
 	c->n_done++;
+}
+
+static const struct done *done_of(int64_t id)
+{
+	for (int i = 0; i < C.n_done && i < MAX_RESULTS; i++)
+		if (C.done[i].id == id)
+			return &C.done[i];
+	return NULL;
 }
 
 static const struct batch_result *result_of(int64_t id)
@@ -65,29 +75,15 @@ static const struct batch_result *result_of(int64_t id)
 	return NULL;
 }
 
-static void guard_fired(uv_timer_t *t)
+static bool n_done_reached(void *arg)
 {
-	((struct ctx *)t->data)->expired = 1;
+	return C.n_done >= *(int *)arg;
 }
 
-/* Runs the loop until N completions have arrived (fails after 20 s). */
+/* Runs the loop until N completions have arrived. */
 static void run_until_done(int n)
 {
-	C.expired = 0;
-	uv_timer_start(&C.guard, guard_fired, 20000, 0);
-	while (C.n_done < n && !C.expired)
-		uv_run(&C.loop, UV_RUN_ONCE);
-	uv_timer_stop(&C.guard);
-	assert_false(C.expired);
-}
-
-/* Runs the loop for about MS milliseconds. */
-static void run_for(int ms)
-{
-	C.expired = 0;
-	uv_timer_start(&C.guard, guard_fired, (uint64_t)ms, 0);
-	while (!C.expired)
-		uv_run(&C.loop, UV_RUN_ONCE);
+	assert_true(ts_run_until(&C.loop, n_done_reached, &n, TS_WAIT_MS));
 }
 
 static int setup(void **state)
@@ -95,26 +91,21 @@ static int setup(void **state)
 	(void)state;
 	memset(&C, 0, sizeof C);
 	assert_non_null(getcwd(C.old_cwd, sizeof C.old_cwd));
-	snprintf(C.dir, sizeof C.dir, "/tmp/test_batch_local.XXXXXX");
-	assert_non_null(mkdtemp(C.dir));
+	C.dir = ts_tmpdir_create("test_batch_local");
 	assert_int_equal(chdir(C.dir), 0);
 	assert_int_equal(uv_loop_init(&C.loop), 0);
-	uv_timer_init(&C.loop, &C.guard);
-	C.guard.data = &C;
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	uv_close((uv_handle_t *)&C.guard, NULL);
 	uv_run(&C.loop, UV_RUN_DEFAULT);
 	/* every handle of the queue has been closed and freed */
 	assert_int_equal(uv_loop_close(&C.loop), 0);
 	assert_int_equal(chdir(C.old_cwd), 0);
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", C.dir);
-	assert_int_equal(system(cmd), 0);
+	ts_tmpdir_remove(C.dir);
+	C.dir = NULL;
 	return 0;
 }
 
@@ -178,14 +169,14 @@ static int process_gone(pid_t pid)
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
+static bool gone(void *arg)
+{
+	return process_gone(*(pid_t *)arg);
+}
+
 static int wait_gone(pid_t pid)
 {
-	for (int i = 0; i < 100; i++) {
-		if (process_gone(pid))
-			return 1;
-		usleep(20000);
-	}
-	return 0;
+	return ts_poll_until(gone, &pid, TS_WAIT_MS);
 }
 
 static pid_t read_pid(const char *path)
@@ -430,6 +421,11 @@ static void test_wall_time(void **state)
 	struct batch_queue *q = make_queue();
 	struct batch_job_spec s = spec_of("sleep 30 & echo $! > bg.pid; sleep 30; true");
 	s.resources.wall_time_s = 1;
+	/* The limit's timer counts from the loop's clock, milliseconds at its last update, which
+	 * may be older than the job's start: from before an update, it cannot end the job in less
+	 * than 999 ms. */
+	int64_t t0 = time_monotonic_us();
+	uv_update_time(&C.loop);
 	int64_t id = submit(q, &s);
 	struct batch_job_spec quick = spec_of("sleep 0.1");
 	quick.resources.wall_time_s = 5;
@@ -440,8 +436,8 @@ static void test_wall_time(void **state)
 	assert_false(r->exited_normally);
 	assert_int_equal(r->signal, SIGKILL);
 	assert_true(r->exhausted & BATCH_EXHAUSTED_WALL_TIME);
+	assert_true(done_of(id)->at_us - t0 >= 999000);
 	int64_t ran = r->end_us - r->start_us;
-	assert_true(ran >= 1000000);
 	assert_true(ran < 1150000);
 	assert_int_equal(r->measured.wall_time_s, 1);
 	/* the background child in the job's process group was killed too */
@@ -490,9 +486,20 @@ static void test_remove(void **state)
 		assert_true(C.done[i].r.removed);
 	assert_int_equal(batch_queue_running(q), 0);
 	assert_int_equal(batch_queue_waiting(q), 0);
-	run_for(50);
+	ts_run_for(&C.loop, 50);
 	assert_int_equal(C.n_done, 5); /* exactly one callback per job */
 	batch_queue_delete(q);
+}
+
+/* The pids that the two running jobs of test_delete_kills write are all in ARG (pid_t[4]). */
+static bool four_pids(void *arg)
+{
+	pid_t *pids = arg;
+	pids[0] = read_pid("child.1");
+	pids[1] = read_pid("sh.1");
+	pids[2] = read_pid("child.2");
+	pids[3] = read_pid("sh.2");
+	return pids[0] > 0 && pids[1] > 0 && pids[2] > 0 && pids[3] > 0;
 }
 
 static void test_delete_kills(void **state)
@@ -505,14 +512,7 @@ static void test_delete_kills(void **state)
 	assert_true(submit_cmd(q, "sleep 30 & echo $! > child.2; echo $$ > sh.2; wait") > 0);
 	assert_true(submit_cmd(q, "echo never > waiting.ran") > 0);
 	pid_t pids[4] = {-1, -1, -1, -1};
-	for (int i = 0; i < 100 && (pids[0] <= 0 || pids[1] <= 0 || pids[2] <= 0 || pids[3] <= 0);
-	     i++) {
-		run_for(20);
-		pids[0] = read_pid("child.1");
-		pids[1] = read_pid("sh.1");
-		pids[2] = read_pid("child.2");
-		pids[3] = read_pid("sh.2");
-	}
+	assert_true(ts_run_until(&C.loop, four_pids, pids, TS_WAIT_MS));
 	for (int i = 0; i < 4; i++)
 		assert_true(pids[i] > 0);
 	batch_queue_delete(q);
@@ -521,7 +521,7 @@ static void test_delete_kills(void **state)
 	/* the shells were reaped by the driver: no zombie is left behind */
 	assert_int_equal(kill(pids[1], 0), -1);
 	assert_int_equal(kill(pids[3], 0), -1);
-	run_for(50);
+	ts_run_for(&C.loop, 50);
 	assert_int_equal(C.n_done, 0);
 	assert_int_equal(access("waiting.ran", F_OK), -1);
 }
@@ -540,6 +540,12 @@ static void delete_on_first(struct batch_queue *q, int64_t id, const struct batc
 	batch_queue_delete(q);
 }
 
+static bool deleting_called(void *arg)
+{
+	(void)arg;
+	return deleting_calls > 0;
+}
+
 static void test_delete_from_callback(void **state)
 {
 	(void)state;
@@ -552,9 +558,8 @@ static void test_delete_from_callback(void **state)
 	            0);
 	assert_true(batch_queue_submit(deleting_q,
 	                               &(struct batch_job_spec){.command = "sleep 30; true"}) > 0);
-	for (int i = 0; i < 200 && !deleting_calls; i++)
-		run_for(10);
-	run_for(200);
+	assert_true(ts_run_until(&C.loop, deleting_called, NULL, TS_WAIT_MS));
+	ts_run_for(&C.loop, 200);
 	assert_int_equal(deleting_calls, 1);
 }
 

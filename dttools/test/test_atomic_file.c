@@ -17,15 +17,9 @@
 
 #include "atomic_file.h"
 #include "path.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
-
-static char *make_tmpdir(void)
-{
-	char tmpl[] = "/tmp/test_atomic_file.XXXXXX";
-	assert_non_null(mkdtemp(tmpl));
-	return xstrdup(tmpl);
-}
 
 static size_t read_file(const char *p, char *buf, size_t size)
 {
@@ -52,7 +46,7 @@ static int count_entries(const char *dir)
 static void test_create_and_replace(void **state)
 {
 	(void)state;
-	char *dir = make_tmpdir();
+	char *dir = ts_tmpdir_create("test_atomic_file");
 	char *p = xasprintf("%s/state.json", dir);
 	char buf[64];
 
@@ -83,15 +77,14 @@ static void test_create_and_replace(void **state)
 	free(data);
 	assert_int_equal(count_entries(dir), 1);
 
-	assert_int_equal(path_rm_rf(dir), 0);
+	ts_tmpdir_remove(dir);
 	free(p);
-	free(dir);
 }
 
 static void test_relative_path(void **state)
 {
 	(void)state;
-	char *dir = make_tmpdir();
+	char *dir = ts_tmpdir_create("test_atomic_file");
 	char cwd[4096];
 	assert_non_null(getcwd(cwd, sizeof cwd));
 	assert_int_equal(chdir(dir), 0);
@@ -99,14 +92,13 @@ static void test_relative_path(void **state)
 	assert_int_equal(path_file_size("rel.txt"), 3);
 	assert_int_equal(chdir(cwd), 0);
 	assert_int_equal(count_entries(dir), 1);
-	assert_int_equal(path_rm_rf(dir), 0);
-	free(dir);
+	ts_tmpdir_remove(dir);
 }
 
 static void test_failures_keep_old(void **state)
 {
 	(void)state;
-	char *dir = make_tmpdir();
+	char *dir = ts_tmpdir_create("test_atomic_file");
 	char buf[64];
 
 	/* missing directory */
@@ -135,27 +127,25 @@ static void test_failures_keep_old(void **state)
 		assert_int_equal(count_entries(target), 1);
 	}
 
-	assert_int_equal(path_rm_rf(dir), 0);
+	ts_tmpdir_remove(dir);
 	free(inner);
 	free(target);
 	free(missing);
-	free(dir);
 }
 
 static void test_fsync_dir(void **state)
 {
 	(void)state;
-	char *dir = make_tmpdir();
+	char *dir = ts_tmpdir_create("test_atomic_file");
 	assert_int_equal(fsync_dir(dir), 0);
 	char *f = xasprintf("%s/f", dir);
 	assert_int_equal(atomic_file_write(f, "x", 1, 0644), 0);
 	assert_int_equal(fsync_dir(f), -ENOTDIR);
 	char *missing = xasprintf("%s/missing", dir);
 	assert_int_equal(fsync_dir(missing), -ENOENT);
-	assert_int_equal(path_rm_rf(dir), 0);
+	ts_tmpdir_remove(dir);
 	free(missing);
 	free(f);
-	free(dir);
 }
 
 int main(void)

@@ -18,6 +18,7 @@
 
 #include "dir_entries.h"
 #include "path.h"
+#include "ts_tmpdir.h"
 #include "banned.h"
 
 struct seen {
@@ -43,9 +44,8 @@ static int count(int dirfd, const char *name, unsigned char type, void *arg)
 static void test_listing(void **state)
 {
 	(void)state;
-	char tmpl[] = "/tmp/test_dir_entries.XXXXXX";
-	assert_non_null(mkdtemp(tmpl));
-	int dfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char *dir = ts_tmpdir_create("test_dir_entries");
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dfd >= 0);
 	/* more entries than one 8 KiB read holds */
 	for (int i = 0; i < 700; i++) {
@@ -85,7 +85,7 @@ static void test_listing(void **state)
 	assert_int_equal(none.total, 0);
 	close(f);
 	close(dfd);
-	assert_int_equal(path_rm_rf(tmpl), 0);
+	ts_tmpdir_remove(dir);
 }
 
 int main(void)

@@ -20,6 +20,7 @@
 
 #include "htc_error.h"
 #include "docker_api.h"
+#include "ts_tmpdir.h"
 
 #include "banned.h"
 
@@ -112,8 +113,7 @@ static void test_missing_socket(void **state)
 static void test_json_message(void **state)
 {
 	(void)state;
-	char path[] = "/tmp/test_docker_api.XXXXXX";
-	assert_non_null(mkdtemp(path));
+	char *path = ts_tmpdir_create("test_docker_api");
 	char sock[256];
 	snprintf(sock, sizeof sock, "%s/s", path);
 	const char *resp = "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
@@ -137,15 +137,13 @@ static void test_json_message(void **state)
 	free(err);
 	docker_api_delete(d);
 	reap(pid);
-	unlink(sock);
-	rmdir(path);
+	ts_tmpdir_remove(path);
 }
 
 static void test_plain_error(void **state)
 {
 	(void)state;
-	char path[] = "/tmp/test_docker_api.XXXXXX";
-	assert_non_null(mkdtemp(path));
+	char *path = ts_tmpdir_create("test_docker_api");
 	char sock[256];
 	snprintf(sock, sizeof sock, "%s/s", path);
 	const char *resp = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 12\r\n"
@@ -159,15 +157,13 @@ static void test_plain_error(void **state)
 	free(err);
 	docker_api_delete(d);
 	reap(pid);
-	unlink(sock);
-	rmdir(path);
+	ts_tmpdir_remove(path);
 }
 
 static void test_timeout(void **state)
 {
 	(void)state;
-	char path[] = "/tmp/test_docker_api.XXXXXX";
-	assert_non_null(mkdtemp(path));
+	char *path = ts_tmpdir_create("test_docker_api");
 	char sock[256];
 	snprintf(sock, sizeof sock, "%s/s", path);
 	/* headers that promise a body that never comes */
@@ -182,8 +178,7 @@ static void test_timeout(void **state)
 	free(err);
 	docker_api_delete(d);
 	reap(pid);
-	unlink(sock);
-	rmdir(path);
+	ts_tmpdir_remove(path);
 }
 
 static void test_docker_host(void **state)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "path.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -151,25 +152,10 @@ static void test_escapes_root(void **state)
 	assert_false(path_is_absolute(""));
 }
 
-static char *make_tmpdir(void)
-{
-	char tmpl[] = "/tmp/test_path.XXXXXX";
-	assert_non_null(mkdtemp(tmpl));
-	return xstrdup(tmpl);
-}
-
-static void write_file(const char *p, const char *text)
-{
-	FILE *f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void test_mkdir_p(void **state)
 {
 	(void)state;
-	char *root = make_tmpdir();
+	char *root = ts_tmpdir_create("test_path");
 	char *deep = xasprintf("%s/a/b//c/", root);
 	assert_int_equal(path_mkdir_p(deep, 0755), 0);
 	char *c = xasprintf("%s/a/b/c", root);
@@ -180,7 +166,7 @@ static void test_mkdir_p(void **state)
 	assert_int_equal(path_mkdir_p(c, 0755), 0);
 	/* a file in the way */
 	char *file = xasprintf("%s/a/file", root);
-	write_file(file, "x");
+	ts_write_file(file, "x");
 	char *under = xasprintf("%s/sub", file);
 	assert_int_equal(path_mkdir_p(under, 0755), -ENOTDIR);
 	assert_int_equal(path_mkdir_p(file, 0755), -EEXIST);
@@ -197,16 +183,16 @@ static void test_mkdir_p(void **state)
 static void test_rm_rf_no_follow(void **state)
 {
 	(void)state;
-	char *root = make_tmpdir();
-	char *outside = make_tmpdir();
+	char *root = ts_tmpdir_create("test_path");
+	char *outside = ts_tmpdir_create("test_path");
 	char *precious = xasprintf("%s/precious", outside);
-	write_file(precious, "keep me");
+	ts_write_file(precious, "keep me");
 
 	char *tree = xasprintf("%s/tree/x/y", root);
 	assert_int_equal(path_mkdir_p(tree, 0700), 0);
 	for (int i = 0; i < 20; i++) {
 		char *f = xasprintf("%s/f%d", tree, i);
-		write_file(f, "data");
+		ts_write_file(f, "data");
 		free(f);
 	}
 	char *link_dir = xasprintf("%s/tree/link_to_outside", root);
@@ -218,7 +204,7 @@ static void test_rm_rf_no_follow(void **state)
 	assert_true(path_exists(dangling));
 	/* a read-only file is removed too */
 	char *ro = xasprintf("%s/tree/ro", root);
-	write_file(ro, "r");
+	ts_write_file(ro, "r");
 	chmod(ro, 0400);
 
 	char *tree_top = xasprintf("%s/tree", root);
@@ -236,7 +222,7 @@ static void test_rm_rf_no_follow(void **state)
 
 	/* a plain file, and a missing path */
 	char *plain = xasprintf("%s/plain", root);
-	write_file(plain, "p");
+	ts_write_file(plain, "p");
 	assert_int_equal(path_rm_rf(plain), 0);
 	assert_false(path_exists(plain));
 	assert_int_equal(path_rm_rf(plain), 0);
@@ -259,14 +245,14 @@ static void test_rm_rf_no_follow(void **state)
 static void test_exists_size(void **state)
 {
 	(void)state;
-	char *root = make_tmpdir();
+	char *root = ts_tmpdir_create("test_path");
 	char *f = xasprintf("%s/f", root);
 	assert_false(path_exists(f));
 	assert_int_equal(path_file_size(f), -ENOENT);
-	write_file(f, "hello, world");
+	ts_write_file(f, "hello, world");
 	assert_true(path_exists(f));
 	assert_int_equal(path_file_size(f), 12);
-	write_file(f, "");
+	ts_write_file(f, "");
 	assert_int_equal(path_file_size(f), 0);
 	assert_true(path_exists(root));
 	assert_int_equal(path_rm_rf(root), 0);

@@ -10,6 +10,7 @@
 
 #include "htc_error.h"
 #include "timeutil.h"
+#include "ts_clock.h"
 #include "banned.h"
 
 static void test_clocks(void **state)
@@ -24,6 +25,21 @@ static void test_clocks(void **state)
 	int64_t b = time_monotonic_us();
 	assert_true(b - a >= 20000);
 	assert_true(b - a < 5 * 1000000);
+}
+
+/* A module reads the clock it was given, or the real monotonic one without. */
+static void test_htc_clock(void **state)
+{
+	(void)state;
+	int64_t a = htc_clock_now_us(NULL);
+	int64_t b = time_monotonic_us();
+	assert_true(b >= a);
+	struct ts_clock c;
+	ts_clock_init(&c, 5000000);
+	assert_int_equal(htc_clock_now_us(&c.clock), 5000000);
+	assert_int_equal(htc_clock_now_us(&c.clock), 5000000); /* stands still */
+	ts_clock_advance(&c, 1500);
+	assert_int_equal(htc_clock_now_us(&c.clock), 5001500);
 }
 
 static void test_iso8601(void **state)
@@ -83,6 +99,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_clocks),
+	    cmocka_unit_test(test_htc_clock),
 	    cmocka_unit_test(test_iso8601),
 	    cmocka_unit_test(test_duration),
 	};

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "jx.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -538,15 +539,12 @@ static void test_collection_functions(void **state)
 static void test_listdir(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/test_jx.XXXXXX";
-	assert_non_null(mkdtemp(dir));
+	char *dir = ts_tmpdir_create("test_jx");
 	const char *names[] = {"b.txt", "a.txt", "c"};
 	char path[512];
 	for (int i = 0; i < 3; i++) {
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-		FILE *f = fopen(path, "w");
-		assert_non_null(f);
-		fclose(f);
+		ts_write_file(path, "");
 	}
 	char expr[600];
 	snprintf(expr, sizeof expr, "listdir(\"%s\")", dir);
@@ -558,11 +556,7 @@ static void test_listdir(void **state)
 	snprintf(expr, sizeof expr, "listdir(\"%s/none\")", dir);
 	expect_error(expr, "No such file or directory");
 	expect_error("listdir(1)", "must be a string");
-	for (int i = 0; i < 3; i++) {
-		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-		unlink(path);
-	}
-	rmdir(dir);
+	ts_tmpdir_remove(dir);
 }
 
 /* ---- documents, define, files ------------------------------------------------------------ */

@@ -59,8 +59,9 @@ struct rmonitor {
 	rmonitor_memory_fn at_memory_limit;
 	void *at_memory_limit_arg;
 	double limits[RM_N_FIELDS];
-	int pool, cg_reused; /* reuse cgroups (spec.no_pool == 0); this one was reused */
-	int spawn_async;     /* spec.spawn_async */
+	int pool, cg_reused;           /* reuse cgroups (spec.no_pool == 0); this one was reused */
+	int spawn_async;               /* spec.spawn_async */
+	const struct htc_clock *clock; /* spec.clock: of the wall time */
 
 	pid_t pid;
 	enum state state;
@@ -81,7 +82,7 @@ struct rmonitor {
 	int n_handles;
 	int deleting;
 
-	int64_t start_us, start_mono, end_us;
+	int64_t start_us, start_mono, end_us; /* start_mono: on the clock */
 	struct rmsummary cur;
 	int64_t mem_limit_mb; /* current memory limit (may be raised) */
 	int limit_raises;
@@ -106,7 +107,7 @@ struct rmonitor {
 
 static double now_wall(const struct rmonitor *m)
 {
-	return (double)(time_monotonic_us() - m->start_mono) / 1e6;
+	return (double)(htc_clock_now_us(m->clock) - m->start_mono) / 1e6;
 }
 
 /* argv as one line, words quoted for the shell only when they need it. */
@@ -790,7 +791,7 @@ static pid_t start_child(struct rmonitor *m, int *err)
 	enum rmon_spawn_stage stage;
 	int cerr;
 	m->start_us = time_now_us();
-	m->start_mono = time_monotonic_us();
+	m->start_mono = htc_clock_now_us(m->clock);
 	/* A group this process has used before is known to take our tasks, and without a group
 	 * there is nothing to join: the spawner threads make the child, and the loop does not wait
 	 * for its join and exec. A new group is joined here first, so that a group that refuses
@@ -852,6 +853,7 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	m->at_memory_limit_arg = spec->at_memory_limit_arg;
 	m->pool = !spec->no_pool;
 	m->spawn_async = spec->spawn_async;
+	m->clock = spec->clock;
 	for (int f = 0; f < RM_N_FIELDS; f++) {
 		m->limits[f] = spec->measure_only ? -1 : spec->limits.v[f];
 		m->exceeded[f] = -1;

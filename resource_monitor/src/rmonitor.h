@@ -16,6 +16,8 @@
 #include "htc_error.h"
 #include "rmsummary.h"
 
+struct htc_clock;
+
 enum rmonitor_cgroups {
 	RMONITOR_CGROUPS_AUTO = 0, /* use cgroups when we can create them, else /proc only */
 	RMONITOR_CGROUPS_OFF,      /* /proc sampling only */
@@ -69,6 +71,11 @@ struct rmonitor_spec {
 	 * tasks, like the worker's. A failure to execute is then known only from the exit status
 	 * 127 and the message on the task's stderr. Default 0: rmonitor_start waits. */
 	int spawn_async;
+	/* The clock the task's wall time is measured on (timeutil.h; borrowed, must outlive the
+	 * monitor): its reported value at each sample and the sampled check of its limit. NULL
+	 * (the default): the monotonic clock. The wall-time limit's timer is a libuv timer and
+	 * fires on real time whatever the clock. */
+	const struct htc_clock *clock;
 };
 
 /* Initialises SPEC with defaults: fds -1, limits unset, interval 1 s, cgroups AUTO. */

@@ -27,6 +27,8 @@
 #include "rmon_proc.h"
 #include "rmon_spawn.h"
 #include "test_rmon_util.h"
+#include "ts_loop.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -62,7 +64,7 @@ static void expect_file(const char *dir, const char *file, const char *want)
 }
 
 struct fake {
-	char root[64];
+	char *root;
 	char selfcg[PATH_MAX];
 	char *own, *base, *group;
 	struct rmon_cgroup *cg; /* the task group, when created by fake_v2_group() */
@@ -72,8 +74,7 @@ struct fake {
  * each with the files the kernel would show. */
 static void fake_v2(struct fake *f)
 {
-	snprintf(f->root, sizeof f->root, "/tmp/rmon-cg-XXXXXX");
-	assert_non_null(mkdtemp(f->root));
+	f->root = ts_tmpdir_create("rmon-cg");
 	f->cg = NULL;
 	f->own = path_join(f->root, "user.slice/x");
 	f->base = path_join(f->own, "htc");
@@ -103,7 +104,8 @@ static void fake_v2(struct fake *f)
 static void fake_free(struct fake *f)
 {
 	rmon_cgroup_delete(f->cg);
-	path_rm_rf(f->root);
+	ts_tmpdir_remove(f->root);
+	f->root = NULL;
 	free(f->own);
 	free(f->base);
 	free(f->group);
@@ -385,11 +387,11 @@ static void test_v2_fake_default_controllers(void **state)
 	fake_free(&f);
 }
 
-/* A fake v1 layout: one hierarchy per controller under ROOT, our own group "/" in each. */
-static void fake_v1(char *root, size_t size, char **selfcg)
+/* A fake v1 layout: one hierarchy per controller under the directory returned (caller removes
+ * it with ts_tmpdir_remove), our own group "/" in each. */
+static char *fake_v1(char **selfcg)
 {
-	snprintf(root, size, "/tmp/rmon-cg1-XXXXXX");
-	assert_non_null(mkdtemp(root));
+	char *root = ts_tmpdir_create("rmon-cg1");
 	static const char *const ctrl[] = {"memory", "cpu",     "cpuacct", "pids",
 	                                   "cpuset", "freezer", "blkio"};
 	for (size_t i = 0; i < sizeof ctrl / sizeof *ctrl; i++) {
@@ -407,6 +409,7 @@ static void fake_v1(char *root, size_t size, char **selfcg)
 	      "1:memory:/\n",
 	      s);
 	fclose(s);
+	return root;
 }
 
 static int in_hierarchy(const char *root, const char *ctrl, const char *group)
@@ -422,9 +425,8 @@ static int in_hierarchy(const char *root, const char *ctrl, const char *group)
 static void test_v1_fake_layout_cache(void **state)
 {
 	(void)state;
-	char root[64];
 	char *selfcg;
-	fake_v1(root, sizeof root, &selfcg);
+	char *root = fake_v1(&selfcg);
 	struct rmon_cgroup_opts o = {
 	    .root = root, .proc_self_cgroup = selfcg, .owner = 4242, .name = "htc.4242.1"};
 	assert_int_equal(rmon_cgroup_detect(root), RMON_CG_V1);
@@ -472,7 +474,7 @@ static void test_v1_fake_layout_cache(void **state)
 	free(base);
 	free(moved);
 	free(selfcg);
-	path_rm_rf(root);
+	ts_tmpdir_remove(root);
 }
 
 static void test_v2_fake_refusals(void **state)
@@ -611,6 +613,14 @@ static void test_v1_real(void **state)
 	free(dir);
 }
 
+/* The group's task runs again with its 100 MB (no longer held at the limit). */
+static bool resumed_to_100mb(void *arg)
+{
+	struct rmon_cg_stats st;
+	rmon_cgroup_stats(arg, &st);
+	return st.under_oom == 0 && st.mem_current >= 100LL << 20;
+}
+
 static void test_v1_memory_pause_and_kill(void **state)
 {
 	(void)state;
@@ -627,16 +637,22 @@ static void test_v1_memory_pause_and_kill(void **state)
 	assert_int_equal(kill(pid, 0), 0);
 	/* Raising the limit lets it go on (it then holds 100 MB for 5 s). */
 	assert_int_equal(rmon_cgroup_set_memory(cg, 200 << 20, 1), 0);
-	usleep(200000);
-	rmon_cgroup_stats(cg, &st);
-	assert_int_equal(st.under_oom, 0);
-	assert_true(st.mem_current >= 100LL << 20);
+	assert_true(ts_poll_until(resumed_to_100mb, cg, TS_WAIT_MS));
 	assert_int_equal(rmon_cgroup_kill_all(cg, 1000), 0);
 	int status;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	assert_int_equal(rmon_cgroup_destroy(cg, 500), 0);
 	rmon_cgroup_delete(cg);
+}
+
+static bool three_pids(void *arg)
+{
+	pid_t *pids;
+	size_t n = 0;
+	assert_int_equal(rmon_cgroup_pids(arg, &pids, &n), 0);
+	free(pids);
+	return n == 3;
 }
 
 static void test_v1_kill_tree_and_stale(void **state)
@@ -655,14 +671,7 @@ static void test_v1_kill_tree_and_stale(void **state)
 	/* A tree left running by the dead monitor. */
 	const char *argv[] = {"sh", "-c", "sleep 30 & sleep 30 & wait", NULL};
 	pid_t pid = spawn_in(cg, argv);
-	size_t n = 0;
-	for (int i = 0; i < 100 && n < 3; i++) {
-		usleep(10000);
-		pid_t *pids;
-		assert_int_equal(rmon_cgroup_pids(cg, &pids, &n), 0);
-		free(pids);
-	}
-	assert_int_equal(n, 3);
+	assert_true(ts_poll_until(three_pids, cg, TS_WAIT_MS));
 	rmon_cgroup_delete(cg); /* forget it without removing it */
 	kill(owner, SIGKILL);
 	assert_int_equal(waitpid(owner, NULL, 0), owner);
@@ -817,8 +826,7 @@ static void put_program(const char *dir, const char *name, mode_t mode)
 static void test_spawn_lookup_cache(void **state)
 {
 	(void)state;
-	char tmp[] = "/tmp/rmon-lookup.XXXXXX";
-	assert_non_null(mkdtemp(tmp));
+	char *tmp = ts_tmpdir_create("rmon-lookup");
 	char *a = path_join(tmp, "a"), *b = path_join(tmp, "b");
 	assert_int_equal(mkdir(a, 0755), 0);
 	assert_int_equal(mkdir(b, 0755), 0);
@@ -858,7 +866,7 @@ static void test_spawn_lookup_cache(void **state)
 	free(path_a);
 	assert_int_equal(rmdir(a), 0);
 	assert_int_equal(rmdir(b), 0);
-	assert_int_equal(rmdir(tmp), 0);
+	ts_tmpdir_remove(tmp);
 	free(a);
 	free(b);
 }

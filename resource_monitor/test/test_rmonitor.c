@@ -26,6 +26,9 @@
 #include "rmonitor.h"
 #include "test_rmon_util.h"
 #include "timeutil.h"
+#include "ts_clock.h"
+#include "ts_loop.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -221,6 +224,45 @@ static void test_wall_time_limit(void **state)
 	                 rmonitor_pool_size()); /* the rest were removed */
 }
 
+static bool run_done(void *arg)
+{
+	return ((struct run *)arg)->done > 0;
+}
+
+/* The wall time is measured on the clock of the spec: 100 s pass on a test clock, and the next
+ * sample ends the task as over its limit (the real-time timer above would wait 100 s). */
+static void test_wall_time_on_clock(void **state)
+{
+	(void)state;
+	const char *argv[] = {"sleep", "300", NULL};
+	for (int off = 0; off < 2; off++) {
+		struct ts_clock clk;
+		ts_clock_init(&clk, 1000000);
+		struct rmonitor_spec spec;
+		spec_for(&spec, argv, mode(off));
+		spec.limits.v[RM_WALL_TIME] = 100;
+		spec.clock = &clk.clock;
+		struct run r;
+		memset(&r, 0, sizeof r);
+		rmsummary_init(&r.s);
+		uv_loop_t loop;
+		assert_int_equal(uv_loop_init(&loop), 0);
+		int err = 0;
+		struct rmonitor *m = rmonitor_start(&loop, &spec, on_done, &r, &err);
+		if (!m)
+			fail_msg("rmonitor_start: %s", htc_strerror(err));
+		ts_clock_advance(&clk, 100 * 1000000 + 1000);
+		assert_true(ts_run_until(&loop, run_done, &r, TS_WAIT_MS));
+		assert_int_equal(r.s.exit_type, RM_EXIT_LIMITS);
+		assert_true(r.s.limits_exceeded[RM_WALL_TIME] == 100);
+		assert_int_equal(r.s.signal, SIGKILL);
+		rmonitor_delete(m);
+		uv_run(&loop, UV_RUN_DEFAULT);
+		assert_int_equal(uv_loop_close(&loop), 0);
+		run_free(&r);
+	}
+}
+
 static int64_t raise_once(struct rmonitor *m, int64_t limit_mb, void *arg)
 {
 	(void)m;
@@ -373,8 +415,7 @@ static void test_short_task_io(void **state)
 {
 	(void)state;
 	char *prog = helper("write");
-	char dir[] = "/tmp/rmon-io-XXXXXX";
-	assert_non_null(mkdtemp(dir));
+	char *dir = ts_tmpdir_create("rmon-io");
 	char *file = path_join(dir, "f");
 	const char *argv[] = {prog, file, "5", NULL};
 	for (int off = 0; off < 2; off++) {
@@ -387,7 +428,7 @@ static void test_short_task_io(void **state)
 		run_free(&r);
 		unlink(file);
 	}
-	rmdir(dir);
+	ts_tmpdir_remove(dir);
 	free(file);
 	free(prog);
 }
@@ -443,8 +484,7 @@ static void test_cpu_and_time_series(void **state)
 static void test_files_and_disk(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/rmon-files-XXXXXX";
-	assert_non_null(mkdtemp(dir));
+	char *dir = ts_tmpdir_create("rmon-files");
 	char *script = xasprintf("exec 3>%s/out; head -c 3000000 /dev/zero >&3; sleep 0.4", dir);
 	const char *argv[] = {"sh", "-c", script, NULL};
 	const char *dirs[] = {dir, NULL};
@@ -465,7 +505,7 @@ static void test_files_and_disk(void **state)
 	run_free(&r);
 	free(want);
 	free(script);
-	path_rm_rf(dir);
+	ts_tmpdir_remove(dir);
 }
 
 static void on_delete_timer(uv_timer_t *t)
@@ -666,6 +706,7 @@ int main(void)
 	    cmocka_unit_test(test_memory_peak),
 	    cmocka_unit_test(test_memory_peak_proc_only),
 	    cmocka_unit_test(test_wall_time_limit),
+	    cmocka_unit_test(test_wall_time_on_clock),
 	    cmocka_unit_test(test_memory_limit),
 	    cmocka_unit_test(test_memory_limit_proc_only),
 	    cmocka_unit_test(test_short_children),
@@ -681,13 +722,14 @@ int main(void)
 	/* Tasks run (and their disk is measured, by default in the working directory) in an
 	 * empty scratch directory, not wherever the binary was started: walking a large tree at
 	 * each task's end made the timing checks depend on the caller's directory. */
-	char scratch[] = "/tmp/test_rmonitor.XXXXXX";
-	if (!mkdtemp(scratch) || chdir(scratch) < 0) {
+	char *scratch = ts_tmpdir_create("test_rmonitor");
+	if (chdir(scratch) < 0) {
 		perror("test_rmonitor: scratch directory");
 		return 1;
 	}
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
-	if (chdir("/") < 0 || rmdir(scratch) < 0)
-		fprintf(stderr, "test_rmonitor: %s was left (not empty?)\n", scratch);
+	if (chdir("/") < 0)
+		perror("test_rmonitor: chdir /");
+	ts_tmpdir_remove(scratch);
 	return failed;
 }

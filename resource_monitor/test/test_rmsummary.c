@@ -17,24 +17,9 @@
 #include "htc_error.h"
 #include "path.h"
 #include "rmsummary.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
-
-static char *make_tmpdir(void)
-{
-	char tmpl[] = "/tmp/test_rmsummary.XXXXXX";
-	char *d = mkdtemp(tmpl);
-	assert_non_null(d);
-	return xstrdup(d);
-}
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-}
 
 static void fill_example(struct rmsummary *s)
 {
@@ -433,7 +418,7 @@ static int collect(const struct rmsummary *s, void *arg)
 static void test_load_concatenated(void **state)
 {
 	(void)state;
-	char *dir = make_tmpdir();
+	char *dir = ts_tmpdir_create("test_rmsummary");
 	char *file = path_join(dir, "all.json");
 	struct rmsummary a;
 	fill_example(&a);
@@ -441,7 +426,7 @@ static void test_load_concatenated(void **state)
 	char *flat = rmsummary_to_json(&a, 0, 1);
 	char *text = xasprintf("%s\n%s{\"task_id\": \"3\", \"memory\": 5}\n\n\t %s  \n", pretty,
 	                       flat, pretty);
-	write_file(file, text);
+	ts_write_file(file, text);
 	struct collected c = {0};
 	char err[256] = "";
 	int r = rmsummary_load(file, collect, &c, err, sizeof err);
@@ -461,7 +446,7 @@ static void test_load_concatenated(void **state)
 	assert_int_equal(stop.n, 2);
 
 	/* An empty file holds no summaries. */
-	write_file(file, " \n\n");
+	ts_write_file(file, " \n\n");
 	struct collected none = {0};
 	assert_int_equal(rmsummary_load(file, collect, &none, err, sizeof err), 0);
 	assert_int_equal(none.n, 0);
@@ -471,14 +456,13 @@ static void test_load_concatenated(void **state)
 	free(flat);
 	free(file);
 	rmsummary_clear(&a);
-	assert_int_equal(path_rm_rf(dir), 0);
-	free(dir);
+	ts_tmpdir_remove(dir);
 }
 
 static void test_load_directory(void **state)
 {
 	(void)state;
-	char *dir = make_tmpdir();
+	char *dir = ts_tmpdir_create("test_rmsummary");
 	const char *files[][2] = {
 	    {"b.summary", "{\"task_id\": \"b\", \"memory\": [20, \"MB\"]}"},
 	    {"a.summary", "{\"task_id\": \"a1\"}\n{\"task_id\": \"a2\"}"},
@@ -487,7 +471,7 @@ static void test_load_directory(void **state)
 	};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		char *p = path_join(dir, files[i][0]);
-		write_file(p, files[i][1]);
+		ts_write_file(p, files[i][1]);
 		free(p);
 	}
 	struct collected c = {0};
@@ -504,7 +488,7 @@ static void test_load_directory(void **state)
 
 	/* A malformed file in the directory is named in the error. */
 	char *bad = path_join(dir, "b2.summary");
-	write_file(bad, "{\"task_id\": \"x\",\n \"cores\": oops}");
+	ts_write_file(bad, "{\"task_id\": \"x\",\n \"cores\": oops}");
 	struct collected c2 = {0};
 	assert_int_equal(rmsummary_load(dir, collect, &c2, err, sizeof err), HTC_EPARSE);
 	char *want = xasprintf("%s:2: ", bad);
@@ -513,14 +497,13 @@ static void test_load_directory(void **state)
 	assert_int_equal(c2.n, 3); /* a1, a2 and b came first */
 	free(want);
 	free(bad);
-	assert_int_equal(path_rm_rf(dir), 0);
-	free(dir);
+	ts_tmpdir_remove(dir);
 }
 
 static void expect_load_error(const char *dir, const char *text, int line, const char *needle)
 {
 	char *file = path_join(dir, "bad.json");
-	write_file(file, text);
+	ts_write_file(file, text);
 	struct collected c = {0};
 	char err[256] = "";
 	int r = rmsummary_load(file, collect, &c, err, sizeof err);
@@ -535,7 +518,7 @@ static void expect_load_error(const char *dir, const char *text, int line, const
 static void test_load_malformed(void **state)
 {
 	(void)state;
-	char *dir = make_tmpdir();
+	char *dir = ts_tmpdir_create("test_rmsummary");
 	expect_load_error(dir, "{\"memory\": 1}\n\n{\n  \"cores\": 2,\n  oops\n}\n", 5, "");
 	expect_load_error(dir, "{\"memory\": 1}\n{\n  \"cores\": [2, \"parsecs\"]\n}", 2,
 	                  "parsecs");
@@ -562,8 +545,7 @@ static void test_load_malformed(void **state)
 	assert_non_null(strstr(err, "64 MB"));
 	assert_int_equal(c.n, 0);
 	free(big);
-	assert_int_equal(path_rm_rf(dir), 0);
-	free(dir);
+	ts_tmpdir_remove(dir);
 }
 
 /* Every prefix of a valid document, and random damage to it, is either accepted or refused

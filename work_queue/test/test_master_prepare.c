@@ -29,10 +29,12 @@
 #include "work_queue.h"
 #include "master_prepare.h"
 #include "master_internal.h"
+#include "ts_loop.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
-static char tmpdir[128];
+static char *tmpdir;
 
 /* ---- the hook: holds jobs whose path or URL contains `hold` until released --------------- */
 
@@ -131,9 +133,7 @@ static void *serve(void *arg)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_master_prepare.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
+	tmpdir = ts_tmpdir_create("test_master_prepare");
 	srv.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in a;
 	memset(&a, 0, sizeof a);
@@ -155,7 +155,8 @@ static int teardown(void **state)
 	atomic_store(&srv.stop, 1);
 	pthread_join(srv.th, NULL);
 	close(srv.fd);
-	path_rm_rf(tmpdir);
+	ts_tmpdir_remove(tmpdir);
+	tmpdir = NULL;
 	return 0;
 }
 
@@ -471,6 +472,12 @@ static void test_cancel_preparing(void **state)
 
 /* At most MASTER_PREPARE_MAX_JOBS jobs at once; delete while jobs run and wait (no crash, no
  * leak under ASan). */
+/* The hook was entered since it counted *ARG entries. */
+static bool hook_entered_again(void *arg)
+{
+	return atomic_load(&hk.entered) > *(int *)arg;
+}
+
 static void test_bounded_and_delete(void **state)
 {
 	(void)state;
@@ -518,9 +525,7 @@ static void test_bounded_and_delete(void **state)
 	}
 	master_prepare_get_counters(q, &c);
 	assert_true(c.queued > 0);
-	for (int i = 0; i < 600 && atomic_load(&hk.entered) == entered; i++)
-		usleep(10000);
-	assert_true(atomic_load(&hk.entered) > entered);
+	assert_true(ts_poll_until(hook_entered_again, &entered, TS_WAIT_MS));
 	/* The queued jobs are dropped, the running one stops, and the queue's preparation state
 	 * is freed with it (the sanitizer run's leak check sees it). */
 	work_queue_delete(q);

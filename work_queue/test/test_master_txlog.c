@@ -13,10 +13,11 @@
 #include <cmocka.h>
 
 #include "master_txlog.h"
+#include "ts_tmpdir.h"
 
 #include "banned.h"
 
-static char dir[] = "/tmp/test_master_txlog.XXXXXX";
+static char *dir;
 static char path[256];
 
 static char *slurp(void)
@@ -33,7 +34,7 @@ static char *slurp(void)
 static int setup(void **state)
 {
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	dir = ts_tmpdir_create("test_master_txlog");
 	snprintf(path, sizeof path, "%s/tx.log", dir);
 	return 0;
 }
@@ -41,8 +42,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	unlink(path);
-	rmdir(dir);
+	ts_tmpdir_remove(dir);
+	dir = NULL;
 	return 0;
 }
 

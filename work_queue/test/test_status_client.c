@@ -16,6 +16,7 @@
 #include "wq_conn.h"
 #include "wq_handshake.h"
 #include "status_client.h"
+#include "ts_loop.h"
 
 #include "banned.h"
 
@@ -150,11 +151,20 @@ static void result_cb(json_t *items, const char *err, void *arg)
 	f->err = err ? strdup(err) : NULL;
 }
 
-/* Runs the loop until the client's callback ran (or 10 s passed). */
+static bool called(void *arg)
+{
+	return ((struct fake *)arg)->called > 0;
+}
+
+static bool bye_seen(void *arg)
+{
+	return ((struct fake *)arg)->got_bye;
+}
+
+/* Runs the loop until the client's callback ran. */
 static void run_until_called(struct fake *f)
 {
-	for (int i = 0; i < 1000 && !f->called; i++)
-		uv_run(f->loop, UV_RUN_ONCE);
+	assert_true(ts_run_until(f->loop, called, f, TS_WAIT_MS));
 }
 
 static void test_two_batches(void **state)
@@ -175,9 +185,8 @@ static void test_two_batches(void **state)
 	assert_int_equal(json_array_size(f.items), 3);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(f.items, 2), "host")),
 	                    "c");
-	for (int i = 0; i < 200 && !f.got_bye; i++)
-		uv_run(&loop, UV_RUN_ONCE);
-	assert_true(f.got_bye); /* the client says bye after the last batch */
+	/* the client says bye after the last batch */
+	assert_true(ts_run_until(&loop, bye_seen, &f, TS_WAIT_MS));
 	fake_stop(&f);
 	assert_int_equal(f.called, 1);
 	assert_int_equal(uv_loop_close(&loop), 0);

@@ -1,30 +1,52 @@
 /* test_work_queue.c: integration tests of the Work Queue master library (work_queue.h) over real
- * loopback TCP, against the scripted fake worker of wq_fake_worker.h: a task's round trip, cache
- * objects, refusals, lost workers, violations, passwords, exhaustion, submission errors, cancel
- * and retries, prefetch (queued tasks), watched outputs. TLS, the catalog, status queries and fast
- * abort are in test_work_queue_services.c.
+ * loopback TCP, against the scripted fake worker of support/wq_fake_worker.h: a task's round trip,
+ * cache objects, refusals, lost workers, violations, passwords, exhaustion, submission errors,
+ * cancel and retries, prefetch (queued tasks), watched outputs. TLS, the catalog, status queries
+ * and fast abort are in test_work_queue_services.c.
  */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "category.h"
+#include "rmsummary.h"
+#include "ts_tmpdir.h"
+#include "work_queue.h"
+#include "wq_conn.h"
 #include "wq_fake_worker.h"
+#include "wq_xfer.h"
+#include "banned.h"
 
 /* ---- tests -------------------------------------------------------------------------------- */
 
 static void test_task_round_trip(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	char in[128], out[128], out2[128];
-	snprintf(in, sizeof in, "%s/ref.fa", tmpdir);
-	snprintf(out, sizeof out, "%s/out1.txt", tmpdir);
-	snprintf(out2, sizeof out2, "%s/out2.txt", tmpdir);
-	write_file(in, "ACGT\n");
-	struct work_queue_task *t = make_task(in, out);
+	snprintf(in, sizeof in, "%s/ref.fa", e->dir);
+	snprintf(out, sizeof out, "%s/out1.txt", e->dir);
+	snprintf(out2, sizeof out2, "%s/out2.txt", e->dir);
+	ts_write_file(in, "ACGT\n");
+	struct work_queue_task *t = fake_make_task(in, out);
 	int id = work_queue_submit(q, t);
 	assert_true(id >= 1);
 	assert_false(work_queue_empty(q));
 	assert_int_equal(work_queue_hungry(q), 9); /* 10 with no worker, minus 1 waiting */
 
-	struct fake *f = fake_start(q, FAKE_RUN, NULL);
-	struct work_queue_task *done = wait_task(q, 5);
+	struct fake *f = fake_start(e, q, FAKE_RUN, NULL);
+	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_ptr_equal(done, t);
 	assert_int_equal(done->taskid, id);
@@ -32,7 +54,7 @@ static void test_task_round_trip(void **state)
 	assert_int_equal(done->return_status, 3);
 	assert_string_equal(done->output, "hello\n");
 	assert_int_equal(done->try_count, 1);
-	char *content = read_file(out);
+	char *content = ts_read_file(out, NULL);
 	assert_non_null(content);
 	assert_string_equal(content, "ACGT\nBUF\n");
 	free(content);
@@ -69,22 +91,22 @@ static void test_task_round_trip(void **state)
 	work_queue_task_delete(done);
 
 	/* a second task using the same cached input: the object is not sent again */
-	t = make_task(in, out2);
+	t = fake_make_task(in, out2);
 	assert_true(work_queue_submit(q, t) > id);
-	done = wait_task(q, 5);
+	done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	assert_int_equal(f->objects_received, 1);
 	assert_int_equal(f->tasks_received, 2);
-	content = read_file(out2);
+	content = ts_read_file(out2, NULL);
 	assert_string_equal(content, "ACGT\nBUF\n");
 	free(content);
 	work_queue_task_delete(done);
 	/* no temporary file is left beside the outputs */
 	char tmpname[160];
-	snprintf(tmpname, sizeof tmpname, "%s/.out2.txt.wq-%d-1.tmp", tmpdir, (int)getpid());
+	snprintf(tmpname, sizeof tmpname, "%s/.out2.txt.wq-%d-1.tmp", e->dir, (int)getpid());
 	assert_int_equal(access(tmpname, F_OK), -1);
-	finish(q);
+	fake_queue_delete(q);
 	assert_true(f->closed); /* dismissed */
 	fake_free(f);
 	unlink(in);
@@ -94,24 +116,24 @@ static void test_task_round_trip(void **state)
 
 static void test_missing_object_resent(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	char in[128], out[128];
-	snprintf(in, sizeof in, "%s/ref2.fa", tmpdir);
-	snprintf(out, sizeof out, "%s/out3.txt", tmpdir);
-	write_file(in, "GGGG\n");
-	struct fake *f = fake_start(q, FAKE_REFUSE_MISSING, NULL);
-	assert_true(worker_active(q, 1, 5));
-	struct work_queue_task *t = make_task(in, out);
+	snprintf(in, sizeof in, "%s/ref2.fa", e->dir);
+	snprintf(out, sizeof out, "%s/out3.txt", e->dir);
+	ts_write_file(in, "GGGG\n");
+	struct fake *f = fake_start(e, q, FAKE_REFUSE_MISSING, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
+	struct work_queue_task *t = fake_make_task(in, out);
 	assert_true(work_queue_submit(q, t) >= 1);
-	struct work_queue_task *done = wait_task(q, 5);
+	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	assert_int_equal(f->refused_once, 1);
 	assert_int_equal(f->objects_received, 2); /* sent again after the refusal */
 	assert_int_equal(f->tasks_received, 2);
 	assert_int_equal(done->try_count, 1); /* a refusal is not a try */
-	char *content = read_file(out);
+	char *content = ts_read_file(out, NULL);
 	assert_string_equal(content, "GGGG\nBUF\n");
 	free(content);
 	struct work_queue_stats s;
@@ -119,7 +141,7 @@ static void test_missing_object_resent(void **state)
 	assert_int_equal(s.tasks_failed, 0);
 	assert_int_equal(s.tasks_dispatched, 2);
 	work_queue_task_delete(done);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(f);
 	unlink(in);
 	unlink(out);
@@ -127,17 +149,17 @@ static void test_missing_object_resent(void **state)
 
 static void test_lost_worker_requeues(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	char in[128], out[128];
-	snprintf(in, sizeof in, "%s/ref3.fa", tmpdir);
-	snprintf(out, sizeof out, "%s/out4.txt", tmpdir);
-	write_file(in, "TTTT\n");
-	struct fake *f1 = fake_start(q, FAKE_DISCONNECT, NULL);
-	assert_true(worker_active(q, 1, 5));
-	struct work_queue_task *t = make_task(in, out);
+	snprintf(in, sizeof in, "%s/ref3.fa", e->dir);
+	snprintf(out, sizeof out, "%s/out4.txt", e->dir);
+	ts_write_file(in, "TTTT\n");
+	struct fake *f1 = fake_start(e, q, FAKE_DISCONNECT, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
+	struct work_queue_task *t = fake_make_task(in, out);
 	assert_true(work_queue_submit(q, t) >= 1);
-	assert_true(run_until_flag(q, &f1->closed, 5));
+	assert_true(fake_wait_flag(q, &f1->closed, 5));
 	/* the master notices, the task is waiting again */
 	struct work_queue_stats s;
 	for (int i = 0; i < 50; i++) {
@@ -151,8 +173,8 @@ static void test_lost_worker_requeues(void **state)
 	assert_int_equal(s.tasks_waiting, 1);
 	assert_int_equal(s.tasks_on_workers, 0);
 	assert_false(work_queue_empty(q));
-	struct fake *f2 = fake_start(q, FAKE_RUN, NULL);
-	struct work_queue_task *done = wait_task(q, 5);
+	struct fake *f2 = fake_start(e, q, FAKE_RUN, NULL);
+	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	assert_int_equal(done->try_count, 1); /* same try */
@@ -161,11 +183,11 @@ static void test_lost_worker_requeues(void **state)
 	work_queue_get_stats(q, &s);
 	assert_int_equal(s.tasks_failed, 0);
 	assert_int_equal(s.tasks_done, 1);
-	char *content = read_file(out);
+	char *content = ts_read_file(out, NULL);
 	assert_string_equal(content, "TTTT\nBUF\n");
 	free(content);
 	work_queue_task_delete(done);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(f1);
 	fake_free(f2);
 	unlink(in);
@@ -174,22 +196,23 @@ static void test_lost_worker_requeues(void **state)
 
 static void test_violation_drops_worker(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	char in[128], out[128];
-	snprintf(in, sizeof in, "%s/ref4.fa", tmpdir);
-	snprintf(out, sizeof out, "%s/out5.txt", tmpdir);
-	write_file(in, "CCCC\n");
-	struct fake *f1 = fake_start(q, FAKE_VIOLATE, NULL);
-	assert_true(worker_active(q, 1, 5));
-	struct work_queue_task *t = make_task(in, out);
+	snprintf(in, sizeof in, "%s/ref4.fa", e->dir);
+	snprintf(out, sizeof out, "%s/out5.txt", e->dir);
+	ts_write_file(in, "CCCC\n");
+	struct fake *f1 = fake_start(e, q, FAKE_VIOLATE, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
+	struct work_queue_task *t = fake_make_task(in, out);
 	assert_true(work_queue_submit(q, t) >= 1);
-	assert_true(run_until_flag(q, &f1->closed, 5));
-	assert_true(log_has("protocol violation: message \"task_running\" for task 9999 which is "
+	assert_true(fake_wait_flag(q, &f1->closed, 5));
+	assert_true(
+	    fake_log_has(e, "protocol violation: message \"task_running\" for task 9999 which is "
 	                    "not assigned to this worker"));
 	/* the master is still up and runs the task on another worker */
-	struct fake *f2 = fake_start(q, FAKE_RUN, NULL);
-	struct work_queue_task *done = wait_task(q, 5);
+	struct fake *f2 = fake_start(e, q, FAKE_RUN, NULL);
+	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	struct work_queue_stats s;
@@ -197,7 +220,7 @@ static void test_violation_drops_worker(void **state)
 	assert_int_equal(s.workers_removed, 1);
 	assert_int_equal(s.tasks_failed, 0);
 	work_queue_task_delete(done);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(f1);
 	fake_free(f2);
 	unlink(in);
@@ -206,28 +229,28 @@ static void test_violation_drops_worker(void **state)
 
 static void test_wrong_password(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue("right password");
-	struct fake *bad = fake_start(q, FAKE_RUN, "wrong password");
-	assert_true(run_until_flag(q, &bad->hs_done, 5));
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, "right password");
+	struct fake *bad = fake_start(e, q, FAKE_RUN, "wrong password");
+	assert_true(fake_wait_flag(q, &bad->hs_done, 5));
 	assert_int_equal(bad->outcome, WQ_HS_PERMANENT);
 	assert_string_equal(bad->hs_code, "auth");
 	struct work_queue_stats s;
 	work_queue_get_stats(q, &s);
 	assert_int_equal(s.workers_connected, 0);
 	assert_int_equal(s.workers_init, 0);
-	struct fake *good = fake_start(q, FAKE_RUN, "right password");
-	assert_true(worker_active(q, 1, 5));
+	struct fake *good = fake_start(e, q, FAKE_RUN, "right password");
+	assert_true(fake_wait_workers(q, 1, 5));
 	assert_int_equal(good->outcome, WQ_HS_OK);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(bad);
 	fake_free(good);
 }
 
 static void test_exhaustion_retried_at_max(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	assert_int_equal(work_queue_specify_category_mode(q, "big", CATEGORY_MODE_MAX), 0);
 	assert_int_equal(work_queue_specify_category_update_interval(q, "big", 1), 0);
 	struct rmsummary max;
@@ -237,15 +260,15 @@ static void test_exhaustion_retried_at_max(void **state)
 	max.v[RM_DISK] = 500;
 	assert_int_equal(work_queue_specify_category_max_resources(q, "big", &max), 0);
 	char out[128];
-	snprintf(out, sizeof out, "%s/out6.txt", tmpdir);
-	struct fake *f = fake_start(q, FAKE_EXHAUST_FIRST, NULL);
-	assert_true(worker_active(q, 1, 5));
+	snprintf(out, sizeof out, "%s/out6.txt", e->dir);
+	struct fake *f = fake_start(e, q, FAKE_EXHAUST_FIRST, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
 	/* The first task runs at the maximum (nothing measured yet) and measures 10 MB. */
 	struct work_queue_task *t = work_queue_task_create("grow");
 	work_queue_task_specify_category(t, "big");
 	work_queue_task_specify_output_file(t, out, "out.txt", WORK_QUEUE_NOCACHE);
 	assert_true(work_queue_submit(q, t) >= 1);
-	struct work_queue_task *done = wait_task(q, 5);
+	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	assert_int_equal(done->exhausted_attempts, 0);
@@ -259,7 +282,7 @@ static void test_exhaustion_retried_at_max(void **state)
 	work_queue_task_specify_category(t, "big");
 	work_queue_task_specify_output_file(t, out, "out.txt", WORK_QUEUE_NOCACHE);
 	assert_true(work_queue_submit(q, t) >= 1);
-	done = wait_task(q, 5);
+	done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	assert_int_equal(done->exhausted_attempts, 1);
@@ -276,18 +299,18 @@ static void test_exhaustion_retried_at_max(void **state)
 	assert_int_equal(s.tasks_exhausted_attempts, 1);
 	assert_int_equal(s.tasks_failed, 0);
 	work_queue_task_delete(done);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(f);
 	unlink(out);
 }
 
 static void test_submit_errors(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	struct work_queue_task *t = work_queue_task_create("true");
 	char missing[128];
-	snprintf(missing, sizeof missing, "%s/does-not-exist", tmpdir);
+	snprintf(missing, sizeof missing, "%s/does-not-exist", e->dir);
 	work_queue_task_specify_input_file(t, missing, "x", WORK_QUEUE_CACHE);
 	assert_int_equal(work_queue_submit(q, t), -ENOENT);
 	work_queue_task_delete(t);
@@ -319,15 +342,15 @@ static void test_submit_errors(void **state)
 	assert_true(work_queue_empty(q));
 	work_queue_task_delete(a);
 	work_queue_task_delete(b);
-	finish(q);
+	fake_queue_delete(q);
 }
 
 static void test_cancel_running(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
-	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
-	assert_true(worker_active(q, 1, 5));
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
+	struct fake *f = fake_start(e, q, FAKE_HOLD, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
 	struct work_queue_task *t = work_queue_task_create("sleep 100");
 	work_queue_task_specify_cores(t, 1);
 	work_queue_task_specify_tag(t, "slow");
@@ -346,7 +369,7 @@ static void test_cancel_running(void **state)
 	assert_int_equal(t->result, WORK_QUEUE_RESULT_CANCELLED);
 	assert_true(work_queue_empty(q));
 	/* the crossing task_done and the task_cancelled are taken quietly */
-	assert_true(run_until_flag(q, &f->cancels, 5));
+	assert_true(fake_wait_flag(q, &f->cancels, 5));
 	for (int i = 0; i < 10; i++)
 		assert_null(work_queue_wait(q, 0.02));
 	assert_false(f->closed);
@@ -355,29 +378,29 @@ static void test_cancel_running(void **state)
 	assert_int_equal(s.tasks_running, 0);
 	assert_int_equal(s.workers_idle, 1);
 	assert_int_equal(s.workers_connected, 1);
-	assert_false(log_has("for task 1 which is not assigned"));
+	assert_false(fake_log_has(e, "for task 1 which is not assigned"));
 	work_queue_task_delete(t);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(f);
 }
 
 static void test_max_retries(void **state)
 {
-	(void)state;
+	struct fake_env *e = *state;
 	struct work_queue_opts o;
 	work_queue_opts_init(&o);
 	o.port = 0;
-	o.loop = &loop;
+	o.loop = &e->loop;
 	char txlog[160];
-	snprintf(txlog, sizeof txlog, "%s/tx.log", tmpdir);
+	snprintf(txlog, sizeof txlog, "%s/tx.log", e->dir);
 	o.txlog = txlog;
 	struct work_queue *q = work_queue_create_opts(&o);
 	assert_non_null(q);
-	struct fake *f = fake_start(q, FAKE_SIGNAL, NULL);
+	struct fake *f = fake_start(e, q, FAKE_SIGNAL, NULL);
 	struct work_queue_task *t = work_queue_task_create("kill -SEGV $$");
 	work_queue_task_specify_max_retries(t, 2);
 	assert_true(work_queue_submit(q, t) >= 1);
-	struct work_queue_task *done = wait_task(q, 5);
+	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_MAX_RETRIES);
 	assert_int_equal(f->tasks_received, 3); /* max_retries + 1 tries */
@@ -390,14 +413,14 @@ static void test_max_retries(void **state)
 	/* without retries a signal is SIGNAL at once */
 	t = work_queue_task_create("kill -SEGV $$");
 	assert_true(work_queue_submit(q, t) >= 1);
-	done = wait_task(q, 5);
+	done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SIGNAL);
 	assert_int_equal(done->return_status, 11);
 	work_queue_task_delete(done);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(f);
-	char *tx = read_file(txlog);
+	char *tx = ts_read_file(txlog, NULL);
 	assert_non_null(tx);
 	assert_non_null(strstr(tx, "MASTER START"));
 	assert_non_null(strstr(tx, "TASK 1 DONE MAX_RETRIES"));
@@ -422,11 +445,11 @@ static int wait_received(struct work_queue *q, struct fake *f, int n, int *done,
 	return f->tasks_received >= n;
 }
 
-static int pf_submit(struct work_queue *q, const char *in, int k)
+static int pf_submit(struct fake_env *e, struct work_queue *q, const char *in, int k)
 {
 	char out[160];
-	snprintf(out, sizeof out, "%s/pf_out%d.txt", tmpdir, k);
-	struct work_queue_task *t = make_task(in, out);
+	snprintf(out, sizeof out, "%s/pf_out%d.txt", e->dir, k);
+	struct work_queue_task *t = fake_make_task(in, out);
 	work_queue_task_specify_category(t, "short");
 	int id = work_queue_submit(q, t);
 	assert_true(id >= 1);
@@ -438,21 +461,35 @@ static bool msg_queued(struct fake *f, int i)
 	return json_is_true(json_object_get(f->task_msgs[i], "queued"));
 }
 
+static bool two_running(void *arg)
+{
+	struct work_queue_stats st;
+	work_queue_get_stats(arg, &st);
+	return st.tasks_running >= 2;
+}
+
+static bool no_worker(void *arg)
+{
+	struct work_queue_stats st;
+	work_queue_get_stats(arg, &st);
+	return st.workers_connected == 0;
+}
+
 static void test_prefetch_fake_worker(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	char in[128];
-	snprintf(in, sizeof in, "%s/ref.fa", tmpdir);
-	write_file(in, "ACGT\n");
-	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
+	snprintf(in, sizeof in, "%s/ref.fa", e->dir);
+	ts_write_file(in, "ACGT\n");
+	struct fake *f = fake_start(e, q, FAKE_HOLD, NULL);
 	f->queue_max = 2;
 	f->cores = 1;
-	assert_true(worker_active(q, 1, 5));
-	int a1 = pf_submit(q, in, 1);
+	assert_true(fake_wait_workers(q, 1, 5));
+	int a1 = pf_submit(e, q, in, 1);
 	assert_true(wait_received(q, f, 1, NULL, 5));
 	/* The worker is full but nothing of the category was measured: nothing is queued. */
-	int a2 = pf_submit(q, in, 2), a3 = pf_submit(q, in, 3), a4 = pf_submit(q, in, 4);
+	int a2 = pf_submit(e, q, in, 2), a3 = pf_submit(e, q, in, 3), a4 = pf_submit(e, q, in, 4);
 	assert_false(wait_received(q, f, 2, NULL, 0.4));
 	assert_false(msg_queued(f, 0));
 	/* a1 ends (0.5 s measured): a2 goes normally, a3 and a4 queued behind it. */
@@ -471,7 +508,7 @@ static void test_prefetch_fake_worker(void **state)
 	assert_int_equal(st.tasks_on_workers, 3);
 	assert_int_equal(st.tasks_running, 1);
 	/* queue_max reached: a5 is not sent. */
-	int a5 = pf_submit(q, in, 5);
+	int a5 = pf_submit(e, q, in, 5);
 	assert_false(wait_received(q, f, 5, NULL, 0.3));
 	/* Cancel of the queued a4: the fake answers task_cancelled, a slot frees; but with the
 	 * category above the threshold, no prefetch. Back to 1 s: a5 goes queued. */
@@ -479,7 +516,7 @@ static void test_prefetch_fake_worker(void **state)
 	struct work_queue_task *c = work_queue_cancel_by_taskid(q, a4);
 	assert_non_null(c);
 	work_queue_task_delete(c);
-	run_until_flag(q, &f->cancels, 2);
+	fake_wait_flag(q, &f->cancels, 2);
 	assert_int_equal(f->cancels, 1);
 	assert_false(wait_received(q, f, 5, NULL, 0.3));
 	assert_int_equal(work_queue_specify_prefetch(q, -1, 1.0), 0);
@@ -487,29 +524,23 @@ static void test_prefetch_fake_worker(void **state)
 	assert_true(msg_queued(f, 4));
 	/* The worker starts a3 by itself: the master counts it running from then on. */
 	fake_start_queued(f, a3);
-	uint64_t end = uv_hrtime() + 2000000000ull;
-	do {
-		assert_null(work_queue_wait(q, 0.05));
-		work_queue_get_stats(q, &st);
-	} while (st.tasks_running < 2 && uv_hrtime() < end);
+	assert_true(fake_queue_until(q, two_running, q, 5));
+	work_queue_get_stats(q, &st);
 	assert_int_equal(st.tasks_running, 2);
 	assert_int_equal(st.tasks_queued_on_workers, 1);
 	/* The worker vanishes with a2, a3 running and a5 queued: all back, not counted. */
 	wq_conn_close_now(f->c);
-	end = uv_hrtime() + 3000000000ull;
-	do {
-		assert_null(work_queue_wait(q, 0.05));
-		work_queue_get_stats(q, &st);
-	} while (st.workers_connected > 0 && uv_hrtime() < end);
+	assert_true(fake_queue_until(q, no_worker, q, 5));
+	work_queue_get_stats(q, &st);
 	assert_int_equal(st.tasks_waiting, 3);
 	assert_int_equal(st.tasks_on_workers, 0);
 	assert_int_equal(st.tasks_queued_on_workers, 0);
 	/* A worker without `queue` (1 core) gets them one by one, never queued, each once. */
-	struct fake *g = fake_start(q, FAKE_RUN, NULL);
+	struct fake *g = fake_start(e, q, FAKE_RUN, NULL);
 	g->cores = 1;
 	int ids[3] = {0};
 	for (int k = 0; k < 3; k++) {
-		struct work_queue_task *t = wait_task(q, 5);
+		struct work_queue_task *t = fake_wait_task(q, 5);
 		assert_non_null(t);
 		assert_int_equal(t->result, WORK_QUEUE_RESULT_SUCCESS);
 		ids[k] = t->taskid;
@@ -521,7 +552,7 @@ static void test_prefetch_fake_worker(void **state)
 	assert_int_equal(g->tasks_received, 3);
 	assert_int_equal(g->queued_received, 0);
 	assert_true(work_queue_empty(q));
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(f);
 	fake_free(g);
 }
@@ -539,13 +570,34 @@ static struct work_queue_task *watch_task(const char *out_path)
 	return t;
 }
 
+struct tasks_wait {
+	struct fake *f;
+	int n;
+};
+
+static bool tasks_received(void *arg)
+{
+	struct tasks_wait *w = arg;
+	return w->f->tasks_received >= w->n;
+}
+
 /* Runs the queue until F has received N tasks (and none finishes meanwhile). */
 static void until_tasks(struct work_queue *q, struct fake *f, int n)
 {
-	uint64_t end = uv_hrtime() + 5000000000u;
-	while (f->tasks_received < n && uv_hrtime() < end)
-		assert_null(work_queue_wait(q, 0.05));
+	struct tasks_wait w = {f, n};
+	fake_queue_until(q, tasks_received, &w, 5);
 	assert_int_equal(f->tasks_received, n);
+}
+
+struct sent_wait {
+	struct fake *f;
+	int before;
+};
+
+static bool one_more_sent(void *arg)
+{
+	struct sent_wait *w = arg;
+	return w->f->watch_sent != w->before;
 }
 
 /* The fake sends TEXT as output 0 of task ID at OFFSET (-1: no offset) and waits for its end. */
@@ -556,30 +608,32 @@ static uint32_t watch_send(struct work_queue *q, struct fake *f, int64_t id, int
 	if (offset >= 0)
 		json_object_set_new(target, "offset", json_integer(offset));
 	uint32_t x = 0;
-	int before = f->watch_sent;
+	struct sent_wait w = {f, f->watch_sent};
 	assert_int_equal(wq_xfer_send_buffer(f->out, text, strlen(text), target, 0, NULL, &x), 0);
 	json_decref(target);
-	uint64_t end = uv_hrtime() + 5000000000u;
-	while (f->watch_sent == before && uv_hrtime() < end)
-		assert_null(work_queue_wait(q, 0.02));
-	assert_int_equal(f->watch_sent, before + 1);
+	fake_queue_until(q, one_more_sent, &w, 5);
+	assert_int_equal(f->watch_sent, w.before + 1);
 	return x;
+}
+
+struct content_wait {
+	const char *path, *text;
+};
+
+static bool content_is(void *arg)
+{
+	struct content_wait *w = arg;
+	char *c = ts_read_file(w->path, NULL);
+	bool same = c && !strcmp(c, w->text);
+	free(c);
+	return same;
 }
 
 /* Runs the queue until PATH holds exactly TEXT (the master writes off the loop thread). */
 static int until_content(struct work_queue *q, const char *path, const char *text)
 {
-	uint64_t end = uv_hrtime() + 5000000000u;
-	for (;;) {
-		char *c = read_file(path);
-		int same = c && !strcmp(c, text);
-		free(c);
-		if (same)
-			return 1;
-		if (uv_hrtime() > end)
-			return 0;
-		assert_null(work_queue_wait(q, 0.02));
-	}
+	struct content_wait w = {path, text};
+	return fake_queue_until(q, content_is, &w, 5);
 }
 
 static void watch_done(struct fake *f, int64_t id, int64_t try_, uint32_t xfer, int64_t size)
@@ -598,15 +652,15 @@ static bool msg_watch(struct fake *f, int i)
 
 static void test_watch_fake_worker(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	char out[128];
-	snprintf(out, sizeof out, "%s/watched.log", tmpdir);
+	snprintf(out, sizeof out, "%s/watched.log", e->dir);
 
 	/* a worker without `watch`: watch false, the output comes back whole at the end */
-	struct fake *plain = fake_start(q, FAKE_RUN, NULL);
+	struct fake *plain = fake_start(e, q, FAKE_RUN, NULL);
 	assert_true(work_queue_submit(q, watch_task(out)) >= 1);
-	struct work_queue_task *done = wait_task(q, 5);
+	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	assert_false(msg_watch(plain, 0));
@@ -614,7 +668,7 @@ static void test_watch_fake_worker(void **state)
 	wq_conn_close_now(plain->c);
 
 	/* a worker with `watch`: two increments, then the final transfer */
-	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
+	struct fake *f = fake_start(e, q, FAKE_HOLD, NULL);
 	f->watch = 1;
 	int id = work_queue_submit(q, watch_task(out));
 	until_tasks(q, f, 1);
@@ -626,11 +680,11 @@ static void test_watch_fake_worker(void **state)
 	uint32_t last = watch_send(q, f, id, 14, "end\n");
 	assert_int_equal(f->watch_fails, 0);
 	watch_done(f, id, 1, last, 18);
-	done = wait_task(q, 5);
+	done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	work_queue_task_delete(done);
-	char *content = read_file(out);
+	char *content = ts_read_file(out, NULL);
 	assert_string_equal(content, "line 1\nline 2\nend\n");
 	free(content);
 
@@ -641,11 +695,11 @@ static void test_watch_fake_worker(void **state)
 	assert_true(until_content(q, out, "abc")); /* truncated by the new task's first part */
 	last = watch_send(q, f, id, 3, "de");
 	watch_done(f, id, 1, last, 99);
-	done = wait_task(q, 5);
+	done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_OUTPUT_MISSING);
 	work_queue_task_delete(done);
-	content = read_file(out);
+	content = ts_read_file(out, NULL);
 	assert_string_equal(content, "abcde");
 	free(content);
 
@@ -659,22 +713,22 @@ static void test_watch_fake_worker(void **state)
 	json_object_set_new(target, "offset", json_integer(5));
 	assert_int_equal(wq_xfer_send_buffer(f->out, "bad", 3, target, 0, NULL, NULL), 0);
 	json_decref(target);
-	assert_true(run_until_flag(q, &f->closed, 5));
-	assert_true(log_has("transfer"));
-	assert_true(log_has("offset 5 of output 0"));
+	assert_true(fake_wait_flag(q, &f->closed, 5));
+	assert_true(fake_log_has(e, "transfer"));
+	assert_true(fake_log_has(e, "offset 5 of output 0"));
 	struct work_queue_stats st;
 	work_queue_get_stats(q, &st);
 	assert_int_equal(st.tasks_waiting, 1);
-	struct fake *g = fake_start(q, FAKE_RUN, NULL);
-	done = wait_task(q, 5);
+	struct fake *g = fake_start(e, q, FAKE_RUN, NULL);
+	done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	assert_int_equal(done->try_count, 1);
 	work_queue_task_delete(done);
-	content = read_file(out);
+	content = ts_read_file(out, NULL);
 	assert_string_equal(content, ""); /* the fake's output of a task without inputs */
 	free(content);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(plain);
 	fake_free(f);
 	fake_free(g);
@@ -682,15 +736,15 @@ static void test_watch_fake_worker(void **state)
 }
 
 /* Bytes in the debug log now, and whether S appears in what was written after MARK bytes. */
-static long log_size(void)
+static long log_size(const struct fake_env *e)
 {
 	struct stat st;
-	return stat(log_path, &st) == 0 ? (long)st.st_size : 0;
+	return stat(e->log, &st) == 0 ? (long)st.st_size : 0;
 }
 
-static int log_has_since(long mark, const char *s)
+static int log_has_since(const struct fake_env *e, long mark, const char *s)
 {
-	FILE *f = fopen(log_path, "r");
+	FILE *f = fopen(e->log, "r");
 	if (!f)
 		return 0;
 	char line[4096];
@@ -702,40 +756,53 @@ static int log_has_since(long mark, const char *s)
 	return found;
 }
 
+/* The task that logged PREP after MARK has its inputs named (or never needed to wait). */
+struct named_wait {
+	const struct fake_env *e;
+	long mark;
+	const char *prep, *named;
+};
+
+static bool inputs_named(void *arg)
+{
+	struct named_wait *w = arg;
+	return !log_has_since(w->e, w->mark, w->prep) || log_has_since(w->e, w->mark, w->named);
+}
+
 /* A worker that reports its disk full (protocol 5.10): the objects no task needs are dropped,
  * least recently used first, one a READY task needs is kept, and the worker, still full and
  * with no task, is dismissed after the timeout. */
 static void test_full_worker(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	assert_int_equal(work_queue_specify_full_worker_timeout(q, -1), -EINVAL);
 	assert_int_equal(work_queue_specify_full_worker_timeout(q, 1), 0);
 	char in[3][128], out[128];
 	for (int i = 0; i < 3; i++) {
-		snprintf(in[i], sizeof in[i], "%s/full%d.fa", tmpdir, i);
+		snprintf(in[i], sizeof in[i], "%s/full%d.fa", e->dir, i);
 		char text[16];
 		snprintf(text, sizeof text, "OBJ%d\n", i);
-		write_file(in[i], text);
+		ts_write_file(in[i], text);
 	}
-	snprintf(out, sizeof out, "%s/full.out", tmpdir);
-	struct fake *f = fake_start(q, FAKE_RUN, NULL);
-	assert_true(worker_active(q, 1, 5));
+	snprintf(out, sizeof out, "%s/full.out", e->dir);
+	struct fake *f = fake_start(e, q, FAKE_RUN, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
 	/* uses in order: 0, 1, 0, 2: the least recently used is 1, then 0, then 2 */
 	const int order[] = {0, 1, 0, 2};
 	for (int k = 0; k < 4; k++) {
-		struct work_queue_task *t = make_task(in[order[k]], out);
+		struct work_queue_task *t = fake_make_task(in[order[k]], out);
 		assert_true(work_queue_submit(q, t) >= 1);
-		struct work_queue_task *done = wait_task(q, 5);
+		struct work_queue_task *done = fake_wait_task(q, 5);
 		assert_non_null(done);
 		assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 		work_queue_task_delete(done);
 	}
 	assert_int_equal(f->objects_received, 3); /* cache[0..2] hold objects 0, 1, 2 */
 	/* a task that waits (it fits no worker) and needs object 2 */
-	struct work_queue_task *big = make_task(in[2], out);
+	struct work_queue_task *big = fake_make_task(in[2], out);
 	work_queue_task_specify_cores(big, 64);
-	long mark = log_size();
+	long mark = log_size(e);
 	int big_id = work_queue_submit(q, big);
 	assert_true(big_id >= 1);
 	/* Its input is named at once (its hash is known from the tasks before) or in the thread
@@ -743,29 +810,27 @@ static void test_full_worker(void **state)
 	char prep[64], named[64];
 	snprintf(prep, sizeof prep, "wq: task %d: 1 input(s) being prepared", big_id);
 	snprintf(named, sizeof named, "wq: task %d: inputs named", big_id);
-	uint64_t end = uv_hrtime() + (uint64_t)10e9;
-	while (log_has_since(mark, prep) && !log_has_since(mark, named) && uv_hrtime() < end)
-		assert_null(work_queue_wait(q, 0.02));
-	assert_true(!log_has_since(mark, prep) || log_has_since(mark, named));
+	struct named_wait w = {e, mark, prep, named};
+	assert_true(fake_queue_until(q, inputs_named, &w, 10));
 
 	fake_capacity(f, 1);
-	assert_true(run_until_flag(q, &f->drop_msgs, 5));
+	assert_true(fake_wait_flag(q, &f->drop_msgs, 5));
 	assert_int_equal(f->drop_msgs, 1);
 	assert_int_equal(f->ndropped, 2);
 	assert_string_equal(f->dropped[0], f->cache[1]);
 	assert_string_equal(f->dropped[1], f->cache[0]);
-	assert_true(log_has("disk full: dropping 2 cached objects"));
+	assert_true(fake_log_has(e, "disk full: dropping 2 cached objects"));
 	/* still full, no task: dismissed after 1 s, not before */
 	struct work_queue_stats s;
 	work_queue_get_stats(q, &s);
 	assert_int_equal(s.workers_connected, 1);
-	assert_true(run_until_flag(q, &f->dismissed, 5));
+	assert_true(fake_wait_flag(q, &f->dismissed, 5));
 	assert_string_equal(f->dismiss_reason, "worker disk is full");
-	assert_true(log_has("disk still full after"));
+	assert_true(fake_log_has(e, "disk still full after"));
 	struct work_queue_task *back = work_queue_cancel_by_taskid(q, big_id);
 	assert_ptr_equal(back, big);
 	work_queue_task_delete(back);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(f);
 	for (int i = 0; i < 3; i++)
 		unlink(in[i]);
@@ -788,5 +853,5 @@ int main(void)
 	    cmocka_unit_test(test_watch_fake_worker),
 	    cmocka_unit_test(test_full_worker),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, fake_env_setup, fake_env_teardown);
 }

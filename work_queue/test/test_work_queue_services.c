@@ -1,8 +1,31 @@
 /* test_work_queue_services.c: integration tests of the Work Queue master library's services
- * over real loopback TCP, against the scripted fake worker of wq_fake_worker.h: TLS with a
+ * over real loopback TCP, against the scripted fake worker of support/wq_fake_worker.h: TLS with a
  * fingerprint-checked certificate, the port file and catalog updates, status queries, and fast
  * abort with host blocking. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include "status_client.h"
+#include "ts_tmpdir.h"
+#include "work_queue.h"
+#include "wq_conn.h"
 #include "wq_fake_worker.h"
+#include "banned.h"
 
 /* A self-signed certificate and its key in PEM files. */
 static void make_cert(const char *cert, const char *key)
@@ -34,39 +57,39 @@ static void make_cert(const char *cert, const char *key)
 
 static void test_tls(void **state)
 {
-	(void)state;
+	struct fake_env *e = *state;
 	char cert[160], key[160], in[128], out[128];
-	snprintf(cert, sizeof cert, "%s/cert.pem", tmpdir);
-	snprintf(key, sizeof key, "%s/key.pem", tmpdir);
-	snprintf(in, sizeof in, "%s/tls.in", tmpdir);
-	snprintf(out, sizeof out, "%s/tls.out", tmpdir);
+	snprintf(cert, sizeof cert, "%s/cert.pem", e->dir);
+	snprintf(key, sizeof key, "%s/key.pem", e->dir);
+	snprintf(in, sizeof in, "%s/tls.in", e->dir);
+	snprintf(out, sizeof out, "%s/tls.out", e->dir);
 	make_cert(cert, key);
-	write_file(in, "TLS\n");
+	ts_write_file(in, "TLS\n");
 	struct work_queue_opts o;
 	work_queue_opts_init(&o);
 	o.port = 0;
-	o.loop = &loop;
+	o.loop = &e->loop;
 	o.ssl_cert = cert;
 	o.ssl_key = key;
 	struct work_queue *q = work_queue_create_opts(&o);
 	assert_non_null(q);
 	/* a plain worker is refused */
-	struct fake *plain = fake_start(q, FAKE_RUN, NULL);
-	assert_true(run_until_flag(q, &plain->hs_done, 5));
+	struct fake *plain = fake_start(e, q, FAKE_RUN, NULL);
+	assert_true(fake_wait_flag(q, &plain->hs_done, 5));
 	assert_int_equal(plain->outcome, WQ_HS_PERMANENT);
 	assert_string_equal(plain->hs_code, "tls_required");
 	/* a TLS worker runs a task */
-	struct fake *f = fake_start_tls(q, FAKE_RUN, NULL, true);
-	struct work_queue_task *t = make_task(in, out);
+	struct fake *f = fake_start_tls(e, q, FAKE_RUN, NULL, true);
+	struct work_queue_task *t = fake_make_task(in, out);
 	assert_true(work_queue_submit(q, t) >= 1);
-	struct work_queue_task *done = wait_task(q, 5);
+	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
-	char *content = read_file(out);
+	char *content = ts_read_file(out, NULL);
 	assert_string_equal(content, "TLS\nBUF\n");
 	free(content);
 	work_queue_task_delete(done);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(plain);
 	fake_free(f);
 	/* a file that is not a certificate fails the creation with ENOENT-like errno and a message
@@ -81,19 +104,19 @@ static void test_tls(void **state)
 
 static void test_catalog_and_port_file(void **state)
 {
-	(void)state;
+	struct fake_env *e = *state;
 	struct work_queue_opts o;
 	work_queue_opts_init(&o);
 	char port_file[160];
-	snprintf(port_file, sizeof port_file, "%s/port", tmpdir);
+	snprintf(port_file, sizeof port_file, "%s/port", e->dir);
 	o.port = 0;
-	o.loop = &loop;
+	o.loop = &e->loop;
 	o.project = "unit-test";
 	o.catalog_hosts = "127.0.0.1:9";
 	o.port_file = port_file;
 	struct work_queue *q = work_queue_create_opts(&o);
 	assert_non_null(q);
-	char *text = read_file(port_file);
+	char *text = ts_read_file(port_file, NULL);
 	assert_non_null(text);
 	assert_int_equal(atoi(text), work_queue_port(q));
 	free(text);
@@ -101,7 +124,7 @@ static void test_catalog_and_port_file(void **state)
 	assert_int_equal(work_queue_specify_name(q, "renamed"), 0);
 	assert_int_equal(work_queue_specify_catalog_servers(q, "127.0.0.1:9,localhost:9"), 0);
 	assert_int_equal(work_queue_specify_name(q, ""), -EINVAL);
-	assert_ptr_equal(work_queue_loop(q), &loop);
+	assert_ptr_equal(work_queue_loop(q), &e->loop);
 	json_t *m = work_queue_status(q, "master");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 0), "project")),
 	                    "renamed");
@@ -114,7 +137,7 @@ static void test_catalog_and_port_file(void **state)
 	errno = 0;
 	assert_null(work_queue_create_opts(&o));
 	assert_int_equal(errno, EADDRINUSE);
-	finish(q);
+	fake_queue_delete(q);
 	unlink(port_file);
 }
 
@@ -134,10 +157,10 @@ static void on_query(json_t *items, const char *err, void *arg)
 
 static void test_status_query(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
-	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
-	assert_true(worker_active(q, 1, 5));
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
+	struct fake *f = fake_start(e, q, FAKE_HOLD, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
 	struct work_queue_task *t = work_queue_task_create("sleep 100");
 	work_queue_task_specify_cores(t, 1);
 	work_queue_task_specify_tag(t, "held");
@@ -148,9 +171,9 @@ static void test_status_query(void **state)
 	struct query_result r = {0};
 	struct wq_status_opts so = {NULL, NULL, 5};
 	char *err = NULL;
-	assert_non_null(wq_status_query_start(&loop, "127.0.0.1", work_queue_port(q), "master", &so,
-	                                      on_query, &r, &err));
-	assert_true(run_until_flag(q, &r.done, 5));
+	assert_non_null(wq_status_query_start(&e->loop, "127.0.0.1", work_queue_port(q), "master",
+	                                      &so, on_query, &r, &err));
+	assert_true(fake_wait_flag(q, &r.done, 5));
 	assert_string_equal(r.err, "");
 	assert_int_equal(json_array_size(r.items), 1);
 	json_t *m = json_array_get(r.items, 0);
@@ -178,7 +201,7 @@ static void test_status_query(void **state)
 	assert_true(running);
 	json_decref(tasks);
 	assert_null(work_queue_status(q, "nonsense"));
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(f);
 }
 
@@ -196,13 +219,13 @@ static void wait_workers(struct work_queue *q, int n)
 
 static void test_fast_abort(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	assert_int_equal(work_queue_activate_fast_abort_category(q, "fa", 1.0), 0);
 	/* ten completed tasks of 0.5 s each (the fake's reported times) */
-	struct fake *a = fake_start(q, FAKE_RUN, NULL);
+	struct fake *a = fake_start(e, q, FAKE_RUN, NULL);
 	char out[128];
-	snprintf(out, sizeof out, "%s/fa.out", tmpdir);
+	snprintf(out, sizeof out, "%s/fa.out", e->dir);
 	for (int i = 0; i < 10; i++) {
 		struct work_queue_task *t = work_queue_task_create("quick");
 		work_queue_task_specify_category(t, "fa");
@@ -210,7 +233,7 @@ static void test_fast_abort(void **state)
 		assert_true(work_queue_submit(q, t) >= 1);
 	}
 	for (int i = 0; i < 10; i++) {
-		struct work_queue_task *t = wait_task(q, 5);
+		struct work_queue_task *t = fake_wait_task(q, 5);
 		assert_non_null(t);
 		assert_int_equal(t->result, WORK_QUEUE_RESULT_SUCCESS);
 		work_queue_task_delete(t);
@@ -218,30 +241,30 @@ static void test_fast_abort(void **state)
 	wq_conn_close_now(a->c);
 	wait_workers(q, 0);
 	/* a slow worker: the task is aborted twice, the worker dismissed, its host blocked */
-	struct fake *b = fake_start(q, FAKE_HOLD, NULL);
+	struct fake *b = fake_start(e, q, FAKE_HOLD, NULL);
 	struct work_queue_task *t = work_queue_task_create("slow");
 	work_queue_task_specify_category(t, "fa");
 	int id = work_queue_submit(q, t);
-	assert_true(run_until_flag(q, &b->closed, 8));
+	assert_true(fake_wait_flag(q, &b->closed, 8));
 	assert_int_equal(b->cancels, 2);
 	assert_int_equal(b->tasks_received, 2);
 	assert_int_equal(t->fast_aborts, 2);
-	assert_true(log_has("fast-aborted"));
-	struct fake *c = fake_start(q, FAKE_RUN, NULL);
-	assert_true(run_until_flag(q, &c->closed, 5));
-	assert_true(log_has("host fakehost is blocked for"));
+	assert_true(fake_log_has(e, "fast-aborted"));
+	struct fake *c = fake_start(e, q, FAKE_RUN, NULL);
+	assert_true(fake_wait_flag(q, &c->closed, 5));
+	assert_true(fake_log_has(e, "host fakehost is blocked for"));
 	assert_int_equal(c->tasks_received, 0);
 	/* unblocked, a good worker finishes it; it is not aborted a third time */
 	assert_int_equal(work_queue_unblock_host(q, "fakehost"), 0);
 	assert_int_equal(work_queue_unblock_host(q, "fakehost"), -ENOENT);
-	struct fake *d = fake_start(q, FAKE_RUN, NULL);
-	struct work_queue_task *done = wait_task(q, 5);
+	struct fake *d = fake_start(e, q, FAKE_RUN, NULL);
+	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_ptr_equal(done, t);
 	assert_int_equal(done->taskid, id);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	assert_int_equal(done->try_count, 1);
 	work_queue_task_delete(done);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(a);
 	fake_free(b);
 	fake_free(c);
@@ -252,12 +275,12 @@ static void test_fast_abort(void **state)
 /* A drained worker gets no new task; the next one goes to another worker. */
 static void test_drain(void **state)
 {
-	(void)state;
-	struct work_queue *q = queue(NULL);
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
 	assert_int_equal(work_queue_drain_worker(q, NULL), -EINVAL);
 	assert_int_equal(work_queue_drain_worker(q, "fakehost"), 0);
-	struct fake *a = fake_start(q, FAKE_HOLD, NULL);
-	assert_true(worker_active(q, 1, 5));
+	struct fake *a = fake_start(e, q, FAKE_HOLD, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
 	struct work_queue_task *t1 = work_queue_task_create("held");
 	work_queue_task_specify_cores(t1, 1);
 	assert_true(work_queue_submit(q, t1) >= 1);
@@ -265,7 +288,7 @@ static void test_drain(void **state)
 		work_queue_wait(q, 0.05);
 	assert_int_equal(a->tasks_received, 1);
 	assert_int_equal(work_queue_drain_worker(q, "nosuchhost"), 0);
-	assert_int_equal(work_queue_drain_worker(q, WORKER_ID), 1);
+	assert_int_equal(work_queue_drain_worker(q, FAKE_WORKER_ID), 1);
 	assert_int_equal(work_queue_drain_worker(q, "fakehost"), 0); /* already draining */
 	for (int i = 0; i < 100 && a->drains < 1; i++)
 		work_queue_wait(q, 0.05);
@@ -277,13 +300,13 @@ static void test_drain(void **state)
 	for (int i = 0; i < 6; i++)
 		work_queue_wait(q, 0.05);
 	assert_int_equal(a->tasks_received, 1);
-	assert_true(log_has("drain sent"));
-	struct fake *b = fake_start(q, FAKE_RUN, NULL);
-	struct work_queue_task *done = wait_task(q, 5);
+	assert_true(fake_log_has(e, "drain sent"));
+	struct fake *b = fake_start(e, q, FAKE_RUN, NULL);
+	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_ptr_equal(done, t2);
 	assert_int_equal(b->tasks_received, 1);
 	work_queue_task_delete(done);
-	finish(q);
+	fake_queue_delete(q);
 	fake_free(a);
 	fake_free(b);
 }
@@ -295,5 +318,5 @@ int main(void)
 	    cmocka_unit_test(test_status_query), cmocka_unit_test(test_fast_abort),
 	    cmocka_unit_test(test_drain),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, fake_env_setup, fake_env_teardown);
 }

@@ -24,6 +24,7 @@
 #include "sha256.h"
 #include "wq_listing.h"
 #include "worker_sandbox.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -35,9 +36,7 @@ struct fixture {
 static int setup(void **state)
 {
 	struct fixture *f = xcalloc(1, sizeof(*f));
-	char tmpl[] = "/tmp/test_worker_cache.XXXXXX";
-	assert_non_null(mkdtemp(tmpl));
-	f->dir = xstrdup(tmpl);
+	f->dir = ts_tmpdir_create("test_worker_cache");
 	f->c = worker_cache_create(f->dir);
 	assert_non_null(f->c);
 	*state = f;
@@ -48,8 +47,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	worker_cache_delete(f->c);
-	tree_remove(f->dir);
-	free(f->dir);
+	ts_tmpdir_remove(f->dir);
 	free(f);
 	return 0;
 }

@@ -25,6 +25,8 @@
 #include "htc_error.h"
 #include "path.h"
 #include "sha256.h"
+#include "ts_loop.h"
+#include "ts_tmpdir.h"
 #include "worker_cache.h"
 #include "worker_sandbox.h"
 #include "master_url.h"
@@ -301,9 +303,7 @@ static int setup_opts(void **state, const struct worker_fetch_opts *o)
 	struct fx *x = xcalloc(1, sizeof *x);
 	assert_int_equal(uv_loop_init(&x->loop), 0);
 	server_start(&x->srv, &x->loop);
-	char tmpl[] = "/tmp/test_worker_fetch.XXXXXX";
-	assert_non_null(mkdtemp(tmpl));
-	x->dir = xstrdup(tmpl);
+	x->dir = ts_tmpdir_create("test_worker_fetch");
 	x->cache = worker_cache_create(x->dir);
 	assert_non_null(x->cache);
 	x->f = worker_fetch_create(&x->loop, x->cache, o, done_cb, x);
@@ -331,51 +331,26 @@ static int teardown(void **state)
 	uv_run(&x->loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&x->loop), 0);
 	worker_cache_delete(x->cache);
-	tree_remove(x->dir);
-	free(x->dir);
+	ts_tmpdir_remove(x->dir);
 	free(x);
 	return 0;
 }
 
-static bool timed_out;
-static void on_guard(uv_timer_t *t)
+static bool one_result(void *arg)
 {
-	(void)t;
-	timed_out = true;
-}
-
-/* Runs the loop until COND(X) holds or MS pass; returns COND(X). */
-static bool run_until(struct fx *x, bool (*cond)(struct fx *), int ms)
-{
-	uv_timer_t guard;
-	uv_timer_init(&x->loop, &guard);
-	timed_out = false;
-	uv_timer_start(&guard, on_guard, (uint64_t)ms, 0);
-	while (!cond(x) && !timed_out)
-		uv_run(&x->loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&guard, NULL);
-	uv_run(&x->loop, UV_RUN_NOWAIT);
-	return cond(x);
-}
-
-static bool one_result(struct fx *x)
-{
+	struct fx *x = arg;
 	return x->nres >= 1;
 }
 
-static bool five_results(struct fx *x)
+static bool five_results(void *arg)
 {
+	struct fx *x = arg;
 	return x->nres >= 5;
 }
 
-static bool never(struct fx *x)
+static bool partial_empty(void *arg)
 {
-	(void)x;
-	return false;
-}
-
-static bool partial_empty(struct fx *x)
-{
+	struct fx *x = arg;
 	char *p = path_join(worker_cache_path(x->cache), ".partial");
 	DIR *d = opendir(p);
 	free(p);
@@ -419,7 +394,7 @@ static void test_fetch_file(void **state)
 	url_of(x, "/file");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
 	assert_true(worker_fetch_busy(x->f, x->name));
-	assert_true(run_until(x, one_result, 10000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_int_equal(x->res[0].status, 0);
 	assert_string_equal(x->res[0].object, x->name);
 	assert_int_equal(x->res[0].size, 10);
@@ -440,7 +415,7 @@ static void test_404(void **state)
 	struct fx *x = *state;
 	url_of(x, "/nothing-here");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
-	assert_true(run_until(x, one_result, 10000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_true(x->res[0].status < 0);
 	char *want = xasprintf("HTTP 404 for %s", x->url);
 	assert_string_equal(x->res[0].text, want);
@@ -465,7 +440,7 @@ static void test_refused(void **state)
 	snprintf(x->url, sizeof x->url, "http://127.0.0.1:%d/file", ntohs(got.sin_port));
 	assert_int_equal(master_url_object_name(x->url, "", x->name), 0);
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
-	assert_true(run_until(x, one_result, 10000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_int_equal(x->res[0].status, -EIO);
 	assert_non_null(strstr(x->res[0].text, x->url));
 	assert_non_null(strstr(x->res[0].text, "onnect")); /* curl: "Failed to connect ..." */
@@ -478,7 +453,7 @@ static void test_redirect(void **state)
 	struct fx *x = *state;
 	url_of(x, "/redirect");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
-	assert_true(run_until(x, one_result, 10000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_int_equal(x->res[0].status, 0);
 	char *got = cached_content(x, x->name);
 	assert_string_equal(got, "hello url\n");
@@ -491,7 +466,7 @@ static void test_redirect_loop(void **state)
 	struct fx *x = *state;
 	url_of(x, "/loop");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
-	assert_true(run_until(x, one_result, 10000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_true(x->res[0].status < 0);
 	assert_non_null(strstr(x->res[0].text, "redirect"));
 	/* the first request and WORKER_FETCH_MAX_REDIRECTS redirects followed, no more */
@@ -504,7 +479,7 @@ static void test_redirect_to_file(void **state)
 	struct fx *x = *state;
 	url_of(x, "/tofile");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
-	assert_true(run_until(x, one_result, 10000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_true(x->res[0].status < 0);
 	assert_false(worker_cache_has(x->cache, x->name, NULL));
 	assert_true(partial_empty(x));
@@ -519,7 +494,7 @@ static void test_schemes(void **state)
 		assert_int_equal(master_url_object_name(urls[i], "", name), 0);
 		assert_int_equal(worker_fetch_want(x->f, urls[i], name, 1 << 20), 0);
 		x->nres = 0;
-		assert_true(run_until(x, one_result, 10000));
+		assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 		assert_int_equal(x->res[0].status, HTC_EUNSUP);
 		assert_non_null(strstr(x->res[0].text, "only http and https"));
 		assert_false(worker_cache_has(x->cache, name, NULL));
@@ -534,7 +509,7 @@ static void too_big(struct fx *x, const char *path)
 {
 	url_of(x, path);
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1000), 0);
-	assert_true(run_until(x, one_result, 10000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_int_equal(x->res[0].status, HTC_ETOOBIG);
 	assert_non_null(strstr(x->res[0].text, "larger than the 1000 bytes free"));
 	assert_false(worker_cache_has(x->cache, x->name, NULL));
@@ -556,7 +531,7 @@ static void test_big_fits(void **state)
 	struct fx *x = *state;
 	url_of(x, "/bigclose");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, BIG), 0);
-	assert_true(run_until(x, one_result, 10000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_int_equal(x->res[0].status, 0);
 	assert_int_equal(x->res[0].size, BIG);
 	assert_true(partial_empty(x));
@@ -567,7 +542,7 @@ static void test_no_room(void **state)
 	struct fx *x = *state;
 	url_of(x, "/file");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 0), 0);
-	assert_true(run_until(x, one_result, 10000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_int_equal(x->res[0].status, HTC_ETOOBIG);
 	assert_int_equal(x->srv.requests, 0);
 }
@@ -581,8 +556,8 @@ static void test_shared(void **state)
 	assert_int_equal(worker_fetch_count(x->f), 1);
 	/* one user leaves: the others still get it */
 	worker_fetch_release(x->f, x->name);
-	assert_true(run_until(x, one_result, 10000));
-	run_until(x, never, 200); /* a second callback would come now */
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
+	ts_run_for(&x->loop, 200); /* a second callback would come now */
 	assert_int_equal(x->nres, 1);
 	assert_int_equal(x->res[0].status, 0);
 	assert_int_equal(x->srv.gets_delayed, 1);
@@ -602,7 +577,7 @@ static void test_queue_limit(void **state)
 		assert_int_equal(worker_fetch_want(x->f, x->url, names[i], 1 << 20), 0);
 	}
 	assert_int_equal(worker_fetch_count(x->f), 5);
-	assert_true(run_until(x, five_results, 20000));
+	assert_true(ts_run_until(&x->loop, five_results, x, TS_WAIT_MS));
 	assert_int_equal(x->nres, 5);
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(x->res[i].status, 0);
@@ -610,8 +585,9 @@ static void test_queue_limit(void **state)
 	}
 }
 
-static bool hang_seen(struct fx *x)
+static bool hang_seen(void *arg)
 {
+	struct fx *x = arg;
 	return x->srv.requests >= 1;
 }
 
@@ -620,20 +596,20 @@ static void test_cancel(void **state)
 	struct fx *x = *state;
 	url_of(x, "/hang");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
-	assert_true(run_until(x, hang_seen, 10000));
-	run_until(x, never, 100); /* the first bytes are in the spool */
+	assert_true(ts_run_until(&x->loop, hang_seen, x, TS_WAIT_MS));
+	ts_run_for(&x->loop, 100); /* the first bytes are in the spool */
 	worker_fetch_release(x->f, x->name);
 	assert_false(worker_fetch_busy(x->f, x->name));
 	assert_int_equal(worker_fetch_count(x->f), 0);
 	/* the transfer notices within about a second; its spool goes */
-	assert_true(run_until(x, partial_empty, 5000));
-	run_until(x, never, 300);
+	assert_true(ts_run_until(&x->loop, partial_empty, x, TS_WAIT_MS));
+	ts_run_for(&x->loop, 300);
 	assert_int_equal(x->nres, 0);
 	assert_false(worker_cache_has(x->cache, x->name, NULL));
 	/* the same object can be wanted again afterwards */
 	url_of(x, "/file");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
-	assert_true(run_until(x, one_result, 10000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_int_equal(x->res[0].status, 0);
 }
 
@@ -652,9 +628,9 @@ static void test_cancel_queued(void **state)
 	worker_fetch_release(x->f, names[1]);
 	worker_fetch_release(x->f, names[0]);
 	assert_int_equal(worker_fetch_count(x->f), 0);
-	run_until(x, never, 1500);
+	ts_run_for(&x->loop, 1500);
 	assert_true(x->srv.requests <= 2);
-	assert_true(run_until(x, partial_empty, 5000));
+	assert_true(ts_run_until(&x->loop, partial_empty, x, TS_WAIT_MS));
 	assert_int_equal(x->nres, 0);
 }
 
@@ -663,11 +639,11 @@ static void test_delete_while_running(void **state)
 	struct fx *x = *state;
 	url_of(x, "/hang");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
-	assert_true(run_until(x, hang_seen, 10000));
+	assert_true(ts_run_until(&x->loop, hang_seen, x, TS_WAIT_MS));
 	worker_fetch_delete(x->f);
 	x->f = NULL;
 	/* the detached download ends on its own and removes its spool, with no callback */
-	assert_true(run_until(x, partial_empty, 5000));
+	assert_true(ts_run_until(&x->loop, partial_empty, x, TS_WAIT_MS));
 	assert_int_equal(x->nres, 0);
 	/* teardown checks that the loop closes: nothing is left in the thread pool */
 }
@@ -677,7 +653,7 @@ static void test_low_speed(void **state)
 	struct fx *x = *state;
 	url_of(x, "/hang");
 	assert_int_equal(worker_fetch_want(x->f, x->url, x->name, 1 << 20), 0);
-	assert_true(run_until(x, one_result, 8000));
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_int_equal(x->res[0].status, -ETIMEDOUT);
 	assert_non_null(strstr(x->res[0].text, x->url));
 	assert_true(partial_empty(x));
@@ -706,9 +682,9 @@ static void head_after(uv_work_t *r, int status)
 }
 
 static struct head_job *cur_head;
-static bool head_done(struct fx *x)
+static bool head_done(void *arg)
 {
-	(void)x;
+	(void)arg;
 	return cur_head->done;
 }
 
@@ -719,7 +695,7 @@ static char *validator_of(struct fx *x, const char *path)
 	snprintf(h.url, sizeof h.url, "http://127.0.0.1:%d%s", x->srv.port, path);
 	cur_head = &h;
 	assert_int_equal(uv_queue_work(&x->loop, &h.req, head_work, head_after), 0);
-	assert_true(run_until(x, head_done, 10000));
+	assert_true(ts_run_until(&x->loop, head_done, x, TS_WAIT_MS));
 	assert_non_null(h.validator);
 	return h.validator;
 }

@@ -23,6 +23,7 @@
 #include "worker_sandbox.h"
 #include "full_io.h"
 #include "path.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -34,22 +35,6 @@ struct fixture {
 	int work;
 	enum beneath_resolve how;
 };
-
-static char *mktmp(const char *base)
-{
-	char *tmpl = xasprintf("%s/test_worker_sandbox.XXXXXX", base);
-	char *d = mkdtemp(tmpl);
-	assert_non_null(d);
-	return d;
-}
-
-static void write_file(const char *path, const char *content)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
-	close(fd);
-}
 
 static char *read_fd(int fd)
 {
@@ -64,11 +49,11 @@ static int setup_how(void **state, enum beneath_resolve how)
 {
 	struct fixture *f = xcalloc(1, sizeof(*f));
 	f->how = how;
-	f->root = mktmp("/tmp");
+	f->root = ts_tmpdir_create_in("/tmp", "test_worker_sandbox");
 	f->outside = path_join(f->root, "outside");
 	assert_int_equal(mkdir(f->outside, 0755), 0);
 	char *s = path_join(f->outside, "secret");
-	write_file(s, "secret\n");
+	ts_write_file(s, "secret\n");
 	free(s);
 	f->root_fd = open(f->root, O_RDONLY | O_DIRECTORY);
 	f->sb = worker_sandbox_create(f->root_fd, f->root, 42, 1, how);
@@ -98,8 +83,7 @@ static int teardown(void **state)
 	worker_sandbox_delete(f->sb);
 	worker_sandbox_pool_forget(f->root);
 	close(f->root_fd);
-	path_rm_rf(f->root);
-	free(f->root);
+	ts_tmpdir_remove(f->root);
 	free(f->outside);
 	free(f);
 	return 0;
@@ -357,7 +341,7 @@ static void test_link_objects(void **state)
 	assert_int_equal(mkdir(cache, 0755), 0);
 	int cfd = open(cache, O_RDONLY | O_DIRECTORY);
 	char *obj = path_join(cache, "F-obj");
-	write_file(obj, "object data\n");
+	ts_write_file(obj, "object data\n");
 	chmod(obj, 0555);
 	assert_int_equal(worker_sandbox_link_file(f->sb, cfd, "F-obj", "inputs/x.dat"), 0);
 	struct stat st;
@@ -388,7 +372,7 @@ static void test_link_objects(void **state)
 	struct stat a, b;
 	char *other = NULL;
 	if (stat("/dev/shm", &b) == 0 && fstat(f->root_fd, &a) == 0 && a.st_dev != b.st_dev)
-		other = mktmp("/dev/shm");
+		other = ts_tmpdir_create_in("/dev/shm", "test_worker_sandbox");
 	if (!other) {
 		close(cfd);
 		free(obj);
@@ -397,7 +381,7 @@ static void test_link_objects(void **state)
 	}
 	int ofd = open(other, O_RDONLY | O_DIRECTORY);
 	char *o2 = path_join(other, "F-far");
-	write_file(o2, "far away\n");
+	ts_write_file(o2, "far away\n");
 	assert_int_equal(worker_sandbox_link_file(f->sb, ofd, "F-far", "far"), 0);
 	assert_int_equal(fstatat(f->work, "far", &st, AT_SYMLINK_NOFOLLOW), 0);
 	assert_int_equal(st.st_nlink, 1);
@@ -414,8 +398,7 @@ static void test_link_objects(void **state)
 	assert_int_equal(fstatat(f->work, "lnk", &st, AT_SYMLINK_NOFOLLOW), -1);
 	free(l2);
 	close(ofd);
-	path_rm_rf(other);
-	free(other);
+	ts_tmpdir_remove(other);
 	free(o2);
 	close(cfd);
 	free(obj);
@@ -511,7 +494,7 @@ static void test_recycle(void **state)
 	close(fd);
 	ino_t out_ino = inode_at(sbfd, "stdout");
 	snprintf(p, sizeof(p), "%s/t", worker_sandbox_tmp_path(f->sb));
-	write_file(p, "tmp");
+	ts_write_file(p, "tmp");
 	assert_int_equal(fchmod(f->work, 0500), 0);
 	char *old = xstrdup(worker_sandbox_path(f->sb));
 
@@ -591,7 +574,7 @@ static void test_recycle_small(void **state)
 		char n[16];
 		snprintf(n, sizeof n, "f%d", i);
 		in_work(f, n, p, sizeof(p));
-		write_file(p, "x");
+		ts_write_file(p, "x");
 	}
 	char *old = xstrdup(worker_sandbox_path(f->sb));
 	assert_int_equal(worker_sandbox_recycle_small(f->sb, 3), -EAGAIN);
@@ -620,7 +603,7 @@ static void test_recycle_small(void **state)
 	free(old);
 	old = xstrdup(worker_sandbox_path(f->sb));
 	in_work(f, "one", p, sizeof(p));
-	write_file(p, "1");
+	ts_write_file(p, "1");
 	assert_int_equal(worker_sandbox_recycle_small(f->sb, 3), 0);
 	assert_false(path_exists(old));
 	assert_int_equal(count_free(f->root), 1);

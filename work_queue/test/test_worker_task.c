@@ -25,6 +25,9 @@
 #include "path.h"
 #include "stringtools.h"
 #include "timeutil.h"
+#include "ts_clock.h"
+#include "ts_loop.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -40,16 +43,14 @@ struct fx {
 	int64_t done_at;
 	bool sandbox_gone_at_done;
 	char *sandbox_path;
+	const struct htc_clock *clock; /* the tasks' wall-time clock; NULL: the real one */
 };
 
 static int setup(void **state)
 {
 	struct fx *f = xcalloc(1, sizeof *f);
 	assert_int_equal(uv_loop_init(&f->loop), 0);
-	char *tmpl =
-	    xasprintf("%s/test_worker_task.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	assert_non_null(mkdtemp(tmpl));
-	f->root = tmpl;
+	f->root = ts_tmpdir_create("test_worker_task");
 	f->root_fd = open(f->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(f->root_fd >= 0);
 	char exe[4096];
@@ -71,8 +72,7 @@ static int teardown(void **state)
 	uv_run(&f->loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&f->loop), 0);
 	close(f->root_fd);
-	path_rm_rf(f->root);
-	free(f->root);
+	ts_tmpdir_remove(f->root);
 	free(f->helpers);
 	free(f->sandbox_path);
 	free(f);
@@ -117,11 +117,15 @@ static struct wq_task_msg *make_msg(int64_t id, const char *command, json_t *ext
 	return m;
 }
 
-static void run_until_done(struct fx *f, double max_s)
+static bool done_called(void *arg)
 {
-	int64_t deadline = time_monotonic_us() + (int64_t)(max_s * 1e6);
-	while (f->done_calls == 0 && time_monotonic_us() < deadline)
-		uv_run(&f->loop, UV_RUN_ONCE);
+	return ((struct fx *)arg)->done_calls > 0;
+}
+
+/* Runs the loop until the task's DONE came (once). */
+static void run_until_done(struct fx *f)
+{
+	assert_true(ts_run_until(&f->loop, done_called, f, TS_WAIT_MS));
 	assert_int_equal(f->done_calls, 1);
 }
 
@@ -139,7 +143,8 @@ static void start(struct fx *f, struct wq_task_msg *m, const struct worker_alloc
 		a = *alloc;
 	else
 		a.res = m->resources;
-	struct worker_task_params p = {.loop = &f->loop, .base_env = base_env, .interval_s = 0.1};
+	struct worker_task_params p = {
+	    .loop = &f->loop, .base_env = base_env, .interval_s = 0.1, .clock = f->clock};
 	if (f->with_ended)
 		p.ended = on_ended;
 	f->t = worker_task_start(&p, m, sb, &a, on_done, f);
@@ -154,7 +159,7 @@ static const struct worker_task_result *run(struct fx *f, int64_t id, const char
 	struct wq_task_msg *m = make_msg(id, command, extra);
 	start(f, m, NULL, NULL);
 	wq_task_msg_free(m);
-	run_until_done(f, 10);
+	run_until_done(f);
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_non_null(r);
 	return r;
@@ -171,18 +176,6 @@ static struct wq_task_done *done_parsed(struct fx *f, const int64_t *xfers, int6
 		fail_msg("task_done refused: %s", why);
 	json_decref(j);
 	return d;
-}
-
-static char *read_file(const char *path)
-{
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	char *buf = xmalloc(65536);
-	ssize_t n = read(fd, buf, 65535);
-	assert_true(n >= 0);
-	buf[n] = 0;
-	close(fd);
-	return buf;
 }
 
 /* TEXT has the line LINE. */
@@ -217,7 +210,8 @@ static void test_exit_zero(void **state)
 	assert_string_equal(worker_task_stdout_path(f->t), expect);
 	free(expect);
 	char *where_path = path_join(worker_sandbox_work_path(worker_task_sandbox(f->t)), "where");
-	char *where = read_file(where_path);
+	char *where = ts_read_file(where_path, NULL);
+	assert_non_null(where);
 	char *want = xasprintf("%s\n", worker_sandbox_work_path(worker_task_sandbox(f->t)));
 	assert_string_equal(where, want);
 	free(where);
@@ -301,7 +295,7 @@ static void test_outside_signal(void **state)
 	wq_task_msg_free(m);
 	assert_true(worker_task_pid(f->t) > 0);
 	assert_int_equal(kill(worker_task_pid(f->t), SIGTERM), 0);
-	run_until_done(f, 5);
+	run_until_done(f);
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_non_null(r);
 	assert_int_equal(r->outcome, WQ_OUTCOME_SIGNALED);
@@ -364,13 +358,14 @@ static void test_env_seen_by_task(void **state)
 	m->env = saved;
 	m->nenv = nsaved;
 	wq_task_msg_free(m);
-	run_until_done(f, 10);
+	run_until_done(f);
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_int_equal(r->outcome, WQ_OUTCOME_EXITED);
 	assert_int_equal(r->exit_status, 0);
 
 	char *envpath = path_join(f->sandbox_path, "env.txt");
-	char *text = read_file(envpath);
+	char *text = ts_read_file(envpath, NULL);
+	assert_non_null(text);
 	free(envpath);
 	assert_true(has_line(text, "CORES=2"));
 	assert_non_null(strstr(text, "MEMORY=7\n"));
@@ -457,7 +452,7 @@ static void test_memory_limit(void **state)
 	int64_t t0 = time_monotonic_us();
 	start(f, m, NULL, NULL);
 	wq_task_msg_free(m);
-	run_until_done(f, 10);
+	run_until_done(f);
 	double took = (double)(f->done_at - t0) / 1e6;
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_int_equal(r->outcome, WQ_OUTCOME_EXHAUSTED);
@@ -475,18 +470,26 @@ static void test_memory_limit(void **state)
 	wq_task_done_free(d);
 }
 
+/* The wall time is measured on the clock given to the task: 100 s pass on a test clock, and the
+ * monitor's next sample ends the task (its real-time timer would wait for 100 s). The timer
+ * itself is tested with real time in test_rmonitor. */
 static void test_wall_time(void **state)
 {
 	struct fx *f = *state;
-	int64_t t0 = time_monotonic_us();
-	const struct worker_task_result *r =
-	    run(f, 8, "sleep 10", json_pack("{s:i}", "wall_time", 1));
-	double took = (double)(f->done_at - t0) / 1e6;
+	struct ts_clock clk;
+	ts_clock_init(&clk, 1000000);
+	f->clock = &clk.clock;
+	struct wq_task_msg *m = make_msg(8, "exec sleep 300", json_pack("{s:i}", "wall_time", 100));
+	start(f, m, NULL, NULL);
+	wq_task_msg_free(m);
+	ts_clock_advance(&clk, 100 * 1000000 + 1000);
+	run_until_done(f);
+	const struct worker_task_result *r = worker_task_result(f->t);
+	assert_non_null(r);
 	assert_int_equal(r->outcome, WQ_OUTCOME_EXHAUSTED);
 	assert_int_equal(r->nexhausted, 1);
 	assert_string_equal(r->exhausted[0], "wall_time");
-	print_message("wall_time 1 s: ended after %.3f s\n", took);
-	assert_true(took >= 0.9 && took < 3.0);
+	f->clock = NULL;
 }
 
 static json_t *outputs_json(void)
@@ -574,6 +577,21 @@ static bool process_alive(pid_t pid)
 	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
 }
 
+/* A pid that a task writes into a file of its sandbox. */
+struct pid_file {
+	char *path;
+	pid_t pid;
+};
+
+static bool pid_written(void *arg)
+{
+	struct pid_file *pf = arg;
+	char *t = ts_read_file(pf->path, NULL);
+	pf->pid = t ? (pid_t)atoi(t) : 0;
+	free(t);
+	return pf->pid > 0;
+}
+
 static void test_cancel_tree(void **state)
 {
 	struct fx *f = *state;
@@ -581,27 +599,16 @@ static void test_cancel_tree(void **state)
 	    make_msg(11, "sleep 30 & echo $! > bg.pid; sh -c 'sleep 30' & sleep 30", NULL);
 	start(f, m, NULL, NULL);
 	wq_task_msg_free(m);
-	char *pidfile = path_join(worker_sandbox_work_path(worker_task_sandbox(f->t)), "bg.pid");
-	int64_t deadline = time_monotonic_us() + 5000000;
-	pid_t bg = 0;
-	while (time_monotonic_us() < deadline) {
-		uv_run(&f->loop, UV_RUN_NOWAIT);
-		if (path_exists(pidfile)) {
-			char *t = read_file(pidfile);
-			bg = (pid_t)atoi(t);
-			free(t);
-			if (bg > 0)
-				break;
-		}
-		usleep(10000);
-	}
-	free(pidfile);
-	assert_true(bg > 0);
+	struct pid_file pf = {
+	    .path = path_join(worker_sandbox_work_path(worker_task_sandbox(f->t)), "bg.pid")};
+	assert_true(ts_run_until(&f->loop, pid_written, &pf, TS_WAIT_MS));
+	free(pf.path);
+	pid_t bg = pf.pid;
 	assert_true(process_alive(bg));
 	pid_t sh = worker_task_pid(f->t);
 	assert_int_equal(worker_task_cancel(f->t), 0);
 	int64_t t0 = time_monotonic_us();
-	run_until_done(f, 5);
+	run_until_done(f);
 	print_message("cancel: tree gone after %.3f s\n", (double)(f->done_at - t0) / 1e6);
 	assert_true(worker_task_cancelled(f->t));
 	assert_null(worker_task_result(f->t));
@@ -640,7 +647,7 @@ static void test_sandbox_error(void **state)
 	assert_non_null(f->t);
 	assert_int_equal(f->done_calls, 0); /* never from inside start */
 	assert_int_equal(worker_task_pid(f->t), -1);
-	run_until_done(f, 2);
+	run_until_done(f);
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_int_equal(r->outcome, WQ_OUTCOME_SANDBOX_ERROR);
 	assert_non_null(strstr(r->text, strerror(ENOSPC)));
@@ -665,7 +672,7 @@ static void test_sandbox_gone(void **state)
 	struct worker_task_params p = {.loop = &f->loop};
 	f->t = worker_task_start(&p, m, sb, &a, on_done, f);
 	wq_task_msg_free(m);
-	run_until_done(f, 2);
+	run_until_done(f);
 	const struct worker_task_result *r = worker_task_result(f->t);
 	assert_int_equal(r->outcome, WQ_OUTCOME_SANDBOX_ERROR);
 	assert_non_null(strstr(r->text, "stdout"));
@@ -741,11 +748,18 @@ static void test_ledger_disk(void **state)
 	assert_int_equal(worker_disk_reserve_mb(100000), 1000);
 
 	struct worker_ledger *l = worker_ledger_create(2, 1000, 100000, 0, f->root);
-	/* the file system's figures are read again only once they are WORKER_DISK_FRESH_US old */
+	/* the file system's figures are read again only once they are WORKER_DISK_FRESH_US old,
+	 * on the ledger's clock */
+	struct ts_clock clk;
+	ts_clock_init(&clk, 1000000);
+	worker_ledger_set_clock(l, &clk.clock);
 	worker_ledger_set_fs(l, 100000, 50);
 	assert_int_equal(worker_ledger_refresh_disk(l), 0);
 	assert_true(worker_ledger_disk_full(l)); /* just read at creation: not read again */
-	usleep(WORKER_DISK_FRESH_US + 5000);
+	ts_clock_advance(&clk, WORKER_DISK_FRESH_US - 1);
+	assert_int_equal(worker_ledger_refresh_disk(l), 0);
+	assert_true(worker_ledger_disk_full(l)); /* still fresh */
+	ts_clock_advance(&clk, 1);
 	assert_int_equal(worker_ledger_refresh_disk(l), 0);
 	struct statvfs vfs;
 	assert_int_equal(statvfs(f->root, &vfs), 0);

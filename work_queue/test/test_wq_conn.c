@@ -22,95 +22,35 @@
 #include "htc_error.h"
 #include "wq_conn.h"
 #include "wq_frame.h"
+#include "path.h"
+#include "timeutil.h"
+#include "ts_clock.h"
+#include "ts_loop.h"
+#include "ts_net.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
-/* ---- a loop, a ticker, and connected socket pairs -------------------------- */
+/* ---- a loop and connected socket pairs (ts_net.h), run through ts_loop.h ---------- */
 
 struct env {
 	uv_loop_t loop;
-	uv_timer_t ticker; /* wakes the loop so that run_until can check its deadline */
-	uv_tcp_t listener;
-	uv_tcp_t *accepted;
-	uv_connect_t creq;
-	int connected;
 };
-
-static void tick(uv_timer_t *t)
-{
-	(void)t;
-}
-
-static void on_connection(uv_stream_t *server, int status)
-{
-	struct env *e = server->data;
-	assert_int_equal(status, 0);
-	e->accepted = xmalloc(sizeof *e->accepted);
-	uv_tcp_init(&e->loop, e->accepted);
-	assert_int_equal(uv_accept(server, (uv_stream_t *)e->accepted), 0);
-}
-
-static void on_connect(uv_connect_t *req, int status)
-{
-	struct env *e = req->data;
-	assert_int_equal(status, 0);
-	e->connected = 1;
-}
 
 static void env_init(struct env *e)
 {
 	memset(e, 0, sizeof *e);
 	assert_int_equal(uv_loop_init(&e->loop), 0);
-	uv_timer_init(&e->loop, &e->ticker);
-	uv_timer_start(&e->ticker, tick, 5, 5);
-	uv_tcp_init(&e->loop, &e->listener);
-	e->listener.data = e;
-	struct sockaddr_in a;
-	uv_ip4_addr("127.0.0.1", 0, &a);
-	assert_int_equal(uv_tcp_bind(&e->listener, (struct sockaddr *)&a, 0), 0);
-	assert_int_equal(uv_listen((uv_stream_t *)&e->listener, 8, on_connection), 0);
 }
 
 /* Makes a connected pair: *CLIENT connected to *SERVER (accepted), both malloc'd. */
 static void env_pair(struct env *e, uv_tcp_t **client, uv_tcp_t **server)
 {
-	struct sockaddr_storage ss;
-	int n = sizeof ss;
-	uv_tcp_getsockname(&e->listener, (struct sockaddr *)&ss, &n);
-	uv_tcp_t *c = xmalloc(sizeof *c);
-	uv_tcp_init(&e->loop, c);
-	e->accepted = NULL;
-	e->connected = 0;
-	e->creq.data = e;
-	assert_int_equal(uv_tcp_connect(&e->creq, c, (struct sockaddr *)&ss, on_connect), 0);
-	while (!e->connected || !e->accepted)
-		uv_run(&e->loop, UV_RUN_ONCE);
-	*client = c;
-	*server = e->accepted;
-}
-
-/* Runs the loop until DONE(ARG) or MS milliseconds; returns DONE(ARG). */
-static int run_until(struct env *e, int (*done)(void *), void *arg, uint64_t ms)
-{
-	uv_update_time(&e->loop);
-	uint64_t deadline = uv_now(&e->loop) + ms;
-	while (!done(arg) && uv_now(&e->loop) < deadline)
-		uv_run(&e->loop, UV_RUN_ONCE);
-	return done(arg);
-}
-
-static void run_for(struct env *e, uint64_t ms)
-{
-	uv_update_time(&e->loop);
-	uint64_t deadline = uv_now(&e->loop) + ms;
-	while (uv_now(&e->loop) < deadline)
-		uv_run(&e->loop, UV_RUN_ONCE);
+	ts_tcp_pair(&e->loop, client, server);
 }
 
 static void env_done(struct env *e)
 {
-	uv_close((uv_handle_t *)&e->ticker, NULL);
-	uv_close((uv_handle_t *)&e->listener, NULL);
 	uv_run(&e->loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&e->loop), 0);
 }
@@ -239,12 +179,12 @@ static void side_free(struct side *s)
 	s->last = NULL;
 }
 
-static int is_closed(void *arg)
+static bool is_closed(void *arg)
 {
 	return ((struct side *)arg)->closed > 0;
 }
 
-static int has_msg(void *arg)
+static bool has_msg(void *arg)
 {
 	return ((struct side *)arg)->nmsg > 0;
 }
@@ -325,7 +265,7 @@ static void raw_close(struct raw *r)
 	r->buf = NULL;
 }
 
-static int raw_eof(void *arg)
+static bool raw_eof(void *arg)
 {
 	return ((struct raw *)arg)->eof;
 }
@@ -384,7 +324,7 @@ static void test_messages(void **state)
 
 	json_t *hello = json_pack("{s:s, s:[i,i], s:s}", "m", "hello", "proto", 1, 0, "x", "é");
 	assert_int_equal(wq_conn_send_msg(sa.c, hello), 0);
-	assert_true(run_until(&e, has_msg, &sb, 2000));
+	assert_true(ts_run_until(&e.loop, has_msg, &sb, 2000));
 	assert_string_equal(sb.name, "hello");
 	const char *want = "{\"m\":\"hello\",\"proto\":[1,0],\"x\":\"é\"}";
 	assert_int_equal(sb.raw_len, strlen(want));
@@ -395,7 +335,7 @@ static void test_messages(void **state)
 	/* the other way, with pre-encoded bytes */
 	const char *reply = "{\"m\":\"hello\",\"role\":\"master\"}";
 	assert_int_equal(wq_conn_send_msg_bytes(sb.c, reply, strlen(reply)), 0);
-	assert_true(run_until(&e, has_msg, &sa, 2000));
+	assert_true(ts_run_until(&e.loop, has_msg, &sa, 2000));
 	assert_memory_equal(sa.raw, reply, strlen(reply));
 
 	/* the limit before authentication: too big is refused and nothing is sent */
@@ -413,7 +353,7 @@ static void test_messages(void **state)
 	assert_int_equal(wq_conn_set_msg_limit(sb.c, WQ_MAX_MSG + 1), -EINVAL);
 	sb.nmsg = 0;
 	assert_int_equal(wq_conn_send_msg(sa.c, m), 0);
-	assert_true(run_until(&e, has_msg, &sb, 2000));
+	assert_true(ts_run_until(&e.loop, has_msg, &sb, 2000));
 	assert_string_equal(sb.name, "task");
 	assert_string_equal(json_string_value(json_object_get(sb.last, "command")), big);
 	json_decref(m);
@@ -426,12 +366,12 @@ static void test_messages(void **state)
 	assert_int_equal(wq_conn_close(sa.c, bye), -ENOTCONN);
 	assert_int_equal(wq_conn_send_msg(sa.c, bye), -ENOTCONN);
 	json_decref(bye);
-	assert_true(run_until(&e, is_closed, &sb, 2000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sb, 2000));
 	assert_string_equal(sb.name, "bye");
 	assert_int_equal(sb.why, WQ_CONN_END_EOF);
-	assert_true(run_until(&e, is_closed, &sa, 3000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sa, 3000));
 	assert_int_equal(sa.why, WQ_CONN_END_LOCAL);
-	run_for(&e, 20);
+	ts_run_for(&e.loop, 20);
 	assert_int_equal(sa.closed, 1);
 	assert_int_equal(sb.closed, 1);
 	side_free(&sa);
@@ -484,7 +424,7 @@ static void sender_writable(struct wq_conn *c, void *user)
 	pump(p);
 }
 
-static int got_all(void *arg)
+static bool got_all(void *arg)
 {
 	struct side *s = arg;
 	return s->data_bytes >= STREAM_TOTAL || s->data_bad || s->closed;
@@ -516,7 +456,7 @@ static void stream(int pieces)
 	sb.pause_every = 37; /* receive backpressure on the way */
 	pump(p);
 	assert_true(wq_conn_write_blocked(p->s.c)); /* 64 MiB do not fit the socket buffers */
-	assert_true(run_until(&e, got_all, &sb, 20000));
+	assert_true(ts_run_until(&e.loop, got_all, &sb, 20000));
 	assert_int_equal(sb.data_bad, 0);
 	assert_int_equal(sb.closed, 0);
 	assert_int_equal(sb.data_bytes, STREAM_TOTAL);
@@ -530,7 +470,7 @@ static void stream(int pieces)
 	              p->max_queue, p->s.writable);
 	uv_close((uv_handle_t *)&resume, NULL);
 	wq_conn_close_now(p->s.c);
-	assert_true(run_until(&e, is_closed, &sb, 2000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sb, 2000));
 	assert_int_equal(sb.why, WQ_CONN_END_EOF);
 	assert_int_equal(p->s.closed, 1);
 	assert_int_equal(p->s.why, WQ_CONN_END_LOCAL);
@@ -575,13 +515,13 @@ static void raw_violation(const void *bytes, size_t n, int check_first, enum wq_
 	struct raw r;
 	raw_start(&r, b, 1);
 	raw_write(&r, bytes, n);
-	assert_true(run_until(&e, raw_eof, &r, 3000));
+	assert_true(ts_run_until(&e.loop, raw_eof, &r, 3000));
 	assert_int_equal(sa.closed, 0); /* still lingering: the raw peer has not closed */
 	json_t *last;
 	int frames = raw_frames(&r, &last, NULL, NULL);
 	raw_close(&r);
-	assert_true(
-	    run_until(&e, is_closed, &sa, 1000)); /* at the raw peer's EOF, not the linger */
+	assert_true(ts_run_until(&e.loop, is_closed, &sa,
+	                         1000)); /* at the raw peer's EOF, not the linger */
 	assert_int_equal(sa.why, why);
 	if (text[strlen(text) - 1] == '*')
 		assert_memory_equal(sa.text, text, strlen(text) - 1);
@@ -634,7 +574,7 @@ static void test_raw_violations(void **state)
 
 /* ---- keepalive ---- */
 
-static int either_closed(void *arg)
+static bool either_closed(void *arg)
 {
 	struct side **s = arg;
 	return s[0]->closed || s[1]->closed;
@@ -655,18 +595,18 @@ static void test_keepalive_pair(void **state)
 	assert_int_equal(wq_conn_set_keepalive(sb.c, 40, 120), 0);
 	/* idle for more than 8 timeouts: pings keep both alive */
 	struct side *both[] = {&sa, &sb};
-	assert_false(run_until(&e, either_closed, both, 1000));
+	assert_false(ts_run_until(&e.loop, either_closed, both, 1000));
 	assert_int_equal(sa.nmsg, 0); /* pings and pongs stay inside */
 	assert_int_equal(sb.nmsg, 0);
 	/* now b stops answering (keepalive off: its pings go to the callback, unanswered) */
 	assert_int_equal(wq_conn_set_keepalive(sb.c, 0, 0), 0);
-	assert_true(run_until(&e, is_closed, &sa, 2000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sa, 2000));
 	assert_int_equal(sa.why, WQ_CONN_END_TIMEOUT);
 	assert_string_equal(sa.text, "no complete frame received for 0.12 s");
 	assert_true(sb.nmsg >= 1);
 	assert_string_equal(sb.name, "error"); /* the best-effort error timeout */
 	assert_string_equal(json_string_value(json_object_get(sb.last, "code")), "timeout");
-	assert_true(run_until(&e, is_closed, &sb, 2000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sb, 2000));
 	assert_int_equal(sb.why, WQ_CONN_END_EOF);
 	side_free(&sa);
 	side_free(&sb);
@@ -690,7 +630,7 @@ static void test_slowloris(void **state)
 	raw_start(&r, b, 1);
 	raw_write_msg(&r, "{\"m\":\"ping\",\"seq\":7}");
 	/* wait for the pong and for the conn's own ping */
-	run_for(&e, 250);
+	ts_run_for(&e.loop, 250);
 	json_t *last;
 	int pings;
 	assert_int_equal(raw_frames(&r, &last, "ping", &pings), 2);
@@ -704,7 +644,7 @@ static void test_slowloris(void **state)
 	raw_write(&r, "{\"m\":\"x\"", 8);
 	uv_update_time(&e.loop);
 	uint64_t t0 = uv_now(&e.loop);
-	assert_true(run_until(&e, is_closed, &sa, 3000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sa, 3000));
 	uint64_t dt = uv_now(&e.loop) - t0;
 	assert_int_equal(sa.why, WQ_CONN_END_TIMEOUT);
 	assert_string_equal(sa.text, "no complete frame received for 0.4 s");
@@ -754,7 +694,7 @@ static void test_not_reading(void **state)
 	assert_true(max_queue <= WQ_CONN_QUEUE_CAP);
 	assert_true(max_queue > WQ_CONN_QUEUE_CAP - WQ_MAX_DATA - 2 * WQ_FRAME_HEADER_SIZE);
 	assert_int_equal(wq_conn_send_data(sa.c, 1, "x", 1), -ENOTCONN);
-	assert_true(run_until(&e, is_closed, &sa, 3000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sa, 3000));
 	assert_int_equal(sa.why, WQ_CONN_END_VIOLATION);
 	assert_string_equal(sa.text, "peer is not reading (16 MiB waiting to be sent)");
 	raw_close(&r);
@@ -779,7 +719,7 @@ struct want_bytes {
 	size_t n;
 };
 
-static int has_bytes(void *arg)
+static bool has_bytes(void *arg)
 {
 	struct want_bytes *w = arg;
 	return raw_waiting(w->r) >= w->n;
@@ -797,6 +737,19 @@ static void raw_take(struct raw *r)
 		memcpy(r->buf + r->len, buf, (size_t)n);
 		r->len += (size_t)n;
 	}
+}
+
+/* Takes what waits in R's socket; true once only the peer's EOF is left. */
+static bool raw_taken_to_eof(void *arg)
+{
+	struct raw *r = arg;
+	uv_os_fd_t fd;
+	uv_fileno((uv_handle_t *)r->tcp, &fd);
+	char c;
+	if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+		return true;
+	raw_take(r);
+	return false;
 }
 
 static json_t *small_msg(int i)
@@ -834,7 +787,7 @@ static void test_cork(void **state)
 	assert_int_equal(wq_conn_write_queue_size(sa.c), bytes);
 	assert_int_equal(raw_waiting(&r), 0);
 	struct want_bytes w = {&r, bytes};
-	assert_true(run_until(&e, has_bytes, &w, 2000));
+	assert_true(ts_run_until(&e.loop, has_bytes, &w, 2000));
 	assert_int_equal(wq_conn_write_queue_size(sa.c), 0);
 
 	/* a large message is written at once, after the small ones gathered before it; a small one
@@ -852,31 +805,20 @@ static void test_cork(void **state)
 	assert_true(big_bytes > 40000);
 	bytes += big_bytes;
 	w.n = bytes;
-	assert_true(run_until(&e, has_bytes, &w, 2000)); /* written without the loop's flush */
+	assert_true(
+	    ts_run_until(&e.loop, has_bytes, &w, 2000)); /* written without the loop's flush */
 	size_t so_far = bytes;
 	send_small(sa.c, 4, &bytes);
 	assert_int_equal(raw_waiting(&r), so_far);
 	w.n = bytes;
-	assert_true(run_until(&e, has_bytes, &w, 2000));
+	assert_true(ts_run_until(&e.loop, has_bytes, &w, 2000));
 
 	/* gathered messages go out before a clean close, then the bye and EOF */
 	send_small(sa.c, 5, &bytes);
 	json_t *bye = json_pack("{s:s}", "m", "bye");
 	assert_int_equal(wq_conn_close(sa.c, bye), 0);
 	json_decref(bye);
-	uv_update_time(&e.loop);
-	uint64_t deadline = uv_now(&e.loop) + 2000;
-	int eof = 0;
-	while (!eof && uv_now(&e.loop) < deadline) {
-		uv_run(&e.loop, UV_RUN_ONCE);
-		uv_os_fd_t fd;
-		uv_fileno((uv_handle_t *)r.tcp, &fd);
-		char c;
-		eof = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-		if (!eof)
-			raw_take(&r);
-	}
-	assert_true(eof);
+	assert_true(ts_run_until(&e.loop, raw_taken_to_eof, &r, TS_WAIT_MS));
 	raw_take(&r);
 	json_t *last = NULL, *all = json_array();
 	int notes = 0;
@@ -895,7 +837,7 @@ static void test_cork(void **state)
 	}
 	json_decref(all);
 	raw_close(&r);
-	assert_true(run_until(&e, is_closed, &sa, 3000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sa, 3000));
 	side_free(&sa);
 	env_done(&e);
 }
@@ -920,10 +862,10 @@ static void close_in_callback(int delete_on_msg, int close_on_msg)
 		assert_int_equal(wq_conn_send_msg(sa.c, m), 0);
 	assert_int_equal(wq_conn_send_data(sa.c, 1, "\0\0\0\0\0\0\0\0\0", 9), 0);
 	json_decref(m);
-	assert_true(run_until(&e, is_closed, &sa, 3000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sa, 3000));
 	/* EOF, or a reset if frames were still unread when b closed */
 	assert_true(sa.why == WQ_CONN_END_EOF || sa.why == WQ_CONN_END_ERROR);
-	run_for(&e, 20);
+	ts_run_for(&e.loop, 20);
 	assert_int_equal(sb.nmsg, 1);
 	assert_int_equal(sb.nframes, 0);
 	assert_int_equal(sb.closed, close_on_msg && !delete_on_msg ? 1 : 0);
@@ -993,18 +935,18 @@ static void test_filter(void **state)
 	for (size_t i = 0; i < 12 + strlen(m); i++)
 		buf[i] ^= 0x5a;
 	raw_write(&r, buf, 12 + strlen(m));
-	assert_true(run_until(&e, has_msg, &sa, 2000));
+	assert_true(ts_run_until(&e.loop, has_msg, &sa, 2000));
 	assert_string_equal(sa.name, "hi");
 	json_t *ok = json_pack("{s:s}", "m", "ok");
 	assert_int_equal(wq_conn_send_msg(sa.c, ok), 0);
 	json_decref(ok);
-	run_for(&e, 50);
+	ts_run_for(&e.loop, 50);
 	assert_int_equal(r.len, 12 + 10);
 	for (size_t i = 0; i < r.len; i++)
 		r.buf[i] ^= 0x5a;
 	assert_memory_equal(r.buf + 12, "{\"m\":\"ok\"}", 10);
 	raw_close(&r);
-	assert_true(run_until(&e, is_closed, &sa, 2000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sa, 2000));
 	side_free(&sa);
 	env_done(&e);
 	assert_int_equal(freed_fctx, 1);
@@ -1038,10 +980,10 @@ static void test_filter_fail(void **state)
 	struct raw r;
 	raw_start(&r, b, 1);
 	raw_write(&r, "\x16\x03\x01", 3);
-	assert_true(run_until(&e, raw_eof, &r, 2000));
+	assert_true(ts_run_until(&e.loop, raw_eof, &r, 2000));
 	assert_int_equal(r.len, 5);
 	assert_memory_equal(r.buf, "ALERT", 5);
-	assert_true(run_until(&e, is_closed, &sa, 2000));
+	assert_true(ts_run_until(&e.loop, is_closed, &sa, 2000));
 	assert_int_equal(sa.why, WQ_CONN_END_ERROR);
 	assert_string_equal(sa.text, "TLS handshake failed: test reason");
 	assert_int_equal(sa.nmsg, 0);
@@ -1056,34 +998,71 @@ static void test_filter_fail(void **state)
 
 /* ---- the log rate limit ---- */
 
-static void test_log_rate(void **state)
+/* How many lines of the log at PATH contain S. */
+static int lines_with(const char *path, const char *s)
 {
-	(void)state;
-	char path[] = "/tmp/test_wq_conn_log_XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(debug_config_file(path), 0);
-	usleep(1100 * 1000); /* a new one-second window, whatever earlier tests logged */
-	for (int i = 0; i < 25; i++)
-		wq_conn_warn_limited("wq: 1.2.3.4:5", "protocol violation: test \x01");
-	usleep(1100 * 1000);
-	wq_conn_warn_limited("wq: 1.2.3.4:5", "protocol violation: again");
-	debug_config_file(NULL);
 	FILE *f = fopen(path, "r");
 	assert_non_null(f);
 	char line[512];
-	int violations = 0, suppressed = 0;
-	while (fgets(line, sizeof line, f)) {
-		if (strstr(line, "wq: 1.2.3.4:5: protocol violation: test \\x01"))
-			violations++;
-		if (strstr(line, "... 15 more suppressed"))
-			suppressed++;
-	}
+	int n = 0;
+	while (fgets(line, sizeof line, f))
+		n += strstr(line, s) != NULL;
 	fclose(f);
-	unlink(path);
-	assert_int_equal(violations, 10);
-	assert_int_equal(suppressed, 1);
+	return n;
+}
+
+/* At most 10 violation lines per second, then one line counting the rest; the second is
+ * measured on the clock the caller or the connection gives (a test clock here: no sleeping). */
+static void test_log_rate(void **state)
+{
+	(void)state;
+	char *dir = ts_tmpdir_create("test_wq_conn");
+	char *path = path_join(dir, "log");
+	assert_int_equal(debug_config_file(path), 0);
+	/* 10 s ahead of the real clock: a new one-second window, whatever earlier tests logged */
+	struct ts_clock clk;
+	ts_clock_init(&clk, time_monotonic_us() + 10000000);
+	struct env e;
+	env_init(&e);
+	uv_tcp_t *a1, *b1, *a2, *b2;
+	ts_socket_pair(&e.loop, &a1, &b1);
+	ts_socket_pair(&e.loop, &a2, &b2);
+	struct side s1 = {0}, s2 = {0};
+	side_open(&s1, a1, "test: one");
+	side_open(&s2, a2, "test: two");
+	wq_conn_set_clock(s1.c, &clk.clock);
+	wq_conn_set_clock(s2.c, &clk.clock);
+	struct raw r1, r2;
+	raw_start(&r1, b1, 1);
+	raw_start(&r2, b2, 1);
+
+	for (int i = 0; i < 25; i++)
+		wq_conn_warn_limited(&clk.clock, "wq: 1.2.3.4:5", "protocol violation: test \x01");
+	/* half a second later on the connections' clock: the same window, suppressed (a
+	 * connection reading the real clock, 10 s behind, would have started a new one) */
+	ts_clock_advance(&clk, 500000);
+	wq_conn_violation(s1.c, "proto", "within the second");
+	/* 1.1 s after the window began: the count of the suppressed, then the line */
+	ts_clock_advance(&clk, 600000);
+	wq_conn_violation(s2.c, "proto", "after the second");
+	debug_config_file(NULL);
+	assert_int_equal(lines_with(path, "wq: 1.2.3.4:5: protocol violation: test \\x01"), 10);
+	assert_int_equal(lines_with(path, "within the second"), 0);
+	assert_int_equal(lines_with(path, "... 16 more suppressed"), 1);
+	assert_int_equal(lines_with(path, "test: two: protocol violation: after the second"), 1);
+
+	/* both connections still end as violations */
+	raw_close(&r1);
+	raw_close(&r2);
+	assert_true(ts_run_until(&e.loop, is_closed, &s1, TS_WAIT_MS));
+	assert_true(ts_run_until(&e.loop, is_closed, &s2, TS_WAIT_MS));
+	assert_int_equal(s1.why, WQ_CONN_END_VIOLATION);
+	assert_string_equal(s1.text, "within the second");
+	side_free(&s1);
+	side_free(&s2);
+	env_done(&e);
+	free(path);
+	ts_tmpdir_remove(dir);
 }
 
 int main(void)

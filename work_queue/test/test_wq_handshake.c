@@ -30,13 +30,16 @@
 #include "wq_msg.h"
 #include "wq_tls.h"
 #include "wq_tls_filter.h"
+#include "ts_loop.h"
+#include "ts_net.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
 #define MASTER_ID "0123456789abcdef0123456789abcdef"
 #define WORKER_ID "fedcba9876543210fedcba9876543210"
 
-static char tmpdir[64], cert_pem[128], key_pem[128], log_path[128];
+static char *tmpdir, cert_pem[256], key_pem[256], log_path[256];
 static char cert_fp[65];
 
 /* ---- a self-signed certificate, made with the OpenSSL API --------------------- */
@@ -52,9 +55,7 @@ static void add_ext(X509 *x, X509V3_CTX *v3, int nid, const char *value)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_wq_handshake.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
+	tmpdir = ts_tmpdir_create("test_wq_handshake");
 	snprintf(cert_pem, sizeof cert_pem, "%s/master.pem", tmpdir);
 	snprintf(key_pem, sizeof key_pem, "%s/master.key", tmpdir);
 	snprintf(log_path, sizeof log_path, "%s/log", tmpdir);
@@ -98,10 +99,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	debug_config_file(NULL);
-	unlink(cert_pem);
-	unlink(key_pem);
-	unlink(log_path);
-	rmdir(tmpdir);
+	ts_tmpdir_remove(tmpdir);
+	tmpdir = NULL;
 	return 0;
 }
 
@@ -119,83 +118,26 @@ static int log_has(const char *s)
 	return found;
 }
 
-/* ---- a loop, a ticker and connected socket pairs --------------------------------- */
+/* ---- a loop and connected socket pairs (ts_net.h), run through ts_loop.h ---------- */
 
 struct env {
 	uv_loop_t loop;
-	uv_timer_t ticker;
-	uv_tcp_t listener;
-	uv_tcp_t *accepted;
-	uv_connect_t creq;
-	int connected;
 };
-
-static void tick(uv_timer_t *t)
-{
-	(void)t;
-}
-
-static void on_connection(uv_stream_t *server, int status)
-{
-	struct env *e = server->data;
-	assert_int_equal(status, 0);
-	e->accepted = xmalloc(sizeof *e->accepted);
-	uv_tcp_init(&e->loop, e->accepted);
-	assert_int_equal(uv_accept(server, (uv_stream_t *)e->accepted), 0);
-}
-
-static void on_connect(uv_connect_t *req, int status)
-{
-	struct env *e = req->data;
-	assert_int_equal(status, 0);
-	e->connected = 1;
-}
 
 static void env_init(struct env *e)
 {
 	memset(e, 0, sizeof *e);
 	assert_int_equal(uv_loop_init(&e->loop), 0);
-	uv_timer_init(&e->loop, &e->ticker);
-	uv_timer_start(&e->ticker, tick, 5, 5);
-	uv_tcp_init(&e->loop, &e->listener);
-	e->listener.data = e;
-	struct sockaddr_in a;
-	uv_ip4_addr("127.0.0.1", 0, &a);
-	assert_int_equal(uv_tcp_bind(&e->listener, (struct sockaddr *)&a, 0), 0);
-	assert_int_equal(uv_listen((uv_stream_t *)&e->listener, 8, on_connection), 0);
 }
 
 /* *WORKER connected to *MASTER (accepted); both malloc'd. */
 static void env_pair(struct env *e, uv_tcp_t **worker, uv_tcp_t **master)
 {
-	struct sockaddr_storage ss;
-	int n = sizeof ss;
-	uv_tcp_getsockname(&e->listener, (struct sockaddr *)&ss, &n);
-	uv_tcp_t *c = xmalloc(sizeof *c);
-	uv_tcp_init(&e->loop, c);
-	e->accepted = NULL;
-	e->connected = 0;
-	e->creq.data = e;
-	assert_int_equal(uv_tcp_connect(&e->creq, c, (struct sockaddr *)&ss, on_connect), 0);
-	while (!e->connected || !e->accepted)
-		uv_run(&e->loop, UV_RUN_ONCE);
-	*worker = c;
-	*master = e->accepted;
-}
-
-static int run_until(struct env *e, int (*done)(void *), void *arg, uint64_t ms)
-{
-	uv_update_time(&e->loop);
-	uint64_t deadline = uv_now(&e->loop) + ms;
-	while (!done(arg) && uv_now(&e->loop) < deadline)
-		uv_run(&e->loop, UV_RUN_ONCE);
-	return done(arg);
+	ts_tcp_pair(&e->loop, worker, master);
 }
 
 static void env_done(struct env *e)
 {
-	uv_close((uv_handle_t *)&e->ticker, NULL);
-	uv_close((uv_handle_t *)&e->listener, NULL);
 	uv_run(&e->loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&e->loop), 0);
 }
@@ -351,19 +293,19 @@ struct two {
 	struct side *a, *b;
 };
 
-static int both_done(void *arg)
+static bool both_done(void *arg)
 {
 	struct two *t = arg;
 	return t->a->done && t->b->done;
 }
 
-static int done_and_closed(void *arg)
+static bool done_and_closed(void *arg)
 {
 	struct two *t = arg;
 	return t->a->done && t->b->closed;
 }
 
-static int is_done(void *arg)
+static bool is_done(void *arg)
 {
 	return ((struct side *)arg)->done;
 }
@@ -427,11 +369,11 @@ static void run_pair(const struct wq_hs_config *mc, const struct wq_hs_config *w
 	side_start(m, e, mt, "wq: 127.0.0.1:1", mc);
 	side_start(w, e, wt, "master 127.0.0.1:9123", wc);
 	struct two t = {m, w};
-	assert_true(run_until(e, both_done, &t, 5000));
+	assert_true(ts_run_until(&e->loop, both_done, &t, 5000));
 }
 
 /* Sends a message bigger than the pre-authentication limit from A to B after success. */
-static int got_msg(void *arg)
+static bool got_msg(void *arg)
 {
 	return ((struct side *)arg)->nmsg > 0;
 }
@@ -445,7 +387,7 @@ static void big_message(struct env *e, struct side *from, struct side *to)
 	free(pad);
 	assert_int_equal(wq_conn_send_msg(from->c, o), 0);
 	json_decref(o);
-	assert_true(run_until(e, got_msg, to, 3000));
+	assert_true(ts_run_until(&e->loop, got_msg, to, 3000));
 	assert_string_equal(to->last_name, "identity");
 }
 
@@ -604,7 +546,7 @@ static void test_project_mismatch(void **state)
 			/* without a password the master is done after its hello (section 4 table):
 			 * the refusal reaches its caller, in INIT */
 			assert_int_equal(m.outcome, WQ_HS_OK);
-			assert_true(run_until(&e, got_msg, &m, 3000));
+			assert_true(ts_run_until(&e.loop, got_msg, &m, 3000));
 			assert_string_equal(m.last_name, "error");
 			assert_string_equal(error_field(&m, "code"), "project");
 			assert_string_equal(error_field(&m, "text"), text);
@@ -803,7 +745,7 @@ static void test_version(void **state)
 	side_start(&m, &e, mt, "wq: 127.0.0.1:2", &mc);
 	fake_worker_v2(&e, &fake, wt);
 	struct two t = {&m, &fake};
-	assert_true(run_until(&e, done_and_closed, &t, 3000));
+	assert_true(ts_run_until(&e.loop, done_and_closed, &t, 3000));
 	const char *mtext = "protocol version 2.0 is not supported: this master speaks 1.x; use a "
 	                    "worker of the same release as the master";
 	assert_int_equal(m.outcome, WQ_HS_PERMANENT);
@@ -825,7 +767,7 @@ static void test_version(void **state)
 	side_fake(&fake, &e, mt, "fake master", master_v2_script);
 	side_start(&w, &e, wt, "master 127.0.0.1:3", &wc);
 	t.a = &w;
-	assert_true(run_until(&e, done_and_closed, &t, 3000));
+	assert_true(ts_run_until(&e.loop, done_and_closed, &t, 3000));
 	const char *wtext = "protocol version 2.0 is not supported: this worker speaks 1.x";
 	assert_int_equal(w.outcome, WQ_HS_PERMANENT);
 	assert_string_equal(w.code, "version");
@@ -880,7 +822,7 @@ static void test_master_bad_proof(void **state)
 	side_fake(&fake, &e, mt, "fake master", bad_proof_script);
 	side_start(&w, &e, wt, "master 127.0.0.1:4", &wc);
 	struct two t = {&w, &fake};
-	assert_true(run_until(&e, done_and_closed, &t, 3000));
+	assert_true(ts_run_until(&e.loop, done_and_closed, &t, 3000));
 	assert_int_equal(w.outcome, WQ_HS_PERMANENT);
 	assert_string_equal(w.code, "auth");
 	assert_string_equal(w.text, "the master failed to prove the password");
@@ -951,7 +893,7 @@ static void free_handle(uv_handle_t *h)
 	free(h);
 }
 
-static int raw_eof(void *arg)
+static bool raw_eof(void *arg)
 {
 	return ((struct raw *)arg)->eof;
 }
@@ -989,8 +931,8 @@ static void raw_client_case(bool tls, const char *bytes, uint64_t deadline_ms, c
 	raw_start(&r, wt);
 	if (bytes)
 		raw_write(&r, bytes, strlen(bytes));
-	assert_true(run_until(&e, is_done, &m, 3000));
-	assert_true(run_until(&e, raw_eof, &r, 3000));
+	assert_true(ts_run_until(&e.loop, is_done, &m, 3000));
+	assert_true(ts_run_until(&e.loop, raw_eof, &r, 3000));
 	assert_int_equal(m.outcome, WQ_HS_RETRY);
 	assert_string_equal(m.code, code);
 	assert_string_equal(m.text, text);
@@ -1034,7 +976,7 @@ static void test_deadline(void **state)
 	struct wq_hs_config wc = worker_cfg(NULL, NULL);
 	wc.deadline_ms = 250;
 	side_start(&w, &e, wt, "master 127.0.0.1:6", &wc);
-	assert_true(run_until(&e, is_done, &w, 3000));
+	assert_true(ts_run_until(&e.loop, is_done, &w, 3000));
 	assert_int_equal(w.outcome, WQ_HS_RETRY);
 	assert_string_equal(w.code, "timeout");
 	assert_string_equal(w.text, "handshake not completed within 0.25 s");

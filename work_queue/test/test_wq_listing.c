@@ -20,21 +20,9 @@
 #include "htc_error.h"
 #include "path.h"
 #include "sha256.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
-
-static char *mktmp_in(const char *base)
-{
-	char *tmpl = xasprintf("%s/test_wq_listing.XXXXXX", base);
-	char *d = mkdtemp(tmpl);
-	assert_non_null(d);
-	return d;
-}
-
-static char *mktmp(void)
-{
-	return mktmp_in("/tmp");
-}
 
 static void put(const char *dir, const char *name, const char *content, mode_t mode)
 {
@@ -64,7 +52,7 @@ static char *hash_of(const char *s)
 /* The tree of the format test, and its listing written by hand. */
 static char *make_tree(char **expected_text)
 {
-	char *d = mktmp();
+	char *d = ts_tmpdir_create("test_wq_listing");
 	put(d, "a.txt", "hello\n", 0644);
 	mk(d, "a");
 	mk(d, "a-b");
@@ -145,14 +133,13 @@ static void test_format_and_hash(void **state)
 	free(expected);
 	wq_listing_delete(l);
 	close(fd);
-	path_rm_rf(d);
-	free(d);
+	ts_tmpdir_remove(d);
 }
 
 static void test_empty(void **state)
 {
 	(void)state;
-	char *d = mktmp();
+	char *d = ts_tmpdir_create("test_wq_listing");
 	int fd = open(d, O_RDONLY | O_DIRECTORY);
 	struct wq_listing *l;
 	char *why;
@@ -165,8 +152,7 @@ static void test_empty(void **state)
 	                    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	wq_listing_delete(l);
 	close(fd);
-	path_rm_rf(d);
-	free(d);
+	ts_tmpdir_remove(d);
 }
 
 static void expect_walk_error(const char *dir, int flags, int code, const char *why_want)
@@ -189,7 +175,7 @@ static void expect_walk_error(const char *dir, int flags, int code, const char *
 static void test_refusals(void **state)
 {
 	(void)state;
-	char *d = mktmp();
+	char *d = ts_tmpdir_create("test_wq_listing");
 	mk(d, "sub");
 	char *p = path_join(d, "sub/l");
 	assert_int_equal(symlink("/etc/passwd", p), 0);
@@ -209,15 +195,14 @@ static void test_refusals(void **state)
 	/* a newline in a name would forge a listing line */
 	put(d, "sub/a\nf - 0 x b", "", 0644);
 	expect_walk_error(d, 0, HTC_EPARSE, NULL);
-	path_rm_rf(d);
-	free(d);
+	ts_tmpdir_remove(d);
 }
 
 static void test_follow_and_cycle(void **state)
 {
 	(void)state;
-	char *d = mktmp();
-	char *o = mktmp();
+	char *d = ts_tmpdir_create("test_wq_listing");
+	char *o = ts_tmpdir_create("test_wq_listing");
 	put(o, "f", "x", 0644);
 	char *p = path_join(d, "link");
 	assert_int_equal(symlink(o, p), 0);
@@ -237,10 +222,8 @@ static void test_follow_and_cycle(void **state)
 	close(fd);
 	free(p);
 	free(q);
-	path_rm_rf(d);
-	path_rm_rf(o);
-	free(d);
-	free(o);
+	ts_tmpdir_remove(d);
+	ts_tmpdir_remove(o);
 }
 
 static void test_wire_errors(void **state)
@@ -299,7 +282,9 @@ static void test_entry_limit_walk(void **state)
 	(void)state;
 	/* 100,001 files: on tmpfs when there is one, it is several times faster */
 	struct stat st;
-	char *d = mktmp_in(stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp");
+	char *d = ts_tmpdir_create_in(stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm"
+	                                                                                : "/tmp",
+	                              "test_wq_listing");
 	int fd = open(d, O_RDONLY | O_DIRECTORY);
 	char name[32];
 	for (int i = 0; i < WQ_LISTING_MAX_ENTRIES; i++) {
@@ -320,14 +305,13 @@ static void test_entry_limit_walk(void **state)
 	assert_non_null(strstr(why, "more than 100000 entries"));
 	free(why);
 	close(fd);
-	path_rm_rf(d);
-	free(d);
+	ts_tmpdir_remove(d);
 }
 
 static void test_depth_limit(void **state)
 {
 	(void)state;
-	char *d = mktmp();
+	char *d = ts_tmpdir_create("test_wq_listing");
 	int fd = open(d, O_RDONLY | O_DIRECTORY);
 	int cur = dup(fd);
 	for (int i = 0; i < WQ_LISTING_MAX_DEPTH; i++) {
@@ -349,14 +333,13 @@ static void test_depth_limit(void **state)
 	free(why);
 	close(cur);
 	close(fd);
-	path_rm_rf(d);
-	free(d);
+	ts_tmpdir_remove(d);
 }
 
 static void test_path_limit(void **state)
 {
 	(void)state;
-	char *d = mktmp();
+	char *d = ts_tmpdir_create("test_wq_listing");
 	int fd = open(d, O_RDONLY | O_DIRECTORY);
 	char comp[251];
 	memset(comp, 'c', 250);
@@ -375,14 +358,13 @@ static void test_path_limit(void **state)
 	assert_non_null(strstr(why, "path longer than 1024 bytes"));
 	free(why);
 	close(fd);
-	path_rm_rf(d);
-	free(d);
+	ts_tmpdir_remove(d);
 }
 
 static void test_hash_fd(void **state)
 {
 	(void)state;
-	char *d = mktmp();
+	char *d = ts_tmpdir_create("test_wq_listing");
 	/* 200 KiB: more than one chunk */
 	size_t n = 200 * 1024;
 	char *buf = xmalloc(n);
@@ -400,8 +382,7 @@ static void test_hash_fd(void **state)
 	close(fd);
 	free(p);
 	free(buf);
-	path_rm_rf(d);
-	free(d);
+	ts_tmpdir_remove(d);
 }
 
 int main(void)

@@ -23,6 +23,7 @@
 
 #include "htc_error.h"
 #include "wq_tls.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -30,7 +31,7 @@
  * a few KiB of record overhead and handshake messages). */
 #define OUT_BOUND (WQ_TLS_OUT_MAX + 8 * 1024)
 
-static char tmpdir[64];
+static char *tmpdir;
 static char ca_pem[128], ca_key[128], srv_pem[128], srv_key[128], other_pem[128], other_key[128],
     cli_pem[128], cli_key[128], garbage_pem[128], enc_key[128], empty_pem[128], srv_der[128];
 /* Fingerprints computed with X509_digest, independently of the module. */
@@ -116,9 +117,7 @@ static void path_in_tmp(char *out, const char *name)
 static int setup_certs(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_wq_tls.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
+	tmpdir = ts_tmpdir_create("test_wq_tls");
 	path_in_tmp(ca_pem, "ca.pem");
 	path_in_tmp(ca_key, "ca.key");
 	path_in_tmp(srv_pem, "server.pem");
@@ -177,11 +176,8 @@ static int setup_certs(void **state)
 static int teardown_certs(void **state)
 {
 	(void)state;
-	const char *files[] = {ca_pem,  ca_key,  srv_pem,     srv_key, other_pem, other_key,
-	                       cli_pem, cli_key, garbage_pem, enc_key, empty_pem, srv_der};
-	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-		unlink(files[i]);
-	rmdir(tmpdir);
+	ts_tmpdir_remove(tmpdir);
+	tmpdir = NULL;
 	return 0;
 }
 

@@ -30,6 +30,9 @@
 #include "wq_listing.h"
 #include "worker_sandbox.h"
 #include "wq_xfer.h"
+#include "ts_loop.h"
+#include "ts_net.h"
+#include "ts_tmpdir.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -60,16 +63,12 @@ struct recv_rec {
 
 struct t {
 	uv_loop_t loop;
-	uv_timer_t ticker;
-	uv_tcp_t listener;
-	uv_tcp_t *accepted;
-	uv_connect_t creq;
-	int connected;
+	uv_timer_t ticker;       /* samples the sender's write queue into max_wq */
 	struct wq_conn *sc, *rc; /* sender side, receiver side */
 	struct wq_xfer_out *out;
 	struct wq_xfer_in *in;
-	char dir[64]; /* receiver's directory */
-	char src[64]; /* sender's files */
+	char *dir; /* receiver's directory */
+	char *src; /* sender's files */
 	int nsent, nrecv, npeer;
 	struct sent_rec sent[16];
 	struct recv_rec recv[16];
@@ -86,22 +85,6 @@ static void tick(uv_timer_t *h)
 	struct t *t = h->data;
 	if (t->sc && wq_conn_write_queue_size(t->sc) > t->max_wq)
 		t->max_wq = wq_conn_write_queue_size(t->sc);
-}
-
-static void on_connection(uv_stream_t *server, int status)
-{
-	struct t *t = server->data;
-	assert_int_equal(status, 0);
-	t->accepted = xmalloc(sizeof *t->accepted);
-	uv_tcp_init(&t->loop, t->accepted);
-	assert_int_equal(uv_accept(server, (uv_stream_t *)t->accepted), 0);
-}
-
-static void on_connect(uv_connect_t *req, int status)
-{
-	struct t *t = req->data;
-	assert_int_equal(status, 0);
-	t->connected = 1;
 }
 
 /* sender side callbacks */
@@ -233,44 +216,20 @@ static void t_init(struct t *t, bool raw, bool zlib)
 	uv_timer_init(&t->loop, &t->ticker);
 	t->ticker.data = t;
 	uv_timer_start(&t->ticker, tick, 2, 2);
-	uv_tcp_init(&t->loop, &t->listener);
-	t->listener.data = t;
-	struct sockaddr_in a;
-	uv_ip4_addr("127.0.0.1", 0, &a);
-	assert_int_equal(uv_tcp_bind(&t->listener, (struct sockaddr *)&a, 0), 0);
-	assert_int_equal(uv_listen((uv_stream_t *)&t->listener, 8, on_connection), 0);
-	struct sockaddr_storage ss;
-	int n = sizeof ss;
-	uv_tcp_getsockname(&t->listener, (struct sockaddr *)&ss, &n);
-	uv_tcp_t *c = xmalloc(sizeof *c);
-	uv_tcp_init(&t->loop, c);
-	t->creq.data = t;
-	assert_int_equal(uv_tcp_connect(&t->creq, c, (struct sockaddr *)&ss, on_connect), 0);
-	while (!t->connected || !t->accepted)
-		uv_run(&t->loop, UV_RUN_ONCE);
+	uv_tcp_t *c, *accepted;
+	ts_tcp_pair(&t->loop, &c, &accepted);
 	t->sc = wq_conn_create(c, "master test", &s_cb, t);
-	t->rc = wq_conn_create(t->accepted, "wq: test", &r_cb, t);
+	t->rc = wq_conn_create(accepted, "wq: test", &r_cb, t);
 	assert_non_null(t->sc);
 	assert_non_null(t->rc);
 	wq_conn_set_msg_limit(t->sc, WQ_MAX_MSG);
 	wq_conn_set_msg_limit(t->rc, WQ_MAX_MSG);
-	snprintf(t->dir, sizeof t->dir, "/tmp/wqx-r-XXXXXX");
-	snprintf(t->src, sizeof t->src, "/tmp/wqx-s-XXXXXX");
-	assert_non_null(mkdtemp(t->dir));
-	assert_non_null(mkdtemp(t->src));
+	t->dir = ts_tmpdir_create("wqx-r");
+	t->src = ts_tmpdir_create("wqx-s");
 	if (!raw)
 		t->out = wq_xfer_out_create(&t->loop, t->sc, zlib, &out_cb, t);
 	/* the receiver is a worker: it accepts master-to-worker transfers */
 	t->in = wq_xfer_in_create(&t->loop, t->rc, false, zlib ? WQ_CAP_ZLIB : 0, &in_cb, t);
-}
-
-static int run_until(struct t *t, int (*done)(struct t *), uint64_t ms)
-{
-	uv_update_time(&t->loop);
-	uint64_t deadline = uv_now(&t->loop) + ms;
-	while (!done(t) && uv_now(&t->loop) < deadline)
-		uv_run(&t->loop, UV_RUN_ONCE);
-	return done(t);
 }
 
 static void t_done(struct t *t)
@@ -280,11 +239,10 @@ static void t_done(struct t *t)
 	wq_conn_delete(t->sc);
 	wq_conn_delete(t->rc);
 	uv_close((uv_handle_t *)&t->ticker, NULL);
-	uv_close((uv_handle_t *)&t->listener, NULL);
 	uv_run(&t->loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&t->loop), 0);
-	tree_remove(t->dir);
-	tree_remove(t->src);
+	ts_tmpdir_remove(t->dir);
+	ts_tmpdir_remove(t->src);
 }
 
 static char *t_path(const char *dir, const char *name)
@@ -329,14 +287,26 @@ static int all_done(struct t *t, int nsent, int nrecv)
 }
 
 static int want_sent, want_recv;
-static int done_counts(struct t *t)
+static bool done_counts(void *arg)
 {
+	struct t *t = arg;
 	return all_done(t, want_sent, want_recv) || t->r_closed || t->s_closed;
 }
 
-static int r_is_closed(struct t *t)
+static bool r_is_closed(void *arg)
 {
+	struct t *t = arg;
 	return t->r_closed > 0;
+}
+
+static bool peer_refused(void *arg)
+{
+	return ((struct t *)arg)->npeer > 0;
+}
+
+static bool sender_erred(void *arg)
+{
+	return ((struct t *)arg)->s_errors > 0;
 }
 
 static struct recv_rec *recv_of(struct t *t, uint32_t id)
@@ -397,7 +367,7 @@ static void test_sizes(void **state)
 		json_decref(target);
 	}
 	want_sent = want_recv = 5;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	for (int k = 0; k < 5; k++) {
 		check_same(&t, ids[k], paths[k], k);
 		assert_int_equal(sent_of(&t, ids[k])->bytes, sizes[k]);
@@ -443,7 +413,7 @@ static void test_big(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &id), 0);
 	json_decref(target);
 	want_sent = want_recv = 1;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	check_same(&t, id, p, 0);
 	assert_int_equal(t.sent[0].wire, n);
 	/* bounded memory: the write queue stays near its high mark, and received data waiting
@@ -476,7 +446,7 @@ static void test_zlib(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, small, -1, -1, t2, WQ_XFER_ZLIB, NULL, &c), 0);
 	json_decref(t0), json_decref(t1), json_decref(t2);
 	want_sent = want_recv = 3;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	check_same(&t, a, text, 0);
 	check_same(&t, b, gz, 1);
 	check_same(&t, c, small, 2);
@@ -504,7 +474,7 @@ static void test_buffer_and_shrink(void **state)
 	json_decref(t0), json_decref(t1);
 	assert_true(b > a);
 	want_sent = want_recv = 2;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	char *dst = t_path(t.dir, "out.0");
 	char buf[64] = {0};
 	int fd = open(dst, O_RDONLY);
@@ -551,7 +521,7 @@ static void test_directory(void **state)
 	assert_int_equal(wq_xfer_send_dir(t.out, root, target, WQ_XFER_ZLIB, NULL, &id), 0);
 	json_decref(target);
 	want_sent = want_recv = 1;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	struct sent_rec *s = sent_of(&t, id);
 	struct recv_rec *r = recv_of(&t, id);
 	assert_non_null(s);
@@ -594,14 +564,14 @@ static void test_directory(void **state)
 	target = wq_xfer_target_input(3, 1);
 	assert_int_equal(wq_xfer_send_dir(t.out, root, target, 0, NULL, &id), 0);
 	want_sent = 2;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	assert_int_equal(sent_of(&t, id)->outcome, WQ_XFER_FAILED);
 	assert_non_null(strstr(sent_of(&t, id)->text, "is a symbolic link"));
 	/* ... and dereferenced with it */
 	assert_int_equal(wq_xfer_send_dir(t.out, root, target, WQ_XFER_FOLLOW_LINKS, NULL, &id), 0);
 	json_decref(target);
 	want_sent = 3, want_recv = 2; /* the refused walk never reached the receiver */
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	assert_int_equal(sent_of(&t, id)->outcome, WQ_XFER_SENT);
 	assert_int_equal(recv_of(&t, id)->status, 0);
 	assert_int_equal(sent_of(&t, id)->entries, 7);
@@ -639,7 +609,7 @@ static void raw_end(struct t *t, uint32_t id, const void *content, size_t len)
 
 static void expect_violation(struct t *t, const char *text)
 {
-	assert_true(run_until(t, r_is_closed, HANG_MS));
+	assert_true(ts_run_until(&t->loop, r_is_closed, t, HANG_MS));
 	assert_string_equal(t->r_text, text);
 }
 
@@ -652,8 +622,9 @@ static void on_sent_delete(struct wq_xfer_out *o, const struct wq_xfer_sent *r, 
 	t->out = NULL;
 }
 
-static int one_sent(struct t *t)
+static bool one_sent(void *arg)
 {
+	struct t *t = arg;
 	return t->nsent >= 1;
 }
 
@@ -704,7 +675,7 @@ static void delete_inside(const char *kinds)
 		if (!t.out)
 			break; /* deleted already, inside this call */
 	}
-	assert_true(run_until(&t, one_sent, HANG_MS));
+	assert_true(ts_run_until(&t.loop, one_sent, &t, HANG_MS));
 	/* let any work in flight come back: no callback after the delete, no use after free */
 	for (int k = 0; k < 50; k++)
 		uv_run(&t.loop, UV_RUN_NOWAIT);
@@ -764,11 +735,9 @@ static void test_corrupt(void **state)
 	assert_int_equal(wq_conn_send_data(t.sc, 1, "hellp", 5), 0); /* tampered byte */
 	raw_end(&t, 1, "hello", 5);
 	want_sent = 0, want_recv = 1;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	assert_int_equal(t.recv[0].status, HTC_ECORRUPT);
-	uv_run(&t.loop, UV_RUN_NOWAIT);
-	for (int k = 0; k < 50 && t.npeer == 0; k++)
-		uv_run(&t.loop, UV_RUN_ONCE);
+	assert_true(ts_run_until(&t.loop, peer_refused, &t, HANG_MS));
 	assert_int_equal(t.npeer, 1);
 	assert_int_equal(t.peer_code, WQ_XERR_CORRUPT);
 	char *p = t_path(t.dir, "out.1");
@@ -779,7 +748,7 @@ static void test_corrupt(void **state)
 	assert_int_equal(wq_conn_send_data(t.sc, 2, "hello", 5), 0);
 	raw_end(&t, 2, "hello", 5);
 	want_recv = 2;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	assert_int_equal(t.recv[1].status, 0);
 	assert_int_equal(t.r_closed, 0);
 	t_done(&t);
@@ -848,8 +817,7 @@ static void test_violations(void **state)
 	raw_msg(&t, "{s:s, s:I, s:s}", "m", "xfer_end", "xfer", (json_int_t)7, "sha256",
 	        "0000000000000000000000000000000000000000000000000000000000000000");
 	expect_violation(&t, "message \"xfer_end\" for transfer 7 which is not open");
-	for (int k = 0; k < 100 && t.s_errors == 0; k++)
-		uv_run(&t.loop, UV_RUN_ONCE);
+	assert_true(ts_run_until(&t.loop, sender_erred, &t, HANG_MS));
 	assert_int_equal(t.s_errors, 1);
 	t_done(&t);
 }
@@ -876,7 +844,7 @@ static void test_interleave(void **state)
 	for (uint32_t id = N; id >= 1; id--)
 		raw_end(&t, id, content[id - 1], PARTS * PART);
 	want_sent = 0, want_recv = N;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	assert_int_equal(t.r_other, N * PARTS);
 	for (uint32_t id = 1; id <= N; id++) {
 		assert_int_equal(recv_of(&t, id)->status, 0);
@@ -889,6 +857,18 @@ static void test_interleave(void **state)
 	}
 	assert_int_equal(t.r_closed, 0);
 	t_done(&t);
+}
+
+/* The sender heard of the receiver's disk_full: a refusal, or an xfer_error after its end. */
+struct disk_full_wait {
+	struct t *t;
+	uint32_t id;
+};
+
+static bool disk_full_told(void *arg)
+{
+	struct disk_full_wait *w = arg;
+	return w->t->npeer > 0 || sent_of(w->t, w->id)->outcome != WQ_XFER_SENT;
 }
 
 static void test_disk_full(void **state)
@@ -908,16 +888,17 @@ static void test_disk_full(void **state)
 		print_message("SKIP ENOSPC test: cannot mount a tmpfs: %s\n", strerror(e));
 		skip();
 	}
-	snprintf(t.dir, sizeof t.dir, "%s", mnt);
+	ts_tmpdir_remove(t.dir);
+	t.dir = xstrdup(mnt);
 	char *p = make_file(t.src, "two-mib", 2u << 20, false, 0644);
 	json_t *target = wq_xfer_target_input(1, 0);
 	uint32_t id;
 	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &id), 0);
 	json_decref(target);
 	want_sent = want_recv = 1;
-	assert_true(run_until(&t, done_counts, HANG_MS));
-	for (int k = 0; k < 100 && t.npeer == 0 && sent_of(&t, id)->outcome == WQ_XFER_SENT; k++)
-		uv_run(&t.loop, UV_RUN_ONCE);
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
+	struct disk_full_wait w = {&t, id};
+	assert_true(ts_run_until(&t.loop, disk_full_told, &w, HANG_MS));
 	struct sent_rec *s = sent_of(&t, id);
 	bool refused = s->outcome == WQ_XFER_REFUSED && s->code == WQ_XERR_DISK_FULL;
 	bool late = t.npeer == 1 && t.peer_code == WQ_XERR_DISK_FULL;
@@ -934,11 +915,12 @@ static void test_disk_full(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &id), 0);
 	json_decref(target);
 	want_sent = want_recv = 2;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	assert_int_equal(recv_of(&t, id)->status, 0);
 	assert_int_equal(t.r_closed, 0);
 	free(p);
-	snprintf(t.dir, sizeof t.dir, "%s", t.src); /* removed with src */
+	free(t.dir);
+	t.dir = NULL; /* the mount point, removed with src */
 	umount2(mnt, MNT_DETACH);
 	t_done(&t);
 	free(mnt);
@@ -946,8 +928,9 @@ static void test_disk_full(void **state)
 
 /* wq_xfer_out_abort: a transfer not begun ends without a message; an open one ends with
  * xfer_abort and its reason, the receiver drops its partial file; the connection goes on. */
-static int one_open(struct t *t)
+static bool one_open(void *arg)
 {
+	struct t *t = arg;
 	return wq_xfer_in_open(t->in) >= 1;
 }
 
@@ -971,7 +954,7 @@ static void test_abort(void **state)
 	assert_int_equal(wq_xfer_out_abort(t.out, id2, "again"), -ENOENT);
 	/* open: the receiver has its xfer_begin; the receiver does not read meanwhile, so the
 	 * transfer cannot end before the abort */
-	assert_true(run_until(&t, one_open, HANG_MS));
+	assert_true(ts_run_until(&t.loop, one_open, &t, HANG_MS));
 	wq_conn_pause_reading(t.rc);
 	assert_int_equal(wq_xfer_out_abort(t.out, id1, "first one not wanted"), 0);
 	int again = wq_xfer_out_abort(t.out, id1, "again"); /* harmless: the first reason stays */
@@ -980,7 +963,7 @@ static void test_abort(void **state)
 	wq_conn_resume_reading(t.rc);
 	want_sent = 2;
 	want_recv = 1;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	assert_int_equal(sent_of(&t, id2)->outcome, WQ_XFER_ABORTED);
 	assert_string_equal(sent_of(&t, id2)->text, "second one not wanted");
 	assert_int_equal(sent_of(&t, id1)->outcome, WQ_XFER_ABORTED);
@@ -998,7 +981,7 @@ static void test_abort(void **state)
 	json_decref(target);
 	want_sent = 3;
 	want_recv = 2;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	check_same(&t, id3, small, 2);
 	assert_int_equal(t.r_closed, 0);
 	assert_int_equal(wq_xfer_out_pending(t.out), 0);
@@ -1025,7 +1008,7 @@ static void test_named_object(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &a), 0);
 	json_decref(target);
 	want_sent = want_recv = 1;
-	assert_true(run_until(&t, done_counts, HANG_MS));
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
 	assert_int_equal(sent_of(&t, a)->outcome, WQ_XFER_SENT);
 	assert_string_equal(sent_of(&t, a)->sha, hex);
 	assert_int_equal(sent_of(&t, a)->wire, n);
@@ -1037,9 +1020,8 @@ static void test_named_object(void **state)
 	assert_int_equal(wq_xfer_send_file(t.out, p, -1, -1, target, 0, NULL, &b), 0);
 	json_decref(target);
 	want_sent = want_recv = 2;
-	assert_true(run_until(&t, done_counts, HANG_MS));
-	for (int k = 0; k < 100 && t.npeer == 0; k++)
-		uv_run(&t.loop, UV_RUN_ONCE);
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
+	assert_true(ts_run_until(&t.loop, peer_refused, &t, HANG_MS));
 	assert_int_equal(recv_of(&t, b)->status, HTC_ECORRUPT);
 	assert_int_equal(t.npeer, 1);
 	assert_int_equal(t.peer_code, WQ_XERR_CORRUPT);

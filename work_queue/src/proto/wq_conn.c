@@ -15,6 +15,7 @@
 
 #include "debug.h"
 #include "htc_error.h"
+#include "timeutil.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -85,6 +86,8 @@ struct wq_conn {
 	struct wq_conn_filter filter;
 	void *fctx;
 	int has_filter;
+
+	const struct htc_clock *clock; /* of the log rate limit; NULL: the monotonic clock */
 };
 
 static void final_close(struct wq_conn *c);
@@ -122,11 +125,11 @@ static void escape_controls(const char *s, char *out, size_t size)
 	out[o] = 0;
 }
 
-void wq_conn_warn_limited(const char *label, const char *text)
+void wq_conn_warn_limited(const struct htc_clock *clock, const char *label, const char *text)
 {
 	static uint64_t window_start;
 	static unsigned lines, suppressed;
-	uint64_t now = uv_hrtime() / 1000000;
+	uint64_t now = (uint64_t)(htc_clock_now_us(clock) / 1000);
 	if (now - window_start >= 1000) {
 		if (suppressed)
 			warn("... %u more suppressed", suppressed);
@@ -615,7 +618,7 @@ static void fatal_close(struct wq_conn *c, enum wq_conn_end why, const char *cod
 {
 	if (c->state != ST_OPEN)
 		return;
-	wq_conn_warn_limited(c->label, log_text);
+	wq_conn_warn_limited(c->clock, c->label, log_text);
 	set_why(c, why, peer_text);
 	json_t *e = json_pack("{s:s, s:s, s:o, s:b}", "m", "error", "code", code, "text",
 	                      send_text(peer_text), "fatal", 1);
@@ -668,7 +671,7 @@ void wq_conn_filter_fail(struct wq_conn *c, const char *text)
 {
 	if (c->state != ST_OPEN)
 		return;
-	wq_conn_warn_limited(c->label, text);
+	wq_conn_warn_limited(c->clock, c->label, text);
 	set_why(c, WQ_CONN_END_ERROR, text);
 	begin_closing(c);
 }
@@ -1023,6 +1026,11 @@ int wq_conn_set_msg_limit(struct wq_conn *c, size_t limit)
 void wq_conn_set_linger(struct wq_conn *c, uint64_t linger_ms)
 {
 	c->linger = linger_ms;
+}
+
+void wq_conn_set_clock(struct wq_conn *c, const struct htc_clock *clock)
+{
+	c->clock = clock;
 }
 
 void wq_conn_check_first_bytes(struct wq_conn *c)

@@ -97,6 +97,11 @@ int wq_conn_set_keepalive(struct wq_conn *c, uint64_t interval_ms, uint64_t time
  * WQ_CONN_LINGER_MS). */
 void wq_conn_set_linger(struct wq_conn *c, uint64_t linger_ms);
 
+struct htc_clock;
+/* The clock the rate limit of C's log lines reads (timeutil.h; borrowed, must outlive C; NULL,
+ * the default: the monotonic clock). Keepalive and linger run on libuv timers, not on it. */
+void wq_conn_set_clock(struct wq_conn *c, const struct htc_clock *clock);
+
 /* Checks the first bytes received before any frame (a master without TLS, section 3.1): 0x16 gets
  * a plain `error tls_unexpected` and a close (WQ_CONN_END_REFUSED); another byte than 0xF5 is a
  * `proto` violation "not the work queue protocol (first bytes XX XX XX XX)". Call right after
@@ -165,8 +170,9 @@ int wq_conn_close(struct wq_conn *c, json_t *last);
 void wq_conn_close_now(struct wq_conn *c);
 
 /* Logs "LABEL: TEXT" with warn(), through the process-wide limit of 10 lines per second shared by
- * all connections' violation lines. */
-void wq_conn_warn_limited(const char *label, const char *text);
+ * all connections' violation lines; the second is measured on CLOCK (NULL: the monotonic
+ * clock). */
+void wq_conn_warn_limited(const struct htc_clock *clock, const char *label, const char *text);
 
 /*
  * Byte filter (for TLS, added later). All socket bytes pass through two functions of wq_conn.c:

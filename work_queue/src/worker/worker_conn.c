@@ -795,7 +795,8 @@ static void attempt(struct worker *w)
 	}
 }
 
-void worker_start(struct worker *w)
+/* The clocks of a starting worker: the idle and connect deadlines, the tick, the wall time. */
+static void start_timers(struct worker *w)
 {
 	srandom((unsigned)getpid() ^ (unsigned)time_now_us());
 	worker_touch(w);
@@ -803,5 +804,21 @@ void worker_start(struct worker *w)
 	uv_timer_start(&w->tick_timer, on_tick, 1000, 1000);
 	if (w->o->wall_time > 0)
 		uv_timer_start(&w->wall_timer, on_wall, (uint64_t)w->o->wall_time * 1000, 0);
+}
+
+void worker_start(struct worker *w)
+{
+	start_timers(w);
 	attempt(w);
+}
+
+void worker_start_connected(struct worker *w, uv_tcp_t *tcp, const char *name)
+{
+	start_timers(w);
+	free(w->m_host);
+	w->m_host = xstrdup(name);
+	free(w->m_tls_name);
+	w->m_tls_name = xstrdup(name);
+	w->m_port = 0;
+	start_session(w, tcp);
 }

@@ -29,6 +29,13 @@ struct worker;
 struct worker *worker_create(uv_loop_t *loop, const struct worker_opts *o, char **err);
 /* Starts connecting (the loop then runs the worker until it ends: uv_run returns). */
 void worker_start(struct worker *w);
+/* Starts the same way on TCP, a stream already connected to a master (a uv_tcp_t on W's loop,
+ * malloc'd, initialised and opened; the worker takes it over), instead of connecting: the
+ * handshake begins at once. NAME stands for the master in log lines and is the name a TLS
+ * certificate is checked against. When that session ends the worker goes on as after any lost
+ * connection (it connects to O's master, with backoff). For tests over a socketpair and for a
+ * launcher that hands the worker its connection. */
+void worker_start_connected(struct worker *w, uv_tcp_t *tcp, const char *name);
 /* SIGTERM or SIGINT: the first one drains, the second kills the tasks and says bye. */
 void worker_signal(struct worker *w, int signum);
 /* The work directory (valid until worker_delete). */

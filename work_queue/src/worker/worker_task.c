@@ -43,7 +43,8 @@ struct worker_ledger {
 	char *workdir;
 	struct worker_total cores, memory, disk, gpus;
 	int64_t fs_size_mb, fs_free_mb; /* -1: unknown */
-	int64_t fs_read_us;             /* monotonic time of the last statvfs; 0: never */
+	int64_t fs_read_us;             /* CLOCK's time of the last statvfs; 0: never */
+	const struct htc_clock *clock;  /* NULL: the monotonic clock */
 	int64_t cache_mb;
 	double used_cores;
 	int64_t used_memory, used_disk, used_gpus;
@@ -121,9 +122,16 @@ void worker_ledger_delete(struct worker_ledger *l)
 	free(l);
 }
 
+void worker_ledger_set_clock(struct worker_ledger *l, const struct htc_clock *clock)
+{
+	l->clock = clock;
+	if (l->fs_read_us)
+		l->fs_read_us = htc_clock_now_us(clock);
+}
+
 int worker_ledger_refresh_disk(struct worker_ledger *l)
 {
-	int64_t now = time_monotonic_us();
+	int64_t now = htc_clock_now_us(l->clock);
 	if (l->fs_read_us && now - l->fs_read_us < WORKER_DISK_FRESH_US)
 		return 0;
 	int64_t size = -1, avail = -1;
@@ -793,6 +801,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	spec.measure_dirs = dirs;
 	spec.cgroups = p->cgroups;
 	spec.interval_s = p->interval_s;
+	spec.clock = p->clock;
 	const struct wq_resources *res = &t->alloc.res;
 	if (res->memory > 0)
 		spec.limits.v[RM_MEMORY] = (double)res->memory;

@@ -19,6 +19,8 @@
 #include "wq_msg.h"
 #include "worker_sandbox.h"
 
+struct htc_clock;
+
 /* ---- the resource ledger ---------------------------------------------------------------- */
 
 #define WORKER_GPUS_MAX       64  /* GPU indices 0..63 */
@@ -67,6 +69,9 @@ int64_t worker_disk_reserve_mb(int64_t fs_size_mb);
  * same figures). 0 or -errno (the old figures are kept). */
 #define WORKER_DISK_FRESH_US 10000
 int worker_ledger_refresh_disk(struct worker_ledger *l);
+/* The clock that age is measured on (timeutil.h; borrowed, must outlive L; NULL, the default:
+ * the monotonic clock); the figures read so far count as read at its present time. */
+void worker_ledger_set_clock(struct worker_ledger *l, const struct htc_clock *clock);
 /* Sets the file system figures directly (MB; for tests and for callers that statvfs
  * themselves). */
 void worker_ledger_set_fs(struct worker_ledger *l, int64_t fs_size_mb, int64_t fs_free_mb);
@@ -138,6 +143,9 @@ struct worker_task_params {
 	 * counts them, as the task sees them). */
 	int64_t linked_mb;
 	const struct worker_docker *docker; /* --docker: the runner; NULL: no containers */
+	/* The clock the monitor measures the task's wall time on (rmonitor_spec.clock); NULL: the
+	 * monotonic clock. */
+	const struct htc_clock *clock;
 };
 
 /* Starts MSG's command in SB (which the task now owns: it is removed by worker_task_delete

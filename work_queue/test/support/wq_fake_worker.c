@@ -1,9 +1,8 @@
-/* wq_fake_worker.h: the fixture shared by the master library's integration tests: temporary files
- * and the debug log, a scripted fake worker built from wq_conn, wq_handshake (worker side), wq_msg
- * and wq_xfer that plays the worker's side of the protocol on the queue's own libuv loop, and the
- * setup and teardown of each test. Header-only (static inline), included by one test file each. */
-#ifndef HTC_WQ_FAKE_WORKER_H
-#define HTC_WQ_FAKE_WORKER_H
+/* wq_fake_worker.c: the scripted fake worker and the fixture of the master library's integration
+ * tests (see wq_fake_worker.h). The fake stores what it receives in its own directory, "runs" a
+ * task by concatenating its inputs into output 0 and "hello\n" into stdout, and answers the
+ * master's messages as its mode says. */
+#include "wq_fake_worker.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,140 +10,80 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jansson.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <uv.h>
-
 #include "debug.h"
-#include "htc_error.h"
 #include "path.h"
-#include "rmsummary.h"
-#include "category.h"
-#include "work_queue.h"
+#include "ts_tmpdir.h"
 #include "wq_auth.h"
 #include "wq_conn.h"
-#include "wq_handshake.h"
 #include "wq_msg.h"
-#include "status_client.h"
 #include "wq_tls.h"
 #include "wq_xfer.h"
 #include "xalloc.h"
 #include "banned.h"
 
-#define WORKER_ID "fedcba9876543210fedcba9876543210"
+/* ---- the fixture ---------------------------------------------------------------------------- */
 
-static char tmpdir[64], log_path[128];
-static uv_loop_t loop;
-
-/* ---- files -------------------------------------------------------------------------------- */
-
-static inline void write_file(const char *path, const char *text)
+int fake_env_setup(void **state)
 {
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	struct fake_env *e = xcalloc(1, sizeof *e);
+	e->dir = ts_tmpdir_create("test_work_queue");
+	e->log = path_join(e->dir, "log");
+	if (uv_loop_init(&e->loop) != 0)
+		return -1;
+	debug_flags_set("wq");
+	*state = e;
+	return debug_config_file(e->log);
 }
 
-static inline char *read_file(const char *path)
+static void close_left(uv_handle_t *h, void *arg)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	char *buf = xcalloc(1, 65536);
-	size_t n = fread(buf, 1, 65535, f);
-	buf[n] = 0;
-	fclose(f);
-	return buf;
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
 }
 
-static inline int log_has(const char *s)
+int fake_env_teardown(void **state)
 {
-	FILE *f = fopen(log_path, "r");
+	struct fake_env *e = *state;
+	debug_config_file(NULL);
+	uint64_t end = uv_hrtime() + (uint64_t)5e9;
+	while (uv_loop_alive(&e->loop) && uv_hrtime() < end)
+		uv_run(&e->loop, UV_RUN_ONCE);
+	int left = uv_loop_alive(&e->loop);
+	if (left) {
+		fprintf(stderr, "teardown: handles left open by a failed test; closing them\n");
+		uv_walk(&e->loop, close_left, NULL);
+		uv_run(&e->loop, UV_RUN_NOWAIT);
+	}
+	int rc = uv_loop_close(&e->loop);
+	ts_tmpdir_remove(e->dir);
+	free(e->log);
+	free(e);
+	return rc == 0 && !left ? 0 : -1;
+}
+
+bool fake_log_has(const struct fake_env *e, const char *s)
+{
+	FILE *f = fopen(e->log, "r");
 	if (!f)
-		return 0;
+		return false;
 	char line[4096];
-	int found = 0;
+	bool found = false;
 	while (!found && fgets(line, sizeof line, f))
 		found = strstr(line, s) != NULL;
 	fclose(f);
 	return found;
 }
 
-/* ---- the fake worker ---------------------------------------------------------------------- */
+/* ---- the fake worker ------------------------------------------------------------------------ */
 
-enum fake_mode {
-	FAKE_RUN,            /* run tasks: output = object content + buffer content */
-	FAKE_REFUSE_MISSING, /* refuse the first task with missing_object */
-	FAKE_DISCONNECT,     /* close the connection when a task arrives */
-	FAKE_VIOLATE,        /* answer a task with a task_done for an unknown task */
-	FAKE_EXHAUST_FIRST,  /* a first try given less than 2000 MB exhausts its memory */
-	FAKE_HOLD,           /* task_running, then nothing until task_cancel */
-	FAKE_SIGNAL,         /* every try is killed by signal 11 */
-};
-
-struct fake_task {
-	int64_t id, try_;
-	json_t *msg;
-	char *input_text; /* concatenation of its inputs, in arrival order */
-	int stage;        /* 0 staging, 1 sending outputs, 2 done */
-	int queued;       /* sent `queued`: held until the test starts it (fake_start_queued) */
-	uint32_t out_xfer, stdout_xfer;
-	int pending_sends;
-};
-
-struct fake {
-	enum fake_mode mode;
-	const char *password;
-	struct wq_auth_key *key;
-	struct wq_tls_config *tls;
-	uv_tcp_t *tcp;
-	uv_connect_t creq;
-	struct wq_conn *c;
-	struct wq_handshake *h;
-	struct wq_xfer_in *in;
-	struct wq_xfer_out *out;
-	int hs_done;
-	enum wq_hs_outcome outcome;
-	char hs_code[64];
-	int closed;
-	char dir[128];
-	/* what arrived */
-	int objects_received;
-	char last_object[80];
-	int tasks_received;
-	int refused_once;
-	int cancels;
-	int drains;
-	json_t *task_msgs[16];
-	struct fake_task tasks[16];
-	int ntasks;
-	char cache[4][80]; /* names held */
-	int ncache;
-	int queue_max; /* > 0: offers `queue` with this queue_max (set before the loop runs) */
-	int cores;     /* capacity; 0: 4 */
-	int queued_received;
-	int watch;       /* offers `watch` (set before the loop runs); its sends are not asserted */
-	int watch_sent;  /* sent callbacks seen while WATCH (any outcome) */
-	int watch_fails; /* ... of which not WQ_XFER_SENT */
-	int drop_msgs;   /* cache_drop messages received */
-	char dropped[8][80]; /* the names they carried, in order (the first 8) */
-	int ndropped;
-	int dismissed; /* a dismiss arrived, with this reason */
-	char dismiss_reason[64];
-};
-
-static inline struct fake_task *fake_task_find(struct fake *f, int64_t id)
+struct fake_task *fake_task_find(struct fake *f, int64_t id)
 {
 	for (int i = 0; i < f->ntasks; i++)
 		if (f->tasks[i].id == id && f->tasks[i].stage < 2)
@@ -152,13 +91,13 @@ static inline struct fake_task *fake_task_find(struct fake *f, int64_t id)
 	return NULL;
 }
 
-static inline void fake_send(struct fake *f, json_t *msg)
+void fake_send(struct fake *f, json_t *msg)
 {
 	assert_int_equal(wq_conn_send_msg(f->c, msg), 0);
 	json_decref(msg);
 }
 
-static inline void fake_task_done(struct fake *f, struct fake_task *t)
+static void fake_task_done(struct fake *f, struct fake_task *t)
 {
 	json_t *outputs = json_pack("[{s:i,s:i}]", "index", 0, "xfer", (int)t->out_xfer);
 	json_t *done = json_pack(
@@ -172,7 +111,7 @@ static inline void fake_task_done(struct fake *f, struct fake_task *t)
 	t->stage = 2;
 }
 
-static inline void fake_sent(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *user)
+static void fake_sent(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *user)
 {
 	(void)o;
 	struct fake *f = user;
@@ -189,10 +128,8 @@ static inline void fake_sent(struct wq_xfer_out *o, const struct wq_xfer_sent *r
 
 static const struct wq_xfer_out_callbacks fake_out_cb = {.sent = fake_sent};
 
-static inline void fake_send_results(struct fake *f, struct fake_task *t);
-
 /* All inputs are in place: "run" it. */
-static inline void fake_run(struct fake *f, struct fake_task *t)
+static void fake_run(struct fake *f, struct fake_task *t)
 {
 	fake_send(f,
 	          json_pack("{s:s,s:I,s:I,s:I,s:[]}", "m", "task_running", "id", (json_int_t)t->id,
@@ -213,8 +150,7 @@ static inline void fake_run(struct fake *f, struct fake_task *t)
 	fake_send_results(f, t);
 }
 
-/* The rest of a run: the output and stdout, then task_done (FAKE_HOLD: called by the test). */
-static inline void fake_send_results(struct fake *f, struct fake_task *t)
+void fake_send_results(struct fake *f, struct fake_task *t)
 {
 	if (f->mode == FAKE_SIGNAL) {
 		fake_send(f, json_pack("{s:s,s:I,s:I,s:s,s:i}", "m", "task_done", "id",
@@ -238,51 +174,52 @@ static inline void fake_send_results(struct fake *f, struct fake_task *t)
 	json_decref(target);
 }
 
-static inline void append_text(struct fake_task *t, const char *s)
+static void append_text(struct fake_task *t, const char *s)
 {
 	char *n = xasprintf("%s%s", t->input_text ? t->input_text : "", s ? s : "");
 	free(t->input_text);
 	t->input_text = n;
 }
 
+/* Where input I (IN) of task T is stored in F's directory. */
+static void input_path(struct fake *f, struct fake_task *t, size_t i, json_t *in, char *p,
+                       size_t size)
+{
+	const char *from = json_string_value(json_object_get(in, "from"));
+	if (!strcmp(from, "task"))
+		snprintf(p, size, "%s/in.%lld.%zu", f->dir, (long long)t->id, i);
+	else
+		snprintf(p, size, "%s/%s", f->dir,
+		         json_string_value(json_object_get(in, "object")));
+}
+
 /* Runs T once every input is in place (cache objects can complete after the task message,
  * as the receiver stores them off the loop thread). */
-static inline void fake_try_run(struct fake *f, struct fake_task *t)
+static void fake_try_run(struct fake *f, struct fake_task *t)
 {
 	if (t->stage != 0 || t->queued)
 		return;
 	json_t *inputs = json_object_get(t->msg, "inputs");
 	size_t i;
 	json_t *in;
+	char p[512];
 	json_array_foreach(inputs, i, in)
 	{
-		const char *from = json_string_value(json_object_get(in, "from"));
-		char p[256];
-		if (!strcmp(from, "task"))
-			snprintf(p, sizeof p, "%s/in.%lld.%zu", f->dir, (long long)t->id, i);
-		else
-			snprintf(p, sizeof p, "%s/%s", f->dir,
-			         json_string_value(json_object_get(in, "object")));
+		input_path(f, t, i, in, p, sizeof p);
 		if (access(p, F_OK) != 0)
 			return;
 	}
 	json_array_foreach(inputs, i, in)
 	{
-		const char *from = json_string_value(json_object_get(in, "from"));
-		char p[256];
-		if (!strcmp(from, "task"))
-			snprintf(p, sizeof p, "%s/in.%lld.%zu", f->dir, (long long)t->id, i);
-		else
-			snprintf(p, sizeof p, "%s/%s", f->dir,
-			         json_string_value(json_object_get(in, "object")));
-		char *txt = read_file(p);
+		input_path(f, t, i, in, p, sizeof p);
+		char *txt = ts_read_file(p, NULL);
 		append_text(t, txt);
 		free(txt);
 	}
 	fake_run(f, t);
 }
 
-static inline void fake_on_task(struct fake *f, json_t *msg)
+static void fake_on_task(struct fake *f, json_t *msg)
 {
 	f->tasks_received++;
 	if (f->tasks_received <= 16)
@@ -328,28 +265,26 @@ static inline void fake_on_task(struct fake *f, json_t *msg)
 	fake_try_run(f, t);
 }
 
-static inline int fake_recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
-                                  struct wq_xfer_dest *dest, struct wq_xfer_refusal *r, void *user)
+static int fake_recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
+                           struct wq_xfer_dest *dest, struct wq_xfer_refusal *r, void *user)
 {
 	(void)i;
 	(void)r;
 	struct fake *f = user;
-	static char tmp[256], fin[256];
+	static char tmp[512], fin[512]; /* copied by the receiver after the call */
 	snprintf(tmp, sizeof tmp, "%s/.partial.%u", f->dir, in->id);
-	if (in->target->kind == WQ_TARGET_OBJECT) {
+	if (in->target->kind == WQ_TARGET_OBJECT)
 		snprintf(fin, sizeof fin, "%s/%s", f->dir, in->target->object);
-		dest->final_path = fin;
-	} else {
+	else
 		snprintf(fin, sizeof fin, "%s/in.%lld.%lld", f->dir, (long long)in->target->task,
 		         (long long)in->target->index);
-		dest->final_path = fin;
-	}
+	dest->final_path = fin;
 	dest->tmp_path = tmp;
 	return 0;
 }
 
-static inline void fake_recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
-                                 int status, const char *text, void *user)
+static void fake_recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, int status,
+                          const char *text, void *user)
 {
 	(void)i;
 	(void)text;
@@ -360,21 +295,13 @@ static inline void fake_recv_end(struct wq_xfer_in *i, const struct wq_xfer_inco
 		snprintf(f->last_object, sizeof f->last_object, "%s", in->target->object);
 		snprintf(f->cache[f->ncache++ % 4], 80, "%s", in->target->object);
 	}
-}
-
-static inline void fake_recv_end_cb(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
-                                    int status, const char *text, void *user)
-{
-	struct fake *f = user;
-	fake_recv_end(i, in, status, text, user);
 	for (int k = 0; k < f->ntasks; k++)
 		fake_try_run(f, &f->tasks[k]);
 }
 
-static const struct wq_xfer_in_callbacks fake_in_cb = {fake_recv_begin, fake_recv_end_cb};
+static const struct wq_xfer_in_callbacks fake_in_cb = {fake_recv_begin, fake_recv_end};
 
-/* `capacity`: 4 cores (or f->cores), 4000 MB, 9000 MB of disk free, or none with FULL. */
-static inline void fake_capacity(struct fake *f, int full)
+void fake_capacity(struct fake *f, int full)
 {
 	fake_send(f, json_pack("{s:s,s:{s:i,s:s},s:{s:i,s:s},s:{s:i,s:s},s:{s:i,s:s},s:i,s:i,s:b}",
 	                       "m", "capacity", "cores", "total", f->cores > 0 ? f->cores : 4,
@@ -384,7 +311,7 @@ static inline void fake_capacity(struct fake *f, int full)
 	                       "disk_full", full));
 }
 
-static inline void fake_hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *user)
+static void fake_hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *user)
 {
 	struct fake *f = user;
 	(void)h;
@@ -393,8 +320,8 @@ static inline void fake_hs_done(struct wq_handshake *h, const struct wq_hs_resul
 	snprintf(f->hs_code, sizeof f->hs_code, "%s", r->code);
 	if (r->outcome != WQ_HS_OK)
 		return;
-	f->in = wq_xfer_in_create(&loop, f->c, false, r->caps, &fake_in_cb, f);
-	f->out = wq_xfer_out_create(&loop, f->c, false, &fake_out_cb, f);
+	f->in = wq_xfer_in_create(f->loop, f->c, false, r->caps, &fake_in_cb, f);
+	f->out = wq_xfer_out_create(f->loop, f->c, false, &fake_out_cb, f);
 	json_t *ident =
 	    json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:[],s:n,s:b,s:s,s:b}", "m", "identity",
 	              "host", "fakehost", "os", "Linux", "os_release", "6", "arch", "x86_64",
@@ -407,8 +334,8 @@ static inline void fake_hs_done(struct wq_handshake *h, const struct wq_hs_resul
 	fake_send(f, json_pack("{s:s,s:[],s:b}", "m", "cache_have", "objects", "last", 1));
 }
 
-static inline void fake_message(struct wq_conn *c, json_t *msg, const char *name,
-                                const uint8_t *raw, size_t len, void *user)
+static void fake_message(struct wq_conn *c, json_t *msg, const char *name, const uint8_t *raw,
+                         size_t len, void *user)
 {
 	struct fake *f = user;
 	(void)c;
@@ -453,8 +380,7 @@ static inline void fake_message(struct wq_conn *c, json_t *msg, const char *name
 	}
 }
 
-static inline void fake_data(struct wq_conn *c, uint32_t xfer, const uint8_t *b, size_t len,
-                             void *user)
+static void fake_data(struct wq_conn *c, uint32_t xfer, const uint8_t *b, size_t len, void *user)
 {
 	struct fake *f = user;
 	(void)c;
@@ -464,7 +390,7 @@ static inline void fake_data(struct wq_conn *c, uint32_t xfer, const uint8_t *b,
 		wq_xfer_in_data(f->in, xfer, b, len);
 }
 
-static inline void fake_writable(struct wq_conn *c, void *user)
+static void fake_writable(struct wq_conn *c, void *user)
 {
 	struct fake *f = user;
 	(void)c;
@@ -472,8 +398,7 @@ static inline void fake_writable(struct wq_conn *c, void *user)
 		wq_xfer_out_writable(f->out);
 }
 
-static inline void fake_closed(struct wq_conn *c, enum wq_conn_end why, const char *text,
-                               void *user)
+static void fake_closed(struct wq_conn *c, enum wq_conn_end why, const char *text, void *user)
 {
 	struct fake *f = user;
 	(void)c;
@@ -485,7 +410,7 @@ static inline void fake_closed(struct wq_conn *c, enum wq_conn_end why, const ch
 static const struct wq_conn_callbacks fake_cb = {fake_message, fake_data, fake_writable,
                                                  fake_closed};
 
-static inline void fake_connected(uv_connect_t *req, int status)
+static void fake_connected(uv_connect_t *req, int status)
 {
 	struct fake *f = req->data;
 	assert_int_equal(status, 0);
@@ -499,16 +424,16 @@ static inline void fake_connected(uv_connect_t *req, int status)
 	cfg.tls = f->tls;
 	cfg.tls_host = "127.0.0.1";
 	cfg.software = "fake 0";
-	cfg.id = WORKER_ID;
+	cfg.id = FAKE_WORKER_ID;
 	cfg.host = "fakehost";
 	cfg.caps = (f->queue_max > 0 ? WQ_CAP_QUEUE : 0) | (f->watch ? WQ_CAP_WATCH : 0);
 	char *err = NULL;
-	f->h = wq_handshake_start(&loop, f->c, &cfg, fake_hs_done, f, &err);
+	f->h = wq_handshake_start(f->loop, f->c, &cfg, fake_hs_done, f, &err);
 	assert_non_null(f->h);
 }
 
-static inline struct fake *fake_start_tls(struct work_queue *q, enum fake_mode mode,
-                                          const char *password, bool tls)
+struct fake *fake_start_tls(struct fake_env *e, struct work_queue *q, enum fake_mode mode,
+                            const char *password, bool tls)
 {
 	struct fake *f = xcalloc(1, sizeof *f);
 	if (tls) {
@@ -517,13 +442,13 @@ static inline struct fake *fake_start_tls(struct work_queue *q, enum fake_mode m
 		assert_non_null(f->tls);
 	}
 	f->mode = mode;
-	static int serial;
-	snprintf(f->dir, sizeof f->dir, "%s/fake%d", tmpdir, ++serial);
+	f->loop = work_queue_loop(q);
+	snprintf(f->dir, sizeof f->dir, "%s/fake%d", e->dir, ++e->serial);
 	assert_int_equal(mkdir(f->dir, 0755), 0);
 	if (password)
 		f->key = wq_auth_key_create(password, strlen(password));
 	f->tcp = xmalloc(sizeof *f->tcp);
-	uv_tcp_init(&loop, f->tcp);
+	uv_tcp_init(f->loop, f->tcp);
 	struct sockaddr_in a;
 	uv_ip4_addr("127.0.0.1", work_queue_port(q), &a);
 	f->creq.data = f;
@@ -532,13 +457,13 @@ static inline struct fake *fake_start_tls(struct work_queue *q, enum fake_mode m
 	return f;
 }
 
-static inline struct fake *fake_start(struct work_queue *q, enum fake_mode mode,
-                                      const char *password)
+struct fake *fake_start(struct fake_env *e, struct work_queue *q, enum fake_mode mode,
+                        const char *password)
 {
-	return fake_start_tls(q, mode, password, false);
+	return fake_start_tls(e, q, mode, password, false);
 }
 
-static inline void fake_free(struct fake *f)
+void fake_free(struct fake *f)
 {
 	wq_xfer_in_delete(f->in);
 	wq_xfer_out_delete(f->out);
@@ -554,8 +479,7 @@ static inline void fake_free(struct fake *f)
 	free(f);
 }
 
-/* The worker frees room: queued task ID starts (task_running), as a real worker would. */
-static inline void fake_start_queued(struct fake *f, int64_t id)
+void fake_start_queued(struct fake *f, int64_t id)
 {
 	struct fake_task *t = fake_task_find(f, id);
 	assert_non_null(t);
@@ -563,18 +487,30 @@ static inline void fake_start_queued(struct fake *f, int64_t id)
 	fake_try_run(f, t);
 }
 
-/* Runs the loop (through the queue: work_queue_wait(q, 0) with short sleeps) until *FLAG. */
-static inline int run_until_flag(struct work_queue *q, int *flag, double seconds)
+/* ---- the queue ------------------------------------------------------------------------------ */
+
+bool fake_queue_until(struct work_queue *q, bool (*done)(void *arg), void *arg, double seconds)
 {
 	uint64_t end = uv_hrtime() + (uint64_t)(seconds * 1e9);
-	while (!*flag && uv_hrtime() < end) {
-		struct work_queue_task *t = work_queue_wait(q, 0.05);
-		assert_null(t); /* nothing finishes while we wait for a flag */
+	while (!done(arg) && uv_hrtime() < end) {
+		struct work_queue_task *t = work_queue_wait(q, 0.02);
+		assert_null(t); /* nothing finishes while we wait for something else */
 	}
+	return done(arg);
+}
+
+static bool flag_set(void *arg)
+{
+	return *(int *)arg != 0;
+}
+
+int fake_wait_flag(struct work_queue *q, int *flag, double seconds)
+{
+	fake_queue_until(q, flag_set, flag, seconds);
 	return *flag;
 }
 
-static inline int worker_active(struct work_queue *q, int n, double seconds)
+int fake_wait_workers(struct work_queue *q, int n, double seconds)
 {
 	uint64_t end = uv_hrtime() + (uint64_t)(seconds * 1e9);
 	struct work_queue_stats s;
@@ -585,27 +521,27 @@ static inline int worker_active(struct work_queue *q, int n, double seconds)
 	return s.workers_connected >= n;
 }
 
-static inline struct work_queue *queue(const char *password)
+struct work_queue *fake_queue(struct fake_env *e, const char *password)
 {
 	struct work_queue_opts o;
 	work_queue_opts_init(&o);
 	o.port = 0;
-	o.loop = &loop;
-	char pw[160];
+	o.loop = &e->loop;
+	char *pw = NULL;
 	if (password) {
-		snprintf(pw, sizeof pw, "%s/pw", tmpdir);
-		write_file(pw, password);
+		pw = path_join(e->dir, "pw");
+		ts_write_file(pw, password);
 		chmod(pw, 0600);
 		o.password_file = pw;
 	}
 	struct work_queue *q = work_queue_create_opts(&o);
+	free(pw);
 	assert_non_null(q);
 	assert_true(work_queue_port(q) > 0);
 	return q;
 }
 
-/* A task: cat of a cached file and a buffer into out.txt. */
-static inline struct work_queue_task *make_task(const char *in_path, const char *out_path)
+struct work_queue_task *fake_make_task(const char *in_path, const char *out_path)
 {
 	struct work_queue_task *t = work_queue_task_create("cat ref.fa buf.txt > out.txt");
 	assert_int_equal(work_queue_task_specify_input_file(t, in_path, "ref.fa", WORK_QUEUE_CACHE),
@@ -620,7 +556,7 @@ static inline struct work_queue_task *make_task(const char *in_path, const char 
 	return t;
 }
 
-static inline struct work_queue_task *wait_task(struct work_queue *q, double seconds)
+struct work_queue_task *fake_wait_task(struct work_queue *q, double seconds)
 {
 	uint64_t end = uv_hrtime() + (uint64_t)(seconds * 1e9);
 	struct work_queue_task *t = NULL;
@@ -629,51 +565,9 @@ static inline struct work_queue_task *wait_task(struct work_queue *q, double sec
 	return t;
 }
 
-static inline void finish(struct work_queue *q)
+void fake_queue_delete(struct work_queue *q)
 {
+	uv_loop_t *loop = work_queue_loop(q);
 	work_queue_delete(q);
-	uv_run(&loop, UV_RUN_NOWAIT);
+	uv_run(loop, UV_RUN_NOWAIT);
 }
-
-static inline int setup(void **state)
-{
-	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_work_queue.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	snprintf(log_path, sizeof log_path, "%s/log", tmpdir);
-	if (uv_loop_init(&loop) != 0)
-		return -1;
-	debug_flags_set("wq");
-	return debug_config_file(log_path);
-}
-
-static inline void close_left(uv_handle_t *h, void *arg)
-{
-	(void)arg;
-	if (!uv_is_closing(h))
-		uv_close(h, NULL);
-}
-
-/* Lets the loop finish what the test closed (lingering connections: up to 2 s). Handles still
- * open after 5 s belong to a test that failed half-way (its queue was never deleted): they are
- * closed here so that the failure is reported instead of waiting for ever. */
-static inline int teardown(void **state)
-{
-	(void)state;
-	debug_config_file(NULL);
-	uint64_t end = uv_hrtime() + (uint64_t)5e9;
-	while (uv_loop_alive(&loop) && uv_hrtime() < end)
-		uv_run(&loop, UV_RUN_ONCE);
-	int left = uv_loop_alive(&loop);
-	if (left) {
-		fprintf(stderr, "teardown: handles left open by a failed test; closing them\n");
-		uv_walk(&loop, close_left, NULL);
-		uv_run(&loop, UV_RUN_NOWAIT);
-	}
-	int rc = uv_loop_close(&loop);
-	path_rm_rf(tmpdir);
-	return rc == 0 && !left ? 0 : -1;
-}
-
-#endif
