@@ -13,6 +13,7 @@
 #include "htc_error.h"
 #include "stringtools.h"
 #include "units.h"
+#include "vec.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -185,9 +186,7 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
 			return bad(err, errlen, "--batch-option %s: expected KEY=VALUE", arg);
-		o->batch_opts =
-		    xrealloc(o->batch_opts, (o->n_batch_opts + 1) * sizeof *o->batch_opts);
-		o->batch_opts[o->n_batch_opts++] = arg;
+		VEC_PUSH(o->batch_opts, o->n_batch_opts, o->cap_batch_opts, arg);
 		break;
 	default:
 		r = cli_common_option(c, argv, "work_queue_factory", work_queue_factory_opts_usage,

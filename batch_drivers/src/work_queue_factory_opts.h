@@ -27,7 +27,7 @@ struct work_queue_factory_opts {
 	char *size;      /* the workers' size options as given, e.g. " --cores 2 --memory 4096";
 	                    owned, "" when none */
 	const char **batch_opts; /* --batch-option KEY=VALUE; the array is owned */
-	size_t n_batch_opts;
+	size_t n_batch_opts, cap_batch_opts;
 };
 
 /* Parses ARGV into O (which it initialises), handling -d, -o, -v and -h through cli.h. Returns

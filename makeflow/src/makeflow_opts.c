@@ -19,6 +19,7 @@
 #include "htc_error.h"
 #include "stringtools.h"
 #include "units.h"
+#include "vec.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -181,7 +182,7 @@ static int parse_int(const char *opt, const char *s, int min, int *out, char *er
 /* Appends a driver option (owned). */
 static void add_batch_opt(struct makeflow_opts *o, char *kv)
 {
-	o->batch_opts = xrealloc(o->batch_opts, (o->n_batch_opts + 2) * sizeof *o->batch_opts);
+	VEC_RESERVE(o->batch_opts, o->cap_batch_opts, o->n_batch_opts + 2);
 	o->batch_opts[o->n_batch_opts++] = kv;
 	o->batch_opts[o->n_batch_opts] = NULL;
 }

@@ -19,7 +19,7 @@ struct makeflow_opts {
 	struct workflow_source src;   /* path: the one argument, default "Makeflow" */
 	enum engine_clean_mode clean; /* -c, --clean[=MODE]; 0: run the workflow */
 	char **batch_opts;            /* "key=value", NULL-terminated; owned */
-	size_t n_batch_opts;
+	size_t n_batch_opts, cap_batch_opts;
 	char *log_path; /* -l, or WORKFLOW.makeflowlog; owned */
 };
 

@@ -17,6 +17,7 @@
 #include "debug.h"
 #include "htc_error.h"
 #include "stringtools.h"
+#include "vec.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -252,8 +253,8 @@ static int add_verbatim(struct resource_monitor_opts *o, const char *arg, char *
 		r = bad(err, errlen, "-V '%s': cannot encode the value", arg);
 		goto out;
 	}
-	o->extra_keys = xrealloc(o->extra_keys, (o->n_extra + 1) * sizeof *o->extra_keys);
-	o->extra_values = xrealloc(o->extra_values, (o->n_extra + 1) * sizeof *o->extra_values);
+	VEC_RESERVE(o->extra_keys, o->cap_extra, o->n_extra + 1);
+	VEC_RESIZE(o->extra_values, o->cap_extra);
 	o->extra_keys[o->n_extra] = key;
 	o->extra_values[o->n_extra] = xstrdup(text);
 	o->n_extra++;
@@ -273,8 +274,7 @@ static int add_measure_dir(struct resource_monitor_opts *o, const char *dir, cha
 		return bad(err, errlen, "--measure-dir %s: %s", dir, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return bad(err, errlen, "--measure-dir %s: not a directory", dir);
-	o->measure_dirs =
-	    xrealloc(o->measure_dirs, (o->n_measure_dirs + 2) * sizeof *o->measure_dirs);
+	VEC_RESERVE(o->measure_dirs, o->cap_measure_dirs, o->n_measure_dirs + 2);
 	o->measure_dirs[o->n_measure_dirs++] = dir;
 	o->measure_dirs[o->n_measure_dirs] = NULL;
 	return 0;

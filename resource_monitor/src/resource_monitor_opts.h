@@ -26,9 +26,9 @@ struct resource_monitor_opts {
 	int report_files;
 	char **extra_keys; /* -V KEY: VALUE, owned; the values as JSON text */
 	char **extra_values;
-	size_t n_extra;
+	size_t n_extra, cap_extra; /* extra_values has cap_extra elements too */
 	const char **measure_dirs; /* --measure-dir, NULL-terminated (the array is owned) */
-	size_t n_measure_dirs;
+	size_t n_measure_dirs, cap_measure_dirs;
 	int pprint; /* 0 with --no-pprint */
 	int compact;
 	pid_t attach_pid; /* --pid; 0: run a command */

@@ -21,6 +21,7 @@
 #include "rmonitor.h"
 #include "rmsummary.h"
 #include "stringtools.h"
+#include "vec.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -271,10 +272,9 @@ static void complete_summary(struct app *app, const struct resource_monitor_opts
 		free(s->task_id);
 		s->task_id = xstrdup(o->task_id);
 	}
+	VEC_RESIZE(s->extra_keys, s->n_extra + o->n_extra);
+	VEC_RESIZE(s->extra_values, s->n_extra + o->n_extra);
 	for (size_t i = 0; i < o->n_extra; i++) {
-		s->extra_keys = xrealloc(s->extra_keys, (s->n_extra + 1) * sizeof *s->extra_keys);
-		s->extra_values =
-		    xrealloc(s->extra_values, (s->n_extra + 1) * sizeof *s->extra_values);
 		s->extra_keys[s->n_extra] = xstrdup(o->extra_keys[i]);
 		s->extra_values[s->n_extra] = xstrdup(o->extra_values[i]);
 		s->n_extra++;
