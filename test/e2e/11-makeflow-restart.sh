@@ -298,7 +298,7 @@ test_expect_success 'SIGTERM stops makeflow, removes running jobs, logs it; a re
 	rc=0; wait $mf || rc=$?
 	cat err1
 	[ $rc != 0 ]
-	test_wait_until 5 gone "$pid"
+	test_wait_until 30 gone "$pid"
 	grep -q "SIGTERM\|Terminated" err1
 	# the rule was logged as aborted, and the run as ended by a signal
 	grep -q "^N [0-9]* 1 5 " $LOG
@@ -327,7 +327,7 @@ test_expect_success 'SIGINT stops makeflow the same way' '
 	rc=0; wait $mf || rc=$?
 	cat err1
 	[ $rc != 0 ]
-	test_wait_until 5 gone "$pid"
+	test_wait_until 30 gone "$pid"
 	grep -q "^E [0-9]* 2 " $LOG
 '
 

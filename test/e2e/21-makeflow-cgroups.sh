@@ -108,7 +108,7 @@ test_expect_success 'after kill -9 of makeflow, the next run removes the cgroups
 	"$MF" -T cgroups Other
 	[ "$(cat quick.txt)" = quick ]
 	no_groups_of $mf
-	test_wait_until 5 not kill -0 "$(cat job.pid)" 2>/dev/null
+	test_wait_until 30 not kill -0 "$(cat job.pid)" 2>/dev/null
 '
 
 test_expect_success 'undeclared needs converge to sensible allocations; an outlier grows' '

@@ -125,7 +125,7 @@ test_expect_success 'the runner: SIGTERM kills the container, status 143, nothin
 	rc=0
 	wait $r || rc=$?
 	[ $rc = 143 ]
-	test_wait_until 5 no_containers
+	test_wait_until 30 no_containers
 '
 
 test_expect_success 'the runner: a missing image gives 125 and Docker'"'"'s message' '
