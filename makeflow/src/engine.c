@@ -123,6 +123,26 @@ int file_stat(const char *name, int64_t *size, int64_t *mtime_ns, int *is_dir)
 	return 0;
 }
 
+/* Called after writing to the log: on the first record that could not be written (a full
+ * disk), the run stops starting rules and waits for the running ones, so that it ends with
+ * a log that a restart resumes from (doc/makeflow-log-format.md, "Durability"). Returns 0
+ * while the log is whole, -1 once a record was lost. */
+static int log_check(struct engine *e)
+{
+	int err = txlog_error(e->log);
+	if (!err)
+		return 0;
+	if (!e->log_failed) {
+		e->log_failed = 1;
+		engine_progress_update(e, -1);
+		fprintf(stderr,
+		        "makeflow: cannot write the transaction log %s: %s; starting no more rules "
+		        "and waiting for the %lld running ones\n",
+		        e->opt->log_path, strerror(-err), (long long)e->n_running);
+	}
+	return -1;
+}
+
 /* ---- garbage collection ------------------------------------------------ */
 
 static int collectable(const struct engine *e, const struct dag_file *f)
@@ -146,8 +166,10 @@ static void gc_collect(struct engine *e)
 			continue;
 		}
 		debug(D_MAKEFLOW, "gc: deleted %s (%lld bytes)", f->name, (long long)size);
-		if (e->log)
+		if (e->log) {
 			txlog_file(e->log, TXLOG_FILE_DELETED, -1, -1, f->name);
+			log_check(e);
+		}
 		e->gc_files++;
 		e->gc_bytes += size;
 	}
@@ -253,9 +275,19 @@ static void submit(struct engine *e, struct dag_node *n)
 	if (wrapped)
 		spec.command = wrapped;
 
+	if (e->log && txlog_node(e->log, n->id, TXLOG_NODE_RUNNING, x->key) < 0) {
+		/* not started: a job the log does not show as running could not be found
+		 * again by a restart */
+		log_check(e);
+		ready_enqueue(e, n);
+		free(in);
+		free(out);
+		free(env);
+		free(cmd);
+		free(wrapped);
+		return;
+	}
 	x->attempts++;
-	if (e->log)
-		txlog_node(e->log, n->id, TXLOG_NODE_RUNNING, x->key);
 	set_state(e, n, NODE_RUNNING);
 	int64_t id = batch_queue_submit(q, &spec);
 	free(in);
@@ -295,7 +327,7 @@ static void check_done(struct engine *e);
 
 static void dispatch(struct engine *e)
 {
-	while (!e->aborting && e->ready_len > 0) {
+	while (!e->aborting && !e->log_failed && e->ready_len > 0) {
 		struct dag_node *n = e->ready[e->ready_head];
 		int use_local = n->local && e->local_queue;
 		if (!use_local) {
@@ -368,8 +400,10 @@ static void node_fail(struct engine *e, struct dag_node *n)
 {
 	struct node_extra *x = &e->extra[n->id];
 	set_state(e, n, NODE_FAILED);
-	if (e->log)
+	if (e->log) {
 		txlog_node(e->log, n->id, TXLOG_NODE_FAILED, x->key);
+		log_check(e);
+	}
 	e->n_failed++;
 	VEC_PUSH(e->failed, e->n_failed_list, e->failed_cap, n);
 	char why[512];
@@ -384,11 +418,17 @@ static void node_complete(struct engine *e, struct dag_node *n)
 {
 	struct node_extra *x = &e->extra[n->id];
 	if (e->log) {
-		/* outputs_ok() has just stat()ed every output into e->ostat */
+		/* outputs_ok() has just stat()ed every output into e->ostat. The rule is
+		 * recorded complete only after all its outputs were recorded: a restart
+		 * trusts a completion only with its outputs' sizes and times. */
+		int lost = 0;
 		for (int i = 0; i < n->noutputs; i++)
-			txlog_file(e->log, TXLOG_FILE_EXISTS, e->ostat[i].size,
-			           e->ostat[i].mtime_ns, n->outputs[i].file->name);
-		txlog_node(e->log, n->id, TXLOG_NODE_COMPLETE, x->key);
+			if (txlog_file(e->log, TXLOG_FILE_EXISTS, e->ostat[i].size,
+			               e->ostat[i].mtime_ns, n->outputs[i].file->name) < 0)
+				lost = 1;
+		if (!lost)
+			txlog_node(e->log, n->id, TXLOG_NODE_COMPLETE, x->key);
+		log_check(e);
 	}
 	set_state(e, n, NODE_COMPLETE);
 	e->n_complete++;
@@ -481,8 +521,10 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 
 	if (r->removed) {
 		set_state(e, n, NODE_ABORTED);
-		if (e->log)
+		if (e->log) {
 			txlog_node(e->log, n->id, TXLOG_NODE_ABORTED, x->key);
+			log_check(e);
+		}
 		e->n_aborted++;
 	} else if (r->exited_normally && r->exit_code == 0 && !r->exhausted && !r->error &&
 	           outputs_ok(e, n)) {
@@ -535,7 +577,7 @@ static void check_done(struct engine *e)
 {
 	if (e->finished || e->n_running > 0)
 		return;
-	if (e->ready_len > 0 && !e->aborting)
+	if (e->ready_len > 0 && !e->aborting && !e->log_failed)
 		return;
 	e->finished = 1;
 	uv_timer_stop(&e->progress_timer);
@@ -714,6 +756,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 			goto out;
 		txlog_start(e->log, (int64_t)getpid(), d->nnodes);
 		engine_log_sources(e);
+		log_check(e);
 	} else {
 		for (int i = 0; i < d->nnodes; i++)
 			e->extra[i].key = engine_node_key(d->nodes[i], 0);
@@ -781,11 +824,18 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	}
 	engine_progress_stop(e);
 
-	int all = e->n_complete == d->nnodes;
+	int all = e->n_complete == d->nnodes && !e->log_failed;
 	e->exit_status = all ? 0 : 1;
 	if (e->log)
-		txlog_end(e->log, all ? 0 : (e->aborting ? 2 : 1),
-		          all ? "complete" : (e->aborting ? "aborted" : "failed"));
+		txlog_end(
+		    e->log, all ? 0 : (e->aborting ? 2 : 1),
+		    all ? "complete"
+		        : (e->aborting ? "aborted" : (e->log_failed ? "log-error" : "failed")));
+	if (e->log_failed)
+		fprintf(stderr,
+		        "makeflow: stopped because the transaction log %s could not be written "
+		        "(%s); run makeflow again once there is space: it resumes from the log\n",
+		        o->log_path, strerror(-txlog_error(e->log)));
 	engine_alloc_report(e);
 	engine_report_failures(e);
 	if (o->summary_path && engine_write_summary(e) < 0)

@@ -68,6 +68,7 @@ struct engine {
 	int64_t n_complete, n_failed, n_aborted, n_running, n_recovered;
 	int64_t n_submitted_remote;
 	int aborting;
+	int log_failed; /* a record could not be written: no new rules are started */
 	int finished;
 	int exit_status;
 

@@ -15,7 +15,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "full_io.h"
 #include "debug.h"
 #include "htc_error.h"
 #include "xalloc.h"
@@ -28,7 +27,54 @@ struct txlog {
 	int fd;
 	int dirty;
 	char *path;
+	off_t end;       /* length of the file up to its last complete record */
+	int broken;      /* a torn tail could not be cut off: nothing more is written */
+	int first_error; /* the first write error, 0 if none (txlog_error) */
+	txlog_write_fn write_fn;
 };
+
+/* Writes all of BUF through T's write function; 0 or a negative errno. */
+static int write_all(struct txlog *t, const char *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = t->write_fn(t->fd, buf + done, len - done);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno ? -errno : -EIO;
+		}
+		if (w == 0)
+			return -ENOSPC;
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+/* Writes one whole record (or the header) at the end of the log. A write cut
+ * short is undone by cutting the file back to its last complete record, so a
+ * later record never joins a partial one; when even that fails the log is
+ * marked broken and nothing more is written to it. */
+static int append(struct txlog *t, const char *buf, size_t len)
+{
+	if (t->broken)
+		return t->first_error ? t->first_error : -EIO;
+	int r = write_all(t, buf, len);
+	if (r == 0) {
+		t->end += (off_t)len;
+		t->dirty = 1;
+		return 0;
+	}
+	if (!t->first_error)
+		t->first_error = r;
+	if (ftruncate(t->fd, t->end) < 0) {
+		t->broken = 1;
+		debug(D_LOG, "%s: cannot cut the log back to %lld bytes: %s", t->path,
+		      (long long)t->end, strerror(errno));
+	}
+	debug(D_LOG, "cannot write transaction log %s: %s", t->path, strerror(-r));
+	return r;
+}
 
 static int64_t now_us(void)
 {
@@ -93,12 +139,7 @@ static int emit(struct txlog *t, const char *fmt, ...)
 		return HTC_ETOOBIG;
 	uLong crc = crc32(0L, (const Bytef *)line, (uInt)n);
 	n += snprintf(line + n, 16, " %08lx\n", (unsigned long)crc);
-	int r = full_write(t->fd, line, (size_t)n);
-	if (r == 0)
-		t->dirty = 1;
-	else
-		warn("cannot write transaction log %s: %s", t->path, strerror(-r));
-	return r;
+	return append(t, line, (size_t)n);
 }
 
 struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_to)
@@ -122,6 +163,8 @@ struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_
 	struct txlog *t = xcalloc(1, sizeof *t);
 	t->fd = fd;
 	t->path = xstrdup(path);
+	t->end = st.st_size;
+	t->write_fn = write;
 	if (st.st_size == 0) {
 		char enc[4096];
 		if (txlog_encode_name(workflow, enc, sizeof enc) < 0) {
@@ -131,15 +174,24 @@ struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_
 		}
 		char head[4200];
 		int n = snprintf(head, sizeof head, "%s %d %s\n", HEADER_MAGIC, TXLOG_VERSION, enc);
-		if (full_write(fd, head, (size_t)n) < 0) {
-			int e = errno;
+		int r = append(t, head, (size_t)n);
+		if (r < 0) {
 			txlog_close(t);
-			errno = e;
+			errno = -r;
 			return NULL;
 		}
-		t->dirty = 1;
 	}
 	return t;
+}
+
+void txlog_set_write_fn(struct txlog *t, txlog_write_fn fn)
+{
+	t->write_fn = fn ? fn : write;
+}
+
+int txlog_error(const struct txlog *t)
+{
+	return t ? t->first_error : 0;
 }
 
 int txlog_start(struct txlog *t, int64_t pid, int64_t rules)

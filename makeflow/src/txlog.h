@@ -61,12 +61,20 @@ struct txlog;
  * does not exist. truncate_to >= 0 first cuts the file to that length (to
  * remove a torn tail found by txlog_read). NULL + errno on failure. */
 struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_to);
+/* Every record is written whole or not at all: a write cut short (a full disk) is undone by
+ * cutting the log back to its last complete record, and the writing function returns the
+ * negative errno. Later records may still be written (when space came back). */
 int txlog_start(struct txlog *t, int64_t pid, int64_t rules);
 int txlog_node(struct txlog *t, int64_t id, int state, uint64_t key);
 int txlog_file(struct txlog *t, int state, int64_t size, int64_t mtime_ns, const char *name);
 int txlog_end(struct txlog *t, int status, const char *reason);
 /* fsync()s the log if anything was written since the last sync. */
 int txlog_sync(struct txlog *t);
+/* The first write error of T (a negative errno), or 0 when every record was written. */
+int txlog_error(const struct txlog *t);
+/* Replaces write(2) for T's records (NULL restores it); for tests that cut writes short. */
+typedef ssize_t (*txlog_write_fn)(int fd, const void *buf, size_t len);
+void txlog_set_write_fn(struct txlog *t, txlog_write_fn fn);
 /* Syncs and closes; NULL is accepted. */
 void txlog_close(struct txlog *t);
 

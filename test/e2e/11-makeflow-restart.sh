@@ -500,4 +500,50 @@ test_expect_success '-c removes output directories it emptied and files of rules
 keep"
 '
 
+# The transaction log on a 1 MB tmpfs that a rule fills: the run stops, the log stays whole.
+test_expect_success 'a full disk under the log stops the run (non-zero), the log stays valid, and a restart completes' '
+	mkdir fs
+	mount -t tmpfs -o size=1m tmpfs fs
+	cat >case.sh <<-\EOF
+	set -e
+	MF=$1
+	# rule 0 fills the file system of the log; rules 1..60 each add three records
+	{
+		printf "r0:\n\techo r0 >> tally; dd if=/dev/zero of=fs/fill bs=4k 2>/dev/null || true; echo r0 > r0\n"
+		for i in $(seq 1 60); do
+			printf "r%d: r0\n\techo r%d >> tally; echo %d > r%d\n" $i $i $i $i
+		done
+	} >Makeflow
+	rc=0; "$MF" -j 1 -l fs/log Makeflow 2>err1 || rc=$?
+	cat err1
+	[ $rc != 0 ]
+	grep -q "cannot write the transaction log fs/log" err1
+	grep -q "stopped because the transaction log fs/log could not be written" err1
+	python3 - fs/log <<-\PYEOF
+	import sys, zlib
+	data = open(sys.argv[1], "rb").read()
+	assert data.endswith(b"\n"), "log does not end with a newline"
+	for i, l in enumerate(data.split(b"\n")[1:-1], 2):
+	    body, crc = l.rsplit(b" ", 1)
+	    assert "%08x" % zlib.crc32(body) == crc.decode(), "line %d: bad crc: %r" % (i, l)
+	PYEOF
+	grep "^N [0-9]* [0-9]* 3 " fs/log | cut -d" " -f3 | sed "s/^/r/" | sort >done1
+	sort tally >ran1
+	[ "$(wc -l <done1)" -lt 61 ]
+	rm fs/fill
+	: >tally
+	"$MF" -j 1 -l fs/log Makeflow 2>err2
+	cat err2
+	# nothing the first run recorded as complete ran again, and everything is made
+	sort tally >ran2
+	[ -z "$(comm -12 done1 ran2)" ]
+	for i in $(seq 0 60); do [ "$(cat r$i)" = "$i" ] || [ $i = 0 ]; done
+	"$MF" -j 1 -l fs/log Makeflow 2>err3
+	grep -q "61 of 61 rules are already complete" err3
+	EOF
+	rc=0; bash case.sh "$MF" || rc=$?
+	umount fs
+	[ $rc = 0 ]
+'
+
 test_done
