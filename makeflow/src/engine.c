@@ -249,9 +249,10 @@ static void submit(struct engine *e, struct dag_node *n)
 		out[i].remote_name = n->outputs[i].remote_name;
 	}
 	int nenv = n->env ? n->env->count : 0;
-	const char **env = xcalloc((size_t)nenv + 1, sizeof *env);
+	const char **env = xcalloc((size_t)nenv + 2, sizeof *env);
 	for (int i = 0; i < nenv; i++)
 		env[i] = n->env->vars[i];
+	env[nenv] = e->run_env; /* the run id every job carries (doc/batch-driver-interface.md) */
 	char *cmd = n->workflow ? nested_command(e, n) : NULL;
 	char tag[64];
 	snprintf(tag, sizeof tag, "rule %d (line %d)", n->id, n->line);
@@ -699,6 +700,28 @@ static int apply_options(struct engine *e, struct batch_queue *q, int is_local_q
 	return 0;
 }
 
+struct txlog_lock *engine_lock(const char *log_path)
+{
+	long holder = 0;
+	struct txlog_lock *l = txlog_lock(log_path, &holder);
+	if (l)
+		return l;
+	if (errno == EWOULDBLOCK && holder > 0)
+		fprintf(stderr,
+		        "makeflow: the workflow is already being run: its transaction log %s is "
+		        "locked by process %ld (%s.lock)\n",
+		        log_path, holder, log_path);
+	else if (errno == EWOULDBLOCK)
+		fprintf(stderr,
+		        "makeflow: the workflow is already being run: its transaction log %s is "
+		        "locked by another process (%s.lock)\n",
+		        log_path, log_path);
+	else
+		fprintf(stderr, "makeflow: cannot lock the transaction log %s (%s.lock): %s\n",
+		        log_path, log_path, strerror(errno));
+	return NULL;
+}
+
 static void engine_free(struct engine *e)
 {
 	struct job_map *m, *tmp;
@@ -731,6 +754,12 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	e->exit_status = 1;
 	e->start_us = time_now_us();
 	uv_loop_init(&e->loop);
+	int rr = txlog_new_run_id(e->run_id);
+	if (rr < 0) {
+		fprintf(stderr, "makeflow: cannot make a run id: %s\n", strerror(-rr));
+		goto out;
+	}
+	snprintf(e->run_env, sizeof e->run_env, "HTC_RUN_ID=%.32s", e->run_id);
 
 	const char *type = o->batch_type ? o->batch_type : "local";
 	e->queue = batch_queue_create(&e->loop, type, on_complete, e);
@@ -752,9 +781,9 @@ int engine_run(struct dag *d, const struct engine_options *o)
 
 	e->extra = xcalloc((size_t)d->nnodes + 1, sizeof *e->extra);
 	if (!(e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS)) {
-		if (engine_recover(e) < 0)
+		if (!(e->lock = engine_lock(o->log_path)) || engine_recover(e) < 0)
 			goto out;
-		txlog_start(e->log, (int64_t)getpid(), d->nnodes);
+		txlog_start(e->log, (int64_t)getpid(), d->nnodes, e->run_id);
 		engine_log_sources(e);
 		log_check(e);
 	} else {
@@ -846,6 +875,8 @@ out:
 		txlog_close(e->log);
 		e->log = NULL;
 	}
+	txlog_unlock(e->lock);
+	e->lock = NULL;
 	batch_queue_delete(e->queue);
 	batch_queue_delete(e->local_queue);
 	uv_walk(&e->loop, close_walk_cb, NULL);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -194,9 +196,119 @@ int txlog_error(const struct txlog *t)
 	return t ? t->first_error : 0;
 }
 
-int txlog_start(struct txlog *t, int64_t pid, int64_t rules)
+int txlog_start(struct txlog *t, int64_t pid, int64_t rules, const char *run_id)
 {
+	if (run_id)
+		return emit(t, "S %" PRId64 " %" PRId64 " %" PRId64 " %s", now_us(), pid, rules,
+		            run_id);
 	return emit(t, "S %" PRId64 " %" PRId64 " %" PRId64, now_us(), pid, rules);
+}
+
+int txlog_new_run_id(char out[TXLOG_RUN_ID_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[TXLOG_RUN_ID_LEN / 2];
+	size_t got = 0;
+	while (got < sizeof raw) {
+		ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof raw; i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[TXLOG_RUN_ID_LEN] = 0;
+	return 0;
+}
+
+static int is_run_id(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	return n == TXLOG_RUN_ID_LEN;
+}
+
+/* ---- the workflow's lock -------------------------------------------------- */
+
+struct txlog_lock {
+	int fd;
+	char *path;
+};
+
+static long read_holder(int fd)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *end;
+	long pid = strtol(buf, &end, 10);
+	return (end != buf && (*end == '\n' || *end == 0) && pid > 0) ? pid : 0;
+}
+
+struct txlog_lock *txlog_lock(const char *log_path, long *holder)
+{
+	char *path = xasprintf("%s.lock", log_path);
+	int fd = -1, e = 0;
+	*holder = 0;
+	/* The holder removes the file before releasing it: a lock taken on a file that is no
+	 * longer (or not the one) at PATH is let go and taken again on the new one. */
+	for (int tries = 0; tries < 100; tries++) {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			e = errno;
+			goto fail;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			e = errno;
+			if (e == EWOULDBLOCK)
+				*holder = read_holder(fd);
+			goto fail;
+		}
+		struct stat a, b;
+		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		e = EAGAIN;
+		goto fail;
+	}
+	char pid[32];
+	int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		debug(D_LOG, "%s: cannot write the PID into the lock file: %s", path,
+		      strerror(errno));
+	struct txlog_lock *l = xmalloc(sizeof *l);
+	l->fd = fd;
+	l->path = path;
+	return l;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	errno = e;
+	return NULL;
+}
+
+void txlog_unlock(struct txlog_lock *l)
+{
+	if (!l)
+		return;
+	unlink(l->path);
+	close(l->fd);
+	free(l->path);
+	free(l);
 }
 
 int txlog_node(struct txlog *t, int64_t id, int state, uint64_t key)
@@ -295,8 +407,11 @@ static int parse_record(char *line, struct txlog_record *r)
 	int64_t v;
 	switch (r->type) {
 	case 'S':
-		if (n != 4 || parse_i64(f[2], &r->pid) || parse_i64(f[3], &r->rules))
+		if ((n != 4 && n != 5) || parse_i64(f[2], &r->pid) || parse_i64(f[3], &r->rules))
 			return -1;
+		if (n == 5 && !is_run_id(f[4]))
+			return -1;
+		r->run_id = n == 5 ? f[4] : NULL;
 		return 0;
 	case 'N':
 		if (n != 5 || parse_i64(f[2], &r->node_id) || parse_i64(f[3], &v) || v < 1 || v > 5)

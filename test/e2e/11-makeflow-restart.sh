@@ -546,4 +546,79 @@ test_expect_success 'a full disk under the log stops the run (non-zero), the log
 	[ $rc = 0 ]
 '
 
+test_expect_success 'kill -9 of makeflow with a long local rule running: the restart stops the old job, re-runs the rule once, completes' '
+	mkjob
+	cat >long.sh <<-\EOF
+	# an earlier instance still running (not a zombie) at this one start is an overlap
+	if [ -f long.pid ] && kill -0 "$(cat long.pid)" 2>/dev/null &&
+	    [ "$(ps -o stat= -p "$(cat long.pid)" | cut -c1)" != Z ]; then echo overlap >>overlaps; fi
+	echo $$ > long.pid.tmp; mv long.pid.tmp long.pid
+	echo long >> tally
+	if [ -f quick ]; then exit 0; fi
+	sleep 300 &
+	echo $! > sleep.pid
+	wait
+	EOF
+	wf Makeflow <<-\EOF
+	a: job.sh
+	    sh job.sh a
+	long: a long.sh
+	    sh long.sh && echo long > long
+	b: long job.sh
+	    sh job.sh b long
+	EOF
+	"$MF" Makeflow 2>err1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_for_file sleep.pid
+	old=$(cat long.pid)
+	oldsleep=$(cat sleep.pid)
+	kill -KILL $mf
+	wait $mf || true
+	kill -0 "$old"
+	grep -q "^S [0-9]* $mf [0-9]* [0-9a-f]\{32\} " $LOG
+	# the job has the run id of the run in its environment
+	tr "\0" "\n" </proc/$old/environ | grep -q "^HTC_RUN_ID=$(grep "^S " $LOG | tail -1 | cut -d" " -f5)\$"
+	expect_ran "a long"
+	touch quick
+	"$MF" Makeflow 2>err2
+	cat err2
+	grep -q "stopped [0-9]* processes left running by an earlier run" err2
+	gone "$old"
+	gone "$oldsleep"
+	test ! -e overlaps
+	expect_ran "b long"
+	[ "$(cat b)" = "$(printf "b\nlong")" ]
+	log_ok $LOG
+'
+
+test_expect_success 'a second makeflow on a running workflow exits at once with status 1, naming the log and the PID' '
+	mkslow
+	echo 300 >dur
+	wf Makeflow <<-\EOF
+	slow: slow.sh
+	    sh slow.sh slow
+	EOF
+	"$MF" Makeflow 2>err1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_for_file slow.pid
+	rc=0; "$MF" Makeflow 2>err2 || rc=$?
+	cat err2
+	[ $rc = 1 ]
+	grep -q "transaction log Makeflow.makeflowlog is locked by process $mf" err2
+	rc=0; "$MF" -c Makeflow 2>err3 || rc=$?
+	[ $rc = 1 ]
+	grep -q "locked by process $mf" err3
+	# one run in the log, one job started
+	[ "$(grep -c "^S " $LOG)" = 1 ]
+	[ "$(cat tally)" = slow ]
+	kill -TERM $mf
+	wait $mf || true
+	test ! -e $LOG.lock
+	echo 0 >dur
+	"$MF" Makeflow
+	test -e slow
+'
+
 test_done
