@@ -592,6 +592,7 @@ static void on_sync_timer(uv_timer_t *t)
 {
 	struct engine *e = t->data;
 	txlog_sync(e->log);
+	log_check(e);
 }
 
 static void on_signal(uv_signal_t *s, int signum)

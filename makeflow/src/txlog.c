@@ -339,8 +339,14 @@ int txlog_sync(struct txlog *t)
 	if (!t || !t->dirty)
 		return 0;
 	t->dirty = 0;
-	if (fsync(t->fd) < 0)
-		return -errno;
+	if (fsync(t->fd) < 0) {
+		/* records the kernel accepted may not reach the disk (an NFS server out of
+		 * space): as lost as a write that failed */
+		int r = -errno;
+		if (!t->first_error)
+			t->first_error = r;
+		return r;
+	}
 	return 0;
 }
 

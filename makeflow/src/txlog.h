@@ -72,7 +72,7 @@ int txlog_file(struct txlog *t, int state, int64_t size, int64_t mtime_ns, const
 int txlog_end(struct txlog *t, int status, const char *reason);
 /* fsync()s the log if anything was written since the last sync. */
 int txlog_sync(struct txlog *t);
-/* The first write error of T (a negative errno), or 0 when every record was written. */
+/* The first write (or fsync) error of T (a negative errno), or 0 when every record was written. */
 int txlog_error(const struct txlog *t);
 /* Replaces write(2) for T's records (NULL restores it); for tests that cut writes short. */
 typedef ssize_t (*txlog_write_fn)(int fd, const void *buf, size_t len);
