@@ -134,11 +134,23 @@ static int log_check(struct engine *e)
 		return 0;
 	if (!e->log_failed) {
 		e->log_failed = 1;
+		/* jobs the driver holds but has not started are taken back (logged as aborted
+		 * if the disk allows); those running are waited for */
+		int removed = 0;
+		if (e->queue && batch_queue_waiting(e->queue) > 0) {
+			int r = batch_queue_remove_waiting(e->queue);
+			removed += r > 0 ? r : 0;
+		}
+		if (e->local_queue && batch_queue_waiting(e->local_queue) > 0) {
+			int r = batch_queue_remove_waiting(e->local_queue);
+			removed += r > 0 ? r : 0;
+		}
 		engine_progress_update(e, -1);
 		fprintf(stderr,
 		        "makeflow: cannot write the transaction log %s: %s; starting no more rules "
-		        "and waiting for the %lld running ones\n",
-		        e->opt->log_path, strerror(-err), (long long)e->n_running);
+		        "(%d not yet started were removed) and waiting for the %lld running ones\n",
+		        e->opt->log_path, strerror(-err), removed,
+		        (long long)e->n_running - removed);
 	}
 	return -1;
 }

@@ -530,6 +530,11 @@ test_expect_success 'a full disk under the log stops the run (non-zero), the log
 	grep "^N [0-9]* [0-9]* 3 " fs/log | cut -d" " -f3 | sed "s/^/r/" | sort >done1
 	sort tally >ran1
 	[ "$(wc -l <done1)" -lt 61 ]
+	# every job that ran is recorded as started, and the jobs not yet started were removed
+	grep "^N [0-9]* [0-9]* 2 " fs/log | cut -d" " -f3 | sed "s/^/r/" | sort -u >started1
+	[ -z "$(comm -23 ran1 started1)" ]
+	[ "$(wc -l <ran1)" -lt 61 ]
+	grep -q "not yet started were removed" err1
 	rm fs/fill
 	: >tally
 	"$MF" -j 1 -l fs/log Makeflow 2>err2
