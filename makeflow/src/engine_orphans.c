@@ -123,9 +123,9 @@ int engine_stop_orphans(char (*ids)[TXLOG_RUN_ID_LEN + 1], size_t n)
 	}
 	free(buf);
 	if (stopped > 0)
-		notice("stopped %d processes left running by an earlier run of this workflow that "
+		notice("stopped %d process%s left running by an earlier run of this workflow that "
 		       "did not end (run id %s)",
-		       stopped, ids[n - 1]);
+		       stopped, stopped == 1 ? "" : "es", ids[n - 1]);
 	if (left > 0) {
 		fprintf(stderr,
 		        "makeflow: %d processes of an earlier run of this workflow (run id %s) are "

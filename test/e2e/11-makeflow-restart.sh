@@ -588,7 +588,7 @@ test_expect_success 'kill -9 of makeflow with a long local rule running: the res
 	touch quick
 	"$MF" Makeflow 2>err2
 	cat err2
-	grep -q "stopped [0-9]* processes left running by an earlier run" err2
+	grep -q "stopped [0-9]* process[a-z]* left running by an earlier run" err2
 	gone "$old"
 	gone "$oldsleep"
 	test ! -e overlaps
