@@ -407,6 +407,20 @@ int batch_queue_remove_all(struct batch_queue *q)
 	return n;
 }
 
+int batch_queue_remove_waiting(struct batch_queue *q)
+{
+	if (!q->drv->remove)
+		return HTC_EUNSUP;
+	int n = 0;
+	struct job_rec *r, *tmp;
+	HASH_ITER(hh, q->table, r, tmp)
+	{
+		if (r->job.state == JOB_WAITING && q->drv->remove(q->state, &r->job) == 0)
+			n++;
+	}
+	return n;
+}
+
 void batch_queue_delete(struct batch_queue *q)
 {
 	if (!q)

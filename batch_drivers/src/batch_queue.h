@@ -121,6 +121,9 @@ int64_t batch_queue_submit(struct batch_queue *q, const struct batch_job_spec *s
 int batch_queue_remove(struct batch_queue *q, int64_t job_id);
 /* batch_queue_remove() on every unfinished job; returns how many were removed, or HTC_EUNSUP. */
 int batch_queue_remove_all(struct batch_queue *q);
+/* batch_queue_remove() on every job not yet started (the running ones go on); returns how many
+ * were removed, or HTC_EUNSUP. */
+int batch_queue_remove_waiting(struct batch_queue *q);
 
 /* Jobs started (or finished) whose callback has not yet been called. */
 size_t batch_queue_running(struct batch_queue *q);

@@ -477,17 +477,29 @@ static void test_remove(void **state)
 	assert_int_equal(r->signal, SIGKILL);
 	assert_int_equal(r->exhausted, 0);
 	assert_int_equal(batch_queue_remove(q, running), -ENOENT);
+	/* remove_waiting: the one running job goes on, the two waiting are removed unstarted */
+	int64_t keep = submit_cmd(q, "exit 0");
+	int64_t w1 = submit_cmd(q, "true"), w2 = submit_cmd(q, "true");
+	assert_int_equal(batch_queue_waiting(q), 2);
+	assert_int_equal(batch_queue_remove_waiting(q), 2);
+	run_until_done(5);
+	assert_true(result_of(keep)->exited_normally);
+	assert_false(result_of(keep)->removed);
+	assert_true(result_of(w1)->removed);
+	assert_true(result_of(w2)->removed);
+	assert_int_equal(result_of(w1)->start_us, 0);
+	assert_int_equal(batch_queue_remove_waiting(q), 0);
 	/* remove_all */
 	for (int i = 0; i < 3; i++)
 		assert_true(submit_cmd(q, "sleep 30; true") > 0);
 	assert_int_equal(batch_queue_remove_all(q), 3);
-	run_until_done(5);
-	for (int i = 2; i < 5; i++)
+	run_until_done(8);
+	for (int i = 5; i < 8; i++)
 		assert_true(C.done[i].r.removed);
 	assert_int_equal(batch_queue_running(q), 0);
 	assert_int_equal(batch_queue_waiting(q), 0);
 	ts_run_for(&C.loop, 50);
-	assert_int_equal(C.n_done, 5); /* exactly one callback per job */
+	assert_int_equal(C.n_done, 8); /* exactly one callback per job */
 	batch_queue_delete(q);
 }
 

@@ -123,6 +123,38 @@ int file_stat(const char *name, int64_t *size, int64_t *mtime_ns, int *is_dir)
 	return 0;
 }
 
+/* Called after writing to the log: on the first record that could not be written (a full
+ * disk), the run stops starting rules and waits for the running ones, so that it ends with
+ * a log that a restart resumes from (doc/makeflow-log-format.md, "Durability"). Returns 0
+ * while the log is whole, -1 once a record was lost. */
+static int log_check(struct engine *e)
+{
+	int err = txlog_error(e->log);
+	if (!err)
+		return 0;
+	if (!e->log_failed) {
+		e->log_failed = 1;
+		/* jobs the driver holds but has not started are taken back (logged as aborted
+		 * if the disk allows); those running are waited for */
+		int removed = 0;
+		if (e->queue && batch_queue_waiting(e->queue) > 0) {
+			int r = batch_queue_remove_waiting(e->queue);
+			removed += r > 0 ? r : 0;
+		}
+		if (e->local_queue && batch_queue_waiting(e->local_queue) > 0) {
+			int r = batch_queue_remove_waiting(e->local_queue);
+			removed += r > 0 ? r : 0;
+		}
+		engine_progress_update(e, -1);
+		fprintf(stderr,
+		        "makeflow: cannot write the transaction log %s: %s; starting no more rules "
+		        "(%d not yet started were removed) and waiting for the %lld running ones\n",
+		        e->opt->log_path, strerror(-err), removed,
+		        (long long)e->n_running - removed);
+	}
+	return -1;
+}
+
 /* ---- garbage collection ------------------------------------------------ */
 
 static int collectable(const struct engine *e, const struct dag_file *f)
@@ -146,8 +178,10 @@ static void gc_collect(struct engine *e)
 			continue;
 		}
 		debug(D_MAKEFLOW, "gc: deleted %s (%lld bytes)", f->name, (long long)size);
-		if (e->log)
+		if (e->log) {
 			txlog_file(e->log, TXLOG_FILE_DELETED, -1, -1, f->name);
+			log_check(e);
+		}
 		e->gc_files++;
 		e->gc_bytes += size;
 	}
@@ -227,9 +261,10 @@ static void submit(struct engine *e, struct dag_node *n)
 		out[i].remote_name = n->outputs[i].remote_name;
 	}
 	int nenv = n->env ? n->env->count : 0;
-	const char **env = xcalloc((size_t)nenv + 1, sizeof *env);
+	const char **env = xcalloc((size_t)nenv + 2, sizeof *env);
 	for (int i = 0; i < nenv; i++)
 		env[i] = n->env->vars[i];
+	env[nenv] = e->run_env; /* the run id every job carries (doc/batch-driver-interface.md) */
 	char *cmd = n->workflow ? nested_command(e, n) : NULL;
 	char tag[64];
 	snprintf(tag, sizeof tag, "rule %d (line %d)", n->id, n->line);
@@ -253,9 +288,19 @@ static void submit(struct engine *e, struct dag_node *n)
 	if (wrapped)
 		spec.command = wrapped;
 
+	if (e->log && txlog_node(e->log, n->id, TXLOG_NODE_RUNNING, x->key) < 0) {
+		/* not started: a job the log does not show as running could not be found
+		 * again by a restart */
+		log_check(e);
+		ready_enqueue(e, n);
+		free(in);
+		free(out);
+		free(env);
+		free(cmd);
+		free(wrapped);
+		return;
+	}
 	x->attempts++;
-	if (e->log)
-		txlog_node(e->log, n->id, TXLOG_NODE_RUNNING, x->key);
 	set_state(e, n, NODE_RUNNING);
 	int64_t id = batch_queue_submit(q, &spec);
 	free(in);
@@ -295,7 +340,7 @@ static void check_done(struct engine *e);
 
 static void dispatch(struct engine *e)
 {
-	while (!e->aborting && e->ready_len > 0) {
+	while (!e->aborting && !e->log_failed && e->ready_len > 0) {
 		struct dag_node *n = e->ready[e->ready_head];
 		int use_local = n->local && e->local_queue;
 		if (!use_local) {
@@ -368,8 +413,10 @@ static void node_fail(struct engine *e, struct dag_node *n)
 {
 	struct node_extra *x = &e->extra[n->id];
 	set_state(e, n, NODE_FAILED);
-	if (e->log)
+	if (e->log) {
 		txlog_node(e->log, n->id, TXLOG_NODE_FAILED, x->key);
+		log_check(e);
+	}
 	e->n_failed++;
 	VEC_PUSH(e->failed, e->n_failed_list, e->failed_cap, n);
 	char why[512];
@@ -384,11 +431,17 @@ static void node_complete(struct engine *e, struct dag_node *n)
 {
 	struct node_extra *x = &e->extra[n->id];
 	if (e->log) {
-		/* outputs_ok() has just stat()ed every output into e->ostat */
+		/* outputs_ok() has just stat()ed every output into e->ostat. The rule is
+		 * recorded complete only after all its outputs were recorded: a restart
+		 * trusts a completion only with its outputs' sizes and times. */
+		int lost = 0;
 		for (int i = 0; i < n->noutputs; i++)
-			txlog_file(e->log, TXLOG_FILE_EXISTS, e->ostat[i].size,
-			           e->ostat[i].mtime_ns, n->outputs[i].file->name);
-		txlog_node(e->log, n->id, TXLOG_NODE_COMPLETE, x->key);
+			if (txlog_file(e->log, TXLOG_FILE_EXISTS, e->ostat[i].size,
+			               e->ostat[i].mtime_ns, n->outputs[i].file->name) < 0)
+				lost = 1;
+		if (!lost)
+			txlog_node(e->log, n->id, TXLOG_NODE_COMPLETE, x->key);
+		log_check(e);
 	}
 	set_state(e, n, NODE_COMPLETE);
 	e->n_complete++;
@@ -481,8 +534,10 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 
 	if (r->removed) {
 		set_state(e, n, NODE_ABORTED);
-		if (e->log)
+		if (e->log) {
 			txlog_node(e->log, n->id, TXLOG_NODE_ABORTED, x->key);
+			log_check(e);
+		}
 		e->n_aborted++;
 	} else if (r->exited_normally && r->exit_code == 0 && !r->exhausted && !r->error &&
 	           outputs_ok(e, n)) {
@@ -535,7 +590,7 @@ static void check_done(struct engine *e)
 {
 	if (e->finished || e->n_running > 0)
 		return;
-	if (e->ready_len > 0 && !e->aborting)
+	if (e->ready_len > 0 && !e->aborting && !e->log_failed)
 		return;
 	e->finished = 1;
 	uv_timer_stop(&e->progress_timer);
@@ -549,6 +604,7 @@ static void on_sync_timer(uv_timer_t *t)
 {
 	struct engine *e = t->data;
 	txlog_sync(e->log);
+	log_check(e);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -657,6 +713,28 @@ static int apply_options(struct engine *e, struct batch_queue *q, int is_local_q
 	return 0;
 }
 
+struct txlog_lock *engine_lock(const char *log_path)
+{
+	long holder = 0;
+	struct txlog_lock *l = txlog_lock(log_path, &holder);
+	if (l)
+		return l;
+	if (errno == EWOULDBLOCK && holder > 0)
+		fprintf(stderr,
+		        "makeflow: the workflow is already being run: its transaction log %s is "
+		        "locked by process %ld (%s.lock)\n",
+		        log_path, holder, log_path);
+	else if (errno == EWOULDBLOCK)
+		fprintf(stderr,
+		        "makeflow: the workflow is already being run: its transaction log %s is "
+		        "locked by another process (%s.lock)\n",
+		        log_path, log_path);
+	else
+		fprintf(stderr, "makeflow: cannot lock the transaction log %s (%s.lock): %s\n",
+		        log_path, log_path, strerror(errno));
+	return NULL;
+}
+
 static void engine_free(struct engine *e)
 {
 	struct job_map *m, *tmp;
@@ -689,6 +767,12 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	e->exit_status = 1;
 	e->start_us = time_now_us();
 	uv_loop_init(&e->loop);
+	int rr = txlog_new_run_id(e->run_id);
+	if (rr < 0) {
+		fprintf(stderr, "makeflow: cannot make a run id: %s\n", strerror(-rr));
+		goto out;
+	}
+	snprintf(e->run_env, sizeof e->run_env, "HTC_RUN_ID=%.32s", e->run_id);
 
 	const char *type = o->batch_type ? o->batch_type : "local";
 	e->queue = batch_queue_create(&e->loop, type, on_complete, e);
@@ -710,10 +794,11 @@ int engine_run(struct dag *d, const struct engine_options *o)
 
 	e->extra = xcalloc((size_t)d->nnodes + 1, sizeof *e->extra);
 	if (!(e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS)) {
-		if (engine_recover(e) < 0)
+		if (!(e->lock = engine_lock(o->log_path)) || engine_recover(e) < 0)
 			goto out;
-		txlog_start(e->log, (int64_t)getpid(), d->nnodes);
+		txlog_start(e->log, (int64_t)getpid(), d->nnodes, e->run_id);
 		engine_log_sources(e);
+		log_check(e);
 	} else {
 		for (int i = 0; i < d->nnodes; i++)
 			e->extra[i].key = engine_node_key(d->nodes[i], 0);
@@ -781,11 +866,18 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	}
 	engine_progress_stop(e);
 
-	int all = e->n_complete == d->nnodes;
+	int all = e->n_complete == d->nnodes && !e->log_failed;
 	e->exit_status = all ? 0 : 1;
 	if (e->log)
-		txlog_end(e->log, all ? 0 : (e->aborting ? 2 : 1),
-		          all ? "complete" : (e->aborting ? "aborted" : "failed"));
+		txlog_end(
+		    e->log, all ? 0 : (e->aborting ? 2 : 1),
+		    all ? "complete"
+		        : (e->aborting ? "aborted" : (e->log_failed ? "log-error" : "failed")));
+	if (e->log_failed)
+		fprintf(stderr,
+		        "makeflow: stopped because the transaction log %s could not be written "
+		        "(%s); run makeflow again once there is space: it resumes from the log\n",
+		        o->log_path, strerror(-txlog_error(e->log)));
 	engine_alloc_report(e);
 	engine_report_failures(e);
 	if (o->summary_path && engine_write_summary(e) < 0)
@@ -796,6 +888,8 @@ out:
 		txlog_close(e->log);
 		e->log = NULL;
 	}
+	txlog_unlock(e->lock);
+	e->lock = NULL;
 	batch_queue_delete(e->queue);
 	batch_queue_delete(e->local_queue);
 	uv_walk(&e->loop, close_walk_cb, NULL);

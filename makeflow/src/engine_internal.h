@@ -57,8 +57,11 @@ struct engine {
 	struct batch_queue *local_queue; /* for LOCAL rules when -T is not local execution */
 	unsigned features;
 	struct txlog *log;
-	struct node_extra *extra;     /* indexed by node id */
-	struct engine_sizing *sizing; /* categories, monitor (engine_alloc.c) */
+	struct txlog_lock *lock;             /* the workflow's lock, held for the whole run */
+	char run_id[TXLOG_RUN_ID_LEN + 1];   /* this run's id (txlog_new_run_id) */
+	char run_env[TXLOG_RUN_ID_LEN + 16]; /* "HTC_RUN_ID=<run_id>", in every job's env */
+	struct node_extra *extra;            /* indexed by node id */
+	struct engine_sizing *sizing;        /* categories, monitor (engine_alloc.c) */
 	struct job_map *jobs;
 
 	/* ready queue: a ring of node pointers (FIFO, file order within a wave) */
@@ -68,6 +71,7 @@ struct engine {
 	int64_t n_complete, n_failed, n_aborted, n_running, n_recovered;
 	int64_t n_submitted_remote;
 	int aborting;
+	int log_failed; /* a record could not be written: no new rules are started */
 	int finished;
 	int exit_status;
 
@@ -101,6 +105,15 @@ uint64_t engine_node_key(const struct dag_node *n, int ordinal);
 int engine_recover(struct engine *e);
 /* Logs the current state of every source file (only those that changed). */
 void engine_log_sources(struct engine *e);
+/* engine.c: takes the workflow's lock (txlog_lock on LOG_PATH) for a run or a clean; NULL after
+ * printing why (another makeflow holds it, naming its PID). */
+struct txlog_lock *engine_lock(const char *log_path);
+
+/* engine_orphans.c */
+/* Stops (SIGKILL) every process whose environment names one of the N run ids in IDS (runs the log
+ * shows started and not ended), with the process groups they lead, and waits until they are
+ * gone. Returns 0, or -1 after printing that some are still there. */
+int engine_stop_orphans(char (*ids)[TXLOG_RUN_ID_LEN + 1], size_t n);
 int file_stat(const char *name, int64_t *size, int64_t *mtime_ns, int *is_dir);
 
 /* engine_alloc.c: resource monitoring and per-category sizing */

@@ -15,6 +15,7 @@
 #include "path.h"
 #include "sha256.h"
 #include "xalloc.h"
+#include "vec.h"
 #include "banned.h"
 
 static void hash_str(struct sha256_ctx *c, const char *s)
@@ -95,6 +96,10 @@ struct replay {
 	signed char *state_by_id; /* last state of rule id, if the key matched */
 	struct key_state *by_key; /* records whose id did not match */
 	int clean;                /* replaying for -c */
+	/* runs with a run id that the log shows started ('S') and not ended ('E') */
+	char (*dead)[TXLOG_RUN_ID_LEN + 1];
+	size_t n_dead, dead_cap;
+	int run_open; /* the last 'S' had a run id and no 'E' followed it yet */
 };
 
 static struct file_rec *file_rec_of(struct dag_file *f)
@@ -108,7 +113,18 @@ static int replay_record(const struct txlog_record *r, void *arg)
 {
 	struct replay *rp = arg;
 	struct engine *e = rp->e;
-	if (r->type == 'N') {
+	if (r->type == 'S') {
+		rp->run_open = 0;
+		if (r->run_id) {
+			VEC_RESERVE(rp->dead, rp->dead_cap, rp->n_dead + 1);
+			snprintf(rp->dead[rp->n_dead++], TXLOG_RUN_ID_LEN + 1, "%s", r->run_id);
+			rp->run_open = 1;
+		}
+	} else if (r->type == 'E') {
+		if (rp->run_open)
+			rp->n_dead--;
+		rp->run_open = 0;
+	} else if (r->type == 'N') {
 		if (r->node_id >= 0 && r->node_id < e->dag->nnodes &&
 		    e->extra[r->node_id].key == r->key) {
 			if (!rp->clean || r->state != TXLOG_NODE_WAITING)
@@ -176,6 +192,7 @@ static void replay_free(struct replay *rp)
 		free(ks);
 	}
 	free(rp->state_by_id);
+	free(rp->dead);
 }
 
 static int read_log(struct replay *rp, const char *path, off_t *good_end, int *torn)
@@ -242,6 +259,12 @@ int engine_recover(struct engine *e)
 	if (!had) {
 		replay_free(&rp);
 		return 0;
+	}
+	/* Jobs of a run that was killed may still be running: stop them before their rules
+	 * run again. */
+	if (engine_stop_orphans(rp.dead, rp.n_dead) < 0) {
+		replay_free(&rp);
+		return -1;
 	}
 
 	/* Visit rules parents-first (by depth, a counting sort). */
@@ -359,6 +382,11 @@ int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mod
 	struct replay rp = {.e = e, .clean = 1};
 	rp.state_by_id = xcalloc((size_t)d->nnodes + 1, 1);
 	int status = 0;
+	struct txlog_lock *lock = engine_lock(log_path);
+	if (!lock) {
+		status = 1;
+		goto out;
+	}
 	int had = read_log(&rp, log_path, NULL, NULL);
 	if (had < 0) {
 		status = 1;
@@ -417,6 +445,7 @@ int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mod
 	notice("removed %lld files%s", (long long)removed,
 	       mode == ENGINE_CLEAN_ALL && had ? " and the transaction log" : "");
 out:
+	txlog_unlock(lock);
 	replay_free(&rp);
 	for (struct dag_file *f = d->files; f; f = f->hh.next) {
 		free(f->engine);

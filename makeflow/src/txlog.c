@@ -10,12 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include "full_io.h"
 #include "debug.h"
 #include "htc_error.h"
 #include "xalloc.h"
@@ -28,7 +29,54 @@ struct txlog {
 	int fd;
 	int dirty;
 	char *path;
+	off_t end;       /* length of the file up to its last complete record */
+	int broken;      /* a torn tail could not be cut off: nothing more is written */
+	int first_error; /* the first write error, 0 if none (txlog_error) */
+	txlog_write_fn write_fn;
 };
+
+/* Writes all of BUF through T's write function; 0 or a negative errno. */
+static int write_all(struct txlog *t, const char *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = t->write_fn(t->fd, buf + done, len - done);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno ? -errno : -EIO;
+		}
+		if (w == 0)
+			return -ENOSPC;
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+/* Writes one whole record (or the header) at the end of the log. A write cut
+ * short is undone by cutting the file back to its last complete record, so a
+ * later record never joins a partial one; when even that fails the log is
+ * marked broken and nothing more is written to it. */
+static int append(struct txlog *t, const char *buf, size_t len)
+{
+	if (t->broken)
+		return t->first_error ? t->first_error : -EIO;
+	int r = write_all(t, buf, len);
+	if (r == 0) {
+		t->end += (off_t)len;
+		t->dirty = 1;
+		return 0;
+	}
+	if (!t->first_error)
+		t->first_error = r;
+	if (ftruncate(t->fd, t->end) < 0) {
+		t->broken = 1;
+		debug(D_LOG, "%s: cannot cut the log back to %lld bytes: %s", t->path,
+		      (long long)t->end, strerror(errno));
+	}
+	debug(D_LOG, "cannot write transaction log %s: %s", t->path, strerror(-r));
+	return r;
+}
 
 static int64_t now_us(void)
 {
@@ -93,12 +141,7 @@ static int emit(struct txlog *t, const char *fmt, ...)
 		return HTC_ETOOBIG;
 	uLong crc = crc32(0L, (const Bytef *)line, (uInt)n);
 	n += snprintf(line + n, 16, " %08lx\n", (unsigned long)crc);
-	int r = full_write(t->fd, line, (size_t)n);
-	if (r == 0)
-		t->dirty = 1;
-	else
-		warn("cannot write transaction log %s: %s", t->path, strerror(-r));
-	return r;
+	return append(t, line, (size_t)n);
 }
 
 struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_to)
@@ -122,6 +165,8 @@ struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_
 	struct txlog *t = xcalloc(1, sizeof *t);
 	t->fd = fd;
 	t->path = xstrdup(path);
+	t->end = st.st_size;
+	t->write_fn = write;
 	if (st.st_size == 0) {
 		char enc[4096];
 		if (txlog_encode_name(workflow, enc, sizeof enc) < 0) {
@@ -131,20 +176,139 @@ struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_
 		}
 		char head[4200];
 		int n = snprintf(head, sizeof head, "%s %d %s\n", HEADER_MAGIC, TXLOG_VERSION, enc);
-		if (full_write(fd, head, (size_t)n) < 0) {
-			int e = errno;
+		int r = append(t, head, (size_t)n);
+		if (r < 0) {
 			txlog_close(t);
-			errno = e;
+			errno = -r;
 			return NULL;
 		}
-		t->dirty = 1;
 	}
 	return t;
 }
 
-int txlog_start(struct txlog *t, int64_t pid, int64_t rules)
+void txlog_set_write_fn(struct txlog *t, txlog_write_fn fn)
 {
+	t->write_fn = fn ? fn : write;
+}
+
+int txlog_error(const struct txlog *t)
+{
+	return t ? t->first_error : 0;
+}
+
+int txlog_start(struct txlog *t, int64_t pid, int64_t rules, const char *run_id)
+{
+	if (run_id)
+		return emit(t, "S %" PRId64 " %" PRId64 " %" PRId64 " %s", now_us(), pid, rules,
+		            run_id);
 	return emit(t, "S %" PRId64 " %" PRId64 " %" PRId64, now_us(), pid, rules);
+}
+
+int txlog_new_run_id(char out[TXLOG_RUN_ID_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[TXLOG_RUN_ID_LEN / 2];
+	size_t got = 0;
+	while (got < sizeof raw) {
+		ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof raw; i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[TXLOG_RUN_ID_LEN] = 0;
+	return 0;
+}
+
+static int is_run_id(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	return n == TXLOG_RUN_ID_LEN;
+}
+
+/* ---- the workflow's lock -------------------------------------------------- */
+
+struct txlog_lock {
+	int fd;
+	char *path;
+};
+
+static long read_holder(int fd)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *end;
+	long pid = strtol(buf, &end, 10);
+	return (end != buf && (*end == '\n' || *end == 0) && pid > 0) ? pid : 0;
+}
+
+struct txlog_lock *txlog_lock(const char *log_path, long *holder)
+{
+	char *path = xasprintf("%s.lock", log_path);
+	int fd = -1, e = 0;
+	*holder = 0;
+	/* The holder removes the file before releasing it: a lock taken on a file that is no
+	 * longer (or not the one) at PATH is let go and taken again on the new one. */
+	for (int tries = 0; tries < 100; tries++) {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			e = errno;
+			goto fail;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			e = errno;
+			if (e == EWOULDBLOCK)
+				*holder = read_holder(fd);
+			goto fail;
+		}
+		struct stat a, b;
+		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		e = EAGAIN;
+		goto fail;
+	}
+	char pid[32];
+	int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		debug(D_LOG, "%s: cannot write the PID into the lock file: %s", path,
+		      strerror(errno));
+	struct txlog_lock *l = xmalloc(sizeof *l);
+	l->fd = fd;
+	l->path = path;
+	return l;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	errno = e;
+	return NULL;
+}
+
+void txlog_unlock(struct txlog_lock *l)
+{
+	if (!l)
+		return;
+	unlink(l->path);
+	close(l->fd);
+	free(l->path);
+	free(l);
 }
 
 int txlog_node(struct txlog *t, int64_t id, int state, uint64_t key)
@@ -175,8 +339,14 @@ int txlog_sync(struct txlog *t)
 	if (!t || !t->dirty)
 		return 0;
 	t->dirty = 0;
-	if (fsync(t->fd) < 0)
-		return -errno;
+	if (fsync(t->fd) < 0) {
+		/* records the kernel accepted may not reach the disk (an NFS server out of
+		 * space): as lost as a write that failed */
+		int r = -errno;
+		if (!t->first_error)
+			t->first_error = r;
+		return r;
+	}
 	return 0;
 }
 
@@ -243,8 +413,11 @@ static int parse_record(char *line, struct txlog_record *r)
 	int64_t v;
 	switch (r->type) {
 	case 'S':
-		if (n != 4 || parse_i64(f[2], &r->pid) || parse_i64(f[3], &r->rules))
+		if ((n != 4 && n != 5) || parse_i64(f[2], &r->pid) || parse_i64(f[3], &r->rules))
 			return -1;
+		if (n == 5 && !is_run_id(f[4]))
+			return -1;
+		r->run_id = n == 5 ? f[4] : NULL;
 		return 0;
 	case 'N':
 		if (n != 5 || parse_i64(f[2], &r->node_id) || parse_i64(f[3], &v) || v < 1 || v > 5)

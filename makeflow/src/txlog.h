@@ -33,6 +33,7 @@ struct txlog_record {
 	int64_t time_us;
 	/* 'S' */
 	int64_t pid, rules;
+	const char *run_id; /* 'S': the run id (32 hex digits), NULL in logs older than it */
 	/* 'N' */
 	int64_t node_id;
 	int state; /* node or file state for 'N' / 'F'; status for 'E' */
@@ -61,14 +62,39 @@ struct txlog;
  * does not exist. truncate_to >= 0 first cuts the file to that length (to
  * remove a torn tail found by txlog_read). NULL + errno on failure. */
 struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_to);
-int txlog_start(struct txlog *t, int64_t pid, int64_t rules);
+/* Every record is written whole or not at all: a write cut short (a full disk) is undone by
+ * cutting the log back to its last complete record, and the writing function returns the
+ * negative errno. Later records may still be written (when space came back). */
+/* RUN_ID: TXLOG_RUN_ID_LEN lowercase hex digits (txlog_new_run_id), or NULL to leave it out. */
+int txlog_start(struct txlog *t, int64_t pid, int64_t rules, const char *run_id);
 int txlog_node(struct txlog *t, int64_t id, int state, uint64_t key);
 int txlog_file(struct txlog *t, int state, int64_t size, int64_t mtime_ns, const char *name);
 int txlog_end(struct txlog *t, int status, const char *reason);
 /* fsync()s the log if anything was written since the last sync. */
 int txlog_sync(struct txlog *t);
+/* The first write (or fsync) error of T (a negative errno), or 0 when every record was written. */
+int txlog_error(const struct txlog *t);
+/* Replaces write(2) for T's records (NULL restores it); for tests that cut writes short. */
+typedef ssize_t (*txlog_write_fn)(int fd, const void *buf, size_t len);
+void txlog_set_write_fn(struct txlog *t, txlog_write_fn fn);
 /* Syncs and closes; NULL is accepted. */
 void txlog_close(struct txlog *t);
+
+/* The run id: 128 random bits as 32 lowercase hex digits, one per run of makeflow, recorded in
+ * the run's 'S' record and given to every job it starts as HTC_RUN_ID (doc/makeflow-log-format.md,
+ * doc/batch-driver-interface.md). Fills OUT (TXLOG_RUN_ID_LEN + 1 bytes); 0 or a negative errno. */
+#define TXLOG_RUN_ID_LEN 32
+int txlog_new_run_id(char out[TXLOG_RUN_ID_LEN + 1]);
+
+/* The lock of a workflow: an exclusive flock(2) on LOG_PATH.lock, which holds the PID of the
+ * makeflow holding it, taken before the log is read and held for the whole run. It is released
+ * by txlog_unlock or when the process ends (even by kill -9: jobs do not inherit it). NULL with
+ * errno EWOULDBLOCK (and *holder set to the holder's PID, 0 if unknown) when another process
+ * holds it, or with another errno. */
+struct txlog_lock;
+struct txlog_lock *txlog_lock(const char *log_path, long *holder);
+/* Removes the lock file and releases the lock; NULL is accepted. */
+void txlog_unlock(struct txlog_lock *l);
 
 /* Percent-encodes NAME (see the format doc) into out; returns the length
  * written or HTC_ETOOBIG if it does not fit. Exposed for tests. */

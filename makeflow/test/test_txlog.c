@@ -1,5 +1,6 @@
 /* test_txlog.c: unit tests for the transaction log: round trip, name
- * encoding, torn tails, corruption and version checks. */
+ * encoding, torn tails, corruption and version checks, writes cut short,
+ * the run id and the workflow's lock. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -49,7 +50,7 @@ static void write_sample(const char *path)
 {
 	struct txlog *t = txlog_open(path, "My Makeflow", -1);
 	assert_non_null(t);
-	assert_int_equal(txlog_start(t, 42, 3), 0);
+	assert_int_equal(txlog_start(t, 42, 3, "0123456789abcdef0123456789abcdef"), 0);
 	assert_int_equal(txlog_file(t, TXLOG_FILE_SOURCE, 10, 123, "in put.txt"), 0);
 	assert_int_equal(txlog_node(t, 0, TXLOG_NODE_RUNNING, 0xdeadbeefcafef00dULL), 0);
 	assert_int_equal(txlog_file(t, TXLOG_FILE_EXISTS, 5, 456, "weird%name\nwith newline"), 0);
@@ -183,6 +184,122 @@ static void test_header_checks(void **state)
 	assert_int_equal(txlog_read(path, NULL, NULL, NULL, NULL, NULL, err, sizeof err), -ENOENT);
 }
 
+/* A write function that writes half of what it is given and then fails as a full disk does,
+ * while short_armed is set. */
+static int short_armed;
+static ssize_t short_write(int fd, const void *buf, size_t len)
+{
+	if (!short_armed)
+		return write(fd, buf, len);
+	short_armed = 0;
+	ssize_t w = write(fd, buf, len / 2);
+	if (w < 0)
+		return w;
+	(void)w;
+	errno = ENOSPC;
+	return -1;
+}
+
+/* A record cut short by a full disk is removed before the next one is written: the log stays
+ * readable, with every record that was written whole. */
+static void test_short_write_repaired(void **state)
+{
+	(void)state;
+	char path[128];
+	tmp_path(path, sizeof path);
+	struct txlog *t = txlog_open(path, "Makeflow", -1);
+	assert_non_null(t);
+	assert_int_equal(txlog_start(t, 1, 2, NULL), 0);
+	txlog_set_write_fn(t, short_write);
+	short_armed = 1;
+	assert_int_equal(txlog_node(t, 0, TXLOG_NODE_RUNNING, 7), -ENOSPC);
+	assert_int_equal(txlog_error(t), -ENOSPC);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	off_t after_fail = st.st_size;
+	/* space came back: the next records are whole lines after the repaired tail */
+	assert_int_equal(txlog_node(t, 1, TXLOG_NODE_RUNNING, 8), 0);
+	short_armed = 1;
+	assert_int_equal(txlog_file(t, TXLOG_FILE_EXISTS, 1, 2, "out"), -ENOSPC);
+	assert_int_equal(txlog_end(t, 1, "log-full"), 0);
+	assert_int_equal(txlog_error(t), -ENOSPC);
+	txlog_close(t);
+
+	struct seen s;
+	memset(&s, 0, sizeof s);
+	char err[256] = "";
+	off_t good = -1;
+	int torn = -1;
+	assert_int_equal(txlog_read(path, "Makeflow", collect, &s, &good, &torn, err, sizeof err),
+	                 0);
+	assert_int_equal(torn, 0);
+	assert_int_equal(s.n, 3);
+	assert_memory_equal(s.types, "SNE", 3);
+	assert_int_equal(s.ids[0], 1);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(good, st.st_size);
+	assert_true(after_fail < st.st_size);
+	unlink(path);
+}
+
+static int get_run_id(const struct txlog_record *r, void *arg)
+{
+	if (r->type == 'S')
+		snprintf(arg, 64, "%s", r->run_id ? r->run_id : "(none)");
+	return 0;
+}
+
+/* The run id is recorded in the S record; an S record without one (older logs) still reads. */
+static void test_run_id(void **state)
+{
+	(void)state;
+	char id[TXLOG_RUN_ID_LEN + 1], id2[TXLOG_RUN_ID_LEN + 1];
+	assert_int_equal(txlog_new_run_id(id), 0);
+	assert_int_equal(txlog_new_run_id(id2), 0);
+	assert_int_equal(strlen(id), TXLOG_RUN_ID_LEN);
+	assert_int_equal(strspn(id, "0123456789abcdef"), TXLOG_RUN_ID_LEN);
+	assert_string_not_equal(id, id2);
+	char path[128], got[64] = "";
+	tmp_path(path, sizeof path);
+	struct txlog *t = txlog_open(path, "Makeflow", -1);
+	assert_non_null(t);
+	assert_int_equal(txlog_start(t, 1, 1, id), 0);
+	txlog_close(t);
+	char err[256];
+	assert_int_equal(txlog_read(path, NULL, get_run_id, got, NULL, NULL, err, sizeof err), 0);
+	assert_string_equal(got, id);
+	t = txlog_open(path, "Makeflow", -1);
+	assert_int_equal(txlog_start(t, 1, 1, NULL), 0);
+	txlog_close(t);
+	assert_int_equal(txlog_read(path, NULL, get_run_id, got, NULL, NULL, err, sizeof err), 0);
+	assert_string_equal(got, "(none)");
+	unlink(path);
+}
+
+/* The workflow's lock: a second taker is refused and told the holder's PID; after release the
+ * lock file is gone and the lock can be taken again. */
+static void test_lock(void **state)
+{
+	(void)state;
+	char path[128], lockpath[160];
+	tmp_path(path, sizeof path);
+	snprintf(lockpath, sizeof lockpath, "%s.lock", path);
+	long holder = -1;
+	struct txlog_lock *l = txlog_lock(path, &holder);
+	assert_non_null(l);
+	assert_int_equal(access(lockpath, F_OK), 0);
+	struct txlog_lock *l2 = txlog_lock(path, &holder);
+	assert_null(l2);
+	assert_int_equal(errno, EWOULDBLOCK);
+	assert_int_equal(holder, (long)getpid());
+	txlog_unlock(l);
+	assert_int_equal(access(lockpath, F_OK), -1);
+	l = txlog_lock(path, &holder);
+	assert_non_null(l);
+	txlog_unlock(l);
+	txlog_unlock(NULL);
+}
+
 static void test_encode(void **state)
 {
 	(void)state;
@@ -198,7 +315,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_torn_tail),
 	    cmocka_unit_test(test_corrupt_middle), cmocka_unit_test(test_header_checks),
-	    cmocka_unit_test(test_encode),
+	    cmocka_unit_test(test_encode),         cmocka_unit_test(test_short_write_repaired),
+	    cmocka_unit_test(test_run_id),         cmocka_unit_test(test_lock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

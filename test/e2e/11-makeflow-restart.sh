@@ -500,4 +500,130 @@ test_expect_success '-c removes output directories it emptied and files of rules
 keep"
 '
 
+# The transaction log on a 1 MB tmpfs that a rule fills: the run stops, the log stays whole.
+test_expect_success 'a full disk under the log stops the run (non-zero), the log stays valid, and a restart completes' '
+	mkdir fs
+	mount -t tmpfs -o size=1m tmpfs fs
+	cat >case.sh <<-\EOF
+	set -e
+	MF=$1
+	# rule 0 fills the file system of the log; rules 1..60 each add three records
+	{
+		printf "r0:\n\techo r0 >> tally; dd if=/dev/zero of=fs/fill bs=4k 2>/dev/null || true; echo r0 > r0\n"
+		for i in $(seq 1 60); do
+			printf "r%d: r0\n\techo r%d >> tally; echo %d > r%d\n" $i $i $i $i
+		done
+	} >Makeflow
+	rc=0; "$MF" -j 1 -l fs/log Makeflow 2>err1 || rc=$?
+	cat err1
+	[ $rc != 0 ]
+	grep -q "cannot write the transaction log fs/log" err1
+	grep -q "stopped because the transaction log fs/log could not be written" err1
+	python3 - fs/log <<-\PYEOF
+	import sys, zlib
+	data = open(sys.argv[1], "rb").read()
+	assert data.endswith(b"\n"), "log does not end with a newline"
+	for i, l in enumerate(data.split(b"\n")[1:-1], 2):
+	    body, crc = l.rsplit(b" ", 1)
+	    assert "%08x" % zlib.crc32(body) == crc.decode(), "line %d: bad crc: %r" % (i, l)
+	PYEOF
+	grep "^N [0-9]* [0-9]* 3 " fs/log | cut -d" " -f3 | sed "s/^/r/" | sort >done1
+	sort tally >ran1
+	[ "$(wc -l <done1)" -lt 61 ]
+	# every job that ran is recorded as started, and the jobs not yet started were removed
+	grep "^N [0-9]* [0-9]* 2 " fs/log | cut -d" " -f3 | sed "s/^/r/" | sort -u >started1
+	[ -z "$(comm -23 ran1 started1)" ]
+	[ "$(wc -l <ran1)" -lt 61 ]
+	grep -q "not yet started were removed" err1
+	rm fs/fill
+	: >tally
+	"$MF" -j 1 -l fs/log Makeflow 2>err2
+	cat err2
+	# nothing the first run recorded as complete ran again, and everything is made
+	sort tally >ran2
+	[ -z "$(comm -12 done1 ran2)" ]
+	for i in $(seq 0 60); do [ "$(cat r$i)" = "$i" ] || [ $i = 0 ]; done
+	"$MF" -j 1 -l fs/log Makeflow 2>err3
+	grep -q "61 of 61 rules are already complete" err3
+	EOF
+	rc=0; bash case.sh "$MF" || rc=$?
+	umount fs
+	[ $rc = 0 ]
+'
+
+test_expect_success 'kill -9 of makeflow with a long local rule running: the restart stops the old job, re-runs the rule once, completes' '
+	mkjob
+	cat >long.sh <<-\EOF
+	# an earlier instance still running (not a zombie) at this one start is an overlap
+	if [ -f long.pid ] && kill -0 "$(cat long.pid)" 2>/dev/null &&
+	    [ "$(ps -o stat= -p "$(cat long.pid)" | cut -c1)" != Z ]; then echo overlap >>overlaps; fi
+	echo $$ > long.pid.tmp; mv long.pid.tmp long.pid
+	echo long >> tally
+	if [ -f quick ]; then exit 0; fi
+	sleep 300 &
+	echo $! > sleep.pid
+	wait
+	EOF
+	wf Makeflow <<-\EOF
+	a: job.sh
+	    sh job.sh a
+	long: a long.sh
+	    sh long.sh && echo long > long
+	b: long job.sh
+	    sh job.sh b long
+	EOF
+	"$MF" Makeflow 2>err1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_for_file sleep.pid
+	old=$(cat long.pid)
+	oldsleep=$(cat sleep.pid)
+	kill -KILL $mf
+	wait $mf || true
+	kill -0 "$old"
+	grep -q "^S [0-9]* $mf [0-9]* [0-9a-f]\{32\} " $LOG
+	# the job has the run id of the run in its environment
+	tr "\0" "\n" </proc/$old/environ | grep -q "^HTC_RUN_ID=$(grep "^S " $LOG | tail -1 | cut -d" " -f5)\$"
+	expect_ran "a long"
+	touch quick
+	"$MF" Makeflow 2>err2
+	cat err2
+	grep -q "stopped [0-9]* process[a-z]* left running by an earlier run" err2
+	gone "$old"
+	gone "$oldsleep"
+	test ! -e overlaps
+	expect_ran "b long"
+	[ "$(cat b)" = "$(printf "b\nlong")" ]
+	log_ok $LOG
+'
+
+test_expect_success 'a second makeflow on a running workflow exits at once with status 1, naming the log and the PID' '
+	mkslow
+	echo 300 >dur
+	wf Makeflow <<-\EOF
+	slow: slow.sh
+	    sh slow.sh slow
+	EOF
+	"$MF" Makeflow 2>err1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_for_file slow.pid
+	rc=0; "$MF" Makeflow 2>err2 || rc=$?
+	cat err2
+	[ $rc = 1 ]
+	grep -q "transaction log Makeflow.makeflowlog is locked by process $mf" err2
+	rc=0; "$MF" -c Makeflow 2>err3 || rc=$?
+	[ $rc = 1 ]
+	grep -q "locked by process $mf" err3
+	# one run in the log, one job started
+	[ "$(grep -c "^S " $LOG)" = 1 ]
+	[ "$(cat tally)" = slow ]
+	kill -TERM $mf
+	wait $mf || true
+	test ! -e $LOG.lock
+	echo 0 >dur
+	"$MF" Makeflow
+	test -e slow
+'
+
 test_done

@@ -111,6 +111,38 @@ test_expect_success 'after kill -9 of makeflow, the next run removes the cgroups
 	test_wait_until 30 not kill -0 "$(cat job.pid)" 2>/dev/null
 '
 
+test_expect_success 'after kill -9 of makeflow, a restart of the workflow stops its job first and runs the rule once' '
+	cat >job.sh <<-\EOF
+	if [ -f job.pid ] && kill -0 "$(cat job.pid)" 2>/dev/null &&
+	    [ "$(ps -o stat= -p "$(cat job.pid)" | cut -c1)" != Z ]; then echo overlap >>overlaps; fi
+	echo $$ > job.pid.tmp; mv job.pid.tmp job.pid
+	[ -e quick ] || sleep 30
+	echo late > slow.txt
+	EOF
+	wf Makeflow <<-\EOF
+	slow.txt: job.sh
+	    sh job.sh
+	EOF
+	"$MF" -T cgroups Makeflow >out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_for_file job.pid 20
+	test_wait_until 10 test -n "$(groups_of $mf)"
+	old=$(cat job.pid)
+	kill -KILL $mf
+	wait $mf || true
+	kill -0 "$old"
+	touch quick
+	"$MF" -T cgroups Makeflow 2>err
+	cat err
+	# stopped by its cgroup (the driver) or by its run id (the restart), before it re-ran
+	grep -qE "stopped [0-9]* process[a-z]* left running by an earlier run|removed [0-9]* cgroups left by earlier runs" err
+	test ! -e overlaps
+	[ "$(cat slow.txt)" = late ]
+	test_wait_until 5 not kill -0 "$old" 2>/dev/null
+	no_groups_of $mf
+'
+
 test_expect_success 'undeclared needs converge to sensible allocations; an outlier grows' '
 	# 30 rules of about 300 MB and one of 700 MB, nothing declared: the first
 	# rules run with the whole machine, the category then allocates one core
