@@ -132,6 +132,18 @@ test_expect_success 'every program names only the libraries it uses' '
 	not grep -q "libcurl\|libssl\|libcrypto\|libz" cq
 '
 
+test_expect_success 'every installed program has its man page, and man finds ours as the README sets MANPATH' '
+	for p in $(ls "$INST/bin"); do
+		[ -f "$INST/share/man/man1/$p.1" ] || { echo "no man page for $p"; exit 1; }
+	done
+	if command -v man >/dev/null; then
+		export PATH=$INST/bin:$PATH MANPATH=$INST/share/man:
+		for p in makeflow catalog_query catalog_update work_queue_worker; do
+			[ "$(man -w $p)" = "$INST/share/man/man1/$p.1" ] || { man -w $p; exit 1; }
+		done
+	fi
+'
+
 test_expect_success 'make uninstall removes everything make install put' '
 	make -s -C "$TEST_SRCDIR" B="$BUILD" uninstall PREFIX="$INST" >log 2>&1 || { cat log; exit 1; }
 	make -s -C "$TEST_SRCDIR" B="$BUILD" uninstall PREFIX="$SINST" >log 2>&1 || { cat log; exit 1; }
