@@ -103,6 +103,40 @@ test_expect_success 'work_queue_factory -T local starts workers for the master, 
 	not grep -E "\(([3-9]|[1-9][0-9]+) running\)" factory.out
 '
 
+test_expect_success 'Work Queue setup errors stop makeflow before any rule, naming the cause' '
+	wf Makeflow <<-\EOF
+	a.txt:
+	    echo ran >> ran.log; echo a > a.txt
+	EOF
+	# the port file cannot be written
+	rc=0
+	"$MF" -T wq -p 0 -Z nodir/port Makeflow >e1.out 2>&1 || rc=$?
+	[ $rc = 1 ]
+	grep -q "cannot write the port file nodir/port: No such file or directory" e1.out
+	grep -q "nothing was run" e1.out
+	# the port is taken (a catalog server holds it)
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	rc=0
+	"$MF" -T wq -p $DAEMON_PORT Makeflow >e2.out 2>&1 || rc=$?
+	[ $rc = 1 ]
+	grep -q "cannot listen on port $DAEMON_PORT: address already in use" e2.out
+	# the password file is missing, then empty
+	rc=0
+	"$MF" -T wq -p 0 --password no.such.pw Makeflow >e3.out 2>&1 || rc=$?
+	[ $rc = 1 ]
+	grep -q "password file no.such.pw: No such file or directory" e3.out
+	: >pw.empty
+	chmod 600 pw.empty
+	rc=0
+	"$MF" -T wq -p 0 --password pw.empty Makeflow >e4.out 2>&1 || rc=$?
+	[ $rc = 1 ]
+	grep -q "password file pw.empty: empty" e4.out
+	# nothing ran, nothing was moved aside
+	[ ! -e ran.log ] && [ ! -e a.txt ]
+	not ls -d makeflow.failed.* 2>/dev/null
+	not grep -q "cannot submit" e1.out e2.out e3.out e4.out
+'
+
 test_expect_success 'a worker with the wrong password is refused and exits 2' '
 	echo "right horse" >pw.right
 	echo "wrong horse" >pw.wrong

@@ -255,6 +255,8 @@ void work_queue_opts_init(struct work_queue_opts *o)
 	o->port = WORK_QUEUE_DEFAULT_PORT;
 }
 
+/* Binds and listens on the port of O and writes the port file; each failure is reported with
+ * warn() naming the port or the file and the reason, then returned as a negative error. */
 static int listen_on(struct work_queue *q, const struct work_queue_opts *o)
 {
 	int port = o->port;
@@ -262,32 +264,46 @@ static int listen_on(struct work_queue *q, const struct work_queue_opts *o)
 		const char *e = getenv("WORK_QUEUE_PORT");
 		port = e && *e ? atoi(e) : DEFAULT_PORT;
 	}
-	if (port < 0 || port > 65535)
+	if (port < 0 || port > 65535) {
+		warn("wq: port %d is out of range (0 to 65535)", port);
 		return -EINVAL;
+	}
 	struct sockaddr_storage ss;
 	const char *iface = o->interface ? o->interface : "0.0.0.0";
 	if (uv_ip4_addr(iface, port, (struct sockaddr_in *)&ss) != 0 &&
-	    uv_ip6_addr(iface, port, (struct sockaddr_in6 *)&ss) != 0)
+	    uv_ip6_addr(iface, port, (struct sockaddr_in6 *)&ss) != 0) {
+		warn("wq: cannot listen on %s: not an IPv4 or IPv6 address", iface);
 		return -EINVAL;
+	}
 	q->listener = xmalloc(sizeof *q->listener);
 	uv_tcp_init(q->loop, q->listener);
 	q->listener->data = q;
 	int rc = uv_tcp_bind(q->listener, (struct sockaddr *)&ss, 0);
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)q->listener, 128, on_connection);
-	if (rc < 0)
+	if (rc < 0) {
+		warn("wq: cannot listen on port %d: %s%s", port, uv_strerror(rc),
+		     rc == UV_EADDRINUSE ? " (another program holds it; -p 0 takes any free port)"
+		                         : "");
 		return rc;
+	}
 	int n = sizeof ss;
 	uv_tcp_getsockname(q->listener, (struct sockaddr *)&ss, &n);
 	q->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 	                                         : ((struct sockaddr_in *)&ss)->sin_port);
 	if (o->port_file) {
 		FILE *f = fopen(o->port_file, "w");
-		if (!f)
-			return -errno;
+		if (!f) {
+			rc = -errno;
+			warn("wq: cannot write the port file %s: %s", o->port_file, strerror(-rc));
+			return rc;
+		}
 		fprintf(f, "%d\n", q->port);
-		if (fclose(f) != 0)
-			return -errno;
+		if (fclose(f) != 0) {
+			rc = -errno;
+			warn("wq: cannot write the port file %s: %s", o->port_file, strerror(-rc));
+			return rc;
+		}
 	}
 	return 0;
 }
@@ -327,6 +343,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 	char hex[80];
 	if (wq_auth_nonce(NULL, hex) < 0) {
 		rc = -EIO;
+		warn("wq: cannot draw the master's random id");
 		goto fail;
 	}
 	memcpy(q->master_id, hex, 32);
@@ -369,10 +386,8 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 		}
 	}
 	rc = listen_on(q, o);
-	if (rc < 0) {
-		warn("wq: cannot listen on port %d: %s", o->port, uv_strerror(rc));
+	if (rc < 0)
 		goto fail;
-	}
 	q->sched_idle = xmalloc(sizeof *q->sched_idle);
 	uv_idle_init(q->loop, q->sched_idle);
 	q->sched_idle->data = q;
