@@ -137,6 +137,29 @@ test_expect_success 'Work Queue setup errors stop makeflow before any rule, nami
 	not grep -q "cannot submit" e1.out e2.out e3.out e4.out
 '
 
+test_expect_success 'silent connections flooding the master do not lock a worker out' '
+	wf Makeflow <<-EOF
+	f.txt:
+	    echo flood > f.txt
+	g.txt:
+	    while [ ! -e $PWD/release ]; do sleep 0.1; done; echo done > g.txt
+	EOF
+	start_master Makeflow
+	python3 "$TEST_SRCDIR/test/lib/flood.py" $port 80 >flood.log 2>&1 &
+	test_track_pid $!
+	test_wait_until 60 test -s flood.ready
+	# a real worker from the same address gets in and runs a task while the flood holds
+	start_worker --cores 2 localhost $port
+	test_wait_until 60 test -s f.txt
+	[ "$(cat f.txt)" = flood ]
+	# the connections closed for it are logged, and the lines dropped are summed up
+	grep -q "closed a silent connection from 127.0.0.1" mf.out
+	test_wait_until 60 grep -q "more suppressed (connections refused or closed" mf.out
+	touch release
+	finish
+	[ "$(cat g.txt)" = done ]
+'
+
 test_expect_success 'a worker with the wrong password is refused and exits 2' '
 	echo "right horse" >pw.right
 	echo "wrong horse" >pw.wrong

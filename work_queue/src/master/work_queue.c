@@ -193,6 +193,7 @@ static void on_tick(uv_timer_t *h)
 	}
 	master_abort_check(q);
 	master_full_check(q);
+	master_admit_tick(q);
 	if (q->catalog && time_now_us() - q->catalog_last >= CATALOG_PERIOD_US) {
 		json_t *r = master_status_record(q);
 		if (catalog_updater_send(q->catalog, r, CATALOG_SEND_AUTO) == 0)
@@ -483,6 +484,7 @@ static void queue_free(struct work_queue *q)
 	free(q->project);
 	free(q->catalog_hosts);
 	master_abort_free(q, true);
+	master_admit_free(q);
 	free(q);
 }
 

@@ -79,6 +79,7 @@ struct wq_conn {
 	uv_check_t cork_check;
 
 	uint64_t ka_interval, ka_timeout, last_rx, linger;
+	uint64_t rx_bytes; /* socket bytes received, before any filter */
 	int ping_out;
 	int64_t ping_seq;
 
@@ -122,23 +123,33 @@ static void escape_controls(const char *s, char *out, size_t size)
 	out[o] = 0;
 }
 
+/* The process-wide limit of violation lines: lines logged in the current window and those
+ * suppressed, summed up when the window ends (at the next line, or wq_conn_warn_flush). */
+static struct {
+	uint64_t window_start;
+	unsigned lines, suppressed;
+} warn_limit;
+
+void wq_conn_warn_flush(void)
+{
+	uint64_t now = uv_hrtime() / 1000000;
+	if (now - warn_limit.window_start < 1000)
+		return;
+	if (warn_limit.suppressed)
+		warn("... %u more suppressed", warn_limit.suppressed);
+	warn_limit.window_start = now;
+	warn_limit.lines = 0;
+	warn_limit.suppressed = 0;
+}
+
 void wq_conn_warn_limited(const char *label, const char *text)
 {
-	static uint64_t window_start;
-	static unsigned lines, suppressed;
-	uint64_t now = uv_hrtime() / 1000000;
-	if (now - window_start >= 1000) {
-		if (suppressed)
-			warn("... %u more suppressed", suppressed);
-		window_start = now;
-		lines = 0;
-		suppressed = 0;
-	}
-	if (lines >= LOG_RATE_LINES) {
-		suppressed++;
+	wq_conn_warn_flush();
+	if (warn_limit.lines >= LOG_RATE_LINES) {
+		warn_limit.suppressed++;
 		return;
 	}
-	lines++;
+	warn_limit.lines++;
 	char esc[2048];
 	escape_controls(text, esc, sizeof esc);
 	warn("%s: %s", label, esc);
@@ -673,6 +684,11 @@ void wq_conn_filter_fail(struct wq_conn *c, const char *text)
 	begin_closing(c);
 }
 
+uint64_t wq_conn_bytes_received(const struct wq_conn *c)
+{
+	return c->rx_bytes;
+}
+
 void wq_conn_close_now(struct wq_conn *c)
 {
 	conn_end(c, WQ_CONN_END_LOCAL, "closed by this side");
@@ -836,6 +852,7 @@ static void read_done(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	if ((size_t)nread == c->rcap)
 		c->rgrow = 1;
+	c->rx_bytes += (uint64_t)nread;
 	conn_bytes_in(c, c->rbuf, (size_t)nread);
 }
 

@@ -163,10 +163,16 @@ void wq_conn_refuse(struct wq_conn *c, const char *code, const char *peer_text,
 int wq_conn_close(struct wq_conn *c, json_t *last);
 /* Immediate close: anything unsent is dropped. The closed callback gets WQ_CONN_END_LOCAL. */
 void wq_conn_close_now(struct wq_conn *c);
+/* Bytes received from the socket so far (before TLS): 0 for a peer that has been silent. */
+uint64_t wq_conn_bytes_received(const struct wq_conn *c);
 
 /* Logs "LABEL: TEXT" with warn(), through the process-wide limit of 10 lines per second shared by
  * all connections' violation lines. */
 void wq_conn_warn_limited(const char *label, const char *text);
+/* Logs "... N more suppressed" for the lines the limit dropped once their window has ended;
+ * called periodically (the master's tick, the worker's check) so that the sum is never lost
+ * when no further line comes. */
+void wq_conn_warn_flush(void);
 
 /*
  * Byte filter (for TLS, added later). All socket bytes pass through two functions of wq_conn.c:
