@@ -93,13 +93,15 @@ bool master_admit_room(struct work_queue *q, const char *ip)
 		snprintf(why, sizeof why, "%d connections from %s have not finished the handshake",
 		         e->n, ip);
 	else
-		snprintf(why, sizeof why, "%d connections have not finished the handshake", a->total);
+		snprintf(why, sizeof why, "%d connections have not finished the handshake",
+		         a->total);
 	if (!v) {
 		admit_log(q, "refused a connection from %s: %s (limit %d), none of them silent", ip,
 		          why, addr_full ? ADMIT_PER_ADDR : ADMIT_TOTAL);
 		return false;
 	}
-	admit_log(q, "closed a silent connection from %s (no byte in %.1f s) for one from %s: %s "
+	admit_log(q,
+	          "closed a silent connection from %s (no byte in %.1f s) for one from %s: %s "
 	          "(limit %d)",
 	          v->addr, (double)(uv_now(q->loop) - v->accepted_ms) / 1000.0, ip, why,
 	          addr_full ? ADMIT_PER_ADDR : ADMIT_TOTAL);
