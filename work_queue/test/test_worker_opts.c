@@ -55,9 +55,14 @@ static void test_defaults_host_port(void **state)
 	assert_false(o.single_shot);
 	worker_opts_clear(&o);
 
-	assert_int_equal(parse(&o, "localhost", NULL), CLI_DONE);
-	assert_int_equal(o.port, 9123);
-	worker_opts_clear(&o);
+	/* no port (an empty $(cat port)), an empty or a bad one: refused, never a default */
+	assert_int_equal(parse(&o, "localhost", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "no port given after \"localhost\""));
+	assert_int_equal(parse(&o, "localhost", "", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "port \"\": must be 1..65535"));
+	assert_int_equal(parse(&o, "localhost", "0", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "localhost", "12ab", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "localhost:", NULL), HTC_EPARSE);
 	assert_int_equal(parse(&o, "10.0.0.5:9300", NULL), CLI_DONE);
 	assert_string_equal(o.host, "10.0.0.5");
 	assert_int_equal(o.port, 9300);
