@@ -86,6 +86,30 @@ test_expect_success 'a worker finds the master through the catalog by project na
 	[ "$(cat p.txt)" = project ]
 '
 
+test_expect_success 'a finished master leaves the catalog; a factory on the catalog starts workers at once' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	cat=localhost:$DAEMON_PORT
+	wf Makeflow <<-\EOF
+	c.txt:
+	    echo catalog > c.txt
+	EOF
+	start_master -N e2e-gone-$$ -C $cat Makeflow
+	"$BIN/catalog_query" -C $cat --project e2e-gone-$$ >listed.txt
+	grep -q "e2e-gone-$$" listed.txt
+	# the factory sees the waiting rule in the catalog well before the next 60 s update
+	"$BIN/work_queue_factory" -T local -M e2e-gone-$$ -C $cat --max-workers 1 --period 0.5 \
+		-t 5 >factory.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	test_wait_until 40 test -s c.txt
+	finish
+	kill -TERM $fpid
+	wait $fpid || true
+	# the master said goodbye: its record is gone long before the catalog lifetime
+	gone() { ! "$BIN/catalog_query" -C $cat --project e2e-gone-$$ | grep -q "e2e-gone-$$"; }
+	test_wait_until 20 gone
+'
+
 test_expect_success 'work_queue_factory -T local starts workers for the master, at most --max-workers' '
 	for i in $(seq 1 30); do
 		printf "f.%d:\n\tsleep 0.1; echo %d > f.%d\n" $i $i $i

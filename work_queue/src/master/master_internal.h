@@ -200,6 +200,8 @@ struct work_queue {
 	struct wq_abort_cat *abort_cats;
 	struct wq_block *blocked;
 	int64_t catalog_last;
+	bool catalog_busy; /* an update round is in flight */
+	int catalog_shape; /* record_shape of the last record sent */
 };
 
 /* Seconds on a monotonic clock. */

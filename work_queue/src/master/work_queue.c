@@ -36,6 +36,8 @@
 #define PASS_BATCH        128
 #define DELETE_WAIT_MS    5000
 #define CATALOG_PERIOD_US INT64_C(60000000)
+#define CATALOG_MIN_US    INT64_C(1000000) /* between updates sent because the demand changed */
+#define CATALOG_FINAL_MS  2000             /* waited for the last update when the queue ends */
 #define DEFAULT_PORT      9123
 
 static void on_sched_idle(uv_idle_t *h);
@@ -179,6 +181,34 @@ static void on_sched_idle(uv_idle_t *h)
 	}
 }
 
+/* What of a catalog record a factory acts on: tasks waiting, tasks running, workers (bits). */
+static int record_shape(const json_t *r)
+{
+	static const char *const keys[] = {"tasks_waiting", "tasks_running", "workers_connected"};
+	int shape = 0;
+	for (int i = 0; i < 3; i++)
+		if (json_integer_value(json_object_get(r, keys[i])) > 0)
+			shape |= 1 << i;
+	return shape;
+}
+
+static void catalog_send(struct work_queue *q, const json_t *r)
+{
+	if (catalog_updater_send(q->catalog, r, CATALOG_SEND_AUTO) == 0) {
+		q->catalog_last = time_now_us();
+		q->catalog_busy = true;
+		q->catalog_shape = record_shape(r);
+	}
+}
+
+static void on_catalog_sent(void *arg, int failed, int n, const char *detail)
+{
+	struct work_queue *q = arg;
+	q->catalog_busy = false;
+	if (failed)
+		debug(D_WQ, "wq: catalog update: %d of %d failed: %s", failed, n, detail);
+}
+
 static void on_tick(uv_timer_t *h)
 {
 	struct work_queue *q = h->data;
@@ -194,10 +224,13 @@ static void on_tick(uv_timer_t *h)
 	master_abort_check(q);
 	master_full_check(q);
 	master_admit_tick(q);
-	if (q->catalog && time_now_us() - q->catalog_last >= CATALOG_PERIOD_US) {
+	int64_t since = time_now_us() - q->catalog_last;
+	if (q->catalog && since >= CATALOG_MIN_US) {
+		/* every period, and as soon as tasks or workers appear or vanish, so that a factory
+		 * reading the catalog starts workers without waiting for the next period */
 		json_t *r = master_status_record(q);
-		if (catalog_updater_send(q->catalog, r, CATALOG_SEND_AUTO) == 0)
-			q->catalog_last = time_now_us();
+		if (since >= CATALOG_PERIOD_US || record_shape(r) != q->catalog_shape)
+			catalog_send(q, r);
 		json_decref(r);
 	}
 }
@@ -211,7 +244,8 @@ static void handle_free(uv_handle_t *h)
 static int start_catalog(struct work_queue *q, const char *hosts)
 {
 	char *err = NULL;
-	struct catalog_updater *u = catalog_updater_create(q->loop, hosts, NULL, NULL, &err);
+	struct catalog_updater *u =
+	    catalog_updater_create(q->loop, hosts, on_catalog_sent, q, &err);
 	if (!u) {
 		warn("wq: catalog hosts: %s", err ? err : "invalid");
 		free(err);
@@ -219,9 +253,9 @@ static int start_catalog(struct work_queue *q, const char *hosts)
 	}
 	catalog_updater_delete(q->catalog);
 	q->catalog = u;
+	q->catalog_busy = false;
 	json_t *r = master_status_record(q);
-	if (catalog_updater_send(q->catalog, r, CATALOG_SEND_AUTO) == 0)
-		q->catalog_last = time_now_us();
+	catalog_send(q, r);
 	json_decref(r);
 	return 0;
 }
@@ -488,6 +522,33 @@ static void queue_free(struct work_queue *q)
 	free(q);
 }
 
+/* Runs the loop until the catalog round in flight ends, at most MS milliseconds. */
+static void catalog_wait(struct work_queue *q, uint64_t ms)
+{
+	if (!q->catalog_busy)
+		return;
+	q->wait_expired = false;
+	uv_timer_start(q->wait_timer, on_wait_timer, ms, 0);
+	while (q->catalog_busy && !q->wait_expired)
+		uv_run(q->loop, UV_RUN_ONCE);
+	uv_timer_stop(q->wait_timer);
+	q->wait_expired = false;
+}
+
+/* The master's last record, with a lifetime of 1 s: the catalog drops it at once instead of
+ * listing a master that is gone until its record expires (doc/catalog.md). */
+static void catalog_goodbye(struct work_queue *q)
+{
+	if (!q->catalog)
+		return;
+	catalog_wait(q, CATALOG_FINAL_MS);
+	json_t *r = master_status_record(q);
+	json_object_set_new(r, "lifetime", json_integer(1));
+	catalog_send(q, r);
+	json_decref(r);
+	catalog_wait(q, CATALOG_FINAL_MS);
+}
+
 void work_queue_delete(struct work_queue *q)
 {
 	if (!q)
@@ -505,6 +566,7 @@ void work_queue_delete(struct work_queue *q)
 			uv_run(q->loop, UV_RUN_ONCE);
 		uv_timer_stop(q->wait_timer);
 	}
+	catalog_goodbye(q);
 	queue_free(q);
 }
 
