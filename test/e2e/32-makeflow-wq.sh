@@ -16,6 +16,20 @@ MF=$BIN/makeflow
 WORKER=$BIN/work_queue_worker
 TEST_TIMEOUT=180
 
+test_expect_success 'the README tour of Work Queue runs as written (it waits for the port file)' '
+	cp -r "$TEST_SRCDIR/doc/examples/hello" hello
+	# the commands of the tour: the "$ " lines of the block that starts the master
+	awk "/^\\\$ .*makeflow -T wq/ { on = 1 } on && /^\`\`\`/ { exit } on && /^\\\$ / { print }" \
+		"$TEST_SRCDIR/README.md" | sed "s/^\\\$ //" >tour.sh
+	grep -q "work_queue_worker" tour.sh
+	echo wait >>tour.sh
+	(cd hello && PATH=$BIN:$PATH timeout 120 bash -e ../tour.sh) >tour.out 2>&1 || {
+		cat tour.sh tour.out >&2
+		exit 1
+	}
+	grep -q "^bytes:" hello/total.txt
+'
+
 test_expect_success 'a workflow runs on one worker: inputs, intermediates, renaming' '
 	printf "ACGT\nTTGA\n" >ref.fa
 	wf Makeflow <<-\EOF
