@@ -62,6 +62,25 @@ test_expect_success 'a failing rule fails the run, named by file and line; other
 	grep -q "Makeflow:3: rule 1: exit code 3" mf.out
 '
 
+test_expect_success 'a worker given HOST PORT leaves as soon as its master ends, status 0' '
+	wf Makeflow <<-\EOF
+	d.txt:
+	    echo dismissed > d.txt
+	EOF
+	start_master Makeflow
+	"$WORKER" -t 120 --cores 1 localhost $port >leave.out 2>&1 &
+	lw=$!
+	test_track_pid $lw
+	finish
+	[ "$(cat d.txt)" = dismissed ]
+	# not after its idle timeout (120 s): the dismissal said the master is ending
+	gone() { ! kill -0 $lw 2>/dev/null; }
+	test_wait_until 30 gone
+	rc=0; wait $lw || rc=$?
+	[ $rc = 0 ]
+	grep -q "ending: the master ended" leave.out
+'
+
 test_expect_success 'many rules on four workers; each rule ran once' '
 	for i in $(seq 1 200); do
 		printf "o.%d:\n\techo %d >> runs.log; echo %d > o.%d\n" $i $i $i $i

@@ -186,6 +186,7 @@ struct work_queue {
 	struct wq_tls_config *tls;
 	int keepalive_interval, keepalive_timeout;
 	bool shutdown;
+	bool ending;       /* work_queue_delete: dismissals say the master is ending */
 	bool sync_outputs; /* fsync each output and its directory (off by default) */
 	enum work_queue_schedule algorithm;
 	uint64_t rng;

@@ -903,6 +903,8 @@ void master_worker_end(struct mworker *w, bool shutdown, const char *reason, int
 	json_t *msg = shutdown ? json_pack("{s:s,s:s}", "m", "shutdown", "reason", reason)
 	                       : json_pack("{s:s,s:s,s:i}", "m", "dismiss", "reason", reason,
 	                                   "retry_after", retry_after);
+	if (!shutdown && w->q->ending) /* the queue is being deleted: no need to come back */
+		json_object_set_new(msg, "ending", json_true());
 	if (w->state == MW_HANDSHAKE) {
 		wq_conn_close_now(w->c);
 	} else {

@@ -553,6 +553,7 @@ void work_queue_delete(struct work_queue *q)
 {
 	if (!q)
 		return;
+	q->ending = true;
 	for (struct mworker *w = q->workers, *n; w; w = n) {
 		n = w->next;
 		master_worker_end(w, q->shutdown, q->shutdown ? "master exiting" : "master done",

@@ -567,6 +567,7 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 	bool was_active = s->active;
 	uint64_t up = was_active ? now_ms(w) - s->up_since_ms : 0;
 	int64_t retry_after = s->retry_after;
+	bool master_ending = s->master_ending;
 	/* A close this side asked for (after dismiss or bye) is not a loss. */
 	if (was_active && !w->finishing && why != WQ_CONN_END_LOCAL)
 		warn("master %s:%d: connection lost (%s: %s)", w->m_host, w->m_port,
@@ -586,6 +587,15 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 		arm_deadline(w);
 		json_decref(w->masters); /* start again from the catalog */
 		w->masters = NULL;
+	}
+	if (retry_after >= 0 && master_ending && !w->o->project) {
+		/* its master has ended: a worker given HOST PORT has nothing to come back to (one
+		 * given -M looks for the project's next master) */
+		notice("ending: the master ended");
+		w->finishing = true;
+		w->exit_status = WORKER_EXIT_OK;
+		stop_all(w);
+		return;
 	}
 	if (retry_after >= 0) {
 		/* dismissed: exit instead when the idle timeout has passed */
