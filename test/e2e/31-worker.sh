@@ -109,6 +109,8 @@ test_expect_success 'a peer that is not a master (an HTTP server) is named as su
 	worker -t 5 127.0.0.1 $DAEMON_PORT
 	[ $WRC = 4 ]
 	[ "$(grep -c "not a Work Queue master of this project: it answered in text" worker.log)" = 1 ]
+	# said once, not a violation line at every attempt
+	not grep -q "protocol violation" worker.log
 '
 
 test_expect_success 'no port, an empty or a bad port: exit 1 naming it, never a default port' '

@@ -80,6 +80,7 @@ struct wq_conn {
 
 	uint64_t ka_interval, ka_timeout, last_rx, linger;
 	uint64_t rx_bytes; /* socket bytes received, before any filter */
+	bool quiet;        /* fatal closes logged at debug level only (wq_conn_set_quiet) */
 	int ping_out;
 	int64_t ping_seq;
 
@@ -626,7 +627,10 @@ static void fatal_close(struct wq_conn *c, enum wq_conn_end why, const char *cod
 {
 	if (c->state != ST_OPEN)
 		return;
-	wq_conn_warn_limited(c->label, log_text);
+	if (c->quiet)
+		debug(D_WQ, "%s: %s", c->label, log_text);
+	else
+		wq_conn_warn_limited(c->label, log_text);
 	set_why(c, why, peer_text);
 	json_t *e = json_pack("{s:s, s:s, s:o, s:b}", "m", "error", "code", code, "text",
 	                      send_text(peer_text), "fatal", 1);
@@ -682,6 +686,11 @@ void wq_conn_filter_fail(struct wq_conn *c, const char *text)
 	wq_conn_warn_limited(c->label, text);
 	set_why(c, WQ_CONN_END_ERROR, text);
 	begin_closing(c);
+}
+
+void wq_conn_set_quiet(struct wq_conn *c, bool quiet)
+{
+	c->quiet = quiet;
 }
 
 uint64_t wq_conn_bytes_received(const struct wq_conn *c)

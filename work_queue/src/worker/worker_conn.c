@@ -669,6 +669,7 @@ static void hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *
 		uv_timer_stop(&w->deadline_timer);
 		w->ever_connected = true;
 		w->last_failure[0] = 0;
+		wq_conn_set_quiet(s->conn, false);
 		s->up_since_ms = now_ms(w);
 		worker_touch(w);
 		char *mid = xstrdup(r->peer_id);
@@ -705,6 +706,7 @@ static void start_session(struct worker *w, uv_tcp_t *tcp)
 		return;
 	}
 	w->s = s;
+	wq_conn_set_quiet(s->conn, true); /* a failed handshake is said by report_failure */
 	struct wq_hs_config cfg = {
 	    .role = WQ_ROLE_WORKER,
 	    .key = w->key,
