@@ -540,6 +540,7 @@ static void arm_deadline(struct worker *w)
 static void on_tick(uv_timer_t *t)
 {
 	struct worker *w = t->data;
+	wq_conn_warn_flush(); /* the violation lines dropped by the rate limit, summed up */
 	if (w->finishing)
 		return;
 	if (w->s && w->s->active)
