@@ -104,6 +104,13 @@ test_expect_success 'a refused connect is said at once and once; never connected
 	grep -q "idle timeout, without ever connecting to a master" worker.log
 '
 
+test_expect_success '--ssl-no-verify warns once, without a doubled "warning:" prefix' '
+	worker --ssl --ssl-no-verify -t 1 127.0.0.1 1
+	[ $WRC = 4 ]
+	[ "$(grep -c "TLS certificate is not verified" worker.log)" = 1 ]
+	not grep -q "warning: warning:" worker.log
+'
+
 test_expect_success 'a peer that is not a master (an HTTP server) is named as such' '
 	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
 	worker -t 5 127.0.0.1 $DAEMON_PORT
