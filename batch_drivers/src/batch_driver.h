@@ -31,6 +31,11 @@ struct batch_driver {
 	void (*destroy)(void *state);
 	/* Optional (NULL: the driver has no options). 0, or -EINVAL. */
 	int (*set_option)(void *state, const char *key, const char *value);
+	/* Optional. Called by batch_queue_start() once the options are set and before any job:
+	 * acquires what the driver needs to run anything (the wq driver's master listens here),
+	 * so that a setup error is reported before the first job. 0, or a negative error after
+	 * the reason was reported with warn(). */
+	int (*start)(void *state);
 	/* Required. Takes the job (already validated and copied); must not call the completion
 	 * path synchronously in a way that re-enters the user (batch_job_complete() only queues).
 	 * Returns 0, or a negative error, in which case the job is dropped and never completed. */

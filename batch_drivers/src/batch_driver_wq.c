@@ -21,7 +21,8 @@
 
 #include "banned.h"
 
-/* Options kept as given until the master is created at the first submission. */
+/* Options kept as given until the master is created by wq_start (or at the first submission of
+ * a caller that does not start the queue). */
 enum wq_opt {
 	OPT_PORT,
 	OPT_PORT_FILE,
@@ -70,7 +71,7 @@ struct wq_job {
 struct wq_state {
 	struct batch_queue *q;
 	char *opt[OPT_COUNT];
-	struct work_queue *master; /* created at the first submission */
+	struct work_queue *master; /* created by wq_start or the first submission */
 	uv_check_t *check;         /* heap-allocated: freed by its close callback */
 	struct wq_job *jobs;       /* submitted, not yet completed, by task id */
 	int create_error;          /* sticky: the master could not be created */
@@ -158,12 +159,9 @@ static int start_master(struct wq_state *st)
 		warn("wq: --ssl-cert and --ssl-key go together");
 		return st->create_error = -EINVAL;
 	}
-	st->master = work_queue_create_opts(&o);
-	if (!st->master) {
-		int err = errno ? errno : EIO;
-		warn("wq: cannot start the master on port %d: %s", o.port, strerror(err));
-		return st->create_error = -err;
-	}
+	st->master = work_queue_create_opts(&o); /* reports its own reason with warn() */
+	if (!st->master)
+		return st->create_error = -(errno ? errno : EIO);
 	if (st->opt[OPT_KEEPALIVE_INTERVAL])
 		work_queue_specify_keepalive_interval(st->master,
 		                                      atoi(st->opt[OPT_KEEPALIVE_INTERVAL]));
@@ -186,6 +184,13 @@ static int start_master(struct wq_state *st)
 	       o.project ? ", project " : "", o.project ? o.project : "");
 	uv_check_start(st->check, collect);
 	return 0;
+}
+
+/* The master listens, writes its port file and loads its password and certificates now, so
+ * that makeflow stops before running anything when one of them fails. */
+static int wq_start(void *state)
+{
+	return start_master(state);
 }
 
 /* True if PATH lies in the shared file system (not transferred). */
@@ -409,6 +414,7 @@ const struct batch_driver batch_driver_wq = {
     .create = wq_create,
     .destroy = wq_destroy,
     .set_option = wq_set_option,
+    .start = wq_start,
     .submit = wq_submit,
     .remove = wq_remove,
 };

@@ -216,6 +216,17 @@ int batch_queue_set_option(struct batch_queue *q, const char *key, const char *v
 	return rc;
 }
 
+int batch_queue_start(struct batch_queue *q)
+{
+	if (q->submitted)
+		return -EBUSY;
+	if (!q->drv->start)
+		return 0;
+	int rc = q->drv->start(q->state);
+	debug(D_BATCH, "%s queue started: %d", q->drv->name, rc);
+	return rc;
+}
+
 unsigned batch_queue_features(struct batch_queue *q)
 {
 	return q->drv->features;

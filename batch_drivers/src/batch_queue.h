@@ -105,6 +105,13 @@ struct batch_queue *batch_queue_create(uv_loop_t *loop, const char *type, batch_
  * -EINVAL for an unknown key or a bad value, -EBUSY once a job has been submitted. */
 int batch_queue_set_option(struct batch_queue *q, const char *key, const char *value);
 
+/* Starts the driver once its options are set: whatever it needs before the first job (the wq
+ * driver's master binds its port, writes its port file, loads its password) is acquired now,
+ * and an error is returned (its reason already reported with warn()) instead of failing every
+ * job later. Optional: a queue that is not started starts at its first submission. Returns 0
+ * or a negative error; -EBUSY once a job has been submitted. */
+int batch_queue_start(struct batch_queue *q);
+
 unsigned batch_queue_features(struct batch_queue *q);
 /* The driver's name, e.g. "local" (static string). */
 const char *batch_queue_type(struct batch_queue *q);

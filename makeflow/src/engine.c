@@ -784,6 +784,12 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	e->features = batch_queue_features(e->queue);
 	if (apply_options(e, e->queue, 0) < 0)
 		goto out;
+	if (batch_queue_start(e->queue) < 0) {
+		fprintf(stderr,
+		        "makeflow: the %s batch queue could not start (above); nothing was run\n",
+		        type);
+		goto out;
+	}
 	if (!(e->features & (BATCH_FEATURE_LOCAL_EXECUTION | BATCH_FEATURE_VIRTUAL_OUTPUTS))) {
 		e->local_queue = batch_queue_create(&e->loop, "local", on_complete, e);
 		if (!e->local_queue || apply_options(e, e->local_queue, 1) < 0)

@@ -3,7 +3,8 @@
 # scripted fake master (work_queue/test/helper_fake_master, built on the real connection,
 # handshake and transfer code): a task with a cached and a per-task input, a bad name, a
 # cancel (also one while its output is being sent), a drain, a dismiss and reconnection, a
-# shutdown, a memory overrun, garbage after the handshake, a wrong password, no master, -M
+# shutdown, a memory overrun, garbage after the handshake, a wrong password, no master (said
+# at once, exit 4 when never connected), a peer that is no master, a missing port, -M
 # through a real catalog, idle timeout, single shot.
 . "$(dirname "$0")/../lib/test-lib.sh"
 
@@ -94,6 +95,38 @@ test_expect_success 'no master: exit 3 after --connect-timeout 2' '
 	[ $WRC = 3 ]
 	[ $((SECONDS - start)) -le 5 ]
 	grep -q "no master reachable within 2 s" worker.log
+'
+
+test_expect_success 'a refused connect is said at once and once; never connected: exit 4' '
+	worker -t 3 127.0.0.1 1
+	[ $WRC = 4 ]
+	[ "$(grep -c "master 127.0.0.1:1: connection refused" worker.log)" = 1 ]
+	grep -q "idle timeout, without ever connecting to a master" worker.log
+'
+
+test_expect_success '--ssl-no-verify warns once, without a doubled "warning:" prefix' '
+	worker --ssl --ssl-no-verify -t 1 127.0.0.1 1
+	[ $WRC = 4 ]
+	[ "$(grep -c "TLS certificate is not verified" worker.log)" = 1 ]
+	not grep -q "warning: warning:" worker.log
+'
+
+test_expect_success 'a peer that is not a master (an HTTP server) is named as such' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	worker -t 5 127.0.0.1 $DAEMON_PORT
+	[ $WRC = 4 ]
+	[ "$(grep -c "not a Work Queue master of this project: it answered in text" worker.log)" = 1 ]
+	# said once, not a violation line at every attempt
+	not grep -q "protocol violation" worker.log
+'
+
+test_expect_success 'no port, an empty or a bad port: exit 1 naming it, never a default port' '
+	worker 127.0.0.1
+	[ $WRC = 1 ]
+	grep -q "no port given after \"127.0.0.1\"" worker.log
+	worker 127.0.0.1 ""
+	[ $WRC = 1 ]
+	grep -q "port \"\": must be 1..65535" worker.log
 '
 
 test_expect_success '-M PROJECT finds the master through a real catalog' '

@@ -16,6 +16,20 @@ MF=$BIN/makeflow
 WORKER=$BIN/work_queue_worker
 TEST_TIMEOUT=180
 
+test_expect_success 'the README tour of Work Queue runs as written (it waits for the port file)' '
+	cp -r "$TEST_SRCDIR/doc/examples/hello" hello
+	# the commands of the tour: the "$ " lines of the block that starts the master
+	awk "/^\\\$ .*makeflow -T wq/ { on = 1 } on && /^\`\`\`/ { exit } on && /^\\\$ / { print }" \
+		"$TEST_SRCDIR/README.md" | sed "s/^\\\$ //" >tour.sh
+	grep -q "work_queue_worker" tour.sh
+	echo wait >>tour.sh
+	(cd hello && PATH=$BIN:$PATH timeout 120 bash -e ../tour.sh) >tour.out 2>&1 || {
+		cat tour.sh tour.out >&2
+		exit 1
+	}
+	grep -q "^bytes:" hello/total.txt
+'
+
 test_expect_success 'a workflow runs on one worker: inputs, intermediates, renaming' '
 	printf "ACGT\nTTGA\n" >ref.fa
 	wf Makeflow <<-\EOF
@@ -46,6 +60,25 @@ test_expect_success 'a failing rule fails the run, named by file and line; other
 	test_must_fail finish
 	[ "$(cat good.txt)" = fine ]
 	grep -q "Makeflow:3: rule 1: exit code 3" mf.out
+'
+
+test_expect_success 'a worker given HOST PORT leaves as soon as its master ends, status 0' '
+	wf Makeflow <<-\EOF
+	d.txt:
+	    echo dismissed > d.txt
+	EOF
+	start_master Makeflow
+	"$WORKER" -t 120 --cores 1 localhost $port >leave.out 2>&1 &
+	lw=$!
+	test_track_pid $lw
+	finish
+	[ "$(cat d.txt)" = dismissed ]
+	# not after its idle timeout (120 s): the dismissal said the master is ending
+	gone() { ! kill -0 $lw 2>/dev/null; }
+	test_wait_until 30 gone
+	rc=0; wait $lw || rc=$?
+	[ $rc = 0 ]
+	grep -q "ending: the master ended" leave.out
 '
 
 test_expect_success 'many rules on four workers; each rule ran once' '
@@ -86,6 +119,30 @@ test_expect_success 'a worker finds the master through the catalog by project na
 	[ "$(cat p.txt)" = project ]
 '
 
+test_expect_success 'a finished master leaves the catalog; a factory on the catalog starts workers at once' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	cat=localhost:$DAEMON_PORT
+	wf Makeflow <<-\EOF
+	c.txt:
+	    echo catalog > c.txt
+	EOF
+	start_master -N e2e-gone-$$ -C $cat Makeflow
+	"$BIN/catalog_query" -C $cat --project e2e-gone-$$ >listed.txt
+	grep -q "e2e-gone-$$" listed.txt
+	# the factory sees the waiting rule in the catalog well before the next 60 s update
+	"$BIN/work_queue_factory" -T local -M e2e-gone-$$ -C $cat --max-workers 1 --period 0.5 \
+		-t 5 >factory.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	test_wait_until 40 test -s c.txt
+	finish
+	kill -TERM $fpid
+	wait $fpid || true
+	# the master said goodbye: its record is gone long before the catalog lifetime
+	gone() { ! "$BIN/catalog_query" -C $cat --project e2e-gone-$$ | grep -q "e2e-gone-$$"; }
+	test_wait_until 20 gone
+'
+
 test_expect_success 'work_queue_factory -T local starts workers for the master, at most --max-workers' '
 	for i in $(seq 1 30); do
 		printf "f.%d:\n\tsleep 0.1; echo %d > f.%d\n" $i $i $i
@@ -101,6 +158,63 @@ test_expect_success 'work_queue_factory -T local starts workers for the master, 
 	grep -q "started" factory.out
 	# never more than two workers at once
 	not grep -E "\(([3-9]|[1-9][0-9]+) running\)" factory.out
+'
+
+test_expect_success 'Work Queue setup errors stop makeflow before any rule, naming the cause' '
+	wf Makeflow <<-\EOF
+	a.txt:
+	    echo ran >> ran.log; echo a > a.txt
+	EOF
+	# the port file cannot be written
+	rc=0
+	"$MF" -T wq -p 0 -Z nodir/port Makeflow >e1.out 2>&1 || rc=$?
+	[ $rc = 1 ]
+	grep -q "cannot write the port file nodir/port: No such file or directory" e1.out
+	grep -q "nothing was run" e1.out
+	# the port is taken (a catalog server holds it)
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	rc=0
+	"$MF" -T wq -p $DAEMON_PORT Makeflow >e2.out 2>&1 || rc=$?
+	[ $rc = 1 ]
+	grep -q "cannot listen on port $DAEMON_PORT: address already in use" e2.out
+	# the password file is missing, then empty
+	rc=0
+	"$MF" -T wq -p 0 --password no.such.pw Makeflow >e3.out 2>&1 || rc=$?
+	[ $rc = 1 ]
+	grep -q "password file no.such.pw: No such file or directory" e3.out
+	: >pw.empty
+	chmod 600 pw.empty
+	rc=0
+	"$MF" -T wq -p 0 --password pw.empty Makeflow >e4.out 2>&1 || rc=$?
+	[ $rc = 1 ]
+	grep -q "password file pw.empty: empty" e4.out
+	# nothing ran, nothing was moved aside
+	[ ! -e ran.log ] && [ ! -e a.txt ]
+	not ls -d makeflow.failed.* 2>/dev/null
+	not grep -q "cannot submit" e1.out e2.out e3.out e4.out
+'
+
+test_expect_success 'silent connections flooding the master do not lock a worker out' '
+	wf Makeflow <<-EOF
+	f.txt:
+	    echo flood > f.txt
+	g.txt:
+	    while [ ! -e $PWD/release ]; do sleep 0.1; done; echo done > g.txt
+	EOF
+	start_master Makeflow
+	python3 "$TEST_SRCDIR/test/lib/flood.py" $port 80 >flood.log 2>&1 &
+	test_track_pid $!
+	test_wait_until 60 test -s flood.ready
+	# a real worker from the same address gets in and runs a task while the flood holds
+	start_worker --cores 2 localhost $port
+	test_wait_until 60 test -s f.txt
+	[ "$(cat f.txt)" = flood ]
+	# the connections closed for it are logged, and the lines dropped are summed up
+	grep -q "closed a silent connection from 127.0.0.1" mf.out
+	test_wait_until 60 grep -q "more suppressed (connections refused or closed" mf.out
+	touch release
+	finish
+	[ "$(cat g.txt)" = done ]
 '
 
 test_expect_success 'a worker with the wrong password is refused and exits 2' '

@@ -55,9 +55,14 @@ static void test_defaults_host_port(void **state)
 	assert_false(o.single_shot);
 	worker_opts_clear(&o);
 
-	assert_int_equal(parse(&o, "localhost", NULL), CLI_DONE);
-	assert_int_equal(o.port, 9123);
-	worker_opts_clear(&o);
+	/* no port (an empty $(cat port)), an empty or a bad one: refused, never a default */
+	assert_int_equal(parse(&o, "localhost", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "no port given after \"localhost\""));
+	assert_int_equal(parse(&o, "localhost", "", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "port \"\": must be 1..65535"));
+	assert_int_equal(parse(&o, "localhost", "0", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "localhost", "12ab", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "localhost:", NULL), HTC_EPARSE);
 	assert_int_equal(parse(&o, "10.0.0.5:9300", NULL), CLI_DONE);
 	assert_string_equal(o.host, "10.0.0.5");
 	assert_int_equal(o.port, 9300);
@@ -91,31 +96,31 @@ static void test_resources_and_units(void **state)
 	assert_int_equal(o.gpus, 1);
 	worker_opts_clear(&o);
 
-	assert_int_equal(parse(&o, "--memory", "lots", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--memory", "lots", "h", "9123", NULL), HTC_EPARSE);
 	assert_string_equal(err, "--memory: \"lots\" is not a size (e.g. 4000, 4G)");
-	assert_int_equal(parse(&o, "--cores=0", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--cores=0", "h", "9123", NULL), HTC_EPARSE);
 	assert_string_equal(err, "--cores: \"0\" is not a number of cores above 0");
-	assert_int_equal(parse(&o, "--gpus", "-1", "h", NULL), HTC_EPARSE);
-	assert_int_equal(parse(&o, "--disk", "-5", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--gpus", "-1", "h", "9123", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--disk", "-5", "h", "9123", NULL), HTC_EPARSE);
 }
 
 static void test_durations(void **state)
 {
 	(void)state;
 	struct worker_opts o;
-	assert_int_equal(
-	    parse(&o, "-t", "15m", "--connect-timeout", "1h", "--wall-time", "2d", "h", NULL),
-	    CLI_DONE);
+	assert_int_equal(parse(&o, "-t", "15m", "--connect-timeout", "1h", "--wall-time", "2d", "h",
+	                       "9123", NULL),
+	                 CLI_DONE);
 	assert_int_equal(o.idle_timeout, 900);
 	assert_int_equal(o.connect_timeout, 3600);
 	assert_int_equal(o.wall_time, 172800);
 	worker_opts_clear(&o);
-	assert_int_equal(parse(&o, "-t60", "h", NULL), CLI_DONE);
+	assert_int_equal(parse(&o, "-t60", "h", "9123", NULL), CLI_DONE);
 	assert_int_equal(o.idle_timeout, 60);
 	worker_opts_clear(&o);
-	assert_int_equal(parse(&o, "-tsoon", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "-tsoon", "h", "9123", NULL), HTC_EPARSE);
 	assert_string_equal(err, "-t: \"soon\" is not a duration (e.g. 900, 15m, 2h)");
-	assert_int_equal(parse(&o, "--timeout", "0", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--timeout", "0", "h", "9123", NULL), HTC_EPARSE);
 	assert_string_equal(err, "--timeout: the duration must be above 0");
 }
 
@@ -127,16 +132,17 @@ static void test_tls_options(void **state)
 	    parse(&o, "--ssl-fingerprint",
 	          "AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:"
 	          "89:AB:CD:EF:01:23:45:67:89",
-	          "h", NULL),
+	          "h", "9123", NULL),
 	    CLI_DONE);
 	assert_true(o.ssl);
 	assert_string_equal(o.ssl_fingerprint,
 	                    "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
 	worker_opts_clear(&o);
-	assert_int_equal(parse(&o, "--ssl-fingerprint", "abcd", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--ssl-fingerprint", "abcd", "h", "9123", NULL), HTC_EPARSE);
 	assert_non_null(strstr(err, "64 hex digits"));
-	assert_int_equal(parse(&o, "--ssl-no-verify", "--ssl-ca", "ca.pem", "h", NULL), HTC_EPARSE);
-	assert_int_equal(parse(&o, "--ssl-ca", "ca.pem", "-P", "pw", "h", NULL), CLI_DONE);
+	assert_int_equal(parse(&o, "--ssl-no-verify", "--ssl-ca", "ca.pem", "h", "9123", NULL),
+	                 HTC_EPARSE);
+	assert_int_equal(parse(&o, "--ssl-ca", "ca.pem", "-P", "pw", "h", "9123", NULL), CLI_DONE);
 	assert_true(o.ssl);
 	assert_string_equal(o.ssl_ca, "ca.pem");
 	assert_string_equal(o.password_file, "pw");
@@ -149,7 +155,7 @@ static void test_features_docker_debug(void **state)
 	struct worker_opts o;
 	assert_int_equal(parse(&o, "--feature", "gpu", "--feature", "big-mem", "--docker-preserve",
 	                       "debian:12", "-d", "worker", "-d", "net", "-o", "w.log",
-	                       "--single-shot", "--keep-cache", "-s", "/tmp/w", "h", NULL),
+	                       "--single-shot", "--keep-cache", "-s", "/tmp/w", "h", "9123", NULL),
 	                 CLI_DONE);
 	assert_int_equal(o.feature_count, 2);
 	assert_string_equal(o.features[1], "big-mem");
@@ -161,7 +167,7 @@ static void test_features_docker_debug(void **state)
 	assert_true(o.keep_cache);
 	assert_string_equal(o.workdir, "/tmp/w");
 	worker_opts_clear(&o);
-	assert_int_equal(parse(&o, "--feature", "a b", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--feature", "a b", "h", "9123", NULL), HTC_EPARSE);
 	assert_non_null(strstr(err, "is not a label"));
 }
 
@@ -176,15 +182,15 @@ static void test_command_line_errors(void **state)
 	assert_int_equal(parse(&o, "h:0", NULL), HTC_EPARSE);
 	assert_int_equal(parse(&o, "h", "1", "extra", NULL), HTC_EPARSE);
 	assert_string_equal(err, "unexpected argument \"extra\" after HOST PORT");
-	assert_int_equal(parse(&o, "--bogus", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--bogus", "h", "9123", NULL), HTC_EPARSE);
 	assert_string_equal(err, "unknown option --bogus (see --help)");
-	assert_int_equal(parse(&o, "-x", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "-x", "h", "9123", NULL), HTC_EPARSE);
 	assert_string_equal(err, "unknown option -x (see --help)");
 	assert_int_equal(parse(&o, "h", "-t", NULL), HTC_EPARSE);
 	assert_int_equal(parse(&o, "-t", NULL), HTC_EPARSE);
 	assert_string_equal(err, "option -t needs a value (see --help)");
 	/* a long option without a value given one is named as given */
-	assert_int_equal(parse(&o, "--ssl=x", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--ssl=x", "h", "9123", NULL), HTC_EPARSE);
 	assert_string_equal(err, "unknown option --ssl=x (see --help)");
 	assert_int_equal(parse(&o, "--connect-timeout", NULL), HTC_EPARSE);
 	assert_string_equal(err, "option --connect-timeout needs a value (see --help)");

@@ -140,13 +140,24 @@ struct mworker {
 	uv_timer_t *deadline; /* handshake deadline until `identity` */
 	bool counted;         /* counted in workers_connected */
 	bool init_counted;    /* counted in workers_init */
-	bool hs_counted;      /* counted in the queue's connections in handshake */
+	bool hs_counted;      /* counted in the queue's connections in handshake (q->admit) */
+	char ip[48];          /* the peer's address, without the port */
+	uint64_t accepted_ms; /* uv_now at accept */
 	bool was_active;
 	struct mworker *prev, *next;
 };
 
 struct wq_abort_cat;
 struct wq_block;
+
+/* Connections that have not finished the handshake (master_admit.c). */
+struct master_admit_addr;
+struct master_admit {
+	int total;                         /* connections in handshake */
+	struct master_admit_addr *by_addr; /* their count per peer address */
+	uint64_t log_start;                /* uv_now at the start of the log window */
+	unsigned log_lines, suppressed;    /* refusal lines logged, and dropped, in the window */
+};
 
 struct work_queue {
 	uv_loop_t *loop;
@@ -165,7 +176,7 @@ struct work_queue {
 	struct mtask *tasks;         /* by id */
 	struct mtask *done_head, *done_tail;
 	struct mworker *workers;
-	int handshaking;
+	struct master_admit admit;
 	struct work_queue_stats stats;
 	int next_taskid;
 	int worker_serial;
@@ -175,6 +186,7 @@ struct work_queue {
 	struct wq_tls_config *tls;
 	int keepalive_interval, keepalive_timeout;
 	bool shutdown;
+	bool ending;       /* work_queue_delete: dismissals say the master is ending */
 	bool sync_outputs; /* fsync each output and its directory (off by default) */
 	enum work_queue_schedule algorithm;
 	uint64_t rng;
@@ -189,6 +201,8 @@ struct work_queue {
 	struct wq_abort_cat *abort_cats;
 	struct wq_block *blocked;
 	int64_t catalog_last;
+	bool catalog_busy; /* an update round is in flight */
+	int catalog_shape; /* record_shape of the last record sent */
 };
 
 /* Seconds on a monotonic clock. */
@@ -257,6 +271,16 @@ json_t *master_status_record(struct work_queue *q);
 /* master_worker.c */
 /* Accepts a new connection from the listener. */
 void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp);
+
+/* master_admit.c: the limits on connections in handshake (protocol 2.4). master_admit_room
+ * makes room for a connection from IP (closing the oldest silent connection in handshake when a
+ * limit is reached) and says whether it may be accepted; master_admit_add counts an accepted
+ * connection until master_admit_release (the end of its handshake, or its loss; idempotent). */
+bool master_admit_room(struct work_queue *q, const char *ip);
+void master_admit_add(struct mworker *w);
+void master_admit_release(struct mworker *w);
+void master_admit_tick(struct work_queue *q); /* every second: the suppressed lines summed up */
+void master_admit_free(struct work_queue *q);
 /* Sends task M (assigned by a pass with BOX) to W; `queued: true` when M->queued is set. */
 void master_dispatch_task(struct mworker *w, struct mtask *m, const struct master_sched_box *box);
 /* Cancels M on its worker (M leaves the worker at once). */

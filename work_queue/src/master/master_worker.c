@@ -29,7 +29,7 @@
 #define SOFTWARE          "htc 0.1.0"
 #define MASTER_CAPS       (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE)
 #define DISMISS_LINGER_MS 5000
-#define MAX_HANDSHAKING   64
+#define HS_DEADLINE_MS    10000 /* accept -> end of hello and password (protocol 2.4) */
 
 static void lost(struct mworker *w, enum master_txlog_leave why);
 
@@ -726,10 +726,7 @@ static void lost(struct mworker *w, enum master_txlog_leave why)
 		q->stats.workers_init--;
 		w->init_counted = false;
 	}
-	if (w->hs_counted) {
-		q->handshaking--;
-		w->hs_counted = false;
-	}
+	master_admit_release(w);
 	if (q->txlog && w->have_identity)
 		master_txlog_worker_disconnect(q->txlog, w->id, why);
 	master_queue_request_pass(q);
@@ -769,8 +766,7 @@ static void hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *
 	struct mworker *w = user;
 	struct work_queue *q = w->q;
 	(void)h;
-	q->handshaking--;
-	w->hs_counted = false;
+	master_admit_release(w);
 	if (r->outcome != WQ_HS_OK) {
 		debug(D_WQ, "%s: handshake failed: %s %s", w->label, r->code, r->text);
 		w->state = MW_CLOSING;
@@ -812,12 +808,6 @@ static void hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *
 
 void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp)
 {
-	if (q->handshaking >= MAX_HANDSHAKING) {
-		uv_close((uv_handle_t *)tcp, timer_free);
-		return;
-	}
-	struct mworker *w = xcalloc(1, sizeof *w);
-	w->q = q;
 	struct sockaddr_storage ss;
 	int n = sizeof ss;
 	char ip[48] = "?";
@@ -831,6 +821,13 @@ void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp)
 			port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 		}
 	}
+	if (!master_admit_room(q, ip)) {
+		uv_close((uv_handle_t *)tcp, timer_free);
+		return;
+	}
+	struct mworker *w = xcalloc(1, sizeof *w);
+	w->q = q;
+	snprintf(w->ip, sizeof w->ip, "%s", ip);
 	snprintf(w->addr, sizeof w->addr, "%s:%d", ip, port);
 	snprintf(w->label, sizeof w->label, "wq: %s", w->addr);
 	w->c = wq_conn_create(tcp, w->label, &conn_cb, w);
@@ -848,6 +845,7 @@ void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp)
 	cfg.caps = MASTER_CAPS;
 	cfg.keepalive_interval = q->keepalive_interval;
 	cfg.keepalive_timeout = q->keepalive_timeout;
+	cfg.deadline_ms = HS_DEADLINE_MS;
 	char *err = NULL;
 	w->h = wq_handshake_start(q->loop, w->c, &cfg, hs_done, w, &err);
 	if (!w->h) {
@@ -861,9 +859,8 @@ void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp)
 	if (q->workers)
 		q->workers->prev = w;
 	q->workers = w;
-	q->handshaking++;
+	master_admit_add(w);
 	q->stats.workers_init++;
-	w->hs_counted = true;
 	w->init_counted = true;
 }
 
@@ -906,6 +903,8 @@ void master_worker_end(struct mworker *w, bool shutdown, const char *reason, int
 	json_t *msg = shutdown ? json_pack("{s:s,s:s}", "m", "shutdown", "reason", reason)
 	                       : json_pack("{s:s,s:s,s:i}", "m", "dismiss", "reason", reason,
 	                                   "retry_after", retry_after);
+	if (!shutdown && w->q->ending) /* the queue is being deleted: no need to come back */
+		json_object_set_new(msg, "ending", json_true());
 	if (w->state == MW_HANDSHAKE) {
 		wq_conn_close_now(w->c);
 	} else {

@@ -36,6 +36,8 @@
 #define PASS_BATCH        128
 #define DELETE_WAIT_MS    5000
 #define CATALOG_PERIOD_US INT64_C(60000000)
+#define CATALOG_MIN_US    INT64_C(1000000) /* between updates sent because the demand changed */
+#define CATALOG_FINAL_MS  2000             /* waited for the last update when the queue ends */
 #define DEFAULT_PORT      9123
 
 static void on_sched_idle(uv_idle_t *h);
@@ -179,6 +181,34 @@ static void on_sched_idle(uv_idle_t *h)
 	}
 }
 
+/* What of a catalog record a factory acts on: tasks waiting, tasks running, workers (bits). */
+static int record_shape(const json_t *r)
+{
+	static const char *const keys[] = {"tasks_waiting", "tasks_running", "workers_connected"};
+	int shape = 0;
+	for (int i = 0; i < 3; i++)
+		if (json_integer_value(json_object_get(r, keys[i])) > 0)
+			shape |= 1 << i;
+	return shape;
+}
+
+static void catalog_send(struct work_queue *q, const json_t *r)
+{
+	if (catalog_updater_send(q->catalog, r, CATALOG_SEND_AUTO) == 0) {
+		q->catalog_last = time_now_us();
+		q->catalog_busy = true;
+		q->catalog_shape = record_shape(r);
+	}
+}
+
+static void on_catalog_sent(void *arg, int failed, int n, const char *detail)
+{
+	struct work_queue *q = arg;
+	q->catalog_busy = false;
+	if (failed)
+		debug(D_WQ, "wq: catalog update: %d of %d failed: %s", failed, n, detail);
+}
+
 static void on_tick(uv_timer_t *h)
 {
 	struct work_queue *q = h->data;
@@ -193,10 +223,14 @@ static void on_tick(uv_timer_t *h)
 	}
 	master_abort_check(q);
 	master_full_check(q);
-	if (q->catalog && time_now_us() - q->catalog_last >= CATALOG_PERIOD_US) {
+	master_admit_tick(q);
+	int64_t since = time_now_us() - q->catalog_last;
+	if (q->catalog && since >= CATALOG_MIN_US) {
+		/* every period, and as soon as tasks or workers appear or vanish, so that a factory
+		 * reading the catalog starts workers without waiting for the next period */
 		json_t *r = master_status_record(q);
-		if (catalog_updater_send(q->catalog, r, CATALOG_SEND_AUTO) == 0)
-			q->catalog_last = time_now_us();
+		if (since >= CATALOG_PERIOD_US || record_shape(r) != q->catalog_shape)
+			catalog_send(q, r);
 		json_decref(r);
 	}
 }
@@ -210,7 +244,8 @@ static void handle_free(uv_handle_t *h)
 static int start_catalog(struct work_queue *q, const char *hosts)
 {
 	char *err = NULL;
-	struct catalog_updater *u = catalog_updater_create(q->loop, hosts, NULL, NULL, &err);
+	struct catalog_updater *u =
+	    catalog_updater_create(q->loop, hosts, on_catalog_sent, q, &err);
 	if (!u) {
 		warn("wq: catalog hosts: %s", err ? err : "invalid");
 		free(err);
@@ -218,9 +253,9 @@ static int start_catalog(struct work_queue *q, const char *hosts)
 	}
 	catalog_updater_delete(q->catalog);
 	q->catalog = u;
+	q->catalog_busy = false;
 	json_t *r = master_status_record(q);
-	if (catalog_updater_send(q->catalog, r, CATALOG_SEND_AUTO) == 0)
-		q->catalog_last = time_now_us();
+	catalog_send(q, r);
 	json_decref(r);
 	return 0;
 }
@@ -255,6 +290,8 @@ void work_queue_opts_init(struct work_queue_opts *o)
 	o->port = WORK_QUEUE_DEFAULT_PORT;
 }
 
+/* Binds and listens on the port of O and writes the port file; each failure is reported with
+ * warn() naming the port or the file and the reason, then returned as a negative error. */
 static int listen_on(struct work_queue *q, const struct work_queue_opts *o)
 {
 	int port = o->port;
@@ -262,32 +299,46 @@ static int listen_on(struct work_queue *q, const struct work_queue_opts *o)
 		const char *e = getenv("WORK_QUEUE_PORT");
 		port = e && *e ? atoi(e) : DEFAULT_PORT;
 	}
-	if (port < 0 || port > 65535)
+	if (port < 0 || port > 65535) {
+		warn("wq: port %d is out of range (0 to 65535)", port);
 		return -EINVAL;
+	}
 	struct sockaddr_storage ss;
 	const char *iface = o->interface ? o->interface : "0.0.0.0";
 	if (uv_ip4_addr(iface, port, (struct sockaddr_in *)&ss) != 0 &&
-	    uv_ip6_addr(iface, port, (struct sockaddr_in6 *)&ss) != 0)
+	    uv_ip6_addr(iface, port, (struct sockaddr_in6 *)&ss) != 0) {
+		warn("wq: cannot listen on %s: not an IPv4 or IPv6 address", iface);
 		return -EINVAL;
+	}
 	q->listener = xmalloc(sizeof *q->listener);
 	uv_tcp_init(q->loop, q->listener);
 	q->listener->data = q;
 	int rc = uv_tcp_bind(q->listener, (struct sockaddr *)&ss, 0);
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)q->listener, 128, on_connection);
-	if (rc < 0)
+	if (rc < 0) {
+		warn("wq: cannot listen on port %d: %s%s", port, uv_strerror(rc),
+		     rc == UV_EADDRINUSE ? " (another program holds it; -p 0 takes any free port)"
+		                         : "");
 		return rc;
+	}
 	int n = sizeof ss;
 	uv_tcp_getsockname(q->listener, (struct sockaddr *)&ss, &n);
 	q->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 	                                         : ((struct sockaddr_in *)&ss)->sin_port);
 	if (o->port_file) {
 		FILE *f = fopen(o->port_file, "w");
-		if (!f)
-			return -errno;
+		if (!f) {
+			rc = -errno;
+			warn("wq: cannot write the port file %s: %s", o->port_file, strerror(-rc));
+			return rc;
+		}
 		fprintf(f, "%d\n", q->port);
-		if (fclose(f) != 0)
-			return -errno;
+		if (fclose(f) != 0) {
+			rc = -errno;
+			warn("wq: cannot write the port file %s: %s", o->port_file, strerror(-rc));
+			return rc;
+		}
 	}
 	return 0;
 }
@@ -327,6 +378,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 	char hex[80];
 	if (wq_auth_nonce(NULL, hex) < 0) {
 		rc = -EIO;
+		warn("wq: cannot draw the master's random id");
 		goto fail;
 	}
 	memcpy(q->master_id, hex, 32);
@@ -369,10 +421,8 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 		}
 	}
 	rc = listen_on(q, o);
-	if (rc < 0) {
-		warn("wq: cannot listen on port %d: %s", o->port, uv_strerror(rc));
+	if (rc < 0)
 		goto fail;
-	}
 	q->sched_idle = xmalloc(sizeof *q->sched_idle);
 	uv_idle_init(q->loop, q->sched_idle);
 	q->sched_idle->data = q;
@@ -468,13 +518,42 @@ static void queue_free(struct work_queue *q)
 	free(q->project);
 	free(q->catalog_hosts);
 	master_abort_free(q, true);
+	master_admit_free(q);
 	free(q);
+}
+
+/* Runs the loop until the catalog round in flight ends, at most MS milliseconds. */
+static void catalog_wait(struct work_queue *q, uint64_t ms)
+{
+	if (!q->catalog_busy)
+		return;
+	q->wait_expired = false;
+	uv_timer_start(q->wait_timer, on_wait_timer, ms, 0);
+	while (q->catalog_busy && !q->wait_expired)
+		uv_run(q->loop, UV_RUN_ONCE);
+	uv_timer_stop(q->wait_timer);
+	q->wait_expired = false;
+}
+
+/* The master's last record, with a lifetime of 1 s: the catalog drops it at once instead of
+ * listing a master that is gone until its record expires (doc/catalog.md). */
+static void catalog_goodbye(struct work_queue *q)
+{
+	if (!q->catalog)
+		return;
+	catalog_wait(q, CATALOG_FINAL_MS);
+	json_t *r = master_status_record(q);
+	json_object_set_new(r, "lifetime", json_integer(1));
+	catalog_send(q, r);
+	json_decref(r);
+	catalog_wait(q, CATALOG_FINAL_MS);
 }
 
 void work_queue_delete(struct work_queue *q)
 {
 	if (!q)
 		return;
+	q->ending = true;
 	for (struct mworker *w = q->workers, *n; w; w = n) {
 		n = w->next;
 		master_worker_end(w, q->shutdown, q->shutdown ? "master exiting" : "master done",
@@ -488,6 +567,7 @@ void work_queue_delete(struct work_queue *q)
 			uv_run(q->loop, UV_RUN_ONCE);
 		uv_timer_stop(q->wait_timer);
 	}
+	catalog_goodbye(q);
 	queue_free(q);
 }
 

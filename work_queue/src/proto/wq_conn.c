@@ -80,6 +80,8 @@ struct wq_conn {
 	uv_check_t cork_check;
 
 	uint64_t ka_interval, ka_timeout, last_rx, linger;
+	uint64_t rx_bytes; /* socket bytes received, before any filter */
+	bool quiet;        /* fatal closes logged at debug level only (wq_conn_set_quiet) */
 	int ping_out;
 	int64_t ping_seq;
 
@@ -125,23 +127,33 @@ static void escape_controls(const char *s, char *out, size_t size)
 	out[o] = 0;
 }
 
+/* The process-wide limit of violation lines: lines logged in the current window and those
+ * suppressed, summed up when the window ends (at the next line, or wq_conn_warn_flush). */
+static struct {
+	uint64_t window_start;
+	unsigned lines, suppressed;
+} warn_limit;
+
+void wq_conn_warn_flush(const struct htc_clock *clock)
+{
+	uint64_t now = (uint64_t)(htc_clock_now_us(clock) / 1000);
+	if (now - warn_limit.window_start < 1000)
+		return;
+	if (warn_limit.suppressed)
+		warn("... %u more suppressed", warn_limit.suppressed);
+	warn_limit.window_start = now;
+	warn_limit.lines = 0;
+	warn_limit.suppressed = 0;
+}
+
 void wq_conn_warn_limited(const struct htc_clock *clock, const char *label, const char *text)
 {
-	static uint64_t window_start;
-	static unsigned lines, suppressed;
-	uint64_t now = (uint64_t)(htc_clock_now_us(clock) / 1000);
-	if (now - window_start >= 1000) {
-		if (suppressed)
-			warn("... %u more suppressed", suppressed);
-		window_start = now;
-		lines = 0;
-		suppressed = 0;
-	}
-	if (lines >= LOG_RATE_LINES) {
-		suppressed++;
+	wq_conn_warn_flush(clock);
+	if (warn_limit.lines >= LOG_RATE_LINES) {
+		warn_limit.suppressed++;
 		return;
 	}
-	lines++;
+	warn_limit.lines++;
 	char esc[2048];
 	escape_controls(text, esc, sizeof esc);
 	warn("%s: %s", label, esc);
@@ -618,7 +630,10 @@ static void fatal_close(struct wq_conn *c, enum wq_conn_end why, const char *cod
 {
 	if (c->state != ST_OPEN)
 		return;
-	wq_conn_warn_limited(c->clock, c->label, log_text);
+	if (c->quiet)
+		debug(D_WQ, "%s: %s", c->label, log_text);
+	else
+		wq_conn_warn_limited(c->clock, c->label, log_text);
 	set_why(c, why, peer_text);
 	json_t *e = json_pack("{s:s, s:s, s:o, s:b}", "m", "error", "code", code, "text",
 	                      send_text(peer_text), "fatal", 1);
@@ -674,6 +689,16 @@ void wq_conn_filter_fail(struct wq_conn *c, const char *text)
 	wq_conn_warn_limited(c->clock, c->label, text);
 	set_why(c, WQ_CONN_END_ERROR, text);
 	begin_closing(c);
+}
+
+void wq_conn_set_quiet(struct wq_conn *c, bool quiet)
+{
+	c->quiet = quiet;
+}
+
+uint64_t wq_conn_bytes_received(const struct wq_conn *c)
+{
+	return c->rx_bytes;
 }
 
 void wq_conn_close_now(struct wq_conn *c)
@@ -839,6 +864,7 @@ static void read_done(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	}
 	if ((size_t)nread == c->rcap)
 		c->rgrow = 1;
+	c->rx_bytes += (uint64_t)nread;
 	conn_bytes_in(c, c->rbuf, (size_t)nread);
 }
 

@@ -168,11 +168,21 @@ void wq_conn_refuse(struct wq_conn *c, const char *code, const char *peer_text,
 int wq_conn_close(struct wq_conn *c, json_t *last);
 /* Immediate close: anything unsent is dropped. The closed callback gets WQ_CONN_END_LOCAL. */
 void wq_conn_close_now(struct wq_conn *c);
+/* With QUIET, the violations and refusals this side detects are logged at debug level only, for
+ * an owner that reports the end of the connection itself (the worker in its handshake says why
+ * a connect failed once per reason, not at every attempt). */
+void wq_conn_set_quiet(struct wq_conn *c, bool quiet);
+/* Bytes received from the socket so far (before TLS): 0 for a peer that has been silent. */
+uint64_t wq_conn_bytes_received(const struct wq_conn *c);
 
 /* Logs "LABEL: TEXT" with warn(), through the process-wide limit of 10 lines per second shared by
  * all connections' violation lines; the second is measured on CLOCK (NULL: the monotonic
  * clock). */
 void wq_conn_warn_limited(const struct htc_clock *clock, const char *label, const char *text);
+/* Logs "... N more suppressed" for the lines the limit dropped once their window has ended (on
+ * CLOCK, NULL: the monotonic clock); called periodically (the master's tick, the worker's
+ * check) so that the sum is never lost when no further line comes. */
+void wq_conn_warn_flush(const struct htc_clock *clock);
 
 /*
  * Byte filter (for TLS, added later). All socket bytes pass through two functions of wq_conn.c:

@@ -80,6 +80,10 @@ struct worker {
 	int exit_status;
 	bool finishing, stopped, permanent;
 	int signals;
+	bool ever_connected;    /* a handshake has succeeded once */
+	char hs_failure[256];   /* why the last handshake failed, when the worker should say it */
+	bool hs_said;           /* the handshake logged its refusal itself */
+	char last_failure[512]; /* the last failure said on stderr (each reason is said once) */
 };
 
 static uint64_t now_ms(struct worker *w)
@@ -186,7 +190,7 @@ static struct wq_tls_config *make_tls(const struct worker_opts *o, char **err)
 		arg = o->ssl_fingerprint;
 	} else if (o->ssl_no_verify) {
 		mode = WQ_TLS_VERIFY_NONE;
-		warn("warning: the master's TLS certificate is not verified; only the password "
+		warn("the master's TLS certificate is not verified; only the password "
 		     "(bound to this TLS session) protects against impersonation");
 	} else if (o->ssl_ca) {
 		mode = WQ_TLS_VERIFY_CA_FILE;
@@ -425,12 +429,73 @@ static void schedule_retry(struct worker *w, uint64_t min_ms)
 	uv_timer_start(&w->retry_timer, on_retry, delay, 0);
 }
 
+/* What a failed attempt means for the user: WHY (a libuv error text, a violation or the end of
+ * the connection) with its likely cause, in OUT. */
+static void describe_failure(const char *why, char *out, size_t size)
+{
+	unsigned a, b;
+	const char *magic = strstr(why, "bad magic ");
+	if (!strcmp(why, "connection refused")) {
+		snprintf(out, size,
+		         "connection refused: nothing listens on that port (is the master running, "
+		         "and is the port the one it wrote?)");
+	} else if (strstr(why, "unreachable")) {
+		snprintf(out, size, "%s: no route to the master's host", why);
+	} else if (!strcmp(why, "connect timed out")) {
+		snprintf(out, size,
+		         "no answer to the connection within %d s (a firewall, or a "
+		         "wrong address?)",
+		         ATTEMPT_TIMEOUT_MS / 1000);
+	} else if (magic && sscanf(magic, "bad magic %x %x", &a, &b) == 2 && a >= 0x20 &&
+	           a < 0x7f && b >= 0x20 && b < 0x7f) {
+		snprintf(
+		    out, size,
+		    "not a Work Queue master of this project: it answered in text (\"%c%c...\"), "
+		    "as an HTTP server or a CCTools Work Queue master (a text-line protocol this "
+		    "worker does not speak) would",
+		    (char)a, (char)b);
+	} else if (strstr(why, "not the work queue protocol")) {
+		snprintf(out, size, "not a Work Queue master of this project: %s", why);
+	} else if (strstr(why, "unknown node or service") || strstr(why, "name lookup")) {
+		snprintf(out, size, "cannot resolve the master's host name (%s)", why);
+	} else if (!strcmp(why, "connection closed by the peer") ||
+	           strstr(why, "connection reset by peer")) {
+		snprintf(
+		    out, size,
+		    "the peer closed the connection during the handshake without a word: not a "
+		    "Work Queue master of this project (a CCTools master, or another service?)");
+	} else if (strstr(why, "handshake not completed")) {
+		snprintf(out, size,
+		         "connected, but no Work Queue answer came (%s): not a master of this "
+		         "project (a CCTools master, or another service, stays silent)",
+		         why);
+	} else {
+		snprintf(out, size, "%s", why);
+	}
+}
+
+/* Says on stderr why an attempt failed, once for each reason in a row (not at every retry). */
+static void report_failure(struct worker *w, const char *why)
+{
+	char text[400];
+	describe_failure(why, text, sizeof text);
+	char line[sizeof w->last_failure];
+	snprintf(line, sizeof line, "master %s:%d: %s", w->m_host ? w->m_host : "?", w->m_port,
+	         text);
+	if (!strcmp(line, w->last_failure))
+		return;
+	snprintf(w->last_failure, sizeof w->last_failure, "%s", line);
+	warn("%s; trying again (said once for each reason)", line);
+}
+
 /* The attempt on the current master failed: the next candidate of -M at once, else backoff. */
 static void attempt_failed(struct worker *w, const char *why, uint64_t min_ms)
 {
 	uv_timer_stop(&w->attempt_timer);
 	if (why)
 		debug(D_WORKER, "master %s:%d: %s", w->m_host ? w->m_host : "?", w->m_port, why);
+	if (why && !w->finishing && !w->permanent)
+		report_failure(w, why);
 	if (w->finishing) {
 		stop_all(w);
 		return;
@@ -475,13 +540,19 @@ static void arm_deadline(struct worker *w)
 static void on_tick(uv_timer_t *t)
 {
 	struct worker *w = t->data;
+	wq_conn_warn_flush(NULL); /* the violation lines dropped by the rate limit, summed up */
 	if (w->finishing)
 		return;
 	if (w->s && w->s->active)
 		worker_session_tick(w->s);
 	bool busy = w->s && w->s->ntasks > 0;
-	if (!busy && now_ms(w) - w->idle_since_ms >= (uint64_t)w->o->idle_timeout * 1000)
-		worker_finish(w, WORKER_EXIT_OK, "idle timeout");
+	if (!busy && now_ms(w) - w->idle_since_ms >= (uint64_t)w->o->idle_timeout * 1000) {
+		if (w->ever_connected)
+			worker_finish(w, WORKER_EXIT_OK, "idle timeout");
+		else
+			worker_finish(w, WORKER_EXIT_NEVER_CONNECTED,
+			              "idle timeout, without ever connecting to a master");
+	}
 }
 
 static void on_wall(uv_timer_t *t)
@@ -497,6 +568,7 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 	bool was_active = s->active;
 	uint64_t up = was_active ? now_ms(w) - s->up_since_ms : 0;
 	int64_t retry_after = s->retry_after;
+	bool master_ending = s->master_ending;
 	/* A close this side asked for (after dismiss or bye) is not a loss. */
 	if (was_active && !w->finishing && why != WQ_CONN_END_LOCAL)
 		warn("master %s:%d: connection lost (%s: %s)", w->m_host, w->m_port,
@@ -517,6 +589,15 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 		json_decref(w->masters); /* start again from the catalog */
 		w->masters = NULL;
 	}
+	if (retry_after >= 0 && master_ending && !w->o->project) {
+		/* its master has ended: a worker given HOST PORT has nothing to come back to (one
+		 * given -M looks for the project's next master) */
+		notice("ending: the master ended");
+		w->finishing = true;
+		w->exit_status = WORKER_EXIT_OK;
+		stop_all(w);
+		return;
+	}
 	if (retry_after >= 0) {
 		/* dismissed: exit instead when the idle timeout has passed */
 		if (now_ms(w) - w->idle_since_ms >= (uint64_t)w->o->idle_timeout * 1000) {
@@ -528,7 +609,13 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 		attempt_failed(w, NULL, (uint64_t)retry_after * 1000);
 		return;
 	}
-	attempt_failed(w, text, was_active ? BACKOFF_MIN_MS : 0);
+	/* a loss was said above; a failed handshake is said here unless it said so itself */
+	const char *said = was_active || w->hs_said ? NULL
+	                   : w->hs_failure[0]       ? w->hs_failure
+	                                            : text;
+	attempt_failed(w, said, was_active ? BACKOFF_MIN_MS : 0);
+	w->hs_failure[0] = 0;
+	w->hs_said = false;
 }
 
 static void on_message(struct wq_conn *c, json_t *msg, const char *name, const uint8_t *raw,
@@ -581,6 +668,9 @@ static void hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *
 		      r->peer_id, r->tls ? "TLS" : "plain",
 		      r->authenticated ? ", authenticated" : "");
 		uv_timer_stop(&w->deadline_timer);
+		w->ever_connected = true;
+		w->last_failure[0] = 0;
+		wq_conn_set_quiet(s->conn, false);
 		s->up_since_ms = now_ms(w);
 		worker_touch(w);
 		char *mid = xstrdup(r->peer_id);
@@ -596,6 +686,11 @@ static void hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *
 	      wq_hs_outcome_name(r->outcome), r->code, r->text);
 	if (r->outcome == WQ_HS_PERMANENT)
 		w->permanent = true;
+	/* refusals (sent or received) were logged by the handshake; violations and timeouts not */
+	if (!r->code[0] || !strcmp(r->code, "proto") || !strcmp(r->code, "timeout"))
+		snprintf(w->hs_failure, sizeof w->hs_failure, "%s", r->text);
+	else
+		w->hs_said = true;
 }
 
 static void start_session(struct worker *w, uv_tcp_t *tcp)
@@ -612,6 +707,7 @@ static void start_session(struct worker *w, uv_tcp_t *tcp)
 		return;
 	}
 	w->s = s;
+	wq_conn_set_quiet(s->conn, true); /* a failed handshake is said by report_failure */
 	struct wq_hs_config cfg = {
 	    .role = WQ_ROLE_WORKER,
 	    .key = w->key,

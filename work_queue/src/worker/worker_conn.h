@@ -16,10 +16,11 @@
 #include "worker_opts.h"
 
 /* Exit statuses (protocol section 1). */
-#define WORKER_EXIT_OK        0
-#define WORKER_EXIT_LOCAL     1
-#define WORKER_EXIT_REFUSED   2
-#define WORKER_EXIT_NO_MASTER 3
+#define WORKER_EXIT_OK              0
+#define WORKER_EXIT_LOCAL           1
+#define WORKER_EXIT_REFUSED         2
+#define WORKER_EXIT_NO_MASTER       3
+#define WORKER_EXIT_NEVER_CONNECTED 4 /* idle timeout without ever connecting to a master */
 
 struct worker;
 

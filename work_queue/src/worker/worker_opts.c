@@ -73,7 +73,7 @@ static const char usage_text[] =
     "Connects to a Work Queue master and runs its tasks.\n"
     "\n"
     "Where the master is:\n"
-    "  HOST PORT                 the master's address (PORT default 9123)\n"
+    "  HOST PORT                 the master's address (or HOST:PORT)\n"
     "  -M, --master-name P       a master of project P, found through the catalog\n"
     "  -C, --catalog H:P[,...]   catalog servers (default: $CATALOG_HOST, localhost:9097)\n"
     "Resources offered (default: measured):\n"
@@ -354,8 +354,16 @@ int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char 
 			}
 			o->host = xstrdup(host);
 			o->host[colon - host] = 0;
+		} else if (rest == 1) {
+			/* an empty $(cat port) expands to nothing: never guess a default port */
+			r = bad(
+			    err, errlen,
+			    "no port given after \"%s\": use HOST PORT or HOST:PORT (a port file "
+			    "read before the master wrote it is empty)",
+			    host);
+			goto fail;
 		} else {
-			if (rest == 2 && parse_port(argv[optind + 1], &o->port) < 0) {
+			if (parse_port(argv[optind + 1], &o->port) < 0) {
 				r = bad(err, errlen, "port \"%s\": must be 1..65535",
 				        argv[optind + 1]);
 				goto fail;

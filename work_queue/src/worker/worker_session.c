@@ -850,6 +850,7 @@ static void on_dismiss(struct worker_session *s, json_t *msg, enum wq_msg_id mid
 	json_t *ra = json_object_get(msg, "retry_after");
 	s->retry_after =
 	    json_is_integer(ra) && json_integer_value(ra) >= 0 ? json_integer_value(ra) : 0;
+	s->master_ending = json_is_true(json_object_get(msg, "ending"));
 	notice("dismissed by the master: %s", str_of(msg, "reason", ""));
 	worker_session_drop_tasks(s);
 	json_t *bye = json_pack("{s:s,s:s}", "m", "bye", "reason", "dismissed");

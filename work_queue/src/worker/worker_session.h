@@ -32,6 +32,7 @@ struct worker_session {
 	bool closing;        /* bye sent or close requested */
 	bool lost;           /* closed callback seen */
 	int64_t retry_after; /* from dismiss or a fatal error, seconds; -1 none */
+	bool master_ending;  /* the dismiss said the master is ending (protocol 5.8) */
 	uint64_t up_since_ms;
 	struct wtask *tasks; /* uthash by id */
 	void *own;           /* worker_session*.c: objects being received, URL downloads */
