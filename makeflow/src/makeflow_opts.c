@@ -124,7 +124,8 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --progress=MODE       auto (default), plain, quiet\n"
 	    "      --monitor=DIR         measure every rule with resource_monitor; one summary\n"
 	    "                            per rule in DIR (also seeds the categories next run)\n"
-	    "      --monitor-interval=S  sampling interval of the monitor in seconds\n"
+	    "      --monitor-interval=S  sampling interval of the monitor in seconds (0.01 to\n"
+	    "                            3600; 0 = the monitor's default, 1 s)\n"
 	    "      --monitor-with-time-series  also keep a time series per rule\n"
 	    "      --monitor-exe=PATH    the resource_monitor to use (default: beside makeflow)\n"
 	    "      --allocation=MODE     size categories: fixed, max, waste (min_waste),\n"
@@ -289,9 +290,12 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case OPT_MONITOR_INTERVAL: {
 		char *end = NULL;
 		double v = strtod(arg, &end);
-		if (!*arg || *end || !(v > 0) || v > 3600)
+		/* 0 is the monitor's own default (1 s); resource_monitor samples at
+		 * most every 0.01 s */
+		if (!*arg || *end || !(v == 0 || (v >= 0.01 && v <= 3600)))
 			return bad(err, errlen,
-			           "--monitor-interval %s: expected seconds between 0 and 3600",
+			           "--monitor-interval %s: expected 0 (the monitor's default, 1 s) "
+			           "or seconds from 0.01 to 3600",
 			           arg);
 		e->monitor_interval = v;
 		break;

@@ -578,6 +578,23 @@ out:
 
 /* ---- statements ------------------------------------------------------ */
 
+/* The pending rule is followed by TEXT, which is not a command line. When
+ * TEXT is not a rule header it was most likely meant as the command: say that
+ * a command line starts with a tab. */
+static int no_command(struct parser *p, const char *text, int is_header)
+{
+	if (is_header)
+		return perr(p, p->rule_line, "rule has no command");
+	const char *what = "is not indented";
+	if ((unsigned char)text[0] == 0xc2 && (unsigned char)text[1] == 0xa0)
+		what = "starts with a no-break space";
+	int show = (int)strnlen(text, 40);
+	return perr(p, p->rule_line,
+	            "rule has no command (line %d '%.*s%s' %s: a command line starts with a "
+	            "tab)",
+	            p->line, show, text, text[show] ? "..." : "", what);
+}
+
 static int statement(struct parser *p)
 {
 	char *text = (char *)buffer_tostring(&p->logic);
@@ -602,9 +619,9 @@ static int statement(struct parser *p)
 			return directive(p, body, 1);
 		return assignment(p, body, 1, NULL);
 	}
-	if (p->rule_pending)
-		return perr(p, p->rule_line, "rule has no command");
 	char *colon = header_colon(text);
+	if (p->rule_pending)
+		return no_command(p, text, colon != NULL);
 	if (colon)
 		return header(p, text, colon);
 	char *s = trim(text);

@@ -157,7 +157,22 @@ static void test_command_errors(void **state)
 	(void)state;
 	expect_error("a: b\nc: d\n\techo\n", "t.mf:1: rule has no command");
 	expect_error("x=1\na: b\n", "t.mf:2: rule has no command");
-	expect_error("a: b\nX=1\n\techo\n", "t.mf:1: rule has no command");
+	expect_error("a: b\nX=1\n\techo\n",
+	             "t.mf:1: rule has no command (line 2 'X=1' is not indented: a command line "
+	             "starts with a tab)");
+	/* a command that lost its tab gets the hint */
+	expect_error("a: b\necho hi > a\n",
+	             "t.mf:1: rule has no command (line 2 'echo hi > a' is not indented: a "
+	             "command line starts with a tab)");
+	expect_error("a: b\n\n# note\nprog --with-a-very-long-list-of-options-that-goes-on > a\n",
+	             "t.mf:1: rule has no command (line 4 "
+	             "'prog --with-a-very-long-list-of-options-...' is not indented: a command "
+	             "line starts with a tab)");
+	expect_error("a: b\n\xc2\xa0"
+	             "echo > a\n",
+	             "t.mf:1: rule has no command (line 2 '\xc2\xa0"
+	             "echo > a' starts with a "
+	             "no-break space: a command line starts with a tab)");
 	expect_error("E=\na:\n\t$(E)\n", "t.mf:3: empty command for the rule at line 2");
 	expect_error("a:\n\tLOCAL\n", "t.mf:2: empty command for the rule at line 1");
 	expect_error("a:\n\techo 1\n\techo 2\n",
