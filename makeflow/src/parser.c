@@ -15,6 +15,7 @@
 #include "htc_error.h"
 #include "parser_internal.h"
 #include "units.h"
+#include "workflow_keys.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -143,27 +144,11 @@ static char *trim(char *s)
 	return s;
 }
 
-/* Parses resource K from TEXT into *OUT. */
+/* Parses resource K from TEXT into *OUT, with the rules the JSON form
+ * shares (workflow_keys.h). */
 static int parse_resource(struct parser *p, int line, int k, const char *text, int64_t *out)
 {
-	int rc;
-	if (k == 1 || k == 2)
-		rc = units_parse_mb(text, out);
-	else if (k == 4)
-		rc = units_parse_seconds(text, out);
-	else {
-		const char *s = text;
-		while (isspace((unsigned char)*s))
-			s++;
-		char *end;
-		errno = 0;
-		long long v = strtoll(s, &end, 10);
-		while (isspace((unsigned char)*end))
-			end++;
-		rc = (!isdigit((unsigned char)*s) || *end || errno) ? -1 : 0;
-		*out = v;
-	}
-	if (rc != 0)
+	if (workflow_resource_parse(k, text, out) != 0)
 		return perr(p, line, "bad %s value '%s'", resource_names[k], text);
 	return 0;
 }

@@ -144,6 +144,34 @@ test_expect_success 'an empty workflow is fine: 0 rules, exit 0' '
 	"$MF" Makeflow
 '
 
+test_expect_success 'JSON: unknown keys, fractions of cores and empty outputs are refused as in the text form' '
+	jrefused() {
+		local rc=0
+		"$MF" --json w.json >out 2>err || rc=$?
+		cat err
+		[ $rc = 1 ] || { echo "makeflow exited $rc, expected 1"; return 1; }
+		grep -Eq "^makeflow: w.json:$1" err || { echo "no w.json:$1 message"; return 1; }
+		[ ! -e marker ] || { echo "a rule ran"; return 1; }
+	}
+	cat >w.json <<-\EOF
+	{"rules": [
+	  {"command": "touch marker", "outputs": ["marker"]},
+	  {"comand": "echo hi > out", "outputs": ["out"]}
+	]}
+	EOF
+	jrefused "3: rule 1: unknown key .comand. in a rule \(did you mean .command.\?\)"
+	cat >w.json <<-\EOF
+	{"rules": [
+	  {"command": "touch marker", "outputs": ["marker"], "resources": {"cores": 1.5}}
+	]}
+	EOF
+	jrefused " rule 0: bad value .1.5. for resource .cores."
+	echo "{\"rules\": [{\"command\": \"touch marker\", \"outputs\": []}]}" >w.json
+	jrefused " rule 0: has no outputs"
+	echo "{\"rules\": [{\"makeflow\": {\"path\": \"s.json\"}, \"outputs\": [\"o\"]}]}" >w.json
+	jrefused "1: rule 0: key .makeflow. in a rule is not supported"
+'
+
 test_expect_success 'a huge line is refused; a long one is fine' '
 	{ marker_rule; printf "out.txt:\n\techo "; head -c 2000000 /dev/zero | tr "\\000" x; printf " > out.txt\n"; } >Makeflow
 	refused 4 "line"
