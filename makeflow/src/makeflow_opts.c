@@ -121,6 +121,8 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --jx                  the workflow is JX\n"
 	    "      --jx-args=FILE        JX: symbols from FILE\n"
 	    "      --jx-define=VAR=EXPR  JX: define VAR\n"
+	    "      --parse-memory=SIZE   memory budget of reading the workflow (default 1G;\n"
+	    "                            env MAKEFLOW_PARSE_MEMORY)\n"
 	    "      --progress=MODE       auto (default), plain, quiet\n"
 	    "      --monitor=DIR         measure every rule with resource_monitor; one summary\n"
 	    "                            per rule in DIR (also seeds the categories next run)\n"

@@ -172,13 +172,37 @@ test_expect_success 'JSON: unknown keys, fractions of cores and empty outputs ar
 	jrefused "1: rule 0: key .makeflow. in a rule is not supported"
 '
 
-test_expect_success 'a huge line is refused; a long one is fine' '
+test_expect_success 'a line past the parse memory budget is refused; a long one is fine' '
 	{ marker_rule; printf "out.txt:\n\techo "; head -c 2000000 /dev/zero | tr "\\000" x; printf " > out.txt\n"; } >Makeflow
-	refused 4 "line"
+	MAKEFLOW_PARSE_MEMORY=1M refused 4 "memory budget of 1 MiB"
+	# no line limit but the budget
+	"$ANALYZE" -k Makeflow
 	# 100 kB fits in one argument of sh -c
 	{ printf "out.txt:\n\techo "; head -c 100000 /dev/zero | tr "\\000" y; printf " > out.txt\n"; } >Makeflow
 	"$MF" Makeflow
 	[ "$(wc -c <out.txt)" = 100001 ]
+'
+
+# the report: a 1 MB workflow whose 300 rules name a 1 MB variable 8 times
+amplifier() {
+	{ printf "BIG="; head -c 1048576 /dev/zero | tr "\\000" x; printf "\n"; marker_rule
+	  for i in $(seq 300); do printf "o$i:\n\techo \$(BIG)\$(BIG)\$(BIG)\$(BIG)\$(BIG)\$(BIG)\$(BIG)\$(BIG) > o$i\n"; done
+	} >Makeflow
+}
+
+test_expect_success 'an amplifying workflow stops at the parse memory budget with FILE:LINE, not an abort' '
+	amplifier
+	MAKEFLOW_PARSE_MEMORY=64M refused "[0-9]+" "parsing needs more than the memory budget of 64 MiB"
+	# --parse-memory wins over the environment
+	rc=0; MAKEFLOW_PARSE_MEMORY=8G "$MF" --parse-memory 32M Makeflow 2>err || rc=$?
+	[ $rc = 1 ] && grep -q "memory budget of 32 MiB" err
+	# under an address-space limit the default budget is half of it: a clear error, no abort
+	rc=0; (ulimit -v 800000; exec "$ANALYZE" -k Makeflow) 2>err || rc=$?
+	cat err
+	[ $rc = 1 ] && grep -Eq "^makeflow_analyze: Makeflow:[0-9]+: parsing needs more than the memory budget of 390" err
+	rc=0; "$MF" --parse-memory lots Makeflow 2>err || rc=$?
+	[ $rc = 1 ] && grep -q "parse-memory lots: expected a size" err
+	[ ! -e marker ]
 '
 
 test_expect_success 'bad command-line options are clear errors and run nothing' '
