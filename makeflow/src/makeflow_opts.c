@@ -155,6 +155,7 @@ void makeflow_opts_clear(struct makeflow_opts *o)
 		free(o->batch_opts[i]);
 	free(o->batch_opts);
 	free(o->log_path);
+	free(o->wq_only);
 	workflow_source_free(&o->src);
 	init(o);
 }
@@ -238,6 +239,14 @@ static void wq_option(struct makeflow_opts *o, int c, const char *arg)
 	                  : c == OPT_SHARED_FS ? "shared-fs"
 	                                       : "project";
 	add_batch_opt(o, xasprintf("%s=%s", key, arg));
+	if (!o->wq_only) {
+		const char *name = c == OPT_PASSWORD    ? "--password"
+		                   : c == OPT_SSL_CERT  ? "--ssl-cert"
+		                   : c == OPT_SSL_KEY   ? "--ssl-key"
+		                   : c == OPT_SHARED_FS ? "--shared-fs"
+		                                        : NULL;
+		o->wq_only = name ? xasprintf("%s %s", name, arg) : xasprintf("-%c %s", c, arg);
+	}
 }
 
 static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], const char **clean,
@@ -343,6 +352,12 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 			return bad(err, errlen,
 			           "--clean=%s: expected all, outputs or intermediates", clean);
 	}
+	const char *type = o->engine.batch_type ? o->engine.batch_type : "local";
+	if (o->wq_only && strcmp(type, "wq") != 0)
+		return bad(
+		    err, errlen,
+		    "%s: this option is for Work Queue and needs -T wq (the batch type is %s)",
+		    o->wq_only, type);
 	if (!o->log_path)
 		o->log_path = xasprintf("%s.makeflowlog", o->src.path);
 	o->engine.log_path = o->log_path;

@@ -222,11 +222,11 @@ static void test_batch_options(void **state)
 {
 	(void)state;
 	struct makeflow_opts o;
-	assert_int_equal(parse(&o, "--batch-option", "script=x.sh", "-p", "0", "-Z", "port.txt",
-	                       "-N", "proj", "-M", "proj2", "--project-name=p3", "-C", "cat:9097",
-	                       "--password", "pw", "--ssl-cert", "c.pem", "--ssl-key", "k.pem",
-	                       "--shared-fs", "/shared", "--port-file=pf", "--catalog-server", "c2",
-	                       NULL),
+	assert_int_equal(parse(&o, "-T", "wq", "--batch-option", "script=x.sh", "-p", "0", "-Z",
+	                       "port.txt", "-N", "proj", "-M", "proj2", "--project-name=p3", "-C",
+	                       "cat:9097", "--password", "pw", "--ssl-cert", "c.pem", "--ssl-key",
+	                       "k.pem", "--shared-fs", "/shared", "--port-file=pf",
+	                       "--catalog-server", "c2", NULL),
 	                 CLI_DONE);
 	static const char *const want[] = {"script=x.sh",        "port=0",
 	                                   "port-file=port.txt", "project=proj",
@@ -243,6 +243,15 @@ static void test_batch_options(void **state)
 	assert_ptr_equal(o.engine.batch_opts, o.batch_opts);
 	makeflow_opts_clear(&o);
 	assert_fails("--batch-option 'x': expected KEY=VALUE", "--batch-option", "x");
+	/* Work Queue options without -T wq say so plainly */
+	assert_fails("-N foo: this option is for Work Queue and needs -T wq (the batch type is "
+	             "local)",
+	             "-N", "foo");
+	assert_fails("--password pw: this option is for Work Queue and needs -T wq (the batch "
+	             "type is dryrun)",
+	             "-T", "dryrun", "--password", "pw", "-p", "9");
+	assert_int_equal(parse(&o, "-N", "foo", "-T", "wq", NULL), CLI_DONE);
+	makeflow_opts_clear(&o);
 }
 
 static void test_workflow_and_clean(void **state)
