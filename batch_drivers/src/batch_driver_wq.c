@@ -402,6 +402,17 @@ static void wq_destroy(void *state)
 	free(st);
 }
 
+/* The master's count of running tasks (and of those finished, not yet collected). */
+static size_t wq_started(void *state)
+{
+	struct wq_state *st = state;
+	if (!st->master)
+		return 0;
+	struct work_queue_stats s;
+	work_queue_get_stats(st->master, &s);
+	return (size_t)s.tasks_running + (size_t)s.tasks_with_results;
+}
+
 const struct batch_driver batch_driver_wq = {
     .name = "wq",
     .features = BATCH_FEATURE_REMOTE_RENAME | BATCH_FEATURE_REMOVE | BATCH_FEATURE_WALL_TIME |
@@ -411,4 +422,5 @@ const struct batch_driver batch_driver_wq = {
     .set_option = wq_set_option,
     .submit = wq_submit,
     .remove = wq_remove,
+    .started = wq_started,
 };

@@ -780,6 +780,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		gc_collect(e);
 	}
 	engine_progress_stop(e);
+	engine_report_dryrun(e);
 
 	int all = e->n_complete == d->nnodes;
 	e->exit_status = all ? 0 : 1;
