@@ -366,6 +366,19 @@ test_expect_success 'the progress line shows queued rules apart from running one
 	! grep -Eq " [3-7] running" mf.out
 '
 
+test_expect_success 'a rule larger than this machine fails at once, naming only what it asks for' '
+	wf Makeflow <<-\EOF
+	big.txt:
+	@CORES=100000
+	    echo big > big.txt
+	EOF
+	rc=0; "$MF" Makeflow 2>err || rc=$?
+	cat err
+	[ $rc = 1 ]
+	grep -q "rule 0 failed: needs more resources than the local queue can ever give (cores 100000)" err
+	! grep -q -- "-1 MB" err
+'
+
 test_expect_success 'an unknown -T is a clear error and runs nothing' '
 	wf Makeflow <<-\EOF
 	a.txt:

@@ -193,4 +193,21 @@ test_expect_success 'with no worker the progress line shows the tasks queued, no
 	grep -Eq "^makeflow: 3/3 done, 0 failed in [0-9.]+ s$" mf.out
 '
 
+test_expect_success 'a task larger than every connected worker is warned about once, not waited on in silence' '
+	wf Makeflow <<-\EOF
+	small:
+	    echo s > small
+	big:
+	@CORES=4
+	    echo b > big
+	EOF
+	start_master --progress=plain --batch-option unfit-warning=1 Makeflow
+	start_worker --cores 1 --memory 1000 localhost $port
+	test_wait_until 60 grep -q "wq: 1 task needs more than any of the 1 connected worker has and waits for a larger one; e.g. rule 1 (line 3) asks for cores 4; the largest worker has cores 1, memory 1000 MB" mf.out || { cat mf.out; exit 1; }
+	test_wait_until 60 test -e small
+	kill $mf
+	wait $mf || true
+	[ "$(grep -c "connected worker" mf.out)" = 1 ]
+'
+
 test_done
