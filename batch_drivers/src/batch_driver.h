@@ -44,6 +44,10 @@ struct batch_driver {
 	 * must then complete it exactly once (now for a waiting job, on exit for a running one),
 	 * with result.removed = 1. 0 or negative error. */
 	int (*remove)(void *state, struct batch_job *job);
+	/* Optional (NULL: batch_job_started counts). How many of its unfinished jobs have started,
+	 * for a driver that learns it as a count rather than job by job (the wq master's running
+	 * tasks); used for batch_queue_running / batch_queue_waiting. */
+	size_t (*started)(void *state);
 };
 
 /* Services the generic layer provides to drivers. */

@@ -18,7 +18,7 @@
 #include "vec.h"
 #include "banned.h"
 
-#define DRYRUN_DEFAULT_SCRIPT "makeflow.dryrun.sh"
+#define DRYRUN_DEFAULT_SCRIPT BATCH_DRYRUN_SCRIPT
 
 struct dryrun_state {
 	struct batch_queue *q;

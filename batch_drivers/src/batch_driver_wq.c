@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include <uthash.h>
 
 #include "debug.h"
@@ -39,6 +40,7 @@ enum wq_opt {
 	OPT_SCHEDULE,
 	OPT_SYNC_OUTPUTS,
 	OPT_PREFETCH,
+	OPT_UNFIT_WARNING,
 	OPT_COUNT
 };
 
@@ -58,7 +60,11 @@ static const char *const opt_names[OPT_COUNT] = {
     [OPT_SCHEDULE] = "schedule",
     [OPT_SYNC_OUTPUTS] = "sync-outputs",
     [OPT_PREFETCH] = "prefetch",
+    [OPT_UNFIT_WARNING] = "unfit-warning",
 };
+
+/* Seconds tasks too large for every connected worker wait before the warning. */
+#define UNFIT_WARNING_DEFAULT 30
 
 /* One submitted job: the task's id on the master and the job record, found by task id when
  * the task comes back. */
@@ -75,6 +81,9 @@ struct wq_state {
 	uv_check_t *check;         /* heap-allocated: freed by its close callback */
 	struct wq_job *jobs;       /* submitted, not yet completed, by task id */
 	int create_error;          /* sticky: the master could not be created */
+	/* tasks no connected worker can hold: since when (us, 0 = none), last look, warned */
+	int64_t unfit_since, unfit_checked;
+	int unfit_warned;
 };
 
 static void check_closed(uv_handle_t *h)
@@ -101,6 +110,8 @@ static int check_value(int i, const char *value)
 	int64_t v;
 	switch (i) {
 	case OPT_PORT: return str_to_int64(value, &v) == 0 && v >= 0 && v <= 65535 ? 0 : -EINVAL;
+	case OPT_UNFIT_WARNING:
+		return str_to_int64(value, &v) == 0 && v >= 0 && v <= 86400 ? 0 : -EINVAL;
 	case OPT_KEEPALIVE_INTERVAL:
 	case OPT_KEEPALIVE_TIMEOUT:
 		return str_to_int64(value, &v) == 0 && v >= 1 && v <= 86400 ? 0 : -EINVAL;
@@ -358,11 +369,104 @@ static void fill_result(struct batch_job *job, const struct work_queue_task *t)
 }
 
 /* After every loop turn: hand each finished task back to its job. */
+/* 1 if the resources R fit the worker box TOTAL (a JSON object with cores, memory, disk, gpus);
+ * an unset request fits. */
+static int fits(const struct batch_resources *r, json_t *total)
+{
+	double cores = json_number_value(json_object_get(total, "cores"));
+	json_int_t memory = json_integer_value(json_object_get(total, "memory"));
+	json_int_t disk = json_integer_value(json_object_get(total, "disk"));
+	json_int_t gpus = json_integer_value(json_object_get(total, "gpus"));
+	return !((r->cores > 0 && (double)r->cores > cores + 1e-9) ||
+	         (r->memory_mb > 0 && r->memory_mb > memory) ||
+	         (r->disk_mb > 0 && r->disk_mb > disk) || (r->gpus > 0 && r->gpus > gpus));
+}
+
+/* Warns once when, for the grace period (option unfit-warning), some tasks have needed more than
+ * any connected worker has: without it they would wait for a larger worker in silence. Looks at
+ * most once a second. */
+static void check_unfit(struct wq_state *st)
+{
+	int64_t now = time_now_us();
+	if (st->unfit_warned || now - st->unfit_checked < 1000000)
+		return;
+	st->unfit_checked = now;
+	int64_t grace = UNFIT_WARNING_DEFAULT;
+	if (st->opt[OPT_UNFIT_WARNING])
+		str_to_int64(st->opt[OPT_UNFIT_WARNING], &grace);
+	json_t *workers = (json_t *)work_queue_status(st->master, "workers");
+	json_t *largest = NULL;
+	size_t i, nw = 0;
+	json_t *w;
+	json_array_foreach(workers, i, w)
+	{
+		json_t *total = json_object_get(w, "total");
+		if (!total || json_number_value(json_object_get(total, "cores")) <= 0)
+			continue; /* still in its handshake */
+		nw++;
+		if (!largest || json_number_value(json_object_get(total, "cores")) >
+		                    json_number_value(json_object_get(largest, "cores")))
+			largest = total;
+	}
+	int64_t unfit = 0;
+	struct batch_job *example = NULL;
+	for (struct wq_job *j = st->jobs; j && nw > 0; j = j->hh.next) {
+		int any = 0;
+		json_array_foreach(workers, i, w)
+		{
+			json_t *total = json_object_get(w, "total");
+			if (total && json_number_value(json_object_get(total, "cores")) > 0 &&
+			    fits(&j->job->spec.resources, total)) {
+				any = 1;
+				break;
+			}
+		}
+		if (!any && unfit++ == 0)
+			example = j->job;
+	}
+	if (!unfit) {
+		st->unfit_since = 0;
+	} else if (!st->unfit_since) {
+		st->unfit_since = now;
+	}
+	if (unfit && now - st->unfit_since >= grace * 1000000) {
+		const struct batch_resources *r = &example->spec.resources;
+		const int64_t want[4] = {r->cores, r->memory_mb, r->disk_mb, r->gpus};
+		static const char *const fmt[4] = {"cores %lld", "memory %lld MB", "disk %lld MB",
+		                                   "gpus %lld"};
+		char asks[160] = "";
+		size_t n = 0;
+		for (int k = 0; k < 4; k++) {
+			if (want[k] <= 0 || n >= sizeof asks)
+				continue;
+			if (n)
+				n += (size_t)snprintf(asks + n, sizeof asks - n, ", ");
+			if (n < sizeof asks)
+				n += (size_t)snprintf(asks + n, sizeof asks - n, fmt[k],
+				                      (long long)want[k]);
+		}
+		warn("wq: %lld task%s need%s more than any of the %zu connected worker%s has and "
+		     "wait%s for a larger one; e.g. %s asks for %s; the largest worker has cores "
+		     "%g, "
+		     "memory %lld MB, disk %lld MB, gpus %lld",
+		     (long long)unfit, unfit == 1 ? "" : "s", unfit == 1 ? "s" : "", nw,
+		     nw == 1 ? "" : "s", unfit == 1 ? "s" : "",
+		     example->spec.tag ? example->spec.tag : "a task", asks,
+		     json_number_value(json_object_get(largest, "cores")),
+		     (long long)json_integer_value(json_object_get(largest, "memory")),
+		     (long long)json_integer_value(json_object_get(largest, "disk")),
+		     (long long)json_integer_value(json_object_get(largest, "gpus")));
+		st->unfit_warned = 1;
+	}
+	json_decref(workers);
+}
+
 static void collect(uv_check_t *check)
 {
 	struct wq_state *st = check->data;
 	if (!st->master)
 		return;
+	check_unfit(st);
 	struct work_queue_task *t;
 	while ((t = work_queue_wait(st->master, 0)) != NULL) {
 		struct wq_job *w = find(st, t->taskid);
@@ -407,6 +511,17 @@ static void wq_destroy(void *state)
 	free(st);
 }
 
+/* The master's count of running tasks (and of those finished, not yet collected). */
+static size_t wq_started(void *state)
+{
+	struct wq_state *st = state;
+	if (!st->master)
+		return 0;
+	struct work_queue_stats s;
+	work_queue_get_stats(st->master, &s);
+	return (size_t)s.tasks_running + (size_t)s.tasks_with_results;
+}
+
 const struct batch_driver batch_driver_wq = {
     .name = "wq",
     .features = BATCH_FEATURE_REMOTE_RENAME | BATCH_FEATURE_REMOVE | BATCH_FEATURE_WALL_TIME |
@@ -417,4 +532,5 @@ const struct batch_driver batch_driver_wq = {
     .start = wq_start,
     .submit = wq_submit,
     .remove = wq_remove,
+    .started = wq_started,
 };

@@ -244,12 +244,17 @@ uv_loop_t *batch_queue_loop(struct batch_queue *q)
 
 size_t batch_queue_running(struct batch_queue *q)
 {
-	return q->n_running;
+	if (!q->drv->started || !q->state)
+		return q->n_running;
+	/* finished ones waiting for their callback are in n_running */
+	size_t all = q->n_waiting + q->n_running;
+	size_t started = q->drv->started(q->state) + q->n_running;
+	return started < all ? started : all;
 }
 
 size_t batch_queue_waiting(struct batch_queue *q)
 {
-	return q->n_waiting;
+	return q->n_waiting + q->n_running - batch_queue_running(q);
 }
 
 static int env_entry_ok(const char *e)

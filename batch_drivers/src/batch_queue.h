@@ -11,6 +11,9 @@
 
 #include "htc_error.h"
 
+/* The file the dryrun driver writes its script to unless option script=FILE says otherwise. */
+#define BATCH_DRYRUN_SCRIPT "makeflow.dryrun.sh"
+
 struct batch_queue; /* opaque */
 
 /* A file a job reads or writes. remote_name is the name the job sees; NULL means the same as

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "debug.h"
-#include "units.h"
+#include "workflow_keys.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -46,6 +46,36 @@ __attribute__((format(printf, 2, 3))) static int jerr(struct jctx *c, const char
 	return -1;
 }
 
+/* Refuses the first key of OBJ that the key table does not support at
+ * PLACE, naming the line of the file when it is certain. */
+static int check_keys(struct jctx *c, json_t *obj, enum workflow_key_place place)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(obj, key, v)
+	{
+		const struct workflow_key *k = workflow_key_find(place, key);
+		if (k && k->status == WORKFLOW_KEY_SUPPORTED)
+			continue;
+		char msg[400];
+		workflow_key_refusal(place, key, msg, sizeof msg);
+		int line = workflow_key_line(c->dag->filename, key, 64u << 20);
+		if (!c->err || !c->errlen)
+			return -1;
+		int off = line > 0 ? snprintf(c->err, c->errlen, "%s:%d: ", c->dag->filename, line)
+		                   : snprintf(c->err, c->errlen, "%s: ", c->dag->filename);
+		if (off < 0 || (size_t)off >= c->errlen)
+			return -1;
+		if (c->rule >= 0)
+			snprintf(c->err + off, c->errlen - (size_t)off, "rule %d: %s", c->rule,
+			         msg);
+		else
+			snprintf(c->err + off, c->errlen - (size_t)off, "%s", msg);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- environments --------------------------------------------------- */
 
 static void env_put(struct jctx *c, const char *name, const char *value)
@@ -67,6 +97,18 @@ static void env_clear(struct jctx *c)
 	for (int i = 0; i < c->nvars; i++)
 		free(c->vars[i]);
 	c->nvars = 0;
+}
+
+/* 1 if S is a variable name as in the Make-like form: letters, digits and
+ * '_', not starting with a digit. */
+static int valid_name(const char *s)
+{
+	if (!(isalpha((unsigned char)*s) || *s == '_'))
+		return 0;
+	for (s++; *s; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_'))
+			return 0;
+	return 1;
 }
 
 /* Adds the members of the JSON object ENV (strings, numbers or booleans). */
@@ -95,7 +137,7 @@ static int env_add_object(struct jctx *c, json_t *env, const char *what)
 		else
 			return jerr(c, "'%s' value of '%s' must be a string or a number", what,
 			            key);
-		if (!*key || strchr(key, '='))
+		if (!valid_name(key))
 			return jerr(c, "bad variable name '%s' in '%s'", key, what);
 		env_put(c, key, value);
 	}
@@ -114,38 +156,45 @@ static struct dag_env *env_from_object(struct jctx *c, json_t *env, const char *
 
 /* ---- resources ------------------------------------------------------ */
 
-static const char *const res_keys[] = {"cores", "memory", "disk", "gpus", "wall-time"};
+static const char *const res_rule[] = {"a whole number", "MB or a size such as \"2G\"",
+                                       "MB or a size such as \"2G\"", "a whole number",
+                                       "seconds or a time such as \"1h\""};
 
-/* Reads a "resources" object into R; sets *BITS for the fields present. */
+/* Reads a "resources" object into R; sets *BITS for the fields present.
+ * Values follow the rules of the Make-like form (workflow_keys.h): a number
+ * is read as the text it prints as, so 1.5 cores is refused as "1.5" is. */
 static int read_resources(struct jctx *c, json_t *obj, struct dag_resources *r, uint8_t *bits)
 {
 	if (!obj)
 		return 0;
 	if (!json_is_object(obj))
 		return jerr(c, "'resources' must be an object");
+	if (check_keys(c, obj, WORKFLOW_KEY_RESOURCES) < 0)
+		return -1;
 	const char *key;
 	json_t *v;
 	json_object_foreach(obj, key, v)
 	{
-		int k = -1;
-		for (int i = 0; i < 5; i++)
-			if (strcmp(key, res_keys[i]) == 0)
-				k = i;
-		if (strcmp(key, "wall_time") == 0)
-			k = 4;
-		if (k < 0)
-			return jerr(c, "unknown resource '%s'", key);
+		int k = workflow_key_find(WORKFLOW_KEY_RESOURCES, key)->resource;
+		char text[64];
+		const char *t = NULL;
+		if (json_is_integer(v)) {
+			snprintf(text, sizeof text, "%lld", (long long)json_integer_value(v));
+			t = text;
+		} else if (json_is_real(v)) {
+			snprintf(text, sizeof text, "%.17g", json_real_value(v));
+			t = text;
+		} else if (json_is_string(v)) {
+			t = json_string_value(v);
+		}
 		int64_t value;
-		if (json_is_integer(v) && json_integer_value(v) >= 0)
-			value = json_integer_value(v);
-		else if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) < 9e18)
-			value = (int64_t)(json_real_value(v) + 0.999999);
-		else if (json_is_string(v) && k != 0 && k != 3 &&
-		         (k == 4 ? units_parse_seconds(json_string_value(v), &value)
-		                 : units_parse_mb(json_string_value(v), &value)) == 0)
-			;
-		else
-			return jerr(c, "bad value for resource '%s'", key);
+		if (!t || workflow_resource_parse(k, t, &value) < 0) {
+			if (t)
+				return jerr(c, "bad value '%.40s' for resource '%s' (expected %s)",
+				            t, key, res_rule[k]);
+			return jerr(c, "bad value for resource '%s' (expected %s)", key,
+			            res_rule[k]);
+		}
 		*dag_resources_field(r, k) = value;
 		if (bits)
 			*bits |= (uint8_t)(1u << k);
@@ -167,8 +216,13 @@ static int read_categories(struct jctx *c, json_t *cats)
 	{
 		if (!*name)
 			return jerr(c, "empty category name");
+		for (const char *s = name; *s; s++)
+			if (isspace((unsigned char)*s) || (unsigned char)*s < 0x20)
+				return jerr(c, "bad category name '%s'", name);
 		if (!json_is_object(obj))
 			return jerr(c, "category '%s' must be an object", name);
+		if (check_keys(c, obj, WORKFLOW_KEY_CATEGORY) < 0)
+			return -1;
 		struct dag_category *cat = dag_category_get_or_create(c->dag, name);
 		if (read_resources(c, json_object_get(obj, "resources"), &cat->max, NULL) < 0)
 			return -1;
@@ -207,6 +261,8 @@ static int read_files(struct jctx *c, struct dag_node *n, json_t *list, int outp
 		if (json_is_string(item)) {
 			name = json_string_value(item);
 		} else if (json_is_object(item)) {
+			if (check_keys(c, item, WORKFLOW_KEY_FILE) < 0)
+				return -1;
 			json_t *dn = json_object_get(item, "dag_name");
 			json_t *tn = json_object_get(item, "task_name");
 			if (!json_is_string(dn))
@@ -283,6 +339,8 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 {
 	if (!json_is_object(r))
 		return jerr(c, "must be an object");
+	if (check_keys(c, r, WORKFLOW_KEY_RULE) < 0)
+		return -1;
 	json_t *cmd = json_object_get(r, "command");
 	json_t *wf = json_object_get(r, "workflow");
 	if (cmd && wf)
@@ -308,6 +366,9 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 	if (jc) {
 		if (!json_is_string(jc) || !*json_string_value(jc))
 			return jerr(c, "'category' must be a non-empty string");
+		for (const char *s = json_string_value(jc); *s; s++)
+			if (isspace((unsigned char)*s) || (unsigned char)*s < 0x20)
+				return jerr(c, "bad category name '%s'", json_string_value(jc));
 		cat = dag_category_get_or_create(c->dag, json_string_value(jc));
 	}
 	json_t *local = json_object_get(r, "local_job");
@@ -365,6 +426,8 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 	if (env_add_object(c, json_object_get(r, "environment"), "environment") < 0)
 		return -1;
 	set_rule_env(c, n);
+	if (n->noutputs == 0) /* as "rule has no targets" in the Make-like form */
+		return jerr(c, "has no outputs (a rule names at least one file in 'outputs')");
 	return 0;
 }
 
@@ -379,6 +442,8 @@ struct dag *dag_from_json(json_t *workflow, const char *filename, char *err, siz
 		jerr(&c, "a workflow must be a JSON object");
 		goto out;
 	}
+	if (check_keys(&c, workflow, WORKFLOW_KEY_TOP) < 0)
+		goto out;
 	json_t *rules = json_object_get(workflow, "rules");
 	if (!rules) {
 		jerr(&c, "missing 'rules'");

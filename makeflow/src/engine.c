@@ -310,13 +310,26 @@ static void submit(struct engine *e, struct dag_node *n)
 	free(wrapped);
 	if (id < 0) {
 		free(x->last_error);
-		if (id == HTC_ELIMIT)
+		if (id == HTC_ELIMIT) {
+			/* only what the rule asks for: unset values are not the cause */
+			char want[160] = "";
+			size_t w = 0;
+			static const char *const fmt[] = {"cores %lld", "memory %lld MB",
+			                                  "disk %lld MB", "gpus %lld"};
+			for (int k = 0; k < 4; k++) {
+				int64_t v = *dag_resources_field(&n->resources, k);
+				if (v < 0 || w >= sizeof want)
+					continue;
+				if (w)
+					w += (size_t)snprintf(want + w, sizeof want - w, ", ");
+				if (w < sizeof want)
+					w += (size_t)snprintf(want + w, sizeof want - w, fmt[k],
+					                      (long long)v);
+			}
 			x->last_error =
-			    xasprintf("needs more resources than the %s queue has "
-			              "(cores %lld, memory %lld MB, disk %lld MB)",
-			              batch_queue_type(q), (long long)n->resources.cores,
-			              (long long)n->resources.memory, (long long)n->resources.disk);
-		else
+			    xasprintf("needs more resources than the %s queue can ever give (%s)",
+			              batch_queue_type(q), want);
+		} else
 			x->last_error = xasprintf("cannot submit to %s: %s", batch_queue_type(q),
 			                          htc_strerror((int)id));
 		x->last_exit_code = -1;
@@ -871,6 +884,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		gc_collect(e);
 	}
 	engine_progress_stop(e);
+	engine_report_dryrun(e);
 
 	int all = e->n_complete == d->nnodes && !e->log_failed;
 	e->exit_status = all ? 0 : 1;

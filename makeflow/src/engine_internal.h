@@ -150,6 +150,8 @@ void *engine_alloc_json(struct engine *e);
 void engine_progress_start(struct engine *e);
 void engine_progress_update(struct engine *e, int force);
 void engine_progress_stop(struct engine *e);
+/* With -T dryrun: says where the script of the commands went. */
+void engine_report_dryrun(struct engine *e);
 void engine_report_failures(struct engine *e);
 int engine_write_summary(struct engine *e);
 const char *engine_node_state_name(int state);

@@ -19,11 +19,27 @@
 #define PLAIN_INTERVAL_MS 5000
 #define TTY_INTERVAL_MS   250
 
+/* Jobs the batch system says have started: for the local drivers when their
+ * process runs, for wq when the master reports the task running. */
+static int64_t started_jobs(struct engine *e)
+{
+	int64_t n = 0;
+	if (e->queue)
+		n += (int64_t)batch_queue_running(e->queue);
+	if (e->local_queue)
+		n += (int64_t)batch_queue_running(e->local_queue);
+	return n < e->n_running ? n : e->n_running;
+}
+
+/* The live line: "queued" rules are submitted and not started yet, "waiting"
+ * ones are not submitted (their inputs are not ready, or a limit holds them). */
 static void format_line(struct engine *e, char *buf, size_t len)
 {
 	int64_t total = e->dag->nnodes;
 	int64_t done = e->n_complete;
 	int64_t waiting = total - done - e->n_failed - e->n_running - e->n_aborted;
+	int64_t running = started_jobs(e);
+	int64_t queued = e->n_running - running;
 	double elapsed = (double)(time_now_us() - e->start_us) / 1e6;
 	int64_t ran = done - e->n_recovered;
 	double rate = elapsed > 0 ? (double)ran / elapsed : 0;
@@ -33,9 +49,37 @@ static void format_line(struct engine *e, char *buf, size_t len)
 		time_format_duration(secs, eta, sizeof eta);
 	}
 	snprintf(buf, len,
-	         "%lld/%lld done, %lld running, %lld waiting, %lld failed | %.1f rules/s | ETA %s",
-	         (long long)done, (long long)total, (long long)e->n_running, (long long)waiting,
-	         (long long)e->n_failed, rate, eta);
+	         "%lld/%lld done, %lld running, %lld queued, %lld waiting, %lld failed | %.1f "
+	         "rules/s | ETA %s",
+	         (long long)done, (long long)total, (long long)running, (long long)queued,
+	         (long long)waiting, (long long)e->n_failed, rate, eta);
+}
+
+/* The last line, once nothing runs: what became of every rule and how long
+ * it took, without a rate or an estimate. */
+static void format_final(struct engine *e, char *buf, size_t len)
+{
+	int64_t total = e->dag->nnodes;
+	int64_t ran = e->n_complete - e->n_recovered;
+	int64_t not_run = total - e->n_complete - e->n_failed - e->n_aborted;
+	char took[32];
+	double elapsed = (double)(time_now_us() - e->start_us) / 1e6;
+	if (elapsed < 60)
+		snprintf(took, sizeof took, "%.2f s", elapsed);
+	else
+		time_format_duration((int64_t)elapsed, took, sizeof took);
+	int n = snprintf(buf, len, "%lld/%lld done", (long long)e->n_complete, (long long)total);
+	if (n > 0 && e->n_recovered > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " (%lld ran, %lld done before)",
+		              (long long)ran, (long long)e->n_recovered);
+	if (n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, ", %lld failed", (long long)e->n_failed);
+	if (n > 0 && e->n_aborted > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, ", %lld removed", (long long)e->n_aborted);
+	if (n > 0 && not_run > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, ", %lld not run", (long long)not_run);
+	if (n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " in %s", took);
 }
 
 /* force: 1 = print now; -1 = clear the live line (before other output). */
@@ -81,9 +125,24 @@ void engine_progress_stop(struct engine *e)
 		return;
 	engine_progress_update(e, -1);
 	char line[256];
-	format_line(e, line, sizeof line);
-	double elapsed = (double)(time_now_us() - e->start_us) / 1e6;
-	fprintf(stderr, "makeflow: %s in %.2f s\n", line, elapsed);
+	format_final(e, line, sizeof line);
+	fprintf(stderr, "makeflow: %s\n", line);
+}
+
+void engine_report_dryrun(struct engine *e)
+{
+	const char *type = e->opt->batch_type ? e->opt->batch_type : "local";
+	if (strcmp(type, "dryrun") != 0 || e->n_complete - e->n_recovered <= 0)
+		return;
+	const char *script = BATCH_DRYRUN_SCRIPT;
+	for (const char *const *o = e->opt->batch_opts; o && *o; o++)
+		if (strncmp(*o, "script=", 7) == 0)
+			script = *o + 7;
+	int64_t n = e->n_complete - e->n_recovered;
+	fprintf(stderr,
+	        "makeflow: dry run: the commands of %lld rule%s were written to %s (nothing ran; "
+	        "sh %s runs them)\n",
+	        (long long)n, n == 1 ? "" : "s", script, script);
 }
 
 static void describe(struct engine *e, struct dag_node *n, char *buf, size_t len)

@@ -34,6 +34,7 @@ void makeflow_analyze_opts_usage(FILE *f, const char *prog)
 	        "  -I, --inputs         list the files the workflow needs (no rule makes them)\n"
 	        "  -O, --outputs        list the workflow's final outputs\n"
 	        "      --json / --jx / --jx-args=FILE / --jx-define=VAR=EXPR   workflow form\n"
+	        "      --parse-memory=SIZE   memory budget of reading the workflow\n"
 	        "  -d, --debug=SUBSYS   debug output; -o, --debug-file=FILE\n"
 	        "  -v, --version; -h, --help\n",
 	        prog);

@@ -122,10 +122,13 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --jx                  the workflow is JX\n"
 	    "      --jx-args=FILE        JX: symbols from FILE\n"
 	    "      --jx-define=VAR=EXPR  JX: define VAR\n"
+	    "      --parse-memory=SIZE   memory budget of reading the workflow (default 1G;\n"
+	    "                            env MAKEFLOW_PARSE_MEMORY)\n"
 	    "      --progress=MODE       auto (default), plain, quiet\n"
 	    "      --monitor=DIR         measure every rule with resource_monitor; one summary\n"
 	    "                            per rule in DIR (also seeds the categories next run)\n"
-	    "      --monitor-interval=S  sampling interval of the monitor in seconds\n"
+	    "      --monitor-interval=S  sampling interval of the monitor in seconds (0.01 to\n"
+	    "                            3600; 0 = the monitor's default, 1 s)\n"
 	    "      --monitor-with-time-series  also keep a time series per rule\n"
 	    "      --monitor-exe=PATH    the resource_monitor to use (default: beside makeflow)\n"
 	    "      --allocation=MODE     size categories: fixed, max, waste (min_waste),\n"
@@ -153,6 +156,7 @@ void makeflow_opts_clear(struct makeflow_opts *o)
 		free(o->batch_opts[i]);
 	free(o->batch_opts);
 	free(o->log_path);
+	free(o->wq_only);
 	workflow_source_free(&o->src);
 	init(o);
 }
@@ -236,6 +240,14 @@ static void wq_option(struct makeflow_opts *o, int c, const char *arg)
 	                  : c == OPT_SHARED_FS ? "shared-fs"
 	                                       : "project";
 	add_batch_opt(o, xasprintf("%s=%s", key, arg));
+	if (!o->wq_only) {
+		const char *name = c == OPT_PASSWORD    ? "--password"
+		                   : c == OPT_SSL_CERT  ? "--ssl-cert"
+		                   : c == OPT_SSL_KEY   ? "--ssl-key"
+		                   : c == OPT_SHARED_FS ? "--shared-fs"
+		                                        : NULL;
+		o->wq_only = name ? xasprintf("%s %s", name, arg) : xasprintf("-%c %s", c, arg);
+	}
 }
 
 static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], const char **clean,
@@ -290,9 +302,12 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case OPT_MONITOR_INTERVAL: {
 		char *end = NULL;
 		double v = strtod(arg, &end);
-		if (!*arg || *end || !(v > 0) || v > 3600)
+		/* 0 is the monitor's own default (1 s); resource_monitor samples at
+		 * most every 0.01 s */
+		if (!*arg || *end || !(v == 0 || (v >= 0.01 && v <= 3600)))
 			return bad(err, errlen,
-			           "--monitor-interval %s: expected seconds between 0 and 3600",
+			           "--monitor-interval %s: expected 0 (the monitor's default, 1 s) "
+			           "or seconds from 0.01 to 3600",
 			           arg);
 		e->monitor_interval = v;
 		break;
@@ -338,6 +353,12 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 			return bad(err, errlen,
 			           "--clean=%s: expected all, outputs or intermediates", clean);
 	}
+	const char *type = o->engine.batch_type ? o->engine.batch_type : "local";
+	if (o->wq_only && strcmp(type, "wq") != 0)
+		return bad(
+		    err, errlen,
+		    "%s: this option is for Work Queue and needs -T wq (the batch type is %s)",
+		    o->wq_only, type);
 	if (!o->log_path)
 		o->log_path = xasprintf("%s.makeflowlog", o->src.path);
 	o->engine.log_path = o->log_path;

@@ -21,6 +21,7 @@ struct makeflow_opts {
 	char **batch_opts;            /* "key=value", NULL-terminated; owned */
 	size_t n_batch_opts, cap_batch_opts;
 	char *log_path; /* -l, or WORKFLOW.makeflowlog; owned */
+	char *wq_only;  /* the first Work Queue option given ("-N foo"), owned; NULL if none */
 };
 
 /* Parses ARGV into O (which it initialises; MAKEFLOW_BATCH_QUEUE_TYPE gives the default batch

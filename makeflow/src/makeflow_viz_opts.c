@@ -24,6 +24,7 @@ void makeflow_viz_opts_usage(FILE *f, const char *prog)
 	        "Usage: %s -D dot|json [options] [WORKFLOW]   (default WORKFLOW: ./Makeflow)\n"
 	        "  -D, --display=FORMAT  dot (Graphviz) or json\n"
 	        "      --json / --jx / --jx-args=FILE / --jx-define=VAR=EXPR   workflow form\n"
+	        "      --parse-memory=SIZE   memory budget of reading the workflow\n"
 	        "  -v, --version; -h, --help\n",
 	        prog);
 }

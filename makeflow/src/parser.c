@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 
 #include "debug.h"
 #include "htc_error.h"
 #include "parser_internal.h"
 #include "units.h"
+#include "workflow_keys.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -65,25 +67,40 @@ static struct pvar *var_find(struct pvar *table, const char *name)
 	return v;
 }
 
-static void var_set(struct pvar **table, const char *name, const char *value)
+/* Sets NAME = VALUE in TABLE, counting the bytes against the budget (a
+ * replaced value is given back). Returns 0 or -1 (error set at LINE). */
+static int var_set(struct parser *p, int line, struct pvar **table, const char *name,
+                   const char *value)
 {
 	struct pvar *v = var_find(*table, name);
+	size_t vlen = strlen(value);
 	if (!v) {
 		size_t len = strlen(name);
+		if (parser_charge(p, line, sizeof *v + len + 1) < 0)
+			return -1;
 		v = xcalloc(1, sizeof *v + len + 1);
 		memcpy(v->name, name, len + 1);
 		HASH_ADD_KEYPTR(hh, *table, v->name, len, v);
+	} else if (v->value) {
+		p->held -= strlen(v->value) + 1;
 	}
 	free(v->value);
+	v->value = NULL;
+	if (parser_charge(p, line, vlen + 1) < 0) {
+		v->value = xstrdup("");
+		return -1;
+	}
 	v->value = xstrdup(value);
+	return 0;
 }
 
-static void vars_free(struct pvar **table)
+static void vars_free(struct parser *p, struct pvar **table)
 {
 	struct pvar *v, *tmp;
 	HASH_ITER(hh, *table, v, tmp)
 	{
 		HASH_DELETE(hh, *table, v);
+		p->held -= sizeof *v + strlen(v->name) + 1 + (v->value ? strlen(v->value) + 1 : 0);
 		free(v->value);
 		free(v);
 	}
@@ -143,29 +160,25 @@ static char *trim(char *s)
 	return s;
 }
 
-/* Parses resource K from TEXT into *OUT. */
+/* Parses resource K from TEXT into *OUT, with the rules the JSON form
+ * shares (workflow_keys.h). */
 static int parse_resource(struct parser *p, int line, int k, const char *text, int64_t *out)
 {
-	int rc;
-	if (k == 1 || k == 2)
-		rc = units_parse_mb(text, out);
-	else if (k == 4)
-		rc = units_parse_seconds(text, out);
-	else {
-		const char *s = text;
-		while (isspace((unsigned char)*s))
-			s++;
-		char *end;
-		errno = 0;
-		long long v = strtoll(s, &end, 10);
-		while (isspace((unsigned char)*end))
-			end++;
-		rc = (!isdigit((unsigned char)*s) || *end || errno) ? -1 : 0;
-		*out = v;
-	}
-	if (rc != 0)
+	if (workflow_resource_parse(k, text, out) != 0)
 		return perr(p, line, "bad %s value '%s'", resource_names[k], text);
 	return 0;
+}
+
+/* The file NAME of the dag, counting a new one against the budget. NULL
+ * with the error set when the budget is passed. */
+static struct dag_file *pfile(struct parser *p, int line, const char *name)
+{
+	int before = p->dag->nfiles;
+	struct dag_file *f = dag_file_get_or_create(p->dag, name);
+	if (p->dag->nfiles != before &&
+	    parser_charge(p, line, sizeof *f + strlen(name) + 1 + 2 * sizeof(void *)) < 0)
+		return NULL;
+	return f;
 }
 
 /* ---- assignments ---------------------------------------------------- */
@@ -231,12 +244,10 @@ static int assign(struct parser *p, int line, const char *name, const char *valu
 			p->outputs_line = line;
 	}
 	if (local)
-		var_set(&p->locals, name, value);
+		return var_set(p, line, &p->locals, name, value);
 	else if (p->cur->cat == p->dag->default_category || sp == SP_INPUTS || sp == SP_OUTPUTS)
-		var_set(&p->globals, name, value);
-	else
-		var_set(&p->cur->vars, name, value);
-	return 0;
+		return var_set(p, line, &p->globals, name, value);
+	return var_set(p, line, &p->cur->vars, name, value);
 }
 
 /* TEXT is "NAME=value" or "NAME+=value" (unexpanded). */
@@ -259,8 +270,9 @@ static int assignment(struct parser *p, char *text, int local, const char **assi
 		const char *old = parser_lookup(p, name, p->use_env);
 		if (old && *old) {
 			if (buffer_putstring(out, old) != 0 || buffer_putc(out, ' ') != 0)
-				return perr(p, line, "expansion longer than %zu bytes",
-				            p->max_expansion);
+				return parser_too_big(p, line);
+			if (parser_budget(p, line, 0) < 0)
+				return -1;
 		}
 	}
 	if (parser_expand(p, raw, strlen(raw), out, XMODE_VALUE, line, 0) < 0)
@@ -338,8 +350,11 @@ static int directive(struct parser *p, const char *text, int local)
 		else if (units_parse_bytes(w[2].name, &size) != 0)
 			perr(p, line, "bad .SIZE value '%s'", w[2].name);
 		else {
-			dag_file_get_or_create(p->dag, w[1].name)->size_hint = size;
-			rc = 0;
+			struct dag_file *f = pfile(p, line, w[1].name);
+			if (f) {
+				f->size_hint = size;
+				rc = 0;
+			}
 		}
 	} else if (strcmp(dir, ".MAKEFLOW") == 0) {
 		const char *what = n > 1 ? w[1].name : "";
@@ -413,7 +428,7 @@ static void rule_reset(struct parser *p)
 	p->rule_res_bits = 0;
 	if (p->locals)
 		p->gen++;
-	vars_free(&p->locals);
+	vars_free(p, &p->locals);
 }
 
 static int header(struct parser *p, char *text, char *colon)
@@ -462,6 +477,10 @@ static struct dag_env *snapshot(struct parser *p)
 		snap_push(&v, &n, &cap, "OMP_NUM_THREADS", cores);
 	struct dag_env tmp = {.refcount = 1, .count = n, .vars = v};
 	if (!p->snap || !dag_env_equal(p->snap, &tmp)) {
+		uint64_t bytes = sizeof *p->snap;
+		for (int i = 0; i < n; i++)
+			bytes += strlen(v[i]) + 1 + sizeof(char *);
+		p->held += bytes; /* checked by the caller */
 		dag_env_unref(p->snap);
 		p->snap = xcalloc(1, sizeof *p->snap);
 		*p->snap = tmp;
@@ -489,7 +508,13 @@ static int add_files(struct parser *p, struct dag_node *node, const char *raw, i
 	if (outputs && n == 0)
 		rc = perr(p, p->rule_line, "rule has no targets");
 	for (int i = 0; i < n && rc == 0; i++) {
-		struct dag_file *f = dag_file_get_or_create(p->dag, w[i].name);
+		struct dag_file *f = pfile(p, p->rule_line, w[i].name);
+		if (!f || parser_charge(p, p->rule_line,
+		                        sizeof(struct dag_file_ref) + 2 * sizeof(void *) +
+		                            (w[i].remote ? strlen(w[i].remote) + 1 : 0)) < 0) {
+			rc = -1;
+			break;
+		}
 		if (outputs)
 			rc = dag_node_add_output(p->dag, node, f, w[i].remote, p->err, p->errlen);
 		else
@@ -530,6 +555,8 @@ static int command(struct parser *p, const char *text)
 		perr(p, p->line, "empty command for the rule at line %d", line);
 		goto out;
 	}
+	if (parser_charge(p, line, sizeof(struct dag_node) + sizeof(void *) + strlen(cmd) + 1) < 0)
+		goto out;
 	struct dag_node *node = dag_node_add(p->dag, line, cmd, rule_pcat(p)->cat);
 	char *sub = cmd;
 	if (take_word(&sub, "MAKEFLOW")) {
@@ -548,8 +575,12 @@ static int command(struct parser *p, const char *text)
 		while (isspace((unsigned char)*args))
 			args++;
 		dag_node_set_workflow(node, w[0].name, *args ? args : NULL);
-		dag_node_add_input(p->dag, node, dag_file_get_or_create(p->dag, w[0].name), NULL);
+		struct dag_file *f = pfile(p, line, w[0].name);
+		if (f)
+			dag_node_add_input(p->dag, node, f, NULL);
 		parser_words_free(w, n);
+		if (!f || parser_charge(p, line, strlen(sub) + 2) < 0)
+			goto out;
 	}
 	if (add_files(p, node, p->rule_targets, 1) < 0 ||
 	    add_files(p, node, p->rule_sources, 0) < 0)
@@ -565,9 +596,14 @@ static int command(struct parser *p, const char *text)
 			    *dag_resources_field(&p->rule_res, k);
 	node->explicit_resources = p->rule_res_bits;
 	const char *bo = parser_lookup(p, "BATCH_OPTIONS", 0);
-	if (bo && *bo)
+	if (bo && *bo) {
 		dag_node_set_batch_options(p->dag, node, bo);
+		if (parser_charge(p, line, strlen(bo) + 1) < 0) /* at most: they are interned */
+			goto out;
+	}
 	dag_node_set_env(node, snapshot(p));
+	if (parser_budget(p, line, 0) < 0)
+		goto out;
 	rc = 0;
 out:
 	free(cmd_copy);
@@ -577,6 +613,23 @@ out:
 }
 
 /* ---- statements ------------------------------------------------------ */
+
+/* The pending rule is followed by TEXT, which is not a command line. When
+ * TEXT is not a rule header it was most likely meant as the command: say that
+ * a command line starts with a tab. */
+static int no_command(struct parser *p, const char *text, int is_header)
+{
+	if (is_header)
+		return perr(p, p->rule_line, "rule has no command");
+	const char *what = "is not indented";
+	if ((unsigned char)text[0] == 0xc2 && (unsigned char)text[1] == 0xa0)
+		what = "starts with a no-break space";
+	int show = (int)strnlen(text, 40);
+	return perr(p, p->rule_line,
+	            "rule has no command (line %d '%.*s%s' %s: a command line starts with a "
+	            "tab)",
+	            p->line, show, text, text[show] ? "..." : "", what);
+}
 
 static int statement(struct parser *p)
 {
@@ -602,9 +655,9 @@ static int statement(struct parser *p)
 			return directive(p, body, 1);
 		return assignment(p, body, 1, NULL);
 	}
-	if (p->rule_pending)
-		return perr(p, p->rule_line, "rule has no command");
 	char *colon = header_colon(text);
+	if (p->rule_pending)
+		return no_command(p, text, colon != NULL);
 	if (colon)
 		return header(p, text, colon);
 	char *s = trim(text);
@@ -625,7 +678,9 @@ static int workflow_files(struct parser *p, const char *name, int line, int outp
 	if (n < 0)
 		return -1;
 	for (int i = 0; i < n; i++) {
-		struct dag_file *f = dag_file_get_or_create(p->dag, w[i].name);
+		struct dag_file *f = pfile(p, line, w[i].name);
+		if (!f)
+			break;
 		if (outputs)
 			dag_add_final_output(p->dag, f);
 		else
@@ -642,10 +697,14 @@ static struct dag *parse(struct parser *p, const struct dag_parse_options *opts)
 	struct dag_parse_options none = {0};
 	if (!opts)
 		opts = &none;
-	p->max_line = opts->max_line ? opts->max_line : DAG_PARSE_MAX_LINE;
+	p->budget = opts->max_memory ? opts->max_memory : dag_parse_default_memory();
+	p->line_capped = opts->max_line && opts->max_line < p->budget;
+	p->max_line = p->line_capped ? opts->max_line : (size_t)p->budget;
 	p->max_depth = opts->max_depth > 0 ? opts->max_depth : DAG_PARSE_MAX_DEPTH;
-	p->max_expansion = opts->max_expansion ? opts->max_expansion : DAG_PARSE_MAX_EXPANSION;
-	p->expanded_cap = (uint64_t)p->max_expansion * 256;
+	p->expansion_capped = opts->max_expansion && opts->max_expansion < p->budget;
+	p->max_expansion = p->expansion_capped ? opts->max_expansion : (size_t)p->budget;
+	/* not memory but time: all substituted text together, copied once each */
+	p->expanded_cap = p->expansion_capped ? (uint64_t)p->max_expansion * 256 : p->budget * 16;
 	p->use_env = !opts->ignore_environment;
 	buffer_init(&p->phys, p->max_line);
 	buffer_init(&p->logic, p->max_line);
@@ -660,7 +719,7 @@ static struct dag *parse(struct parser *p, const struct dag_parse_options *opts)
 		if (!parser_is_name(name, strlen(name)))
 			perr(p, 0, "bad variable name '%s' in a definition", name);
 		else
-			var_set(&p->globals, name, eq ? eq + 1 : "");
+			var_set(p, 0, &p->globals, name, eq ? eq + 1 : "");
 		free(name);
 		if (p->failed)
 			break;
@@ -680,12 +739,12 @@ static struct dag *parse(struct parser *p, const struct dag_parse_options *opts)
 
 	struct dag *d = p->dag;
 	rule_reset(p);
-	vars_free(&p->globals);
+	vars_free(p, &p->globals);
 	struct pcat *c, *ctmp;
 	HASH_ITER(hh, p->cats, c, ctmp)
 	{
 		HASH_DELETE(hh, p->cats, c);
-		vars_free(&c->vars);
+		vars_free(p, &c->vars);
 		free(c);
 	}
 	struct pexport *e, *etmp;
@@ -705,6 +764,19 @@ static struct dag *parse(struct parser *p, const struct dag_parse_options *opts)
 	}
 	debug(D_DAG, "%s: %d rules, %d files", d->filename, d->nnodes, d->nfiles);
 	return d;
+}
+
+size_t dag_parse_default_memory(void)
+{
+	uint64_t budget = DAG_PARSE_MEMORY;
+	static const int which[] = {RLIMIT_AS, RLIMIT_DATA};
+	for (size_t i = 0; i < sizeof which / sizeof which[0]; i++) {
+		struct rlimit rl;
+		if (getrlimit(which[i], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur / 2 < budget)
+			budget = rl.rlim_cur / 2;
+	}
+	return (size_t)budget;
 }
 
 struct dag *dag_from_file(const char *path, const struct dag_parse_options *opts, char *err,

@@ -11,10 +11,14 @@
 
 #include "dag.h"
 
-/* Default hard caps (see struct dag_parse_options). */
-#define DAG_PARSE_MAX_LINE      (1024 * 1024)
-#define DAG_PARSE_MAX_DEPTH     100
-#define DAG_PARSE_MAX_EXPANSION (16 * 1024 * 1024)
+/* Nesting of variable references allowed by default. */
+#define DAG_PARSE_MAX_DEPTH 100
+
+/* The memory budget of one parse when nothing else is said
+ * (doc/makeflow-language.md, "Limits"): 1 GiB, or half of the process's
+ * address-space or data limit (RLIMIT_AS, RLIMIT_DATA) when that is lower. */
+#define DAG_PARSE_MEMORY (1024UL * 1024 * 1024)
+size_t dag_parse_default_memory(void);
 
 struct dag_parse_options {
 	/* Do not consult the process environment for undefined variables. */
@@ -22,9 +26,16 @@ struct dag_parse_options {
 	/* NULL-terminated "NAME=value" strings assigned as global variables
 	 * before the first line (values are taken literally). May be NULL. */
 	const char *const *defines;
-	/* Caps; 0 selects the default. max_line: bytes in one logical line
-	 * (continuations included); max_depth: nesting of substitutions;
-	 * max_expansion: bytes produced by expanding one line or value. */
+	/* The memory budget in bytes; 0 selects dag_parse_default_memory().
+	 * Everything the parse holds counts against it: the current line (of
+	 * any length, continuations included), its expansion, variable values,
+	 * and the rules, files and environments it builds. Passing it is an
+	 * error "FILE:LINE: ... memory budget ..." and the parse stops. */
+	size_t max_memory;
+	/* Extra caps for programs embedding the parser (the fuzzer); 0 means
+	 * the budget alone. max_line: bytes in one logical line; max_depth:
+	 * nesting of substitutions (0 = DAG_PARSE_MAX_DEPTH); max_expansion:
+	 * bytes produced by expanding one line or value. */
 	size_t max_line;
 	int max_depth;
 	size_t max_expansion;

@@ -55,11 +55,14 @@ struct parser {
 	int failed;
 
 	/* limits */
-	size_t max_line;
+	size_t max_line; /* cap of one logical line (the budget if not set) */
 	int max_depth;
-	size_t max_expansion;
-	uint64_t expanded_total; /* substituted bytes so far */
+	size_t max_expansion;              /* cap of one expansion (the budget if not set) */
+	int line_capped, expansion_capped; /* max_line / max_expansion were given */
+	uint64_t expanded_total;           /* substituted bytes so far (a CPU guard) */
 	uint64_t expanded_cap;
+	uint64_t budget; /* bytes the parse may hold (struct dag_parse_options) */
+	uint64_t held;   /* bytes held for the rest of the parse: values, the dag */
 	int use_env;
 
 	/* input: DATA is the whole text, or the current block of FP */
@@ -105,6 +108,15 @@ struct parser {
 
 /* Records the first error "FILE:LINE: message"; returns -1. */
 int perr(struct parser *p, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Checks the budget: the bytes held, the working line buffers and EXTRA
+ * bytes about to be used. Returns 0, or -1 with the budget error at LINE. */
+int parser_budget(struct parser *p, int line, uint64_t extra);
+/* The error for an expansion past its cap (the budget unless max_expansion
+ * was given); returns -1. */
+int parser_too_big(struct parser *p, int line);
+/* Counts N more bytes as held and checks the budget. */
+int parser_charge(struct parser *p, int line, uint64_t n);
 
 /* Reads the next non-blank logical line into p->logic (comments removed,
  * continuations joined), sets p->line and p->lead. Returns 1, 0 at end of

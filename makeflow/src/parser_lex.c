@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "units.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -33,11 +34,41 @@ int perr(struct parser *p, int line, const char *fmt, ...)
 	return -1;
 }
 
+/* ---- the memory budget ---------------------------------------------- */
+
+static int over_budget(struct parser *p, int line)
+{
+	char size[32];
+	units_format_bytes((int64_t)p->budget, size, sizeof size);
+	return perr(p, line,
+	            "parsing needs more than the memory budget of %s (lines, expansions and "
+	            "the rules built so far count; raise it with --parse-memory or "
+	            "MAKEFLOW_PARSE_MEMORY)",
+	            size);
+}
+
+int parser_budget(struct parser *p, int line, uint64_t extra)
+{
+	uint64_t used =
+	    p->held + buffer_len(&p->phys) + buffer_len(&p->logic) + buffer_len(&p->tmp) + extra;
+	if (used <= p->budget)
+		return 0;
+	return over_budget(p, line);
+}
+
+int parser_charge(struct parser *p, int line, uint64_t n)
+{
+	p->held += n;
+	return parser_budget(p, line, 0);
+}
+
 /* ---- physical lines ------------------------------------------------- */
 
-static int too_long(struct parser *p)
+static int too_long(struct parser *p, int line)
 {
-	return perr(p, p->phys_line + 1, "line longer than %zu bytes", p->max_line);
+	if (!p->line_capped)
+		return over_budget(p, line);
+	return perr(p, line, "line longer than %zu bytes", p->max_line);
 }
 
 /* Refills the block buffer from the file. Returns bytes read, 0 at end, -1
@@ -84,7 +115,9 @@ static int read_phys(struct parser *p)
 		if (memchr(s, 0, n))
 			return perr(p, p->phys_line + 1, "NUL byte in the workflow");
 		if (buffer_putlstring(&p->phys, s, n) != 0)
-			return too_long(p);
+			return too_long(p, p->phys_line + 1);
+		if (parser_budget(p, p->phys_line + 1, 0) < 0)
+			return -1;
 		p->data_pos += n + (nl ? 1 : 0);
 		if (nl)
 			break;
@@ -149,7 +182,9 @@ int parser_read_line(struct parser *p)
 					end--;
 			if (buffer_putlstring(&p->logic, s + start, end - start) != 0 ||
 			    (cont && buffer_putc(&p->logic, ' ') != 0))
-				return perr(p, p->line, "line longer than %zu bytes", p->max_line);
+				return too_long(p, p->line);
+			if (parser_budget(p, p->line, 0) < 0)
+				return -1;
 			if (!cont)
 				break;
 			first = 0;
@@ -193,8 +228,10 @@ static char control_char(char e)
 	}
 }
 
-static int too_big(struct parser *p, int line)
+int parser_too_big(struct parser *p, int line)
 {
+	if (!p->expansion_capped)
+		return over_budget(p, line);
 	return perr(p, line, "expansion longer than %zu bytes", p->max_expansion);
 }
 
@@ -259,7 +296,7 @@ static int substitute(struct parser *p, const char *s, size_t n, size_t *i, stru
 		*i = j;
 	} else { /* a lone '$' stays */
 		*i = at;
-		rc = buffer_putc(out, '$') == 0 ? 0 : too_big(p, line);
+		rc = buffer_putc(out, '$') == 0 ? 0 : parser_too_big(p, line);
 		goto out;
 	}
 	char *key = xstrndup(name, namelen);
@@ -271,6 +308,9 @@ static int substitute(struct parser *p, const char *s, size_t n, size_t *i, stru
 	}
 	free(key);
 	size_t vlen = strlen(value);
+	/* the text about to be copied, and a nested buffer if OUT is one */
+	if (parser_budget(p, line, vlen + (out == &p->tmp ? 0 : buffer_len(out))) < 0)
+		goto out;
 	p->expanded_total += vlen;
 	if (p->expanded_total > p->expanded_cap) {
 		perr(p, line, "variable substitutions exceed %llu bytes in total",
@@ -278,7 +318,7 @@ static int substitute(struct parser *p, const char *s, size_t n, size_t *i, stru
 		goto out;
 	}
 	if (buffer_putlstring(out, value, vlen) != 0) {
-		too_big(p, line);
+		parser_too_big(p, line);
 		goto out;
 	}
 	rc = 0;
@@ -319,7 +359,7 @@ int parser_expand(struct parser *p, const char *s, size_t n, struct buffer *out,
 			i++;
 		}
 	}
-	return bad ? too_big(p, line) : 0;
+	return bad ? parser_too_big(p, line) : 0;
 }
 
 /* ---- file lists ----------------------------------------------------- */

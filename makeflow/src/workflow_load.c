@@ -6,10 +6,13 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "jx.h"
 #include "parser.h"
+#include "units.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -77,14 +80,54 @@ struct dag *workflow_load(const struct workflow_source *src, char *err, size_t e
 	return d;
 }
 
+/* The parse memory budget: --parse-memory, else MAKEFLOW_PARSE_MEMORY, else
+ * the parser's default. Returns 0 with *BYTES set, or -1 with a message. */
+static int parse_budget(const struct workflow_source *src, size_t *bytes, char *err, size_t errlen)
+{
+	const char *text = src->parse_memory;
+	const char *what = "--parse-memory";
+	if (!text) {
+		text = getenv("MAKEFLOW_PARSE_MEMORY");
+		what = "MAKEFLOW_PARSE_MEMORY";
+	}
+	if (!text || !*text) {
+		*bytes = dag_parse_default_memory();
+		return 0;
+	}
+	int64_t v;
+	if (units_parse_bytes(text, &v) != 0 || v < 65536 || (uint64_t)v > SIZE_MAX) {
+		snprintf(err, errlen, "%s %s: expected a size of at least 64K, such as 512M or 4G",
+		         what, text);
+		return -1;
+	}
+	*bytes = (size_t)v;
+	return 0;
+}
+
 static struct dag *load(const struct workflow_source *src, char *err, size_t errlen)
 {
+	size_t budget;
+	if (parse_budget(src, &budget, err, errlen) < 0)
+		return NULL;
 	if (src->format == WORKFLOW_MAKE) {
 		if (src->jx_args || (src->jx_defines && src->jx_defines[0])) {
 			snprintf(err, errlen, "--jx-args and --jx-define need --jx");
 			return NULL;
 		}
-		return dag_from_file(src->path, NULL, err, errlen);
+		struct dag_parse_options opts = {.max_memory = budget};
+		return dag_from_file(src->path, &opts, err, errlen);
+	}
+	/* a decoded JSON tree takes several times its text: a quarter of the
+	 * budget for the text (JX has its own caps, doc/jx.md) */
+	struct stat st;
+	if (stat(src->path, &st) == 0 && (uint64_t)st.st_size > budget / 4) {
+		char size[32];
+		units_format_bytes((int64_t)budget, size, sizeof size);
+		snprintf(err, errlen,
+		         "%s: %lld bytes of JSON need more than the memory budget of %s (raise it "
+		         "with --parse-memory or MAKEFLOW_PARSE_MEMORY)",
+		         src->path, (long long)st.st_size, size);
+		return NULL;
 	}
 	json_t *wf = NULL;
 	if (src->format == WORKFLOW_JSON) {
@@ -122,6 +165,7 @@ int workflow_source_getopt(struct workflow_source *src, int c, const char *arg)
 	case WORKFLOW_OPT_JSON: src->format = WORKFLOW_JSON; return 1;
 	case WORKFLOW_OPT_JX: src->format = WORKFLOW_JX; return 1;
 	case WORKFLOW_OPT_JX_ARGS: src->jx_args = arg; return 1;
+	case WORKFLOW_OPT_PARSE_MEMORY: src->parse_memory = arg; return 1;
 	case WORKFLOW_OPT_JX_DEFINE: {
 		size_t n = 0;
 		while (src->jx_defines && src->jx_defines[n])

@@ -19,6 +19,9 @@ struct workflow_source {
 	enum workflow_format format;
 	const char *jx_args;           /* --jx-args FILE or NULL */
 	const char *const *jx_defines; /* NULL-terminated "VAR=EXPR" list or NULL */
+	/* --parse-memory SIZE, else NULL: the environment's MAKEFLOW_PARSE_MEMORY,
+	 * else the parser's default (parser.h, doc/makeflow-language.md) */
+	const char *parse_memory;
 };
 
 /* Loads and finalizes. Returns the dag (caller dag_delete's) or NULL with a
@@ -26,19 +29,21 @@ struct workflow_source {
 struct dag *workflow_load(const struct workflow_source *src, char *err, size_t errlen);
 
 /* The workflow-form options every tool takes (--json, --jx, --jx-args=F,
- * --jx-define=V=E): put WORKFLOW_LONG_OPTIONS in the getopt_long table (the
+ * --jx-define=V=E, --parse-memory=SIZE): put WORKFLOW_LONG_OPTIONS in the getopt_long table (the
  * caller includes <getopt.h>) and pass each result to workflow_source_getopt. */
 enum {
 	WORKFLOW_OPT_JSON = 2000,
 	WORKFLOW_OPT_JX,
 	WORKFLOW_OPT_JX_ARGS,
 	WORKFLOW_OPT_JX_DEFINE,
+	WORKFLOW_OPT_PARSE_MEMORY,
 };
 #define WORKFLOW_LONG_OPTIONS                                                                      \
 	{"json", no_argument, 0, WORKFLOW_OPT_JSON}, {"jx", no_argument, 0, WORKFLOW_OPT_JX},      \
 	    {"jx-args", required_argument, 0, WORKFLOW_OPT_JX_ARGS},                               \
+	    {"jx-define", required_argument, 0, WORKFLOW_OPT_JX_DEFINE},                           \
 	{                                                                                          \
-		"jx-define", required_argument, 0, WORKFLOW_OPT_JX_DEFINE                          \
+		"parse-memory", required_argument, 0, WORKFLOW_OPT_PARSE_MEMORY                    \
 	}
 
 /* Applies getopt_long's result C (with ARG) to SRC. Returns 1 if C was one

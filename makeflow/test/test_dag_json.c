@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "dag.h"
 #include "parser.h"
+#include "workflow_keys.h"
 #include "banned.h"
 
 static char err[512];
@@ -104,7 +106,8 @@ static void test_errors(void **state)
 	expect_error("[]", "w.json: a workflow must be a JSON object");
 	expect_error("{}", "w.json: missing 'rules'");
 	expect_error("{\"rules\": 3}", "w.json: 'rules' must be a list");
-	expect_error("{\"rules\": [{\"command\": \"x\"}, 4]}", "w.json: rule 1: must be an object");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"]}, 4]}",
+	             "w.json: rule 1: must be an object");
 	expect_error("{\"rules\": [{\"command\": 3}]}",
 	             "w.json: rule 0: 'command' must be a string");
 	expect_error("{\"rules\": [{}]}", "w.json: rule 0: needs 'command' or 'workflow'");
@@ -119,15 +122,20 @@ static void test_errors(void **state)
 	             "w.json: rule 0: 'inputs' entry 0 needs a string 'dag_name'");
 	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"\"]}]}",
 	             "w.json: rule 0: empty file name in 'outputs'");
-	expect_error("{\"rules\": [{\"command\": \"x\", \"local_job\": 1}]}",
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"], \"local_job\": 1}]}",
 	             "w.json: rule 0: 'local_job' must be true or false");
-	expect_error("{\"rules\": [{\"command\": \"x\", \"resources\": {\"cpus\": 1}}]}",
-	             "w.json: rule 0: unknown resource 'cpus'");
-	expect_error("{\"rules\": [{\"command\": \"x\", \"resources\": {\"cores\": -1}}]}",
-	             "w.json: rule 0: bad value for resource 'cores'");
-	expect_error("{\"rules\": [{\"command\": \"x\", \"allocation\": \"some\"}]}",
-	             "w.json: rule 0: 'allocation' must be \"auto\", \"max\" or \"error\"");
-	expect_error("{\"rules\": [{\"command\": \"x\", \"environment\": {\"A\": []}}]}",
+	expect_error(
+	    "{\"rules\": [{\"command\": \"x\", \"resources\": {\"cpus\": 1}}]}",
+	    "w.json: rule 0: unknown key 'cpus' in 'resources' (known: cores, memory, disk, "
+	    "gpus, wall-time, wall_time)");
+	expect_error(
+	    "{\"rules\": [{\"command\": \"x\", \"resources\": {\"cores\": -1}}]}",
+	    "w.json: rule 0: bad value '-1' for resource 'cores' (expected a whole number)");
+	expect_error(
+	    "{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"], \"allocation\": \"some\"}]}",
+	    "w.json: rule 0: 'allocation' must be \"auto\", \"max\" or \"error\"");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"], \"environment\": "
+	             "{\"A\": []}}]}",
 	             "w.json: rule 0: 'environment' value of 'A' must be a string or a number");
 	expect_error("{\"rules\": [{\"command\": \"x\", \"category\": 5}]}",
 	             "w.json: rule 0: 'category' must be a non-empty string");
@@ -145,10 +153,105 @@ static void test_errors(void **state)
 	             "w.json: 'default_category' must be a non-empty string");
 }
 
+/* The JSON form follows the rules of the Make-like form, and every key is
+ * known to the key table (workflow_keys.h). */
+static void test_strict(void **state)
+{
+	(void)state;
+	/* fractions of cores, as "CORES=1.5" */
+	expect_error(
+	    "{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
+	    " \"resources\": {\"cores\": 1.5}}]}",
+	    "w.json: rule 0: bad value '1.5' for resource 'cores' (expected a whole number)");
+	expect_error(
+	    "{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
+	    " \"resources\": {\"gpus\": \"lots\"}}]}",
+	    "w.json: rule 0: bad value 'lots' for resource 'gpus' (expected a whole number)");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
+	             " \"resources\": {\"memory\": true}}]}",
+	             "w.json: rule 0: bad value for resource 'memory' (expected MB or a size such "
+	             "as \"2G\")");
+	/* no outputs, as "rule has no targets" */
+	expect_error(
+	    "{\"rules\": [{\"command\": \"x\", \"outputs\": []}]}",
+	    "w.json: rule 0: has no outputs (a rule names at least one file in 'outputs')");
+	expect_error(
+	    "{\"rules\": [{\"command\": \"x\"}]}",
+	    "w.json: rule 0: has no outputs (a rule names at least one file in 'outputs')");
+	/* unknown keys everywhere, with a suggestion when one is close */
+	expect_error("{\"rules\": [{\"comand\": \"x\", \"outputs\": [\"o\"]}]}",
+	             "w.json: rule 0: unknown key 'comand' in a rule (did you mean 'command'?)");
+	expect_error("{\"rules\": [], \"categoires\": {}}",
+	             "w.json: unknown key 'categoires' in the workflow (did you mean "
+	             "'categories'?)");
+	expect_error(
+	    "{\"rules\": [], \"categories\": {\"c\": {\"cores\": 2}}}",
+	    "w.json: unknown key 'cores' in a category (known: resources, environment, mode)");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [{\"dag_name\": \"o\","
+	             " \"remote_name\": \"r\"}]}]}",
+	             "w.json: rule 0: unknown key 'remote_name' in a file object (known: dag_name, "
+	             "task_name)");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"], \"zzz\": 1}]}",
+	             "w.json: rule 0: unknown key 'zzz' in a rule (known: command, workflow, args, "
+	             "inputs, outputs, local_job, category, resources, allocation, environment)");
+	/* keys CCTools knows and this makeflow does not build */
+	expect_error("{\"rules\": [{\"makeflow\": {\"path\": \"s.json\"}, \"outputs\": [\"o\"]}]}",
+	             "w.json: rule 0: key 'makeflow' in a rule is not supported by this makeflow "
+	             "(CCTools' older form of a nested workflow; write \"workflow\": FILE and "
+	             "\"args\": {...})");
+	/* names as in the Make-like form */
+	expect_error("{\"rules\": [], \"environment\": {\"A B\": 1}}",
+	             "w.json: bad variable name 'A B' in 'environment'");
+	expect_error("{\"rules\": [], \"categories\": {\"a b\": {}}}",
+	             "w.json: bad category name 'a b'");
+	/* what both forms accept */
+	struct dag *d = load("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
+	                     " \"resources\": {\"cores\": 4.0, \"memory\": 1.5, \"disk\": \"1G\","
+	                     " \"gpus\": \"2\", \"wall_time\": \"1h\"}}]}");
+	if (!d)
+		fail_msg("%s", err);
+	assert_int_equal(d->nodes[0]->resources.cores, 4);
+	assert_int_equal(d->nodes[0]->resources.memory, 2);
+	assert_int_equal(d->nodes[0]->resources.disk, 1024);
+	assert_int_equal(d->nodes[0]->resources.gpus, 2);
+	assert_int_equal(d->nodes[0]->resources.wall_time, 3600);
+	dag_delete(d);
+}
+
+/* An unknown key is reported at its line when the file holds it once. */
+static void test_key_line(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/test_dag_json.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char *text = "{\"rules\": [\n"
+	                   "  {\"command\": \"echo comand\", \"outputs\": [\"a\"]},\n"
+	                   "  {\"comand\" : \"x\",\n"
+	                   "   \"outputs\": [\"b\"]}\n"
+	                   "]}\n";
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	json_error_t je;
+	json_t *j = json_load_file(path, 0, &je);
+	assert_non_null(j);
+	assert_null(dag_from_json(j, path, err, sizeof err));
+	json_decref(j);
+	char expect[600];
+	snprintf(expect, sizeof expect,
+	         "%s:3: rule 1: unknown key 'comand' in a rule (did you mean 'command'?)", path);
+	assert_string_equal(err, expect);
+	assert_int_equal(workflow_key_line(path, "outputs", 1 << 20), 0); /* twice: no line */
+	assert_int_equal(workflow_key_line(path, "rules", 1 << 20), 1);
+	assert_int_equal(workflow_key_line("/nonexistent", "rules", 1 << 20), 0);
+	unlink(path);
+}
+
 static void test_shared_env(void **state)
 {
 	(void)state;
-	struct dag *d = load("{\"rules\": [{\"command\": \"a\"}, {\"command\": \"b\"}]}");
+	struct dag *d = load("{\"rules\": [{\"command\": \"a\", \"outputs\": [\"a\"]},"
+	                     " {\"command\": \"b\", \"outputs\": [\"b\"]}]}");
 	assert_non_null(d);
 	assert_ptr_equal(d->nodes[0]->env, d->nodes[1]->env);
 	assert_int_equal(d->nodes[0]->line, 0);
@@ -159,9 +262,9 @@ static void test_shared_env(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rules),
-	    cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_shared_env),
+	    cmocka_unit_test(test_rules),      cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_shared_env), cmocka_unit_test(test_strict),
+	    cmocka_unit_test(test_key_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -200,6 +200,13 @@ static void test_engine_options(void **state)
 	assert_int_equal(o.engine.gc, ENGINE_GC_ALL);
 	assert_int_equal(o.engine.progress, ENGINE_PROGRESS_AUTO);
 	makeflow_opts_clear(&o);
+	/* 0 is the monitor's default, as the help says */
+	assert_int_equal(parse(&o, "--monitor-interval", "0", NULL), CLI_DONE);
+	assert_true(o.engine.monitor_interval == 0);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--monitor-interval", "0.01", NULL), CLI_DONE);
+	assert_true(o.engine.monitor_interval == 0.01);
+	makeflow_opts_clear(&o);
 	assert_int_equal(parse(&o, "-g", "on_demand", NULL), CLI_DONE);
 	assert_int_equal(o.engine.gc, ENGINE_GC_ON_DEMAND);
 	makeflow_opts_clear(&o);
@@ -215,11 +222,11 @@ static void test_batch_options(void **state)
 {
 	(void)state;
 	struct makeflow_opts o;
-	assert_int_equal(parse(&o, "--batch-option", "script=x.sh", "-p", "0", "-Z", "port.txt",
-	                       "-N", "proj", "-M", "proj2", "--project-name=p3", "-C", "cat:9097",
-	                       "--password", "pw", "--ssl-cert", "c.pem", "--ssl-key", "k.pem",
-	                       "--shared-fs", "/shared", "--port-file=pf", "--catalog-server", "c2",
-	                       NULL),
+	assert_int_equal(parse(&o, "-T", "wq", "--batch-option", "script=x.sh", "-p", "0", "-Z",
+	                       "port.txt", "-N", "proj", "-M", "proj2", "--project-name=p3", "-C",
+	                       "cat:9097", "--password", "pw", "--ssl-cert", "c.pem", "--ssl-key",
+	                       "k.pem", "--shared-fs", "/shared", "--port-file=pf",
+	                       "--catalog-server", "c2", NULL),
 	                 CLI_DONE);
 	static const char *const want[] = {"script=x.sh",        "port=0",
 	                                   "port-file=port.txt", "project=proj",
@@ -236,6 +243,15 @@ static void test_batch_options(void **state)
 	assert_ptr_equal(o.engine.batch_opts, o.batch_opts);
 	makeflow_opts_clear(&o);
 	assert_fails("--batch-option 'x': expected KEY=VALUE", "--batch-option", "x");
+	/* Work Queue options without -T wq say so plainly */
+	assert_fails("-N foo: this option is for Work Queue and needs -T wq (the batch type is "
+	             "local)",
+	             "-N", "foo");
+	assert_fails("--password pw: this option is for Work Queue and needs -T wq (the batch "
+	             "type is dryrun)",
+	             "-T", "dryrun", "--password", "pw", "-p", "9");
+	assert_int_equal(parse(&o, "-N", "foo", "-T", "wq", NULL), CLI_DONE);
+	makeflow_opts_clear(&o);
 }
 
 static void test_workflow_and_clean(void **state)
@@ -293,12 +309,18 @@ static void test_bad_values(void **state)
 	assert_fails("option -j: '99999999999' is not an integer >= 1", "-j", "99999999999");
 	assert_fails("-g bad: expected none, ref_cnt, on_demand or all", "-g", "bad");
 	assert_fails("--gc-size x: expected a size such as 500M or 2G", "--gc-size", "x");
-	assert_fails("--monitor-interval 0: expected seconds between 0 and 3600",
-	             "--monitor-interval", "0");
-	assert_fails("--monitor-interval abc: expected seconds between 0 and 3600",
+	assert_fails("--monitor-interval abc: expected 0 (the monitor's default, 1 s) or seconds "
+	             "from 0.01 to 3600",
 	             "--monitor-interval", "abc");
-	assert_fails("--monitor-interval 4000: expected seconds between 0 and 3600",
+	assert_fails("--monitor-interval 4000: expected 0 (the monitor's default, 1 s) or seconds "
+	             "from 0.01 to 3600",
 	             "--monitor-interval", "4000");
+	assert_fails("--monitor-interval 0.001: expected 0 (the monitor's default, 1 s) or "
+	             "seconds from 0.01 to 3600",
+	             "--monitor-interval", "0.001");
+	assert_fails("--monitor-interval -1: expected 0 (the monitor's default, 1 s) or seconds "
+	             "from 0.01 to 3600",
+	             "--monitor-interval", "-1");
 	assert_fails("--allocation bad: expected fixed, max, waste or throughput", "--allocation",
 	             "bad");
 	assert_fails("--progress bad: expected auto, plain or quiet", "--progress", "bad");

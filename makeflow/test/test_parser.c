@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dag.h"
@@ -157,7 +159,22 @@ static void test_command_errors(void **state)
 	(void)state;
 	expect_error("a: b\nc: d\n\techo\n", "t.mf:1: rule has no command");
 	expect_error("x=1\na: b\n", "t.mf:2: rule has no command");
-	expect_error("a: b\nX=1\n\techo\n", "t.mf:1: rule has no command");
+	expect_error("a: b\nX=1\n\techo\n",
+	             "t.mf:1: rule has no command (line 2 'X=1' is not indented: a command line "
+	             "starts with a tab)");
+	/* a command that lost its tab gets the hint */
+	expect_error("a: b\necho hi > a\n",
+	             "t.mf:1: rule has no command (line 2 'echo hi > a' is not indented: a "
+	             "command line starts with a tab)");
+	expect_error("a: b\n\n# note\nprog --with-a-very-long-list-of-options-that-goes-on > a\n",
+	             "t.mf:1: rule has no command (line 4 "
+	             "'prog --with-a-very-long-list-of-options-...' is not indented: a command "
+	             "line starts with a tab)");
+	expect_error("a: b\n\xc2\xa0"
+	             "echo > a\n",
+	             "t.mf:1: rule has no command (line 2 '\xc2\xa0"
+	             "echo > a' starts with a "
+	             "no-break space: a command line starts with a tab)");
 	expect_error("E=\na:\n\t$(E)\n", "t.mf:3: empty command for the rule at line 2");
 	expect_error("a:\n\tLOCAL\n", "t.mf:2: empty command for the rule at line 1");
 	expect_error("a:\n\techo 1\n\techo 2\n",
@@ -493,6 +510,108 @@ static void test_caps(void **state)
 	assert_string_equal(err, "t.mf:2: NUL byte in the workflow");
 }
 
+/* The workflow of the report: a 1 MB variable referenced 8 times by each of
+ * 300 rules (2.4 GB of commands from a 1 MB file). */
+static char *amplifier(size_t value, int rules, size_t *len)
+{
+	size_t cap = value + 64 + (size_t)rules * 128;
+	char *text = malloc(cap);
+	size_t n = (size_t)snprintf(text, cap, "BIG=");
+	memset(text + n, 'x', value);
+	n += value;
+	text[n++] = '\n';
+	for (int i = 0; i < rules; i++)
+		n += (size_t)snprintf(
+		    text + n, cap - n,
+		    "o%d:\n\techo $(BIG)$(BIG)$(BIG)$(BIG)$(BIG)$(BIG)$(BIG)$(BIG) "
+		    "> o%d\n",
+		    i, i);
+	*len = n;
+	return text;
+}
+
+static void test_memory_budget(void **state)
+{
+	(void)state;
+	/* expansions count: stopped with the file and the line of the rule */
+	size_t len;
+	char *text = amplifier(1 << 20, 300, &len);
+	struct dag_parse_options o = {.ignore_environment = 1, .max_memory = 64 << 20};
+	assert_null(dag_from_buffer(text, len, "big.mf", &o, err, sizeof err));
+	assert_non_null(strstr(err, "parsing needs more than the memory budget of 64 MiB"));
+	assert_non_null(strstr(err, "--parse-memory"));
+	int line = 0;
+	assert_int_equal(sscanf(err, "big.mf:%d:", &line), 1);
+	assert_true(line > 2 && line % 2 == 0); /* a rule's header */
+	free(text);
+	/* the same shape that fits is parsed */
+	text = amplifier(1 << 10, 300, &len);
+	struct dag *d = dag_from_buffer(text, len, "big.mf", &o, err, sizeof err);
+	if (!d)
+		fail_msg("%s", err);
+	assert_int_equal(d->nnodes, 300);
+	dag_delete(d);
+	free(text);
+
+	/* a line of any length is fine within the budget, and counts against it */
+	size_t big = 3 << 20;
+	text = malloc(big + 64);
+	len = (size_t)snprintf(text, 64, "out:\n\techo ");
+	memset(text + len, 'y', big);
+	len += big;
+	len += (size_t)snprintf(text + len, 64, " > out\n");
+	d = dag_from_buffer(text, len, "long.mf", NULL, err, sizeof err);
+	if (!d)
+		fail_msg("%s", err);
+	assert_int_equal(strlen(d->nodes[0]->command), big + 11);
+	dag_delete(d);
+	o.max_memory = 1 << 20;
+	assert_null(dag_from_buffer(text, len, "long.mf", &o, err, sizeof err));
+	assert_non_null(
+	    strstr(err, "long.mf:2: parsing needs more than the memory budget of 1 MiB"));
+	free(text);
+
+	/* values held in variables count */
+	size_t cap = 200 * 12000;
+	text = malloc(cap);
+	len = 0;
+	for (int i = 0; i < 200; i++) {
+		len += (size_t)snprintf(text + len, cap - len, "V%d=", i);
+		memset(text + len, 'z', 10000);
+		len += 10000;
+		text[len++] = '\n';
+	}
+	assert_null(dag_from_buffer(text, len, "vars.mf", &o, err, sizeof err));
+	assert_non_null(strstr(err, "parsing needs more than the memory budget"));
+	assert_int_equal(sscanf(err, "vars.mf:%d:", &line), 1);
+	assert_true(line > 90 && line < 110);
+	free(text);
+}
+
+/* The default budget is 1 GiB, or half of a lower address-space limit. */
+static void test_default_budget(void **state)
+{
+	(void)state;
+	struct rlimit rl;
+	assert_int_equal(getrlimit(RLIMIT_AS, &rl), 0);
+	if (rl.rlim_cur == RLIM_INFINITY)
+		assert_true(dag_parse_default_memory() <= DAG_PARSE_MEMORY);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		rl.rlim_cur = (rlim_t)512 << 20;
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < rl.rlim_cur)
+			rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_AS, &rl) != 0)
+			_exit(2);
+		_exit(dag_parse_default_memory() == rl.rlim_cur / 2 ? 0 : 1);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_from_file(void **state)
 {
 	(void)state;
@@ -596,6 +715,8 @@ int main(void)
 	    cmocka_unit_test(test_batch_and_workflow_lists),
 	    cmocka_unit_test(test_headers_vs_assignments),
 	    cmocka_unit_test(test_caps),
+	    cmocka_unit_test(test_memory_budget),
+	    cmocka_unit_test(test_default_budget),
 	    cmocka_unit_test(test_from_file),
 	    cmocka_unit_test(test_many_rules),
 	    cmocka_unit_test(test_garbage),

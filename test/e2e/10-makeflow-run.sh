@@ -335,6 +335,50 @@ test_expect_success '-T dryrun writes a script that makes the real outputs, and 
 	cmp q.txt real/q.txt
 '
 
+test_expect_success '-T dryrun says where its script went; the last line has no rate or ETA' '
+	dryrun_wf
+	"$MF" -T dryrun Makeflow 2>err
+	cat err
+	grep -q "^makeflow: dry run: the commands of 3 rules were written to makeflow.dryrun.sh" err
+	[ -s makeflow.dryrun.sh ]
+	"$MF" -T dryrun --batch-option script=other.sh Makeflow 2>err
+	grep -q "written to other.sh" err
+	"$MF" Makeflow 2>err
+	cat err
+	tail -n 1 err | grep -Eq "^makeflow: 3/3 done, 0 failed in [0-9.]+ s$"
+	! grep -q "ETA" err
+	# nothing left to do: the line says so
+	"$MF" Makeflow 2>err
+	tail -n 1 err | grep -Eq "^makeflow: 3/3 done \(0 ran, 3 done before\), 0 failed in"
+'
+
+test_expect_success 'the progress line shows queued rules apart from running ones (-j 2)' '
+	for i in 1 2 3 4 5 6 7; do
+		printf "o$i:\n\twhile [ ! -e go ]; do sleep 0.05; done; touch o$i\n"
+	done >Makeflow
+	"$MF" -j 2 --progress=plain Makeflow >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 60 grep -q "0/7 done, 2 running, 5 queued, 0 waiting, 0 failed" mf.out || { cat mf.out; exit 1; }
+	touch go
+	wait $mf
+	cat mf.out
+	! grep -Eq " [3-7] running" mf.out
+'
+
+test_expect_success 'a rule larger than this machine fails at once, naming only what it asks for' '
+	wf Makeflow <<-\EOF
+	big.txt:
+	@CORES=100000
+	    echo big > big.txt
+	EOF
+	rc=0; "$MF" Makeflow 2>err || rc=$?
+	cat err
+	[ $rc = 1 ]
+	grep -q "rule 0 failed: needs more resources than the local queue can ever give (cores 100000)" err
+	! grep -q -- "-1 MB" err
+'
+
 test_expect_success 'an unknown -T is a clear error and runs nothing' '
 	wf Makeflow <<-\EOF
 	a.txt:

@@ -144,13 +144,65 @@ test_expect_success 'an empty workflow is fine: 0 rules, exit 0' '
 	"$MF" Makeflow
 '
 
-test_expect_success 'a huge line is refused; a long one is fine' '
+test_expect_success 'JSON: unknown keys, fractions of cores and empty outputs are refused as in the text form' '
+	jrefused() {
+		local rc=0
+		"$MF" --json w.json >out 2>err || rc=$?
+		cat err
+		[ $rc = 1 ] || { echo "makeflow exited $rc, expected 1"; return 1; }
+		grep -Eq "^makeflow: w.json:$1" err || { echo "no w.json:$1 message"; return 1; }
+		[ ! -e marker ] || { echo "a rule ran"; return 1; }
+	}
+	cat >w.json <<-\EOF
+	{"rules": [
+	  {"command": "touch marker", "outputs": ["marker"]},
+	  {"comand": "echo hi > out", "outputs": ["out"]}
+	]}
+	EOF
+	jrefused "3: rule 1: unknown key .comand. in a rule \(did you mean .command.\?\)"
+	cat >w.json <<-\EOF
+	{"rules": [
+	  {"command": "touch marker", "outputs": ["marker"], "resources": {"cores": 1.5}}
+	]}
+	EOF
+	jrefused " rule 0: bad value .1.5. for resource .cores."
+	echo "{\"rules\": [{\"command\": \"touch marker\", \"outputs\": []}]}" >w.json
+	jrefused " rule 0: has no outputs"
+	echo "{\"rules\": [{\"makeflow\": {\"path\": \"s.json\"}, \"outputs\": [\"o\"]}]}" >w.json
+	jrefused "1: rule 0: key .makeflow. in a rule is not supported"
+'
+
+test_expect_success 'a line past the parse memory budget is refused; a long one is fine' '
 	{ marker_rule; printf "out.txt:\n\techo "; head -c 2000000 /dev/zero | tr "\\000" x; printf " > out.txt\n"; } >Makeflow
-	refused 4 "line"
+	MAKEFLOW_PARSE_MEMORY=1M refused 4 "memory budget of 1 MiB"
+	# no line limit but the budget
+	"$ANALYZE" -k Makeflow
 	# 100 kB fits in one argument of sh -c
 	{ printf "out.txt:\n\techo "; head -c 100000 /dev/zero | tr "\\000" y; printf " > out.txt\n"; } >Makeflow
 	"$MF" Makeflow
 	[ "$(wc -c <out.txt)" = 100001 ]
+'
+
+# the report: a 1 MB workflow whose 300 rules name a 1 MB variable 8 times
+amplifier() {
+	{ printf "BIG="; head -c 1048576 /dev/zero | tr "\\000" x; printf "\n"; marker_rule
+	  for i in $(seq 300); do printf "o$i:\n\techo \$(BIG)\$(BIG)\$(BIG)\$(BIG)\$(BIG)\$(BIG)\$(BIG)\$(BIG) > o$i\n"; done
+	} >Makeflow
+}
+
+test_expect_success 'an amplifying workflow stops at the parse memory budget with FILE:LINE, not an abort' '
+	amplifier
+	MAKEFLOW_PARSE_MEMORY=64M refused "[0-9]+" "parsing needs more than the memory budget of 64 MiB"
+	# --parse-memory wins over the environment
+	rc=0; MAKEFLOW_PARSE_MEMORY=8G "$MF" --parse-memory 32M Makeflow 2>err || rc=$?
+	[ $rc = 1 ] && grep -q "memory budget of 32 MiB" err
+	# under an address-space limit the default budget is half of it: a clear error, no abort
+	rc=0; (ulimit -v 800000; exec "$ANALYZE" -k Makeflow) 2>err || rc=$?
+	cat err
+	[ $rc = 1 ] && grep -Eq "^makeflow_analyze: Makeflow:[0-9]+: parsing needs more than the memory budget of 390" err
+	rc=0; "$MF" --parse-memory lots Makeflow 2>err || rc=$?
+	[ $rc = 1 ] && grep -q "parse-memory lots: expected a size" err
+	[ ! -e marker ]
 '
 
 test_expect_success 'bad command-line options are clear errors and run nothing' '

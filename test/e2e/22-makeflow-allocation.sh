@@ -163,7 +163,7 @@ test_expect_success 'bad sizing options are refused with a message' '
 	EOF
 	test_must_fail "$MF" --allocation sometimes Makeflow 2>err &&
 	grep -q -- "--allocation sometimes" err &&
-	test_must_fail "$MF" --monitor-interval 0 Makeflow 2>err &&
+	test_must_fail "$MF" --monitor-interval 0.001 Makeflow 2>err &&
 	grep -q -- "--monitor-interval" err &&
 	test_must_fail "$MF" --allocation-seed nowhere Makeflow 2>err &&
 	grep -q "nowhere" err &&

@@ -294,4 +294,34 @@ test_expect_success 'a worker whose cache fills its --disk gets objects no rule 
 	! grep -q "bookkeeping mismatch" master.log
 '
 
+test_expect_success 'with no worker the progress line shows the tasks queued, none running' '
+	for i in 1 2 3; do printf "o$i:\n\twhile [ ! -e $PWD/go ]; do sleep 0.05; done; echo $i > o$i\n"; done >Makeflow
+	start_master --progress=plain Makeflow
+	test_wait_until 60 grep -q "0/3 done, 0 running, 3 queued, 0 waiting" mf.out || { cat mf.out; exit 1; }
+	# running is what the master says runs: one task on a one-core worker
+	start_worker --cores 1 localhost $port
+	test_wait_until 60 grep -q "0/3 done, 1 running, 2 queued, 0 waiting" mf.out || { cat mf.out; exit 1; }
+	touch go
+	finish
+	cat mf.out
+	grep -Eq "^makeflow: 3/3 done, 0 failed in [0-9.]+ s$" mf.out
+'
+
+test_expect_success 'a task larger than every connected worker is warned about once, not waited on in silence' '
+	wf Makeflow <<-\EOF
+	small:
+	    echo s > small
+	big:
+	@CORES=4
+	    echo b > big
+	EOF
+	start_master --progress=plain --batch-option unfit-warning=1 Makeflow
+	start_worker --cores 1 --memory 1000 localhost $port
+	test_wait_until 60 grep -q "wq: 1 task needs more than any of the 1 connected worker has and waits for a larger one; e.g. rule 1 (line 3) asks for cores 4; the largest worker has cores 1, memory 1000 MB" mf.out || { cat mf.out; exit 1; }
+	test_wait_until 60 test -e small
+	kill $mf
+	wait $mf || true
+	[ "$(grep -c "connected worker" mf.out)" = 1 ]
+'
+
 test_done
