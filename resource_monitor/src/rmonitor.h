@@ -69,6 +69,11 @@ struct rmonitor_spec {
 	 * tasks, like the worker's. A failure to execute is then known only from the exit status
 	 * 127 and the message on the task's stderr. Default 0: rmonitor_start waits. */
 	int spawn_async;
+	/* The seccomp profile the task runs under (doc/seccomp.md): 0 none (the default), 1
+	 * "default", 2 "strict", 3 "nonet". Its refused calls fail with EPERM and their names
+	 * are listed in the summary's "seccomp_denied". A filter that cannot be built or
+	 * installed makes the start fail: the task never runs unfiltered. */
+	int seccomp_profile;
 };
 
 /* Initialises SPEC with defaults: fds -1, limits unset, interval 1 s, cgroups AUTO. */
