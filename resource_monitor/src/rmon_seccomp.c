@@ -39,10 +39,10 @@ struct rmon_seccomp_prog {
 
 /* What a rule looks at besides the call's number. */
 enum cond {
-	ANY,       /* every call */
-	NS_FLAGS,  /* arg 0 has a namespace flag (clone, unshare) */
+	ANY,      /* every call */
+	NS_FLAGS, /* arg 0 has a namespace flag (clone, unshare) */
 	PT_OTHER, /* arg 0 is PTRACE_ATTACH or PTRACE_SEIZE (ptrace of another process) */
-	NET_SOCK,  /* arg 0 is AF_INET, AF_INET6 or AF_PACKET (socket) */
+	NET_SOCK, /* arg 0 is AF_INET, AF_INET6 or AF_PACKET (socket) */
 };
 
 #define P_DEF    (1 << RMON_SECCOMP_DEFAULT)
@@ -148,12 +148,10 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, const struct rule *r)
 		return 0;
 	int e = 0;
 	switch (r->cond) {
-	case ANY:
-		e = seccomp_rule_add(ctx, action, nr, 0);
-		break;
+	case ANY: e = seccomp_rule_add(ctx, action, nr, 0); break;
 	case NS_FLAGS: {
-		static const uint64_t bits[] = {CLONE_NEWNS,  CLONE_NEWUSER, CLONE_NEWPID,
-		                                CLONE_NEWNET, CLONE_NEWUTS,  CLONE_NEWIPC,
+		static const uint64_t bits[] = {CLONE_NEWNS,     CLONE_NEWUSER, CLONE_NEWPID,
+		                                CLONE_NEWNET,    CLONE_NEWUTS,  CLONE_NEWIPC,
 		                                CLONE_NEWCGROUP, CLONE_NEWTIME};
 		for (size_t i = 0; i < sizeof bits / sizeof *bits && !e; i++)
 			e = seccomp_rule_add(ctx, action, nr, 1,
@@ -307,10 +305,8 @@ int rmon_seccomp_install_child(const struct rmon_seccomp_prog *prog, int sock)
 	memset(&u, 0, sizeof u);
 	char byte = 'L';
 	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov,
-	                    .msg_iovlen = 1,
-	                    .msg_control = u.buf,
-	                    .msg_controllen = sizeof u.buf};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
@@ -440,10 +436,8 @@ static void on_sock(uv_poll_t *h, int status, int events)
 	} u;
 	char byte;
 	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov,
-	                    .msg_iovlen = 1,
-	                    .msg_control = u.buf,
-	                    .msg_controllen = sizeof u.buf};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
 	ssize_t n = recvmsg(w->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;

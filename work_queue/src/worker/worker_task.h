@@ -138,6 +138,7 @@ struct worker_task_params {
 	 * counts them, as the task sees them). */
 	int64_t linked_mb;
 	const struct worker_docker *docker; /* --docker: the runner; NULL: no containers */
+	int seccomp; /* the task's seccomp profile (rmonitor_spec.seccomp_profile); 0 none */
 };
 
 /* Starts MSG's command in SB (which the task now owns: it is removed by worker_task_delete

@@ -1,0 +1,123 @@
+#!/bin/bash
+# 38-seccomp.sh: end-to-end tests of the seccomp profiles (doc/seccomp.md): a task that tries
+# each refused call gets EPERM and the summary names every call, under resource_monitor
+# --seccomp and through a real work_queue_worker (against the scripted fake master); ordinary
+# work (a compiler, Python, a shell pipeline) runs unaffected; the nonet profile refuses an
+# AF_INET socket and allows an AF_UNIX one; without a profile nothing is refused or listed.
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+test_require_bin work_queue_worker resource_monitor
+FAKE=$BUILD/work_queue/test/helper_fake_master
+HELPER=$BUILD/resource_monitor/test/helper_seccomp
+[ -x "$FAKE" ] && [ -x "$HELPER" ] || test_skip_all "helpers are not built (make tests)"
+export HTC_SECCOMP_HELPER=$HELPER
+DENIED="mount umount2 init_module delete_module kexec_load setns unshare bpf perf_event_open
+keyctl add_key reboot swapon settimeofday clock_settime acct syslog userfaultfd ptrace
+open_by_handle_at clone"
+
+command -v python3 >/dev/null || test_skip_all "python3 is needed (the ordinary work and JSON)"
+
+# denied FILE: the summary's seccomp_denied list, one line of names ("" when absent).
+denied() {
+	python3 -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1])).get("seccomp_denied", [])))' "$1"
+}
+
+# fake SCRIPT: start the fake master; sets FAKE_PID and FAKE_PORT.
+fake() {
+	test_daemon_start port "$FAKE" "$1" port
+	FAKE_PID=$DAEMON_PID
+	FAKE_PORT=$DAEMON_PORT
+}
+
+# worker ARGS...: run the worker (bounded) against the fake; its status is in WRC.
+worker() {
+	WRC=0
+	timeout 60 "$BIN/work_queue_worker" -s "$PWD/wd" "$@" >worker.log 2>&1 || WRC=$?
+	cat worker.log
+}
+
+# fake_ok: the fake master ended with every check passed.
+fake_ok() {
+	local rc=0
+	wait "$FAKE_PID" || rc=$?
+	cat daemon.1.log
+	[ "$rc" = 0 ] && not grep -q "^not ok" daemon.1.log
+}
+
+test_expect_success 'resource_monitor --seccomp default: each refused call gets EPERM and is listed' '
+	"$BIN/resource_monitor" --seccomp default -O out -- "$HELPER" denied >task.log
+	cat task.log
+	not grep -q allowed task.log
+	for c in $DENIED; do
+		grep -qx "$c: EPERM" task.log
+	done
+	[ "$(denied out.summary)" = "$(echo $DENIED)" ]
+'
+
+test_expect_success 'resource_monitor without --seccomp: nothing is listed' '
+	"$BIN/resource_monitor" -O out -- "$HELPER" denied >task.log || true
+	cat task.log
+	grep -q allowed task.log
+	[ -z "$(denied out.summary)" ]
+'
+
+test_expect_success 'ordinary work runs unaffected under every profile' '
+	printf "int f(void) { return 1; }\n" >a.c
+	for p in default strict nonet; do
+		rm -f a.o
+		"$BIN/resource_monitor" --seccomp $p -O out.$p --sh \
+			"cc -c a.c && python3 -c \"import json; print(json.dumps([1]))\" && seq 1 1000 | sort -rn | head -1" >task.$p.log
+		cat task.$p.log
+		[ -s a.o ] && grep -qx "\[1\]" task.$p.log && grep -qx 1000 task.$p.log
+		grep -q "\"exit_status\": 0" out.$p.summary
+		[ -z "$(denied out.$p.summary)" ]
+	done
+'
+
+test_expect_success 'nonet refuses an AF_INET socket and allows AF_UNIX' '
+	"$BIN/resource_monitor" --seccomp nonet -O out -- "$HELPER" net >task.log
+	cat task.log
+	grep -qx "socket(AF_INET): EPERM" task.log
+	grep -qx "socket(AF_UNIX): ok" task.log
+	[ "$(denied out.summary)" = socket ]
+	"$BIN/resource_monitor" --seccomp default -O out2 -- "$HELPER" net >task2.log || true
+	grep -q "socket(AF_INET): allowed" task2.log
+'
+
+test_expect_success 'strict refuses ptrace and chroot as well' '
+	"$BIN/resource_monitor" --seccomp strict -O out --sh "chroot / true; true" >task.log 2>&1
+	cat task.log
+	[ "$(denied out.summary)" = chroot ]
+'
+
+test_expect_success 'resource_monitor --seccomp with an unknown profile: a clear error' '
+	rc=0; "$BIN/resource_monitor" --seccomp lax -- true 2>err.log || rc=$?
+	cat err.log
+	[ $rc != 0 ]
+	grep -q -- "--seccomp .lax.: expected default, strict, nonet or off" err.log
+'
+
+test_expect_success 'worker (default profile): the task gets EPERM and task_done names each call; ordinary work runs' '
+	fake seccomp
+	worker 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 0 ]
+	grep -q "ok.*seccomp_denied names open_by_handle_at" daemon.1.log
+	grep -q "ok.*ordinary work exits 0 with nothing refused" daemon.1.log
+'
+
+test_expect_success 'worker --seccomp nonet: the task is refused AF_INET, allowed AF_UNIX' '
+	fake seccompnet
+	worker --seccomp nonet 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 0 ]
+	grep -q "ok.*seccomp_denied is" daemon.1.log
+'
+
+test_expect_success 'worker --seccomp with an unknown profile exits 1 naming it' '
+	worker --seccomp lax 127.0.0.1 9
+	[ $WRC = 1 ]
+	grep -q -- "--seccomp: \"lax\" is not a profile" worker.log
+'
+
+test_done
