@@ -374,6 +374,10 @@ static int what_to_run(struct resource_monitor_opts *o, int n_args, char *const 
 			return bad(
 			    err, errlen,
 			    "--cpuset: cannot be used with --pid (the process already runs)");
+		if (o->seccomp)
+			return bad(
+			    err, errlen,
+			    "--seccomp: cannot be used with --pid (the process already runs)");
 		if (o->cgroups == RMONITOR_CGROUPS_REQUIRED)
 			return bad(err, errlen,
 			           "--cgroups=required: cannot be used with --pid (an attached "
