@@ -120,4 +120,31 @@ test_expect_success 'worker --seccomp with an unknown profile exits 1 naming it'
 	grep -q -- "--seccomp: \"lax\" is not a profile" worker.log
 '
 
+# seccomp_mode PID: the Seccomp line of the process's status (0 none, 2 filtered).
+seccomp_mode() {
+	awk '$1 == "Seccomp:" { print $2 }' /proc/$1/status
+}
+
+test_expect_success 'catalog_server locks itself down once listening (not with --no-seccomp)' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	[ "$(seccomp_mode $DAEMON_PID)" = 2 ]
+	"$BIN/catalog_update" --http -C 127.0.0.1:$DAEMON_PORT - <<<"{\"type\":\"t\",\"name\":\"n\",\"port\":1}"
+	test_daemon_start cport2 "$BIN/catalog_server" -p 0 -Z cport2 --no-seccomp
+	[ "$(seccomp_mode $DAEMON_PID)" = 0 ]
+'
+
+test_expect_success 'the worker locks itself down after its setup (not with --seccomp off)' '
+	"$BIN/work_queue_worker" -s "$PWD/wd" --connect-timeout 60 127.0.0.1 1 >w.log 2>&1 &
+	W=$!
+	test_track_pid $W
+	test_wait_until 20 grep -q "Seccomp:[[:space:]]*2" /proc/$W/status
+	kill $W; wait $W || true
+	"$BIN/work_queue_worker" -s "$PWD/wd2" --seccomp off --connect-timeout 60 127.0.0.1 1 >w2.log 2>&1 &
+	W=$!
+	test_track_pid $W
+	test_wait_until 20 test -d wd2
+	[ "$(seccomp_mode $W)" = 0 ]
+	kill $W; wait $W || true
+'
+
 test_done
