@@ -236,6 +236,12 @@ static void test_batch_options(void **state)
 	assert_ptr_equal(o.engine.batch_opts, o.batch_opts);
 	makeflow_opts_clear(&o);
 	assert_fails("--batch-option 'x': expected KEY=VALUE", "--batch-option", "x");
+	/* --seccomp is the drivers' seccomp option (doc/seccomp.md) */
+	assert_int_equal(parse(&o, "--seccomp", "nonet", NULL), CLI_DONE);
+	assert_string_equal(o.batch_opts[0], "seccomp=nonet");
+	assert_null(o.batch_opts[1]);
+	makeflow_opts_clear(&o);
+	assert_fails("--seccomp 'lax': expected default, strict, nonet or off", "--seccomp", "lax");
 }
 
 static void test_workflow_and_clean(void **state)

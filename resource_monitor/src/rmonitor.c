@@ -67,6 +67,7 @@ struct rmonitor {
 	const struct rmon_seccomp_prog *seccomp; /* NULL = no filter */
 	int seccomp_fds[2];                      /* the listener's socket pair until the start */
 	struct rmon_seccomp_watch *seccomp_watch;
+	char **seccomp_denied; /* the watch's names, kept once it is gone */
 
 	pid_t pid;
 	enum state state;
@@ -415,6 +416,7 @@ static void monitor_free(struct rmonitor *m)
 	free(m->cpuset);
 	free(m->cgroup_root);
 	free(m->path);
+	str_free_argv(m->seccomp_denied);
 	free(m);
 }
 
@@ -458,6 +460,7 @@ static void add_seccomp_denied(struct rmonitor *m, struct rmsummary *s)
 	const char *const *names = rmon_seccomp_watch_denied(m->seccomp_watch);
 	if (!names[0])
 		return;
+	m->seccomp_denied = str_dup_argv(names);
 	struct buffer b;
 	buffer_init(&b, 0);
 	buffer_putc(&b, '[');
@@ -1055,6 +1058,12 @@ const struct rmsummary *rmonitor_current(const struct rmonitor *m)
 int rmonitor_limit_raises(const struct rmonitor *m)
 {
 	return m->limit_raises;
+}
+
+const char *const *rmonitor_seccomp_denied(const struct rmonitor *m)
+{
+	static const char *const none[] = {NULL};
+	return m && m->seccomp_denied ? (const char *const *)m->seccomp_denied : none;
 }
 
 const char *const *rmonitor_files(const struct rmonitor *m)

@@ -97,6 +97,9 @@ int rmonitor_cgroup_reused(const struct rmonitor *m);
 const struct rmsummary *rmonitor_current(const struct rmonitor *m);
 /* How many times the memory limit was raised by at_memory_limit. */
 int rmonitor_limit_raises(const struct rmonitor *m);
+/* The calls the seccomp profile refused, each once in the order first seen, NULL-terminated
+ * (empty while running and without a profile); valid until delete. */
+const char *const *rmonitor_seccomp_denied(const struct rmonitor *m);
 /* Names of files the tree opened (report_files), NULL-terminated; valid until delete. */
 const char *const *rmonitor_files(const struct rmonitor *m);
 

@@ -120,6 +120,52 @@ test_expect_success 'worker --seccomp with an unknown profile exits 1 naming it'
 	grep -q -- "--seccomp: \"lax\" is not a profile" worker.log
 '
 
+# mf: a workflow of a rule that tries the refused calls and an ordinary one.
+mf() {
+	printf 'out.txt:\n\t%s denied > out.txt\n\nok.txt:\n\techo hi | tr a-z A-Z > ok.txt\n' \
+		"$HELPER" >wf
+}
+
+test_expect_success 'makeflow -T local --seccomp default: refused calls get EPERM and are named' '
+	mf
+	"$BIN/makeflow" -T local --seccomp default wf >mf.log 2>&1
+	cat mf.log
+	not grep -q allowed out.txt
+	grep -qx HI ok.txt
+	grep -q "wf:1: rule 0: system calls refused by seccomp: $(echo $DENIED | sed "s/ /, /g")\$" mf.log
+	[ "$(grep -c "refused by seccomp" mf.log)" = 1 ]
+'
+
+test_expect_success 'makeflow -T local without --seccomp runs jobs unfiltered' '
+	mf
+	"$BIN/makeflow" -T local wf >mf.log 2>&1 || true
+	cat mf.log
+	cat out.txt makeflow.failed.*/out.txt 2>/dev/null | grep -q allowed
+	not grep -q "refused by seccomp" mf.log
+'
+
+if [ -w /sys/fs/cgroup/memory ] || grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+	test_expect_success 'makeflow -T cgroups --seccomp nonet: refused calls are named' '
+		printf "o.txt:\n\t%s net > o.txt\n" "$HELPER" >wf
+		"$BIN/makeflow" -T cgroups --seccomp nonet wf >mf.log 2>&1
+		cat mf.log o.txt
+		grep -qx "socket(AF_INET): EPERM" o.txt
+		grep -q "rule 0: system calls refused by seccomp: socket\$" mf.log
+	'
+fi
+
+test_expect_success 'makeflow --seccomp: an unknown profile, or -T wq, is refused before anything runs' '
+	mf
+	rc=0; "$BIN/makeflow" --seccomp lax wf >mf.log 2>&1 || rc=$?
+	cat mf.log
+	[ $rc = 1 ] && [ ! -e out.txt ]
+	grep -q -- "--seccomp .lax.: expected default, strict, nonet or off" mf.log
+	rc=0; "$BIN/makeflow" -T wq --seccomp default wf >mf.log 2>&1 || rc=$?
+	cat mf.log
+	[ $rc != 0 ] && [ ! -e out.txt ]
+	grep -q "seccomp=default: the wq batch type has no option seccomp" mf.log
+'
+
 # seccomp_mode PID: the Seccomp line of the process's status (0 none, 2 filtered).
 seccomp_mode() {
 	awk '$1 == "Seccomp:" { print $2 }' /proc/$1/status
