@@ -1,12 +1,16 @@
 #!/bin/bash
 # 38-seccomp.sh: end-to-end tests of the seccomp profiles (doc/seccomp.md): a task that tries
 # each refused call gets EPERM and the summary names every call, under resource_monitor
-# --seccomp and through a real work_queue_worker (against the scripted fake master); ordinary
+# --seccomp, makeflow -T local/cgroups --seccomp, and through a real work_queue_worker (against
+# the scripted fake master, and under makeflow -T wq); ordinary
 # work (a compiler, Python, a shell pipeline) runs unaffected; the nonet profile refuses an
 # AF_INET socket and allows an AF_UNIX one; without a profile nothing is refused or listed.
 . "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/wq-lib.sh"
 
-test_require_bin work_queue_worker resource_monitor
+test_require_bin work_queue_worker resource_monitor makeflow
+MF=$BIN/makeflow
+WORKER=$BIN/work_queue_worker
 FAKE=$BUILD/work_queue/test/helper_fake_master
 HELPER=$BUILD/resource_monitor/test/helper_seccomp
 [ -x "$FAKE" ] && [ -x "$HELPER" ] || test_skip_all "helpers are not built (make tests)"
@@ -153,6 +157,17 @@ if [ -w /sys/fs/cgroup/memory ] || grep -qw memory /sys/fs/cgroup/cgroup.control
 		grep -q "rule 0: system calls refused by seccomp: socket\$" mf.log
 	'
 fi
+
+test_expect_success 'makeflow -T wq with a real worker: the rule names the calls its worker refused' '
+	mf
+	start_master wf
+	start_worker -s "$PWD/wd" --cores 1 localhost $port
+	finish
+	not grep -q allowed out.txt
+	grep -qx HI ok.txt
+	grep -q "wf:1: rule 0: system calls refused by seccomp: $(echo $DENIED | sed "s/ /, /g")\$" mf.out
+	[ "$(grep -c "refused by seccomp" mf.out)" = 1 ]
+'
 
 test_expect_success 'makeflow --seccomp: an unknown profile, or -T wq, is refused before anything runs' '
 	mf
