@@ -513,8 +513,9 @@ int rmon_seccomp_lockdown(int no_exec, int trace_action)
 	    build(-1, trace_action ? SCMP_ACT_TRACE(0) : SCMP_ACT_ERRNO(EPERM), no_exec, &err);
 	if (!p)
 		return err ? err : -ENOMEM;
-	long r = install(&p->fprog, 0);
-	int e = r < 0 ? -errno : 0;
+	/* Every thread of the process, also those started before (a thread pool). */
+	long r = install(&p->fprog, SECCOMP_FILTER_FLAG_TSYNC);
+	int e = r < 0 ? -errno : r > 0 ? -EBUSY : 0; /* > 0: a thread that cannot take it */
 	free(p->fprog.filter);
 	free(p);
 	return e;

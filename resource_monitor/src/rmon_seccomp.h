@@ -56,10 +56,10 @@ long rmon_seccomp_watch_count(const struct rmon_seccomp_watch *w);
 void rmon_seccomp_watch_delete(struct rmon_seccomp_watch *w);
 
 /* For a standalone daemon after its setup: refuses (EPERM, no report) the calls of the default
- * profile in this process and every child it makes, plus execve and execveat when NO_EXEC.
- * With TRACE_ACTION the refusal is SECCOMP_RET_TRACE instead (ENOSYS without a tracer), which
- * ranks below a task filter's notification, so that a child task's refusals stay reported.
- * 0 or -errno. */
+ * profile in every thread of this process and every child it makes, plus execve and execveat when
+ * NO_EXEC. With TRACE_ACTION the refusal is SECCOMP_RET_TRACE instead (ENOSYS without a tracer),
+ * which ranks below a task filter's notification, so that a child task's refusals stay reported. 0
+ * or -errno. */
 int rmon_seccomp_lockdown(int no_exec, int trace_action);
 
 #endif

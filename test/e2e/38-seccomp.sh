@@ -199,6 +199,9 @@ test_expect_success 'the worker locks itself down after its setup (not with --se
 	W=$!
 	test_track_pid $W
 	test_wait_until 20 grep -q "Seccomp:[[:space:]]*2" /proc/$W/status
+	# every thread, also those started before the filter (libuv thread pool)
+	[ "$(ls /proc/$W/task | wc -l)" -gt 1 ]
+	for t in /proc/$W/task/*; do grep -q "Seccomp:[[:space:]]*2" $t/status; done
 	kill $W; wait $W || true
 	"$BIN/work_queue_worker" -s "$PWD/wd2" --seccomp off --connect-timeout 60 127.0.0.1 1 >w2.log 2>&1 &
 	W=$!
