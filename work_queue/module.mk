@@ -12,8 +12,8 @@ work_queue_status_COMPONENT := work_queue
 # External libraries: the library's own (its .so and htc-work-queue.pc), and each program's
 # whole link (doc/design.md, "Build").
 work_queue_LIB_DEPS := libuv libcurl jansson zlib libssl libcrypto m
-catalog_server_DEPS := libuv jansson
+catalog_server_DEPS := libuv jansson libseccomp
 catalog_query_DEPS := libuv jansson
 catalog_update_DEPS := libuv jansson
-work_queue_worker_DEPS := libuv libcurl jansson zlib libssl libcrypto m
+work_queue_worker_DEPS := libuv libcurl libseccomp jansson zlib libssl libcrypto m
 work_queue_status_DEPS := libuv jansson libssl libcrypto

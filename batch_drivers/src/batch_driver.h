@@ -19,6 +19,7 @@ struct batch_job {
 	struct batch_result result; /* filled by the driver before batch_job_complete() */
 	void *driver_data;          /* the driver's per-job record */
 	char *error_text;           /* owned copy behind result.error (batch_job_set_error) */
+	char *seccomp_text;         /* owned copy behind result.seccomp_denied */
 };
 
 struct batch_driver {
@@ -59,6 +60,8 @@ void batch_job_started(struct batch_queue *q, struct batch_job *job);
 /* The driver has filled job->result; the generic layer delivers it from the loop on a later
  * turn. After this call the driver must not touch the job again. */
 void batch_job_complete(struct batch_queue *q, struct batch_job *job);
+/* Sets the job's result.seccomp_denied from NAMES (NULL-terminated; nothing when empty). */
+void batch_job_set_seccomp_denied(struct batch_job *job, const char *const *names);
 /* Sets result.error to a formatted message the job owns. */
 void batch_job_set_error(struct batch_job *job, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -324,6 +324,7 @@ static void job_done(struct rmonitor *m, const struct rmsummary *sum, void *arg)
 		notice("cgroups job %" PRId64 " killed: memory exhausted (limit %" PRId64
 		       " MB, peak %" PRId64 " MB)",
 		       cj->base.job->id, cj->limit_mb, r->measured.memory_mb);
+	batch_job_set_seccomp_denied(cj->base.job, rmonitor_seccomp_denied(m));
 	rmonitor_delete(m);
 	cj->m = NULL;
 	release_cpus(st, cj);
@@ -353,6 +354,7 @@ static int cg_start(void *arg, struct lsched_job *j)
 	/* local execution shares the cwd: no per-job disk to measure there */
 	spec.measure_dirs = no_dirs;
 	spec.cgroups = RMONITOR_CGROUPS_REQUIRED;
+	spec.seccomp_profile = st->s.seccomp;
 	/* the throttle needs fresh memory readings (rmonitor_current is a snapshot) */
 	if (st->throttle)
 		spec.interval_s = CG_TICK_MS / 1000.0;

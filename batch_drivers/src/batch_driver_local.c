@@ -19,6 +19,9 @@
 
 #include "batch_local_sched.h"
 #include "debug.h"
+#include "htc_error.h"
+#include "rmon_seccomp.h"
+#include "rmon_spawn.h"
 #include "shell_words.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -26,6 +29,7 @@
 struct local_job {
 	struct lsched_job base; /* first: the scheduler allocates and frees the record */
 	pid_t pid;
+	struct rmon_seccomp_watch *watch; /* option seccomp: the job's refused calls */
 };
 
 struct local_state {
@@ -59,6 +63,12 @@ static void on_sigchld(uv_signal_t *h, int signum)
 		any = 1;
 		/* background processes the job left in its group go with it */
 		kill(-lj->pid, SIGKILL);
+		if (lj->watch) {
+			rmon_seccomp_watch_poll(lj->watch);
+			batch_job_set_seccomp_denied(j->job, rmon_seccomp_watch_denied(lj->watch));
+			rmon_seccomp_watch_delete(lj->watch);
+			lj->watch = NULL;
+		}
 		if (WIFSIGNALED(status))
 			lsched_job_ended(j, 0, WTERMSIG(status));
 		else
@@ -68,6 +78,42 @@ static void on_sigchld(uv_signal_t *h, int signum)
 		lsched_schedule(&st->s);
 	if (!st->s.running)
 		uv_unref((uv_handle_t *)&st->sigchld);
+}
+
+/* Starts ARGV under the seccomp profile of the queue (doc/seccomp.md) with the resource
+ * monitor's spawner, which installs the filter just before the exec; the job's refused calls
+ * are answered and recorded by a watch on the loop. Returns the pid or -errno. */
+static pid_t start_filtered(struct local_state *st, struct local_job *lj, const char *const *argv,
+                            const char *const *env)
+{
+	int err = 0;
+	const struct rmon_seccomp_prog *prog = rmon_seccomp_prog_get(st->s.seccomp, &err);
+	if (!prog)
+		return err < 0 ? err : -EINVAL;
+	int fds[2] = {-1, -1};
+	if (rmon_seccomp_prog_notifies(prog) && (err = rmon_seccomp_socketpair(fds)) < 0)
+		return err;
+	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct rmon_spawn_args a = {
+	    .argv = argv,
+	    .env = env,
+	    .stdin_fd = null_fd,
+	    .stdout_fd = -1,
+	    .stderr_fd = -1,
+	    .new_session = 1,
+	    .seccomp = prog,
+	    .seccomp_sock = fds[1],
+	};
+	pid_t pid = null_fd < 0 ? -errno : rmon_spawn_start(&a);
+	if (null_fd >= 0)
+		close(null_fd);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	if (pid > 0 && fds[0] >= 0)
+		lj->watch = rmon_seccomp_watch_start(st->s.loop, fds[0]);
+	else if (fds[0] >= 0)
+		close(fds[0]);
+	return pid;
 }
 
 static int local_start(void *arg, struct lsched_job *j)
@@ -97,6 +143,21 @@ static int local_start(void *arg, struct lsched_job *j)
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
 	                                  POSIX_SPAWN_SETSIGDEF);
 	pid_t pid = -1;
+	if (st->s.seccomp) {
+		const char *sh_argv[] = {"/bin/sh", "-c", job->spec.command, NULL};
+		pid = start_filtered(st, lj, words ? (const char *const *)words : sh_argv,
+		                     (const char *const *)env);
+		posix_spawn_file_actions_destroy(&fa);
+		posix_spawnattr_destroy(&at);
+		shell_words_free(words);
+		lsched_env_free(env);
+		if (pid < 0) {
+			batch_job_set_error(job, "cannot start under seccomp profile %s: %s",
+			                    rmon_seccomp_name(st->s.seccomp), htc_strerror(pid));
+			return pid;
+		}
+		goto started;
+	}
 	int rc = words ? posix_spawnp(&pid, words[0], &fa, &at, words, env)
 	               : posix_spawn(&pid, "/bin/sh", &fa, &at, sh_args, env);
 	posix_spawn_file_actions_destroy(&fa);
@@ -107,6 +168,7 @@ static int local_start(void *arg, struct lsched_job *j)
 		batch_job_set_error(job, "spawn: %s", strerror(rc));
 		return -rc;
 	}
+started:
 	lj->pid = pid;
 	uv_ref((uv_handle_t *)&st->sigchld);
 	debug(D_BATCH, "local job %" PRId64 " started as pid %d", job->id, (int)pid);
@@ -124,6 +186,8 @@ static void local_abandon(void *arg, struct lsched_job *j)
 	(void)arg;
 	pid_t pid = ((struct local_job *)j)->pid;
 	kill(-pid, SIGKILL);
+	rmon_seccomp_watch_delete(((struct local_job *)j)->watch);
+	((struct local_job *)j)->watch = NULL;
 	/* reap the shell now: its watcher is closed, so nobody else will */
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +328,31 @@ static int exhausted_bits(const struct work_queue_task *t)
 	return bits ? bits : BATCH_EXHAUSTED_MEMORY;
 }
 
+/* The summary's seccomp_denied (a JSON array of names, kept as an extra of the rmsummary) into
+ * the job's result. */
+static void fill_seccomp(struct batch_job *job, const struct rmsummary *m)
+{
+	for (size_t i = 0; i < m->n_extra; i++) {
+		if (strcmp(m->extra_keys[i], "seccomp_denied") != 0 || !m->extra_values[i])
+			continue;
+		json_t *a = json_loads(m->extra_values[i], JSON_DECODE_ANY, NULL);
+		size_t n = json_is_array(a) ? json_array_size(a) : 0;
+		if (n > 64)
+			n = 64;
+		const char **names = xcalloc(n + 1, sizeof *names);
+		size_t k = 0;
+		for (size_t j = 0; j < n; j++) {
+			const char *s = json_string_value(json_array_get(a, j));
+			if (s)
+				names[k++] = s;
+		}
+		batch_job_set_seccomp_denied(job, names);
+		free(names);
+		json_decref(a);
+		return;
+	}
+}
+
 /* Fills the job's result from the finished task T. */
 static void fill_result(struct batch_job *job, const struct work_queue_task *t)
 {
@@ -340,6 +366,7 @@ static void fill_result(struct batch_job *job, const struct work_queue_task *t)
 		r->measured.disk_mb = m->v[RM_DISK] >= 0 ? (int64_t)m->v[RM_DISK] : -1;
 		r->measured.wall_time_s =
 		    m->v[RM_WALL_TIME] >= 0 ? (int64_t)m->v[RM_WALL_TIME] : -1;
+		fill_seccomp(job, m);
 	}
 	switch (t->result) {
 	case WORK_QUEUE_RESULT_SUCCESS:

@@ -16,6 +16,7 @@
 
 #include "debug.h"
 #include "htc_error.h"
+#include "rmon_seccomp.h"
 #include "shell_words.h"
 #include "stringtools.h"
 #include "timeutil.h"
@@ -94,6 +95,13 @@ int lsched_set_option(struct lsched *s, const char *key, const char *value)
 		return parse_count(value, 0, &s->disk);
 	if (!strcmp(key, "gpus"))
 		return parse_count(value, 0, &s->gpus);
+	if (!strcmp(key, "seccomp")) {
+		enum rmon_seccomp_profile p;
+		if (rmon_seccomp_parse(value, &p) < 0)
+			return -EINVAL;
+		s->seccomp = (int)p;
+		return 0;
+	}
 	return -ENOENT;
 }
 

@@ -58,6 +58,7 @@ struct lsched {
 	int64_t used_cores, used_memory, used_disk, used_gpus;
 	uint64_t used_gpu_ids;
 	int64_t n_running;
+	int seccomp; /* option seccomp: enum rmon_seccomp_profile, 0 (off) by default */
 	struct lsched_job *waiting; /* utlist DL, submission order */
 	struct lsched_job *running; /* utlist DL */
 };
@@ -66,7 +67,8 @@ struct lsched {
  * gpus). JOB_SIZE >= sizeof(struct lsched_job). */
 void lsched_init(struct lsched *s, struct batch_queue *q, const char *name,
                  const struct lsched_ops *ops, void *arg, size_t job_size);
-/* The options every local-execution driver takes: max-jobs, cores, memory, disk, gpus.
+/* The options every local-execution driver takes: max-jobs, cores, memory, disk, gpus,
+ * seccomp (a profile name of doc/seccomp.md).
  * 0, -EINVAL for a bad value, -ENOENT for a key that is not one of these. */
 int lsched_set_option(struct lsched *s, const char *key, const char *value);
 /* Admits (HTC_ELIMIT if it can never fit) and queues JOB, then starts what fits. */

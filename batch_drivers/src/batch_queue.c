@@ -14,6 +14,7 @@
 
 #include "debug.h"
 #include "htc_error.h"
+#include "stringtools.h"
 #include "timeutil.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -74,6 +75,15 @@ void batch_job_set_error(struct batch_job *job, const char *fmt, ...)
 	job->result.error = text ? text : "driver error";
 }
 
+void batch_job_set_seccomp_denied(struct batch_job *job, const char *const *names)
+{
+	if (!names || !names[0])
+		return;
+	free(job->seccomp_text);
+	job->seccomp_text = str_join((char *const *)names, ", ");
+	job->result.seccomp_denied = job->seccomp_text;
+}
+
 const char *batch_queue_types(void)
 {
 	static char names[256];
@@ -122,6 +132,7 @@ static void free_rec(struct job_rec *r)
 {
 	free_spec(&r->job.spec);
 	free(r->job.error_text);
+	free(r->job.seccomp_text);
 	free(r);
 }
 

@@ -74,6 +74,9 @@ struct batch_result {
 	struct batch_resources measured; /* -1 where unknown */
 	const char *error; /* driver-level failure text (e.g. spawn failed), or NULL */
 	int limit_raises;  /* times the driver raised the job's memory limit while it ran */
+	/* The calls the job's seccomp profile refused (option seccomp, doc/seccomp.md), joined
+	 * with ", ", or NULL when none was. */
+	const char *seccomp_denied;
 };
 
 typedef void (*batch_complete_fn)(struct batch_queue *q, int64_t job_id,

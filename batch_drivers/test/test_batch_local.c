@@ -43,6 +43,8 @@ struct ctx {
 };
 
 static struct ctx C;
+/* The seccomp_denied text of the last completion that had one (valid only in the callback). */
+static char last_seccomp[512];
 
 static void on_complete(struct batch_queue *q, int64_t id, const struct batch_result *r, void *arg)
 {
@@ -55,7 +57,10 @@ static void on_complete(struct batch_queue *q, int64_t id, const struct batch_re
 		c->done[c->n_done].r = *r;
 		c->done[c->n_done].r.error = NULL;
 		c->done[c->n_done].at_us = time_monotonic_us();
+		c->done[c->n_done].r.seccomp_denied = NULL;
 	}
+	if (r->seccomp_denied)
+		snprintf(last_seccomp, sizeof last_seccomp, "%s", r->seccomp_denied);
 	c->n_done++;
 }
 
@@ -231,6 +236,25 @@ static void test_options(void **state)
 	assert_true(submit_cmd(q, "true") > 0);
 	assert_int_equal(batch_queue_set_option(q, "max-jobs", "2"), -EBUSY);
 	run_until_done(1);
+	batch_queue_delete(q);
+}
+
+/* Option seccomp: the job runs under the profile and its refused calls are in the result. */
+static void test_seccomp(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "seccomp", "lax"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "seccomp", "default"), 0);
+	last_seccomp[0] = 0;
+	int64_t id = submit_cmd(q, "unshare -U true 2>/dev/null; echo ran > s.out");
+	assert_true(id > 0);
+	run_until_done(1);
+	const struct batch_result *r = result_of(id);
+	assert_non_null(r);
+	assert_int_equal(r->exit_code, 0);
+	assert_string_equal(last_seccomp, "unshare");
+	assert_int_equal(access("s.out", F_OK), 0);
 	batch_queue_delete(q);
 }
 
@@ -580,6 +604,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_types_and_create, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_options, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_seccomp, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_specs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exit_codes_and_signals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_env, setup, teardown),

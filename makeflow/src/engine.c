@@ -523,6 +523,9 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 	rmsummary_init(&measured);
 	engine_alloc_result(e, n, r, &eff, &measured);
 	r = &eff;
+	if (r->seccomp_denied)
+		fprintf(stderr, "makeflow: %s:%d: rule %d: system calls refused by seccomp: %s\n",
+		        e->dag->filename, n->line, n->id, r->seccomp_denied);
 	x->start_us = r->start_us;
 	x->end_us = r->end_us;
 	x->last_exit_code = r->exit_code;

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "debug.h"
 #include "htc_error.h"
+#include "rmon_seccomp.h"
 #include "stringtools.h"
 #include "units.h"
 #include "vec.h"
@@ -40,6 +41,7 @@ enum {
 	OPT_SSL_CERT,
 	OPT_SSL_KEY,
 	OPT_SHARED_FS,
+	OPT_SECCOMP,
 };
 
 static const struct option longopts[] = {
@@ -56,6 +58,7 @@ static const struct option longopts[] = {
     {"ssl-cert", required_argument, 0, OPT_SSL_CERT},
     {"ssl-key", required_argument, 0, OPT_SSL_KEY},
     {"shared-fs", required_argument, 0, OPT_SHARED_FS},
+    {"seccomp", required_argument, 0, OPT_SECCOMP},
     {"retry-count", required_argument, 0, 'r'},
     {"retry", no_argument, 0, 'R'},
     {"zero-length-error", no_argument, 0, 'z'},
@@ -97,6 +100,9 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "  -B, --batch-options=TEXT  options passed to the batch system for every job\n"
 	    "      --batch-option=K=V    a driver option (e.g. script=FILE for dryrun); "
 	    "repeatable\n"
+	    "      --seccomp=PROFILE     -T local and cgroups: run each job under PROFILE "
+	    "(default,\n"
+	    "                            strict, nonet; default off; doc/seccomp.md)\n"
 	    "Work Queue (-T wq):\n"
 	    "  -p, --port=PORT           port of the master (default 9123; 0 = any)\n"
 	    "  -Z, --port-file=FILE      write the port the master listens on to FILE\n"
@@ -259,6 +265,14 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case 'j': return parse_int("-j", arg, 1, &e->max_local_jobs, err, errlen);
 	case 'J': return parse_int("-J", arg, 1, &e->max_remote_jobs, err, errlen);
 	case 'B': e->batch_options = arg; break;
+	case OPT_SECCOMP: {
+		enum rmon_seccomp_profile sp;
+		if (rmon_seccomp_parse(arg, &sp) < 0)
+			return bad(err, errlen,
+			           "--seccomp '%s': expected default, strict, nonet or off", arg);
+		add_batch_opt(o, xasprintf("seccomp=%s", arg));
+		break;
+	}
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
 			return bad(err, errlen, "--batch-option '%s': expected KEY=VALUE", arg);

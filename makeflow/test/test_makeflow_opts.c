@@ -252,6 +252,12 @@ static void test_batch_options(void **state)
 	             "-T", "dryrun", "--password", "pw", "-p", "9");
 	assert_int_equal(parse(&o, "-N", "foo", "-T", "wq", NULL), CLI_DONE);
 	makeflow_opts_clear(&o);
+	/* --seccomp is the drivers' seccomp option (doc/seccomp.md) */
+	assert_int_equal(parse(&o, "--seccomp", "nonet", NULL), CLI_DONE);
+	assert_string_equal(o.batch_opts[0], "seccomp=nonet");
+	assert_null(o.batch_opts[1]);
+	makeflow_opts_clear(&o);
+	assert_fails("--seccomp 'lax': expected default, strict, nonet or off", "--seccomp", "lax");
 }
 
 static void test_workflow_and_clean(void **state)

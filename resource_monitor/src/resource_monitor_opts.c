@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "debug.h"
 #include "htc_error.h"
+#include "rmon_seccomp.h"
 #include "stringtools.h"
 #include "vec.h"
 #include "xalloc.h"
@@ -35,6 +36,7 @@ enum {
 	OPT_CATEGORY,
 	OPT_TASK_ID,
 	OPT_SH,
+	OPT_SECCOMP,
 };
 
 static const struct option longopts[] = {
@@ -56,6 +58,7 @@ static const struct option longopts[] = {
     {"category", required_argument, 0, OPT_CATEGORY},
     {"task-id", required_argument, 0, OPT_TASK_ID},
     {"sh", required_argument, 0, OPT_SH},
+    {"seccomp", required_argument, 0, OPT_SECCOMP},
     {"debug", required_argument, 0, 'd'},
     {"debug-file", required_argument, 0, 'o'},
     {"version", no_argument, 0, 'v'},
@@ -91,6 +94,8 @@ void resource_monitor_opts_usage(FILE *out, const char *prog)
 	        "      --cgroups=MODE         auto (default), off, required\n"
 	        "      --cpuset=LIST          run the command on these CPUs (e.g. 0-1; cgroups "
 	        "only)\n"
+	        "      --seccomp=PROFILE      default, strict, nonet or off (default off; "
+	        "doc/seccomp.md)\n"
 	        "      --category=NAME        category written in the summary\n"
 	        "      --task-id=ID           task id written in the summary\n"
 	        "      --sh=COMMAND           run COMMAND with /bin/sh -c\n"
@@ -322,6 +327,14 @@ static int parse_one(struct resource_monitor_opts *o, int c, char *arg, char *ar
 			return bad(err, errlen, "--cgroups=%s: expected auto, off or required",
 			           arg);
 		break;
+	case OPT_SECCOMP: {
+		enum rmon_seccomp_profile sp;
+		if (rmon_seccomp_parse(arg, &sp) < 0)
+			return bad(err, errlen,
+			           "--seccomp '%s': expected default, strict, nonet or off", arg);
+		o->seccomp = (int)sp;
+		break;
+	}
 	case OPT_CPUSET:
 		if (!*arg)
 			return bad(err, errlen, "--cpuset: empty list");
@@ -361,6 +374,10 @@ static int what_to_run(struct resource_monitor_opts *o, int n_args, char *const 
 			return bad(
 			    err, errlen,
 			    "--cpuset: cannot be used with --pid (the process already runs)");
+		if (o->seccomp)
+			return bad(
+			    err, errlen,
+			    "--seccomp: cannot be used with --pid (the process already runs)");
 		if (o->cgroups == RMONITOR_CGROUPS_REQUIRED)
 			return bad(err, errlen,
 			           "--cgroups=required: cannot be used with --pid (an attached "

@@ -34,6 +34,7 @@ struct resource_monitor_opts {
 	pid_t attach_pid; /* --pid; 0: run a command */
 	enum rmonitor_cgroups cgroups;
 	const char *cpuset;
+	int seccomp; /* --seccomp: enum rmon_seccomp_profile, 0 (off) by default */
 	const char *category;
 	const char *task_id;
 	const char *sh;

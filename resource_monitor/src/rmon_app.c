@@ -223,6 +223,7 @@ static int start(struct app *app, const struct resource_monitor_opts *o, char *e
 	rmsummary_copy(&spec.limits, &o->limits);
 	spec.measure_only = o->measure_only;
 	spec.cpuset = o->cpuset;
+	spec.seccomp_profile = o->seccomp;
 	spec.interval_s = o->interval;
 	spec.measure_dirs = (const char *const *)o->measure_dirs;
 	spec.time_series = app->series;

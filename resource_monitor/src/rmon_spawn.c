@@ -222,6 +222,14 @@ __attribute__((no_sanitize_address)) static int child_main(void *arg)
 		child_say(c, ENOENT);
 		_exit(127);
 	}
+	/* Last: the filter also applies to what is done before the exec from here on. */
+	if (a->seccomp) {
+		int se = rmon_seccomp_install_child(a->seccomp, a->seccomp_sock);
+		if (se < 0) {
+			errno = -se;
+			goto setup_failed;
+		}
+	}
 	execve(c->path, c->argv, c->envp);
 	if (errno == ENOEXEC)
 		execve("/bin/sh", c->sh_argv, c->envp);

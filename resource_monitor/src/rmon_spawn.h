@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include "rmon_seccomp.h"
+
 struct rmon_spawn_args {
 	const char *const *argv; /* argv[0] looked up in PATH (of env, else ours) here... */
 	const char *path;        /* ...unless its executable is given here (no search) */
@@ -16,6 +18,10 @@ struct rmon_spawn_args {
 	const int *cgroup_fds; /* cgroup.procs descriptors to write "0" into */
 	int n_cgroup_fds;
 	int say_cgroup_error; /* a failure to join is also written to the child's stderr */
+	/* A seccomp filter installed just before the exec (NULL = none); its listener is sent
+	 * over seccomp_sock (rmon_seccomp.h). A failure to install it stops the start (SETUP). */
+	const struct rmon_seccomp_prog *seccomp;
+	int seccomp_sock;
 };
 
 /* Where the child failed before running the program. */

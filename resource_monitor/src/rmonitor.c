@@ -16,15 +16,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "buffer.h"
 #include "debug.h"
 #include "htc_error.h"
 #include "rmon_cgroup.h"
 #include "rmon_cn_shared.h"
 #include "rmon_proc.h"
+#include "rmon_seccomp.h"
 #include "rmon_sigchld.h"
 #include "rmon_spawn.h"
 #include "stringtools.h"
 #include "timeutil.h"
+#include "vec.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -62,6 +65,10 @@ struct rmonitor {
 	int pool, cg_reused;           /* reuse cgroups (spec.no_pool == 0); this one was reused */
 	int spawn_async;               /* spec.spawn_async */
 	const struct htc_clock *clock; /* spec.clock: of the wall time */
+	const struct rmon_seccomp_prog *seccomp; /* NULL = no filter */
+	int seccomp_fds[2];                      /* the listener's socket pair until the start */
+	struct rmon_seccomp_watch *seccomp_watch;
+	char **seccomp_denied; /* the watch's names, kept once it is gone */
 
 	pid_t pid;
 	enum state state;
@@ -410,6 +417,7 @@ static void monitor_free(struct rmonitor *m)
 	free(m->cpuset);
 	free(m->cgroup_root);
 	free(m->path);
+	str_free_argv(m->seccomp_denied);
 	free(m);
 }
 
@@ -442,6 +450,30 @@ static void stop_watching(struct rmonitor *m)
 	close_handle(m, (uv_handle_t *)&m->mem_poll, &m->mem_poll_on);
 	rmon_cn_remove(&m->cn);
 	m->cn_on = 0;
+	rmon_seccomp_watch_delete(m->seccomp_watch);
+	m->seccomp_watch = NULL;
+}
+
+/* The refused calls as the summary's "seccomp_denied" (a JSON array), when there were any. */
+static void add_seccomp_denied(struct rmonitor *m, struct rmsummary *s)
+{
+	rmon_seccomp_watch_poll(m->seccomp_watch);
+	const char *const *names = rmon_seccomp_watch_denied(m->seccomp_watch);
+	if (!names[0])
+		return;
+	m->seccomp_denied = str_dup_argv(names);
+	struct buffer b;
+	buffer_init(&b, 0);
+	buffer_putc(&b, '[');
+	for (size_t i = 0; names[i]; i++)
+		buffer_printf(&b, "%s\"%s\"", i ? ", " : "", names[i]);
+	buffer_putc(&b, ']');
+	VEC_RESIZE(s->extra_keys, s->n_extra + 1);
+	VEC_RESIZE(s->extra_values, s->n_extra + 1);
+	s->extra_keys[s->n_extra] = xstrdup("seccomp_denied");
+	s->extra_values[s->n_extra] = xstrdup(buffer_tostring(&b));
+	s->n_extra++;
+	buffer_free(&b);
 }
 
 /* Kills what is left in the group; then back to the pool, or removed. */
@@ -479,6 +511,7 @@ static void finish(struct rmonitor *m)
 				m->exceeded[RM_MEMORY] = (double)m->mem_limit_mb;
 		}
 	}
+	add_seccomp_denied(m, s);
 	stop_watching(m);
 	remove_cgroup(m, 500);
 
@@ -787,6 +820,8 @@ static pid_t start_child(struct rmonitor *m, int *err)
 	    .new_session = m->new_session,
 	    .cgroup_fds = fds,
 	    .n_cgroup_fds = nfds,
+	    .seccomp = m->seccomp,
+	    .seccomp_sock = m->seccomp_fds[1],
 	};
 	enum rmon_spawn_stage stage;
 	int cerr;
@@ -854,6 +889,7 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	m->pool = !spec->no_pool;
 	m->spawn_async = spec->spawn_async;
 	m->clock = spec->clock;
+	m->seccomp_fds[0] = m->seccomp_fds[1] = -1;
 	for (int f = 0; f < RM_N_FIELDS; f++) {
 		m->limits[f] = spec->measure_only ? -1 : spec->limits.v[f];
 		m->exceeded[f] = -1;
@@ -895,7 +931,17 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		warn("cannot watch SIGCHLD: %s", uv_strerror(se));
 
 	int e = 0;
-	pid_t pid = start_child(m, &e);
+	if (spec->seccomp_profile) {
+		m->seccomp = rmon_seccomp_prog_get(spec->seccomp_profile, &e);
+		if (!m->seccomp)
+			e = e ? e : -EINVAL;
+		else if (rmon_seccomp_prog_notifies(m->seccomp))
+			e = rmon_seccomp_socketpair(m->seccomp_fds);
+		if (e < 0)
+			warn("cannot set up the seccomp filter %s: %s",
+			     rmon_seccomp_name(spec->seccomp_profile), htc_strerror(e));
+	}
+	pid_t pid = e < 0 ? -1 : start_child(m, &e);
 	if (pid == -2 && m->cg_mode == RMONITOR_CGROUPS_AUTO) {
 		warn("cannot join cgroup %s (%s); measuring through /proc only",
 		     rmon_cgroup_name(m->cg), htc_strerror(e));
@@ -904,6 +950,16 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		m->cg_mem = m->cg_cpu = m->cg_pids = 0;
 		pid = start_child(m, &e);
 	}
+	/* The child has its end of the listener's socket (or is gone). */
+	if (m->seccomp_fds[1] >= 0)
+		close(m->seccomp_fds[1]);
+	if (m->seccomp_fds[0] >= 0) {
+		if (pid > 0)
+			m->seccomp_watch = rmon_seccomp_watch_start(loop, m->seccomp_fds[0]);
+		else
+			close(m->seccomp_fds[0]);
+	}
+	m->seccomp_fds[0] = m->seccomp_fds[1] = -1;
 	if (pid < 0) {
 		*err = e ? e : -ECHILD;
 		m->deleting = 1;
@@ -1004,6 +1060,12 @@ const struct rmsummary *rmonitor_current(const struct rmonitor *m)
 int rmonitor_limit_raises(const struct rmonitor *m)
 {
 	return m->limit_raises;
+}
+
+const char *const *rmonitor_seccomp_denied(const struct rmonitor *m)
+{
+	static const char *const none[] = {NULL};
+	return m && m->seccomp_denied ? (const char *const *)m->seccomp_denied : none;
 }
 
 const char *const *rmonitor_files(const struct rmonitor *m)

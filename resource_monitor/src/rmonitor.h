@@ -76,6 +76,11 @@ struct rmonitor_spec {
 	 * (the default): the monotonic clock. The wall-time limit's timer is a libuv timer and
 	 * fires on real time whatever the clock. */
 	const struct htc_clock *clock;
+	/* The seccomp profile the task runs under (doc/seccomp.md): 0 none (the default), 1
+	 * "default", 2 "strict", 3 "nonet". Its refused calls fail with EPERM and their names
+	 * are listed in the summary's "seccomp_denied". A filter that cannot be built or
+	 * installed makes the start fail: the task never runs unfiltered. */
+	int seccomp_profile;
 };
 
 /* Initialises SPEC with defaults: fds -1, limits unset, interval 1 s, cgroups AUTO. */
@@ -99,6 +104,9 @@ int rmonitor_cgroup_reused(const struct rmonitor *m);
 const struct rmsummary *rmonitor_current(const struct rmonitor *m);
 /* How many times the memory limit was raised by at_memory_limit. */
 int rmonitor_limit_raises(const struct rmonitor *m);
+/* The calls the seccomp profile refused, each once in the order first seen, NULL-terminated
+ * (empty while running and without a profile); valid until delete. */
+const char *const *rmonitor_seccomp_denied(const struct rmonitor *m);
 /* Names of files the tree opened (report_files), NULL-terminated; valid until delete. */
 const char *const *rmonitor_files(const struct rmonitor *m);
 

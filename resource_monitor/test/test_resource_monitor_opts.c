@@ -17,6 +17,7 @@
 #include "debug.h"
 #include "htc_error.h"
 #include "resource_monitor_opts.h"
+#include "rmon_seccomp.h"
 
 #include "banned.h"
 
@@ -97,6 +98,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.attach_pid, 0);
 	assert_int_equal(o.cgroups, RMONITOR_CGROUPS_AUTO);
 	assert_null(o.cpuset);
+	assert_int_equal(o.seccomp, RMON_SECCOMP_OFF);
 	assert_null(o.category);
 	assert_null(o.task_id);
 	assert_null(o.sh);
@@ -113,9 +115,9 @@ static void test_flags_and_values(void **state)
 	struct resource_monitor_opts o;
 	assert_int_equal(parse(&o, "--measure-only", "-i", "0.5", "-O", "out/t",
 	                       "--with-time-series", "--with-opened-files", "--no-pprint",
-	                       "--compact", "--cgroups=required", "--cpuset", "0-1,3", "--category",
-	                       "big", "--task-id", "17", "--measure-dir", ".", "--measure-dir=/",
-	                       "--", "true", NULL),
+	                       "--compact", "--cgroups=required", "--cpuset", "0-1,3",
+	                       "--seccomp=nonet", "--category", "big", "--task-id", "17",
+	                       "--measure-dir", ".", "--measure-dir=/", "--", "true", NULL),
 	                 CLI_DONE);
 	assert_int_equal(o.measure_only, 1);
 	assert_true(o.interval == 0.5);
@@ -126,6 +128,7 @@ static void test_flags_and_values(void **state)
 	assert_int_equal(o.compact, 1);
 	assert_int_equal(o.cgroups, RMONITOR_CGROUPS_REQUIRED);
 	assert_string_equal(o.cpuset, "0-1,3");
+	assert_int_equal(o.seccomp, RMON_SECCOMP_NONET);
 	assert_string_equal(o.category, "big");
 	assert_string_equal(o.task_id, "17");
 	assert_int_equal(o.n_measure_dirs, 2);
@@ -244,6 +247,8 @@ static void test_bad_values(void **state)
 	assert_fails("--cgroups=x: expected auto, off or required", "--cgroups", "x", "true");
 	assert_fails("--cpuset: empty list", "--cpuset", "", "true");
 	assert_fails("--cpuset 'a': expected a list such as 0-1,3", "--cpuset", "a", "true");
+	assert_fails("--seccomp 'lax': expected default, strict, nonet or off", "--seccomp", "lax",
+	             "true");
 }
 
 static void test_what_to_run(void **state)
@@ -269,6 +274,8 @@ static void test_what_to_run(void **state)
 	             "1", "--sh", "true");
 	assert_fails("--cpuset: cannot be used with --pid (the process already runs)", "--pid", "1",
 	             "--cpuset", "0");
+	assert_fails("--seccomp: cannot be used with --pid (the process already runs)", "--pid",
+	             "1", "--seccomp", "default");
 	assert_fails("--cgroups=required: cannot be used with --pid (an attached process is "
 	             "measured through /proc only)",
 	             "--pid", "1", "--cgroups=required");

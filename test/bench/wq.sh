@@ -86,7 +86,9 @@ run_wq() {
 		n=$((n + 1))
 		wdir=(-s "$d/worker.$n")
 		mkdir -p "$d/worker.$n"
-		"$worker" --cores "$c" -t 60 "${wdir[@]}" localhost "$(cat port)" >>workers.out 2>&1 &
+		# shellcheck disable=SC2086
+		"$worker" --cores "$c" -t 60 ${WORKER_EXTRA:-} "${wdir[@]}" localhost "$(cat port)" \
+			>>workers.out 2>&1 &
 		wpids+=($!)
 	done
 	wait $mpid
@@ -144,7 +146,33 @@ part1() {
 try: print('%.1fx' % (float('$t_cct') / float('$t_ours')))
 except ValueError: print('n/a')")"
 	done
+	part1_seccomp
 	[ "${WQ_TMPFS:-1}" = 1 ] && part1_tmpfs
+}
+
+# The cost of the tasks' seccomp filter (doc/seccomp.md): our worker with its default profile
+# and with --seccomp off, one 2-core worker, the two runs one after the other twice (ABAB); the
+# best of each pair is compared.
+part1_seccomp() {
+	null_workflow "$WORK/ours.mf" "$N"
+	local on=() off=()
+	for _ in 1 2; do
+		run_wq ours "$MF" "$WORKER" 2 -- --progress=quiet
+		on+=("$T")
+		WORKER_EXTRA="--seccomp off" run_wq ours "$MF" "$WORKER" 2 -- --progress=quiet
+		off+=("$T")
+	done
+	python3 - "$N" "${on[@]}" "${off[@]}" <<'EOF'
+import sys
+n = int(sys.argv[1])
+try:
+    on = min(float(x) for x in sys.argv[2:4])
+    off = min(float(x) for x in sys.argv[4:6])
+    print('   seccomp, 2-core worker  default %6.0f tasks/s   off %6.0f tasks/s   '
+          'the filter costs %.1f %% of the rate' % (n / on, n / off, 100.0 * (1 - off / on)))
+except ValueError:
+    print('   seccomp: n/a (a run failed)')
+EOF
 }
 
 # The same null workflow with the makeflow directory and the workers' workdirs on a tmpfs

@@ -6,7 +6,8 @@
  *
  * Usage: helper_fake_master SCRIPT PORTFILE [PASSWORD_FILE]
  * Scripts: task badname cancel cancelsend drain dismiss shutdown exhaust garbage diskfull
- * singleshot signal idle refuse. */
+ * singleshot signal idle refuse seccomp seccompnet (these two run $HTC_SECCOMP_HELPER, the
+ * resource monitor's helper_seccomp, under the worker's default or nonet profile). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -326,12 +327,64 @@ static void start_script(struct peer *p)
 	} else if (!strcmp(script, "signal")) {
 		/* the test sends SIGTERM to the worker once the task runs */
 		send_json(p, task_msg(1, "sleep 2; echo late", 10));
+	} else if (!strcmp(script, "seccomp") || !strcmp(script, "seccompnet")) {
+		const char *h = getenv("HTC_SECCOMP_HELPER");
+		char *cmd = xasprintf("%s %s", h ? h : "helper_seccomp",
+		                      !strcmp(script, "seccomp") ? "denied" : "net");
+		send_json(p, task_msg(1, cmd, 500));
+		free(cmd);
 	} else if (!strcmp(script, "idle") || !strcmp(script, "refuse")) {
 		/* nothing: the worker ends by itself */
 	} else {
 		check(false, "unknown script %s", script);
 		done_all();
 	}
+}
+
+/* Whether the JSON array A holds the string S. */
+static bool array_has(json_t *a, const char *s)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v) if (json_is_string(v) &&
+	                                !strcmp(json_string_value(v), s)) return true;
+	return false;
+}
+
+/* The seccomp scripts: task 1 tried refused calls (every one failed with EPERM, so it exited
+ * 0) and the summary names each; task 2 is ordinary work, which runs with nothing refused. */
+static void check_seccomp_done(struct peer *p, json_t *m)
+{
+	static const char *const denied[] = {
+	    "mount",   "umount2", "init_module", "delete_module",   "kexec_load",
+	    "setns",   "unshare", "bpf",         "perf_event_open", "keyctl",
+	    "add_key", "reboot",  "swapon",      "settimeofday",    "clock_settime",
+	    "acct",    "syslog",  "userfaultfd", "ptrace",          "open_by_handle_at",
+	    "clone",   NULL};
+	json_t *list = json_object_get(json_object_get(m, "summary"), "seccomp_denied");
+	int64_t id = iget(m, "id");
+	bool exited0 = !strcmp(sget(m, "outcome"), "exited") && iget(m, "exit_status") == 0;
+	if (id == 2) {
+		check(exited0 && !list, "ordinary work exits 0 with nothing refused (outcome %s)",
+		      sget(m, "outcome"));
+		send_shutdown(p);
+		return;
+	}
+	check(exited0, "task 1 exited 0: every refused call failed with EPERM (outcome %s)",
+	      sget(m, "outcome"));
+	if (!strcmp(script, "seccompnet")) {
+		check(json_array_size(list) == 1 && array_has(list, "socket"),
+		      "seccomp_denied is [\"socket\"]");
+		send_shutdown(p);
+		return;
+	}
+	for (int i = 0; denied[i]; i++)
+		check(array_has(list, denied[i]), "seccomp_denied names %s", denied[i]);
+	send_json(p, task_msg(2,
+	                      "printf 'int f(void) { return 1; }\\n' > a.c && cc -c a.c && "
+	                      "test -s a.o && python3 -c 'import json; print(json.dumps(1))' && "
+	                      "seq 1 1000 | sort -rn | head -1 | grep -qx 1000",
+	                      500));
 }
 
 static void on_script_message(struct peer *p, json_t *m, const char *name)
@@ -449,6 +502,9 @@ static void on_script_message(struct peer *p, json_t *m, const char *name)
 			check(!strcmp(sget(m, "outcome"), "exited"), "single task done");
 		else if (!strcmp(name, "draining"))
 			check(true, "draining after the single task");
+	} else if (!strcmp(script, "seccomp") || !strcmp(script, "seccompnet")) {
+		if (!strcmp(name, "task_done"))
+			check_seccomp_done(p, m);
 	} else if (!strcmp(script, "garbage") && !strcmp(name, "error")) {
 		check(!strcmp(sget(m, "code"), "proto"), "the worker answered error %s: %s",
 		      sget(m, "code"), sget(m, "text"));

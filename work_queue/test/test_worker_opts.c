@@ -53,7 +53,17 @@ static void test_defaults_host_port(void **state)
 	assert_int_equal(o.wall_time, 0);
 	assert_false(o.ssl);
 	assert_false(o.single_shot);
+	assert_int_equal(o.seccomp, RMON_SECCOMP_DEFAULT);
 	worker_opts_clear(&o);
+	static const char *const profiles[] = {"off", "default", "strict", "nonet"};
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(parse(&o, "--seccomp", profiles[i], "h", NULL), CLI_DONE);
+		assert_int_equal((int)o.seccomp, i);
+		worker_opts_clear(&o);
+	}
+	assert_int_equal(parse(&o, "--seccomp", "lax", "h", NULL), HTC_EPARSE);
+	assert_string_equal(err,
+	                    "--seccomp: \"lax\" is not a profile (default, strict, nonet, off)");
 
 	/* no port (an empty $(cat port)), an empty or a bad one: refused, never a default */
 	assert_int_equal(parse(&o, "localhost", NULL), HTC_EPARSE);

@@ -26,6 +26,7 @@
 #include "config.h"
 #include "debug.h"
 #include "htc_error.h"
+#include "rmon_seccomp.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -579,6 +580,14 @@ int catalog_server_run(const struct catalog_server_opts *o, char *err, size_t er
 		rc = atomic_file_write(o->port_file, text, (size_t)n, 0644);
 		if (rc < 0)
 			snprintf(err, errlen, "-Z %s: %s", o->port_file, htc_strerror(rc));
+	}
+	if (rc == 0 && o->seccomp) {
+		/* From here on the server only serves its sockets (doc/seccomp.md). */
+		int se = rmon_seccomp_lockdown(1, 0);
+		if (se < 0)
+			warn("cannot install the seccomp filter: %s", htc_strerror(se));
+		else
+			debug(D_CATALOG, "seccomp: the calls a server never needs are refused");
 	}
 	if (rc == 0) {
 		notice("listening on port %d (TCP and UDP), record lifetime %" PRId64 " s", bound,

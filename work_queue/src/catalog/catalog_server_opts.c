@@ -14,7 +14,13 @@
 
 #include "banned.h"
 
-enum { OPT_MAX_RECORDS = 256, OPT_MAX_BYTES, OPT_MAX_CONNECTIONS, OPT_IDLE_TIMEOUT };
+enum {
+	OPT_MAX_RECORDS = 256,
+	OPT_MAX_BYTES,
+	OPT_MAX_CONNECTIONS,
+	OPT_IDLE_TIMEOUT,
+	OPT_NO_SECCOMP
+};
 
 static const struct option longopts[] = {
     {"port", required_argument, 0, 'p'},
@@ -24,6 +30,7 @@ static const struct option longopts[] = {
     {"max-bytes", required_argument, 0, OPT_MAX_BYTES},
     {"max-connections", required_argument, 0, OPT_MAX_CONNECTIONS},
     {"idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT},
+    {"no-seccomp", no_argument, 0, OPT_NO_SECCOMP},
     {"debug", required_argument, 0, 'd'},
     {"debug-file", required_argument, 0, 'o'},
     {"version", no_argument, 0, 'v'},
@@ -44,6 +51,8 @@ void catalog_server_opts_usage(FILE *out, const char *prog)
 	        "      --max-bytes=BYTES      most bytes of records kept (default %d)\n"
 	        "      --max-connections=N    most simultaneous TCP connections (default %d)\n"
 	        "      --idle-timeout=SECONDS close a connection idle this long (default %d)\n"
+	        "      --no-seccomp           do not refuse the calls a server never needs once "
+	        "listening\n"
 	        "  -d, --debug=SUBSYS         debug output: %s\n"
 	        "  -o, --debug-file=FILE      write debug output to FILE\n"
 	        "  -v, --version              show the version\n"
@@ -103,6 +112,7 @@ static int parse_one(struct catalog_server_opts *o, int c, char *arg, char *argv
 		r = int_arg("--idle-timeout", arg, 1, 3600, &v, err, errlen);
 		o->idle_timeout_ms = v * 1000;
 		break;
+	case OPT_NO_SECCOMP: o->seccomp = 0; break;
 	default:
 		r = cli_common_option(c, argv, "catalog_server", catalog_server_opts_usage, err,
 		                      errlen);
@@ -120,6 +130,7 @@ int catalog_server_opts_parse(int argc, char *argv[], struct catalog_server_opts
 	              CATALOG_DEFAULT_MAX_BYTES},
 	    .max_connections = CATALOG_SERVER_DEFAULT_MAX_CONNECTIONS,
 	    .idle_timeout_ms = CATALOG_SERVER_DEFAULT_IDLE_TIMEOUT_S * 1000,
+	    .seccomp = 1,
 	};
 	opterr = 0;
 	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */

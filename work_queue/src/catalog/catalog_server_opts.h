@@ -20,6 +20,7 @@ struct catalog_server_opts {
 	struct catalog_store_limits store; /* -T, --max-records, --max-bytes */
 	int max_connections;
 	int64_t idle_timeout_ms; /* --idle-timeout, given in seconds */
+	int seccomp; /* 1 (default): lock the process down once listening; 0: --no-seccomp */
 };
 
 /* Parses ARGV into O (which it initialises), handling -d, -o, -v and -h through cli.h. Returns

@@ -11,6 +11,8 @@
 
 #include "cli.h"
 #include "debug.h"
+#include "htc_error.h"
+#include "rmon_seccomp.h"
 #include "rmonitor.h"
 #include "worker_conn.h"
 #include "worker_docker.h"
@@ -150,6 +152,9 @@ int main(int argc, char *argv[])
 	uv_loop_t loop;
 	uv_loop_init(&loop);
 	rmonitor_prepare_pool(&loop);
+	/* The worker's own calls: refused without a trace (doc/seccomp.md, "Daemons"). */
+	if (o.seccomp != RMON_SECCOMP_OFF && (r = rmon_seccomp_lockdown(0, 1)) < 0)
+		warn("cannot install the worker's seccomp filter: %s", htc_strerror(r));
 	int status = run(&loop, &o, &dk);
 	uv_loop_close(&loop);
 	worker_docker_delete(dk);

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "htc_error.h"
+#include "rmon_seccomp.h"
 #include "stringtools.h"
 #include "units.h"
 #include "xalloc.h"
@@ -37,6 +38,7 @@ enum {
 	OPT_FEATURE,
 	OPT_DOCKER,
 	OPT_DOCKER_PRESERVE,
+	OPT_SECCOMP,
 };
 
 static const struct option longopts[] = {
@@ -60,6 +62,7 @@ static const struct option longopts[] = {
     {"feature", required_argument, NULL, OPT_FEATURE},
     {"docker", required_argument, NULL, OPT_DOCKER},
     {"docker-preserve", required_argument, NULL, OPT_DOCKER_PRESERVE},
+    {"seccomp", required_argument, NULL, OPT_SECCOMP},
     {"debug", required_argument, NULL, 'd'},
     {"debug-file", required_argument, NULL, 'o'},
     {"help", no_argument, NULL, 'h'},
@@ -95,6 +98,8 @@ static const char usage_text[] =
     "      --feature NAME        advertise a label tasks can require (repeatable)\n"
     "      --docker IMAGE        each task in its own container of IMAGE (already loaded)\n"
     "      --docker-preserve IMAGE  every task in one container of IMAGE kept for the worker\n"
+    "      --seccomp PROFILE     system calls tasks may not make: default, strict, nonet, off\n"
+    "                            (default: default; doc/seccomp.md)\n"
     "Other:\n"
     "  -d, --debug SUBSYS        debug output (worker, net, rmon, all)\n"
     "  -o, --debug-file FILE     debug output to FILE\n"
@@ -124,6 +129,7 @@ static void init(struct worker_opts *o)
 	o->gpus = -1;
 	o->idle_timeout = WORKER_DEFAULT_IDLE_TIMEOUT;
 	o->connect_timeout = WORKER_DEFAULT_CONNECT_TIMEOUT;
+	o->seccomp = RMON_SECCOMP_DEFAULT;
 }
 
 void worker_opts_clear(struct worker_opts *o)
@@ -284,6 +290,12 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 			return bad(err, errlen, "%s: the image name is empty", name);
 		set(&o->docker_image, arg);
 		o->docker_preserve = c == OPT_DOCKER_PRESERVE;
+		break;
+	case OPT_SECCOMP:
+		if (rmon_seccomp_parse(arg, &o->seccomp) < 0)
+			return bad(err, errlen,
+			           "%s: \"%s\" is not a profile (default, strict, nonet, off)",
+			           name, arg);
 		break;
 	case 'd':
 		if (o->debug_flags) {

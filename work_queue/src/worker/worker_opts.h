@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rmon_seccomp.h"
+
 /* Defaults (doc/work-queue-protocol.md section 1). */
 #define WORKER_DEFAULT_PORT            9123
 #define WORKER_DEFAULT_IDLE_TIMEOUT    900
@@ -42,8 +44,9 @@ struct worker_opts {
 	char **features; /* --feature, repeated */
 	int feature_count;
 
-	char *docker_image;   /* --docker IMAGE or --docker-preserve IMAGE */
-	bool docker_preserve; /* one shared container rather than one per task */
+	char *docker_image;                /* --docker IMAGE or --docker-preserve IMAGE */
+	bool docker_preserve;              /* one shared container rather than one per task */
+	enum rmon_seccomp_profile seccomp; /* --seccomp; default RMON_SECCOMP_DEFAULT */
 
 	char *debug_flags; /* -d, comma separated, may be repeated (joined) */
 	char *debug_file;  /* -o */

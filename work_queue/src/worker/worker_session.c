@@ -552,6 +552,7 @@ static void start_task(struct wtask *t, int sandbox_err)
 	    .ended = task_ended_cb,
 	    .linked_mb = sandbox_err ? 0 : linked_mb(t),
 	    .docker = worker_docker_of(w),
+	    .seccomp = (int)worker_opts_of(w)->seccomp,
 	};
 	struct worker_sandbox *sb = t->sb;
 	t->sb = NULL; /* owned by the task from now on */

@@ -146,6 +146,7 @@ struct worker_task_params {
 	/* The clock the monitor measures the task's wall time on (rmonitor_spec.clock); NULL: the
 	 * monotonic clock. */
 	const struct htc_clock *clock;
+	int seccomp; /* the task's seccomp profile (rmonitor_spec.seccomp_profile); 0 none */
 };
 
 /* Starts MSG's command in SB (which the task now owns: it is removed by worker_task_delete
