@@ -57,11 +57,11 @@ static void test_defaults_host_port(void **state)
 	worker_opts_clear(&o);
 	static const char *const profiles[] = {"off", "default", "strict", "nonet"};
 	for (int i = 0; i < 4; i++) {
-		assert_int_equal(parse(&o, "--seccomp", profiles[i], "h", NULL), CLI_DONE);
+		assert_int_equal(parse(&o, "--seccomp", profiles[i], "h", "9", NULL), CLI_DONE);
 		assert_int_equal((int)o.seccomp, i);
 		worker_opts_clear(&o);
 	}
-	assert_int_equal(parse(&o, "--seccomp", "lax", "h", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--seccomp", "lax", "h", "9", NULL), HTC_EPARSE);
 	assert_string_equal(err,
 	                    "--seccomp: \"lax\" is not a profile (default, strict, nonet, off)");
 
