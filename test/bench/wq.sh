@@ -9,7 +9,8 @@
 #      against a raw loopback TCP copy of the same bytes to disk;
 #   4. 200 idle workers connected to one master: the master's CPU and memory.
 # Usage: wq.sh [BUILD]; WQ_TASKS (default 5000) scales part 1, WQ_PARTS picks parts ("1 2 3 4"),
-# WQ_TMPFS=0 leaves out the tmpfs line of part 1, WQ_CCTOOLS=0 leaves out CCTools (ab.sh).
+# WQ_TMPFS=0 leaves out the tmpfs line of part 1, WQ_SECCOMP=0 its seccomp line, WQ_CCTOOLS=0
+# leaves out CCTools (ab.sh).
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRCDIR/build}
@@ -146,7 +147,7 @@ part1() {
 try: print('%.1fx' % (float('$t_cct') / float('$t_ours')))
 except ValueError: print('n/a')")"
 	done
-	part1_seccomp
+	[ "${WQ_SECCOMP:-1}" = 1 ] && part1_seccomp
 	[ "${WQ_TMPFS:-1}" = 1 ] && part1_tmpfs
 }
 
