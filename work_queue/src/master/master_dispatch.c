@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "debug.h"
@@ -40,6 +41,7 @@ struct rtag {
 	int try_;
 	int index;  /* -1: stdout */
 	bool watch; /* an increment of a watched output (appended at the final path) */
+	int64_t reserved; /* bytes of the master's disk counted for it until its end */
 };
 
 /* True when every transfer task_done D names has been stored or has failed here (the receiver
@@ -58,6 +60,40 @@ bool master_dispatch_done_ready(struct mtask *m, const struct wq_task_done *d)
 	    !m->out_stdout.finished)
 		return false;
 	return true;
+}
+
+/* Protocol 7.4: every transfer task_done D names must have been opened (xfer_begin or dir_begin,
+ * accepted or refused) on this connection for that output, or for M's stdout. Begins are handled
+ * as they arrive, before the task_done that follows them on the same connection, so a name with
+ * no begin is a worker's lie, not a race. Returns 0, or -1 with the violation text in WHY. */
+int master_dispatch_done_check(const struct mtask *m, const struct wq_task_done *d, char *why,
+                               size_t len)
+{
+	for (size_t k = 0; k < d->noutputs; k++) {
+		const struct wq_done_output *o = &d->outputs[k];
+		/* an output the task does not have is refused at its begin and missing here */
+		if ((o->kind != WQ_DONE_XFER && o->kind != WQ_DONE_DIR) || o->index < 0 ||
+		    o->index >= m->n_outputs)
+			continue;
+		const struct mtask_recv *r = &m->outs[o->index];
+		if (r->watching || r->watch_broken)
+			continue; /* increments: watch_complete judges the last one */
+		if (r->xfer == 0 || r->xfer != (uint32_t)o->xfer) {
+			snprintf(why, len,
+			         "task_done for task %d names transfer %lld for output %lld, which "
+			         "was never opened",
+			         m->id, (long long)o->xfer, (long long)o->index);
+			return -1;
+		}
+	}
+	if (d->stdout_xfer > 0 && m->out_stdout.xfer != (uint32_t)d->stdout_xfer) {
+		snprintf(why, len,
+		         "task_done for task %d names transfer %lld for its stdout, which was never "
+		         "opened",
+		         m->id, (long long)d->stdout_xfer);
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -405,6 +441,71 @@ const struct wq_xfer_out_callbacks master_worker_out_cb = {
 
 /* ---- receiving ---------------------------------------------------------------------------- */
 
+/* The margin of the master's disk that outputs never take: 1 % of the file system, at least
+ * 32 MiB and at most 1 GiB (the application's own files, a makeflow log, need room too). */
+static uint64_t space_margin(uint64_t fs_bytes)
+{
+	uint64_t m = fs_bytes / 100;
+	if (m > (UINT64_C(1) << 30))
+		m = UINT64_C(1) << 30;
+	if (m < (UINT64_C(32) << 20))
+		m = UINT64_C(32) << 20;
+	return m;
+}
+
+/* Protocol 5.4: the receiver checks that an announced SIZE fits its disk before it writes
+ * anything. SIZE must fit the free space of the file system holding DIR, less the margin and
+ * what the open output transfers of every worker announced. 0, or -1 with R filled (disk_full).
+ * A file system that cannot be asked is not refused here: the write reports its own errors. */
+static int space_check(struct work_queue *q, const char *dir, const char *what, int64_t size,
+                       struct wq_xfer_refusal *r)
+{
+	struct statvfs sv;
+	if (size <= 0 || statvfs(dir, &sv) < 0)
+		return 0;
+	uint64_t bs = sv.f_frsize ? (uint64_t)sv.f_frsize : (uint64_t)sv.f_bsize;
+	uint64_t avail = (uint64_t)sv.f_bavail * bs;
+	uint64_t keep = space_margin((uint64_t)sv.f_blocks * bs);
+	uint64_t held = q->recv_reserved > 0 ? (uint64_t)q->recv_reserved : 0;
+	uint64_t room = avail > keep + held ? avail - keep - held : 0;
+	if ((uint64_t)size <= room)
+		return 0;
+	r->code = WQ_XERR_DISK_FULL;
+	snprintf(r->text, sizeof r->text,
+	         "%s: %lld bytes announced, the master's disk at %s has %llu MB free (%llu MB "
+	         "kept free, %llu MB announced by other transfers)",
+	         what, (long long)size, dir, (unsigned long long)(avail >> 20),
+	         (unsigned long long)(keep >> 20), (unsigned long long)(held >> 20));
+	return -1;
+}
+
+/* The refusal R of transfer IN, for output slot SLOT of M: its begin is remembered (task_done may
+ * name it) and the output is missing, for the reason R gives. */
+static void slot_refused(struct mworker *w, struct mtask *m, struct mtask_recv *slot,
+                         const struct wq_xfer_incoming *in, const struct wq_xfer_refusal *r)
+{
+	warn("%s: task %d: transfer %u refused: %s", w->label, m->id, in->id, r->text);
+	if (slot->tmp) {
+		master_worker_rm_path(slot->tmp, slot->is_dir);
+		free(slot->tmp);
+		slot->tmp = NULL;
+	}
+	slot->xfer = in->id;
+	slot->ok = false;
+	slot->finished = true;
+	slot->is_dir = in->is_dir;
+	free(slot->refused);
+	slot->refused = xstrdup(r->text);
+}
+
+/* Counts SIZE bytes of transfer RT against the master's disk until its end. */
+static void reserve(struct mworker *w, struct rtag *rt, int64_t size)
+{
+	rt->reserved = size > 0 ? size : 0;
+	w->recv_reserved += rt->reserved;
+	w->q->recv_reserved += rt->reserved;
+}
+
 /* An increment of watched output F (slot SLOT) of M: its offset must be the bytes announced so
  * far in this try (otherwise a violation); the bytes go straight to the final path, which the
  * first increment of the try truncates (protocol 5.6). */
@@ -439,6 +540,16 @@ static int watch_begin(struct mworker *w, struct mtask *m, struct work_queue_fil
 		         (long long)tg->index);
 		return -1;
 	}
+	char *wdir = path_dirname(f->source);
+	int sc = space_check(w->q, wdir, f->source, in->size, r);
+	free(wdir);
+	if (sc < 0) {
+		warn("%s: task %d: transfer %u refused: %s", w->label, m->id, in->id, r->text);
+		slot->watch_broken = true;
+		free(slot->refused);
+		slot->refused = xstrdup(r->text);
+		return -1;
+	}
 	int fl = O_WRONLY | O_CREAT | O_CLOEXEC | (slot->watching ? 0 : O_TRUNC);
 	int fd = open(f->source, fl, in->exec ? 0755 : 0644);
 	if (fd < 0 || lseek(fd, (off_t)tg->offset, SEEK_SET) < 0) {
@@ -469,6 +580,7 @@ static int watch_begin(struct mworker *w, struct mtask *m, struct work_queue_fil
 	rt->try_ = m->try_;
 	rt->index = (int)tg->index;
 	rt->watch = true;
+	reserve(w, rt, in->size);
 	dest->fd = fd;
 	dest->fsync = w->q->sync_outputs;
 	dest->tag = rt;
@@ -520,6 +632,10 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 			return -1;
 		}
 		slot = &m->out_stdout;
+		if (space_check(w->q, dir, "stdout", in->size, r) < 0) {
+			slot_refused(w, m, &m->out_stdout, in, r);
+			return -1;
+		}
 		tmp = xasprintf("%s/stdout.%d.%s.%u", dir, m->id, w->id, in->id);
 	} else {
 		struct work_queue_file *f = master_worker_nth_file(m->t->outputs, (int)tg->index);
@@ -534,6 +650,11 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		if (tg->offset >= 0)
 			return watch_begin(w, m, f, slot, in, dest, r);
 		char *dir = path_dirname(f->source);
+		if (!in->is_dir && space_check(w->q, dir, f->source, in->size, r) < 0) {
+			free(dir);
+			slot_refused(w, m, slot, in, r);
+			return -1;
+		}
 		char *base = path_basename(f->source);
 		tmp = xasprintf("%s/.%s.wq-%d-%u.tmp", dir, base, (int)getpid(), in->id);
 		free(dir);
@@ -557,6 +678,8 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 	rt->task = m->id;
 	rt->try_ = m->try_;
 	rt->index = index;
+	if (!in->is_dir)
+		reserve(w, rt, in->size);
 	dest->tmp_path = tmp;
 	dest->fsync = w->q->sync_outputs;
 	dest->tag = rt;
@@ -572,6 +695,8 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 	if (!rt)
 		return;
 	struct mtask *m = master_queue_task_lookup(w->q, rt->task);
+	w->recv_reserved -= rt->reserved;
+	w->q->recv_reserved -= rt->reserved;
 	w->q->stats.bytes_received += in->size > 0 ? in->size : 0;
 	if (m && master_worker_assigned(w, m) && m->try_ == rt->try_) {
 		struct mtask_recv *slot = rt->index < 0 ? &m->out_stdout : &m->outs[rt->index];
@@ -689,6 +814,9 @@ static bool commit_outputs(struct mworker *w, struct mtask *m, const struct wq_t
 			continue;
 		}
 		if (!slot->tmp || !slot->ok || slot->xfer != (uint32_t)o->xfer) {
+			if (slot->refused)
+				snprintf(m->t->last_error, sizeof m->t->last_error,
+				         "output %s not received: %s", f->remote, slot->refused);
 			ok = false;
 			continue;
 		}

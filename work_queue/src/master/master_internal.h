@@ -41,6 +41,7 @@ struct mtask_recv {
 	bool ok;       /* stored with a matching hash */
 	bool finished; /* the receiver is done with it (stored or failed) */
 	bool is_dir;
+	char *refused; /* why the master refused its transfer (its disk), or NULL */
 	/* Watched outputs (protocol 5.6): increments are appended at the final path. */
 	bool watching;      /* an increment of this try arrived: the final path holds them */
 	bool watch_broken;  /* an increment failed: the output is missing at task_done */
@@ -136,6 +137,7 @@ struct mworker {
 	int *held;
 	int nheld, held_cap;
 	int sandbox_errors;
+	int64_t recv_reserved; /* bytes announced by its open output transfers (protocol 5.4) */
 	int fast_aborts;
 	uv_timer_t *deadline; /* handshake deadline until `identity` */
 	bool counted;         /* counted in workers_connected */
@@ -180,6 +182,7 @@ struct work_queue {
 	uint64_t rng;
 	struct master_txlog *txlog;
 	char *tmpdir; /* private temporary directory (stdout files), or NULL until needed */
+	int64_t recv_reserved; /* bytes announced by open output transfers of all workers */
 	struct catalog_updater *catalog;
 	char *catalog_hosts;     /* given with work_queue_specify_catalog_servers, or NULL */
 	double fast_abort;       /* default multiplier, 0 = off */
@@ -221,6 +224,10 @@ void master_dispatch_release_held(struct mworker *w); /* sends the queued tasks 
 void master_worker_back_to_ready(struct mworker *w, struct mtask *m); /* same try, not counted */
 void master_worker_finish(struct mworker *w, struct mtask *m, enum work_queue_result result);
 bool master_dispatch_done_ready(struct mtask *m, const struct wq_task_done *d);
+/* 0 when every transfer D names was opened for M on its connection; -1 (a violation) with the
+ * text in WHY otherwise. */
+int master_dispatch_done_check(const struct mtask *m, const struct wq_task_done *d, char *why,
+                               size_t len);
 void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_done *d);
 extern const struct wq_xfer_out_callbacks master_worker_out_cb;
 extern const struct wq_xfer_in_callbacks master_worker_in_cb;
