@@ -125,11 +125,97 @@ static void test_output_larger_than_master_disk(void **state)
 	fake_free(f);
 }
 
+/* The fake worker's task_done for try TRY of task ID: exhausted RESOURCE (its monitor's
+ * verdict), measured at USED MB. */
+static void send_exhausted(struct fake *f, int id, int try_, const char *resource, int used)
+{
+	fake_send(f, json_pack("{s:s,s:i,s:i,s:s,s:i,s:[s],s:{s:s,s:i,s:f}}", "m", "task_done",
+	                       "id", id, "try", try_, "outcome", "exhausted", "signal", 9,
+	                       "exhausted", resource, "summary", "exit_type", "limits", resource,
+	                       used, "wall_time", 0.2));
+	for (int i = 0; i < f->ntasks; i++)
+		if (f->tasks[i].id == id && f->tasks[i].try_ == try_)
+			f->tasks[i].stage = 2;
+}
+
+static int64_t msg_resource(json_t *task, const char *name)
+{
+	return json_integer_value(json_object_get(json_object_get(task, "resources"), name));
+}
+
+/* Defect: a task that declares no disk got the worker's free disk of the moment (after a
+ * disk_full refusal, 15 MB), exceeded it and failed for good in FIXED mode. A size the master
+ * chose is no promise: the task runs again with no limit on it, and succeeds. */
+static void test_chosen_size_exhausted_retried(void **state)
+{
+	(void)state;
+	struct work_queue *q = queue(NULL);
+	char out[128];
+	snprintf(out, sizeof out, "%s/d3.txt", tmpdir);
+	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
+	assert_true(worker_active(q, 1, 5));
+	struct work_queue_task *t = work_queue_task_create("make 20MB");
+	assert_int_equal(
+	    work_queue_task_specify_output_file(t, out, "out.txt", WORK_QUEUE_NOCACHE), 0);
+	int id = work_queue_submit(q, t);
+	assert_true(until_running(q, 1));
+	assert_true(msg_resource(f->task_msgs[0], "disk") > 0); /* the master's choice */
+	send_exhausted(f, id, 1, "disk", 20);
+	uint64_t end = uv_hrtime() + (uint64_t)5e9;
+	while (f->tasks_received < 2 && uv_hrtime() < end) {
+		assert_null(work_queue_wait(q, 0.05)); /* not a failure */
+	}
+	assert_int_equal(f->tasks_received, 2);
+	assert_int_equal(json_integer_value(json_object_get(f->task_msgs[1], "try")), 2);
+	assert_int_equal(msg_resource(f->task_msgs[1], "disk"), 0); /* no limit */
+	assert_true(msg_resource(f->task_msgs[1], "memory") > 0);  /* only what was exceeded */
+	fake_send_results(f, &f->tasks[1]);
+	struct work_queue_task *done = wait_task(q, 5);
+	assert_non_null(done);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
+	assert_int_equal(done->exhausted_attempts, 1);
+	assert_int_equal(done->try_count, 2);
+	assert_string_equal(work_queue_task_last_error(done), "");
+	assert_true(log_has("exceeded the disk the master chose"));
+	work_queue_task_delete(done);
+	finish(q);
+	fake_free(f);
+	unlink(out);
+}
+
+/* A declared size stays a promise: exceeding it fails the task for good, and the result names
+ * the resource (error text and limits_exceeded). */
+static void test_declared_size_exhausted_named(void **state)
+{
+	(void)state;
+	struct work_queue *q = queue(NULL);
+	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
+	assert_true(worker_active(q, 1, 5));
+	struct work_queue_task *t = work_queue_task_create("make 200MB");
+	work_queue_task_specify_disk(t, 100);
+	int id = work_queue_submit(q, t);
+	assert_true(until_running(q, 1));
+	assert_int_equal(msg_resource(f->task_msgs[0], "disk"), 100);
+	send_exhausted(f, id, 1, "disk", 200);
+	struct work_queue_task *done = wait_task(q, 5);
+	assert_non_null(done);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_RESOURCE_EXHAUSTION);
+	assert_int_equal(f->tasks_received, 1);
+	assert_non_null(strstr(work_queue_task_last_error(done), "disk 100 MB (used 200)"));
+	assert_non_null(done->resources_measured);
+	assert_true(done->resources_measured->limits_exceeded[RM_DISK] >= 0);
+	work_queue_task_delete(done);
+	finish(q);
+	fake_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_done_names_unopened_transfer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_output_larger_than_master_disk, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_chosen_size_exhausted_retried, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_declared_size_exhausted_named, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,9 +139,13 @@ static json_t *task_message(struct mworker *w, struct mtask *m, const struct mas
 	double cores = floor(box->cores * 1000 + 0.5) / 1000;
 	if (cores <= 0)
 		cores = 0.001;
+	/* 0: no limit (the worker enforces none), for the sizes a try exhausted that the
+	 * master had chosen */
+	int64_t memory = (m->unlimited & (UINT64_C(1) << RM_MEMORY)) ? 0 : box->memory;
+	int64_t disk = (m->unlimited & (UINT64_C(1) << RM_DISK)) ? 0 : box->disk;
 	json_t *res = json_pack("{s:f,s:I,s:I,s:I}", "cores", cores, "memory",
-	                        (json_int_t)(box->memory > 0 ? box->memory : 0), "disk",
-	                        (json_int_t)(box->disk > 0 ? box->disk : 0), "gpus",
+	                        (json_int_t)(memory > 0 ? memory : 0), "disk",
+	                        (json_int_t)(disk > 0 ? disk : 0), "gpus",
 	                        (json_int_t)(box->gpus > 0 ? box->gpus : 0));
 	json_t *msg = json_pack(
 	    "{s:s,s:i,s:i,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:o}", "m", "task", "id", m->id, "try",
@@ -869,6 +873,63 @@ static uint64_t exhausted_bits(const struct wq_task_done *d, bool *wall)
 	return bits;
 }
 
+/* The resources a try may run without a limit on (0 in `task`, protocol 5.3). */
+#define UNLIMITABLE ((UINT64_C(1) << RM_MEMORY) | (UINT64_C(1) << RM_DISK))
+
+/* The sized resources in BITS (1 << RM_*), as "memory, disk", into BUF. */
+static void exhausted_names(uint64_t bits, char *buf, size_t len)
+{
+	static const int order[] = {RM_CORES, RM_MEMORY, RM_DISK, RM_GPUS};
+	size_t n = 0;
+	buf[0] = 0;
+	for (int k = 0; k < 4 && n < len; k++) {
+		if (!((bits >> order[k]) & 1))
+			continue;
+		int w = snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+		                 rmsummary_field_name(order[k]));
+		n += w > 0 ? (size_t)w : 0;
+	}
+	if (!buf[0])
+		snprintf(buf, len, "its resources");
+}
+
+/* A try of M ended exhausted (D): the task's error text names each resource with
+ * what it was given and what was measured, and the measured summary marks them exceeded (so that
+ * a caller reading limits_exceeded knows which), whatever the worker's summary said. */
+static void exhausted_note(struct mtask *m, const struct wq_task_done *d)
+{
+	struct work_queue_task *t = m->t;
+	if (!t->resources_measured) {
+		t->resources_measured = xmalloc(sizeof *t->resources_measured);
+		rmsummary_init(t->resources_measured);
+	}
+	char *text = xstrdup("exceeded its allocation:");
+	for (size_t k = 0; k < d->nexhausted; k++) {
+		int f = rmsummary_field_lookup(d->exhausted[k]);
+		if (f < 0)
+			continue;
+		double given = t->resources_allocated ? t->resources_allocated->v[f] : -1;
+		if ((m->unlimited >> f) & 1)
+			given = -1;
+		double used = t->resources_measured->v[f];
+		if (t->resources_measured->limits_exceeded[f] < 0)
+			t->resources_measured->limits_exceeded[f] = given >= 0 ? given : 0;
+		char *n;
+		if (given >= 0 && used >= 0)
+			n = xasprintf("%s %s %g %s (used %g)", text, d->exhausted[k], given,
+			              rmsummary_field_unit(f), used);
+		else if (given >= 0)
+			n = xasprintf("%s %s %g %s", text, d->exhausted[k], given,
+			              rmsummary_field_unit(f));
+		else
+			n = xasprintf("%s %s", text, d->exhausted[k]);
+		free(text);
+		text = n;
+	}
+	snprintf(t->last_error, sizeof t->last_error, "%s", text);
+	free(text);
+}
+
 /* A failure that is the task's own: re-run (try + 1) while max_retries allows, then
  * MAX_RETRIES. */
 static void own_failure(struct mworker *w, struct mtask *m, enum work_queue_result result)
@@ -969,10 +1030,37 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 			own_failure(w, m, WORK_QUEUE_RESULT_TASK_MAX_RUN_TIME);
 			break;
 		}
+		exhausted_note(m, d);
 		if (t->resources_measured)
 			category_accumulate(cat, t->resources_measured);
 		t->exhausted_attempts++;
 		q->stats.tasks_exhausted_attempts++;
+		/* Sizes the master chose (nothing declared them: a share or the whole of a worker
+		 * whose free disk may be small at that moment) are no promise of the task's: a
+		 * try that exceeds only those runs again with no limit on them, in every mode. */
+		uint64_t loose = master_sched_task_chosen(m->st) & UNLIMITABLE & ~m->unlimited;
+		if (bits && (bits & ~loose) == 0) {
+			category_record(cat, t->resources_allocated, t->resources_measured, wall, 1,
+			                was_retry, 0);
+			master_sched_task_release(q->sched, m->st, now);
+			master_worker_detach(w, m);
+			master_worker_clear_recv(m);
+			m->unlimited |= bits;
+			m->try_++;
+			t->last_error[0] = 0;
+			char names[64];
+			exhausted_names(bits, names, sizeof names);
+			notice("%s: task %d exceeded the %s the master chose: try %d without that "
+			       "limit",
+			       w->label, m->id, names, m->try_);
+			if (q->txlog)
+				master_txlog_task(q->txlog, m->id, "WAITING", "MAX_RESOURCES",
+				                  NULL);
+			master_sched_task_requeue(q->sched, m->st, CATEGORY_LEVEL_MAX);
+			m->state = MTASK_READY;
+			master_queue_request_pass(q);
+			break;
+		}
 		int again = master_sched_task_exhausted(q->sched, m->st, bits, now);
 		category_record(cat, t->resources_allocated, t->resources_measured, wall, 1,
 		                was_retry, again == 1 ? 0 : -1);

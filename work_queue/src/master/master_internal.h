@@ -68,6 +68,8 @@ struct mtask {
 	double dispatched_at;   /* seconds (monotonic) */
 	double running_since;   /* seconds (monotonic), at task_running */
 	bool disk_full_retried; /* a non-zero exit on a full disk was retried once */
+	uint64_t unlimited;     /* RM_MEMORY, RM_DISK bits: sent as 0 (no limit) after a try
+	                         * exhausted a size the master chose (doc/allocation.md) */
 	bool queued;            /* sent `queued` (prefetch), no task_running yet */
 	bool unsent;            /* not queued, assigned, its `task` not sent yet */
 	bool held; /* queued, inputs in place, its `task` held behind unsent ones (w->held) */
