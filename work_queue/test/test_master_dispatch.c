@@ -6,6 +6,10 @@
 #include "wq_fake_worker.h"
 
 #include <dirent.h>
+#include <sys/wait.h>
+
+#include "master_internal.h"
+#include "rmon_proc.h"
 
 /* Runs the loop until the fake worker's task ID is RUNNING on the master. */
 static int until_running(struct work_queue *q, int n)
@@ -36,8 +40,8 @@ static int count_entries(const char *dir, const char *part)
 static struct work_queue_task *out_task(const char *out)
 {
 	struct work_queue_task *t = work_queue_task_create("echo x > out.txt");
-	assert_int_equal(
-	    work_queue_task_specify_output_file(t, out, "out.txt", WORK_QUEUE_NOCACHE), 0);
+	assert_int_equal(work_queue_task_specify_output_file(t, out, "out.txt", WORK_QUEUE_NOCACHE),
+	                 0);
 	work_queue_task_specify_cores(t, 1);
 	return t;
 }
@@ -58,8 +62,8 @@ static void test_done_names_unopened_transfer(void **state)
 	assert_true(id >= 1);
 	assert_true(until_running(q, 1));
 	fake_send(f1, json_pack("{s:s,s:i,s:i,s:s,s:i,s:[{s:i,s:i}]}", "m", "task_done", "id", id,
-	                        "try", 1, "outcome", "exited", "exit_status", 0, "outputs",
-	                        "index", 0, "xfer", 77));
+	                        "try", 1, "outcome", "exited", "exit_status", 0, "outputs", "index",
+	                        0, "xfer", 77));
 	assert_true(run_until_flag(q, &f1->closed, 5));
 	assert_true(log_has("names transfer 77 for output 0, which was never opened"));
 	struct work_queue_stats s;
@@ -104,9 +108,9 @@ static void test_output_larger_than_master_disk(void **state)
 	int id = work_queue_submit(q, t);
 	assert_true(until_running(q, 1));
 	int64_t huge = INT64_C(10) << 40;
-	fake_send(f, json_pack("{s:s,s:i,s:{s:i,s:i},s:I,s:s}", "m", "xfer_begin", "xfer", 1,
-	                       "target", "task", id, "output", 0, "size", (json_int_t)huge, "enc",
-	                       "none"));
+	fake_send(f,
+	          json_pack("{s:s,s:i,s:{s:i,s:i},s:I,s:s}", "m", "xfer_begin", "xfer", 1, "target",
+	                    "task", id, "output", 0, "size", (json_int_t)huge, "enc", "none"));
 	fake_send(f, json_pack("{s:s,s:i,s:s}", "m", "xfer_abort", "xfer", 1, "reason",
 	                       "refused by the master"));
 	fake_send(f, json_pack("{s:s,s:i,s:i,s:s,s:i,s:[{s:i,s:i}]}", "m", "task_done", "id", id,
@@ -119,7 +123,7 @@ static void test_output_larger_than_master_disk(void **state)
 	assert_non_null(strstr(work_queue_task_last_error(done), "the master's disk"));
 	assert_true(log_has("transfer 1 refused"));
 	assert_int_equal(count_entries(dir, "big.txt"), 0); /* nothing was written */
-	assert_false(f->closed);                              /* a refusal, not a violation */
+	assert_false(f->closed);                            /* a refusal, not a violation */
 	work_queue_task_delete(done);
 	finish(q);
 	fake_free(f);
@@ -155,8 +159,8 @@ static void test_chosen_size_exhausted_retried(void **state)
 	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
 	assert_true(worker_active(q, 1, 5));
 	struct work_queue_task *t = work_queue_task_create("make 20MB");
-	assert_int_equal(
-	    work_queue_task_specify_output_file(t, out, "out.txt", WORK_QUEUE_NOCACHE), 0);
+	assert_int_equal(work_queue_task_specify_output_file(t, out, "out.txt", WORK_QUEUE_NOCACHE),
+	                 0);
 	int id = work_queue_submit(q, t);
 	assert_true(until_running(q, 1));
 	assert_true(msg_resource(f->task_msgs[0], "disk") > 0); /* the master's choice */
@@ -168,7 +172,7 @@ static void test_chosen_size_exhausted_retried(void **state)
 	assert_int_equal(f->tasks_received, 2);
 	assert_int_equal(json_integer_value(json_object_get(f->task_msgs[1], "try")), 2);
 	assert_int_equal(msg_resource(f->task_msgs[1], "disk"), 0); /* no limit */
-	assert_true(msg_resource(f->task_msgs[1], "memory") > 0);  /* only what was exceeded */
+	assert_true(msg_resource(f->task_msgs[1], "memory") > 0);   /* only what was exceeded */
 	fake_send_results(f, &f->tasks[1]);
 	struct work_queue_task *done = wait_task(q, 5);
 	assert_non_null(done);
@@ -209,6 +213,116 @@ static void test_declared_size_exhausted_named(void **state)
 	fake_free(f);
 }
 
+/* A pid that was used and is gone. */
+static pid_t dead_pid(void)
+{
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (p == 0)
+		_exit(0);
+	assert_int_equal(waitpid(p, NULL, 0), p);
+	return p;
+}
+
+static void touch(const char *dir, const char *name)
+{
+	char *p = xasprintf("%s/%s", dir, name);
+	write_file(p, "partial");
+	free(p);
+}
+
+static int exists_in(const char *dir, const char *name)
+{
+	char *p = xasprintf("%s/%s", dir, name);
+	struct stat st;
+	int r = lstat(p, &st) == 0;
+	free(p);
+	return r;
+}
+
+/* Defect: partial outputs (.NAME.wq-PID-N.tmp) of a master killed during a transfer stayed for
+ * ever. Their names now say which master on which host wrote them; those of dead masters of
+ * this host are removed, and nothing else. */
+static void test_partials_of_dead_masters_removed(void **state)
+{
+	(void)state;
+	char dir[128];
+	snprintf(dir, sizeof dir, "%s/parts", tmpdir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	char tag[64], host[9];
+	master_partial_tag(tag, sizeof tag);
+	memcpy(host, tag, 8);
+	host[8] = 0;
+	unsigned other = (unsigned)strtoul(host, NULL, 16) ^ 1u;
+	int dead = (int)dead_pid(), me = (int)getpid(), parent = (int)getppid();
+	unsigned long long my_start = rmon_proc_start_ticks(me);
+	unsigned long long parent_start = rmon_proc_start_ticks(parent);
+	assert_true(my_start > 0 && parent_start > 0);
+	char n[16][160];
+	snprintf(n[0], 160, ".a.txt.wq-%s-%d-12345-3.tmp", host, dead);            /* gone */
+	snprintf(n[1], 160, ".b.wq-%s-%d-%llu-4.tmp", host, me, my_start + 1);     /* pid reused */
+	snprintf(n[2], 160, ".c.wq-%s-%d-%llu-5.tmp", host, parent, parent_start); /* alive */
+	snprintf(n[3], 160, ".d.wq-%s-6.tmp", tag);                                /* ours */
+	snprintf(n[4], 160, ".e.wq-%08x-%d-1-7.tmp", other, dead);                 /* other host */
+	snprintf(n[5], 160, ".f.wq-%d-8.tmp", dead);                               /* older form */
+	snprintf(n[6], 160, "g.wq-%s-%d-1-9.tmp", host, dead);                     /* no dot */
+	snprintf(n[7], 160, ".h.wq-%s-%d-1-10.tmp", host, dead);                   /* a directory */
+	snprintf(n[8], 160, ".i.wq-%s-%d-1-11.tmp.x", host, dead);                 /* not ours */
+	snprintf(n[9], 160, ".j.wq-%s-%d-1-12.tmp", host, dead);                   /* a symlink */
+	snprintf(n[10], 160, "..wq-%s-%d-1-13.tmp", host, dead);                   /* no name */
+	for (int i = 0; i < 11; i++)
+		if (i != 7 && i != 9)
+			touch(dir, n[i]);
+	char p[1024];
+	snprintf(p, sizeof p, "%s/%s", dir, n[7]);
+	assert_int_equal(mkdir(p, 0755), 0);
+	touch(p, "member");
+	snprintf(p, sizeof p, "%s/%s", dir, n[9]);
+	assert_int_equal(symlink("/", p), 0);
+
+	assert_int_equal(work_queue_clean_partials(dir), 3);
+	const int gone[] = {0, 1, 7};
+	for (int i = 0; i < 11; i++) {
+		bool expect_gone = i == gone[0] || i == gone[1] || i == gone[2];
+		if (exists_in(dir, n[i]) == expect_gone)
+			fail_msg("%s: expected %s", n[i], expect_gone ? "removed" : "kept");
+	}
+	assert_int_equal(work_queue_clean_partials(dir), 0);
+	char missing[160];
+	snprintf(missing, sizeof missing, "%s/nothere", tmpdir);
+	assert_int_equal(work_queue_clean_partials(missing), -ENOENT);
+	path_rm_rf(dir);
+}
+
+/* A new master removes the partials a dead master left in the directories of its tasks'
+ * outputs, by itself (makeflow restarts, nobody runs a cleaner). */
+static void test_master_sweeps_output_dirs(void **state)
+{
+	(void)state;
+	char dir[128], out[160];
+	snprintf(dir, sizeof dir, "%s/sweep", tmpdir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(out, sizeof out, "%s/big.dat", dir);
+	char tag[64], host[9], stale[160], mine[160];
+	master_partial_tag(tag, sizeof tag);
+	memcpy(host, tag, 8);
+	host[8] = 0;
+	snprintf(stale, sizeof stale, ".big.dat.wq-%s-%d-77-5.tmp", host, (int)dead_pid());
+	snprintf(mine, sizeof mine, ".big.dat.wq-%s-9.tmp", tag);
+	touch(dir, stale);
+	touch(dir, mine);
+	struct work_queue *q = queue(NULL);
+	struct work_queue_task *t = out_task(out);
+	assert_true(work_queue_submit(q, t) >= 1);
+	for (int i = 0; i < 250 && exists_in(dir, stale); i++)
+		assert_null(work_queue_wait(q, 0.02));
+	assert_false(exists_in(dir, stale));
+	assert_true(exists_in(dir, mine));
+	assert_true(log_has("a partial output of a master that is gone"));
+	finish(q);
+	path_rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +330,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_output_larger_than_master_disk, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_chosen_size_exhausted_retried, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_declared_size_exhausted_named, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_partials_of_dead_masters_removed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_master_sweeps_output_dirs, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,8 +39,8 @@ struct xtag {
 struct rtag {
 	int64_t task;
 	int try_;
-	int index;  /* -1: stdout */
-	bool watch; /* an increment of a watched output (appended at the final path) */
+	int index;        /* -1: stdout */
+	bool watch;       /* an increment of a watched output (appended at the final path) */
 	int64_t reserved; /* bytes of the master's disk counted for it until its end */
 };
 
@@ -87,10 +87,11 @@ int master_dispatch_done_check(const struct mtask *m, const struct wq_task_done 
 		}
 	}
 	if (d->stdout_xfer > 0 && m->out_stdout.xfer != (uint32_t)d->stdout_xfer) {
-		snprintf(why, len,
-		         "task_done for task %d names transfer %lld for its stdout, which was never "
-		         "opened",
-		         m->id, (long long)d->stdout_xfer);
+		snprintf(
+		    why, len,
+		    "task_done for task %d names transfer %lld for its stdout, which was never "
+		    "opened",
+		    m->id, (long long)d->stdout_xfer);
 		return -1;
 	}
 	return 0;
@@ -659,10 +660,8 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 			slot_refused(w, m, slot, in, r);
 			return -1;
 		}
-		char *base = path_basename(f->source);
-		tmp = xasprintf("%s/.%s.wq-%d-%u.tmp", dir, base, (int)getpid(), in->id);
 		free(dir);
-		free(base);
+		tmp = master_partial_name(w->q->partial_tag, f->source, in->id);
 	}
 	if (slot->tmp) {
 		master_worker_rm_path(slot->tmp, slot->is_dir);

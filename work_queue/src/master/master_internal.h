@@ -50,6 +50,12 @@ struct mtask_recv {
 	int64_t watch_done; /* bytes stored at the final path */
 };
 
+/* An output directory swept of the partial outputs of dead masters (master_partial.c). */
+struct mswept {
+	char *dir;
+	UT_hash_handle hh;
+};
+
 /* What the master keeps per submitted task. */
 struct mtask {
 	int id;
@@ -185,6 +191,9 @@ struct work_queue {
 	struct master_txlog *txlog;
 	char *tmpdir; /* private temporary directory (stdout files), or NULL until needed */
 	int64_t recv_reserved; /* bytes announced by open output transfers of all workers */
+	char
+	    partial_tag[64]; /* HOST-PID-START in the names of partial outputs (master_partial.c) */
+	struct mswept *swept; /* output directories already swept of dead masters' partials */
 	struct catalog_updater *catalog;
 	char *catalog_hosts;     /* given with work_queue_specify_catalog_servers, or NULL */
 	double fast_abort;       /* default multiplier, 0 = off */
@@ -280,5 +289,20 @@ void master_worker_free(struct mworker *w);
 int64_t master_worker_cached_bytes(struct mworker *w, struct mtask *m);
 /* Deletes the temporary files of M's current try. */
 void master_worker_clear_recv(struct mtask *m);
+
+/* ---- master_partial.c: names of partial outputs, and those of dead masters removed ---- */
+/* This process's HOST-PID-START, into BUF. */
+void master_partial_tag(char *buf, size_t len);
+/* The temporary path of transfer XFER of the output at SOURCE: DIR/.BASE.wq-TAG-XFER.tmp.
+ * Caller frees. */
+char *master_partial_name(const char *tag, const char *source, uint32_t xfer);
+/* 1 when NAME (a file name, no directory) is a partial output's name of the current form, with
+ * its writer's host hash, pid and start time; 0 otherwise. */
+int master_partial_parse(const char *name, unsigned *host, pid_t *pid, unsigned long long *start);
+/* Removes, in the thread pool, the partial outputs of dead masters from the directories of T's
+ * outputs not swept yet by Q. */
+void master_partial_sweep(struct work_queue *q, const struct work_queue_task *t);
+/* Frees Q's list of swept directories. */
+void master_partial_forget(struct work_queue *q);
 
 #endif

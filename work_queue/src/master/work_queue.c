@@ -314,6 +314,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 	}
 	q->sched = master_sched_create();
 	q->prep = master_prepare_create();
+	master_partial_tag(q->partial_tag, sizeof q->partial_tag);
 	q->next_taskid = 1;
 	q->keepalive_interval = 30;
 	q->prefetch_per_worker = -1;
@@ -463,6 +464,7 @@ static void queue_free(struct work_queue *q)
 		path_rm_rf(q->tmpdir);
 		free(q->tmpdir);
 	}
+	master_partial_forget(q);
 	wq_auth_key_delete(q->key);
 	wq_tls_config_delete(q->tls);
 	free(q->project);
@@ -547,6 +549,7 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 	t->time_when_submitted = time_now_us();
 	HASH_ADD_INT(q->tasks, id, m);
 	q->stats.tasks_submitted++;
+	master_partial_sweep(q, t); /* what a killed master left where this task's outputs go */
 	if (q->txlog)
 		master_txlog_task(q->txlog, m->id, "WAITING", t->category ? t->category : "default",
 		                  t->resources_requested);
