@@ -129,6 +129,48 @@ static void test_output_larger_than_master_disk(void **state)
 	fake_free(f);
 }
 
+/* The same for a member of an output directory: refused before it is created, the directory
+ * fails, its temporary tree is removed, and the result says why. */
+static void test_dir_member_larger_than_master_disk(void **state)
+{
+	(void)state;
+	struct work_queue *q = queue(NULL);
+	char dir[128], out[160];
+	snprintf(dir, sizeof dir, "%s/d4dir", tmpdir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(out, sizeof out, "%s/tree", dir);
+	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
+	assert_true(worker_active(q, 1, 5));
+	struct work_queue_task *t = work_queue_task_create("mkdir tree");
+	assert_int_equal(work_queue_task_specify_directory(t, out, "tree", WORK_QUEUE_OUTPUT,
+	                                                   WORK_QUEUE_NOCACHE, 1),
+	                 0);
+	work_queue_task_specify_cores(t, 1);
+	int id = work_queue_submit(q, t);
+	assert_true(until_running(q, 1));
+	fake_send(f, json_pack("{s:s,s:i,s:{s:i,s:i}}", "m", "dir_begin", "dir", 1, "target",
+	                       "task", id, "output", 0));
+	fake_send(f, json_pack("{s:s,s:i,s:{s:i,s:s},s:I,s:s}", "m", "xfer_begin", "xfer", 2,
+	                       "target", "dir", 1, "member", "huge", "size",
+	                       (json_int_t)(INT64_C(10) << 40), "enc", "none"));
+	fake_send(f, json_pack("{s:s,s:i,s:s}", "m", "xfer_abort", "xfer", 2, "reason", "refused"));
+	fake_send(f, json_pack("{s:s,s:i,s:s}", "m", "dir_abort", "dir", 1, "reason", "refused"));
+	fake_send(f, json_pack("{s:s,s:i,s:i,s:s,s:i,s:[{s:i,s:i}]}", "m", "task_done", "id", id,
+	                       "try", 1, "outcome", "exited", "exit_status", 0, "outputs", "index",
+	                       0, "dir", 1));
+	struct work_queue_task *done = wait_task(q, 5);
+	assert_non_null(done);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_OUTPUT_MISSING);
+	assert_non_null(strstr(work_queue_task_last_error(done), "10995116277760 bytes announced"));
+	assert_false(f->closed);
+	for (int i = 0; i < 100 && count_entries(dir, "tree") > 0; i++)
+		assert_null(work_queue_wait(q, 0.02)); /* the temporary tree goes in the pool */
+	assert_int_equal(count_entries(dir, "tree"), 0);
+	work_queue_task_delete(done);
+	finish(q);
+	fake_free(f);
+}
+
 /* The fake worker's task_done for try TRY of task ID: exhausted RESOURCE (its monitor's
  * verdict), measured at USED MB. */
 static void send_exhausted(struct fake *f, int id, int try_, const char *resource, int used)
@@ -328,6 +370,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_done_names_unopened_transfer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_output_larger_than_master_disk, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dir_member_larger_than_master_disk, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_chosen_size_exhausted_retried, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_declared_size_exhausted_named, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_partials_of_dead_masters_removed, setup, teardown),

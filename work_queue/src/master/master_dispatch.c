@@ -42,6 +42,7 @@ struct rtag {
 	int index;        /* -1: stdout */
 	bool watch;       /* an increment of a watched output (appended at the final path) */
 	int64_t reserved; /* bytes of the master's disk counted for it until its end */
+	int64_t members;  /* directories: bytes its members announced so far */
 };
 
 /* True when every transfer task_done D names has been stored or has failed here (the receiver
@@ -458,29 +459,40 @@ static uint64_t space_margin(uint64_t fs_bytes)
 	return m;
 }
 
+/* The room for outputs on the file system SV describes: its free space less the margin and what
+ * the open output transfers of every worker announced. */
+static uint64_t room_of(const struct work_queue *q, const struct statvfs *sv, uint64_t *avail,
+                        uint64_t *keep, uint64_t *held)
+{
+	uint64_t bs = sv->f_frsize ? (uint64_t)sv->f_frsize : (uint64_t)sv->f_bsize;
+	*avail = (uint64_t)sv->f_bavail * bs;
+	*keep = space_margin((uint64_t)sv->f_blocks * bs);
+	*held = q->recv_reserved > 0 ? (uint64_t)q->recv_reserved : 0;
+	return *avail > *keep + *held ? *avail - *keep - *held : 0;
+}
+
 /* Protocol 5.4: the receiver checks that an announced SIZE fits its disk before it writes
- * anything. SIZE must fit the free space of the file system holding DIR, less the margin and
- * what the open output transfers of every worker announced. 0, or -1 with R filled (disk_full).
- * A file system that cannot be asked is not refused here: the write reports its own errors. */
-static int space_check(struct work_queue *q, const char *dir, const char *what, int64_t size,
-                       struct wq_xfer_refusal *r)
+ * anything. SIZE (for WHAT, the announced total of a directory's members when TOTAL) must fit
+ * room_of the file system holding DIR (or open as DIRFD when DIR is NULL). 0, or -1 with R filled
+ * (disk_full). A file system that cannot be asked is not refused here: the write reports its own
+ * errors. */
+static int space_check(struct work_queue *q, const char *dir, int dirfd, const char *what,
+                       int64_t size, struct wq_xfer_refusal *r)
 {
 	struct statvfs sv;
-	if (size <= 0 || statvfs(dir, &sv) < 0)
+	if (size <= 0 || (dir ? statvfs(dir, &sv) : fstatvfs(dirfd, &sv)) < 0)
 		return 0;
-	uint64_t bs = sv.f_frsize ? (uint64_t)sv.f_frsize : (uint64_t)sv.f_bsize;
-	uint64_t avail = (uint64_t)sv.f_bavail * bs;
-	uint64_t keep = space_margin((uint64_t)sv.f_blocks * bs);
-	uint64_t held = q->recv_reserved > 0 ? (uint64_t)q->recv_reserved : 0;
-	uint64_t room = avail > keep + held ? avail - keep - held : 0;
+	uint64_t avail, keep, held;
+	uint64_t room = room_of(q, &sv, &avail, &keep, &held);
 	if ((uint64_t)size <= room)
 		return 0;
 	r->code = WQ_XERR_DISK_FULL;
 	snprintf(r->text, sizeof r->text,
-	         "%s: %lld bytes announced, the master's disk at %s has %llu MB free (%llu MB "
-	         "kept free, %llu MB announced by other transfers)",
-	         what, (long long)size, dir, (unsigned long long)(avail >> 20),
-	         (unsigned long long)(keep >> 20), (unsigned long long)(held >> 20));
+	         "%s: %lld bytes announced, the master's disk%s%s has %llu MB free (%llu MB kept "
+	         "free, %llu MB announced by other transfers)",
+	         what, (long long)size, dir ? " at " : "", dir ? dir : "",
+	         (unsigned long long)(avail >> 20), (unsigned long long)(keep >> 20),
+	         (unsigned long long)(held >> 20));
 	return -1;
 }
 
@@ -546,7 +558,7 @@ static int watch_begin(struct mworker *w, struct mtask *m, struct work_queue_fil
 		return -1;
 	}
 	char *wdir = path_dirname(f->source);
-	int sc = space_check(w->q, wdir, f->source, in->size, r);
+	int sc = space_check(w->q, wdir, -1, f->source, in->size, r);
 	free(wdir);
 	if (sc < 0) {
 		warn("%s: task %d: transfer %u refused: %s", w->label, m->id, in->id, r->text);
@@ -637,7 +649,7 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 			return -1;
 		}
 		slot = &m->out_stdout;
-		if (space_check(w->q, dir, "stdout", in->size, r) < 0) {
+		if (space_check(w->q, dir, -1, "stdout", in->size, r) < 0) {
 			slot_refused(w, m, &m->out_stdout, in, r);
 			return -1;
 		}
@@ -655,7 +667,7 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		if (tg->offset >= 0)
 			return watch_begin(w, m, f, slot, in, dest, r);
 		char *dir = path_dirname(f->source);
-		if (!in->is_dir && space_check(w->q, dir, f->source, in->size, r) < 0) {
+		if (!in->is_dir && space_check(w->q, dir, -1, f->source, in->size, r) < 0) {
 			free(dir);
 			slot_refused(w, m, slot, in, r);
 			return -1;
@@ -730,7 +742,37 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 	free(rt);
 }
 
+/* A member of SIZE bytes of an output directory (tag RT): each must fit the master's disk now,
+ * and all of them together too (a directory is not reserved whole: its size is unknown at
+ * dir_begin). */
+static int member_begin(struct wq_xfer_in *i, void *dir_tag, int dirfd, int64_t size,
+                        struct wq_xfer_refusal *r, void *user)
+{
+	(void)i;
+	struct mworker *w = user;
+	struct rtag *rt = dir_tag;
+	if (!rt || size <= 0)
+		return 0;
+	rt->members += size;
+	struct mtask *m = master_queue_task_lookup(w->q, rt->task);
+	struct work_queue_file *f =
+	    m && rt->index >= 0 ? master_worker_nth_file(m->t->outputs, rt->index) : NULL;
+	const char *what = f ? f->source : "output directory";
+	if (space_check(w->q, NULL, dirfd, what, size, r) < 0 ||
+	    space_check(w->q, NULL, dirfd, what, rt->members, r) < 0) {
+		warn("%s: task %lld: a member of an output directory refused: %s", w->label,
+		     (long long)rt->task, r->text);
+		if (m && f && master_worker_assigned(w, m) && m->try_ == rt->try_) {
+			free(m->outs[rt->index].refused);
+			m->outs[rt->index].refused = xstrdup(r->text);
+		}
+		return -1;
+	}
+	return 0;
+}
+
 const struct wq_xfer_in_callbacks master_worker_in_cb = {recv_begin, recv_end};
+wq_xfer_member_fn *const master_worker_member_check = member_begin;
 
 /* ---- task results ------------------------------------------------------------------------- */
 

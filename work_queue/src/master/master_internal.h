@@ -242,6 +242,7 @@ int master_dispatch_done_check(const struct mtask *m, const struct wq_task_done 
 void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_done *d);
 extern const struct wq_xfer_out_callbacks master_worker_out_cb;
 extern const struct wq_xfer_in_callbacks master_worker_in_cb;
+extern wq_xfer_member_fn *const master_worker_member_check; /* the master's disk, per member */
 
 /* master_abort.c: fast abort (7.2) and the host blocklist. work_queue.c's public functions of
  * work_queue.h call the first four (same arguments and results). */

@@ -812,6 +812,7 @@ static void hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *
 	w->out = wq_xfer_out_create(q->loop, w->c, (w->caps & WQ_CAP_ZLIB) != 0,
 	                            &master_worker_out_cb, w);
 	w->in = wq_xfer_in_create(q->loop, w->c, true, w->caps, &master_worker_in_cb, w);
+	wq_xfer_in_set_member_check(w->in, master_worker_member_check);
 	uint64_t left = r->elapsed_ms < WQ_HS_DEADLINE_MS ? WQ_HS_DEADLINE_MS - r->elapsed_ms : 1;
 	w->deadline = xmalloc(sizeof *w->deadline);
 	uv_timer_init(q->loop, w->deadline);
