@@ -365,6 +365,63 @@ static void test_master_sweeps_output_dirs(void **state)
 	path_rm_rf(dir);
 }
 
+/* The private temporary directory of a killed master (its stdout files) is removed by the next
+ * master that makes one in the same place; a live master's and unrelated ones stay. */
+static void test_master_sweeps_tmpdirs(void **state)
+{
+	(void)state;
+	char base[128], in[160], out[160];
+	snprintf(base, sizeof base, "%s/tmpbase", tmpdir);
+	assert_int_equal(mkdir(base, 0755), 0);
+	char tag[64], host[9], dead[160], live[160], other[160];
+	master_partial_tag(tag, sizeof tag);
+	memcpy(host, tag, 8);
+	host[8] = 0;
+	int parent = (int)getppid();
+	snprintf(dead, sizeof dead, "wq-master-%s-%d-5-abc123", host, (int)dead_pid());
+	snprintf(live, sizeof live, "wq-master-%s-%d-%llu-abc123", host, parent,
+	         rmon_proc_start_ticks(parent));
+	snprintf(other, sizeof other, "wq-master-Xb12c4");
+	char *p = xasprintf("%s/%s", base, dead);
+	assert_int_equal(mkdir(p, 0700), 0);
+	touch(p, "stdout.1.w.3");
+	free(p);
+	p = xasprintf("%s/%s", base, live);
+	assert_int_equal(mkdir(p, 0700), 0);
+	free(p);
+	p = xasprintf("%s/%s", base, other);
+	assert_int_equal(mkdir(p, 0700), 0);
+	free(p);
+	const char *old_tmpdir = getenv("TMPDIR");
+	char *saved = old_tmpdir ? xstrdup(old_tmpdir) : NULL;
+	setenv("TMPDIR", base, 1);
+	struct work_queue *q = queue(NULL);
+	snprintf(in, sizeof in, "%s/ref.fa", tmpdir);
+	snprintf(out, sizeof out, "%s/o.txt", tmpdir);
+	write_file(in, "A\n");
+	struct fake *f = fake_start(q, FAKE_RUN, NULL);
+	assert_true(work_queue_submit(q, make_task(in, out)) >= 1);
+	struct work_queue_task *done = wait_task(q, 5);
+	assert_non_null(done);
+	assert_string_equal(done->output, "hello\n"); /* through the temporary directory */
+	work_queue_task_delete(done);
+	for (int i = 0; i < 250 && exists_in(base, dead); i++)
+		assert_null(work_queue_wait(q, 0.02));
+	assert_false(exists_in(base, dead));
+	assert_true(exists_in(base, live));
+	assert_true(exists_in(base, other));
+	assert_int_equal(count_entries(base, tag), 1); /* its own */
+	finish(q);
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+	fake_free(f);
+	assert_int_equal(count_entries(base, tag), 0); /* removed when the queue is deleted */
+	path_rm_rf(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -376,6 +433,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_declared_size_exhausted_named, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_partials_of_dead_masters_removed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_master_sweeps_output_dirs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_master_sweeps_tmpdirs, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

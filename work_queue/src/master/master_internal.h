@@ -303,6 +303,8 @@ int master_partial_parse(const char *name, unsigned *host, pid_t *pid, unsigned 
 /* Removes, in the thread pool, the partial outputs of dead masters from the directories of T's
  * outputs not swept yet by Q. */
 void master_partial_sweep(struct work_queue *q, const struct work_queue_task *t);
+/* Removes, in the thread pool, the private temporary directories of dead masters from BASE. */
+void master_partial_sweep_tmpdirs(struct work_queue *q, const char *base);
 /* Frees Q's list of swept directories. */
 void master_partial_forget(struct work_queue *q);
 

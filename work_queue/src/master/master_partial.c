@@ -6,7 +6,8 @@
  * A name is stale when its HOST is this host and PID is gone, or PID now names another process
  * (another start time). Files of other hosts (a shared file system), names of the older form
  * .BASE.wq-PID-XFER.tmp (whose owner cannot be told apart from a later process) and anything
- * that does not match exactly are never touched. */
+ * that does not match exactly are never touched. The master's private temporary directory (the
+ * stdout files), TMPDIR/wq-master-HOST-PID-START-XXXXXX, is named and cleaned the same way. */
 #include "master_internal.h"
 
 #include <dirent.h>
@@ -168,18 +169,84 @@ int work_queue_clean_partials(const char *dir)
 	return removed;
 }
 
+/* 1 when NAME is a master's private temporary directory, wq-master-HOST-PID-START-XXXXXX, with
+ * its writer's host hash, pid and start time. */
+static int tmpdir_parse(const char *name, unsigned *host, pid_t *pid, unsigned long long *start)
+{
+	size_t n = strlen(name);
+	if (strncmp(name, "wq-master-", 10) != 0 || n < 10 + 8 + 1 + 1 + 1 + 1 + 1 + 6)
+		return 0;
+	const char *p = name + 10;
+	unsigned h = 0;
+	for (int k = 0; k < 8; k++, p++) {
+		int d = *p >= '0' && *p <= '9'   ? *p - '0'
+		        : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+		                                 : -1;
+		if (d < 0)
+			return 0;
+		h = h * 16 + (unsigned)d;
+	}
+	const char *end = name + n - 7; /* the '-' before mkdtemp's six characters */
+	if (*p != '-' || *end != '-')
+		return 0;
+	const char *at;
+	unsigned long long st, pd;
+	if (!number_before(p + 1, end, &at, &st) || at <= p + 1 || at[-1] != '-' ||
+	    !number_before(p + 1, at - 1, &at, &pd) || at != p + 1 || pd == 0 || pd > 0x7fffffff)
+		return 0;
+	*host = h;
+	*pid = (pid_t)pd;
+	*start = st;
+	return 1;
+}
+
+/* Removes from BASE the private temporary directories (stdout files) of dead masters of this
+ * host; how many, or a negative errno. */
+static int clean_tmpdirs(const char *base)
+{
+	DIR *d = opendir(base);
+	if (!d)
+		return -errno;
+	unsigned my_host = host_hash();
+	pid_t me = getpid();
+	unsigned long long my_start = rmon_proc_start_ticks(me);
+	int removed = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		unsigned host;
+		pid_t pid;
+		unsigned long long start;
+		struct stat st;
+		if (!tmpdir_parse(e->d_name, &host, &pid, &start) ||
+		    !owner_gone(host, pid, start, my_host, me, my_start) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		char *p = xasprintf("%s/%s", base, e->d_name);
+		if (path_rm_rf(p) == 0) {
+			removed++;
+			notice("wq: removed %s, the temporary directory of a master that is gone",
+			       p);
+		}
+		free(p);
+	}
+	closedir(d);
+	return removed;
+}
+
 /* ---- sweeping the output directories of a queue, off the loop ---------------------------- */
 
 struct sweep {
 	uv_work_t req;
 	char *dir;
+	bool tmpdirs; /* DIR holds masters' temporary directories, not outputs */
 	int rc;
 };
 
 static void sweep_work(uv_work_t *req)
 {
 	struct sweep *s = req->data;
-	s->rc = work_queue_clean_partials(s->dir);
+	s->rc = s->tmpdirs ? clean_tmpdirs(s->dir) : work_queue_clean_partials(s->dir);
 }
 
 /* Touches nothing of the queue, which may be gone by now. */
@@ -191,6 +258,23 @@ static void sweep_after(uv_work_t *req, int status)
 		      htc_strerror(s->rc));
 	free(s->dir);
 	free(s);
+}
+
+static void sweep_start(struct work_queue *q, const char *dir, bool tmpdirs)
+{
+	struct sweep *s = xcalloc(1, sizeof *s);
+	s->dir = xstrdup(dir);
+	s->tmpdirs = tmpdirs;
+	s->req.data = s;
+	if (uv_queue_work(q->loop, &s->req, sweep_work, sweep_after) != 0) {
+		free(s->dir);
+		free(s);
+	}
+}
+
+void master_partial_sweep_tmpdirs(struct work_queue *q, const char *base)
+{
+	sweep_start(q, base, true);
 }
 
 void master_partial_sweep(struct work_queue *q, const struct work_queue_task *t)
@@ -206,13 +290,7 @@ void master_partial_sweep(struct work_queue *q, const struct work_queue_task *t)
 		seen = xcalloc(1, sizeof *seen);
 		seen->dir = dir;
 		HASH_ADD_KEYPTR(hh, q->swept, seen->dir, strlen(seen->dir), seen);
-		struct sweep *s = xcalloc(1, sizeof *s);
-		s->dir = xstrdup(dir);
-		s->req.data = s;
-		if (uv_queue_work(q->loop, &s->req, sweep_work, sweep_after) != 0) {
-			free(s->dir);
-			free(s);
-		}
+		sweep_start(q, dir, false);
 	}
 }
 

@@ -120,7 +120,9 @@ const char *master_queue_tmpdir(struct work_queue *q)
 {
 	if (!q->tmpdir) {
 		const char *base = getenv("TMPDIR");
-		char *tmpl = xasprintf("%s/wq-master-XXXXXX", base && *base ? base : "/tmp");
+		const char *where = base && *base ? base : "/tmp";
+		char *tmpl = xasprintf("%s/wq-master-%s-XXXXXX", where, q->partial_tag);
+		master_partial_sweep_tmpdirs(q, where); /* those of killed masters */
 		if (!mkdtemp(tmpl)) {
 			warn("wq: cannot create a temporary directory %s: %s", tmpl,
 			     strerror(errno));
