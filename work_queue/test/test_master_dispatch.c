@@ -222,6 +222,7 @@ static void test_chosen_size_exhausted_retried(void **state)
 	assert_int_equal(done->exhausted_attempts, 1);
 	assert_int_equal(done->try_count, 2);
 	assert_string_equal(work_queue_task_last_error(done), "");
+	assert_true(done->resources_measured->limits_exceeded[RM_DISK] < 0);
 	assert_true(log_has("exceeded the disk the master chose"));
 	work_queue_task_delete(done);
 	finish(q);

@@ -1088,7 +1088,10 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 			master_worker_clear_recv(m);
 			m->unlimited |= bits;
 			m->try_++;
-			t->last_error[0] = 0;
+			t->last_error[0] = 0; /* the next try's own outcome speaks */
+			for (int f = 0; f < RM_N_FIELDS; f++)
+				if ((bits >> f) & 1)
+					t->resources_measured->limits_exceeded[f] = -1;
 			char names[64];
 			exhausted_names(bits, names, sizeof names);
 			notice("%s: task %d exceeded the %s the master chose: try %d without that "
