@@ -171,6 +171,59 @@ static void test_dir_member_larger_than_master_disk(void **state)
 	fake_free(f);
 }
 
+/* A directory output whose members fit is received whole (the member check passes them). */
+static void test_dir_output_that_fits(void **state)
+{
+	(void)state;
+	struct work_queue *q = queue(NULL);
+	char src[128], out[160], sub[192], a[192], b[192];
+	snprintf(src, sizeof src, "%s/srcdir", tmpdir);
+	snprintf(sub, sizeof sub, "%s/sub", src);
+	snprintf(a, sizeof a, "%s/a", src);
+	snprintf(b, sizeof b, "%s/sub/b", src);
+	assert_int_equal(mkdir(src, 0755), 0);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	write_file(a, "alpha\n");
+	write_file(b, "beta\n");
+	snprintf(out, sizeof out, "%s/tree", tmpdir);
+	struct fake *f = fake_start(q, FAKE_HOLD, NULL);
+	assert_true(worker_active(q, 1, 5));
+	struct work_queue_task *t = work_queue_task_create("mkdir tree");
+	assert_int_equal(work_queue_task_specify_directory(t, out, "tree", WORK_QUEUE_OUTPUT,
+	                                                   WORK_QUEUE_NOCACHE, 1),
+	                 0);
+	work_queue_task_specify_cores(t, 1);
+	int id = work_queue_submit(q, t);
+	assert_true(until_running(q, 1));
+	f->watch = 1; /* the test sends task_done itself */
+	uint32_t dir_id = 0;
+	json_t *target = wq_xfer_target_output(id, 0);
+	assert_int_equal(wq_xfer_send_dir(f->out, src, target, 0, (void *)(intptr_t)id, &dir_id),
+	                 0);
+	json_decref(target);
+	for (int i = 0; i < 250 && f->watch_sent < 1; i++)
+		assert_null(work_queue_wait(q, 0.02));
+	assert_int_equal(f->watch_sent, 1);
+	assert_int_equal(f->watch_fails, 0);
+	fake_send(f, json_pack("{s:s,s:i,s:i,s:s,s:i,s:[{s:i,s:i}]}", "m", "task_done", "id", id,
+	                       "try", 1, "outcome", "exited", "exit_status", 0, "outputs", "index",
+	                       0, "dir", (int)dir_id));
+	struct work_queue_task *done = wait_task(q, 5);
+	assert_non_null(done);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
+	char got[192];
+	snprintf(got, sizeof got, "%s/sub/b", out);
+	char *text = read_file(got);
+	assert_non_null(text);
+	assert_string_equal(text, "beta\n");
+	free(text);
+	work_queue_task_delete(done);
+	finish(q);
+	fake_free(f);
+	path_rm_rf(src);
+	path_rm_rf(out);
+}
+
 /* The fake worker's task_done for try TRY of task ID: exhausted RESOURCE (its monitor's
  * verdict), measured at USED MB. */
 static void send_exhausted(struct fake *f, int id, int try_, const char *resource, int used)
@@ -430,6 +483,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_output_larger_than_master_disk, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dir_member_larger_than_master_disk, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_dir_output_that_fits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_chosen_size_exhausted_retried, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_declared_size_exhausted_named, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_partials_of_dead_masters_removed, setup, teardown),

@@ -43,6 +43,7 @@ struct rtag {
 	bool watch;       /* an increment of a watched output (appended at the final path) */
 	int64_t reserved; /* bytes of the master's disk counted for it until its end */
 	int64_t members;  /* directories: bytes its members announced so far */
+	int64_t dir_room; /* directories: room_of its file system at its first member, or -1 */
 };
 
 /* True when every transfer task_done D names has been stored or has failed here (the receiver
@@ -472,10 +473,9 @@ static uint64_t room_of(const struct work_queue *q, const struct statvfs *sv, ui
 }
 
 /* Protocol 5.4: the receiver checks that an announced SIZE fits its disk before it writes
- * anything. SIZE (for WHAT, the announced total of a directory's members when TOTAL) must fit
- * room_of the file system holding DIR (or open as DIRFD when DIR is NULL). 0, or -1 with R filled
- * (disk_full). A file system that cannot be asked is not refused here: the write reports its own
- * errors. */
+ * anything. SIZE (of WHAT) must fit room_of the file system holding DIR (or open as DIRFD when
+ * DIR is NULL). 0, or -1 with R filled (disk_full). A file system that cannot be asked is not
+ * refused here: the write reports its own errors. */
 static int space_check(struct work_queue *q, const char *dir, int dirfd, const char *what,
                        int64_t size, struct wq_xfer_refusal *r)
 {
@@ -693,6 +693,7 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 	rt->task = m->id;
 	rt->try_ = m->try_;
 	rt->index = index;
+	rt->dir_room = -1;
 	if (!in->is_dir)
 		reserve(w, rt, in->size);
 	dest->tmp_path = tmp;
@@ -753,22 +754,37 @@ static int member_begin(struct wq_xfer_in *i, void *dir_tag, int dirfd, int64_t 
 	struct rtag *rt = dir_tag;
 	if (!rt || size <= 0)
 		return 0;
+	struct statvfs sv;
+	if (rt->members == 0 && fstatvfs(dirfd, &sv) == 0) {
+		uint64_t avail, keep, held;
+		uint64_t room = room_of(w->q, &sv, &avail, &keep, &held);
+		rt->dir_room = room > INT64_MAX ? INT64_MAX : (int64_t)room;
+	}
 	rt->members += size;
 	struct mtask *m = master_queue_task_lookup(w->q, rt->task);
 	struct work_queue_file *f =
 	    m && rt->index >= 0 ? master_worker_nth_file(m->t->outputs, rt->index) : NULL;
 	const char *what = f ? f->source : "output directory";
-	if (space_check(w->q, NULL, dirfd, what, size, r) < 0 ||
-	    space_check(w->q, NULL, dirfd, what, rt->members, r) < 0) {
-		warn("%s: task %lld: a member of an output directory refused: %s", w->label,
-		     (long long)rt->task, r->text);
-		if (m && f && master_worker_assigned(w, m) && m->try_ == rt->try_) {
-			free(m->outs[rt->index].refused);
-			m->outs[rt->index].refused = xstrdup(r->text);
-		}
-		return -1;
+	/* the members written so far are no longer free space: the total is compared with the
+	 * room there was at the first one */
+	bool refused = space_check(w->q, NULL, dirfd, what, size, r) < 0;
+	if (!refused && rt->dir_room >= 0 && rt->members > rt->dir_room) {
+		r->code = WQ_XERR_DISK_FULL;
+		snprintf(r->text, sizeof r->text,
+		         "%s: its members announced %lld bytes in all, the master's disk had room "
+		         "for %lld",
+		         what, (long long)rt->members, (long long)rt->dir_room);
+		refused = true;
 	}
-	return 0;
+	if (!refused)
+		return 0;
+	warn("%s: task %lld: a member of an output directory refused: %s", w->label,
+	     (long long)rt->task, r->text);
+	if (m && f && master_worker_assigned(w, m) && m->try_ == rt->try_) {
+		free(m->outs[rt->index].refused);
+		m->outs[rt->index].refused = xstrdup(r->text);
+	}
+	return -1;
 }
 
 const struct wq_xfer_in_callbacks master_worker_in_cb = {recv_begin, recv_end};
@@ -945,6 +961,7 @@ static void exhausted_note(struct mtask *m, const struct wq_task_done *d)
 		rmsummary_init(t->resources_measured);
 	}
 	char *text = xstrdup("exceeded its allocation:");
+	int named = 0;
 	for (size_t k = 0; k < d->nexhausted; k++) {
 		int f = rmsummary_field_lookup(d->exhausted[k]);
 		if (f < 0)
@@ -955,15 +972,16 @@ static void exhausted_note(struct mtask *m, const struct wq_task_done *d)
 		double used = t->resources_measured->v[f];
 		if (t->resources_measured->limits_exceeded[f] < 0)
 			t->resources_measured->limits_exceeded[f] = given >= 0 ? given : 0;
+		const char *sep = named++ ? "," : "";
 		char *n;
 		if (given >= 0 && used >= 0)
-			n = xasprintf("%s %s %g %s (used %g)", text, d->exhausted[k], given,
+			n = xasprintf("%s%s %s %g %s (used %g)", text, sep, d->exhausted[k], given,
 			              rmsummary_field_unit(f), used);
 		else if (given >= 0)
-			n = xasprintf("%s %s %g %s", text, d->exhausted[k], given,
+			n = xasprintf("%s%s %s %g %s", text, sep, d->exhausted[k], given,
 			              rmsummary_field_unit(f));
 		else
-			n = xasprintf("%s %s", text, d->exhausted[k]);
+			n = xasprintf("%s%s %s", text, sep, d->exhausted[k]);
 		free(text);
 		text = n;
 	}
