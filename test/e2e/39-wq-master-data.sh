@@ -1,5 +1,5 @@
 #!/bin/bash
-# 38-wq-master-data.sh: the Work Queue master's data path with real workers. A master (makeflow
+# 39-wq-master-data.sh: the Work Queue master's data path with real workers. A master (makeflow
 # -T wq) killed with kill -9 while it receives a large output leaves a partial file
 # (.NAME.wq-HOST-PID-START-XFER.tmp) beside the output; the restarted makeflow removes it by
 # itself, and so does makeflow -c. A partial of a master that is still running, and files that
