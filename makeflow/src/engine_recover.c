@@ -14,6 +14,7 @@
 #include "htc_error.h"
 #include "path.h"
 #include "sha256.h"
+#include "work_queue.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -371,6 +372,42 @@ static int remove_created(const char *name, struct txlog *log, int64_t *removed)
 	return 0;
 }
 
+struct swept_dir {
+	char *dir;
+	UT_hash_handle hh;
+};
+
+/* Removes the partial outputs that Work Queue masters killed during a transfer left in the
+ * directories of the workflow's outputs (only those whose master is gone); how many. */
+static int64_t clean_partials(struct dag *d)
+{
+	struct swept_dir *set = NULL, *s, *tmp;
+	int64_t n = 0;
+	for (int id = 0; id < d->nnodes; id++) {
+		struct dag_node *nd = d->nodes[id];
+		for (int i = 0; i < nd->noutputs; i++) {
+			char *dir = path_dirname(nd->outputs[i].file->name);
+			HASH_FIND_STR(set, dir, s);
+			if (s) {
+				free(dir);
+				continue;
+			}
+			s = xcalloc(1, sizeof *s);
+			s->dir = dir;
+			HASH_ADD_KEYPTR(hh, set, s->dir, strlen(s->dir), s);
+			int r = work_queue_clean_partials(dir);
+			n += r > 0 ? r : 0;
+		}
+	}
+	HASH_ITER(hh, set, s, tmp)
+	{
+		HASH_DEL(set, s);
+		free(s->dir);
+		free(s);
+	}
+	return n;
+}
+
 int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode)
 {
 	struct engine eng;
@@ -436,6 +473,7 @@ int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mod
 		}
 	}
 	txlog_close(log);
+	removed += clean_partials(d);
 	if (mode == ENGINE_CLEAN_ALL && had) {
 		if (unlink(log_path) < 0 && errno != ENOENT) {
 			warn("cannot remove %s: %s", log_path, strerror(errno));

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "debug.h"
@@ -38,8 +39,11 @@ struct xtag {
 struct rtag {
 	int64_t task;
 	int try_;
-	int index;  /* -1: stdout */
-	bool watch; /* an increment of a watched output (appended at the final path) */
+	int index;        /* -1: stdout */
+	bool watch;       /* an increment of a watched output (appended at the final path) */
+	int64_t reserved; /* bytes of the master's disk counted for it until its end */
+	int64_t members;  /* directories: bytes its members announced so far */
+	int64_t dir_room; /* directories: room_of its file system at its first member, or -1 */
 };
 
 /* True when every transfer task_done D names has been stored or has failed here (the receiver
@@ -58,6 +62,41 @@ bool master_dispatch_done_ready(struct mtask *m, const struct wq_task_done *d)
 	    !m->out_stdout.finished)
 		return false;
 	return true;
+}
+
+/* Protocol 7.4: every transfer task_done D names must have been opened (xfer_begin or dir_begin,
+ * accepted or refused) on this connection for that output, or for M's stdout. Begins are handled
+ * as they arrive, before the task_done that follows them on the same connection, so a name with
+ * no begin is a worker's lie, not a race. Returns 0, or -1 with the violation text in WHY. */
+int master_dispatch_done_check(const struct mtask *m, const struct wq_task_done *d, char *why,
+                               size_t len)
+{
+	for (size_t k = 0; k < d->noutputs; k++) {
+		const struct wq_done_output *o = &d->outputs[k];
+		/* an output the task does not have is refused at its begin and missing here */
+		if ((o->kind != WQ_DONE_XFER && o->kind != WQ_DONE_DIR) || o->index < 0 ||
+		    o->index >= m->n_outputs)
+			continue;
+		const struct mtask_recv *r = &m->outs[o->index];
+		if (r->watching || r->watch_broken)
+			continue; /* increments: watch_complete judges the last one */
+		if (r->xfer == 0 || r->xfer != (uint32_t)o->xfer) {
+			snprintf(why, len,
+			         "task_done for task %d names transfer %lld for output %lld, which "
+			         "was never opened",
+			         m->id, (long long)o->xfer, (long long)o->index);
+			return -1;
+		}
+	}
+	if (d->stdout_xfer > 0 && m->out_stdout.xfer != (uint32_t)d->stdout_xfer) {
+		snprintf(
+		    why, len,
+		    "task_done for task %d names transfer %lld for its stdout, which was never "
+		    "opened",
+		    m->id, (long long)d->stdout_xfer);
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -103,9 +142,13 @@ static json_t *task_message(struct mworker *w, struct mtask *m, const struct mas
 	double cores = floor(box->cores * 1000 + 0.5) / 1000;
 	if (cores <= 0)
 		cores = 0.001;
+	/* 0: no limit (the worker enforces none), for the sizes a try exhausted that the
+	 * master had chosen */
+	int64_t memory = (m->unlimited & (UINT64_C(1) << RM_MEMORY)) ? 0 : box->memory;
+	int64_t disk = (m->unlimited & (UINT64_C(1) << RM_DISK)) ? 0 : box->disk;
 	json_t *res = json_pack("{s:f,s:I,s:I,s:I}", "cores", cores, "memory",
-	                        (json_int_t)(box->memory > 0 ? box->memory : 0), "disk",
-	                        (json_int_t)(box->disk > 0 ? box->disk : 0), "gpus",
+	                        (json_int_t)(memory > 0 ? memory : 0), "disk",
+	                        (json_int_t)(disk > 0 ? disk : 0), "gpus",
 	                        (json_int_t)(box->gpus > 0 ? box->gpus : 0));
 	json_t *msg = json_pack(
 	    "{s:s,s:i,s:i,s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:o}", "m", "task", "id", m->id, "try",
@@ -405,6 +448,81 @@ const struct wq_xfer_out_callbacks master_worker_out_cb = {
 
 /* ---- receiving ---------------------------------------------------------------------------- */
 
+/* The margin of the master's disk that outputs never take: 1 % of the file system, at least
+ * 32 MiB and at most 1 GiB (the application's own files, a makeflow log, need room too). */
+static uint64_t space_margin(uint64_t fs_bytes)
+{
+	uint64_t m = fs_bytes / 100;
+	if (m > (UINT64_C(1) << 30))
+		m = UINT64_C(1) << 30;
+	if (m < (UINT64_C(32) << 20))
+		m = UINT64_C(32) << 20;
+	return m;
+}
+
+/* The room for outputs on the file system SV describes: its free space less the margin and what
+ * the open output transfers of every worker announced. */
+static uint64_t room_of(const struct work_queue *q, const struct statvfs *sv, uint64_t *avail,
+                        uint64_t *keep, uint64_t *held)
+{
+	uint64_t bs = sv->f_frsize ? (uint64_t)sv->f_frsize : (uint64_t)sv->f_bsize;
+	*avail = (uint64_t)sv->f_bavail * bs;
+	*keep = space_margin((uint64_t)sv->f_blocks * bs);
+	*held = q->recv_reserved > 0 ? (uint64_t)q->recv_reserved : 0;
+	return *avail > *keep + *held ? *avail - *keep - *held : 0;
+}
+
+/* Protocol 5.4: the receiver checks that an announced SIZE fits its disk before it writes
+ * anything. SIZE (of WHAT) must fit room_of the file system holding DIR (or open as DIRFD when
+ * DIR is NULL). 0, or -1 with R filled (disk_full). A file system that cannot be asked is not
+ * refused here: the write reports its own errors. */
+static int space_check(struct work_queue *q, const char *dir, int dirfd, const char *what,
+                       int64_t size, struct wq_xfer_refusal *r)
+{
+	struct statvfs sv;
+	if (size <= 0 || (dir ? statvfs(dir, &sv) : fstatvfs(dirfd, &sv)) < 0)
+		return 0;
+	uint64_t avail, keep, held;
+	uint64_t room = room_of(q, &sv, &avail, &keep, &held);
+	if ((uint64_t)size <= room)
+		return 0;
+	r->code = WQ_XERR_DISK_FULL;
+	snprintf(r->text, sizeof r->text,
+	         "%s: %lld bytes announced, the master's disk%s%s has %llu MB free (%llu MB kept "
+	         "free, %llu MB announced by other transfers)",
+	         what, (long long)size, dir ? " at " : "", dir ? dir : "",
+	         (unsigned long long)(avail >> 20), (unsigned long long)(keep >> 20),
+	         (unsigned long long)(held >> 20));
+	return -1;
+}
+
+/* The refusal R of transfer IN, for output slot SLOT of M: its begin is remembered (task_done may
+ * name it) and the output is missing, for the reason R gives. */
+static void slot_refused(struct mworker *w, struct mtask *m, struct mtask_recv *slot,
+                         const struct wq_xfer_incoming *in, const struct wq_xfer_refusal *r)
+{
+	warn("%s: task %d: transfer %u refused: %s", w->label, m->id, in->id, r->text);
+	if (slot->tmp) {
+		master_worker_rm_path(slot->tmp, slot->is_dir);
+		free(slot->tmp);
+		slot->tmp = NULL;
+	}
+	slot->xfer = in->id;
+	slot->ok = false;
+	slot->finished = true;
+	slot->is_dir = in->is_dir;
+	free(slot->refused);
+	slot->refused = xstrdup(r->text);
+}
+
+/* Counts SIZE bytes of transfer RT against the master's disk until its end. */
+static void reserve(struct mworker *w, struct rtag *rt, int64_t size)
+{
+	rt->reserved = size > 0 ? size : 0;
+	w->recv_reserved += rt->reserved;
+	w->q->recv_reserved += rt->reserved;
+}
+
 /* An increment of watched output F (slot SLOT) of M: its offset must be the bytes announced so
  * far in this try (otherwise a violation); the bytes go straight to the final path, which the
  * first increment of the try truncates (protocol 5.6). */
@@ -439,6 +557,16 @@ static int watch_begin(struct mworker *w, struct mtask *m, struct work_queue_fil
 		         (long long)tg->index);
 		return -1;
 	}
+	char *wdir = path_dirname(f->source);
+	int sc = space_check(w->q, wdir, -1, f->source, in->size, r);
+	free(wdir);
+	if (sc < 0) {
+		warn("%s: task %d: transfer %u refused: %s", w->label, m->id, in->id, r->text);
+		slot->watch_broken = true;
+		free(slot->refused);
+		slot->refused = xstrdup(r->text);
+		return -1;
+	}
 	int fl = O_WRONLY | O_CREAT | O_CLOEXEC | (slot->watching ? 0 : O_TRUNC);
 	int fd = open(f->source, fl, in->exec ? 0755 : 0644);
 	if (fd < 0 || lseek(fd, (off_t)tg->offset, SEEK_SET) < 0) {
@@ -469,6 +597,7 @@ static int watch_begin(struct mworker *w, struct mtask *m, struct work_queue_fil
 	rt->try_ = m->try_;
 	rt->index = (int)tg->index;
 	rt->watch = true;
+	reserve(w, rt, in->size);
 	dest->fd = fd;
 	dest->fsync = w->q->sync_outputs;
 	dest->tag = rt;
@@ -520,6 +649,10 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 			return -1;
 		}
 		slot = &m->out_stdout;
+		if (space_check(w->q, dir, -1, "stdout", in->size, r) < 0) {
+			slot_refused(w, m, &m->out_stdout, in, r);
+			return -1;
+		}
 		tmp = xasprintf("%s/stdout.%d.%s.%u", dir, m->id, w->id, in->id);
 	} else {
 		struct work_queue_file *f = master_worker_nth_file(m->t->outputs, (int)tg->index);
@@ -534,10 +667,13 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		if (tg->offset >= 0)
 			return watch_begin(w, m, f, slot, in, dest, r);
 		char *dir = path_dirname(f->source);
-		char *base = path_basename(f->source);
-		tmp = xasprintf("%s/.%s.wq-%d-%u.tmp", dir, base, (int)getpid(), in->id);
+		if (!in->is_dir && space_check(w->q, dir, -1, f->source, in->size, r) < 0) {
+			free(dir);
+			slot_refused(w, m, slot, in, r);
+			return -1;
+		}
 		free(dir);
-		free(base);
+		tmp = master_partial_name(w->q->partial_tag, f->source, in->id);
 	}
 	if (slot->tmp) {
 		master_worker_rm_path(slot->tmp, slot->is_dir);
@@ -557,6 +693,9 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 	rt->task = m->id;
 	rt->try_ = m->try_;
 	rt->index = index;
+	rt->dir_room = -1;
+	if (!in->is_dir)
+		reserve(w, rt, in->size);
 	dest->tmp_path = tmp;
 	dest->fsync = w->q->sync_outputs;
 	dest->tag = rt;
@@ -572,6 +711,8 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 	if (!rt)
 		return;
 	struct mtask *m = master_queue_task_lookup(w->q, rt->task);
+	w->recv_reserved -= rt->reserved;
+	w->q->recv_reserved -= rt->reserved;
 	w->q->stats.bytes_received += in->size > 0 ? in->size : 0;
 	if (m && master_worker_assigned(w, m) && m->try_ == rt->try_) {
 		struct mtask_recv *slot = rt->index < 0 ? &m->out_stdout : &m->outs[rt->index];
@@ -602,7 +743,52 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 	free(rt);
 }
 
+/* A member of SIZE bytes of an output directory (tag RT): each must fit the master's disk now,
+ * and all of them together too (a directory is not reserved whole: its size is unknown at
+ * dir_begin). */
+static int member_begin(struct wq_xfer_in *i, void *dir_tag, int dirfd, int64_t size,
+                        struct wq_xfer_refusal *r, void *user)
+{
+	(void)i;
+	struct mworker *w = user;
+	struct rtag *rt = dir_tag;
+	if (!rt || size <= 0)
+		return 0;
+	struct statvfs sv;
+	if (rt->members == 0 && fstatvfs(dirfd, &sv) == 0) {
+		uint64_t avail, keep, held;
+		uint64_t room = room_of(w->q, &sv, &avail, &keep, &held);
+		rt->dir_room = room > INT64_MAX ? INT64_MAX : (int64_t)room;
+	}
+	rt->members += size;
+	struct mtask *m = master_queue_task_lookup(w->q, rt->task);
+	struct work_queue_file *f =
+	    m && rt->index >= 0 ? master_worker_nth_file(m->t->outputs, rt->index) : NULL;
+	const char *what = f ? f->source : "output directory";
+	/* the members written so far are no longer free space: the total is compared with the
+	 * room there was at the first one */
+	bool refused = space_check(w->q, NULL, dirfd, what, size, r) < 0;
+	if (!refused && rt->dir_room >= 0 && rt->members > rt->dir_room) {
+		r->code = WQ_XERR_DISK_FULL;
+		snprintf(r->text, sizeof r->text,
+		         "%s: its members announced %lld bytes in all, the master's disk had room "
+		         "for %lld",
+		         what, (long long)rt->members, (long long)rt->dir_room);
+		refused = true;
+	}
+	if (!refused)
+		return 0;
+	warn("%s: task %lld: a member of an output directory refused: %s", w->label,
+	     (long long)rt->task, r->text);
+	if (m && f && master_worker_assigned(w, m) && m->try_ == rt->try_) {
+		free(m->outs[rt->index].refused);
+		m->outs[rt->index].refused = xstrdup(r->text);
+	}
+	return -1;
+}
+
 const struct wq_xfer_in_callbacks master_worker_in_cb = {recv_begin, recv_end};
+wq_xfer_member_fn *const master_worker_member_check = member_begin;
 
 /* ---- task results ------------------------------------------------------------------------- */
 
@@ -689,6 +875,9 @@ static bool commit_outputs(struct mworker *w, struct mtask *m, const struct wq_t
 			continue;
 		}
 		if (!slot->tmp || !slot->ok || slot->xfer != (uint32_t)o->xfer) {
+			if (slot->refused)
+				snprintf(m->t->last_error, sizeof m->t->last_error,
+				         "output %s not received: %s", f->remote, slot->refused);
 			ok = false;
 			continue;
 		}
@@ -739,6 +928,65 @@ static uint64_t exhausted_bits(const struct wq_task_done *d, bool *wall)
 			*wall = true;
 	}
 	return bits;
+}
+
+/* The resources a try may run without a limit on (0 in `task`, protocol 5.3). */
+#define UNLIMITABLE ((UINT64_C(1) << RM_MEMORY) | (UINT64_C(1) << RM_DISK))
+
+/* The sized resources in BITS (1 << RM_*), as "memory, disk", into BUF. */
+static void exhausted_names(uint64_t bits, char *buf, size_t len)
+{
+	static const int order[] = {RM_CORES, RM_MEMORY, RM_DISK, RM_GPUS};
+	size_t n = 0;
+	buf[0] = 0;
+	for (int k = 0; k < 4 && n < len; k++) {
+		if (!((bits >> order[k]) & 1))
+			continue;
+		int w = snprintf(buf + n, len - n, "%s%s", n ? ", " : "",
+		                 rmsummary_field_name(order[k]));
+		n += w > 0 ? (size_t)w : 0;
+	}
+	if (!buf[0])
+		snprintf(buf, len, "its resources");
+}
+
+/* A try of M ended exhausted (D): the task's error text names each resource with
+ * what it was given and what was measured, and the measured summary marks them exceeded (so that
+ * a caller reading limits_exceeded knows which), whatever the worker's summary said. */
+static void exhausted_note(struct mtask *m, const struct wq_task_done *d)
+{
+	struct work_queue_task *t = m->t;
+	if (!t->resources_measured) {
+		t->resources_measured = xmalloc(sizeof *t->resources_measured);
+		rmsummary_init(t->resources_measured);
+	}
+	char *text = xstrdup("exceeded its allocation:");
+	int named = 0;
+	for (size_t k = 0; k < d->nexhausted; k++) {
+		int f = rmsummary_field_lookup(d->exhausted[k]);
+		if (f < 0)
+			continue;
+		double given = t->resources_allocated ? t->resources_allocated->v[f] : -1;
+		if ((m->unlimited >> f) & 1)
+			given = -1;
+		double used = t->resources_measured->v[f];
+		if (t->resources_measured->limits_exceeded[f] < 0)
+			t->resources_measured->limits_exceeded[f] = given >= 0 ? given : 0;
+		const char *sep = named++ ? "," : "";
+		char *n;
+		if (given >= 0 && used >= 0)
+			n = xasprintf("%s%s %s %g %s (used %g)", text, sep, d->exhausted[k], given,
+			              rmsummary_field_unit(f), used);
+		else if (given >= 0)
+			n = xasprintf("%s%s %s %g %s", text, sep, d->exhausted[k], given,
+			              rmsummary_field_unit(f));
+		else
+			n = xasprintf("%s%s %s", text, sep, d->exhausted[k]);
+		free(text);
+		text = n;
+	}
+	snprintf(t->last_error, sizeof t->last_error, "%s", text);
+	free(text);
 }
 
 /* A failure that is the task's own: re-run (try + 1) while max_retries allows, then
@@ -841,10 +1089,40 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 			own_failure(w, m, WORK_QUEUE_RESULT_TASK_MAX_RUN_TIME);
 			break;
 		}
+		exhausted_note(m, d);
 		if (t->resources_measured)
 			category_accumulate(cat, t->resources_measured);
 		t->exhausted_attempts++;
 		q->stats.tasks_exhausted_attempts++;
+		/* Sizes the master chose (nothing declared them: a share or the whole of a worker
+		 * whose free disk may be small at that moment) are no promise of the task's: a
+		 * try that exceeds only those runs again with no limit on them, in every mode. */
+		uint64_t loose = master_sched_task_chosen(m->st) & UNLIMITABLE & ~m->unlimited;
+		if (bits && (bits & ~loose) == 0) {
+			category_record(cat, t->resources_allocated, t->resources_measured, wall, 1,
+			                was_retry, 0);
+			master_sched_task_release(q->sched, m->st, now);
+			master_worker_detach(w, m);
+			master_worker_clear_recv(m);
+			m->unlimited |= bits;
+			m->try_++;
+			t->last_error[0] = 0; /* the next try's own outcome speaks */
+			for (int f = 0; f < RM_N_FIELDS; f++)
+				if ((bits >> f) & 1)
+					t->resources_measured->limits_exceeded[f] = -1;
+			char names[64];
+			exhausted_names(bits, names, sizeof names);
+			notice("%s: task %d exceeded the %s the master chose: try %d without that "
+			       "limit",
+			       w->label, m->id, names, m->try_);
+			if (q->txlog)
+				master_txlog_task(q->txlog, m->id, "WAITING", "MAX_RESOURCES",
+				                  NULL);
+			master_sched_task_requeue(q->sched, m->st, CATEGORY_LEVEL_MAX);
+			m->state = MTASK_READY;
+			master_queue_request_pass(q);
+			break;
+		}
 		int again = master_sched_task_exhausted(q->sched, m->st, bits, now);
 		category_record(cat, t->resources_allocated, t->resources_measured, wall, 1,
 		                was_retry, again == 1 ? 0 : -1);

@@ -41,12 +41,19 @@ struct mtask_recv {
 	bool ok;       /* stored with a matching hash */
 	bool finished; /* the receiver is done with it (stored or failed) */
 	bool is_dir;
+	char *refused; /* why the master refused its transfer (its disk), or NULL */
 	/* Watched outputs (protocol 5.6): increments are appended at the final path. */
 	bool watching;      /* an increment of this try arrived: the final path holds them */
 	bool watch_broken;  /* an increment failed: the output is missing at task_done */
 	int watch_inflight; /* increments begun and not yet ended */
 	int64_t watch_next; /* offset the next increment must carry */
 	int64_t watch_done; /* bytes stored at the final path */
+};
+
+/* An output directory swept of the partial outputs of dead masters (master_partial.c). */
+struct mswept {
+	char *dir;
+	UT_hash_handle hh;
 };
 
 /* What the master keeps per submitted task. */
@@ -67,6 +74,8 @@ struct mtask {
 	double dispatched_at;   /* seconds (monotonic) */
 	double running_since;   /* seconds (monotonic), at task_running */
 	bool disk_full_retried; /* a non-zero exit on a full disk was retried once */
+	uint64_t unlimited;     /* RM_MEMORY, RM_DISK bits: sent as 0 (no limit) after a try
+	                         * exhausted a size the master chose (doc/allocation.md) */
 	bool queued;            /* sent `queued` (prefetch), no task_running yet */
 	bool unsent;            /* not queued, assigned, its `task` not sent yet */
 	bool held; /* queued, inputs in place, its `task` held behind unsent ones (w->held) */
@@ -136,6 +145,7 @@ struct mworker {
 	int *held;
 	int nheld, held_cap;
 	int sandbox_errors;
+	int64_t recv_reserved; /* bytes announced by its open output transfers (protocol 5.4) */
 	int fast_aborts;
 	uv_timer_t *deadline; /* handshake deadline until `identity` */
 	bool counted;         /* counted in workers_connected */
@@ -192,6 +202,10 @@ struct work_queue {
 	uint64_t rng;
 	struct master_txlog *txlog;
 	char *tmpdir; /* private temporary directory (stdout files), or NULL until needed */
+	int64_t recv_reserved; /* bytes announced by open output transfers of all workers */
+	char
+	    partial_tag[64]; /* HOST-PID-START in the names of partial outputs (master_partial.c) */
+	struct mswept *swept; /* output directories already swept of dead masters' partials */
 	struct catalog_updater *catalog;
 	char *catalog_hosts;     /* given with work_queue_specify_catalog_servers, or NULL */
 	double fast_abort;       /* default multiplier, 0 = off */
@@ -235,9 +249,14 @@ void master_dispatch_release_held(struct mworker *w); /* sends the queued tasks 
 void master_worker_back_to_ready(struct mworker *w, struct mtask *m); /* same try, not counted */
 void master_worker_finish(struct mworker *w, struct mtask *m, enum work_queue_result result);
 bool master_dispatch_done_ready(struct mtask *m, const struct wq_task_done *d);
+/* 0 when every transfer D names was opened for M on its connection; -1 (a violation) with the
+ * text in WHY otherwise. */
+int master_dispatch_done_check(const struct mtask *m, const struct wq_task_done *d, char *why,
+                               size_t len);
 void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_done *d);
 extern const struct wq_xfer_out_callbacks master_worker_out_cb;
 extern const struct wq_xfer_in_callbacks master_worker_in_cb;
+extern wq_xfer_member_fn *const master_worker_member_check; /* the master's disk, per member */
 
 /* master_abort.c: fast abort (7.2) and the host blocklist. work_queue.c's public functions of
  * work_queue.h call the first four (same arguments and results). */
@@ -295,5 +314,22 @@ void master_worker_free(struct mworker *w);
 int64_t master_worker_cached_bytes(struct mworker *w, struct mtask *m);
 /* Deletes the temporary files of M's current try. */
 void master_worker_clear_recv(struct mtask *m);
+
+/* ---- master_partial.c: names of partial outputs, and those of dead masters removed ---- */
+/* This process's HOST-PID-START, into BUF. */
+void master_partial_tag(char *buf, size_t len);
+/* The temporary path of transfer XFER of the output at SOURCE: DIR/.BASE.wq-TAG-XFER.tmp.
+ * Caller frees. */
+char *master_partial_name(const char *tag, const char *source, uint32_t xfer);
+/* 1 when NAME (a file name, no directory) is a partial output's name of the current form, with
+ * its writer's host hash, pid and start time; 0 otherwise. */
+int master_partial_parse(const char *name, unsigned *host, pid_t *pid, unsigned long long *start);
+/* Removes, in the thread pool, the partial outputs of dead masters from the directories of T's
+ * outputs not swept yet by Q. */
+void master_partial_sweep(struct work_queue *q, const struct work_queue_task *t);
+/* Removes, in the thread pool, the private temporary directories of dead masters from BASE. */
+void master_partial_sweep_tmpdirs(struct work_queue *q, const char *base);
+/* Frees Q's list of swept directories. */
+void master_partial_forget(struct work_queue *q);
 
 #endif

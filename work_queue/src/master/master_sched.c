@@ -783,6 +783,17 @@ int master_sched_task_exhausted(struct master_sched *s, struct master_sched_task
 	return 1;
 }
 
+uint64_t master_sched_task_chosen(const struct master_sched_task *t)
+{
+	uint64_t bits = 0;
+	if (!t || !t->cls)
+		return 0;
+	for (int k = 0; k < NRES; k++)
+		if (t->cls->req[k] < 0 && (t->cls->alloc[k] < 0 || (t->whole & (1u << k))))
+			bits |= UINT64_C(1) << master_sched_rm_field[k];
+	return bits;
+}
+
 void *master_sched_task_data(const struct master_sched_task *t)
 {
 	return t->data;

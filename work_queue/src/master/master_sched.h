@@ -142,6 +142,9 @@ int master_sched_task_requeue(struct master_sched *s, struct master_sched_task *
 int master_sched_task_exhausted(struct master_sched *s, struct master_sched_task *t,
                                 uint64_t exhausted, double now);
 
+/* The fields (bits 1 << RM_*) of the task's last box whose size the master chose: neither the
+ * task nor its category gave a value, and the box took a share or the whole of the worker. */
+uint64_t master_sched_task_chosen(const struct master_sched_task *t);
 void *master_sched_task_data(const struct master_sched_task *t);
 enum master_sched_task_state master_sched_task_state(const struct master_sched_task *t);
 enum category_level master_sched_task_level(const struct master_sched_task *t);

@@ -83,6 +83,7 @@ void master_worker_clear_recv(struct mtask *m)
 	for (int i = 0; i < m->n_outputs; i++) {
 		master_worker_rm_path(m->outs[i].tmp, m->outs[i].is_dir);
 		free(m->outs[i].tmp);
+		free(m->outs[i].refused);
 		memset(&m->outs[i], 0, sizeof m->outs[i]);
 	}
 	master_worker_rm_path(m->out_stdout.tmp, false);
@@ -506,6 +507,14 @@ static void on_task_done(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 		free(why);
 		return;
 	}
+	char bad[256];
+	if (master_dispatch_done_check(m, d, bad, sizeof bad) < 0) {
+		/* the worker's word cannot be trusted: the connection ends and the lost-worker
+		 * procedure puts the task back to READY with the same try */
+		wq_task_done_free(d);
+		wq_conn_violation(w->c, "proto", "%s", bad);
+		return;
+	}
 	if (!master_dispatch_done_ready(m, d)) {
 		m->pending_done = d;
 		return;
@@ -672,6 +681,8 @@ static void worker_free_now(struct mworker *w)
 	wq_handshake_delete(w->h);
 	wq_xfer_out_delete(w->out);
 	wq_xfer_in_delete(w->in);
+	q->recv_reserved -= w->recv_reserved; /* its open transfers will not end */
+	w->recv_reserved = 0;
 	struct mobject *o, *ot;
 	HASH_ITER(hh, w->objects, o, ot)
 	master_worker_object_free(w, o);
@@ -797,6 +808,7 @@ static void hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *
 	w->out = wq_xfer_out_create(q->loop, w->c, (w->caps & WQ_CAP_ZLIB) != 0,
 	                            &master_worker_out_cb, w);
 	w->in = wq_xfer_in_create(q->loop, w->c, true, w->caps, &master_worker_in_cb, w);
+	wq_xfer_in_set_member_check(w->in, master_worker_member_check);
 	uint64_t left = r->elapsed_ms < WQ_HS_DEADLINE_MS ? WQ_HS_DEADLINE_MS - r->elapsed_ms : 1;
 	w->deadline = xmalloc(sizeof *w->deadline);
 	uv_timer_init(q->loop, w->deadline);

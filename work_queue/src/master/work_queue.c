@@ -122,7 +122,9 @@ const char *master_queue_tmpdir(struct work_queue *q)
 {
 	if (!q->tmpdir) {
 		const char *base = getenv("TMPDIR");
-		char *tmpl = xasprintf("%s/wq-master-XXXXXX", base && *base ? base : "/tmp");
+		const char *where = base && *base ? base : "/tmp";
+		char *tmpl = xasprintf("%s/wq-master-%s-XXXXXX", where, q->partial_tag);
+		master_partial_sweep_tmpdirs(q, where); /* those of killed masters */
 		if (!mkdtemp(tmpl)) {
 			warn("wq: cannot create a temporary directory %s: %s", tmpl,
 			     strerror(errno));
@@ -365,6 +367,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 	}
 	q->sched = master_sched_create();
 	q->prep = master_prepare_create();
+	master_partial_tag(q->partial_tag, sizeof q->partial_tag);
 	q->next_taskid = 1;
 	q->keepalive_interval = 30;
 	q->prefetch_per_worker = -1;
@@ -513,6 +516,7 @@ static void queue_free(struct work_queue *q)
 		path_rm_rf(q->tmpdir);
 		free(q->tmpdir);
 	}
+	master_partial_forget(q);
 	wq_auth_key_delete(q->key);
 	wq_tls_config_delete(q->tls);
 	free(q->project);
@@ -627,6 +631,7 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 	t->time_when_submitted = time_now_us();
 	HASH_ADD_INT(q->tasks, id, m);
 	q->stats.tasks_submitted++;
+	master_partial_sweep(q, t); /* what a killed master left where this task's outputs go */
 	if (q->txlog)
 		master_txlog_task(q->txlog, m->id, "WAITING", t->category ? t->category : "default",
 		                  t->resources_requested);

@@ -164,6 +164,13 @@ int work_queue_task_specify_feature(struct work_queue_task *t, const char *name)
 /* The text of the last error a setter returned for T ("" if none). Owned by T. */
 const char *work_queue_task_last_error(const struct work_queue_task *t);
 
+/* Removes from directory DIR the partial outputs (.NAME.wq-HOST-PID-START-XFER.tmp) that a
+ * master of this host left when it was killed during a transfer, and only those whose master is
+ * gone (doc/work-queue-protocol.md 5.4). A master does it itself in the directories of the
+ * outputs of the tasks submitted to it; this is for a cleaning tool (makeflow -c). Returns how
+ * many were removed, or a negative errno when DIR cannot be read. */
+int work_queue_clean_partials(const char *dir);
+
 /* Static name of a result ("SUCCESS", "INPUT_MISSING", ...); "UNKNOWN" for other values. */
 const char *work_queue_result_str(int result);
 

@@ -201,12 +201,20 @@ struct wq_xfer_in_callbacks {
 	                 const char *text, void *user);
 };
 
+/* A check of each member of an accepted directory before it is created: xfer_begin of a member
+ * of SIZE bytes of the directory whose recv_begin set DIR_TAG, to be written beneath DIRFD. 0 to
+ * accept, or -1 with R filled to refuse it (the directory fails). */
+typedef int wq_xfer_member_fn(struct wq_xfer_in *i, void *dir_tag, int dirfd, int64_t size,
+                              struct wq_xfer_refusal *r, void *user);
+
 /* A receiver on connection C (not owned). IS_MASTER selects the direction of the messages it
  * accepts (a bad member name is then a violation, not a `bad_name` refusal); CAPS are the
  * negotiated capabilities. Never NULL. */
 struct wq_xfer_in *wq_xfer_in_create(uv_loop_t *loop, struct wq_conn *c, bool is_master,
                                      unsigned caps, const struct wq_xfer_in_callbacks *cb,
                                      void *user);
+/* Installs FN (NULL: none, the default) as I's check of directory members. */
+void wq_xfer_in_set_member_check(struct wq_xfer_in *i, wq_xfer_member_fn *fn);
 /* Deletes every partial file or directory (in a worker thread) and frees I once the writes in
  * flight are done; no callback is called after this. NULL is accepted. */
 void wq_xfer_in_delete(struct wq_xfer_in *i);

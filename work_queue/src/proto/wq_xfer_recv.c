@@ -511,7 +511,18 @@ static void on_xfer_begin(struct wq_xfer_in *i, json_t *msg)
 			wq_xr_send_xfer_error(i, x->id, WQ_XERR_BAD_NAME, why);
 			x->refused = true;
 			wq_xr_dir_fail(d, HTC_EPARSE, WQ_XERR_BAD_NAME, why, false);
-		} else {
+		} else if (i->member_check) {
+			struct wq_xfer_refusal rf = {.code = WQ_XERR_IO};
+			snprintf(rf.text, sizeof rf.text, "refused");
+			if (i->member_check(i, d->tag, d->dirfd, b->size, &rf, i->user) != 0) {
+				char *t = xasprintf("%s: %s", b->target.member, rf.text);
+				wq_xr_send_xfer_error(i, x->id, rf.code, t);
+				x->refused = true;
+				wq_xr_dir_fail(d, -ENOSPC, rf.code, t, false);
+				free(t);
+			}
+		}
+		if (!x->refused) {
 			int fd = create_beneath(d->dirfd, b->target.member, b->exec);
 			if (fd < 0) {
 				char *t = xasprintf("%s: %s", b->target.member, htc_strerror(fd));
@@ -655,6 +666,12 @@ struct wq_xfer_in *wq_xfer_in_create(uv_loop_t *loop, struct wq_conn *c, bool is
 	if (c)
 		wq_conn_set_data_pieces(c, true); /* DATA bytes are appended to chunks anyway */
 	return i;
+}
+
+void wq_xfer_in_set_member_check(struct wq_xfer_in *i, wq_xfer_member_fn *fn)
+{
+	if (i)
+		i->member_check = fn;
 }
 
 void wq_xfer_in_delete(struct wq_xfer_in *i)

@@ -112,6 +112,7 @@ struct in_dir {
 
 struct wq_xfer_in {
 	uv_loop_t *loop;
+	wq_xfer_member_fn *member_check; /* NULL: members are not checked */
 	struct wq_conn *c;
 	bool is_master;
 	unsigned caps;
