@@ -265,7 +265,7 @@ test_expect_success 'kill -9 of makeflow mid-run, then a restart finishes withou
 	# the job makeflow left behind
 	pid=$(cat slow.pid)
 	kill -KILL -- -"$(pgid_of "$pid")" 2>/dev/null || true
-	test_wait_until 10 gone "$pid"
+	test_wait_until 60 gone "$pid"
 	expect_ran "a c slow"
 	rm slow.pid
 	echo 0 >dur

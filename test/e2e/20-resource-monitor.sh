@@ -334,7 +334,7 @@ test_expect_success 'kill -TERM of the monitor: tree killed, summary written' '
 	helpers
 	"$RM" -O sig -- ./h_tree 2 5 30 &
 	MPID=$!
-	test_wait_until 10 tree_running 3
+	test_wait_until 60 tree_running 3
 	kill -TERM $MPID
 	RC=0
 	wait $MPID || RC=$?
@@ -349,8 +349,8 @@ test_expect_success 'a monitor killed with SIGKILL: the next monitor removes its
 	helpers
 	"$RM" -O dead -- ./h_alloc 5 60 &
 	dead=$!
-	test_wait_until 10 sh -c "test -n \"\$(find /sys/fs/cgroup/memory/ -name htc.$dead.* -type d)\""
-	test_wait_until 10 tree_alloc_running
+	test_wait_until 60 sh -c "test -n \"\$(find /sys/fs/cgroup/memory/ -name htc.$dead.* -type d)\""
+	test_wait_until 60 tree_alloc_running
 	kill -KILL $dead
 	wait $dead || true
 	test -n "$(alive_here)"
@@ -365,7 +365,7 @@ test_expect_success '--pid with a memory limit kills the attached tree' '
 	./h_tree 2 80 30 &
 	target=$!
 	test_track_pid $target
-	test_wait_until 10 tree_running 3
+	test_wait_until 60 tree_running 3
 	rm_run -O al -i 0.1 -L "memory: 100" --pid $target
 	expect_rc 2
 	jcheck al.summary "s[\"exit_type\"] == \"limits\" and \"memory\" in s[\"limits_exceeded\"]"

@@ -49,7 +49,7 @@ start_slow() {
 	mf=$!
 	test_track_pid $mf
 	test_wait_for_file job.pid 20
-	test_wait_until 10 test -n "$(groups_of $mf)"
+	test_wait_until 60 test -n "$(groups_of $mf)"
 }
 
 test_expect_success 'a small workflow runs; rules see their allocation in CORES' '
@@ -127,7 +127,7 @@ test_expect_success 'after kill -9 of makeflow, a restart of the workflow stops 
 	mf=$!
 	test_track_pid $mf
 	test_wait_for_file job.pid 20
-	test_wait_until 10 test -n "$(groups_of $mf)"
+	test_wait_until 60 test -n "$(groups_of $mf)"
 	old=$(cat job.pid)
 	kill -KILL $mf
 	wait $mf || true
@@ -139,7 +139,7 @@ test_expect_success 'after kill -9 of makeflow, a restart of the workflow stops 
 	grep -qE "stopped [0-9]* process[a-z]* left running by an earlier run|removed [0-9]* cgroups left by earlier runs" err
 	test ! -e overlaps
 	[ "$(cat slow.txt)" = late ]
-	test_wait_until 5 not kill -0 "$old" 2>/dev/null
+	test_wait_until 60 not kill -0 "$old" 2>/dev/null
 	no_groups_of $mf
 '
 

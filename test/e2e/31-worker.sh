@@ -175,7 +175,7 @@ test_expect_success 'SIGTERM drains: the running task is reported, then bye and 
 	"$BIN/work_queue_worker" -s "$PWD/wd" 127.0.0.1 $FAKE_PORT >worker.log 2>&1 &
 	WPID=$!
 	test_track_pid $WPID
-	test_wait_until 10 grep -q task_running daemon.1.log
+	test_wait_until 60 grep -q task_running daemon.1.log
 	kill -TERM $WPID
 	WRC=0; wait $WPID || WRC=$?
 	cat worker.log

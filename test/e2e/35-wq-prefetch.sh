@@ -79,7 +79,7 @@ test_expect_success 'queued tasks are cancelled when makeflow stops: dropped, ne
 	[ "$(grep -c " started (pid" worker.log)" = 2 ]
 	kill -TERM $mf
 	wait $mf || true
-	test_wait_until 10 cancelled_unstarted
+	test_wait_until 60 cancelled_unstarted
 	[ ! -e x.1 ] && [ ! -e x.2 ] && [ ! -e x.3 ]
 	not grep -q "refused" worker.log
 '

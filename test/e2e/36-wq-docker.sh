@@ -119,7 +119,7 @@ test_expect_success 'the runner: SIGTERM kills the container, status 143, nothin
 	(cd sb/work && exec "$WORKER" --container-run --image $IMG --workdir "$PWD" \
 		--bind "${PWD%/work}" -- /bin/sh -c "echo started; sleep 30") >out 2>&1 &
 	r=$!
-	test_wait_until 10 grep -q started out
+	test_wait_until 60 grep -q started out
 	[ -n "$(docker ps -q)" ]
 	kill -TERM $r
 	rc=0
@@ -211,7 +211,7 @@ test_expect_success 'makeflow -T wq with --docker: a rule over its MEMORY is mem
 	test ! -e big.txt
 	[ "$(cat small.txt)" = small ]
 	grep -Eqi "memory exhausted|exceeded its (resource|memory)|exhaust" mf.out
-	test_wait_until 10 no_containers
+	test_wait_until 60 no_containers
 '
 
 test_expect_success 'makeflow -T wq with --docker-preserve: one shared container, gone at exit' '
@@ -225,12 +225,12 @@ test_expect_success 'makeflow -T wq with --docker-preserve: one shared container
 	"$WORKER" -t 5 --docker-preserve $IMG localhost $port >w.out 2>&1 &
 	w=$!
 	test_track_pid $w
-	test_wait_until 10 shared_container_up $w
+	test_wait_until 60 shared_container_up $w
 	wait $mf || { cat mf.out w.out >&2; exit 1; }
 	[ -s a.txt ]
 	[ "$(cat a.txt)" = "$(head -n 1 b.txt)" ]
 	[ "$(tail -n 1 b.txt)" = only-in-the-image ]
-	kill -TERM $w
+	kill -TERM $w 2>/dev/null || true # it may have left with its master already
 	wait $w || true
 	[ -z "$(docker ps -aq --filter name=wq-worker-$w)" ]
 '
