@@ -1,6 +1,7 @@
 /* work_queue_worker_main.c: the work_queue_worker program: parses the command line
  * (worker_opts), sets up logging and signal handling, and runs the worker (worker_conn) on one
  * libuv loop until it ends with the exit status of doc/work-queue-protocol.md section 1. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,14 @@ static int run(uv_loop_t *loop, const struct worker_opts *o, struct worker_docke
 	uv_run(loop, UV_RUN_DEFAULT);
 	int status = worker_exit_status(w);
 
+	/* The worker is ending: a SIGTERM or SIGINT from now on would find no handler (libuv puts
+	 * back the default action when the handles close) and kill the process before it removes
+	 * its shared container and its tasks' cgroups. They are blocked for the rest of the run. */
+	sigset_t ending;
+	sigemptyset(&ending);
+	sigaddset(&ending, SIGTERM);
+	sigaddset(&ending, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &ending, NULL);
 	uv_close((uv_handle_t *)&sigterm, NULL);
 	uv_close((uv_handle_t *)&sigint, NULL);
 	worker_delete(w);
