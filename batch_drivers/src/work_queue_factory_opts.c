@@ -45,10 +45,7 @@ static const struct option longopts[] = {
     {"worker-binary", required_argument, 0, OPT_BINARY},
     {"period", required_argument, 0, OPT_PERIOD},
     {"batch-option", required_argument, 0, OPT_BATCH_OPTION},
-    {"debug", required_argument, 0, 'd'},
-    {"debug-file", required_argument, 0, 'o'},
-    {"version", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},
+    CLI_LONG_OPTIONS,
     {0, 0, 0, 0},
 };
 

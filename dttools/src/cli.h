@@ -8,6 +8,16 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* The getopt_long rows of the options cli_common_option handles, for every program's table:
+ * --debug (-d), --debug-file (-o), --version (-v), --help (-h). */
+/* clang-format off */
+#define CLI_LONG_OPTIONS                                                                           \
+	{"debug", required_argument, 0, 'd'},                                                      \
+	{"debug-file", required_argument, 0, 'o'},                                                 \
+	{"version", no_argument, 0, 'v'},                                                          \
+	{"help", no_argument, 0, 'h'}
+/* clang-format on */
+
 /* What the caller does next. */
 enum cli_result {
 	CLI_DONE = 0,  /* handled (-d, -o): go on parsing */

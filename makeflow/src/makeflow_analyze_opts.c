@@ -17,10 +17,7 @@ static const struct option longopts[] = {
     {"info", no_argument, 0, 'i'},
     {"inputs", no_argument, 0, 'I'},
     {"outputs", no_argument, 0, 'O'},
-    {"debug", required_argument, 0, 'd'},
-    {"debug-file", required_argument, 0, 'o'},
-    {"version", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},
+    CLI_LONG_OPTIONS,
     WORKFLOW_LONG_OPTIONS,
     {0, 0, 0, 0},
 };

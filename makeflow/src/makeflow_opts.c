@@ -77,10 +77,7 @@ static const struct option longopts[] = {
     {"monitor-exe", required_argument, 0, OPT_MONITOR_EXE},
     {"allocation", required_argument, 0, OPT_ALLOCATION},
     {"allocation-seed", required_argument, 0, OPT_ALLOCATION_SEED},
-    {"debug", required_argument, 0, 'd'},
-    {"debug-file", required_argument, 0, 'o'},
-    {"version", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},
+    CLI_LONG_OPTIONS,
     WORKFLOW_LONG_OPTIONS,
     {0, 0, 0, 0},
 };

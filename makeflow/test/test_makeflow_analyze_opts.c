@@ -18,6 +18,7 @@
 #include "htc_error.h"
 #include "makeflow_analyze_opts.h"
 
+#include "ts_argv.h"
 #include "banned.h"
 
 static char err[2048];
@@ -26,15 +27,10 @@ static char err[2048];
 static int parse(struct makeflow_analyze_opts *o, ...)
 {
 	char *argv[64];
-	int argc = 0;
-	argv[argc++] = "makeflow_analyze";
 	va_list ap;
 	va_start(ap, o);
-	char *w;
-	while ((w = va_arg(ap, char *)) != NULL)
-		argv[argc++] = w;
+	int argc = ts_argv(argv, 64, "makeflow_analyze", ap);
 	va_end(ap);
-	argv[argc] = NULL;
 	err[0] = 0;
 	return makeflow_analyze_opts_parse(argc, argv, o, err, sizeof err);
 }

@@ -19,6 +19,7 @@
 #include "htc_error.h"
 #include "makeflow_opts.h"
 
+#include "ts_argv.h"
 #include "banned.h"
 
 static char err[2048];
@@ -28,15 +29,10 @@ static char dir[] = "/tmp/test_makeflow_opts.XXXXXX";
 static int parse(struct makeflow_opts *o, ...)
 {
 	char *argv[64];
-	int argc = 0;
-	argv[argc++] = "makeflow";
 	va_list ap;
 	va_start(ap, o);
-	char *w;
-	while ((w = va_arg(ap, char *)) != NULL)
-		argv[argc++] = w;
+	int argc = ts_argv(argv, 64, "makeflow", ap);
 	va_end(ap);
-	argv[argc] = NULL;
 	err[0] = 0;
 	return makeflow_opts_parse(argc, argv, o, err, sizeof err);
 }

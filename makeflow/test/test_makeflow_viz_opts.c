@@ -17,6 +17,7 @@
 #include "htc_error.h"
 #include "makeflow_viz_opts.h"
 
+#include "ts_argv.h"
 #include "banned.h"
 
 static char err[2048];
@@ -25,15 +26,10 @@ static char err[2048];
 static int parse(struct makeflow_viz_opts *o, ...)
 {
 	char *argv[64];
-	int argc = 0;
-	argv[argc++] = "makeflow_viz";
 	va_list ap;
 	va_start(ap, o);
-	char *w;
-	while ((w = va_arg(ap, char *)) != NULL)
-		argv[argc++] = w;
+	int argc = ts_argv(argv, 64, "makeflow_viz", ap);
 	va_end(ap);
-	argv[argc] = NULL;
 	err[0] = 0;
 	return makeflow_viz_opts_parse(argc, argv, o, err, sizeof err);
 }

@@ -59,10 +59,7 @@ static const struct option longopts[] = {
     {"task-id", required_argument, 0, OPT_TASK_ID},
     {"sh", required_argument, 0, OPT_SH},
     {"seccomp", required_argument, 0, OPT_SECCOMP},
-    {"debug", required_argument, 0, 'd'},
-    {"debug-file", required_argument, 0, 'o'},
-    {"version", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},
+    CLI_LONG_OPTIONS,
     {0, 0, 0, 0},
 };
 

@@ -19,6 +19,7 @@
 #include "resource_monitor_opts.h"
 #include "rmon_seccomp.h"
 
+#include "ts_argv.h"
 #include "banned.h"
 
 static char err[1024];
@@ -27,15 +28,10 @@ static char err[1024];
 static int parse(struct resource_monitor_opts *o, ...)
 {
 	char *argv[64];
-	int argc = 0;
-	argv[argc++] = "resource_monitor";
 	va_list ap;
 	va_start(ap, o);
-	char *w;
-	while ((w = va_arg(ap, char *)) != NULL)
-		argv[argc++] = w;
+	int argc = ts_argv(argv, 64, "resource_monitor", ap);
 	va_end(ap);
-	argv[argc] = NULL;
 	err[0] = 0;
 	return resource_monitor_opts_parse(argc, argv, o, err, sizeof err);
 }

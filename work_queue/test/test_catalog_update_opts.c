@@ -18,6 +18,7 @@
 #include "debug.h"
 #include "htc_error.h"
 
+#include "ts_argv.h"
 #include "banned.h"
 
 static char err[1024];
@@ -26,15 +27,10 @@ static char err[1024];
 static int parse(struct catalog_update_opts *o, ...)
 {
 	char *argv[64];
-	int argc = 0;
-	argv[argc++] = "catalog_update";
 	va_list ap;
 	va_start(ap, o);
-	char *w;
-	while ((w = va_arg(ap, char *)) != NULL)
-		argv[argc++] = w;
+	int argc = ts_argv(argv, 64, "catalog_update", ap);
 	va_end(ap);
-	argv[argc] = NULL;
 	err[0] = 0;
 	return catalog_update_opts_parse(argc, argv, o, err, sizeof err);
 }

@@ -15,6 +15,7 @@
 #include "htc_error.h"
 #include "worker_opts.h"
 
+#include "ts_argv.h"
 #include "banned.h"
 
 static char err[256];
@@ -23,15 +24,10 @@ static char err[256];
 static int parse(struct worker_opts *o, ...)
 {
 	char *argv[64];
-	int argc = 0;
-	argv[argc++] = "work_queue_worker";
 	va_list ap;
 	va_start(ap, o);
-	char *w;
-	while ((w = va_arg(ap, char *)) != NULL)
-		argv[argc++] = w;
+	int argc = ts_argv(argv, 64, "work_queue_worker", ap);
 	va_end(ap);
-	argv[argc] = NULL;
 	err[0] = 0;
 	return worker_opts_parse(argc, argv, o, err, sizeof err);
 }

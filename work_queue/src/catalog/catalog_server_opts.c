@@ -31,10 +31,7 @@ static const struct option longopts[] = {
     {"max-connections", required_argument, 0, OPT_MAX_CONNECTIONS},
     {"idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT},
     {"no-seccomp", no_argument, 0, OPT_NO_SECCOMP},
-    {"debug", required_argument, 0, 'd'},
-    {"debug-file", required_argument, 0, 'o'},
-    {"version", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},
+    CLI_LONG_OPTIONS,
     {0, 0, 0, 0},
 };
 

@@ -21,10 +21,7 @@ static const struct option longopts[] = {
     {"udp", no_argument, 0, OPT_UDP},
     {"http", no_argument, 0, OPT_HTTP},
     {"timeout", required_argument, 0, 't'},
-    {"debug", required_argument, 0, 'd'},
-    {"debug-file", required_argument, 0, 'o'},
-    {"version", no_argument, 0, 'v'},
-    {"help", no_argument, 0, 'h'},
+    CLI_LONG_OPTIONS,
     {0, 0, 0, 0},
 };
 
