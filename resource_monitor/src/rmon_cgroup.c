@@ -739,6 +739,16 @@ int rmon_cgroup_stats_some(struct rmon_cgroup *cg, struct rmon_cg_stats *st, uns
 	return 0;
 }
 
+/* 1 when the v1 group in directory M is charged to within 2% of its limit. under_oom stays
+ * set for a moment after the limit was raised (until the kernel wakes the waiting tasks):
+ * such a waiter is about to run on, not at the limit. */
+static int stuck_at_limit_v1(struct rmon_cgroup *cg, const char *m)
+{
+	int64_t usage = sf_int(cg, SF_CUR, m, "memory.usage_in_bytes");
+	int64_t limit = sf_int(cg, SF_LIMIT, m, "memory.limit_in_bytes");
+	return usage < 0 || limit < 0 || usage >= limit - limit / 50;
+}
+
 static void stats_raw(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned what)
 {
 	if (cg->version == RMON_CG_V2) {
@@ -769,6 +779,8 @@ static void stats_raw(struct rmon_cgroup *cg, struct rmon_cg_stats *st, unsigned
 			st->under_oom = keyed_value(buf, "under_oom");
 			st->oom_kills = keyed_value(buf, "oom_kill");
 		}
+		if (st->under_oom > 0 && !stuck_at_limit_v1(cg, m))
+			st->under_oom = 0;
 	}
 	if ((what & RMON_CGS_CPU) && (d = cdir(cg, C_CPUACCT)))
 		st->cpu_ns = sf_int(cg, SF_CPU, d, "cpuacct.usage");
