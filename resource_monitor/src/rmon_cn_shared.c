@@ -17,11 +17,19 @@
 
 #define MAX_FED 64 /* trackers fed per read; more are fed by further reads */
 
+/* After a read, the socket is left alone this long: every process event of the machine comes
+ * to every connector, and with one worker per core or more, reading each as it comes woke
+ * every worker for every fork anywhere. The events wait in the socket (4 MB) and nothing is
+ * lost by reading them later: every sample and every task's end read them first. */
+#define PAUSE_MS 20
+
 struct rmon_cn_loop {
 	struct rmon_cn_loop *next;
 	uv_loop_t *loop;
 	int fd;
 	uv_poll_t *poll;
+	uv_timer_t *pause; /* restarts the poll after PAUSE_MS */
+	int open_handles;  /* freed when both are closed */
 	struct rmon_cn_entry *head;
 };
 
@@ -44,19 +52,32 @@ static int drain(struct rmon_cn_loop *l)
 	return r;
 }
 
+static void on_readable(uv_poll_t *h, int status, int events);
+
+static void on_pause_end(uv_timer_t *t)
+{
+	struct rmon_cn_loop *l = t->data;
+	uv_poll_start(l->poll, UV_READABLE, on_readable);
+}
+
 static void on_readable(uv_poll_t *h, int status, int events)
 {
 	(void)events;
 	if (status < 0)
 		return;
-	drain(h->data);
+	struct rmon_cn_loop *l = h->data;
+	drain(l);
+	uv_poll_stop(l->poll);
+	uv_timer_start(l->pause, on_pause_end, PAUSE_MS, 0);
 }
 
 static void on_closed(uv_handle_t *h)
 {
 	struct rmon_cn_loop *l = h->data;
-	close(l->fd);
 	free(h);
+	if (--l->open_handles > 0)
+		return;
+	close(l->fd);
 	free(l);
 }
 
@@ -83,9 +104,13 @@ int rmon_cn_add(uv_loop_t *loop, struct rmon_cn_entry *e)
 			pthread_mutex_unlock(&loops_lock);
 			return -EIO;
 		}
-		l->poll->data = l;
+		l->pause = xmalloc(sizeof *l->pause);
+		uv_timer_init(loop, l->pause);
+		l->poll->data = l->pause->data = l;
+		l->open_handles = 2;
 		uv_poll_start(l->poll, UV_READABLE, on_readable);
 		uv_unref((uv_handle_t *)l->poll); /* the monitors keep the loop alive */
+		uv_unref((uv_handle_t *)l->pause);
 		LL_PREPEND(loops, l);
 	}
 	e->on = l;
@@ -120,6 +145,7 @@ void rmon_cn_remove(struct rmon_cn_entry *e)
 	if (!l->head) {
 		LL_DELETE(loops, l);
 		uv_close((uv_handle_t *)l->poll, on_closed); /* the socket after its poll */
+		uv_close((uv_handle_t *)l->pause, on_closed);
 	}
 	pthread_mutex_unlock(&loops_lock);
 }

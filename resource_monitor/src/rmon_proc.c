@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include <uthash.h>
 
@@ -530,6 +531,17 @@ size_t rmon_proc_nfiles(const struct rmon_proc *p)
 	return p->nfiles;
 }
 
+/* 1 when the running kernel (6.6 or later) takes a proc connector subscription that names the
+ * events wanted. */
+static int connector_filters_events(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+	if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return 0;
+	return major > 6 || (major == 6 && minor >= 6);
+}
+
 int rmon_proc_connector_open(void)
 {
 	int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
@@ -543,21 +555,30 @@ int rmon_proc_connector_open(void)
 		close(s);
 		return e;
 	}
+	/* From Linux 6.6 the subscription may name the events wanted, and the kernel then copies
+	 * only those to this socket: forks and exits are all the trackers read (execs, session
+	 * and name changes are half of a task's events, and every connector of the machine
+	 * gets every one). An older kernel ignores a subscription of that size, so it gets the
+	 * plain one. */
+	struct {
+		uint32_t mcast_op;   /* enum proc_cn_mcast_op */
+		uint32_t event_type; /* PROC_EVENT_* wanted */
+	} in = {PROC_CN_MCAST_LISTEN, PROC_EVENT_FORK | PROC_EVENT_EXIT};
+	size_t in_len = connector_filters_events() ? sizeof in : sizeof in.mcast_op;
 	union {
-		char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(enum proc_cn_mcast_op))];
+		char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof in)];
 		struct nlmsghdr align;
 	} u;
 	memset(&u, 0, sizeof u);
 	struct nlmsghdr *nh = &u.align;
 	struct cn_msg *cn = NLMSG_DATA(nh);
-	enum proc_cn_mcast_op op = PROC_CN_MCAST_LISTEN;
-	nh->nlmsg_len = NLMSG_LENGTH(sizeof *cn + sizeof op);
+	nh->nlmsg_len = NLMSG_LENGTH(sizeof *cn + in_len);
 	nh->nlmsg_type = NLMSG_DONE;
 	nh->nlmsg_pid = 0;
 	cn->id.idx = CN_IDX_PROC;
 	cn->id.val = CN_VAL_PROC;
-	cn->len = sizeof op;
-	memcpy(cn->data, &op, sizeof op);
+	cn->len = (uint16_t)in_len;
+	memcpy(cn->data, &in, in_len);
 	if (send(s, nh, nh->nlmsg_len, 0) < 0) {
 		int e = -errno;
 		close(s);

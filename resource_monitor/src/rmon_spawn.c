@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "debug.h"
@@ -36,6 +39,7 @@ struct child_ctx {
 	const char *errmsg;   /* "htc: cannot execute 'x': " prefix for the child's stderr */
 	const char *cgmsg;    /* the same for a failure to join the cgroup */
 	int say_fd;           /* where child_say writes: 2, or the task's stderr before dup2 */
+	pid_t *wake;          /* the parent's CLONE_PARENT_SETTID word: a futex waiter is woken */
 	volatile int stage;   /* written by the child (shared memory until exec) */
 	volatile int err;
 };
@@ -162,6 +166,11 @@ __attribute__((no_sanitize_address)) static int child_main(void *arg)
 	struct child_ctx *c = arg;
 	const struct rmon_spawn_args *a = c->a;
 
+	/* The kernel has stored our pid in the parent's word before we run: whoever waits on it
+	 * (rmon_spawn_start) may go on now. Same memory (CLONE_VM), so a private futex. */
+	if (c->wake)
+		syscall(SYS_futex, c->wake, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+
 	for (int i = 0; i < a->n_cgroup_fds; i++) {
 		if (write(a->cgroup_fds[i], "0", 1) != 1) {
 			c->err = errno;
@@ -282,6 +291,7 @@ pid_t rmon_spawn_settid(const struct rmon_spawn_args *a, pid_t *ptid, enum rmon_
 	                  : NULL;
 	c.cgmsg = cgmsg;
 	c.say_fd = 2;
+	c.wake = ptid;
 
 	/* The child's stack is kept for the next start of this thread: the thread is suspended
 	 * while the child uses it (CLONE_VFORK), so it is never used twice at once. */

@@ -13,12 +13,14 @@
 #include "rmon_spawn.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "stringtools.h"
@@ -34,8 +36,8 @@ struct job {
 	char **argv, **env; /* copies; env NULL = ours */
 	char *path, *cwd;
 	int cgfds[MAX_JOB_CGFDS];
-	pid_t ptid; /* written by the kernel when the child exists */
-	int failed; /* the clone itself failed: -errno (atomic) */
+	pid_t ptid; /* the child's pid, written by the kernel when the child exists, or -errno
+	             * written by the spawner when the clone failed; a futex */
 	int refs;   /* atomic */
 };
 
@@ -71,8 +73,10 @@ static void *spawner_main(void *arg)
 		enum rmon_spawn_stage stage;
 		int err;
 		pid_t pid = rmon_spawn_settid(&j->a, &j->ptid, &stage, &err);
-		if (pid < 0)
-			__atomic_store_n(&j->failed, pid, __ATOMIC_RELEASE);
+		if (pid < 0) {
+			__atomic_store_n(&j->ptid, pid, __ATOMIC_RELEASE);
+			syscall(SYS_futex, &j->ptid, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		}
 		/* A failure of the child itself was written to its stderr; its status says 127. */
 		job_unref(j);
 	}
@@ -158,19 +162,13 @@ pid_t rmon_spawn_start(const struct rmon_spawn_args *a)
 	pthread_cond_signal(&jobs_cond);
 	pthread_mutex_unlock(&jobs_lock);
 
-	/* Until the child exists: the spawner's wakeup and the clone's copy of our process. */
-	pid_t pid = 0;
-	for (;;) {
-		pid = __atomic_load_n(&j->ptid, __ATOMIC_ACQUIRE);
-		if (pid > 0)
-			break;
-		int failed = __atomic_load_n(&j->failed, __ATOMIC_ACQUIRE);
-		if (failed < 0) {
-			pid = failed;
-			break;
-		}
-		sched_yield();
-	}
+	/* Until the child exists: the spawner's wakeup and the clone's copy of our process. The
+	 * word leaves 0 once (the kernel's pid, or the spawner's -errno), and whoever changes it
+	 * wakes us afterwards (the child, first thing, or the spawner): we sleep instead of
+	 * spinning, which matters when many workers share few cores. */
+	pid_t pid;
+	while ((pid = __atomic_load_n(&j->ptid, __ATOMIC_ACQUIRE)) == 0)
+		syscall(SYS_futex, &j->ptid, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
 	job_unref(j);
 	return pid;
 }
