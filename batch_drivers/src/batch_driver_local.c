@@ -21,6 +21,7 @@
 #include "debug.h"
 #include "htc_error.h"
 #include "rmon_seccomp.h"
+#include "stringtools.h"
 #include "rmon_spawn.h"
 #include "shell_words.h"
 #include "xalloc.h"
@@ -64,8 +65,9 @@ static void on_sigchld(uv_signal_t *h, int signum)
 		/* background processes the job left in its group go with it */
 		kill(-lj->pid, SIGKILL);
 		if (lj->watch) {
-			rmon_seccomp_watch_poll(lj->watch);
-			batch_job_set_seccomp_denied(j->job, rmon_seccomp_watch_denied(lj->watch));
+			char **denied = rmon_seccomp_watch_denied(lj->watch);
+			batch_job_set_seccomp_denied(j->job, (const char *const *)denied);
+			str_free_argv(denied);
 			rmon_seccomp_watch_delete(lj->watch);
 			lj->watch = NULL;
 		}
@@ -81,8 +83,8 @@ static void on_sigchld(uv_signal_t *h, int signum)
 }
 
 /* Starts ARGV under the seccomp profile of the queue (doc/seccomp.md) with the resource
- * monitor's spawner, which installs the filter just before the exec; the job's refused calls
- * are answered and recorded by a watch on the loop. Returns the pid or -errno. */
+ * monitor's spawner, whose threads for that profile have the filter; the job's refused calls
+ * are answered and recorded for it by a watch. Returns the pid or -errno. */
 static pid_t start_filtered(struct local_state *st, struct local_job *lj, const char *const *argv,
                             const char *const *env)
 {
@@ -90,9 +92,6 @@ static pid_t start_filtered(struct local_state *st, struct local_job *lj, const 
 	const struct rmon_seccomp_prog *prog = rmon_seccomp_prog_get(st->s.seccomp, &err);
 	if (!prog)
 		return err < 0 ? err : -EINVAL;
-	int fds[2] = {-1, -1};
-	if (rmon_seccomp_prog_notifies(prog) && (err = rmon_seccomp_socketpair(fds)) < 0)
-		return err;
 	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	struct rmon_spawn_args a = {
 	    .argv = argv,
@@ -102,17 +101,18 @@ static pid_t start_filtered(struct local_state *st, struct local_job *lj, const 
 	    .stderr_fd = -1,
 	    .new_session = 1,
 	    .seccomp = prog,
-	    .seccomp_sock = fds[1],
 	};
+	/* Registered first: the job may make a refused call before its pid is set. */
+	lj->watch = rmon_seccomp_watch_start(prog, NULL);
 	pid_t pid = null_fd < 0 ? -errno : rmon_spawn_start(&a);
 	if (null_fd >= 0)
 		close(null_fd);
-	if (fds[1] >= 0)
-		close(fds[1]);
-	if (pid > 0 && fds[0] >= 0)
-		lj->watch = rmon_seccomp_watch_start(st->s.loop, fds[0]);
-	else if (fds[0] >= 0)
-		close(fds[0]);
+	if (pid > 0) {
+		rmon_seccomp_watch_set_pid(lj->watch, pid);
+	} else {
+		rmon_seccomp_watch_delete(lj->watch);
+		lj->watch = NULL;
+	}
 	return pid;
 }
 

@@ -1,14 +1,15 @@
 /* rmon_seccomp.c: the seccomp profiles of tasks and daemons (see rmon_seccomp.h and
  * doc/seccomp.md). Each profile is a table of refused calls turned into BPF by libseccomp once
- * per process; the child installs the BPF with the raw seccomp(2) call (nothing allocated
- * after its clone), and the watch answers the listener's notifications on the monitor's loop. */
+ * per process and installed with the raw seccomp(2) call on a spawner thread (the tasks it
+ * clones inherit it) or, for a daemon, on every thread; rmon_seccomp_watch.c serves the
+ * listener. */
 #include "rmon_seccomp.h"
+#include "rmon_seccomp_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -16,8 +17,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,11 +32,6 @@
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
 #endif
-
-struct rmon_seccomp_prog {
-	struct sock_fprog fprog;
-	int notify;
-};
 
 /* What a rule looks at besides the call's number. */
 enum cond {
@@ -275,6 +271,14 @@ const struct rmon_seccomp_prog *rmon_seccomp_prog_get(enum rmon_seccomp_profile 
 	return r;
 }
 
+void rmon_seccomp_forget_hubs(void)
+{
+	pthread_mutex_init(&progs_lock, NULL);
+	for (size_t i = 0; i < sizeof progs / sizeof *progs; i++)
+		if (progs[i])
+			progs[i]->hub = NULL;
+}
+
 int rmon_seccomp_prog_notifies(const struct rmon_seccomp_prog *prog)
 {
 	return prog && prog->notify;
@@ -291,219 +295,17 @@ static long install(const struct sock_fprog *f, unsigned flags)
 	return r;
 }
 
-int rmon_seccomp_install_child(const struct rmon_seccomp_prog *prog, int sock)
+int rmon_seccomp_install_thread(const struct rmon_seccomp_prog *prog)
 {
 	long fd = install(&prog->fprog, prog->notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0);
 	if (fd < 0)
 		return -errno;
 	if (!prog->notify)
 		return 0;
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof u);
-	char byte = 'L';
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	int ifd = (int)fd;
-	memcpy(CMSG_DATA(c), &ifd, sizeof ifd);
-	ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-	int e = n == 1 ? 0 : -errno;
-	/* The task must never hold its own listener: it could answer its own calls. */
-	close(ifd);
+	int e = rmon_seccomp_serve(prog, (int)fd);
+	if (e < 0)
+		close((int)fd);
 	return e;
-}
-
-int rmon_seccomp_socketpair(int fds[2])
-{
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) < 0)
-		return -errno;
-	return 0;
-}
-
-/* ---- the watch ---------------------------------------------------------------------- */
-
-#define MAX_NAMES 64
-
-struct rmon_seccomp_watch {
-	uv_poll_t sock_poll, notif_poll;
-	int sock, notif;
-	int sock_on, notif_on; /* handle initialised (to be closed) */
-	int open_handles;
-	int deleting;
-	struct seccomp_notif *req;
-	struct seccomp_notif_resp *resp;
-	char **names; /* NULL-terminated */
-	size_t n_names, cap_names;
-	long count;
-};
-
-static void watch_free(struct rmon_seccomp_watch *w)
-{
-	for (size_t i = 0; i < w->n_names; i++)
-		free(w->names[i]);
-	free(w->names);
-	seccomp_notify_free(w->req, w->resp);
-	free(w);
-}
-
-/* W is freed once its owner has deleted it and its last handle is closed. */
-static void on_closed(uv_handle_t *h)
-{
-	struct rmon_seccomp_watch *w = h->data;
-	if (--w->open_handles == 0 && w->deleting)
-		watch_free(w);
-}
-
-static void record(struct rmon_seccomp_watch *w, const struct seccomp_notif *req)
-{
-	w->count++;
-	char *name = seccomp_syscall_resolve_num_arch(req->data.arch, req->data.nr);
-	char *label = name ? xstrdup(name) : xasprintf("syscall_%d", req->data.nr);
-	free(name);
-	debug(D_RMON, "seccomp: refused %s (pid %u)", label, req->pid);
-	for (size_t i = 0; i < w->n_names; i++)
-		if (strcmp(w->names[i], label) == 0) {
-			free(label);
-			return;
-		}
-	if (w->n_names >= MAX_NAMES) {
-		free(label);
-		return;
-	}
-	VEC_RESERVE(w->names, w->cap_names, w->n_names + 2);
-	w->names[w->n_names++] = label;
-	w->names[w->n_names] = NULL;
-}
-
-void rmon_seccomp_watch_poll(struct rmon_seccomp_watch *w)
-{
-	if (!w || w->notif < 0)
-		return;
-	for (;;) {
-		/* A receive with nothing pending would block: ask first. */
-		struct pollfd pfd = {.fd = w->notif, .events = POLLIN};
-		if (poll(&pfd, 1, 0) <= 0 || !(pfd.revents & POLLIN))
-			return;
-		memset(w->req, 0, sizeof *w->req);
-		if (seccomp_notify_receive(w->notif, w->req) < 0)
-			continue; /* the caller was killed meanwhile */
-		record(w, w->req);
-		memset(w->resp, 0, sizeof *w->resp);
-		w->resp->id = w->req->id;
-		w->resp->error = -EPERM;
-		if (seccomp_notify_respond(w->notif, w->resp) < 0)
-			debug(D_RMON, "seccomp: cannot answer pid %u", w->req->pid);
-	}
-}
-
-static void on_notif(uv_poll_t *h, int status, int events)
-{
-	(void)status;
-	(void)events;
-	struct rmon_seccomp_watch *w = h->data;
-	rmon_seccomp_watch_poll(w);
-	struct pollfd pfd = {.fd = w->notif, .events = POLLIN};
-	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) && !(pfd.revents & POLLIN))
-		uv_poll_stop(h); /* every process of the task is gone */
-}
-
-static void close_sock(struct rmon_seccomp_watch *w)
-{
-	if (w->sock_on) {
-		uv_close((uv_handle_t *)&w->sock_poll, on_closed);
-		w->sock_on = 0;
-	}
-	if (w->sock >= 0)
-		close(w->sock);
-	w->sock = -1;
-}
-
-static void on_sock(uv_poll_t *h, int status, int events)
-{
-	(void)status;
-	(void)events;
-	struct rmon_seccomp_watch *w = h->data;
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	char byte;
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-	ssize_t n = recvmsg(w->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	int fd = -1;
-	struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-	    c->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&fd, CMSG_DATA(c), sizeof fd);
-	close_sock(w);
-	if (fd < 0) {
-		debug(D_RMON, "seccomp: no listener came from the task");
-		return;
-	}
-	w->notif = fd;
-	uv_poll_init(h->loop, &w->notif_poll, fd);
-	w->notif_poll.data = w;
-	w->notif_on = 1;
-	w->open_handles++;
-	uv_poll_start(&w->notif_poll, UV_READABLE, on_notif);
-	rmon_seccomp_watch_poll(w);
-}
-
-struct rmon_seccomp_watch *rmon_seccomp_watch_start(uv_loop_t *loop, int sock)
-{
-	struct rmon_seccomp_watch *w = xcalloc(1, sizeof *w);
-	w->sock = sock;
-	w->notif = -1;
-	if (seccomp_notify_alloc(&w->req, &w->resp) < 0) {
-		close(sock);
-		free(w);
-		return NULL;
-	}
-	uv_poll_init(loop, &w->sock_poll, sock);
-	w->sock_poll.data = w;
-	w->sock_on = 1;
-	w->open_handles = 1;
-	uv_poll_start(&w->sock_poll, UV_READABLE, on_sock);
-	return w;
-}
-
-const char *const *rmon_seccomp_watch_denied(const struct rmon_seccomp_watch *w)
-{
-	static const char *const none[] = {NULL};
-	return w && w->names ? (const char *const *)w->names : none;
-}
-
-long rmon_seccomp_watch_count(const struct rmon_seccomp_watch *w)
-{
-	return w ? w->count : 0;
-}
-
-void rmon_seccomp_watch_delete(struct rmon_seccomp_watch *w)
-{
-	if (!w || w->deleting)
-		return;
-	w->deleting = 1;
-	close_sock(w);
-	if (w->notif_on) {
-		uv_close((uv_handle_t *)&w->notif_poll, on_closed);
-		w->notif_on = 0;
-	}
-	if (w->notif >= 0)
-		close(w->notif);
-	w->notif = -1;
-	if (w->open_handles == 0)
-		watch_free(w);
 }
 
 int rmon_seccomp_lockdown(int no_exec, int trace_action)

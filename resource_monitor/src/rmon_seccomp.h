@@ -1,12 +1,14 @@
 /* rmon_seccomp.h: the seccomp filters a task runs under (doc/seccomp.md). A profile is an
- * allow-by-default list of refused system calls, compiled once per process with libseccomp; the
- * task's first process installs it just before its exec with a user-notification listener,
- * which it hands back over a socket, so the monitor answers every refused call with EPERM
- * and records its name. Daemons can also lock themselves down with an errno-only filter. */
+ * allow-by-default list of refused system calls, compiled once per process with libseccomp and
+ * installed once per process on the spawner threads that start its tasks (rmon_spawn), which
+ * every task they clone inherits. Its user-notification listener is served by one thread of
+ * the process, which answers every refused call with EPERM and records its name for the task
+ * the caller belongs to (a watch). Daemons can also lock themselves down with an errno-only
+ * filter. */
 #ifndef HTC_RMON_SECCOMP_H
 #define HTC_RMON_SECCOMP_H
 
-#include <uv.h>
+#include <sys/types.h>
 
 enum rmon_seccomp_profile {
 	RMON_SECCOMP_OFF = 0,
@@ -31,28 +33,27 @@ const struct rmon_seccomp_prog *rmon_seccomp_prog_get(enum rmon_seccomp_profile 
  * SECCOMP_RET_USER_NOTIF), 0 when they fail with EPERM without a trace. */
 int rmon_seccomp_prog_notifies(const struct rmon_seccomp_prog *prog);
 
-/* In a task's child just before its exec: installs PROG (with no_new_privs when the process
- * lacks CAP_SYS_ADMIN) and, when it notifies, sends its listener over the Unix socket SOCK and
- * closes it here. Allocates nothing (safe in a vfork child). 0 or -errno. */
-int rmon_seccomp_install_child(const struct rmon_seccomp_prog *prog, int sock);
+/* On a spawner thread, once: installs PROG on the calling thread only (with no_new_privs when
+ * the process lacks CAP_SYS_ADMIN), so that every process it starts from now on inherits it,
+ * and when PROG notifies, starts the thread that serves its listener. The thread must make
+ * no call PROG refuses. 0 or -errno. */
+int rmon_seccomp_install_thread(const struct rmon_seccomp_prog *prog);
 
-/* Makes a socket pair for the listener: FDS[0] is the monitor's end, FDS[1] the child's (both
- * close-on-exec). 0 or -errno. */
-int rmon_seccomp_socketpair(int fds[2]);
-
-/* The monitor's side of one task's filter: it waits for the listener on SOCK (taken: closed
- * by the watch), answers every notification with EPERM and records the call. On LOOP. */
+/* One task's refused calls. A watch is registered before the task is started, with the name
+ * of its cgroup (NULL: none); a refused call is the task's when the caller is in that cgroup
+ * (or one nested in it), or descends from the task's first process (set once it is known). A
+ * call that belongs to no watch is refused too, unrecorded. Thread-safe. */
 struct rmon_seccomp_watch;
-struct rmon_seccomp_watch *rmon_seccomp_watch_start(uv_loop_t *loop, int sock);
-/* Answers what is pending now (without waiting). */
-void rmon_seccomp_watch_poll(struct rmon_seccomp_watch *w);
-/* The names of the refused calls, each once, in the order first seen; NULL-terminated; valid
- * until the next poll or delete. */
-const char *const *rmon_seccomp_watch_denied(const struct rmon_seccomp_watch *w);
+struct rmon_seccomp_watch *rmon_seccomp_watch_start(const struct rmon_seccomp_prog *prog,
+                                                    const char *cgroup_name);
+/* The task's first process. */
+void rmon_seccomp_watch_set_pid(struct rmon_seccomp_watch *w, pid_t pid);
+/* The names of the refused calls, each once, in the order first seen: a NULL-terminated copy
+ * the caller frees (str_free_argv). */
+char **rmon_seccomp_watch_denied(const struct rmon_seccomp_watch *w);
 /* How many calls were refused in all. */
 long rmon_seccomp_watch_count(const struct rmon_seccomp_watch *w);
-/* Stops watching (a pending call then fails with ENOSYS) and frees W once its handles are
- * closed. NULL is ok. */
+/* Unregisters W and frees it. NULL is ok. */
 void rmon_seccomp_watch_delete(struct rmon_seccomp_watch *w);
 
 /* For a standalone daemon after its setup: refuses (EPERM, no report) the calls of the default

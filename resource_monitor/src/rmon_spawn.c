@@ -231,14 +231,6 @@ __attribute__((no_sanitize_address)) static int child_main(void *arg)
 		child_say(c, ENOENT);
 		_exit(127);
 	}
-	/* Last: the filter also applies to what is done before the exec from here on. */
-	if (a->seccomp) {
-		int se = rmon_seccomp_install_child(a->seccomp, a->seccomp_sock);
-		if (se < 0) {
-			errno = -se;
-			goto setup_failed;
-		}
-	}
 	execve(c->path, c->argv, c->envp);
 	if (errno == ENOEXEC)
 		execve("/bin/sh", c->sh_argv, c->envp);
@@ -256,6 +248,8 @@ setup_failed:
 
 pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, int *child_err)
 {
+	if (a->seccomp)
+		return rmon_spawn_filtered(a, stage, child_err);
 	return rmon_spawn_settid(a, NULL, stage, child_err);
 }
 
@@ -264,7 +258,8 @@ pid_t rmon_spawn_settid(const struct rmon_spawn_args *a, pid_t *ptid, enum rmon_
 {
 	*stage = RMON_SPAWN_OK;
 	*child_err = 0;
-	if (!a->argv || !a->argv[0])
+	/* A filter is the spawner thread's to have (rmon_spawn_filtered): never run without it. */
+	if (!a->argv || !a->argv[0] || a->seccomp)
 		return -EINVAL;
 	size_t argc = 0;
 	while (a->argv[argc])

@@ -18,10 +18,10 @@ struct rmon_spawn_args {
 	const int *cgroup_fds; /* cgroup.procs descriptors to write "0" into */
 	int n_cgroup_fds;
 	int say_cgroup_error; /* a failure to join is also written to the child's stderr */
-	/* A seccomp filter installed just before the exec (NULL = none); its listener is sent
-	 * over seccomp_sock (rmon_seccomp.h). A failure to install it stops the start (SETUP). */
+	/* The seccomp filter the child runs under (NULL = none): the child is cloned by a spawner
+	 * thread that has it installed (rmon_seccomp.h). When it cannot be installed there, no
+	 * child is made (-errno). */
 	const struct rmon_seccomp_prog *seccomp;
-	int seccomp_sock;
 };
 
 /* Where the child failed before running the program. */
@@ -32,9 +32,10 @@ enum rmon_spawn_stage {
 	RMON_SPAWN_EXEC,   /* the program could not be executed: exited with 127 */
 };
 
-/* Starts the child. Returns its pid (> 0) or -errno when no process could be created. When
- * the child failed before the program ran, *STAGE and *CHILD_ERR (errno) say why; the child
- * then has exited with status 127 and must still be reaped by the caller. */
+/* Starts the child (with a seccomp filter, through rmon_spawn_filtered). Returns its pid (> 0)
+ * or -errno when no process could be created. When the child failed before the program ran,
+ * *STAGE and *CHILD_ERR (errno) say why; the child then has exited with status 127 and must
+ * still be reaped by the caller. */
 pid_t rmon_spawn(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage, int *child_err);
 
 /* rmon_spawn, and with PTID non-NULL the child's pid is also stored at *PTID as soon as the
@@ -50,6 +51,11 @@ pid_t rmon_spawn_settid(const struct rmon_spawn_args *a, pid_t *ptid, enum rmon_
  * too, as say_cgroup_error), and the child exits with 127, as from a shell. Returns the pid,
  * or -errno when no process could be created. */
 pid_t rmon_spawn_start(const struct rmon_spawn_args *a);
+
+/* rmon_spawn made by the spawner threads of A's seccomp filter, waiting for the child's exec
+ * as rmon_spawn does. */
+pid_t rmon_spawn_filtered(const struct rmon_spawn_args *a, enum rmon_spawn_stage *stage,
+                          int *child_err);
 
 /* The executable rmon_spawn would run for NAME under ENV (execvp rules), or NULL when none
  * is found. Caller frees. What was found is remembered (per process, thread-safe) and

@@ -66,7 +66,6 @@ struct rmonitor {
 	int spawn_async;               /* spec.spawn_async */
 	const struct htc_clock *clock; /* spec.clock: of the wall time */
 	const struct rmon_seccomp_prog *seccomp; /* NULL = no filter */
-	int seccomp_fds[2];                      /* the listener's socket pair until the start */
 	struct rmon_seccomp_watch *seccomp_watch;
 	char **seccomp_denied; /* the watch's names, kept once it is gone */
 
@@ -457,11 +456,12 @@ static void stop_watching(struct rmonitor *m)
 /* The refused calls as the summary's "seccomp_denied" (a JSON array), when there were any. */
 static void add_seccomp_denied(struct rmonitor *m, struct rmsummary *s)
 {
-	rmon_seccomp_watch_poll(m->seccomp_watch);
-	const char *const *names = rmon_seccomp_watch_denied(m->seccomp_watch);
-	if (!names[0])
+	char **names = rmon_seccomp_watch_denied(m->seccomp_watch);
+	if (!names[0]) {
+		str_free_argv(names);
 		return;
-	m->seccomp_denied = str_dup_argv(names);
+	}
+	m->seccomp_denied = names;
 	struct buffer b;
 	buffer_init(&b, 0);
 	buffer_putc(&b, '[');
@@ -821,7 +821,6 @@ static pid_t start_child(struct rmonitor *m, int *err)
 	    .cgroup_fds = fds,
 	    .n_cgroup_fds = nfds,
 	    .seccomp = m->seccomp,
-	    .seccomp_sock = m->seccomp_fds[1],
 	};
 	enum rmon_spawn_stage stage;
 	int cerr;
@@ -889,7 +888,6 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 	m->pool = !spec->no_pool;
 	m->spawn_async = spec->spawn_async;
 	m->clock = spec->clock;
-	m->seccomp_fds[0] = m->seccomp_fds[1] = -1;
 	for (int f = 0; f < RM_N_FIELDS; f++) {
 		m->limits[f] = spec->measure_only ? -1 : spec->limits.v[f];
 		m->exceeded[f] = -1;
@@ -935,8 +933,9 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		m->seccomp = rmon_seccomp_prog_get(spec->seccomp_profile, &e);
 		if (!m->seccomp)
 			e = e ? e : -EINVAL;
-		else if (rmon_seccomp_prog_notifies(m->seccomp))
-			e = rmon_seccomp_socketpair(m->seccomp_fds);
+		else /* registered first: the task may make a refused call before its pid is set */
+			m->seccomp_watch = rmon_seccomp_watch_start(
+			    m->seccomp, m->cg ? rmon_cgroup_name(m->cg) : NULL);
 		if (e < 0)
 			warn("cannot set up the seccomp filter %s: %s",
 			     rmon_seccomp_name(spec->seccomp_profile), htc_strerror(e));
@@ -950,16 +949,8 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		m->cg_mem = m->cg_cpu = m->cg_pids = 0;
 		pid = start_child(m, &e);
 	}
-	/* The child has its end of the listener's socket (or is gone). */
-	if (m->seccomp_fds[1] >= 0)
-		close(m->seccomp_fds[1]);
-	if (m->seccomp_fds[0] >= 0) {
-		if (pid > 0)
-			m->seccomp_watch = rmon_seccomp_watch_start(loop, m->seccomp_fds[0]);
-		else
-			close(m->seccomp_fds[0]);
-	}
-	m->seccomp_fds[0] = m->seccomp_fds[1] = -1;
+	if (pid > 0)
+		rmon_seccomp_watch_set_pid(m->seccomp_watch, pid);
 	if (pid < 0) {
 		*err = e ? e : -ECHILD;
 		m->deleting = 1;

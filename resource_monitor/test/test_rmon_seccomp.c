@@ -1,7 +1,8 @@
 /* test_rmon_seccomp.c: unit tests of the seccomp profiles (rmon_seccomp.h): profile names, the
- * filters of each profile, a forked child under a filter whose refused calls fail with EPERM
- * and are recorded by a watch on a libuv loop (and whose allowed calls work), and the errno
- * lockdown of daemons. Each filter is installed in a forked child, never in the test. */
+ * filters of each profile, tasks started by the spawner threads of a filter (this program run
+ * again with --act) whose refused calls fail with EPERM and are recorded by their own task's
+ * watch (and whose allowed calls work), and the errno lockdown of daemons. Filters are
+ * installed on spawner threads and in forked children, never on the test's own thread. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,16 +10,20 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <uv.h>
 
 #include "htc_error.h"
 #include "rmon_seccomp.h"
+#include "rmon_spawn.h"
+#include "stringtools.h"
+#include "xalloc.h"
 #include "banned.h"
 
 static void test_names(void **state)
@@ -89,106 +94,126 @@ static int child_act(enum act a)
 	return 99;
 }
 
-struct run {
-	struct rmon_seccomp_watch *w;
-	uv_loop_t loop;
-	pid_t pid;
-	int status;
-	uv_timer_t timer;
-};
+static char self[4096]; /* this program */
 
-/* Reaps the child from a timer (the test has no SIGCHLD handle), so that the loop keeps
- * answering the child's notifications until it has ended. */
-static void on_timer(uv_timer_t *t)
-{
-	struct run *r = t->data;
-	if (waitpid(r->pid, &r->status, WNOHANG) == r->pid)
-		uv_timer_stop(t);
-}
-
-/* Forks a child that installs PROFILE's filter and does ACT; returns its exit status, with the
- * refused calls in the watch (*W on LOOP, deleted with watch_done). */
-static int run_filtered(uv_loop_t *loop, enum rmon_seccomp_profile profile, enum act a,
-                        struct rmon_seccomp_watch **w)
+/* Starts this program with --act A under PROFILE's filter, its watch registered first as a
+ * monitor does; the task's status goes to *STATUS, its watch to *W (deleted by the caller). */
+static pid_t start_filtered(enum rmon_seccomp_profile profile, enum act a,
+                            struct rmon_seccomp_watch **w)
 {
 	int err;
 	const struct rmon_seccomp_prog *prog = rmon_seccomp_prog_get(profile, &err);
 	assert_non_null(prog);
-	int fds[2];
-	assert_int_equal(rmon_seccomp_socketpair(fds), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(fds[0]);
-		if (rmon_seccomp_install_child(prog, fds[1]) < 0)
-			_exit(98);
-		close(fds[1]);
-		_exit(child_act(a));
-	}
-	close(fds[1]);
-	uv_loop_init(loop);
-	struct run r = {.pid = pid, .status = -1};
-	r.w = rmon_seccomp_watch_start(loop, fds[0]);
-	assert_non_null(r.w);
-	uv_timer_init(loop, &r.timer);
-	r.timer.data = &r;
-	uv_timer_start(&r.timer, on_timer, 5, 5);
-	while (r.status == -1)
-		uv_run(loop, UV_RUN_ONCE);
-	rmon_seccomp_watch_poll(r.w);
-	*w = r.w;
-	uv_close((uv_handle_t *)&r.timer, NULL);
-	uv_run(loop, UV_RUN_DEFAULT);
-	assert_true(WIFEXITED(r.status));
-	return WEXITSTATUS(r.status);
+	char act[16];
+	snprintf(act, sizeof act, "%d", (int)a);
+	const char *argv[] = {self, "--act", act, NULL};
+	struct rmon_spawn_args sa = {.argv = argv,
+	                             .path = self,
+	                             .stdin_fd = -1,
+	                             .stdout_fd = -1,
+	                             .stderr_fd = -1,
+	                             .seccomp = prog};
+	*w = rmon_seccomp_watch_start(prog, NULL);
+	assert_non_null(*w);
+	pid_t pid = rmon_spawn_start(&sa);
+	assert_true(pid > 0);
+	rmon_seccomp_watch_set_pid(*w, pid);
+	return pid;
 }
 
-/* Deletes W and closes LOOP, which then has nothing left on it. */
-static void watch_done(uv_loop_t *loop, struct rmon_seccomp_watch *w)
+static int wait_exit(pid_t pid)
 {
-	rmon_seccomp_watch_delete(w);
-	uv_run(loop, UV_RUN_DEFAULT);
-	assert_int_equal(uv_loop_close(loop), 0);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static int run_filtered(enum rmon_seccomp_profile profile, enum act a,
+                        struct rmon_seccomp_watch **w)
+{
+	return wait_exit(start_filtered(profile, a, w));
+}
+
+/* The names refused for W, as one string "a,b" ("" for none). */
+static char *denied(const struct rmon_seccomp_watch *w)
+{
+	char **names = rmon_seccomp_watch_denied(w);
+	char *s = str_join(names, ",");
+	str_free_argv(names);
+	return s;
 }
 
 static void test_refused_calls_are_reported(void **state)
 {
 	(void)state;
 	struct rmon_seccomp_watch *w;
-	uv_loop_t loop;
-	assert_int_equal(run_filtered(&loop, RMON_SECCOMP_DEFAULT, ACT_BPF_TWICE_AND_MOUNT, &w), 0);
-	const char *const *names = rmon_seccomp_watch_denied(w);
-	assert_non_null(names[0]);
-	assert_string_equal(names[0], "bpf");
-	assert_non_null(names[1]);
-	assert_string_equal(names[1], "mount");
-	assert_null(names[2]);
+	assert_int_equal(run_filtered(RMON_SECCOMP_DEFAULT, ACT_BPF_TWICE_AND_MOUNT, &w), 0);
+	char *names = denied(w);
+	assert_string_equal(names, "bpf,mount");
+	free(names);
 	assert_int_equal(rmon_seccomp_watch_count(w), 3);
-	watch_done(&loop, w);
+	rmon_seccomp_watch_delete(w);
 }
 
 static void test_nonet(void **state)
 {
 	(void)state;
 	struct rmon_seccomp_watch *w;
-	uv_loop_t loop;
-	assert_int_equal(run_filtered(&loop, RMON_SECCOMP_NONET, ACT_NET, &w), 0);
-	const char *const *names = rmon_seccomp_watch_denied(w);
-	assert_non_null(names[0]);
-	assert_string_equal(names[0], "socket");
-	assert_null(names[1]);
-	watch_done(&loop, w);
+	assert_int_equal(run_filtered(RMON_SECCOMP_NONET, ACT_NET, &w), 0);
+	char *names = denied(w);
+	assert_string_equal(names, "socket");
+	free(names);
+	rmon_seccomp_watch_delete(w);
 }
 
 static void test_allowed_unshare(void **state)
 {
 	(void)state;
 	struct rmon_seccomp_watch *w;
-	uv_loop_t loop;
-	assert_int_equal(run_filtered(&loop, RMON_SECCOMP_DEFAULT, ACT_UNSHARE_FILES, &w), 0);
-	assert_null(rmon_seccomp_watch_denied(w)[0]);
+	assert_int_equal(run_filtered(RMON_SECCOMP_DEFAULT, ACT_UNSHARE_FILES, &w), 0);
+	char *names = denied(w);
+	assert_string_equal(names, "");
+	free(names);
 	assert_int_equal(rmon_seccomp_watch_count(w), 0);
-	watch_done(&loop, w);
+	rmon_seccomp_watch_delete(w);
+}
+
+/* Tasks running at once under one filter (one listener): each refused call is recorded for
+ * the task that made it, also one made by a task's child (through sh). */
+static void test_each_task_its_own(void **state)
+{
+	(void)state;
+	enum { N = 4 };
+	struct rmon_seccomp_watch *w[N];
+	pid_t pid[N];
+	for (int i = 0; i < N; i++)
+		pid[i] = start_filtered(RMON_SECCOMP_DEFAULT,
+		                        i % 2 ? ACT_UNSHARE_FILES : ACT_BPF_TWICE_AND_MOUNT, &w[i]);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(wait_exit(pid[i]), 0);
+		char *names = denied(w[i]);
+		assert_string_equal(names, i % 2 ? "" : "bpf,mount");
+		free(names);
+		rmon_seccomp_watch_delete(w[i]);
+	}
+	/* a grandchild: sh runs this program, whose calls belong to the task sh started */
+	int err;
+	const struct rmon_seccomp_prog *prog = rmon_seccomp_prog_get(RMON_SECCOMP_DEFAULT, &err);
+	char *cmd = xasprintf("'%s' --act %d; exit $?", self, (int)ACT_BPF_TWICE_AND_MOUNT);
+	const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+	struct rmon_spawn_args sa = {
+	    .argv = argv, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .seccomp = prog};
+	struct rmon_seccomp_watch *ws = rmon_seccomp_watch_start(prog, NULL);
+	pid_t sh = rmon_spawn_start(&sa);
+	assert_true(sh > 0);
+	rmon_seccomp_watch_set_pid(ws, sh);
+	assert_int_equal(wait_exit(sh), 0);
+	char *names = denied(ws);
+	assert_string_equal(names, "bpf,mount");
+	free(names);
+	rmon_seccomp_watch_delete(ws);
+	free(cmd);
 }
 
 static void test_lockdown(void **state)
@@ -213,14 +238,22 @@ static void test_lockdown(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	/* A task of the tests: no cleanup of ours may run under the filter (_exit). */
+	if (argc == 3 && strcmp(argv[1], "--act") == 0)
+		_exit(child_act((enum act)atoi(argv[2])));
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_progs),
 	    cmocka_unit_test(test_refused_calls_are_reported),
 	    cmocka_unit_test(test_nonet),
 	    cmocka_unit_test(test_allowed_unshare),
+	    cmocka_unit_test(test_each_task_its_own),
 	    cmocka_unit_test(test_lockdown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
