@@ -21,7 +21,7 @@
  * to every connector, and with one worker per core or more, reading each as it comes woke
  * every worker for every fork anywhere. The events wait in the socket (4 MB) and nothing is
  * lost by reading them later: every sample and every task's end read them first. */
-#define PAUSE_MS 20
+#define PAUSE_MS 100
 
 struct rmon_cn_loop {
 	struct rmon_cn_loop *next;

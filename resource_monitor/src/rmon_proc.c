@@ -595,6 +595,8 @@ static void cn_fork(struct rmon_proc *p, pid_t parent, pid_t child)
 		return;
 	struct pentry *c;
 	HASH_FIND_INT(p->tab, &child, c);
+	if (c && c->ppid == parent && !c->exited)
+		return; /* a sample found it between its fork and the reading of the fork */
 	if (c) {
 		/* Pid reused before a sample noticed the old process was gone. */
 		struct pentry *pp;

@@ -339,6 +339,10 @@ static void sample(struct rmonitor *m, int light)
 			what |= RMON_CGS_OOM;
 		rmon_cgroup_stats_some(m->cg, &st, what);
 		m->st = st;
+		/* The forks the connector holds first, as without a cgroup: a process this sample
+		 * finds is then already known, not counted again when its fork is read later. */
+		if (m->cn_on)
+			rmon_cn_drain(&m->cn);
 		rmon_cgroup_pids(m->cg, &pids, &n);
 		rmon_proc_sample(m->proc, pids, n, light, &m->tot);
 	} else {

@@ -7,8 +7,11 @@
 #      (ours, from the master's transactions log);
 #   3. one large file (WQ_BIG_MB, default 2048) and 2,000 files of 10 KB through a worker,
 #      against a raw loopback TCP copy of the same bytes to disk;
-#   4. 200 idle workers connected to one master: the master's CPU and memory.
-# Usage: wq.sh [BUILD]; WQ_TASKS (default 5000) scales part 1, WQ_PARTS picks parts ("1 2 3 4"),
+#   4. 200 idle workers connected to one master: the master's CPU and memory;
+#   5. a ladder of 1-core workers (WQ_LADDER, default "2 4 10 20 50", more workers than cores,
+#      as pools run): WQ_LADDER_TASKS (default 3000) null rules through makeflow -T wq at each
+#      step, ours and CCTools, and ours at the last step against ours at the first.
+# Usage: wq.sh [BUILD]; WQ_TASKS (default 5000) scales part 1, WQ_PARTS picks parts ("1 2 3 4 5"),
 # WQ_TMPFS=0 leaves out the tmpfs line of part 1, WQ_SECCOMP=0 its seccomp line, WQ_CCTOOLS=0
 # leaves out CCTools (ab.sh).
 set -u
@@ -339,8 +342,37 @@ part4() {
 	[ $have_cct = 1 ] && idle_master CCTools "$CCT_MF" "$CCT_WORKER"
 }
 
+part5() {
+	local ladder=${WQ_LADDER:-2 4 10 20 50} n=${WQ_LADDER_TASKS:-3000}
+	echo ""
+	echo "5. $n null rules through makeflow -T wq with N 1-core workers (tasks per second)"
+	null_workflow "$WORK/ours.mf" "$n"
+	cp "$WORK/ours.mf" "$WORK/cct.mf"
+	local first="" last=""
+	for w in $ladder; do
+		local cores=()
+		for _ in $(seq 1 "$w"); do cores+=(1); done
+		run_wq ours "$MF" "$WORKER" "${cores[@]}" -- --progress=quiet
+		local t_ours=$T t_cct=-
+		if [ $have_cct = 1 ]; then
+			run_wq cct "$CCT_MF" "$CCT_WORKER" "${cores[@]}" --
+			t_cct=$T
+		fi
+		printf '   %3s workers  ours %8s s %7s tasks/s   CCTools %8s s %7s tasks/s   ours/CCTools %s\n' \
+			"$w" "$t_ours" "$(rate "$n" "$t_ours")" "$t_cct" "$(rate "$n" "$t_cct")" \
+			"$(python3 -c "
+try: print('%.1fx' % (float('$t_cct') / float('$t_ours')))
+except ValueError: print('n/a')")"
+		[ -n "$first" ] || first=$t_ours
+		last=$t_ours
+	done
+	python3 -c "
+try: print('   ours with the most workers: %.0f %% of the rate with the fewest' % (100.0 * float('$first') / float('$last')))
+except ValueError: pass"
+}
+
 echo "== Work Queue: ours vs CCTools 9.9, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
 [ $have_cct = 1 ] || echo "(CCTools 9.9 is not installed: its column is skipped)"
-for p in ${WQ_PARTS:-1 2 3 4}; do
+for p in ${WQ_PARTS:-1 2 3 4 5}; do
 	"part$p"
 done
