@@ -74,7 +74,8 @@ int main(int argc, char **argv)
 			work_queue_submit(q, null_task());
 		double t1 = now_s();
 		long a = rss_kb();
-		printf("{\"tasks\":%ld,\"submit_per_s\":%.0f,\"rss_kb_before\":%ld,\"rss_kb_after\":%ld,"
+		printf("{\"tasks\":%ld,\"submit_per_s\":%.0f,\"rss_kb_before\":%ld,\"rss_kb_"
+		       "after\":%ld,"
 		       "\"bytes_per_task\":%.0f}\n",
 		       n, (double)n / (t1 - t0), b, a, (double)(a - b) * 1024 / (double)n);
 		work_queue_delete(q);
@@ -90,7 +91,8 @@ int main(int argc, char **argv)
 			work_queue_wait(q, 0.1);
 		long a = rss_kb();
 		int c = connected(q);
-		printf("{\"workers\":%d,\"rss_kb_empty\":%ld,\"rss_kb_before\":%ld,\"rss_kb_after\":%ld,"
+		printf("{\"workers\":%d,\"rss_kb_empty\":%ld,\"rss_kb_before\":%ld,\"rss_kb_"
+		       "after\":%ld,"
 		       "\"bytes_per_worker\":%.0f}\n",
 		       c, before, b, a, c ? (double)(a - b) * 1024 / c : 0.0);
 		work_queue_delete(q);
@@ -125,8 +127,8 @@ int main(int argc, char **argv)
 		}
 	}
 	double el = now_s() - t0;
-	printf("{\"workers\":%d,\"seconds\":%.2f,\"done\":%ld,\"tasks_per_s\":%.0f}\n", connected(q),
-	       el, done, (double)done / el);
+	printf("{\"workers\":%d,\"seconds\":%.2f,\"done\":%ld,\"tasks_per_s\":%.0f}\n",
+	       connected(q), el, done, (double)done / el);
 	fflush(stdout);
 	work_queue_delete(q);
 	return 0;
