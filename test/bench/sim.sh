@@ -11,7 +11,7 @@ BUILD=${1:-$SRCDIR/build}
 case "$BUILD" in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
 B=$BUILD/work_queue/test
 SIM=$B/helper_sim_workers
-MB=$B/helper_master_bench
+MB=${SIM_MASTER:-$B/helper_master_bench}
 WORK=$BUILD/bench/sim
 RESULTS=$BUILD/bench/sim.txt
 PARTS=${SIM_PARTS:-rate memory storm}
@@ -60,7 +60,7 @@ part_rate() {
 		wait "$MPID"
 		local rate
 		rate=$(json "$WORK/rate$n.master" "['tasks_per_s']")
-		say "workers $n: $rate tasks/s (sim: $(tail -1 "$WORK/rate$n.sim"))"
+		say "workers $n: $rate tasks/s, master CPU $(json "$WORK/rate$n.master" "['cpu_us_per_task']") us per task (sim: $(tail -1 "$WORK/rate$n.sim"))"
 		[ "$n" = 1000 ] && r1000=$rate
 		if [ "$n" = 5000 ] && [ -n "$r1000" ]; then
 			say "  5,000 against 1,000: $(python3 -c "print('%.2f' % ($rate / $r1000))") (target at least 0.75)"

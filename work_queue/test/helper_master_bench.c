@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -33,6 +34,14 @@ static struct work_queue_task *null_task(void)
 	work_queue_task_specify_memory(t, 10);
 	work_queue_task_specify_disk(t, 10);
 	return t;
+}
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static double now_s(void)
@@ -110,7 +119,7 @@ int main(int argc, char **argv)
 			work_queue_submit(q, null_task());
 		}
 	}
-	double t0 = now_s(), tick = t0 + 1, end = t0 + seconds;
+	double t0 = now_s(), tick = t0 + 1, end = t0 + seconds, c0 = cpu_s();
 	long at_tick = 0;
 	while (now_s() < end) {
 		struct work_queue_task *t = work_queue_wait(q, 0.05);
@@ -126,9 +135,10 @@ int main(int argc, char **argv)
 			tick += 1;
 		}
 	}
-	double el = now_s() - t0;
-	printf("{\"workers\":%d,\"seconds\":%.2f,\"done\":%ld,\"tasks_per_s\":%.0f}\n",
-	       connected(q), el, done, (double)done / el);
+	double el = now_s() - t0, cpu = cpu_s() - c0;
+	printf("{\"workers\":%d,\"seconds\":%.2f,\"done\":%ld,\"tasks_per_s\":%.0f,"
+	       "\"cpu_us_per_task\":%.1f}\n",
+	       connected(q), el, done, (double)done / el, done ? cpu * 1e6 / (double)done : 0.0);
 	fflush(stdout);
 	work_queue_delete(q);
 	return 0;
