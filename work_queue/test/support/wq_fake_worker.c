@@ -240,7 +240,11 @@ static void fake_on_task(struct fake *f, json_t *msg)
 			const char *obj = json_string_value(json_object_get(in, "object"));
 			if (obj) {
 				f->refused_once = 1;
-				f->ncache = 0; /* the object "vanished" */
+				f->ncache = 0; /* the object "vanished": from the disk too, so that the
+				                  task waits for it to be sent again */
+				char gone[512];
+				snprintf(gone, sizeof gone, "%s/%s", f->dir, obj);
+				unlink(gone);
 				char *text = xasprintf("object %s is not in the cache", obj);
 				fake_send(f, json_pack("{s:s,s:I,s:I,s:s,s:s}", "m", "task_refused",
 				                       "id", (json_int_t)id, "try", (json_int_t)tr,
