@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "master_internal.h"
 #include "ts_tmpdir.h"
 #include "work_queue.h"
 #include "wq_auth.h"
@@ -298,6 +299,58 @@ static void test_password(void **state)
 	wq_auth_key_delete(good);
 }
 
+static bool received_4(struct work_queue *q, struct wq_sim *s, struct collect *c)
+{
+	(void)q;
+	(void)c;
+	struct wq_sim_stats st;
+	wq_sim_get_stats(s, &st);
+	return st.tasks_received >= 4;
+}
+
+static bool none_connected(struct work_queue *q, struct wq_sim *s, struct collect *c)
+{
+	(void)s;
+	(void)c;
+	struct work_queue_stats ws;
+	work_queue_get_stats(q, &ws);
+	return ws.workers_connected == 0;
+}
+
+/* A lost worker's tasks go back to ready: the master walks that worker's tasks, not all. */
+static void test_lost_worker_walks_its_tasks(void **state)
+{
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
+	enum { N = 3000 };
+	for (int i = 0; i < N; i++) {
+		struct work_queue_task *t = work_queue_task_create("true");
+		work_queue_task_specify_cores(t, 1);
+		work_queue_task_specify_memory(t, 10);
+		work_queue_task_specify_disk(t, 10);
+		assert_true(work_queue_submit(q, t) >= 1);
+	}
+	struct wq_sim_opts o = {.dist = WQ_SIM_FIXED, .mean = 3600};
+	struct wq_sim *s = sim_start(q, 1, &o);
+	run_until(q, s, NULL, received_4, 60);
+	uint64_t before = q->lost_examined;
+	wq_sim_delete(s); /* the connection drops */
+	run_until(q, NULL, NULL, none_connected, 60);
+	uint64_t examined = q->lost_examined - before;
+	assert_true(examined >= 4);
+	assert_true(examined <= 1024); /* the most one worker holds; there are 3,000 tasks */
+	/* and they run elsewhere */
+	s = sim_start(q, 2, NULL);
+	struct collect c = {xcalloc(N, sizeof *c.got), 0, N};
+	run_until(q, s, &c, all_collected, 120);
+	for (int k = 0; k < N; k++) {
+		assert_int_equal(c.got[k]->result, WORK_QUEUE_RESULT_SUCCESS);
+		work_queue_task_delete(c.got[k]);
+	}
+	free(c.got);
+	sim_end(q, s);
+}
+
 /* test_work_queue.c's round trip, with the simulator in the fake worker's place. */
 static void test_fake_round_trip(void **state)
 {
@@ -351,9 +404,12 @@ static void test_fake_round_trip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fake_round_trip), cmocka_unit_test(test_password),
-	    cmocka_unit_test(test_many_tasks),      cmocka_unit_test(test_dropped_worker),
+	    cmocka_unit_test(test_fake_round_trip),
+	    cmocka_unit_test(test_password),
+	    cmocka_unit_test(test_many_tasks),
+	    cmocka_unit_test(test_dropped_worker),
 	    cmocka_unit_test(test_cancel),
+	    cmocka_unit_test(test_lost_worker_walks_its_tasks),
 
 	    cmocka_unit_test(test_keepalive),
 	};

@@ -466,6 +466,7 @@ int work_queue_port(const struct work_queue *q)
 
 static void mtask_free(struct mtask *m)
 {
+	master_worker_list_del(m);
 	master_worker_clear_recv(m);
 	for (int i = 0; i < m->n_inputs; i++)
 		free(m->objects[i]);

@@ -240,8 +240,8 @@ static void fake_on_task(struct fake *f, json_t *msg)
 			const char *obj = json_string_value(json_object_get(in, "object"));
 			if (obj) {
 				f->refused_once = 1;
-				f->ncache = 0; /* the object "vanished": from the disk too, so that the
-				                  task waits for it to be sent again */
+				f->ncache = 0; /* the object "vanished": from the disk too, so that
+				                  the task waits for it to be sent again */
 				char gone[512];
 				snprintf(gone, sizeof gone, "%s/%s", f->dir, obj);
 				unlink(gone);
