@@ -351,6 +351,45 @@ static void test_lost_worker_walks_its_tasks(void **state)
 	sim_end(q, s);
 }
 
+static uint64_t ticks_until;
+
+static bool ticked(struct work_queue *q, struct wq_sim *s, struct collect *c)
+{
+	(void)s;
+	(void)c;
+	return q->ticks >= ticks_until;
+}
+
+/* The periodic end-time check looks at tasks only while one has an end time. */
+static void test_tick_without_end_times(void **state)
+{
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
+	for (int i = 0; i < 2000; i++)
+		assert_true(work_queue_submit(q, work_queue_task_create("true")) >= 1);
+	uint64_t examined = q->tick_examined;
+	ticks_until = q->ticks + 2;
+	run_until(q, NULL, NULL, ticked, 30);
+	assert_int_equal(q->tick_examined, examined);
+	/* one task with an end time already past: it ends at the next tick */
+	struct work_queue_task *t = work_queue_task_create("true");
+	work_queue_task_specify_end_time(t, 1.0);
+	int id = work_queue_submit(q, t);
+	struct work_queue_task *done = fake_wait_task(q, 30);
+	assert_ptr_equal(done, t);
+	assert_int_equal(done->taskid, id);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_TASK_TIMEOUT);
+	work_queue_task_delete(done);
+	/* none left: the scans stop again */
+	ticks_until = q->ticks + 1;
+	run_until(q, NULL, NULL, ticked, 30);
+	examined = q->tick_examined;
+	ticks_until = q->ticks + 2;
+	run_until(q, NULL, NULL, ticked, 30);
+	assert_int_equal(q->tick_examined, examined);
+	fake_queue_delete(q);
+}
+
 /* test_work_queue.c's round trip, with the simulator in the fake worker's place. */
 static void test_fake_round_trip(void **state)
 {
@@ -410,6 +449,7 @@ int main(void)
 	    cmocka_unit_test(test_dropped_worker),
 	    cmocka_unit_test(test_cancel),
 	    cmocka_unit_test(test_lost_worker_walks_its_tasks),
+	    cmocka_unit_test(test_tick_without_end_times),
 
 	    cmocka_unit_test(test_keepalive),
 	};
