@@ -26,6 +26,7 @@ static const char usage[] =
     "  -p, --password FILE    the master's password file\n"
     "  -q, --queue-max N      queued tasks offered (0: 2 x cores, -1: no queue)\n"
     "  -w, --connect-window S spread the connects over S seconds (default 0)\n"
+    "  -r, --retry S          first backoff after a failed attempt (default 1; doubles to 60)\n"
     "  -t, --time S           stop after S seconds\n"
     "  -T, --tasks N          stop once N tasks are done\n"
     "  -o, --stdout TEXT      each task's stdout\n"
@@ -101,18 +102,26 @@ static void close_walk(uv_handle_t *h, void *arg)
 
 int main(int argc, char **argv)
 {
-	static const struct option longs[] = {
-	    {"workers", 1, 0, 'n'},     {"cores", 1, 0, 'c'},          {"duration", 1, 0, 'd'},
-	    {"addrs", 1, 0, 'a'},       {"password", 1, 0, 'p'},       {"queue-max", 1, 0, 'q'},
-	    {"time", 1, 0, 't'},        {"tasks", 1, 0, 'T'},          {"stdout", 1, 0, 'o'},
-	    {"exit-status", 1, 0, 'e'}, {"connect-window", 1, 0, 'w'}, {0, 0, 0, 0}};
+	static const struct option longs[] = {{"workers", 1, 0, 'n'},
+	                                      {"cores", 1, 0, 'c'},
+	                                      {"duration", 1, 0, 'd'},
+	                                      {"addrs", 1, 0, 'a'},
+	                                      {"password", 1, 0, 'p'},
+	                                      {"queue-max", 1, 0, 'q'},
+	                                      {"time", 1, 0, 't'},
+	                                      {"tasks", 1, 0, 'T'},
+	                                      {"stdout", 1, 0, 'o'},
+	                                      {"exit-status", 1, 0, 'e'},
+	                                      {"connect-window", 1, 0, 'w'},
+	                                      {"retry", 1, 0, 'r'},
+	                                      {0, 0, 0, 0}};
 	struct wq_sim_opts o = {0};
 	o.workers = 1;
 	const char *pwfile = NULL;
 	double seconds = 0;
 	long long tasks = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "n:c:d:a:p:q:t:T:o:e:w:", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:c:d:a:p:q:t:T:o:e:w:r:", longs, NULL)) != -1) {
 		switch (c) {
 		case 'n': o.workers = atoi(optarg); break;
 		case 'c': o.cores = atoi(optarg); break;
@@ -130,6 +139,7 @@ int main(int argc, char **argv)
 		case 'o': o.stdout_text = optarg; break;
 		case 'e': o.exit_status = atoi(optarg); break;
 		case 'w': o.connect_window = atof(optarg); break;
+		case 'r': o.retry = atof(optarg); break;
 		default: fputs(usage, stderr); return 2;
 		}
 	}

@@ -123,6 +123,7 @@ struct sim_worker {
 	struct sim_obj *cache;
 	struct sim_buf *open_bufs;
 	int drop_after; /* > 0: drop at that many more tasks */
+	double backoff; /* seconds before the next attempt after a failure (doubles to 60) */
 	uint64_t tasks_received;
 };
 
@@ -705,7 +706,11 @@ static void worker_retry_or_end(struct sim_worker *w, bool failed)
 		w->state = S_IDLE;
 		s->st.retries++;
 		w->in_heap = true;
-		double d = s->o.retry * (0.5 + sim_random(s));
+		/* as the real worker: the backoff doubles up to 60 s, +-25 % */
+		if (w->backoff < s->o.retry)
+			w->backoff = s->o.retry;
+		double d = w->backoff * (0.75 + 0.5 * sim_random(s));
+		w->backoff = w->backoff * 2 > 60 ? 60 : w->backoff * 2;
 		push_event(s, now_us(s) + (int64_t)(d * 1e6), w);
 		return;
 	}
@@ -732,6 +737,7 @@ static void hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *
 	}
 	w->caps = r->caps;
 	w->state = S_ACTIVE;
+	w->backoff = 0;
 	s->st.active++;
 	if (!w->ever) {
 		w->ever = true;
@@ -979,7 +985,7 @@ struct wq_sim *wq_sim_create(uv_loop_t *loop, const struct wq_sim_opts *o)
 	if (s->o.queue_max == 0)
 		s->o.queue_max = 2 * s->o.cores > WQ_QUEUE_MAX ? WQ_QUEUE_MAX : 2 * s->o.cores;
 	if (s->o.retry == 0)
-		s->o.retry = 0.2;
+		s->o.retry = 1;
 	s->rng = o->seed ? o->seed : 1;
 	if (o->stdout_text && o->stdout_text[0])
 		s->stdout_text = xstrdup(o->stdout_text);

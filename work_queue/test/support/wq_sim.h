@@ -54,8 +54,10 @@ struct wq_sim_opts {
 	const char *stdout_text; /* each task's stdout (copied); NULL or "": none */
 	uint64_t seed;           /* of the durations and worker ids (0: 1) */
 	double connect_window;   /* seconds over which the N connections are spread (0: all now) */
-	double retry; /* seconds before a worker whose connect or handshake failed tries again
-	                 (0: 0.2, < 0: never); a permanent refusal (password) is never retried */
+	/* seconds before a worker whose connect or handshake failed tries again, doubled at each
+	 * failure up to 60 s, +-25 %, as the real worker does (0: 1 s, < 0: never); a permanent
+	 * refusal (password) is never retried */
+	double retry;
 };
 
 /* Counts over all workers. */
