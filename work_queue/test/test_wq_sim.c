@@ -390,6 +390,53 @@ static void test_tick_without_end_times(void **state)
 	fake_queue_delete(q);
 }
 
+static uv_tcp_t silent[70];
+static int silent_connected;
+
+static void silent_cb(uv_connect_t *req, int status)
+{
+	silent_connected += status == 0;
+	free(req);
+}
+
+static bool six_lookups(struct work_queue *q, struct wq_sim *s, struct collect *c)
+{
+	(void)s;
+	(void)c;
+	return silent_connected == 70 && q->admit.silent_lookups >= 6 && q->admit.total == 64;
+}
+
+/* Admission past its limit looks for a silent connection among those in handshake only, not
+ * among every worker connected. */
+static void test_admission_looks_at_handshakes(void **state)
+{
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
+	struct wq_sim_opts o = {.addrs = 8};
+	struct wq_sim *s = sim_start(q, 200, &o);
+	run_until(q, s, NULL, sim_all_active, 60);
+	/* 70 connections from 127.0.0.1 that send nothing: the limit per address is 64, so each
+	 * of the last 6 evicts the oldest silent one */
+	struct sockaddr_in a;
+	uv_ip4_addr("127.0.0.1", work_queue_port(q), &a);
+	silent_connected = 0;
+	for (int i = 0; i < 70; i++) {
+		uv_tcp_init(work_queue_loop(q), &silent[i]);
+		uv_connect_t *req = xmalloc(sizeof *req);
+		assert_int_equal(uv_tcp_connect(req, &silent[i], (struct sockaddr *)&a, silent_cb),
+		                 0);
+	}
+	run_until(q, s, NULL, six_lookups, 60);
+	assert_int_equal(q->admit.silent_lookups, 6);
+	assert_true(q->admit.silent_examined <= 6 * 64); /* not the 200 workers each time */
+	struct work_queue_stats ws;
+	work_queue_get_stats(q, &ws);
+	assert_int_equal(ws.workers_connected, 200);
+	for (int i = 0; i < 70; i++)
+		uv_close((uv_handle_t *)&silent[i], NULL);
+	sim_end(q, s);
+}
+
 /* test_work_queue.c's round trip, with the simulator in the fake worker's place. */
 static void test_fake_round_trip(void **state)
 {
@@ -450,6 +497,7 @@ int main(void)
 	    cmocka_unit_test(test_cancel),
 	    cmocka_unit_test(test_lost_worker_walks_its_tasks),
 	    cmocka_unit_test(test_tick_without_end_times),
+	    cmocka_unit_test(test_admission_looks_at_handshakes),
 
 	    cmocka_unit_test(test_keepalive),
 	};

@@ -139,8 +139,9 @@ struct mworker {
 	struct wq_xfer_in *in;
 	struct mobject *objects;
 	struct mcancel *cancelling;
-	int ntasks;             /* tasks assigned */
-	struct mtask *assigned; /* those tasks (the lost-worker procedure walks them) */
+	struct mworker *hs_prev, *hs_next; /* in q->admit.hs_list while counted */
+	int ntasks;                        /* tasks assigned */
+	struct mtask *assigned;            /* those tasks (the lost-worker procedure walks them) */
 	/* Tasks assigned to run (not queued) whose `task` is not sent yet (their objects are on
 	 * the way), and the ids of queued tasks whose `task` waits for them: a queued task sent
 	 * first would be started by the worker in the place the master keeps for the other. */
@@ -170,6 +171,8 @@ struct master_admit {
 	struct master_admit_addr *by_addr; /* their count per peer address */
 	uint64_t log_start;                /* uv_now at the start of the log window */
 	unsigned log_lines, suppressed;    /* refusal lines logged, and dropped, in the window */
+	struct mworker *hs_list;           /* the connections counted, oldest first */
+	uint64_t silent_lookups, silent_examined; /* searches for a silent one, workers looked at */
 };
 
 struct work_queue {

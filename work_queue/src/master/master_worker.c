@@ -687,6 +687,7 @@ static void timer_free(uv_handle_t *h)
 static void worker_free_now(struct mworker *w)
 {
 	struct work_queue *q = w->q;
+	master_admit_release(w); /* out of the admission list, if still in it */
 	if (w->prev)
 		w->prev->next = w->next;
 	else if (q->workers == w)
