@@ -201,7 +201,8 @@ demo: deps
 	@bash test/demo.sh $(B)
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(B)/work_queue/test/helper_sim_workers \
+		$(B)/work_queue/test/helper_master_bench
 	@bash test/bench/run.sh $(B)
 
 fuzz: deps

@@ -229,9 +229,15 @@ bench_wq() {
 		bash "$SRCDIR/test/bench/wq.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
 }
 
+# ---- 8. the master alone against simulated workers (needs `make tests`) -------------
+bench_sim() {
+	say ""
+	SIM_TASKS=$(scaled 1000000) bash "$SRCDIR/test/bench/sim.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+}
+
 say "makeflow benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, scale $SCALE"
 [ $have_cctools = 1 ] || say "(CCTools 9.9 is not installed: its columns are skipped; run 'make bench' as root to install it)"
-for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq}; do
+for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq sim}; do
 	"bench_$b"
 done
 say ""

@@ -735,6 +735,47 @@ static int run_prefetch(struct master_sched *s, int per_worker, double max_s,
 	return n;
 }
 
+/* Prefetching looks at the workers with room, not at every worker for every task. */
+static void test_prefetch_no_scan(void **state)
+{
+	(void)state;
+	enum { W = 2000 };
+	struct master_sched *s = master_sched_create();
+	char ids[W][16];
+	for (int i = 0; i < W; i++) {
+		snprintf(ids[i], sizeof ids[i], "w%d", i);
+		qworker(s, ids[i], 1, 2);
+	}
+	struct master_sched_assignment *out = xcalloc(MAXA, sizeof *out);
+	master_sched_category_record_time(s, "c", 0.1);
+	for (int i = 0; i < 3 * W + 10; i++)
+		task(s, 0, "c", 1, 10, 10, 0, i + 1);
+	int running = 0; /* every core busy first */
+	for (int n; (n = run_pass(s, MASTER_SCHED_FCFS, 0, out, NULL)) > 0;)
+		running += n;
+	assert_int_equal(running, W);
+	int64_t queued = 0;
+	for (int round = 0; round < 8 && queued < 2 * W; round++) {
+		int64_t before = master_sched_prefetch_examined(s);
+		int n = run_prefetch(s, -1, 1.0, out);
+		assert_true(n > 0);
+		queued += n;
+		/* about one worker per task (and the room check) */
+		assert_true(master_sched_prefetch_examined(s) - before <= 2 * (int64_t)n + 2);
+	}
+	assert_int_equal(queued, 2 * W);
+	/* the fewest queued first: every worker holds 2 */
+	for (int i = 0; i < W; i++)
+		assert_int_equal(master_sched_worker_queued(master_sched_worker_lookup(s, ids[i])),
+		                 2);
+	/* every queue full: nothing is looked at */
+	int64_t before = master_sched_prefetch_examined(s);
+	assert_int_equal(run_prefetch(s, -1, 1.0, out), 0);
+	assert_true(master_sched_prefetch_examined(s) - before <= 2);
+	free(out);
+	master_sched_delete(s);
+}
+
 static void test_prefetch_measure(void **state)
 {
 	(void)state;
@@ -928,6 +969,7 @@ int main(void)
 	    cmocka_unit_test(test_pass_cost),
 	    cmocka_unit_test(test_pass_cost_blocked),
 	    cmocka_unit_test(test_prefetch_measure),
+	    cmocka_unit_test(test_prefetch_no_scan),
 	    cmocka_unit_test(test_prefetch_room_priority),
 	    cmocka_unit_test(test_prefetch_promotion),
 	    cmocka_unit_test(test_prefetch_worker_lost),

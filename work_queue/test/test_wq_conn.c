@@ -842,6 +842,60 @@ static void test_cork(void **state)
 	env_done(&e);
 }
 
+/* Messages of every size in one iteration, each encoded into the gathered bytes when it fits
+ * and in a buffer of its own when not: all arrive whole and in order. */
+static void test_cork_sizes(void **state)
+{
+	(void)state;
+	struct env e;
+	env_init(&e);
+	uv_tcp_t *a, *b;
+	env_pair(&e, &a, &b);
+	struct side sa = {0};
+	side_open(&sa, a, "test: cork sizes");
+	assert_int_equal(wq_conn_set_msg_limit(sa.c, WQ_MAX_MSG), 0);
+	struct raw r;
+	raw_start(&r, b, 0);
+	static const size_t sizes[] = {10, 1500, 1500, 3, 9000, 16000, 20000, 100, 60000, 7, 2030};
+	enum { N = sizeof sizes / sizeof sizes[0] };
+	for (int round = 0; round < 3; round++) {
+		for (int k = 0; k < N; k++) {
+			char *text = xmalloc(sizes[k] + 1);
+			memset(text, 'a' + k, sizes[k]);
+			text[sizes[k]] = 0;
+			json_t *m = json_pack("{s:s, s:i, s:s}", "m", "note", "i", round * N + k,
+			                      "text", text);
+			free(text);
+			assert_int_equal(wq_conn_send_msg(sa.c, m), 0);
+			json_decref(m);
+		}
+		ts_run_for(&e.loop, 5); /* the next round starts a new gathering */
+	}
+	json_t *bye = json_pack("{s:s}", "m", "bye");
+	assert_int_equal(wq_conn_close(sa.c, bye), 0);
+	json_decref(bye);
+	assert_true(ts_run_until(&e.loop, raw_taken_to_eof, &r, TS_WAIT_MS));
+	raw_take(&r);
+	json_t *last = NULL, *all = json_array();
+	int notes = 0;
+	assert_int_equal(raw_frames_all(&r, &last, "note", &notes, all), 3 * N + 1);
+	assert_int_equal(notes, 3 * N);
+	json_decref(last);
+	for (int k = 0; k < 3 * N; k++) {
+		json_t *m = json_array_get(all, (size_t)k);
+		assert_int_equal(json_integer_value(json_object_get(m, "i")), k);
+		const char *text = json_string_value(json_object_get(m, "text"));
+		assert_int_equal(strlen(text), sizes[k % N]);
+		assert_int_equal(text[0], 'a' + k % N);
+		assert_int_equal(text[sizes[k % N] - 1], 'a' + k % N);
+	}
+	json_decref(all);
+	raw_close(&r);
+	assert_true(ts_run_until(&e.loop, is_closed, &sa, 3000));
+	side_free(&sa);
+	env_done(&e);
+}
+
 /* ---- closing and deleting from inside callbacks ---- */
 
 static void close_in_callback(int delete_on_msg, int close_on_msg)
@@ -1074,6 +1128,7 @@ int main(void)
 	    cmocka_unit_test(test_not_reading),    cmocka_unit_test(test_close_in_callback),
 	    cmocka_unit_test(test_filter),         cmocka_unit_test(test_filter_fail),
 	    cmocka_unit_test(test_log_rate),       cmocka_unit_test(test_cork),
+	    cmocka_unit_test(test_cork_sizes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

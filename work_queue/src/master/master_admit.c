@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <uthash.h>
+#include <utlist.h>
 
 #include "debug.h"
 #include "wq_conn.h"
@@ -69,15 +70,18 @@ static void admit_log(struct work_queue *q, const char *fmt, ...)
 	warn("wq: %s", text);
 }
 
-/* The oldest connection in handshake that has sent nothing, from IP (any address if NULL). */
+/* The oldest connection in handshake that has sent nothing, from IP (any address if NULL). Only
+ * the connections counted are looked at (at most ADMIT_TOTAL), not every worker. */
 static struct mworker *oldest_silent(struct work_queue *q, const char *ip)
 {
-	struct mworker *found = NULL;
-	for (struct mworker *w = q->workers; w; w = w->next) /* newest first */
-		if (w->hs_counted && w->state == MW_HANDSHAKE && w->c &&
-		    wq_conn_bytes_received(w->c) == 0 && (!ip || !strcmp(w->ip, ip)))
-			found = w;
-	return found;
+	q->admit.silent_lookups++;
+	for (struct mworker *w = q->admit.hs_list; w; w = w->hs_next) { /* oldest first */
+		q->admit.silent_examined++;
+		if (w->state == MW_HANDSHAKE && w->c && wq_conn_bytes_received(w->c) == 0 &&
+		    (!ip || !strcmp(w->ip, ip)))
+			return w;
+	}
+	return NULL;
 }
 
 bool master_admit_room(struct work_queue *q, const char *ip)
@@ -123,6 +127,7 @@ void master_admit_add(struct mworker *w)
 	e->n++;
 	a->total++;
 	w->hs_counted = true;
+	DL_APPEND2(a->hs_list, w, hs_prev, hs_next);
 	w->accepted_ms = uv_now(w->q->loop);
 }
 
@@ -132,6 +137,7 @@ void master_admit_release(struct mworker *w)
 		return;
 	w->hs_counted = false;
 	struct master_admit *a = &w->q->admit;
+	DL_DELETE2(a->hs_list, w, hs_prev, hs_next);
 	a->total--;
 	struct master_admit_addr *e = addr_find(a, w->ip);
 	if (e && --e->n <= 0) {

@@ -256,6 +256,7 @@ void master_dispatch_task(struct mworker *w, struct mtask *m, const struct maste
 	m->held = false;
 	w->unsent_running += m->unsent;
 	w->ntasks++;
+	master_worker_list_add(w, m);
 	q->stats.tasks_on_workers++;
 	q->stats.tasks_dispatched++;
 	if (m->queued)

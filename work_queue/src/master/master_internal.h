@@ -81,6 +81,8 @@ struct mtask {
 	bool held; /* queued, inputs in place, its `task` held behind unsent ones (w->held) */
 	struct wq_task_done *pending_done; /* task_done waiting for its outputs to be stored */
 	struct mtask *done_next;
+	struct mworker *listed;      /* the worker whose list of assigned tasks holds it */
+	struct mtask *wprev, *wnext; /* in that list */
 	UT_hash_handle hh;
 };
 
@@ -137,7 +139,9 @@ struct mworker {
 	struct wq_xfer_in *in;
 	struct mobject *objects;
 	struct mcancel *cancelling;
-	int ntasks; /* tasks assigned */
+	struct mworker *hs_prev, *hs_next; /* in q->admit.hs_list while counted */
+	int ntasks;                        /* tasks assigned */
+	struct mtask *assigned;            /* those tasks (the lost-worker procedure walks them) */
 	/* Tasks assigned to run (not queued) whose `task` is not sent yet (their objects are on
 	 * the way), and the ids of queued tasks whose `task` waits for them: a queued task sent
 	 * first would be started by the worker in the place the master keeps for the other. */
@@ -167,9 +171,14 @@ struct master_admit {
 	struct master_admit_addr *by_addr; /* their count per peer address */
 	uint64_t log_start;                /* uv_now at the start of the log window */
 	unsigned log_lines, suppressed;    /* refusal lines logged, and dropped, in the window */
+	struct mworker *hs_list;           /* the connections counted, oldest first */
+	uint64_t silent_lookups, silent_examined; /* searches for a silent one, workers looked at */
 };
 
 struct work_queue {
+	uint64_t lost_examined; /* tasks looked at by lost-worker procedures (tests) */
+	int64_t timed_tasks;    /* tasks with an end time, not done (recounted at each tick) */
+	uint64_t ticks, tick_examined; /* ticks, and tasks their end-time check looked at */
 	uv_loop_t *loop;
 	uv_loop_t own_loop;
 	bool own;
@@ -245,6 +254,9 @@ void master_worker_object_free(struct mworker *w, struct mobject *o);
 void master_worker_rm_path(const char *p, bool is_dir);
 struct work_queue_file *master_worker_nth_file(struct work_queue_file *f, int i);
 void master_worker_detach(struct mworker *w, struct mtask *m); /* M leaves W (stats) */
+/* The list of tasks assigned to a worker: M joins W's (leaving any other), or leaves its own. */
+void master_worker_list_add(struct mworker *w, struct mtask *m);
+void master_worker_list_del(struct mtask *m);
 void master_dispatch_release_held(struct mworker *w); /* sends the queued tasks held (w->held) */
 void master_worker_back_to_ready(struct mworker *w, struct mtask *m); /* same try, not counted */
 void master_worker_finish(struct mworker *w, struct mtask *m, enum work_queue_result result);

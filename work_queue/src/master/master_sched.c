@@ -444,6 +444,31 @@ static void reindex(struct master_sched *s, struct master_sched_worker *w)
 	index_in(s, w);
 }
 
+/* The index of workers by queued count, for master_sched_prefetch (no scan of every worker). */
+static void qindex_out(struct master_sched *s, struct master_sched_worker *w)
+{
+	if (w->qbucket >= 0) {
+		DL_DELETE2(s->qbuckets[w->qbucket], w, qprev, qnext);
+		w->qbucket = -1;
+	}
+}
+
+static void qindex_in(struct master_sched *s, struct master_sched_worker *w)
+{
+	if (w->queue_max <= 0 || w->qbucket >= 0)
+		return;
+	if (w->queue_max > s->max_queue_max)
+		s->max_queue_max = w->queue_max;
+	w->qbucket = w->n_queued < QUEUE_BUCKETS - 1 ? (int)w->n_queued : QUEUE_BUCKETS - 1;
+	DL_APPEND2(s->qbuckets[w->qbucket], w, qprev, qnext);
+}
+
+static void qreindex(struct master_sched *s, struct master_sched_worker *w)
+{
+	qindex_out(s, w);
+	qindex_in(s, w);
+}
+
 /* Makes the bucket array long enough for a worker of TOTAL_MILLI cores (rebuilding it). */
 static void buckets_fit(struct master_sched *s, int64_t total_milli)
 {
@@ -502,6 +527,7 @@ static void queue_append(struct master_sched *s, struct master_sched_task *t,
 	DL_APPEND2(w->queue, t, wprev, wnext);
 	w->n_queued++;
 	s->n_queued++;
+	qreindex(s, w);
 	if (w->n_queued == 1)
 		reindex(s, w);
 }
@@ -515,6 +541,7 @@ static void dequeue(struct master_sched *s, struct master_sched_task *t)
 	s->n_queued--;
 	t->w = NULL;
 	t->state = MASTER_SCHED_TASK_IDLE;
+	qreindex(s, w);
 	if (w->n_queued == 0)
 		reindex(s, w);
 }
@@ -870,9 +897,11 @@ struct master_sched_worker *master_sched_worker_add(struct master_sched *s,
 	w->n_features = nfeat;
 	w->queue_max = spec->queue_max > 0 ? spec->queue_max : 0;
 	w->bucket = -1;
+	w->qbucket = -1;
 	HASH_ADD_KEYPTR(hh, s->workers, w->id, strlen(w->id), w);
 	buckets_fit(s, total[R_CORES]);
 	index_in(s, w);
+	qindex_in(s, w);
 	return w;
 }
 
@@ -931,6 +960,7 @@ double master_sched_worker_average_time(const struct master_sched_worker *w)
 int master_sched_worker_remove(struct master_sched *s, struct master_sched_worker *w)
 {
 	index_out(s, w);
+	qindex_out(s, w);
 	int n = 0;
 	struct master_sched_task *t, *tmp;
 	DL_FOREACH_SAFE2(w->running, t, tmp, wnext)
@@ -997,6 +1027,11 @@ int64_t master_sched_worker_running(const struct master_sched_worker *w)
 int64_t master_sched_worker_queued(const struct master_sched_worker *w)
 {
 	return w->n_queued;
+}
+
+int64_t master_sched_prefetch_examined(const struct master_sched *s)
+{
+	return s->prefetch_examined;
 }
 
 int master_sched_worker_queue_max(const struct master_sched_worker *w)

@@ -249,16 +249,19 @@ void master_sched_prefetch_opts_init(struct master_sched_prefetch_opts *o);
 
 /* The second phase, after a pass that could place nothing more: takes ready tasks in priority
  * order and puts each in the queue of a worker (queue_max > 0, no flag, fewer queued tasks than
- * the limit) whose TOTAL fits its box, the one with the fewest queued tasks first (ties: order of
- * addition). Only tasks of a category with a recorded mean wall time at most max_task_seconds,
- * and without a max-concurrent limit, are queued. The tasks become QUEUED (their box is fixed
- * now, committed at promotion). A worker with queued tasks gets nothing from master_sched_pass.
- * Writes the assignments to OUT (at most MAX_OUT) and returns their number, or -EINVAL. */
+ * the limit) whose TOTAL fits its box, the one with the fewest queued tasks first (ties: the one
+ * that has had that count longest). It looks only at workers with room, through an index by queued
+ * count. Only tasks of a category with a recorded mean wall time at most max_task_seconds, and
+ * without a max-concurrent limit, are queued. The tasks become QUEUED (their box is fixed now,
+ * committed at promotion). A worker with queued tasks gets nothing from master_sched_pass. Writes
+ * the assignments to OUT (at most MAX_OUT) and returns their number, or -EINVAL. */
 int master_sched_prefetch(struct master_sched *s, const struct master_sched_prefetch_opts *opts,
                           struct master_sched_assignment *out, size_t max_out);
 
 int64_t master_sched_ready_count(const struct master_sched *s);
 int64_t master_sched_running_count(const struct master_sched *s);
 int64_t master_sched_queued_count(const struct master_sched *s);
+/* Workers looked at by master_sched_prefetch so far: its cost, for tests and benchmarks. */
+int64_t master_sched_prefetch_examined(const struct master_sched *s);
 
 #endif

@@ -22,6 +22,7 @@ extern const int master_sched_rm_field[NRES]; /* RM_CORES, RM_MEMORY, RM_DISK, R
 #define DEFAULT_BUDGET     1000 /* assignments per pass */
 #define DEFAULT_CANDIDATES 64   /* fitting workers looked at per task */
 #define MAX_BUCKETS        4096 /* free-core buckets; the last holds everything above */
+#define QUEUE_BUCKETS      257  /* queued-count buckets (0 .. 256, the protocol's queue_max) */
 
 struct wcat {
 	char *name;
@@ -108,6 +109,8 @@ struct master_sched_worker {
 	struct master_sched_task *queue; /* QUEUED tasks, in the order sent */
 	int64_t n_queued;
 	int queue_max;
+	int qbucket; /* index by queued count, -1 when not indexed (queue_max 0) */
+	struct master_sched_worker *qprev, *qnext;
 	UT_hash_handle hh;
 };
 
@@ -121,6 +124,11 @@ struct master_sched {
 	struct master_sched_worker **buckets; /* bucket b: free cores in [b, b+1) */
 	int n_buckets;
 	int64_t n_free; /* indexed workers with free cores */
+	/* Workers that take queued tasks, by queued count; in each, in the order they entered it.
+	 */
+	struct master_sched_worker *qbuckets[QUEUE_BUCKETS];
+	int max_queue_max; /* the largest queue_max seen */
+	int64_t prefetch_examined;
 	struct master_sched_task *all;
 	uint64_t next_seq, next_worker_seq, pass_id;
 	int64_t n_ready, n_running, n_queued;

@@ -391,25 +391,45 @@ static int fits_total(const struct master_sched_worker *w, const int64_t box[NRE
 	return 1;
 }
 
+/* Queued counts below this may leave room under PER_WORKER: buckets from it on are full. */
+static int qbucket_limit(const struct master_sched *s, int per_worker)
+{
+	int lim = s->max_queue_max;
+	if (per_worker >= 0 && per_worker < lim)
+		lim = per_worker;
+	return lim < QUEUE_BUCKETS ? lim : QUEUE_BUCKETS;
+}
+
 /* The worker with room in its queue whose total fits class C (the fewest queued tasks first,
- * then the order of addition), with the box in BOX; NULL if none. */
+ * then the one that has had that count longest), with the box in BOX; NULL if none. It walks
+ * the index by queued count (master_sched.c), not every worker. */
 static struct master_sched_worker *prefetch_choose(struct master_sched *s, const struct tclass *c,
                                                    int per_worker, int64_t box[NRES])
 {
-	struct master_sched_worker *best = NULL, *w, *tmp;
-	HASH_ITER(hh, s->workers, w, tmp)
-	{
-		int64_t b[NRES];
-		if (w->n_queued >= queue_limit(w, per_worker) || !box_on(c, w, b) ||
-		    !fits_total(w, b))
-			continue;
-		if (!best || w->n_queued < best->n_queued ||
-		    (w->n_queued == best->n_queued && w->seq < best->seq)) {
-			best = w;
-			memcpy(box, b, sizeof b);
+	int lim = qbucket_limit(s, per_worker);
+	for (int b = 0; b < lim; b++) {
+		for (struct master_sched_worker *w = s->qbuckets[b]; w; w = w->qnext) {
+			s->prefetch_examined++;
+			if (w->n_queued >= queue_limit(w, per_worker) || !box_on(c, w, box) ||
+			    !fits_total(w, box))
+				continue;
+			return w;
 		}
 	}
-	return best;
+	return NULL;
+}
+
+/* Some worker has room in its queue under PER_WORKER. */
+static int prefetch_room(struct master_sched *s, int per_worker)
+{
+	int lim = qbucket_limit(s, per_worker);
+	for (int b = 0; b < lim; b++)
+		for (const struct master_sched_worker *w = s->qbuckets[b]; w; w = w->qnext) {
+			s->prefetch_examined++;
+			if (w->n_queued < queue_limit(w, per_worker))
+				return 1;
+		}
+	return 0;
 }
 
 /* A class may be prefetched: its category is measured and short, and has no concurrency cap. */
@@ -432,21 +452,13 @@ int master_sched_prefetch(struct master_sched *s, const struct master_sched_pref
 	size_t budget = opts->max_assignments > 0 ? (size_t)opts->max_assignments : DEFAULT_BUDGET;
 	if (budget > max_out)
 		budget = max_out;
-	/* The room left in every queue bounds the phase. */
-	int64_t room = 0;
-	struct master_sched_worker *w, *wtmp;
-	HASH_ITER(hh, s->workers, w, wtmp)
-	{
-		int64_t lim = queue_limit(w, opts->per_worker);
-		if (lim > w->n_queued)
-			room += lim - w->n_queued;
-	}
-	if (room == 0 || budget == 0 || s->n_ready == 0)
+	if (budget == 0 || s->n_ready == 0 || !prefetch_room(s, opts->per_worker))
 		return 0;
+	struct master_sched_worker *w;
 	uint64_t pass = ++s->pass_id;
 	struct heap *ph = s->pass_heap;
 	size_t n = 0;
-	for (size_t li = 0; li < s->n_levels && n < budget && room > 0; li++) {
+	for (size_t li = 0; li < s->n_levels && n < budget; li++) {
 		struct level *lv = s->levels[li];
 		struct group *g;
 		DL_FOREACH(lv->groups, g)
@@ -460,7 +472,7 @@ int master_sched_prefetch(struct master_sched *s, const struct master_sched_pref
 		}
 		while (heap_size(ph) > 0) {
 			g = heap_pop(ph, NULL);
-			if (n >= budget || room == 0)
+			if (n >= budget)
 				continue; /* drain the merge heap */
 			struct tclass *c = g->key.cls;
 			if (c->blocked_pass == pass)
@@ -486,7 +498,6 @@ int master_sched_prefetch(struct master_sched *s, const struct master_sched_pref
 			out[n].worker = w;
 			master_sched_box_from(box, &out[n].box);
 			n++;
-			room--;
 			group_taken(s, ph, g);
 		}
 	}

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utlist.h>
 
 #include "debug.h"
 #include "htc_error.h"
@@ -113,6 +114,21 @@ struct work_queue_file *master_worker_nth_file(struct work_queue_file *f, int i)
 	return f;
 }
 
+void master_worker_list_add(struct mworker *w, struct mtask *m)
+{
+	master_worker_list_del(m);
+	DL_APPEND2(w->assigned, m, wprev, wnext);
+	m->listed = w;
+}
+
+void master_worker_list_del(struct mtask *m)
+{
+	if (!m->listed)
+		return;
+	DL_DELETE2(m->listed->assigned, m, wprev, wnext);
+	m->listed = NULL;
+}
+
 /* Takes M off W (its box released in the scheduler by the caller). */
 void master_worker_detach(struct mworker *w, struct mtask *m)
 {
@@ -137,6 +153,7 @@ void master_worker_detach(struct mworker *w, struct mtask *m)
 	if (m->w == w) {
 		m->w = NULL;
 		w->ntasks--;
+		master_worker_list_del(m);
 		w->q->stats.tasks_on_workers--;
 		if (m->queued) {
 			m->queued = false;
@@ -670,6 +687,7 @@ static void timer_free(uv_handle_t *h)
 static void worker_free_now(struct mworker *w)
 {
 	struct work_queue *q = w->q;
+	master_admit_release(w); /* out of the admission list, if still in it */
 	if (w->prev)
 		w->prev->next = w->next;
 	else if (q->workers == w)
@@ -692,6 +710,9 @@ static void worker_free_now(struct mworker *w)
 		HASH_DEL(w->cancelling, mc);
 		free(mc);
 	}
+	struct mtask *m, *mtmp;
+	DL_FOREACH_SAFE2(w->assigned, m, mtmp, wnext)
+	master_worker_list_del(m);
 	for (int k = 0; k < w->nlabels; k++)
 		free(w->labels[k]);
 	free(w->labels);
@@ -705,8 +726,9 @@ static void lost(struct mworker *w, enum master_txlog_leave why)
 {
 	struct work_queue *q = w->q;
 	struct mtask *m, *tmp;
-	HASH_ITER(hh, q->tasks, m, tmp)
+	DL_FOREACH_SAFE2(w->assigned, m, tmp, wnext)
 	{
+		q->lost_examined++;
 		if (master_worker_assigned(w, m)) {
 			if (q->txlog)
 				master_txlog_task(q->txlog, m->id, "WAITING", "WORKER_LOST", NULL);

@@ -215,13 +215,24 @@ static void on_tick(uv_timer_t *h)
 {
 	struct work_queue *q = h->data;
 	double now_s = (double)time_now_us() / 1e6;
-	struct mtask *m, *tmp;
-	HASH_ITER(hh, q->tasks, m, tmp)
-	{
-		if (m->state == MTASK_READY && m->t->end_time > 0 && now_s > m->t->end_time) {
-			m->t->result = WORK_QUEUE_RESULT_TASK_TIMEOUT;
-			master_queue_task_finish(q, m);
+	q->ticks++;
+	/* only while some task has an end time: the queue may hold a million that have none */
+	if (q->timed_tasks > 0) {
+		int64_t timed = 0;
+		struct mtask *m, *tmp;
+		HASH_ITER(hh, q->tasks, m, tmp)
+		{
+			q->tick_examined++;
+			if (m->t->end_time <= 0 || m->state == MTASK_DONE)
+				continue;
+			if (m->state == MTASK_READY && now_s > m->t->end_time) {
+				m->t->result = WORK_QUEUE_RESULT_TASK_TIMEOUT;
+				master_queue_task_finish(q, m);
+			} else {
+				timed++;
+			}
 		}
+		q->timed_tasks = timed;
 	}
 	master_abort_check(q);
 	master_full_check(q);
@@ -466,6 +477,7 @@ int work_queue_port(const struct work_queue *q)
 
 static void mtask_free(struct mtask *m)
 {
+	master_worker_list_del(m);
 	master_worker_clear_recv(m);
 	for (int i = 0; i < m->n_inputs; i++)
 		free(m->objects[i]);
@@ -631,6 +643,8 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 	t->time_when_submitted = time_now_us();
 	HASH_ADD_INT(q->tasks, id, m);
 	q->stats.tasks_submitted++;
+	if (t->end_time > 0)
+		q->timed_tasks++;
 	master_partial_sweep(q, t); /* what a killed master left where this task's outputs go */
 	if (q->txlog)
 		master_txlog_task(q->txlog, m->id, "WAITING", t->category ? t->category : "default",

@@ -154,6 +154,7 @@ int work_queue_task_specify_tag(struct work_queue_task *t, const char *tag);
 int work_queue_task_specify_priority(struct work_queue_task *t, double priority);
 int work_queue_task_specify_max_retries(struct work_queue_task *t, int retries);
 int work_queue_task_specify_running_time_max(struct work_queue_task *t, double seconds);
+/* Set before work_queue_submit: a task still waiting at EPOCH_SECONDS ends with TASK_TIMEOUT. */
 int work_queue_task_specify_end_time(struct work_queue_task *t, double epoch_seconds);
 /* VALUE NULL: the variable is unset in the task's environment. Setting a name again replaces
  * its value. */

@@ -40,6 +40,7 @@ struct wreq {
 	uv_write_t req;
 	struct wq_conn *c;
 	size_t size;
+	size_t cap;             /* bytes allocated after the header of the struct */
 	struct wreq *next_free; /* in the pool of DATA buffers */
 	bool pooled;            /* a DATA buffer of WQ_MAX_DATA bytes: back to the pool */
 	uint8_t bytes[];
@@ -76,6 +77,7 @@ struct wq_conn {
 	 * (before the loop blocks), whichever runs first. */
 	struct wreq *cork;
 	size_t cork_cap;
+	struct wreq *spare; /* a written gathering buffer of CORK_FIRST bytes, for the next one */
 	uv_prepare_t cork_prepare;
 	uv_check_t cork_check;
 
@@ -166,6 +168,7 @@ static void free_conn(struct wq_conn *c)
 	if (c->has_filter && c->filter.free)
 		c->filter.free(c->fctx);
 	wq_frame_reader_delete(c->reader);
+	free(c->spare);
 	free(c->rbuf);
 	free(c->pending);
 	free(c->label);
@@ -258,7 +261,10 @@ static void write_done(uv_write_t *req, int status)
 	struct wreq *w = (struct wreq *)req;
 	struct wq_conn *c = w->c;
 	c->queued -= w->size;
-	wreq_free(w);
+	if (!w->pooled && w->cap == CORK_FIRST && !c->spare && c->state < ST_CLOSED)
+		c->spare = w; /* the next gathering buffer, without a malloc */
+	else
+		wreq_free(w);
 	if (status < 0) {
 		if (c->state <= ST_CLOSING)
 			conn_end(c, WQ_CONN_END_ERROR, "write error: %s", uv_strerror(status));
@@ -303,6 +309,13 @@ static int cork_flush(struct wq_conn *c)
 		return 0;
 	c->cork = NULL;
 	cork_stop(c);
+	if (w->size == 0) {
+		if (!c->spare && w->cap == CORK_FIRST)
+			c->spare = w;
+		else
+			wreq_free(w);
+		return 0;
+	}
 	return write_now(c, w);
 }
 
@@ -335,6 +348,21 @@ static void cork_check_cb(uv_check_t *h)
 
 static struct wreq *wreq_new(size_t size);
 
+/* Starts gathering in a buffer of CAP bytes (the spare one for CORK_FIRST). */
+static void cork_open(struct wq_conn *c, size_t cap)
+{
+	if (cap == CORK_FIRST && c->spare) {
+		c->cork = c->spare;
+		c->spare = NULL;
+	} else {
+		c->cork = wreq_new(cap);
+	}
+	c->cork->size = 0;
+	c->cork_cap = cap;
+	uv_prepare_start(&c->cork_prepare, cork_prepare_cb);
+	uv_check_start(&c->cork_check, cork_check_cb);
+}
+
 /* Queues W (filled) on the socket; takes W. A small frame joins the bytes gathered in this loop
  * iteration; a large one is written after them. */
 static int submit_write(struct wq_conn *c, struct wreq *w)
@@ -360,14 +388,11 @@ static int submit_write(struct wq_conn *c, struct wreq *w)
 		}
 	}
 	if (!c->cork) {
-		c->cork_cap = w->size > CORK_FIRST ? CORK_CAP : CORK_FIRST;
-		c->cork = wreq_new(c->cork_cap);
-		c->cork->size = 0;
-		uv_prepare_start(&c->cork_prepare, cork_prepare_cb);
-		uv_check_start(&c->cork_check, cork_check_cb);
+		cork_open(c, w->size > CORK_FIRST ? CORK_CAP : CORK_FIRST);
 	} else if (c->cork->size + w->size > c->cork_cap) {
 		c->cork_cap = CORK_CAP;
 		c->cork = xrealloc(c->cork, sizeof *c->cork + c->cork_cap);
+		c->cork->cap = CORK_CAP;
 	}
 	memcpy(c->cork->bytes + c->cork->size, w->bytes, w->size);
 	c->cork->size += w->size;
@@ -379,6 +404,7 @@ static struct wreq *wreq_new(size_t size)
 {
 	struct wreq *w = xmalloc(sizeof *w + size);
 	w->size = size;
+	w->cap = size;
 	w->pooled = false;
 	return w;
 }
@@ -437,11 +463,56 @@ static int send_payload(struct wq_conn *c, const void *payload, size_t len, int 
 	return conn_bytes_out(c, w);
 }
 
+/* The common case of a small message on a plain connection: MSG is encoded straight into the
+ * bytes gathered for this loop iteration (no buffer of its own, one encoding). Returns 1 when it
+ * was queued, 0 when it did not fit in the room left (*LEN then holds its encoded size), or a
+ * negative code. */
+static int send_json_corked(struct wq_conn *c, json_t *msg, size_t *len)
+{
+	if (c->state != ST_OPEN)
+		return -ENOTCONN;
+	if (!c->cork)
+		cork_open(c, CORK_FIRST);
+	size_t room = c->cork_cap - c->cork->size;
+	if (room <= WQ_FRAME_HEADER_SIZE) {
+		*len = json_dumpb(msg, NULL, 0, JSON_COMPACT);
+		return *len ? 0 : -EINVAL;
+	}
+	uint8_t *at = c->cork->bytes + c->cork->size;
+	room -= WQ_FRAME_HEADER_SIZE;
+	if (room > CORK_FRAME_MAX - WQ_FRAME_HEADER_SIZE)
+		room =
+		    CORK_FRAME_MAX - WQ_FRAME_HEADER_SIZE; /* larger frames are written at once */
+	*len = json_dumpb(msg, (char *)at + WQ_FRAME_HEADER_SIZE, room, JSON_COMPACT);
+	if (*len == 0)
+		return -EINVAL;
+	if (*len > room)
+		return 0; /* not written: the bytes past the gathered ones are left as they were */
+	if (*len > c->msg_limit)
+		return HTC_ETOOBIG;
+	int rc = can_queue(c, WQ_FRAME_HEADER_SIZE + *len, 0);
+	if (rc < 0)
+		return rc;
+	wq_frame_pack_header(at, WQ_FRAME_MSG, 0, (uint32_t)*len);
+	c->cork->size += WQ_FRAME_HEADER_SIZE + *len;
+	c->queued += WQ_FRAME_HEADER_SIZE + *len;
+	if (c->queued > WQ_CONN_QUEUE_HIGH)
+		c->blocked = 1;
+	return 1;
+}
+
 static int send_json(struct wq_conn *c, json_t *msg, int force)
 {
 	if (!json_is_object(msg))
 		return -EINVAL;
-	size_t len = json_dumpb(msg, NULL, 0, JSON_COMPACT);
+	size_t len = 0;
+	if (!force && !c->has_filter) {
+		int rc = send_json_corked(c, msg, &len);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	} else {
+		len = json_dumpb(msg, NULL, 0, JSON_COMPACT);
+	}
 	if (len == 0)
 		return -EINVAL;
 	if (len > c->msg_limit)

@@ -22,6 +22,7 @@
 #include "wq_auth.h"
 #include "wq_conn.h"
 #include "wq_msg.h"
+#include "wq_sim.h"
 #include "wq_tls.h"
 #include "wq_xfer.h"
 #include "xalloc.h"
@@ -100,13 +101,8 @@ void fake_send(struct fake *f, json_t *msg)
 static void fake_task_done(struct fake *f, struct fake_task *t)
 {
 	json_t *outputs = json_pack("[{s:i,s:i}]", "index", 0, "xfer", (int)t->out_xfer);
-	json_t *done = json_pack(
-	    "{s:s,s:I,s:I,s:s,s:i,s:{s:I,s:b,s:i},s:o,s:{s:s,s:i,s:f,s:f,s:i},s:{s:I,s:I},s:b}",
-	    "m", "task_done", "id", (json_int_t)t->id, "try", (json_int_t)t->try_, "outcome",
-	    "exited", "exit_status", 3, "stdout", "size", (json_int_t)6, "truncated", 0, "xfer",
-	    (int)t->stdout_xfer, "outputs", outputs, "summary", "exit_type", "normal",
-	    "exit_status", 3, "wall_time", 0.5, "cores", 1.0, "memory", 10, "times", "started",
-	    (json_int_t)1000000, "ended", (json_int_t)1500000, "disk_full", 0);
+	json_t *done =
+	    wq_sim_task_done_msg(t->id, t->try_, 3, 6, t->stdout_xfer, outputs, 1000000, 1500000);
 	fake_send(f, done);
 	t->stage = 2;
 }
@@ -244,7 +240,11 @@ static void fake_on_task(struct fake *f, json_t *msg)
 			const char *obj = json_string_value(json_object_get(in, "object"));
 			if (obj) {
 				f->refused_once = 1;
-				f->ncache = 0; /* the object "vanished" */
+				f->ncache = 0; /* the object "vanished": from the disk too, so that
+				                  the task waits for it to be sent again */
+				char gone[512];
+				snprintf(gone, sizeof gone, "%s/%s", f->dir, obj);
+				unlink(gone);
 				char *text = xasprintf("object %s is not in the cache", obj);
 				fake_send(f, json_pack("{s:s,s:I,s:I,s:s,s:s}", "m", "task_refused",
 				                       "id", (json_int_t)id, "try", (json_int_t)tr,
@@ -303,12 +303,8 @@ static const struct wq_xfer_in_callbacks fake_in_cb = {fake_recv_begin, fake_rec
 
 void fake_capacity(struct fake *f, int full)
 {
-	fake_send(f, json_pack("{s:s,s:{s:i,s:s},s:{s:i,s:s},s:{s:i,s:s},s:{s:i,s:s},s:i,s:i,s:b}",
-	                       "m", "capacity", "cores", "total", f->cores > 0 ? f->cores : 4,
-	                       "source", "declared", "memory", "total", 4000, "source", "declared",
-	                       "disk", "total", 10000, "source", "declared", "gpus", "total", 0,
-	                       "source", "declared", "disk_free", full ? 50 : 9000, "cache", 0,
-	                       "disk_full", full));
+	fake_send(f, wq_sim_capacity_msg(f->cores > 0 ? f->cores : 4, 4000, 10000, full ? 50 : 9000,
+	                                 full));
 }
 
 static void fake_hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *user)
@@ -322,13 +318,7 @@ static void fake_hs_done(struct wq_handshake *h, const struct wq_hs_result *r, v
 		return;
 	f->in = wq_xfer_in_create(f->loop, f->c, false, r->caps, &fake_in_cb, f);
 	f->out = wq_xfer_out_create(f->loop, f->c, false, &fake_out_cb, f);
-	json_t *ident =
-	    json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:[],s:n,s:b,s:s,s:b}", "m", "identity",
-	              "host", "fakehost", "os", "Linux", "os_release", "6", "arch", "x86_64",
-	              "software", "fake 0", "pid", 42, "workdir", f->dir, "labels", "end_time",
-	              "docker", 0, "cgroups", "none", "single_shot", 0);
-	if (f->queue_max > 0)
-		json_object_set_new(ident, "queue_max", json_integer(f->queue_max));
+	json_t *ident = wq_sim_identity_msg("fakehost", "fake 0", f->dir, f->queue_max);
 	fake_send(f, ident);
 	fake_capacity(f, 0);
 	fake_send(f, json_pack("{s:s,s:[],s:b}", "m", "cache_have", "objects", "last", 1));
