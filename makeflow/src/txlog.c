@@ -267,10 +267,15 @@ struct txlog_lock *txlog_lock(const char *log_path, long *holder)
 			e = errno;
 			goto fail;
 		}
-		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		/* A POSIX record lock, not flock: it belongs to this process alone, so a job
+		 * caught between fork and exec when makeflow is killed does not keep it. */
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+		if (fcntl(fd, F_SETLK, &fl) < 0) {
 			e = errno;
-			if (e == EWOULDBLOCK)
+			if (e == EACCES || e == EAGAIN) {
+				e = EWOULDBLOCK;
 				*holder = read_holder(fd);
+			}
 			goto fail;
 		}
 		struct stat a, b;

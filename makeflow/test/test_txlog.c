@@ -8,10 +8,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "htc_error.h"
@@ -276,7 +278,26 @@ static void test_run_id(void **state)
 	unlink(path);
 }
 
-/* The workflow's lock: a second taker is refused and told the holder's PID; after release the
+/* In a child process: tries the lock of PATH and exits 0 if it was refused and told PID
+ * (the holder), 1 if it was refused otherwise, 2 if it got it. */
+static int try_lock_in_child(const char *path, pid_t holder_expected)
+{
+	pid_t c = fork();
+	assert_true(c >= 0);
+	if (c == 0) {
+		long holder = -1;
+		struct txlog_lock *l = txlog_lock(path, &holder);
+		if (l)
+			_exit(2);
+		_exit(errno == EWOULDBLOCK && holder == (long)holder_expected ? 0 : 1);
+	}
+	int st;
+	assert_int_equal(waitpid(c, &st, 0), c);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/* The workflow's lock: another process is refused and told the holder's PID; after release the
  * lock file is gone and the lock can be taken again. */
 static void test_lock(void **state)
 {
@@ -288,16 +309,58 @@ static void test_lock(void **state)
 	struct txlog_lock *l = txlog_lock(path, &holder);
 	assert_non_null(l);
 	assert_int_equal(access(lockpath, F_OK), 0);
-	struct txlog_lock *l2 = txlog_lock(path, &holder);
-	assert_null(l2);
-	assert_int_equal(errno, EWOULDBLOCK);
-	assert_int_equal(holder, (long)getpid());
+	assert_int_equal(try_lock_in_child(path, getpid()), 0);
 	txlog_unlock(l);
 	assert_int_equal(access(lockpath, F_OK), -1);
 	l = txlog_lock(path, &holder);
 	assert_non_null(l);
 	txlog_unlock(l);
 	txlog_unlock(NULL);
+}
+
+/* A holder killed while a child of its own still has the lock's descriptor (a job between
+ * fork and exec) leaves the lock free: the child does not hold it. */
+static void test_lock_not_kept_by_children(void **state)
+{
+	(void)state;
+	char path[128];
+	tmp_path(path, sizeof path);
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t holder_pid = fork();
+	assert_true(holder_pid >= 0);
+	if (holder_pid == 0) {
+		long h;
+		struct txlog_lock *l = txlog_lock(path, &h);
+		if (!l)
+			_exit(1);
+		pid_t g = fork(); /* keeps every descriptor, as a job before its exec */
+		if (g == 0) {
+			close(ready[0]);
+			pid_t me = getpid();
+			if (write(ready[1], &me, sizeof me) != (ssize_t)sizeof me)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		_exit(g > 0 ? 0 : 1); /* the holder dies without unlocking */
+	}
+	close(ready[1]);
+	int st;
+	assert_int_equal(waitpid(holder_pid, &st, 0), holder_pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	pid_t grandchild; /* it lives on, with the descriptor */
+	assert_int_equal(read(ready[0], &grandchild, sizeof grandchild),
+	                 (ssize_t)sizeof grandchild);
+	close(ready[0]);
+	long holder = -1;
+	struct txlog_lock *l = txlog_lock(path, &holder);
+	kill(grandchild, SIGKILL); /* not our child: init reaps it */
+	assert_non_null(l);
+	txlog_unlock(l);
+	char lockpath[160];
+	snprintf(lockpath, sizeof lockpath, "%s.lock", path);
+	unlink(lockpath);
 }
 
 static void test_encode(void **state)
@@ -313,10 +376,15 @@ static void test_encode(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_torn_tail),
-	    cmocka_unit_test(test_corrupt_middle), cmocka_unit_test(test_header_checks),
-	    cmocka_unit_test(test_encode),         cmocka_unit_test(test_short_write_repaired),
-	    cmocka_unit_test(test_run_id),         cmocka_unit_test(test_lock),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_torn_tail),
+	    cmocka_unit_test(test_corrupt_middle),
+	    cmocka_unit_test(test_header_checks),
+	    cmocka_unit_test(test_encode),
+	    cmocka_unit_test(test_short_write_repaired),
+	    cmocka_unit_test(test_run_id),
+	    cmocka_unit_test(test_lock),
+	    cmocka_unit_test(test_lock_not_kept_by_children),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
