@@ -56,6 +56,17 @@ typedef int (*txlog_record_fn)(const struct txlog_record *r, void *arg);
 int txlog_read(const char *path, const char *expect_workflow, txlog_record_fn fn, void *arg,
                off_t *good_end, int *torn, char *err, size_t errlen);
 
+/* The pieces of txlog_read, shared with the incremental reader (txlog_read.h). */
+/* Checks LINE, the log's first line without its newline (changed in place), naming PATH in
+ * messages. 0, with *WORKFLOW (may be NULL) pointing into LINE at the decoded workflow name
+ * (NULL when the header names none); HTC_EUNSUP for a CCTools makeflow log, HTC_EVERSION for
+ * an unknown version, HTC_ECORRUPT otherwise, each with a "PATH:1: message" in ERR. */
+int txlog_parse_header(char *line, const char *path, const char *expect_workflow,
+                       const char **workflow, char *err, size_t errlen);
+/* Parses one record line (without its newline; changed in place: R's strings point into it).
+ * 0, or -1 when the CRC does not match or the record does not parse. R->line is not set. */
+int txlog_parse_record(char *line, struct txlog_record *r);
+
 struct txlog;
 
 /* Opens PATH for appending, creating it with a header naming WORKFLOW when it
