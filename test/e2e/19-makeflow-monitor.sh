@@ -123,4 +123,16 @@ test_expect_success 'a missing log is an error with --once, and no log at all a 
 	grep -q "^makeflow_monitor: -t 0: the interval is a number of seconds" err
 '
 
+test_expect_success 'SIGINT ends a monitor that follows forever' '
+	three_rules
+	touch fixed
+	"$MF" Makeflow
+	"$MON" -t 0.1 $LOG >out &
+	mon=$!
+	test_track_pid $mon
+	test_wait_until 30 grep -q "finished: completed" out
+	kill -INT $mon
+	wait $mon
+'
+
 test_done
