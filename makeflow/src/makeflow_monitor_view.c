@@ -70,6 +70,19 @@ static const char *end_word(int status)
 	}
 }
 
+/* The log's word for a failure ("exit:3") in words ("exit code 3"). */
+static void failure_text(const char *word, char *buf, size_t len)
+{
+	if (!strncmp(word, "exit:", 5))
+		snprintf(buf, len, "exit code %s", word + 5);
+	else if (!strncmp(word, "signal:", 7))
+		snprintf(buf, len, "signal %s", word + 7);
+	else if (!strcmp(word, "exhausted"))
+		snprintf(buf, len, "exceeded its resources");
+	else
+		snprintf(buf, len, "%s", word);
+}
+
 static void failed_rules(FILE *out, const struct txlog_reader *rd)
 {
 	const struct txlog_progress *p = txlog_reader_progress(rd);
@@ -82,7 +95,13 @@ static void failed_rules(FILE *out, const struct txlog_reader *rd)
 		if (x->state != TXLOG_NODE_FAILED)
 			continue;
 		fprintf(out, "%srule %lld", shown ? ", " : "", (long long)id);
-		if (x->attempts > 1)
+		char how[64] = "";
+		failure_text(x->failure, how, sizeof how);
+		if (how[0] && x->attempts > 1)
+			fprintf(out, " (%s, %d attempts)", how, x->attempts);
+		else if (how[0])
+			fprintf(out, " (%s)", how);
+		else if (x->attempts > 1)
 			fprintf(out, " (%d attempts)", x->attempts);
 		shown++;
 	}

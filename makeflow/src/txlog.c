@@ -316,6 +316,24 @@ int txlog_node(struct txlog *t, int64_t id, int state, uint64_t key)
 	return emit(t, "N %" PRId64 " %" PRId64 " %d %016" PRIx64, now_us(), id, state, key);
 }
 
+static int is_failure_word(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == ':' ||
+		      s[n] == '-'))
+			return 0;
+	return n > 0 && n <= TXLOG_MAX_FAILURE;
+}
+
+int txlog_node_failed(struct txlog *t, int64_t id, uint64_t key, const char *how)
+{
+	if (!how || !is_failure_word(how))
+		return txlog_node(t, id, TXLOG_NODE_FAILED, key);
+	return emit(t, "N %" PRId64 " %" PRId64 " %d %016" PRIx64 " %s", now_us(), id,
+	            TXLOG_NODE_FAILED, key, how);
+}
+
 int txlog_file(struct txlog *t, int state, int64_t size, int64_t mtime_ns, const char *name)
 {
 	char enc[TXLOG_MAX_LINE / 2];
@@ -420,9 +438,13 @@ int txlog_parse_record(char *line, struct txlog_record *r)
 		r->run_id = n == 5 ? f[4] : NULL;
 		return 0;
 	case 'N':
-		if (n != 5 || parse_i64(f[2], &r->node_id) || parse_i64(f[3], &v) || v < 1 || v > 5)
+		if ((n != 5 && n != 6) || parse_i64(f[2], &r->node_id) || parse_i64(f[3], &v) ||
+		    v < 1 || v > 5)
 			return -1;
 		r->state = (int)v;
+		if (n == 6 && (v != TXLOG_NODE_FAILED || !is_failure_word(f[5])))
+			return -1;
+		r->failure = n == 6 ? f[5] : NULL;
 		if (strlen(f[4]) != 16)
 			return -1;
 		r->key = strtoull(f[4], &end, 16);

@@ -37,6 +37,8 @@ struct txlog_record {
 	/* 'N' */
 	int64_t node_id;
 	int state; /* node or file state for 'N' / 'F'; status for 'E' */
+	/* 'N' failed: how ("exit:N", "signal:N", "exhausted", "error"), NULL when not recorded */
+	const char *failure;
 	uint64_t key;
 	/* 'F' */
 	int64_t size, mtime_ns;
@@ -79,6 +81,10 @@ struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_
 /* RUN_ID: TXLOG_RUN_ID_LEN lowercase hex digits (txlog_new_run_id), or NULL to leave it out. */
 int txlog_start(struct txlog *t, int64_t pid, int64_t rules, const char *run_id);
 int txlog_node(struct txlog *t, int64_t id, int state, uint64_t key);
+/* Rule ID failed: a TXLOG_NODE_FAILED record that also says how, in one word of at most
+ * TXLOG_MAX_FAILURE characters from [a-z0-9:-] ("exit:N", "signal:N", "exhausted", "error"). */
+#define TXLOG_MAX_FAILURE 31
+int txlog_node_failed(struct txlog *t, int64_t id, uint64_t key, const char *how);
 int txlog_file(struct txlog *t, int state, int64_t size, int64_t mtime_ns, const char *name);
 int txlog_end(struct txlog *t, int status, const char *reason);
 /* fsync()s the log if anything was written since the last sync. */

@@ -204,9 +204,12 @@ static int apply_node(struct txlog_reader *rd, const struct txlog_record *r)
 		x->attempts++;
 		x->start_us = r->time_us;
 		x->end_us = 0;
+		x->failure[0] = 0;
 	} else if (r->state != TXLOG_NODE_WAITING) {
 		x->end_us = r->time_us;
 	}
+	if (r->state == TXLOG_NODE_FAILED)
+		snprintf(x->failure, sizeof x->failure, "%s", r->failure ? r->failure : "");
 	if (r->state == TXLOG_NODE_COMPLETE) {
 		p->completed_in_run++;
 		rd->recent[rd->recent_next] = r->time_us;

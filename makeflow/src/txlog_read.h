@@ -23,6 +23,9 @@ struct txlog_rule {
 	int attempts;     /* 'running' records of this rule in the whole log */
 	int64_t start_us; /* its latest 'running' record */
 	int64_t end_us;   /* its latest complete/failed/aborted record after that, 0 if none */
+	/* how its latest failure happened ("exit:3", "signal:9", "exhausted", "error"), "" when
+	 * it has not failed since its latest start or the log does not say */
+	char failure[TXLOG_MAX_FAILURE + 1];
 };
 
 /* The progress of the latest run in the log (the last 'S' record and what followed it). */

@@ -139,7 +139,7 @@ static void test_view(void **state)
 	rec(log, sizeof log, "N 11000001 1 2 0000000000000002");
 	rec(log, sizeof log, "N 11000002 1 4 0000000000000002");
 	rec(log, sizeof log, "N 11000003 1 2 0000000000000002");
-	rec(log, sizeof log, "N 11000004 1 4 0000000000000002");
+	rec(log, sizeof log, "N 11000004 1 4 0000000000000002 signal:9");
 	rec(log, sizeof log, "N 11000005 2 2 0000000000000003");
 	v = view_of(log, 61000000);
 	/* 1 of 4 done in 60 s: 1 per minute on average, 3 minutes left */
@@ -149,7 +149,7 @@ static void test_view(void **state)
 	assert_non_null(strstr(v, "Tasks/Minute: current: 1.00, average: 1.00\n"));
 	assert_non_null(strstr(v, "       Tasks: waiting: 1, running: 1, complete: 1, failed: 1, "
 	                          "aborted: 0, total: 4\n"));
-	assert_non_null(strstr(v, "      Failed: rule 1 (2 attempts)\n"));
+	assert_non_null(strstr(v, "      Failed: rule 1 (signal 9, 2 attempts)\n"));
 	free(v);
 	rec(log, sizeof log, "N 12000000 2 5 0000000000000003");
 	rec(log, sizeof log, "E 13000000 2 killed");

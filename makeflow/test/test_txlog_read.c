@@ -160,6 +160,61 @@ static void test_end_and_restart(void **state)
 	txlog_reader_delete(rd);
 }
 
+static int feed_text(const char *text, size_t len, char *msg, size_t msglen);
+
+static void test_failure_word(void **state)
+{
+	(void)state;
+	char log[4096], msg[1024];
+	snprintf(log, sizeof log, HEADER);
+	rec(log, sizeof log, "S 1 2 2");
+	rec(log, sizeof log, "N 2 0 2 0000000000000001");
+	rec(log, sizeof log, "N 3 0 4 0000000000000001 exit:3");
+	rec(log, sizeof log, "N 4 1 2 0000000000000002");
+	rec(log, sizeof log, "N 5 1 4 0000000000000002");
+	struct txlog_reader *rd = txlog_reader_create("wf", NULL, NULL);
+	assert_int_equal(txlog_reader_feed(rd, log, strlen(log)), 0);
+	assert_string_equal(txlog_reader_rule(rd, 0)->failure, "exit:3");
+	assert_string_equal(txlog_reader_rule(rd, 1)->failure, ""); /* an older log: no word */
+	/* a new attempt forgets the last failure */
+	log[0] = 0;
+	rec(log, sizeof log, "N 6 0 2 0000000000000001");
+	assert_int_equal(txlog_reader_feed(rd, log, strlen(log)), 0);
+	assert_string_equal(txlog_reader_rule(rd, 0)->failure, "");
+	txlog_reader_delete(rd);
+	/* only a failed record says how, in one word of [a-z0-9:-] */
+	static const char *const bad[] = {"N 3 0 3 0000000000000001 exit:3",
+	                                  "N 3 0 4 0000000000000001 Exit",
+	                                  "N 3 0 4 0000000000000001 exit:3 x",
+	                                  "N 3 0 4 0000000000000001 "
+	                                  "abcdefghijklmnopqrstuvwxyzabcdefgh"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		snprintf(log, sizeof log, HEADER);
+		rec(log, sizeof log, "S 1 2 2");
+		rec(log, sizeof log, bad[i]);
+		assert_int_equal(feed_text(log, strlen(log), msg, sizeof msg), HTC_ECORRUPT);
+		assert_string_equal(msg, "wf.makeflowlog:3: corrupt record");
+	}
+	/* makeflow's writer, and its own reader */
+	char *dir = ts_tmpdir_create("test_txlog_read");
+	char path[4096], err[1024];
+	snprintf(path, sizeof path, "%s/wf.makeflowlog", dir);
+	struct txlog *t = txlog_open(path, "Makeflow", -1);
+	assert_int_equal(txlog_start(t, 1, 3, NULL), 0);
+	assert_int_equal(txlog_node_failed(t, 0, 7, "signal:9"), 0);
+	assert_int_equal(txlog_node_failed(t, 1, 8, "Not A Word"), 0); /* written without it */
+	assert_int_equal(txlog_node_failed(t, 2, 9, NULL), 0);
+	txlog_close(t);
+	assert_int_equal(txlog_read(path, NULL, NULL, NULL, NULL, NULL, err, sizeof err), 0);
+	rd = txlog_reader_create(path, NULL, NULL);
+	assert_int_equal(txlog_reader_read_file(rd, path), 0);
+	assert_string_equal(txlog_reader_rule(rd, 0)->failure, "signal:9");
+	assert_string_equal(txlog_reader_rule(rd, 1)->failure, "");
+	assert_int_equal(txlog_reader_progress(rd)->failed, 3);
+	txlog_reader_delete(rd);
+	ts_tmpdir_remove(dir);
+}
+
 static void test_recent_rate(void **state)
 {
 	(void)state;
@@ -351,6 +406,7 @@ int main(void)
 	    cmocka_unit_test(test_partial_line_kept),
 	    cmocka_unit_test(test_end_and_restart),
 	    cmocka_unit_test(test_recent_rate),
+	    cmocka_unit_test(test_failure_word),
 	    cmocka_unit_test(test_corrupt_records),
 	    cmocka_unit_test(test_headers),
 	    cmocka_unit_test(test_follow_file),

@@ -33,7 +33,7 @@ test_expect_success 'after the fact: a run with a failed rule' '
 	grep -q "^        Time: start: .*, elapsed: [0-9][0-9]:[0-9][0-9]:[0-9][0-9]\$" out
 	grep -q "^Tasks/Minute: average: [0-9.]*\$" out
 	grep -q "^       Tasks: waiting: 0, running: 0, complete: 2, failed: 1, aborted: 0, total: 3\$" out
-	grep -q "^      Failed: rule 1\$" out
+	grep -q "^      Failed: rule 1 (exit code 3)\$" out
 '
 
 test_expect_success 'after the fact: the run that finished it after a restart' '
@@ -46,6 +46,14 @@ test_expect_success 'after the fact: the run that finished it after a restart' '
 	grep -q "^      Status: finished: completed\$" out
 	grep -q "complete: 3, failed: 0, aborted: 0, total: 3\$" out
 	not grep -q Failed: out
+'
+
+test_expect_success 'a rule killed by a signal is named with its signal' '
+	printf "k:\n\tkill -9 \$\$\n" >Makeflow
+	test_must_fail "$MF" Makeflow 2>mf.err
+	"$MON" --once $LOG >out
+	cat out
+	grep -q "^      Failed: rule 0 (signal 9)\$" out
 '
 
 test_expect_success '-H on a workflow that ended shows nothing and exits' '
