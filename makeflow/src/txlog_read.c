@@ -36,6 +36,7 @@ struct txlog_reader {
 	size_t nrules, rules_cap;
 	int64_t recent[TXLOG_READER_RECENT]; /* times of the latest completions, a ring */
 	int nrecent, recent_next;
+	int all_done; /* the run ended complete: rules past the table are complete */
 	/* read_file: the file being followed and how much of it was fed */
 	int have_file;
 	dev_t dev;
@@ -45,6 +46,7 @@ struct txlog_reader {
 };
 
 static const struct txlog_rule zero_rule;
+static const struct txlog_rule complete_rule = {.state = TXLOG_NODE_COMPLETE};
 
 struct txlog_reader *txlog_reader_create(const char *name, txlog_reader_fn fn, void *arg)
 {
@@ -70,6 +72,7 @@ void txlog_reader_reset(struct txlog_reader *rd)
 	rd->end_reason[0] = 0;
 	memset(&rd->p, 0, sizeof rd->p);
 	rd->nrecent = rd->recent_next = 0;
+	rd->all_done = 0;
 	rd->have_file = 0;
 	rd->offset = rd->good_off = 0;
 }
@@ -98,7 +101,9 @@ const struct txlog_rule *txlog_reader_rule(const struct txlog_reader *rd, int64_
 {
 	if (id < 0 || id >= rd->p.rules)
 		return NULL;
-	return (size_t)id < rd->nrules ? &rd->rules[id] : &zero_rule;
+	if ((size_t)id < rd->nrules)
+		return &rd->rules[id];
+	return rd->all_done ? &complete_rule : &zero_rule;
 }
 
 int txlog_reader_lines(const struct txlog_reader *rd)
@@ -158,8 +163,8 @@ static void start_run(struct txlog_reader *rd, const struct txlog_record *r)
 {
 	struct txlog_progress *p = &rd->p;
 	if (r->rules != p->rules) {
-		if (rd->nrules)
-			memset(rd->rules, 0, rd->nrules * sizeof *rd->rules);
+		rd->nrules = 0; /* the table's elements are cleared as it grows again */
+		rd->all_done = 0;
 		p->complete = 0;
 	}
 	for (size_t i = 0; i < rd->nrules; i++)
@@ -190,6 +195,9 @@ static int apply_node(struct txlog_reader *rd, const struct txlog_record *r)
 	if (id >= rd->nrules) {
 		VEC_RESERVE(rd->rules, rd->rules_cap, id + 1);
 		memset(rd->rules + rd->nrules, 0, (id + 1 - rd->nrules) * sizeof *rd->rules);
+		if (rd->all_done)
+			for (size_t i = rd->nrules; i <= id; i++)
+				rd->rules[i].state = TXLOG_NODE_COMPLETE;
 		rd->nrules = id + 1;
 	}
 	struct txlog_rule *x = &rd->rules[id];
@@ -221,6 +229,20 @@ static int apply_node(struct txlog_reader *rd, const struct txlog_record *r)
 	return 0;
 }
 
+/* The run ended with every rule complete: rules it skipped as complete from a run of an
+ * earlier form of the workflow (another number of rules) have no record in this run. Rules
+ * past the table are complete from now on (all_done), so the table does not grow for them. */
+static void all_complete(struct txlog_reader *rd)
+{
+	struct txlog_progress *p = &rd->p;
+	for (size_t i = 0; i < rd->nrules; i++)
+		rd->rules[i].state = TXLOG_NODE_COMPLETE;
+	rd->all_done = 1;
+	p->running = p->failed = p->aborted = 0;
+	p->complete = p->rules;
+	update_waiting(p);
+}
+
 static int apply(struct txlog_reader *rd, const struct txlog_record *r)
 {
 	struct txlog_progress *p = &rd->p;
@@ -235,6 +257,8 @@ static int apply(struct txlog_reader *rd, const struct txlog_record *r)
 		return 0;
 	case 'N': return apply_node(rd, r);
 	case 'E':
+		if (r->state == 0)
+			all_complete(rd);
 		p->ended = 1;
 		p->end_status = r->state;
 		p->end_us = r->time_us;

@@ -157,6 +157,15 @@ static void test_end_and_restart(void **state)
 	assert_int_equal(p->complete, 0);
 	assert_int_equal(p->waiting, 5);
 	assert_int_equal(txlog_reader_rule(rd, 0)->state, 0);
+	/* the rules it skipped as complete have no record; its end says all are complete */
+	log[0] = 0;
+	rec(log, sizeof log, "N 6000001 4 2 00000000000000dd");
+	rec(log, sizeof log, "N 6000002 4 3 00000000000000dd");
+	rec(log, sizeof log, "E 6000003 0 complete");
+	assert_int_equal(txlog_reader_feed(rd, log, strlen(log)), 0);
+	assert_int_equal(p->complete, 5);
+	assert_int_equal(p->waiting, 0);
+	assert_int_equal(txlog_reader_rule(rd, 0)->state, TXLOG_NODE_COMPLETE);
 	txlog_reader_delete(rd);
 }
 
