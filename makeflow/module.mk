@@ -11,4 +11,4 @@ makeflow_LIB_DEPS := libuv jansson zlib m
 makeflow_DEPS := libuv libcurl libseccomp jansson zlib libssl libcrypto m
 makeflow_analyze_DEPS := jansson m
 makeflow_viz_DEPS := jansson m
-makeflow_monitor_DEPS := libuv zlib m
+makeflow_monitor_DEPS := libuv zlib
