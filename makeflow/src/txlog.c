@@ -474,12 +474,14 @@ static int looks_like_cctools(const char *line)
 {
 	if (line[0] == '#' && line[1] == ' ' && line[2] >= 'A' && line[2] <= 'Z')
 		return 1;
-	if (!*line)
-		return 0;
-	for (const char *p = line; *p; p++)
-		if (!(*p == ' ' || (*p >= '0' && *p <= '9')))
+	int digits = 0;
+	for (const char *p = line; *p; p++) {
+		if (*p >= '0' && *p <= '9')
+			digits++;
+		else if (*p != ' ')
 			return 0;
-	return 1;
+	}
+	return digits > 0;
 }
 
 int txlog_parse_header(char *line, const char *path, const char *expect_workflow,

@@ -317,6 +317,7 @@ static void test_headers(void **state)
 	/* an old CCTools log opens with a node record: ten numbers */
 	const char *cc2 = "1795736423864647 0 1 25764 1 1 0 0 0 2\n";
 	assert_int_equal(feed_text(cc2, strlen(cc2), msg, sizeof msg), HTC_EUNSUP);
+	assert_int_equal(feed_text("   \n", 4, msg, sizeof msg), HTC_ECORRUPT);
 	const char *other = "hello\n";
 	assert_int_equal(feed_text(other, strlen(other), msg, sizeof msg), HTC_ECORRUPT);
 	assert_string_equal(msg, "wf.makeflowlog:1: not a makeflow transaction log");
