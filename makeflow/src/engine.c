@@ -422,12 +422,27 @@ static void describe_failure(const struct node_extra *x, char *buf, size_t len)
 		snprintf(buf, len, "exit code %d", x->last_exit_code);
 }
 
+/* How the rule failed, as the log's one word (txlog_node_failed). */
+static void failure_word(const struct node_extra *x, char *buf, size_t len)
+{
+	if (x->last_error)
+		snprintf(buf, len, "error");
+	else if (x->last_exhausted)
+		snprintf(buf, len, "exhausted");
+	else if (x->last_signal)
+		snprintf(buf, len, "signal:%d", x->last_signal);
+	else
+		snprintf(buf, len, "exit:%d", x->last_exit_code);
+}
+
 static void node_fail(struct engine *e, struct dag_node *n)
 {
 	struct node_extra *x = &e->extra[n->id];
 	set_state(e, n, NODE_FAILED);
 	if (e->log) {
-		txlog_node(e->log, n->id, TXLOG_NODE_FAILED, x->key);
+		char how[TXLOG_MAX_FAILURE + 1];
+		failure_word(x, how, sizeof how);
+		txlog_node_failed(e->log, n->id, x->key, how);
 		log_check(e);
 	}
 	e->n_failed++;

@@ -321,6 +321,24 @@ int txlog_node(struct txlog *t, int64_t id, int state, uint64_t key)
 	return emit(t, "N %" PRId64 " %" PRId64 " %d %016" PRIx64, now_us(), id, state, key);
 }
 
+static int is_failure_word(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == ':' ||
+		      s[n] == '-'))
+			return 0;
+	return n > 0 && n <= TXLOG_MAX_FAILURE;
+}
+
+int txlog_node_failed(struct txlog *t, int64_t id, uint64_t key, const char *how)
+{
+	if (!how || !is_failure_word(how))
+		return txlog_node(t, id, TXLOG_NODE_FAILED, key);
+	return emit(t, "N %" PRId64 " %" PRId64 " %d %016" PRIx64 " %s", now_us(), id,
+	            TXLOG_NODE_FAILED, key, how);
+}
+
 int txlog_file(struct txlog *t, int state, int64_t size, int64_t mtime_ns, const char *name)
 {
 	char enc[TXLOG_MAX_LINE / 2];
@@ -394,7 +412,7 @@ static int split(char *line, char **f, int max)
 	return n;
 }
 
-static int parse_record(char *line, struct txlog_record *r)
+int txlog_parse_record(char *line, struct txlog_record *r)
 {
 	size_t len = strlen(line);
 	if (len < 10 || line[len - 9] != ' ')
@@ -425,9 +443,13 @@ static int parse_record(char *line, struct txlog_record *r)
 		r->run_id = n == 5 ? f[4] : NULL;
 		return 0;
 	case 'N':
-		if (n != 5 || parse_i64(f[2], &r->node_id) || parse_i64(f[3], &v) || v < 1 || v > 5)
+		if ((n != 5 && n != 6) || parse_i64(f[2], &r->node_id) || parse_i64(f[3], &v) ||
+		    v < 1 || v > 5)
 			return -1;
 		r->state = (int)v;
+		if (n == 6 && (v != TXLOG_NODE_FAILED || !is_failure_word(f[5])))
+			return -1;
+		r->failure = n == 6 ? f[5] : NULL;
 		if (strlen(f[4]) != 16)
 			return -1;
 		r->key = strtoull(f[4], &end, 16);
@@ -449,6 +471,64 @@ static int parse_record(char *line, struct txlog_record *r)
 		return 0;
 	default: return -1;
 	}
+}
+
+/* A CCTools makeflow log opens with "# WORD ..." lines (STARTED, FILE, NODE, ...) or with a
+ * line of numbers (a node record); ours opens with HEADER_MAGIC. */
+static int looks_like_cctools(const char *line)
+{
+	if (line[0] == '#' && line[1] == ' ' && line[2] >= 'A' && line[2] <= 'Z')
+		return 1;
+	int digits = 0;
+	for (const char *p = line; *p; p++) {
+		if (*p >= '0' && *p <= '9')
+			digits++;
+		else if (*p != ' ')
+			return 0;
+	}
+	return digits > 0;
+}
+
+int txlog_parse_header(char *line, const char *path, const char *expect_workflow,
+                       const char **workflow, char *err, size_t errlen)
+{
+	if (workflow)
+		*workflow = NULL;
+	if (looks_like_cctools(line)) {
+		snprintf(
+		    err, errlen,
+		    "%s:1: this is a CCTools makeflow log, which is not read here (this "
+		    "makeflow's transaction log has its own format: doc/makeflow-log-format.md)",
+		    path);
+		return HTC_EUNSUP;
+	}
+	char *fl[3];
+	int n = split(line, fl, 3);
+	if (n < 2 || strcmp(fl[0], HEADER_MAGIC)) {
+		snprintf(err, errlen, "%s:1: not a makeflow transaction log", path);
+		return HTC_ECORRUPT;
+	}
+	int64_t ver;
+	if (parse_i64(fl[1], &ver) || ver != TXLOG_VERSION) {
+		snprintf(err, errlen,
+		         "%s:1: log format version %s is not supported (this "
+		         "makeflow writes version %d)",
+		         path, fl[1], TXLOG_VERSION);
+		return HTC_EVERSION;
+	}
+	if (expect_workflow && n == 3) {
+		char enc[4096];
+		if (txlog_encode_name(expect_workflow, enc, sizeof enc) > 0 && strcmp(enc, fl[2])) {
+			snprintf(err, errlen, "%s:1: log belongs to workflow '%s', not '%s'", path,
+			         fl[2], expect_workflow);
+			return HTC_ECORRUPT;
+		}
+	}
+	if (workflow && n == 3) {
+		decode_name(fl[2]);
+		*workflow = fl[2];
+	}
+	return 0;
 }
 
 int txlog_read(const char *path, const char *expect_workflow, txlog_record_fn fn, void *arg,
@@ -487,39 +567,15 @@ int txlog_read(const char *path, const char *expect_workflow, txlog_record_fn fn
 		lineno++;
 		line[len - 1] = 0;
 		if (lineno == 1) {
-			char *fl[3];
-			int n = split(line, fl, 3);
-			if (n < 2 || strcmp(fl[0], HEADER_MAGIC)) {
-				snprintf(err, errlen, "%s:1: not a makeflow transaction log", path);
-				result = HTC_ECORRUPT;
+			result = txlog_parse_header(line, path, expect_workflow, NULL, err, errlen);
+			if (result < 0)
 				goto out;
-			}
-			int64_t ver;
-			if (parse_i64(fl[1], &ver) || ver != TXLOG_VERSION) {
-				snprintf(err, errlen,
-				         "%s:1: log format version %s is not supported (this "
-				         "makeflow writes version %d)",
-				         path, fl[1], TXLOG_VERSION);
-				result = HTC_EVERSION;
-				goto out;
-			}
-			if (expect_workflow && n == 3) {
-				char enc[4096];
-				if (txlog_encode_name(expect_workflow, enc, sizeof enc) > 0 &&
-				    strcmp(enc, fl[2])) {
-					snprintf(err, errlen,
-					         "%s:1: log belongs to workflow '%s', not '%s'",
-					         path, fl[2], expect_workflow);
-					result = HTC_ECORRUPT;
-					goto out;
-				}
-			}
 			offset += (off_t)len;
 			continue;
 		}
 		struct txlog_record r;
 		memset(&r, 0, sizeof r);
-		if (parse_record(line, &r) < 0) {
+		if (txlog_parse_record(line, &r) < 0) {
 			snprintf(err, errlen, "%s:%d: corrupt record", path, lineno);
 			result = HTC_ECORRUPT;
 			goto out;

@@ -37,6 +37,8 @@ struct txlog_record {
 	/* 'N' */
 	int64_t node_id;
 	int state; /* node or file state for 'N' / 'F'; status for 'E' */
+	/* 'N' failed: how ("exit:N", "signal:N", "exhausted", "error"), NULL when not recorded */
+	const char *failure;
 	uint64_t key;
 	/* 'F' */
 	int64_t size, mtime_ns;
@@ -56,6 +58,17 @@ typedef int (*txlog_record_fn)(const struct txlog_record *r, void *arg);
 int txlog_read(const char *path, const char *expect_workflow, txlog_record_fn fn, void *arg,
                off_t *good_end, int *torn, char *err, size_t errlen);
 
+/* The pieces of txlog_read, shared with the incremental reader (txlog_read.h). */
+/* Checks LINE, the log's first line without its newline (changed in place), naming PATH in
+ * messages. 0, with *WORKFLOW (may be NULL) pointing into LINE at the decoded workflow name
+ * (NULL when the header names none); HTC_EUNSUP for a CCTools makeflow log, HTC_EVERSION for
+ * an unknown version, HTC_ECORRUPT otherwise, each with a "PATH:1: message" in ERR. */
+int txlog_parse_header(char *line, const char *path, const char *expect_workflow,
+                       const char **workflow, char *err, size_t errlen);
+/* Parses one record line (without its newline; changed in place: R's strings point into it).
+ * 0, or -1 when the CRC does not match or the record does not parse. R->line is not set. */
+int txlog_parse_record(char *line, struct txlog_record *r);
+
 struct txlog;
 
 /* Opens PATH for appending, creating it with a header naming WORKFLOW when it
@@ -68,6 +81,10 @@ struct txlog *txlog_open(const char *path, const char *workflow, off_t truncate_
 /* RUN_ID: TXLOG_RUN_ID_LEN lowercase hex digits (txlog_new_run_id), or NULL to leave it out. */
 int txlog_start(struct txlog *t, int64_t pid, int64_t rules, const char *run_id);
 int txlog_node(struct txlog *t, int64_t id, int state, uint64_t key);
+/* Rule ID failed: a TXLOG_NODE_FAILED record that also says how, in one word of at most
+ * TXLOG_MAX_FAILURE characters from [a-z0-9:-] ("exit:N", "signal:N", "exhausted", "error"). */
+#define TXLOG_MAX_FAILURE 31
+int txlog_node_failed(struct txlog *t, int64_t id, uint64_t key, const char *how);
 int txlog_file(struct txlog *t, int state, int64_t size, int64_t mtime_ns, const char *name);
 int txlog_end(struct txlog *t, int status, const char *reason);
 /* fsync()s the log if anything was written since the last sync. */
