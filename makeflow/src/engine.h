@@ -54,6 +54,15 @@ struct engine_options {
 	int allocation_mode;         /* --allocation: -1 unset, else enum category_mode, for the
 	                                categories whose mode the workflow does not give */
 	const char *allocation_seed; /* --allocation-seed: summaries that seed the categories */
+
+	/* Wrappers, archive, mounts (doc/makeflow-archive.md). */
+	const char *const *wrappers;        /* --wrapper, NULL-terminated, first innermost */
+	const char *const *wrapper_inputs;  /* --wrapper-input: inputs of every rule ("%%") */
+	const char *const *wrapper_outputs; /* --wrapper-output: outputs of every rule ("%%") */
+	const char *archive_dir;            /* --archive*: NULL = no archive */
+	int archive_read, archive_write;    /* restore archived rules; store completed ones */
+	const char *mounts_path;            /* --mounts: the mount file, NULL = none */
+	const char *cache_dir;              /* --cache-dir; NULL = one per workflow */
 };
 
 /* Fills O with defaults. */
