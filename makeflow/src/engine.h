@@ -20,6 +20,7 @@ enum engine_clean_mode {
 	ENGINE_CLEAN_ALL = 1,
 	ENGINE_CLEAN_OUTPUTS,
 	ENGINE_CLEAN_INTERMEDIATES,
+	ENGINE_CLEAN_CACHE, /* only the links and the cache of --mounts */
 };
 
 enum engine_progress_mode {
@@ -76,5 +77,9 @@ int engine_run(struct dag *d, const struct engine_options *o);
 /* Removes the files the workflow created according to the log (see
  * doc/makeflow-log-format.md "Cleaning"). Returns the exit status. */
 int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode);
+
+/* With --mounts in O: removes the links the mount file made and the cache of the workflow
+ * WORKFLOW (what any clean mode also removes). Returns 0, or -1 after printing the error. */
+int engine_clean_mounts(const struct engine_options *o, const char *workflow);
 
 #endif

@@ -219,6 +219,23 @@ static char *link_text(const char *target, const char *cache, const char *entry)
 	return out;
 }
 
+/* 1 if TARGET is a link into CACHE (made by an earlier run). */
+static int is_our_link(const char *target, const char *cache)
+{
+	char cur[PATH_MAX];
+	ssize_t k = readlink(target, cur, sizeof cur - 1);
+	if (k <= 0)
+		return 0;
+	cur[k] = 0;
+	char *prefix = path_normalize(cache, NULL);
+	const char *c = cur;
+	while (!strncmp(c, "../", 3))
+		c += 3;
+	int ours = str_has_prefix(c, prefix) && c[strlen(prefix)] == '/';
+	free(prefix);
+	return ours;
+}
+
 /* Checks what needs the file system, before anything changes. */
 static int check_one(const char *path, const struct engine_mount *m, const char *cache, char *err,
                      size_t errlen)
@@ -231,27 +248,12 @@ static int check_one(const char *path, const struct engine_mount *m, const char 
 		return HTC_EPARSE;
 	}
 	struct stat st;
-	if (lstat(m->target, &st) == 0) {
-		char *prefix = path_normalize(cache, NULL);
-		char cur[PATH_MAX];
-		ssize_t k = S_ISLNK(st.st_mode) ? readlink(m->target, cur, sizeof cur - 1) : -1;
-		int ours = 0;
-		if (k > 0) {
-			cur[k] = 0;
-			const char *c = cur;
-			while (!strncmp(c, "../", 3))
-				c += 3;
-			ours = str_has_prefix(c, prefix) && c[strlen(prefix)] == '/';
-		}
-		free(prefix);
-		if (!ours) {
-			snprintf(
-			    err, errlen,
-			    "%s:%d: target '%s' already exists (a mount target must not exist; "
-			    "only a link made by an earlier --mounts run is replaced)",
-			    path, m->line, m->target);
-			return HTC_EPARSE;
-		}
+	if (lstat(m->target, &st) == 0 && !is_our_link(m->target, cache)) {
+		snprintf(err, errlen,
+		         "%s:%d: target '%s' already exists (a mount target must not exist; "
+		         "only a link made by an earlier --mounts run is replaced)",
+		         path, m->line, m->target);
+		return HTC_EPARSE;
 	}
 	if (m->is_url)
 		return 0;
@@ -433,4 +435,26 @@ int engine_mounts_apply(const char *path, const char *cache, char *err, size_t e
 	}
 	engine_mounts_free(m, n);
 	return r;
+}
+
+int engine_mounts_clean(const char *path, const char *cache, char *err, size_t errlen)
+{
+	struct engine_mount *m = NULL;
+	size_t n = 0;
+	int r = engine_mounts_parse(path, &m, &n, err, errlen);
+	if (r < 0)
+		return r;
+	int links = 0;
+	for (size_t i = 0; i < n; i++)
+		if (is_our_link(m[i].target, cache) && unlink(m[i].target) == 0)
+			links++;
+	engine_mounts_free(m, n);
+	int had = path_exists(cache);
+	if (!inside_problem(cache) && (r = path_rm_rf(cache)) < 0) {
+		snprintf(err, errlen, "--cache-dir %s: cannot remove it: %s", cache, strerror(-r));
+		return r;
+	}
+	notice("removed %d mount link%s%s%s", links, links == 1 ? "" : "s",
+	       had ? " and the cache " : "", had ? cache : "");
+	return 0;
 }

@@ -32,4 +32,8 @@ char *engine_mounts_default_cache(const char *workflow);
  * target to its copy. Returns 0, or an error with the message in ERR. */
 int engine_mounts_apply(const char *path, const char *cache_dir, char *err, size_t errlen);
 
+/* Undoes engine_mounts_apply: removes the targets of PATH that are links into CACHE_DIR, then
+ * CACHE_DIR. Returns 0, or an error with the message in ERR. */
+int engine_mounts_clean(const char *path, const char *cache_dir, char *err, size_t errlen);
+
 #endif

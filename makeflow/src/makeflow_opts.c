@@ -452,6 +452,12 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 			o->clean = ENGINE_CLEAN_OUTPUTS;
 		else if (!strcmp(clean, "intermediates"))
 			o->clean = ENGINE_CLEAN_INTERMEDIATES;
+		else if (!strcmp(clean, "cache") && o->engine.mounts_path)
+			o->clean = ENGINE_CLEAN_CACHE;
+		else if (!strcmp(clean, "cache"))
+			return bad(err, errlen,
+			           "--clean=cache removes what --mounts made: give the same "
+			           "--mounts FILE (and --cache-dir) as the run");
 		else
 			return bad(err, errlen,
 			           "--clean=%s: expected all, outputs or intermediates", clean);

@@ -153,6 +153,17 @@ static void test_apply(void **state)
 	t = ts_read_file("data/deep/ref.txt", NULL);
 	assert_string_equal(t, "newer\n");
 	free(t);
+
+	/* clean: the links and the cache go, a file the user made at a target stays */
+	assert_int_equal(unlink("tools"), 0);
+	ts_write_file("tools", "mine");
+	assert_int_equal(engine_mounts_clean("mf", "cache", err, sizeof err), 0);
+	assert_false(path_exists("data/deep/ref.txt"));
+	assert_false(path_exists("cache"));
+	assert_true(path_exists("src.txt"));
+	t = ts_read_file("tools", NULL);
+	assert_string_equal(t, "mine");
+	free(t);
 }
 
 static void test_default_cache(void **state)

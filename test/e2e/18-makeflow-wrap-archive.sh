@@ -192,6 +192,28 @@ test_expect_success '--cache-dir: the copies go there' '
 	test ! -e makeflow.cache.*
 '
 
+test_expect_success '-c and --clean=cache with --mounts remove the links and the cache' '
+	mount_wf
+	echo "also local" >web.txt
+	printf "ref/local.txt src.txt\nref/web.txt web.txt\n" >mounts
+	"$MF" --mounts=mounts --cache-dir=cache Makeflow
+	test -e out.txt
+	"$MF" --mounts=mounts --cache-dir=cache --clean=cache Makeflow
+	test ! -e ref/local.txt
+	test ! -e cache
+	test -e out.txt
+	test -e Makeflow.makeflowlog
+	"$MF" --mounts=mounts --cache-dir=cache Makeflow
+	test -L ref/web.txt
+	"$MF" --mounts=mounts --cache-dir=cache -c Makeflow
+	test ! -e ref/web.txt
+	test ! -e cache
+	test ! -e out.txt
+	test -e src.txt
+	test_must_fail "$MF" --clean=cache Makeflow 2>err
+	grep -q "clean=cache removes what --mounts made: give the same --mounts FILE" err
+'
+
 test_expect_success '--mounts: a URL that answers 404, an unreachable URL, bad lines' '
 	command -v python3 >/dev/null || { echo "python3 is needed" >&2; false; }
 	mount_wf
