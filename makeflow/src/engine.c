@@ -942,6 +942,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		        "(%s); run makeflow again once there is space: it resumes from the log\n",
 		        o->log_path, strerror(-txlog_error(e->log)));
 	engine_alloc_report(e);
+	engine_archive_report(e->archive);
 	engine_report_failures(e);
 	if (o->summary_path && engine_write_summary(e) < 0)
 		e->exit_status = 1;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,7 @@ struct engine_archive {
 	char (*keys)[SHA256_HEX_SIZE]; /* per rule; "" when unknown */
 	struct hashed *hashes;
 	unsigned seq; /* names of entries being built */
+	int64_t restored, stored;
 };
 
 struct engine_archive *engine_archive_create(const char *dir, int read, int write, int nnodes,
@@ -89,6 +91,13 @@ void engine_archive_delete(struct engine_archive *a)
 	free(a->keys);
 	free(a->dir);
 	free(a);
+}
+
+void engine_archive_report(const struct engine_archive *a)
+{
+	if (a && (a->restored || a->stored))
+		notice("archive %s: %lld rule%s restored, %lld stored", a->dir,
+		       (long long)a->restored, a->restored == 1 ? "" : "s", (long long)a->stored);
 }
 
 char *engine_archive_entry(const struct engine_archive *a, const char *key)
@@ -295,6 +304,7 @@ int engine_archive_lookup(struct engine_archive *a, const struct dag_node *n, co
 		}
 	}
 	free(entry);
+	a->restored += found;
 	return found;
 }
 
@@ -359,8 +369,10 @@ int engine_archive_store(struct engine_archive *a, const struct dag_node *n)
 	if (r < 0)
 		warn("archive: cannot store rule %d (line %d) in %s: %s", n->id, n->line, a->dir,
 		     strerror(-r));
-	else
+	else {
+		a->stored++;
 		debug(D_MAKEFLOW, "archive: rule %d stored as %s", n->id, entry);
+	}
 	path_rm_rf(tmp);
 	free(outs);
 	free(tmp);

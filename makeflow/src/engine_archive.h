@@ -33,6 +33,9 @@ int engine_archive_lookup(struct engine_archive *a, const struct dag_node *n, co
  * entry that appears whole or not at all. Returns 0, or -errno after a warning. */
 int engine_archive_store(struct engine_archive *a, const struct dag_node *n);
 
+/* Says (notice) how many rules were restored and stored, if any. NULL is fine. */
+void engine_archive_report(const struct engine_archive *a);
+
 /* The directory of the entry of KEY (caller frees). */
 char *engine_archive_entry(const struct engine_archive *a, const char *key);
 
