@@ -406,7 +406,8 @@ static int link_target(const char *path, const struct engine_mount *m, const cha
 	return r;
 }
 
-int engine_mounts_apply(const char *path, const char *cache, char *err, size_t errlen)
+int engine_mounts_apply(const char *path, const char *cache, const struct dag *d, char *err,
+                        size_t errlen)
 {
 	const char *why = inside_problem(cache);
 	if (why) {
@@ -422,8 +423,22 @@ int engine_mounts_apply(const char *path, const char *cache, char *err, size_t e
 	struct engine_mount *m = NULL;
 	size_t n = 0;
 	int r = engine_mounts_parse(path, &m, &n, err, errlen);
-	for (size_t i = 0; r == 0 && i < n; i++)
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		char *norm = path_normalize(m[i].target, NULL);
+		const struct dag_file *f = d ? dag_file_lookup(d, norm) : NULL;
+		if (!f && d)
+			f = dag_file_lookup(d, m[i].target);
+		free(norm);
+		if (f && f->producer) {
+			snprintf(err, errlen,
+			         "%s:%d: target '%s' is created by the rule at line %d of %s (a "
+			         "mount target is an input)",
+			         path, m[i].line, m[i].target, f->producer->line, d->filename);
+			r = HTC_EPARSE;
+			break;
+		}
 		r = check_one(path, &m[i], cache, err, errlen);
+	}
 	if (r == 0 && n > 0 && (r = path_mkdir_p(cache, 0777)) < 0)
 		snprintf(err, errlen, "--cache-dir %s: %s", cache, strerror(-r));
 	for (size_t i = 0; r == 0 && i < n; i++) {

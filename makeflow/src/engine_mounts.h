@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "dag.h"
+
 /* One line of a mount file. */
 struct engine_mount {
 	char *target;
@@ -29,8 +31,10 @@ char *engine_mounts_default_cache(const char *workflow);
 
 /* Applies the mount file PATH with the cache directory CACHE_DIR: fills the cache (a URL
  * already in it is not fetched again; local sources are copied again) and links every
- * target to its copy. Returns 0, or an error with the message in ERR. */
-int engine_mounts_apply(const char *path, const char *cache_dir, char *err, size_t errlen);
+ * target to its copy. With D, a target that a rule of D creates is refused. Returns 0, or an
+ * error with the message in ERR. */
+int engine_mounts_apply(const char *path, const char *cache_dir, const struct dag *d, char *err,
+                        size_t errlen);
 
 /* Undoes engine_mounts_apply: removes the targets of PATH that are links into CACHE_DIR, then
  * CACHE_DIR. Returns 0, or an error with the message in ERR. */

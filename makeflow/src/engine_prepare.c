@@ -40,8 +40,8 @@ int engine_prepare(struct engine *e)
 	}
 	if (o->mounts_path) {
 		char *def = o->cache_dir ? NULL : engine_mounts_default_cache(e->dag->filename);
-		int r = engine_mounts_apply(o->mounts_path, o->cache_dir ? o->cache_dir : def, err,
-		                            sizeof err);
+		int r = engine_mounts_apply(o->mounts_path, o->cache_dir ? o->cache_dir : def,
+		                            e->dag, err, sizeof err);
 		free(def);
 		if (r < 0) {
 			fprintf(stderr, "makeflow: %s\n", err);

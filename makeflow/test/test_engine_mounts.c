@@ -50,7 +50,7 @@ static int apply(const char *text)
 {
 	ts_write_file("mf", text);
 	err[0] = 0;
-	return engine_mounts_apply("mf", "cache", err, sizeof err);
+	return engine_mounts_apply("mf", "cache", NULL, err, sizeof err);
 }
 
 static void test_parse(void **state)
@@ -110,13 +110,13 @@ static void test_bad_lines(void **state)
 	assert_false(path_exists("a"));
 
 	ts_write_file("mf", "t here\n");
-	assert_int_equal(engine_mounts_apply("mf", "../c", err, sizeof err), HTC_EPARSE);
+	assert_int_equal(engine_mounts_apply("mf", "../c", NULL, err, sizeof err), HTC_EPARSE);
 	assert_string_equal(err, "--cache-dir ../c: the cache directory contains '..' (it must "
 	                         "stay inside the working directory)");
-	assert_int_equal(engine_mounts_apply("mf", "/tmp/c", err, sizeof err), HTC_EPARSE);
+	assert_int_equal(engine_mounts_apply("mf", "/tmp/c", NULL, err, sizeof err), HTC_EPARSE);
 	assert_string_equal(err, "--cache-dir /tmp/c: the cache directory is absolute (it must be "
 	                         "relative to the working directory)");
-	assert_int_equal(engine_mounts_apply("mf", "ln/c", err, sizeof err), HTC_EPARSE);
+	assert_int_equal(engine_mounts_apply("mf", "ln/c", NULL, err, sizeof err), HTC_EPARSE);
 	assert_string_equal(err, "--cache-dir ln/c: 'ln' is a symbolic link");
 	assert_false(path_exists("t"));
 }
@@ -166,6 +166,22 @@ static void test_apply(void **state)
 	free(t);
 }
 
+static void test_produced_target(void **state)
+{
+	(void)state;
+	struct dag *d = dag_create("wf");
+	struct dag_node *n = dag_node_add(d, 4, "make", NULL);
+	dag_node_add_output(d, n, dag_file_get_or_create(d, "made/x"), NULL, err, sizeof err);
+	assert_int_equal(dag_finalize(d, err, sizeof err), 0);
+	ts_write_file("src", "s");
+	ts_write_file("mf", "ok src\n./made/x src\n");
+	assert_int_equal(engine_mounts_apply("mf", "cache", d, err, sizeof err), HTC_EPARSE);
+	assert_string_equal(err, "mf:2: target './made/x' is created by the rule at line 4 of wf "
+	                         "(a mount target is an input)");
+	assert_false(path_exists("ok"));
+	dag_delete(d);
+}
+
 static void test_default_cache(void **state)
 {
 	(void)state;
@@ -185,6 +201,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_parse, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_lines, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_produced_target, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_default_cache, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
