@@ -3,12 +3,16 @@
 # --wrapper-output, --archive (read, write, both) and --mounts with --cache-dir
 # (doc/makeflow-archive.md): wrapped commands run whole and nested, wrapper files join every
 # rule, archived rules are restored instead of run and keyed by input content, and mount
-# sources (local files and URLs from a loopback python3 HTTP server) reach the rules, with
+# sources (local files and URLs from a loopback python3 HTTP server) reach the rules, also with
+# -T wq and a real worker (the wrapper input is sent, an archived run needs no worker), with
 # each kind of bad input refused by a message naming the file and line.
 . "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/wq-lib.sh"
 
-test_require_bin makeflow
+test_require_bin makeflow work_queue_worker
 MF=$BIN/makeflow
+WORKER=$BIN/work_queue_worker
+TEST_TIMEOUT=180
 
 # A two-rule workflow whose commands hold quotes and several commands; every rule run adds
 # a line to runs.log (outside the workflow's files, to count runs).
@@ -137,6 +141,27 @@ test_expect_success '--archive: an archive directory that cannot be made is an e
 	cat err
 	grep -q "archive $PWD/notadir/arch: Not a directory" err
 	test ! -e runs.log
+'
+
+test_expect_success '-T wq: the wrapper input travels to the worker; a second run needs no worker' '
+	two_rules
+	cat >wq.sh <<-\EOF
+	n=$1; shift; echo "rule $n" > "trace.$n"; exec "$@"
+	EOF
+	start_master --wrapper "sh wq.sh %%" --wrapper-input wq.sh --wrapper-output "trace.%%" \
+		--archive="$PWD/arch" Makeflow
+	start_worker --cores 1 localhost $port
+	finish
+	[ "$(cat out.txt)" = "$(printf "IT'"'"'S\nDATA")" ]
+	[ "$(cat trace.0)" = "rule 0" ]
+	[ "$(cat trace.1)" = "rule 1" ]
+	rm -f mid.txt out.txt trace.0 trace.1 Makeflow.makeflowlog
+	start_master --wrapper "sh wq.sh %%" --wrapper-input wq.sh --wrapper-output "trace.%%" \
+		--archive="$PWD/arch" Makeflow
+	finish
+	grep -q "2 rules restored, 0 stored" mf.out
+	[ "$(cat out.txt)" = "$(printf "IT'"'"'S\nDATA")" ]
+	[ "$(cat trace.1)" = "rule 1" ]
 '
 
 # serve DIR: an HTTP server for DIR on a free loopback port (its PID is tracked and stopped
