@@ -41,18 +41,25 @@ struct hashed {
 	UT_hash_handle hh;
 };
 
+/* The key of a submitted rule, until it is stored: memory follows the rules in flight, not
+ * the size of the workflow. */
+struct pending {
+	int id;
+	char key[SHA256_HEX_SIZE];
+	UT_hash_handle hh;
+};
+
 struct engine_archive {
 	char *dir;
 	int read, write;
-	int nnodes;
-	char (*keys)[SHA256_HEX_SIZE]; /* per rule; "" when unknown */
+	struct pending *pending; /* keys of the rules submitted and not yet stored */
 	struct hashed *hashes;
 	unsigned seq; /* names of entries being built */
 	int64_t restored, stored;
 };
 
-struct engine_archive *engine_archive_create(const char *dir, int read, int write, int nnodes,
-                                             char *err, size_t errlen)
+struct engine_archive *engine_archive_create(const char *dir, int read, int write, char *err,
+                                             size_t errlen)
 {
 	char *jobs = path_join(dir, "jobs");
 	char *tmp = path_join(dir, "tmp");
@@ -72,8 +79,6 @@ struct engine_archive *engine_archive_create(const char *dir, int read, int writ
 	a->dir = xstrdup(dir);
 	a->read = read;
 	a->write = write;
-	a->nnodes = nnodes;
-	a->keys = xcalloc((size_t)(nnodes > 0 ? nnodes : 1), sizeof *a->keys);
 	return a;
 }
 
@@ -88,7 +93,12 @@ void engine_archive_delete(struct engine_archive *a)
 		free(h->name);
 		free(h);
 	}
-	free(a->keys);
+	struct pending *p, *ptmp;
+	HASH_ITER(hh, a->pending, p, ptmp)
+	{
+		HASH_DEL(a->pending, p);
+		free(p);
+	}
 	free(a->dir);
 	free(a);
 }
@@ -280,10 +290,18 @@ static int restore(const struct dag_node *n, const char *entry)
 
 int engine_archive_lookup(struct engine_archive *a, const struct dag_node *n, const char *command)
 {
-	char *key = a->keys[n->id];
+	struct pending *p = NULL;
+	HASH_FIND_INT(a->pending, &n->id, p);
+	if (!p) {
+		p = xcalloc(1, sizeof *p);
+		p->id = n->id;
+		HASH_ADD_INT(a->pending, id, p);
+	}
+	char *key = p->key;
 	int r = engine_archive_key(a, n, command, key);
 	if (r < 0) {
-		key[0] = 0;
+		HASH_DEL(a->pending, p);
+		free(p);
 		warn("archive: rule %d (line %d) is not archived: cannot hash its inputs: %s",
 		     n->id, n->line, strerror(-r));
 		return 0;
@@ -304,6 +322,10 @@ int engine_archive_lookup(struct engine_archive *a, const struct dag_node *n, co
 		}
 	}
 	free(entry);
+	if (found) {
+		HASH_DEL(a->pending, p);
+		free(p);
+	}
 	a->restored += found;
 	return found;
 }
@@ -332,8 +354,15 @@ static int write_job(const struct dag_node *n, const char *key, const char *dir)
 
 int engine_archive_store(struct engine_archive *a, const struct dag_node *n)
 {
-	const char *key = a->keys[n->id];
-	if (!a->write || !key[0])
+	struct pending *p = NULL;
+	HASH_FIND_INT(a->pending, &n->id, p);
+	if (!p)
+		return 0;
+	HASH_DEL(a->pending, p);
+	char key[SHA256_HEX_SIZE];
+	memcpy(key, p->key, sizeof key);
+	free(p);
+	if (!a->write)
 		return 0;
 	char *entry = engine_archive_entry(a, key);
 	char *job = path_join(entry, "job.json");

@@ -12,11 +12,11 @@
 
 struct engine_archive;
 
-/* An archive in DIR (created if missing) for a workflow of NNODES rules: READ restores
+/* An archive in DIR (created if missing): READ restores
  * archived rules, WRITE stores completed ones. NULL with the reason in ERR. Delete with
  * engine_archive_delete (NULL is fine). */
-struct engine_archive *engine_archive_create(const char *dir, int read, int write, int nnodes,
-                                             char *err, size_t errlen);
+struct engine_archive *engine_archive_create(const char *dir, int read, int write, char *err,
+                                             size_t errlen);
 void engine_archive_delete(struct engine_archive *a);
 
 /* The key of N run as COMMAND (64 hex digits into KEY). Returns 0, or -errno when an input

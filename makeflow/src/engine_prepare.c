@@ -53,9 +53,8 @@ int engine_prepare(struct engine *e)
 		       "no rule)",
 		       o->batch_type ? o->batch_type : "local");
 	else if (o->archive_dir && (o->archive_read || o->archive_write)) {
-		e->archive =
-		    engine_archive_create(o->archive_dir, o->archive_read, o->archive_write,
-		                          e->dag->nnodes, err, sizeof err);
+		e->archive = engine_archive_create(o->archive_dir, o->archive_read,
+		                                   o->archive_write, err, sizeof err);
 		if (!e->archive) {
 			fprintf(stderr, "makeflow: %s\n", err);
 			return -1;

@@ -66,7 +66,7 @@ static void test_key(void **state)
 	(void)state;
 	ts_write_file("in", "one\n");
 	char err[512];
-	struct engine_archive *a = engine_archive_create("arch", 1, 1, 1, err, sizeof err);
+	struct engine_archive *a = engine_archive_create("arch", 1, 1, err, sizeof err);
 	assert_non_null(a);
 	struct dag *d = rule("cat in > out", 0);
 	struct dag_node *n = d->nodes[0];
@@ -104,7 +104,7 @@ static void test_store_restore(void **state)
 	ts_write_file("sub/deep/f", "deep\n");
 	struct dag *d = rule("make it", 1);
 	struct dag_node *n = d->nodes[0];
-	struct engine_archive *a = engine_archive_create("arch", 1, 1, 1, err, sizeof err);
+	struct engine_archive *a = engine_archive_create("arch", 1, 1, err, sizeof err);
 	assert_non_null(a);
 	assert_int_equal(engine_archive_lookup(a, n, n->command), 0);
 	ts_write_file("out", "result\n");
@@ -146,10 +146,10 @@ static void test_store_restore(void **state)
 
 	/* write only: never restores; read only: never stores */
 	ts_write_file("sub/deep/f", "deep\n");
-	a = engine_archive_create("arch", 0, 1, 1, err, sizeof err);
+	a = engine_archive_create("arch", 0, 1, err, sizeof err);
 	assert_int_equal(engine_archive_lookup(a, n, n->command), 0);
 	engine_archive_delete(a);
-	a = engine_archive_create("arch2", 1, 0, 1, err, sizeof err);
+	a = engine_archive_create("arch2", 1, 0, err, sizeof err);
 	assert_int_equal(engine_archive_lookup(a, n, n->command), 0);
 	assert_int_equal(engine_archive_store(a, n), 0);
 	assert_int_equal(engine_archive_lookup(a, n, n->command), 0);
@@ -162,7 +162,7 @@ static void test_bad_dir(void **state)
 	(void)state;
 	char err[512];
 	ts_write_file("file", "x");
-	assert_null(engine_archive_create("file/arch", 1, 1, 1, err, sizeof err));
+	assert_null(engine_archive_create("file/arch", 1, 1, err, sizeof err));
 	assert_string_equal(err, "archive file/arch: Not a directory");
 }
 
