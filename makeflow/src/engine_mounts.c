@@ -437,6 +437,11 @@ int engine_mounts_apply(const char *path, const char *cache, const struct dag *d
 			r = HTC_EPARSE;
 			break;
 		}
+		if (d && (!f || !f->nconsumers))
+			warn("%s:%d: target '%s' is not an input of any rule of %s (the name must "
+			     "be "
+			     "written as the rules write it)",
+			     path, m[i].line, m[i].target, d->filename);
 		r = check_one(path, &m[i], cache, err, errlen);
 	}
 	if (r == 0 && n > 0 && (r = path_mkdir_p(cache, 0777)) < 0)
