@@ -957,7 +957,10 @@ out:
 	batch_queue_delete(e->queue);
 	batch_queue_delete(e->local_queue);
 	uv_walk(&e->loop, close_walk_cb, NULL);
-	uv_run(&e->loop, UV_RUN_DEFAULT);
+	/* a run that finished before the loop ever ran (every rule complete already) left the
+	 * loop's stop flag set: the first uv_run only clears it */
+	while (uv_run(&e->loop, UV_RUN_DEFAULT) != 0)
+		;
 	uv_loop_close(&e->loop);
 	engine_alloc_free(e);
 	engine_archive_delete(e->archive);
