@@ -388,8 +388,18 @@ int engine_archive_store(struct engine_archive *a, const struct dag_node *n)
 		r = path_mkdir_p(parent, 0777);
 		if (r == 0 && rename(tmp, entry) < 0) {
 			r = -errno;
-			if (r == -EEXIST || r == -ENOTEMPTY)
-				r = 0; /* stored meanwhile by another run */
+			if (r == -EEXIST || r == -ENOTEMPTY) {
+				/* stored meanwhile by another run; a directory there without
+				 * its record was not made by a rename from tmp/: replace it */
+				char *rec = path_join(entry, "job.json");
+				r = 0;
+				if (!path_exists(rec)) {
+					path_rm_rf(entry);
+					if (rename(tmp, entry) < 0)
+						r = -errno;
+				}
+				free(rec);
+			}
 		}
 		if (r == 0)
 			fsync_dir(parent);

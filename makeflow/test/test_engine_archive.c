@@ -158,6 +158,38 @@ static void test_store_restore(void **state)
 	dag_delete(d);
 }
 
+/* An entry directory without its record (never made by the store, which renames whole
+ * entries) is not used, and the next store replaces it. */
+static void test_broken_entry(void **state)
+{
+	(void)state;
+	char err[512];
+	ts_write_file("in", "data\n");
+	struct dag *d = rule("make it", 0);
+	struct dag_node *n = d->nodes[0];
+	struct engine_archive *a = engine_archive_create("arch", 1, 1, err, sizeof err);
+	char key[SHA256_HEX_SIZE];
+	assert_int_equal(engine_archive_key(a, n, n->command, key), 0);
+	char *entry = engine_archive_entry(a, key);
+	char *outs = xasprintf("%s/outputs", entry);
+	assert_int_equal(path_mkdir_p(outs, 0777), 0);
+	ts_write_file("out", "result\n");
+	assert_int_equal(engine_archive_lookup(a, n, n->command), 0);
+	assert_int_equal(engine_archive_store(a, n), 0);
+	char *job = xasprintf("%s/job.json", entry);
+	assert_true(path_exists(job));
+	char *copy = xasprintf("%s/0", outs);
+	char *text = ts_read_file(copy, NULL);
+	assert_string_equal(text, "result\n");
+	free(text);
+	free(copy);
+	free(job);
+	free(outs);
+	free(entry);
+	engine_archive_delete(a);
+	dag_delete(d);
+}
+
 static void test_bad_dir(void **state)
 {
 	(void)state;
@@ -201,6 +233,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_key, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_restore, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_broken_entry, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_dir, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_engine_run_restores, setup, teardown),
 	};

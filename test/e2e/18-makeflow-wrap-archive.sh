@@ -132,6 +132,8 @@ test_expect_success '--archive: an entry left half built by a crash is never use
 	"$MF" --archive="$PWD/arch" Makeflow
 	[ "$(wc -l <runs.log)" = 4 ]
 	[ "$(cat out.txt)" = "$(printf "IT'"'"'S\nDATA")" ]
+	# and the run put whole entries in their place
+	[ "$(ls arch/jobs/*/*/job.json | wc -l)" = 2 ]
 '
 
 test_expect_success '--archive: an archive directory that cannot be made is an error' '
