@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "batch_queue.h"
@@ -324,6 +325,8 @@ static int parse_wrap(struct makeflow_opts *o, int c, char *arg, char *err, size
 		e->archive_read = 1;
 	if (c == OPT_ARCHIVE || c == OPT_ARCHIVE_WRITE)
 		e->archive_write = 1;
+	if (!arg)
+		o->archive_bare = 1;
 	if (arg) {
 		if (!*arg)
 			return bad(err, errlen, "--archive-dir: expected a directory");
@@ -438,6 +441,13 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const char *clean,
                           char *err, size_t errlen)
 {
+	struct stat st;
+	if (optind < argc - 1 && o->archive_bare && stat(argv[optind], &st) == 0 &&
+	    S_ISDIR(st.st_mode))
+		return bad(err, errlen,
+		           "expected one workflow file, got %d: an archive directory is given as "
+		           "--archive=%s (the value is optional, so it needs the '=')",
+		           argc - optind, argv[optind]);
 	if (optind < argc - 1)
 		return bad(err, errlen, "expected one workflow file, got %d (see --help)",
 		           argc - optind);

@@ -27,6 +27,7 @@ struct makeflow_opts {
 	const char **wrap[3];
 	size_t n_wrap[3], cap_wrap[3];
 	char *archive_dir;
+	int archive_bare; /* an --archive* option was given without =DIR */
 };
 
 /* Parses ARGV into O (which it initialises; MAKEFLOW_BATCH_QUEUE_TYPE gives the default batch

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -204,6 +205,16 @@ static void test_options(void **state)
 	assert_int_equal(parse(&o, err, sizeof err, "--mounts=", NULL), HTC_EPARSE);
 	assert_string_equal(err, "--mounts: expected a file");
 
+	/* "--archive DIR": the directory is taken for a second workflow */
+	assert_int_equal(mkdir("adir", 0777), 0);
+	assert_int_equal(parse(&o, err, sizeof err, "--archive", "adir", "Makeflow", NULL),
+	                 HTC_EPARSE);
+	assert_string_equal(err, "expected one workflow file, got 2: an archive directory is "
+	                         "given as --archive=adir (the value is optional, so it needs "
+	                         "the '=')");
+	assert_int_equal(parse(&o, err, sizeof err, "--archive=adir", "Makeflow", NULL), CLI_DONE);
+	makeflow_opts_clear(&o);
+	rmdir("adir");
 	unlink("Makeflow");
 	assert_int_equal(chdir(old), 0);
 	ts_tmpdir_remove(dir);
