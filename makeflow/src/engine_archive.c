@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
@@ -58,6 +59,60 @@ struct engine_archive {
 	int64_t restored, stored;
 };
 
+/* The name under tmp/ of an entry being built: KEY.HOST.PID.SEQ. */
+static char *tmp_name(struct engine_archive *a, const char *key)
+{
+	char host[256] = "localhost";
+	gethostname(host, sizeof host - 1);
+	host[sizeof host - 1] = 0;
+	return xasprintf("%s/tmp/%s.%s.%ld.%u", a->dir, key, host, (long)getpid(), a->seq++);
+}
+
+/* An entry under tmp/ that a process of this host, now gone, was building (killed while
+ * storing) is removed; those of other hosts and of live processes are left. */
+static int sweep_one(int dirfd, const char *name, unsigned char type, void *arg)
+{
+	(void)dirfd;
+	(void)type;
+	const char *tmpdir = arg;
+	size_t len = strlen(name);
+	if (len < SHA256_HEX_SIZE + 4 || name[SHA256_HEX_SIZE - 1] != '.')
+		return 0;
+	const char *last = strrchr(name, '.');
+	const char *p = last;
+	while (p > name + SHA256_HEX_SIZE && p[-1] != '.')
+		p--;
+	if (p <= name + SHA256_HEX_SIZE)
+		return 0;
+	/* name = KEY '.' HOST '.' PID '.' SEQ; p points at PID */
+	char host[256] = "localhost";
+	gethostname(host, sizeof host - 1);
+	host[sizeof host - 1] = 0;
+	size_t hlen = (size_t)(p - 1 - (name + SHA256_HEX_SIZE));
+	if (hlen != strlen(host) || strncmp(name + SHA256_HEX_SIZE, host, hlen))
+		return 0;
+	char *end = NULL;
+	long pid = strtol(p, &end, 10);
+	if (end != last || pid <= 0 || pid > INT_MAX)
+		return 0;
+	if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		return 0;
+	char *path = path_join(tmpdir, name);
+	debug(D_MAKEFLOW, "archive: removing %s, left by process %ld", path, pid);
+	path_rm_rf(path);
+	free(path);
+	return 0;
+}
+
+static void sweep_tmp(const char *tmpdir)
+{
+	int fd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	dir_entries(fd, sweep_one, (void *)tmpdir);
+	close(fd);
+}
+
 struct engine_archive *engine_archive_create(const char *dir, int read, int write, char *err,
                                              size_t errlen)
 {
@@ -68,6 +123,8 @@ struct engine_archive *engine_archive_create(const char *dir, int read, int writ
 		r = path_mkdir_p(tmp, 0777);
 	if (r == 0 && write && access(tmp, W_OK) < 0)
 		r = -errno;
+	if (r == 0 && write)
+		sweep_tmp(tmp);
 	free(jobs);
 	free(tmp);
 	if (r < 0) {
@@ -372,7 +429,7 @@ int engine_archive_store(struct engine_archive *a, const struct dag_node *n)
 		free(entry);
 		return 0;
 	}
-	char *tmp = xasprintf("%s/tmp/%s.%ld.%u", a->dir, key, (long)getpid(), a->seq++);
+	char *tmp = tmp_name(a, key);
 	char *outs = path_join(tmp, "outputs");
 	path_rm_rf(tmp);
 	int r = path_mkdir_p(outs, 0777);

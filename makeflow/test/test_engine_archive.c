@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dag.h"
@@ -190,6 +191,42 @@ static void test_broken_entry(void **state)
 	dag_delete(d);
 }
 
+/* Entries under tmp/ left by a killed process of this host are removed when an archive is
+ * opened for writing; those of a live process or of another host stay. */
+static void test_sweep(void **state)
+{
+	(void)state;
+	char err[512];
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	assert_true(child > 0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	char host[256] = "localhost";
+	gethostname(host, sizeof host - 1);
+	const char *key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	char dead[512], live[512], other[512], odd[512];
+	snprintf(dead, sizeof dead, "arch/tmp/%s.%s.%ld.0", key, host, (long)child);
+	snprintf(live, sizeof live, "arch/tmp/%s.%s.%ld.3", key, host, (long)getpid());
+	snprintf(other, sizeof other, "arch/tmp/%s.not-%s.%ld.0", key, host, (long)child);
+	snprintf(odd, sizeof odd, "arch/tmp/%s.%ld.0", key, (long)child);
+	const char *all[] = {dead, live, other, odd};
+	for (int i = 0; i < 4; i++) {
+		char *outs = xasprintf("%s/outputs", all[i]);
+		assert_int_equal(path_mkdir_p(outs, 0777), 0);
+		free(outs);
+	}
+	struct engine_archive *a = engine_archive_create("arch", 1, 0, err, sizeof err);
+	engine_archive_delete(a);
+	assert_true(path_exists(dead)); /* read only: nothing is touched */
+	a = engine_archive_create("arch", 0, 1, err, sizeof err);
+	engine_archive_delete(a);
+	assert_false(path_exists(dead));
+	assert_true(path_exists(live));
+	assert_true(path_exists(other));
+	assert_true(path_exists(odd));
+}
+
 static void test_bad_dir(void **state)
 {
 	(void)state;
@@ -234,6 +271,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_key, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_restore, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_broken_entry, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_dir, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_engine_run_restores, setup, teardown),
 	};
