@@ -435,8 +435,17 @@ int engine_archive_store(struct engine_archive *a, const struct dag_node *n)
 	int r = path_mkdir_p(outs, 0777);
 	for (int i = 0; r == 0 && i < n->noutputs; i++) {
 		char *dst = xasprintf("%s/%d", outs, i);
-		r = engine_copy(n->outputs[i].file->name, dst, 1);
+		r = engine_copy(n->outputs[i].file->name, dst, 0);
 		free(dst);
+	}
+	if (r == 0) {
+		/* one flush of the file system for all the copies (an fsync per file costs
+		 * seconds for an output of a few thousand files), before the entry can appear */
+		int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || syncfs(fd) < 0)
+			r = -errno;
+		if (fd >= 0)
+			close(fd);
 	}
 	if (r == 0)
 		r = write_job(n, key, tmp);

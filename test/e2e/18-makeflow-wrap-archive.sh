@@ -136,6 +136,39 @@ test_expect_success '--archive: an entry left half built by a crash is never use
 	[ "$(ls arch/jobs/*/*/job.json | wc -l)" = 2 ]
 '
 
+test_expect_success '--archive: makeflow killed (-9) while storing leaves no partial entry' '
+	# an output of 500 files: storing it (copied, then flushed to disk) takes a moment
+	cat >gen.sh <<-\EOF
+	mkdir -p tree; i=0; while [ $i -lt 500 ]; do echo $i > tree/f$i; i=$((i+1)); done
+	EOF
+	wf Makeflow <<-\EOF
+	tree: gen.sh
+	    sh gen.sh
+	EOF
+	"$MF" --archive="$PWD/arch" Makeflow >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	# wait until the store is under way (or, on a fast disk, the run is over)
+	test_wait_until 60 sh -c "ls -A arch/tmp 2>/dev/null | grep -q . || ! kill -0 $mf 2>/dev/null"
+	kill -9 $mf 2>/dev/null || true
+	wait $mf 2>/dev/null || true
+	ls -A arch/tmp arch/jobs
+	for e in arch/jobs/*/*; do
+		[ -e "$e" ] || continue
+		test -f "$e/job.json"
+		[ "$(ls "$e/outputs/0" | wc -l)" = 500 ]
+	done
+	# the next run removes what the killed one left in tmp/ and stores; the one after that
+	# restores
+	rm -rf tree Makeflow.makeflowlog
+	"$MF" --archive="$PWD/arch" Makeflow
+	[ -z "$(ls -A arch/tmp)" ]
+	rm -rf tree Makeflow.makeflowlog
+	"$MF" --archive="$PWD/arch" Makeflow 2>err
+	grep -q "1 rule restored" err
+	[ "$(ls tree | wc -l)" = 500 ]
+'
+
 test_expect_success '--archive: an archive directory that cannot be made is an error' '
 	two_rules
 	echo x >notadir
