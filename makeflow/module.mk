@@ -7,7 +7,7 @@ makeflow_viz_COMPONENT := makeflow
 makeflow_monitor_COMPONENT := makeflow
 
 # External libraries: the library's own, and each program's whole link (doc/design.md, "Build").
-makeflow_LIB_DEPS := libuv jansson zlib m
+makeflow_LIB_DEPS := libuv libcurl jansson zlib m
 makeflow_DEPS := libuv libcurl libseccomp jansson zlib libssl libcrypto m
 makeflow_analyze_DEPS := jansson m
 makeflow_viz_DEPS := jansson m

@@ -15,7 +15,9 @@
 #include <uthash.h>
 
 #include "debug.h"
+#include "engine_archive.h"
 #include "engine_internal.h"
+#include "engine_wrapper.h"
 #include "rmsummary.h"
 #include "htc_error.h"
 #include "path.h"
@@ -217,6 +219,27 @@ static void gc_maybe(struct engine *e)
 /* ---- submission ---------------------------------------------------------- */
 
 static void node_fail(struct engine *e, struct dag_node *n);
+static void node_complete(struct engine *e, struct dag_node *n);
+static int outputs_ok(struct engine *e, struct dag_node *n);
+
+/* N's outputs came from the archive: it completes without running. */
+static void archive_restored(struct engine *e, struct dag_node *n)
+{
+	struct node_extra *x = &e->extra[n->id];
+	if (e->log && txlog_node(e->log, n->id, TXLOG_NODE_RUNNING, x->key) < 0) {
+		log_check(e);
+		ready_enqueue(e, n);
+		return;
+	}
+	x->attempts++;
+	x->start_us = x->end_us = time_now_us();
+	set_state(e, n, NODE_RUNNING);
+	debug(D_MAKEFLOW, "rule %d (line %d): outputs restored from the archive", n->id, n->line);
+	if (outputs_ok(e, n))
+		node_complete(e, n);
+	else
+		node_fail(e, n);
+}
 
 static char *nested_command(const struct engine *e, const struct dag_node *n)
 {
@@ -266,6 +289,20 @@ static void submit(struct engine *e, struct dag_node *n)
 		env[i] = n->env->vars[i];
 	env[nenv] = e->run_env; /* the run id every job carries (doc/batch-driver-interface.md) */
 	char *cmd = n->workflow ? nested_command(e, n) : NULL;
+	char *wcmd = engine_wrap_command(e->opt->wrappers, cmd ? cmd : n->command, n->id);
+	if (wcmd) {
+		free(cmd);
+		cmd = wcmd;
+	}
+	if (e->archive && !n->workflow &&
+	    engine_archive_lookup(e->archive, n, cmd ? cmd : n->command)) {
+		free(in);
+		free(out);
+		free(env);
+		free(cmd);
+		archive_restored(e, n);
+		return;
+	}
 	char tag[64];
 	snprintf(tag, sizeof tag, "rule %d (line %d)", n->id, n->line);
 
@@ -575,6 +612,8 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 		free(x->last_error);
 		x->last_error = NULL;
 		engine_alloc_record(e, n, r, &measured, 1);
+		if (e->archive)
+			engine_archive_store(e->archive, n);
 		node_complete(e, n);
 	} else if (!e->aborting && r->exhausted && !r->error) {
 		/* A re-run with more resources is not one of the -r retries; an explicit limit
@@ -826,7 +865,8 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		if (!e->local_queue || apply_options(e, e->local_queue, 1) < 0)
 			goto out;
 	}
-	if (check_features(e) < 0 || check_sources(e) < 0 || engine_alloc_init(e) < 0)
+	if (engine_prepare(e) < 0 || check_features(e) < 0 || check_sources(e) < 0 ||
+	    engine_alloc_init(e) < 0)
 		goto out;
 
 	e->extra = xcalloc((size_t)d->nnodes + 1, sizeof *e->extra);
@@ -917,6 +957,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		        "(%s); run makeflow again once there is space: it resumes from the log\n",
 		        o->log_path, strerror(-txlog_error(e->log)));
 	engine_alloc_report(e);
+	engine_archive_report(e->archive);
 	engine_report_failures(e);
 	if (o->summary_path && engine_write_summary(e) < 0)
 		e->exit_status = 1;
@@ -931,9 +972,13 @@ out:
 	batch_queue_delete(e->queue);
 	batch_queue_delete(e->local_queue);
 	uv_walk(&e->loop, close_walk_cb, NULL);
-	uv_run(&e->loop, UV_RUN_DEFAULT);
+	/* a run that finished before the loop ever ran (every rule complete already) left the
+	 * loop's stop flag set: the first uv_run only clears it */
+	while (uv_run(&e->loop, UV_RUN_DEFAULT) != 0)
+		;
 	uv_loop_close(&e->loop);
 	engine_alloc_free(e);
+	engine_archive_delete(e->archive);
 	engine_free(e);
 	return e->exit_status;
 }

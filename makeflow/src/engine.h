@@ -20,6 +20,7 @@ enum engine_clean_mode {
 	ENGINE_CLEAN_ALL = 1,
 	ENGINE_CLEAN_OUTPUTS,
 	ENGINE_CLEAN_INTERMEDIATES,
+	ENGINE_CLEAN_CACHE, /* only the links and the cache of --mounts */
 };
 
 enum engine_progress_mode {
@@ -54,6 +55,15 @@ struct engine_options {
 	int allocation_mode;         /* --allocation: -1 unset, else enum category_mode, for the
 	                                categories whose mode the workflow does not give */
 	const char *allocation_seed; /* --allocation-seed: summaries that seed the categories */
+
+	/* Wrappers, archive, mounts (doc/makeflow-archive.md). */
+	const char *const *wrappers;        /* --wrapper, NULL-terminated, first innermost */
+	const char *const *wrapper_inputs;  /* --wrapper-input: inputs of every rule ("%%") */
+	const char *const *wrapper_outputs; /* --wrapper-output: outputs of every rule ("%%") */
+	const char *archive_dir;            /* --archive*: NULL = no archive */
+	int archive_read, archive_write;    /* restore archived rules; store completed ones */
+	const char *mounts_path;            /* --mounts: the mount file, NULL = none */
+	const char *cache_dir;              /* --cache-dir; NULL = one per workflow */
 };
 
 /* Fills O with defaults. */
@@ -67,5 +77,9 @@ int engine_run(struct dag *d, const struct engine_options *o);
 /* Removes the files the workflow created according to the log (see
  * doc/makeflow-log-format.md "Cleaning"). Returns the exit status. */
 int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode);
+
+/* With --mounts in O: removes the links the mount file made and the cache of the workflow
+ * WORKFLOW (what any clean mode also removes). Returns 0, or -1 after printing the error. */
+int engine_clean_mounts(const struct engine_options *o, const char *workflow);
 
 #endif

@@ -62,6 +62,7 @@ struct engine {
 	char run_env[TXLOG_RUN_ID_LEN + 16]; /* "HTC_RUN_ID=<run_id>", in every job's env */
 	struct node_extra *extra;            /* indexed by node id */
 	struct engine_sizing *sizing;        /* categories, monitor (engine_alloc.c) */
+	struct engine_archive *archive;      /* --archive (engine_archive.c); NULL = none */
 	struct job_map *jobs;
 
 	/* ready queue: a ring of node pointers (FIFO, file order within a wave) */
@@ -145,6 +146,10 @@ void engine_alloc_record(struct engine *e, struct dag_node *n, const struct batc
 void engine_alloc_report(struct engine *e);
 /* The per-category statistics as a JSON array (a json_t *; NULL when there is nothing). */
 void *engine_alloc_json(struct engine *e);
+
+/* engine_prepare.c: joins the wrapper files to every rule, applies the mounts and opens the
+ * archive. Returns 0, or -1 after printing the error. */
+int engine_prepare(struct engine *e);
 
 /* engine_report.c */
 void engine_progress_start(struct engine *e);

@@ -49,9 +49,11 @@ int main(int argc, char **argv)
 	char *exe = self_exe(argv[0]);
 	o.engine.self_exe = exe;
 	int status;
-	if (o.clean)
-		status = engine_clean(d, o.log_path, o.clean);
-	else
+	if (o.clean) {
+		status = o.clean == ENGINE_CLEAN_CACHE ? 0 : engine_clean(d, o.log_path, o.clean);
+		if (engine_clean_mounts(&o.engine, o.src.path) < 0)
+			status = 1;
+	} else
 		status = engine_run(d, &o.engine);
 
 	dag_delete(d);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "batch_queue.h"
@@ -42,6 +43,16 @@ enum {
 	OPT_SSL_KEY,
 	OPT_SHARED_FS,
 	OPT_SECCOMP,
+	/* wrappers, archive, mounts */
+	OPT_WRAPPER,
+	OPT_WRAPPER_INPUT,
+	OPT_WRAPPER_OUTPUT,
+	OPT_ARCHIVE,
+	OPT_ARCHIVE_READ,
+	OPT_ARCHIVE_WRITE,
+	OPT_ARCHIVE_DIR,
+	OPT_MOUNTS,
+	OPT_CACHE_DIR,
 };
 
 static const struct option longopts[] = {
@@ -77,6 +88,17 @@ static const struct option longopts[] = {
     {"monitor-exe", required_argument, 0, OPT_MONITOR_EXE},
     {"allocation", required_argument, 0, OPT_ALLOCATION},
     {"allocation-seed", required_argument, 0, OPT_ALLOCATION_SEED},
+    /* wrappers, archive, mounts */
+    {"wrapper", required_argument, 0, OPT_WRAPPER},
+    {"wrapper-input", required_argument, 0, OPT_WRAPPER_INPUT},
+    {"wrapper-output", required_argument, 0, OPT_WRAPPER_OUTPUT},
+    {"archive", optional_argument, 0, OPT_ARCHIVE},
+    {"archive-read", optional_argument, 0, OPT_ARCHIVE_READ},
+    {"archive-write", optional_argument, 0, OPT_ARCHIVE_WRITE},
+    {"archive-dir", required_argument, 0, OPT_ARCHIVE_DIR},
+    {"mounts", required_argument, 0, OPT_MOUNTS},
+    {"cache-dir", required_argument, 0, OPT_CACHE_DIR},
+    {"cache", required_argument, 0, OPT_CACHE_DIR},
     CLI_LONG_OPTIONS,
     WORKFLOW_LONG_OPTIONS,
     {0, 0, 0, 0},
@@ -137,6 +159,20 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --allocation=MODE     size categories: fixed, max, waste (min_waste),\n"
 	    "                            throughput (max_throughput); .MAKEFLOW MODE wins\n"
 	    "      --allocation-seed=PATH  seed categories from summaries (file or directory)\n"
+	    "Wrappers, archive, mounts (doc/makeflow-archive.md):\n"
+	    "      --wrapper=CMD         run every rule inside CMD ({} or [] marks the\n"
+	    "                            command, %%%% the rule's number); repeatable\n"
+	    "      --wrapper-input=FILE  FILE is an input of every rule (%%%%: rule number)\n"
+	    "      --wrapper-output=FILE FILE is an output of every rule (%%%%: rule number)\n"
+	    "      --archive[=DIR]       restore rules found in the archive DIR and store\n"
+	    "                            completed ones (default /tmp/makeflow.archive.UID)\n"
+	    "      --archive-read[=DIR]  only restore from the archive\n"
+	    "      --archive-write[=DIR] only store into the archive\n"
+	    "      --archive-dir=DIR     the archive directory\n"
+	    "      --mounts=FILE         make each TARGET of FILE's 'TARGET SOURCE' lines a\n"
+	    "                            link to a cached copy of SOURCE (path or URL)\n"
+	    "      --cache-dir=DIR       where --mounts keeps its copies (also --cache;\n"
+	    "                            default makeflow.cache.HASH)\n"
 	    "  -d, --debug=SUBSYS        debug output: %s\n"
 	    "  -o, --debug-file=FILE     write debug output to FILE\n"
 	    "  -v, --version             show the version\n"
@@ -160,6 +196,9 @@ void makeflow_opts_clear(struct makeflow_opts *o)
 	free(o->batch_opts);
 	free(o->log_path);
 	free(o->wq_only);
+	for (int i = 0; i < 3; i++)
+		free(o->wrap[i]);
+	free(o->archive_dir);
 	workflow_source_free(&o->src);
 	init(o);
 }
@@ -253,6 +292,53 @@ static void wq_option(struct makeflow_opts *o, int c, const char *arg)
 	}
 }
 
+/* --wrapper*, --archive*, --mounts, --cache-dir. */
+static int parse_wrap(struct makeflow_opts *o, int c, char *arg, char *err, size_t errlen)
+{
+	struct engine_options *e = &o->engine;
+	if (c == OPT_WRAPPER || c == OPT_WRAPPER_INPUT || c == OPT_WRAPPER_OUTPUT) {
+		int k = c - OPT_WRAPPER;
+		if (!*arg)
+			return bad(err, errlen, "--wrapper%s: expected a %s, got an empty string",
+			           k == 0   ? ""
+			           : k == 1 ? "-input"
+			                    : "-output",
+			           k == 0 ? "command" : "file name");
+		VEC_RESERVE(o->wrap[k], o->cap_wrap[k], o->n_wrap[k] + 2);
+		o->wrap[k][o->n_wrap[k]++] = arg;
+		o->wrap[k][o->n_wrap[k]] = NULL;
+		return 0;
+	}
+	if (c == OPT_MOUNTS || c == OPT_CACHE_DIR) {
+		if (!*arg)
+			return bad(err, errlen, "%s: expected a %s",
+			           c == OPT_MOUNTS ? "--mounts" : "--cache-dir",
+			           c == OPT_MOUNTS ? "file" : "directory");
+		if (c == OPT_MOUNTS)
+			e->mounts_path = arg;
+		else
+			e->cache_dir = arg;
+		return 0;
+	}
+	/* the archive: --archive reads and writes; -read and -write combine */
+	if (c == OPT_ARCHIVE || c == OPT_ARCHIVE_READ)
+		e->archive_read = 1;
+	if (c == OPT_ARCHIVE || c == OPT_ARCHIVE_WRITE)
+		e->archive_write = 1;
+	if (!arg)
+		o->archive_bare = 1;
+	if (arg) {
+		if (!*arg)
+			return bad(err, errlen, "--archive-dir: expected a directory");
+		if (o->archive_dir && strcmp(o->archive_dir, arg))
+			return bad(err, errlen, "two archive directories given: %s and %s",
+			           o->archive_dir, arg);
+		free(o->archive_dir);
+		o->archive_dir = xstrdup(arg);
+	}
+	return 0;
+}
+
 static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], const char **clean,
                      char *err, size_t errlen)
 {
@@ -326,6 +412,15 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case OPT_MONITOR_SERIES: e->monitor_time_series = 1; break;
 	case OPT_MONITOR_EXE: e->monitor_exe = arg; break;
 	case OPT_ALLOCATION_SEED: e->allocation_seed = arg; break;
+	case OPT_WRAPPER:
+	case OPT_WRAPPER_INPUT:
+	case OPT_WRAPPER_OUTPUT:
+	case OPT_ARCHIVE:
+	case OPT_ARCHIVE_READ:
+	case OPT_ARCHIVE_WRITE:
+	case OPT_ARCHIVE_DIR:
+	case OPT_MOUNTS:
+	case OPT_CACHE_DIR: return parse_wrap(o, c, arg, err, errlen);
 	case 'f': e->summary_path = arg; break;
 	case 'd':
 	case 'o':
@@ -346,6 +441,13 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const char *clean,
                           char *err, size_t errlen)
 {
+	struct stat st;
+	if (optind < argc - 1 && o->archive_bare && stat(argv[optind], &st) == 0 &&
+	    S_ISDIR(st.st_mode))
+		return bad(err, errlen,
+		           "expected one workflow file, got %d: an archive directory is given as "
+		           "--archive=%s (the value is optional, so it needs the '=')",
+		           argc - optind, argv[optind]);
 	if (optind < argc - 1)
 		return bad(err, errlen, "expected one workflow file, got %d (see --help)",
 		           argc - optind);
@@ -360,6 +462,12 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 			o->clean = ENGINE_CLEAN_OUTPUTS;
 		else if (!strcmp(clean, "intermediates"))
 			o->clean = ENGINE_CLEAN_INTERMEDIATES;
+		else if (!strcmp(clean, "cache") && o->engine.mounts_path)
+			o->clean = ENGINE_CLEAN_CACHE;
+		else if (!strcmp(clean, "cache"))
+			return bad(err, errlen,
+			           "--clean=cache removes what --mounts made: give the same "
+			           "--mounts FILE (and --cache-dir) as the run");
 		else
 			return bad(err, errlen,
 			           "--clean=%s: expected all, outputs or intermediates", clean);
@@ -373,6 +481,18 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	if (!o->log_path)
 		o->log_path = xasprintf("%s.makeflowlog", o->src.path);
 	o->engine.log_path = o->log_path;
+	o->engine.wrappers = o->wrap[0];
+	o->engine.wrapper_inputs = o->wrap[1];
+	o->engine.wrapper_outputs = o->wrap[2];
+	if (o->archive_dir && !o->engine.archive_read && !o->engine.archive_write)
+		return bad(err, errlen,
+		           "--archive-dir %s: say what to do with the archive: --archive, "
+		           "--archive-read or --archive-write",
+		           o->archive_dir);
+	if ((o->engine.archive_read || o->engine.archive_write) && !o->archive_dir)
+		o->archive_dir = xasprintf("/tmp/makeflow.archive.%ld", (long)getuid());
+	if (o->engine.archive_read || o->engine.archive_write)
+		o->engine.archive_dir = o->archive_dir;
 	o->engine.batch_opts = (const char *const *)o->batch_opts;
 	return 0;
 }

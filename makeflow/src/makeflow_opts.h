@@ -22,6 +22,12 @@ struct makeflow_opts {
 	size_t n_batch_opts, cap_batch_opts;
 	char *log_path; /* -l, or WORKFLOW.makeflowlog; owned */
 	char *wq_only;  /* the first Work Queue option given ("-N foo"), owned; NULL if none */
+	/* --wrapper, --wrapper-input, --wrapper-output: NULL-terminated arrays (owned) of
+	 * strings in ARGV; --archive*: the archive directory (owned) */
+	const char **wrap[3];
+	size_t n_wrap[3], cap_wrap[3];
+	char *archive_dir;
+	int archive_bare; /* an --archive* option was given without =DIR */
 };
 
 /* Parses ARGV into O (which it initialises; MAKEFLOW_BATCH_QUEUE_TYPE gives the default batch
