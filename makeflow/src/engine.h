@@ -28,6 +28,14 @@ enum engine_progress_mode {
 	ENGINE_PROGRESS_QUIET,
 };
 
+/* --storage-type: what --storage-limit bounds (doc/compatibility.md). */
+enum engine_storage_type {
+	ENGINE_STORAGE_MAX = 0,    /* every file the workflow creates and still needs */
+	ENGINE_STORAGE_MIN = 1,    /* refused: needs an ordering of rules this engine does not do */
+	ENGINE_STORAGE_OUTPUT = 2, /* only the final outputs (files no rule reads) */
+	ENGINE_STORAGE_OFF = 3,    /* no limit */
+};
+
 struct engine_options {
 	const char *batch_type;        /* "local" when NULL */
 	const char *const *batch_opts; /* NULL-terminated "key=value" driver options */
@@ -41,7 +49,7 @@ struct engine_options {
 	int gc_count;             /* -G: collect once this many files are collectable */
 	int64_t gc_size;          /* --gc-size bytes of free disk (on_demand) */
 	const char *log_path;     /* transaction log; required */
-	const char *summary_path; /* -f; may be NULL */
+	const char *summary_path; /* -f: the CCTools text summary; may be NULL */
 	enum engine_progress_mode progress;
 	const char *self_exe; /* path of makeflow for nested workflows */
 
@@ -54,6 +62,26 @@ struct engine_options {
 	int allocation_mode;         /* --allocation: -1 unset, else enum category_mode, for the
 	                                categories whose mode the workflow does not give */
 	const char *allocation_seed; /* --allocation-seed: summaries that seed the categories */
+
+	/* CCTools command-line compatibility (doc/compatibility.md, "The makeflow command
+	 * line"). */
+	const char *summary_json_path; /* --summary-json: the JSON summary; may be NULL */
+	const char *const *argv;       /* the command line as given, NULL-terminated, for the
+	                                  first line of the -f summary; may be NULL */
+	int64_t local_cores;           /* --local-cores: cores of this machine for local jobs;
+	                                  <= 0: all */
+	int64_t local_memory_mb;       /* --local-memory MB; <= 0: all */
+	int64_t local_disk_mb;         /* --local-disk MB; <= 0: all free */
+	int wait_for_files_s;          /* --wait-for-files-upto: seconds a rule's outputs may
+	                                  take to appear after it exits 0; 0: none */
+	int no_save_failed_output;     /* --do-not-save-failed-output: a failed rule's outputs
+	                                  are deleted, not moved to makeflow.failed.N */
+	int64_t storage_limit;         /* --storage-limit bytes; 0: off */
+	int storage_type;              /* --storage-type (enum engine_storage_type) */
+	/* Slurm-only options (kept for the slurm driver; other types do not use them). */
+	int slurm_ignore_memory_spec; /* --ignore-memory-spec */
+	int slurm_safe_submit;        /* --safe-submit-mode */
+	const char *slurm_tmp;        /* --tmp */
 };
 
 /* Fills O with defaults. */

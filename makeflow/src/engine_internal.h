@@ -86,6 +86,10 @@ struct engine {
 	size_t n_collectable, collectable_cap;
 	int64_t gc_files, gc_bytes;
 
+	/* --storage-limit (engine_storage.c) */
+	int64_t storage_used; /* bytes of the counted files the workflow created and keeps */
+	int storage_stuck;    /* at the limit with nothing running: no rule starts any more */
+
 	/* reporting */
 	int64_t start_us;
 	int64_t last_plain_us;
@@ -146,6 +150,16 @@ void engine_alloc_report(struct engine *e);
 /* The per-category statistics as a JSON array (a json_t *; NULL when there is nothing). */
 void *engine_alloc_json(struct engine *e);
 
+/* engine_storage.c: --storage-limit */
+/* Counts the files of earlier runs that are there. */
+void engine_storage_init(struct engine *e);
+/* A rule created F (SIZE bytes) / garbage collection deleted F. */
+void engine_storage_created(struct engine *e, const struct dag_file *f, int64_t size);
+void engine_storage_deleted(struct engine *e, const struct dag_file *f, int64_t size);
+/* 1 if no rule may be submitted to Q now (the limit is reached, or Q still has jobs waiting to
+ * start); at the limit with nothing running, says so once and sets storage_stuck. */
+int engine_storage_full(struct engine *e, struct batch_queue *q);
+
 /* engine_report.c */
 void engine_progress_start(struct engine *e);
 void engine_progress_update(struct engine *e, int force);
@@ -153,7 +167,10 @@ void engine_progress_stop(struct engine *e);
 /* With -T dryrun: says where the script of the commands went. */
 void engine_report_dryrun(struct engine *e);
 void engine_report_failures(struct engine *e);
-int engine_write_summary(struct engine *e);
+/* --summary-json FILE: the JSON summary (doc/manual.md). */
+int engine_write_json_summary(struct engine *e);
+/* -f FILE: the text summary of CCTools makeflow, line for line. */
+int engine_write_text_summary(struct engine *e);
 const char *engine_node_state_name(int state);
 
 #endif

@@ -10,6 +10,7 @@
 #include "debug.h"
 #include "engine.h"
 #include "makeflow_opts.h"
+#include "makeflow_opts_compat.h"
 #include "workflow_load.h"
 #include "xalloc.h"
 
@@ -41,11 +42,14 @@ int main(int argc, char **argv)
 	if (r < 0)
 		fatal("%s", err);
 
+	makeflow_opts_warn(&o);
 	struct dag *d = workflow_load(&o.src, err, sizeof err);
 	if (!d) {
 		fprintf(stderr, "makeflow: %s\n", err);
 		return 1;
 	}
+	if (!o.clean && makeflow_opts_write_local_port_file(&o) < 0)
+		return 1;
 	char *exe = self_exe(argv[0]);
 	o.engine.self_exe = exe;
 	int status;

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "debug.h"
 #include "htc_error.h"
+#include "makeflow_opts_compat.h"
 #include "rmon_seccomp.h"
 #include "stringtools.h"
 #include "units.h"
@@ -70,6 +71,7 @@ static const struct option longopts[] = {
     {"gc-size", required_argument, 0, OPT_GC_SIZE},
     {"skip-file-check", no_argument, 0, OPT_SKIP_FILE_CHECK},
     {"summary-log", required_argument, 0, 'f'},
+    {"argv", required_argument, 0, WORKFLOW_OPT_JX_ARGS}, /* expanded before getopt */
     {"progress", required_argument, 0, OPT_PROGRESS},
     {"monitor", required_argument, 0, OPT_MONITOR},
     {"monitor-interval", required_argument, 0, OPT_MONITOR_INTERVAL},
@@ -120,7 +122,8 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "  -G, --gc-count=N          collect once N files are collectable\n"
 	    "      --gc-size=SIZE        on_demand: collect while free disk is below SIZE (1G)\n"
 	    "      --skip-file-check     do not check that input files exist before starting\n"
-	    "  -f, --summary-log=FILE    write a JSON summary of the run to FILE\n"
+	    "  -f, --summary-log=FILE    write the CCTools text summary of the run to FILE\n"
+	    "      --summary-json=FILE   write a JSON summary of the run to FILE\n"
 	    "      --json                the workflow is JSON\n"
 	    "      --jx                  the workflow is JX\n"
 	    "      --jx-args=FILE        JX: symbols from FILE\n"
@@ -137,6 +140,27 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --allocation=MODE     size categories: fixed, max, waste (min_waste),\n"
 	    "                            throughput (max_throughput); .MAKEFLOW MODE wins\n"
 	    "      --allocation-seed=PATH  seed categories from summaries (file or directory)\n"
+	    "CCTools compatibility (doc/compatibility.md):\n"
+	    "      --argv=FILE           options from FILE, a JSON object of option names and\n"
+	    "                            values (MAKEFLOW: the workflow)\n"
+	    "      --local-cores=N       cores of this machine for local jobs (default: all)\n"
+	    "      --local-memory=MB     memory of this machine for local jobs (default: all)\n"
+	    "      --local-disk=MB       disk of this machine for local jobs (default: free)\n"
+	    "      --wait-for-files-upto=S  wait up to S seconds for a rule's outputs to\n"
+	    "                            appear after it exits 0 (shared file systems)\n"
+	    "      --storage-limit=SIZE  hold new rules while the workflow's files use SIZE\n"
+	    "      --storage-type=T      what the limit counts: 0 max (every file created and\n"
+	    "                            still needed; default), 2 output (final outputs),\n"
+	    "                            3 off; 1 min is refused\n"
+	    "      --ignore-memory-spec, --safe-submit-mode, --tmp=SIZE  Slurm only (not\n"
+	    "                            in this build yet: a warning with another -T)\n"
+	    "      --disable-cache       -T wq: workers do not cache files (cache=no)\n"
+	    "      --do-not-save-failed-output  delete a failed rule's outputs instead of\n"
+	    "                            moving them to makeflow.failed.N/\n"
+	    "  -A, --disable-afs-check   accepted: there is no AFS check here\n"
+	    "  -t, --wq-keepalive-timeout=S, -u, --wq-keepalive-interval=S,\n"
+	    "  -W, --wq-schedule=MODE    Work Queue keepalives and scheduling (-T wq)\n"
+	    "  Other CCTools options are refused with the reason.\n"
 	    "  -d, --debug=SUBSYS        debug output: %s\n"
 	    "  -o, --debug-file=FILE     write debug output to FILE\n"
 	    "  -v, --version             show the version\n"
@@ -160,6 +184,10 @@ void makeflow_opts_clear(struct makeflow_opts *o)
 	free(o->batch_opts);
 	free(o->log_path);
 	free(o->wq_only);
+	for (int i = 0; i < o->n_words; i++)
+		free(o->words[i]);
+	free(o->words);
+	free(o->argv_workflow);
 	workflow_source_free(&o->src);
 	init(o);
 }
@@ -186,8 +214,7 @@ static int parse_int(const char *opt, const char *s, int min, int *out, char *er
 	return 0;
 }
 
-/* Appends a driver option (owned). */
-static void add_batch_opt(struct makeflow_opts *o, char *kv)
+void makeflow_opts_add_batch(struct makeflow_opts *o, char *kv)
 {
 	VEC_RESERVE(o->batch_opts, o->cap_batch_opts, o->n_batch_opts + 2);
 	o->batch_opts[o->n_batch_opts++] = kv;
@@ -234,6 +261,10 @@ static int parse_word(struct makeflow_opts *o, int c, const char *arg, char *err
 /* Work Queue options become options of the wq driver. */
 static void wq_option(struct makeflow_opts *o, int c, const char *arg)
 {
+	if (c == 'Z') {
+		o->port_file = arg;
+		return;
+	}
 	const char *key = c == 'p'             ? "port"
 	                  : c == 'Z'           ? "port-file"
 	                  : c == 'C'           ? "catalog"
@@ -241,8 +272,11 @@ static void wq_option(struct makeflow_opts *o, int c, const char *arg)
 	                  : c == OPT_SSL_CERT  ? "ssl-cert"
 	                  : c == OPT_SSL_KEY   ? "ssl-key"
 	                  : c == OPT_SHARED_FS ? "shared-fs"
+	                  : c == 't'           ? "keepalive-timeout"
+	                  : c == 'u'           ? "keepalive-interval"
+	                  : c == 'W'           ? "schedule"
 	                                       : "project";
-	add_batch_opt(o, xasprintf("%s=%s", key, arg));
+	makeflow_opts_add_batch(o, xasprintf("%s=%s", key, arg));
 	if (!o->wq_only) {
 		const char *name = c == OPT_PASSWORD    ? "--password"
 		                   : c == OPT_SSL_CERT  ? "--ssl-cert"
@@ -267,13 +301,13 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 		if (rmon_seccomp_parse(arg, &sp) < 0)
 			return bad(err, errlen,
 			           "--seccomp '%s': expected default, strict, nonet or off", arg);
-		add_batch_opt(o, xasprintf("seccomp=%s", arg));
+		makeflow_opts_add_batch(o, xasprintf("seccomp=%s", arg));
 		break;
 	}
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
 			return bad(err, errlen, "--batch-option '%s': expected KEY=VALUE", arg);
-		add_batch_opt(o, xstrdup(arg));
+		makeflow_opts_add_batch(o, xstrdup(arg));
 		break;
 	case 'p':
 	case 'Z':
@@ -283,7 +317,10 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case OPT_PASSWORD:
 	case OPT_SSL_CERT:
 	case OPT_SSL_KEY:
-	case OPT_SHARED_FS: wq_option(o, c, arg); break;
+	case OPT_SHARED_FS:
+	case 't':
+	case 'u':
+	case 'W': wq_option(o, c, arg); break;
 	case 'r': return parse_int("-r", arg, 0, &e->retries, err, errlen);
 	case 'R': e->retries = 5; break;
 	case 'z': e->zero_length_is_missing = 1; break;
@@ -334,10 +371,14 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 		int r = cli_common_option(c, argv, "makeflow", makeflow_opts_usage, err, errlen);
 		return r == CLI_EXIT ? CLI_EXIT : r == CLI_FAIL ? HTC_EPARSE : 0;
 	}
-	default:
+	default: {
 		if (workflow_source_getopt(&o->src, c, arg))
 			break;
+		int r = compat_option(o, c, arg, err, errlen);
+		if (r != 0)
+			return r < 0 ? r : 0;
 		return CLI_USAGE;
+	}
 	}
 	return 0;
 }
@@ -349,7 +390,9 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	if (optind < argc - 1)
 		return bad(err, errlen, "expected one workflow file, got %d (see --help)",
 		           argc - optind);
-	o->src.path = optind < argc ? argv[optind] : "Makeflow";
+	o->src.path = optind < argc      ? argv[optind]
+	              : o->argv_workflow ? o->argv_workflow
+	                                 : "Makeflow";
 	if (access(o->src.path, R_OK) < 0)
 		return bad(err, errlen, "cannot read workflow %s: %s", o->src.path,
 		           strerror(errno));
@@ -360,11 +403,27 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 			o->clean = ENGINE_CLEAN_OUTPUTS;
 		else if (!strcmp(clean, "intermediates"))
 			o->clean = ENGINE_CLEAN_INTERMEDIATES;
+		else if (!strcmp(clean, "cache"))
+			return bad(err, errlen,
+			           "--clean=cache: not supported here: makeflow keeps no download "
+			           "cache of mounted files");
 		else
 			return bad(err, errlen,
 			           "--clean=%s: expected all, outputs or intermediates", clean);
 	}
 	const char *type = o->engine.batch_type ? o->engine.batch_type : "local";
+	char why[512];
+	if (batch_queue_type_check(type, why, sizeof why) < 0)
+		return bad(err, errlen, "-T %s: %s", type, why);
+	/* -Z is the master's port file with -T wq; without Work Queue CCTools writes port 0
+	 * there (no master listens), and so does makeflow here */
+	if (o->port_file && !strcmp(type, "wq"))
+		makeflow_opts_add_batch(o, xasprintf("port-file=%s", o->port_file));
+	else
+		o->local_port_file = o->port_file;
+	int rc = compat_check(o, type, err, errlen);
+	if (rc < 0)
+		return rc;
 	if (o->wq_only && strcmp(type, "wq") != 0)
 		return bad(
 		    err, errlen,
@@ -377,23 +436,60 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	return 0;
 }
 
+/* MAKEFLOW_MAX_LOCAL_JOBS and MAKEFLOW_MAX_REMOTE_JOBS give -j and -J their defaults. */
+static int env_limits(struct makeflow_opts *o, char *err, size_t errlen)
+{
+	const char *l = getenv("MAKEFLOW_MAX_LOCAL_JOBS");
+	const char *r = getenv("MAKEFLOW_MAX_REMOTE_JOBS");
+	int rc = 0;
+	if (l && *l)
+		rc = parse_int("MAKEFLOW_MAX_LOCAL_JOBS", l, 1, &o->engine.max_local_jobs, err,
+		               errlen);
+	if (rc == 0 && r && *r)
+		rc = parse_int("MAKEFLOW_MAX_REMOTE_JOBS", r, 1, &o->engine.max_remote_jobs, err,
+		               errlen);
+	return rc;
+}
+
 int makeflow_opts_parse(int argc, char *argv[], struct makeflow_opts *o, char *err, size_t errlen)
 {
 	init(o);
+	int r =
+	    compat_expand_argv(argc, argv, &o->words, &o->n_words, &o->argv_workflow, err, errlen);
+	if (r < 0)
+		return r;
+	o->engine.argv = (const char *const *)argv;
+	r = env_limits(o, err, errlen);
+	if (r < 0)
+		goto out;
 	/* getopt itself reports an unknown option or a missing value (then the usage follows) */
 	opterr = 1;
 	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
 	const char *clean = NULL;
-	int c, r = 0;
-	while ((c = getopt_long(argc, argv, "T:j:J:B:r:Rzl:L:cg:G:f:d:o:vhp:Z:N:M:C:", longopts,
+	struct option *opts = compat_longopts(longopts);
+	int c;
+	while ((c = getopt_long(o->n_words, o->words,
+	                        "T:j:J:B:r:Rzl:L:cg:G:f:d:o:vhp:Z:N:M:C:" COMPAT_SHORT_OPTS, opts,
 	                        NULL)) != -1) {
-		r = parse_one(o, c, optarg, argv, &clean, err, errlen);
+		r = parse_one(o, c, optarg, o->words, &clean, err, errlen);
 		if (r != 0)
-			goto out;
+			break;
 	}
-	r = check_workflow(o, argc, argv, clean, err, errlen);
+	free(opts);
+	if (r == 0)
+		r = check_workflow(o, o->n_words, o->words, clean, err, errlen);
 out:
 	if (r != 0)
 		makeflow_opts_clear(o);
 	return r;
+}
+
+void makeflow_opts_warn(const struct makeflow_opts *o)
+{
+	const char *type = o->engine.batch_type ? o->engine.batch_type : "local";
+	if (o->slurm_only)
+		fprintf(stderr,
+		        "makeflow: warning: %s applies to -T slurm only (not in this build yet); "
+		        "the %s batch type does not use it\n",
+		        o->slurm_only, type);
 }
