@@ -387,7 +387,7 @@ test_expect_success 'an unknown -T is a clear error and runs nothing' '
 	rc=0; "$MF" -T nosuch Makeflow 2>err || rc=$?
 	cat err
 	[ $rc = 1 ]
-	grep -q "unknown batch type .nosuch." err
+	grep -q "unknown batch system .nosuch." err
 	grep -q "local" err
 	test ! -e a.txt
 '
