@@ -1,9 +1,11 @@
 /* makeflow_main.c: the makeflow command: parses options (makeflow_opts), loads the workflow
  * (checking it completely before anything runs), then either cleans, or runs it with the
  * engine. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -46,6 +48,11 @@ int main(int argc, char **argv)
 	struct dag *d = workflow_load(&o.src, err, sizeof err);
 	if (!d) {
 		fprintf(stderr, "makeflow: %s\n", err);
+		return 1;
+	}
+	/* -X: the workflow is read from here; its log, files and rules are in DIR (CCTools) */
+	if (o.change_dir && chdir(o.change_dir) < 0) {
+		fprintf(stderr, "makeflow: -X %s: %s\n", o.change_dir, strerror(errno));
 		return 1;
 	}
 	if (!o.clean && makeflow_opts_write_local_port_file(&o) < 0)

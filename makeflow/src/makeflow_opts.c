@@ -110,12 +110,13 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --password=FILE       workers must prove this password (HMAC, both ways)\n"
 	    "      --ssl-cert=FILE --ssl-key=FILE  TLS for worker connections\n"
 	    "      --shared-fs=DIR       files under DIR are on a file system workers share:\n"
-	    "                            they are not transferred\n"
+	    "                            they are not transferred (local types: all are)\n"
 	    "  -r, --retry-count=N       retry a failed rule up to N times\n"
 	    "  -R, --retry               retry failed rules (5 times)\n"
 	    "  -z, --zero-length-error   an empty output counts as missing\n"
 	    "  -l, --makeflow-log=FILE   transaction log (default WORKFLOW.makeflowlog)\n"
-	    "  -L, --batch-log=FILE      accepted for compatibility; drivers here log through -d\n"
+	    "  -L, --batch-log=FILE      -T wq: the master's transactions log; the local types\n"
+	    "                            keep none\n"
 	    "  -c, --clean[=MODE]        remove created files: all (default), outputs, "
 	    "intermediates\n"
 	    "  -g, --gc=MODE             garbage collection: none, ref_cnt, on_demand, all\n"
@@ -155,6 +156,7 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --ignore-memory-spec, --safe-submit-mode, --tmp=SIZE  Slurm only (not\n"
 	    "                            in this build yet: a warning with another -T)\n"
 	    "      --disable-cache       -T wq: workers do not cache files (cache=no)\n"
+	    "  -X, --change-directory=DIR  read the workflow here, then run it in DIR\n"
 	    "      --do-not-save-failed-output  delete a failed rule's outputs instead of\n"
 	    "                            moving them to makeflow.failed.N/\n"
 	    "  -A, --disable-afs-check   accepted: there is no AFS check here\n"
@@ -277,7 +279,8 @@ static void wq_option(struct makeflow_opts *o, int c, const char *arg)
 	                  : c == 'W'           ? "schedule"
 	                                       : "project";
 	makeflow_opts_add_batch(o, xasprintf("%s=%s", key, arg));
-	if (!o->wq_only) {
+	/* --shared-fs: with the local types every path is shared (nothing is transferred) */
+	if (!o->wq_only && c != OPT_SHARED_FS) {
 		const char *name = c == OPT_PASSWORD    ? "--password"
 		                   : c == OPT_SSL_CERT  ? "--ssl-cert"
 		                   : c == OPT_SSL_KEY   ? "--ssl-key"
@@ -328,10 +331,7 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 		free(o->log_path);
 		o->log_path = xstrdup(arg);
 		break;
-	case 'L':
-		notice("-L %s: batch drivers here write their events to the debug log (-d batch)",
-		       arg);
-		break;
+	case 'L': o->batch_log = arg; break;
 	case 'c': *clean = "all"; break;
 	case OPT_CLEAN: *clean = arg ? arg : "all"; break;
 	case 'g':
@@ -424,6 +424,25 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	int rc = compat_check(o, type, err, errlen);
 	if (rc < 0)
 		return rc;
+	int is_wq = !strcmp(type, "wq");
+	/* -L: with -T wq the master's transactions log; the local types keep none (nor does
+	 * CCTools for them) */
+	if (o->batch_log && is_wq)
+		makeflow_opts_add_batch(o, xasprintf("txlog=%s", o->batch_log));
+	for (size_t i = 0; !is_wq && i < o->n_batch_opts; i++) {
+		if (strncmp(o->batch_opts[i], "shared-fs=", 10))
+			continue;
+		free(o->batch_opts[i]);
+		memmove(o->batch_opts + i, o->batch_opts + i + 1,
+		        (o->n_batch_opts - i) * sizeof *o->batch_opts);
+		o->n_batch_opts--;
+		i--;
+	}
+	if (o->n_batch_opts == 0) {
+		free(o->batch_opts);
+		o->batch_opts = NULL;
+		o->cap_batch_opts = 0;
+	}
 	if (o->wq_only && strcmp(type, "wq") != 0)
 		return bad(
 		    err, errlen,
@@ -487,6 +506,11 @@ out:
 void makeflow_opts_warn(const struct makeflow_opts *o)
 {
 	const char *type = o->engine.batch_type ? o->engine.batch_type : "local";
+	if (o->batch_log && strcmp(type, "wq") != 0)
+		fprintf(stderr,
+		        "makeflow: note: -L %s: the %s batch type keeps no batch log (its events "
+		        "are in the debug log, -d batch)\n",
+		        o->batch_log, type);
 	if (o->slurm_only)
 		fprintf(stderr,
 		        "makeflow: warning: %s applies to -T slurm only (not in this build yet); "

@@ -28,6 +28,8 @@ struct makeflow_opts {
 	int n_words;
 	char *argv_workflow;         /* MAKEFLOW of an --argv file; owned */
 	const char *port_file;       /* -Z, the last one given */
+	const char *batch_log;       /* -L, the last one given */
+	const char *change_dir;      /* -X: main changes to it once the workflow is read */
 	const char *local_port_file; /* -Z without -T wq: written "0" (no master listens) */
 	const char *slurm_only;      /* the first Slurm-only option given, which no batch type
 	                                here uses yet: main warns; NULL if none */

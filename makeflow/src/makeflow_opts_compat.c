@@ -56,6 +56,7 @@ static const struct option kept[] = {
     {"do-not-save-failed-output", no_argument, 0, C_NO_SAVE_FAILED},
     {"disable-afs-check", no_argument, 0, 'A'},
     {"disable-cache", no_argument, 0, C_DISABLE_CACHE},
+    {"change-directory", required_argument, 0, 'X'},
     {"wq-keepalive-timeout", required_argument, 0, 't'},
     {"wq-keepalive-interval", required_argument, 0, 'u'},
     {"wq-schedule", required_argument, 0, 'W'},
@@ -76,7 +77,6 @@ static const struct refused {
     {"email", required_argument, 'm', NOT_HERE ": no mail is sent; -f FILE writes the summary"},
     {"submission-timeout", required_argument, 'S',
      NOT_HERE ": submission here never fails for a while and then succeeds"},
-    {"change-directory", required_argument, 'X', NOT_YET ": run makeflow from that directory"},
     {"priority", required_argument, 'P', NOT_YET ": Work Queue task priorities"},
     {"wq-fast-abort", required_argument, 'F', NOT_YET ": Work Queue fast abort"},
     {"work-queue-preferred-connection", required_argument, 0,
@@ -253,6 +253,7 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 	case C_NO_SAVE_FAILED: e->no_save_failed_output = 1; break;
 	case 'A': /* there is no AFS check here: nothing to disable */ break;
 	case C_DISABLE_CACHE: o->disable_cache = 1; break;
+	case 'X': o->change_dir = arg; break;
 	default: return 0;
 	}
 	return r < 0 ? r : 1;

@@ -269,6 +269,21 @@ static void test_batch_options(void **state)
 	assert_fails("-W fcfs: this option is for Work Queue and needs -T wq (the batch type is "
 	             "local)",
 	             "-W", "fcfs");
+	/* -L: the master's transactions log with -T wq; --shared-fs with a local type: every path
+	 * is shared already */
+	assert_int_equal(parse(&o, "-T", "wq", "-L", "wq.log", NULL), CLI_DONE);
+	assert_string_equal(o.batch_opts[0], "txlog=wq.log");
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "-L", "b.log", "--shared-fs", "/home", "--shared-fs", "/sw",
+	                       "--seccomp", "off", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.batch_log, "b.log");
+	assert_string_equal(o.batch_opts[0], "seccomp=off");
+	assert_null(o.batch_opts[1]);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--shared-fs", "/home", NULL), CLI_DONE);
+	assert_null(o.batch_opts);
+	makeflow_opts_clear(&o);
 	/* --disable-cache: the local types have no cache, as in CCTools */
 	assert_int_equal(parse(&o, "--disable-cache", NULL), CLI_DONE);
 	assert_null(o.batch_opts);
@@ -444,6 +459,13 @@ static void test_cctools_options(void **state)
 	assert_int_equal(o.engine.slurm_ignore_memory_spec, 1);
 	assert_string_equal(o.engine.slurm_tmp, "100");
 	assert_string_equal(o.slurm_only, "--safe-submit-mode");
+	makeflow_opts_clear(&o);
+
+	assert_int_equal(parse(&o, "-X", "sub", NULL), CLI_DONE);
+	assert_string_equal(o.change_dir, "sub");
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--change-directory=sub2", NULL), CLI_DONE);
+	assert_string_equal(o.change_dir, "sub2");
 	makeflow_opts_clear(&o);
 
 	/* -Z without Work Queue: the port file gets 0, as in CCTools */

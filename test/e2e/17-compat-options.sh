@@ -161,6 +161,21 @@ test_expect_success '--wait-for-files-upto: outputs that appear after the rule e
 	[ "$(cat out.txt)" = hi ]
 '
 
+test_expect_success '-X DIR: the workflow is read here, its rules and log are in DIR' '
+	mkdir sub
+	wf Makeflow <<-\EOF
+	o.txt:
+	    pwd > o.txt
+	EOF
+	"$MF" --progress=quiet -X sub Makeflow
+	[ "$(cat sub/o.txt)" = "$PWD/sub" ]
+	test -e sub/Makeflow.makeflowlog
+	test ! -e o.txt
+	rc=0; "$MF" -X nonexistent Makeflow 2>err || rc=$?
+	[ $rc = 1 ]
+	grep -q "makeflow: -X nonexistent: No such file or directory" err
+'
+
 test_expect_success '--argv FILE: options from a JSON object, MAKEFLOW names the workflow' '
 	good_wf
 	mv Makeflow work.mf
