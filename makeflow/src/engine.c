@@ -155,6 +155,19 @@ static int log_check(struct engine *e)
 	return -1;
 }
 
+/* An environment entry NAME=value a job may be given (a shell variable name). */
+static int env_name_ok(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	if (!eq || eq == entry)
+		return 0;
+	for (const char *p = entry; p < eq; p++)
+		if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (p > entry && *p >= '0' && *p <= '9')))
+			return 0;
+	return 1;
+}
+
 /* ---- garbage collection ------------------------------------------------ */
 
 static int collectable(const struct engine *e, const struct dag_file *f)
@@ -262,10 +275,20 @@ static void submit(struct engine *e, struct dag_node *n)
 		out[i].remote_name = n->outputs[i].remote_name;
 	}
 	int nenv = n->env ? n->env->count : 0;
-	const char **env = xcalloc((size_t)nenv + 2, sizeof *env);
+	/* --send-environment: a remote job gets makeflow's environment, under the rule's own */
+	int send = e->opt->send_environment && !use_local &&
+	           !(e->features & BATCH_FEATURE_LOCAL_EXECUTION);
+	size_t nsend = 0;
+	for (char **p = environ; send && *p; p++)
+		nsend++;
+	const char **env = xcalloc(nsend + (size_t)nenv + 2, sizeof *env);
+	size_t ne = 0;
+	for (char **p = environ; send && *p; p++)
+		if (env_name_ok(*p))
+			env[ne++] = *p;
 	for (int i = 0; i < nenv; i++)
-		env[i] = n->env->vars[i];
-	env[nenv] = e->run_env; /* the run id every job carries (doc/batch-driver-interface.md) */
+		env[ne++] = n->env->vars[i];
+	env[ne] = e->run_env; /* the run id every job carries (doc/batch-driver-interface.md) */
 	char *cmd = n->workflow ? nested_command(e, n) : NULL;
 	char tag[64];
 	snprintf(tag, sizeof tag, "rule %d (line %d)", n->id, n->line);

@@ -162,6 +162,10 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "  -A, --disable-afs-check   accepted: there is no AFS check here\n"
 	    "  -t, --wq-keepalive-timeout=S, -u, --wq-keepalive-interval=S,\n"
 	    "  -W, --wq-schedule=MODE    Work Queue keepalives and scheduling (-T wq)\n"
+	    "  -F, --wq-fast-abort=M     -T wq: a task running M times its category's mean\n"
+	    "                            wall time is cancelled and runs again elsewhere\n"
+	    "      --send-environment    remote jobs get makeflow's environment (local jobs\n"
+	    "                            inherit it)\n"
 	    "  Other CCTools options are refused with the reason.\n"
 	    "  -d, --debug=SUBSYS        debug output: %s\n"
 	    "  -o, --debug-file=FILE     write debug output to FILE\n"
@@ -277,6 +281,7 @@ static void wq_option(struct makeflow_opts *o, int c, const char *arg)
 	                  : c == 't'           ? "keepalive-timeout"
 	                  : c == 'u'           ? "keepalive-interval"
 	                  : c == 'W'           ? "schedule"
+	                  : c == 'F'           ? "fast-abort"
 	                                       : "project";
 	makeflow_opts_add_batch(o, xasprintf("%s=%s", key, arg));
 	/* --shared-fs: with the local types every path is shared (nothing is transferred) */
@@ -323,7 +328,8 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case OPT_SHARED_FS:
 	case 't':
 	case 'u':
-	case 'W': wq_option(o, c, arg); break;
+	case 'W':
+	case 'F': wq_option(o, c, arg); break;
 	case 'r': return parse_int("-r", arg, 0, &e->retries, err, errlen);
 	case 'R': e->retries = 5; break;
 	case 'z': e->zero_length_is_missing = 1; break;

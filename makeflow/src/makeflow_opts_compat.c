@@ -39,6 +39,7 @@ enum {
 	C_TMP,
 	C_NO_SAVE_FAILED,
 	C_DISABLE_CACHE,
+	C_SEND_ENV,
 	C_REFUSED = COMPAT_OPT_BASE + 100, /* + index in refused[] */
 };
 
@@ -57,6 +58,8 @@ static const struct option kept[] = {
     {"disable-afs-check", no_argument, 0, 'A'},
     {"disable-cache", no_argument, 0, C_DISABLE_CACHE},
     {"change-directory", required_argument, 0, 'X'},
+    {"send-environment", no_argument, 0, C_SEND_ENV},
+    {"wq-fast-abort", required_argument, 0, 'F'},
     {"wq-keepalive-timeout", required_argument, 0, 't'},
     {"wq-keepalive-interval", required_argument, 0, 'u'},
     {"wq-schedule", required_argument, 0, 'W'},
@@ -78,12 +81,10 @@ static const struct refused {
     {"submission-timeout", required_argument, 'S',
      NOT_HERE ": submission here never fails for a while and then succeeds"},
     {"priority", required_argument, 'P', NOT_YET ": Work Queue task priorities"},
-    {"wq-fast-abort", required_argument, 'F', NOT_YET ": Work Queue fast abort"},
     {"work-queue-preferred-connection", required_argument, 0,
      NOT_YET ": workers connect to the master's address"},
     {"log-verbose", no_argument, 0,
      NOT_HERE ": the transaction log has its own format (doc/makeflow-log-format.md)"},
-    {"send-environment", no_argument, 0, NOT_YET ": local jobs inherit the environment"},
     {"file-status", required_argument, 0, NOT_YET ": use -f or --summary-json at the end"},
     {"file-status-interval", required_argument, 0, NOT_YET},
     {"storage-print", required_argument, 0,
@@ -254,6 +255,7 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 	case 'A': /* there is no AFS check here: nothing to disable */ break;
 	case C_DISABLE_CACHE: o->disable_cache = 1; break;
 	case 'X': o->change_dir = arg; break;
+	case C_SEND_ENV: e->send_environment = 1; break;
 	default: return 0;
 	}
 	return r < 0 ? r : 1;

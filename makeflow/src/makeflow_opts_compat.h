@@ -22,7 +22,7 @@ struct option *compat_longopts(const struct option *base);
 
 /* Handles getopt_long's result C with ARG. Returns 1 when it was a compatibility option (and
  * applied it), 0 when it is not one, HTC_EPARSE with the message in ERR for a bad value or a
- * refused option. -t, -u and -W are left to the caller (Work Queue options). */
+ * refused option. -t, -u, -W and -F are left to the caller (Work Queue options). */
 int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, size_t errlen);
 
 /* Expands every "--argv FILE" (or --argv=FILE) of ARGV (ARGC words) into the options FILE

@@ -258,13 +258,15 @@ static void test_batch_options(void **state)
 	makeflow_opts_clear(&o);
 	/* CCTools' Work Queue keepalive and scheduling options, and --disable-cache */
 	assert_int_equal(parse(&o, "-T", "wq", "-t", "40", "--wq-keepalive-interval=50", "-W",
-	                       "files", "--disable-cache", NULL),
+	                       "files", "--disable-cache", "-F", "3", "--send-environment", NULL),
 	                 CLI_DONE);
 	assert_string_equal(o.batch_opts[0], "keepalive-timeout=40");
 	assert_string_equal(o.batch_opts[1], "keepalive-interval=50");
 	assert_string_equal(o.batch_opts[2], "schedule=files");
-	assert_string_equal(o.batch_opts[3], "cache=no");
-	assert_null(o.batch_opts[4]);
+	assert_string_equal(o.batch_opts[3], "fast-abort=3");
+	assert_string_equal(o.batch_opts[4], "cache=no");
+	assert_null(o.batch_opts[5]);
+	assert_int_equal(o.engine.send_environment, 1);
 	makeflow_opts_clear(&o);
 	assert_fails("-W fcfs: this option is for Work Queue and needs -T wq (the batch type is "
 	             "local)",

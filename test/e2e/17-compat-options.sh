@@ -2,12 +2,15 @@
 # 17-compat-options.sh: end-to-end tests of makeflow command lines written for CCTools: the -f
 # text summary (compared with CCTools makeflow when it is installed), --summary-json, -T names
 # this build does not have, -Z without Work Queue, --local-cores, --wait-for-files-upto,
-# --argv, --storage-limit, and the options refused with a reason (doc/compatibility.md).
+# --argv, --storage-limit, -X, --send-environment, and the options refused with a reason
+# (doc/compatibility.md).
 . "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/wq-lib.sh"
 
-test_require_bin makeflow
+test_require_bin makeflow work_queue_worker
 
 MF=$BIN/makeflow
+WORKER=$BIN/work_queue_worker
 CCTOOLS_MF=${CCTOOLS_MAKEFLOW:-/usr/bin/makeflow}
 
 # A workflow whose rules all succeed: a.txt and b.txt are read by another rule.
@@ -261,6 +264,25 @@ test_expect_success '--do-not-save-failed-output: a failed rule.s outputs are de
 	[ $rc = 1 ]
 	test ! -e makeflow.failed.0
 	test ! -e bad.txt
+'
+
+test_expect_success '--send-environment: a Work Queue task gets makeflow.s environment' '
+	# the variable is read by the script (makeflow substitutes variables in commands)
+	echo "echo \"[\$FROM_MAKEFLOW]\" > v.txt" >v.sh
+	wf Makeflow <<-\EOF
+	v.txt: v.sh
+	    sh v.sh
+	EOF
+	# the worker does not have the variable; only makeflow does
+	FROM_MAKEFLOW=yes start_master --send-environment Makeflow
+	start_worker --cores 1 localhost $port
+	finish
+	[ "$(cat v.txt)" = "[yes]" ]
+	rm -f v.txt Makeflow.makeflowlog
+	FROM_MAKEFLOW=yes start_master Makeflow
+	start_worker --cores 1 localhost $port
+	finish
+	[ "$(cat v.txt)" = "[]" ]
 '
 
 test_done
