@@ -71,7 +71,6 @@ static const struct option longopts[] = {
     {"gc-size", required_argument, 0, OPT_GC_SIZE},
     {"skip-file-check", no_argument, 0, OPT_SKIP_FILE_CHECK},
     {"summary-log", required_argument, 0, 'f'},
-    {"argv", required_argument, 0, WORKFLOW_OPT_JX_ARGS}, /* expanded before getopt */
     {"progress", required_argument, 0, OPT_PROGRESS},
     {"monitor", required_argument, 0, OPT_MONITOR},
     {"monitor-interval", required_argument, 0, OPT_MONITOR_INTERVAL},

@@ -18,6 +18,7 @@
 #include "atomic_file.h"
 #include "htc_error.h"
 #include "makeflow_opts.h"
+#include "workflow_load.h"
 #include "stringtools.h"
 #include "units.h"
 #include "vec.h"
@@ -40,6 +41,7 @@ enum {
 	C_NO_SAVE_FAILED,
 	C_DISABLE_CACHE,
 	C_SEND_ENV,
+	C_ARGV,
 	C_REFUSED = COMPAT_OPT_BASE + 100, /* + index in refused[] */
 };
 
@@ -59,6 +61,8 @@ static const struct option kept[] = {
     {"disable-cache", no_argument, 0, C_DISABLE_CACHE},
     {"change-directory", required_argument, 0, 'X'},
     {"send-environment", no_argument, 0, C_SEND_ENV},
+    {"argv", required_argument, 0, C_ARGV}, /* expanded before getopt when spelled out */
+    {"jx-context", required_argument, 0, WORKFLOW_OPT_JX_ARGS}, /* the older --jx-args */
     {"wq-fast-abort", required_argument, 0, 'F'},
     {"wq-keepalive-timeout", required_argument, 0, 't'},
     {"wq-keepalive-interval", required_argument, 0, 'u'},
@@ -130,6 +134,13 @@ static const struct refused {
     {"vc3-log", required_argument, 0, NOT_HERE " (VC3 is out of scope)"},
     {"vc3-options", required_argument, 0, NOT_HERE " (VC3 is out of scope)"},
     {"tlq", required_argument, 0, NOT_HERE " (TLQ is out of scope)"},
+    {"auth", required_argument, 0, NOT_HERE ": workers prove --password, or connect with TLS"},
+    {"show-output", no_argument, 0, NOT_YET},
+    {"wq-wait-queue-size", required_argument, 0, NOT_YET},
+    {"wq-estimate-capacity", no_argument, 0, NOT_YET},
+    {"monitor-measure-dir", no_argument, 0, NOT_YET},
+    {"monitor-log-name", required_argument, 0, NOT_YET ": --monitor names its files"},
+    {"enable_hook_example", no_argument, 0, NOT_HERE},
 };
 #define N_REFUSED (sizeof refused / sizeof refused[0])
 
@@ -256,6 +267,7 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 	case C_DISABLE_CACHE: o->disable_cache = 1; break;
 	case 'X': o->change_dir = arg; break;
 	case C_SEND_ENV: e->send_environment = 1; break;
+	case C_ARGV: return bad(err, errlen, "--argv: write the option's name in full");
 	default: return 0;
 	}
 	return r < 0 ? r : 1;

@@ -324,6 +324,10 @@ static void test_workflow_and_clean(void **state)
 	assert_int_equal(parse(&o, "--json", NULL), CLI_DONE);
 	assert_int_equal(o.src.format, WORKFLOW_JSON);
 	makeflow_opts_clear(&o);
+	/* --jx-context: the older name of --jx-args (CCTools still takes it) */
+	assert_int_equal(parse(&o, "--jx", "--jx-context", "c.json", NULL), CLI_DONE);
+	assert_string_equal(o.src.jx_args, "c.json");
+	makeflow_opts_clear(&o);
 
 	assert_int_equal(parse(&o, "-c", NULL), CLI_DONE);
 	assert_int_equal(o.clean, ENGINE_CLEAN_ALL);
@@ -588,6 +592,7 @@ static void test_argv_file(void **state)
 	fputs("{\"max-local\": 0}", f);
 	fclose(f);
 	assert_fails("option -j: '0' is not an integer >= 1", "--argv", "args.json");
+	assert_fails("--argv: write the option's name in full", "--arg", "args.json");
 	unlink("args.json");
 	assert_fails("--argv nonexist.json: unable to open nonexist.json: No such file or "
 	             "directory",
