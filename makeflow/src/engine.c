@@ -1000,6 +1000,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	uv_timer_init(&e->loop, &e->progress_timer);
 	e->progress_timer.data = e;
 	engine_progress_start(e);
+	engine_advertise_start(e); /* -C was checked with the options: a failure is only said */
 
 	dispatch(e);
 	if (!e->finished)
@@ -1029,6 +1030,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		        "makeflow: stopped because the transaction log %s could not be written "
 		        "(%s); run makeflow again once there is space: it resumes from the log\n",
 		        o->log_path, strerror(-txlog_error(e->log)));
+	engine_advertise_final(e);
 	engine_alloc_report(e);
 	engine_report_failures(e);
 	if (o->summary_path && engine_write_text_summary(e) < 0)
@@ -1043,6 +1045,7 @@ out:
 	}
 	txlog_unlock(e->lock);
 	e->lock = NULL;
+	engine_advertise_free(e);
 	batch_queue_delete(e->queue);
 	batch_queue_delete(e->local_queue);
 	uv_walk(&e->loop, close_walk_cb, NULL);

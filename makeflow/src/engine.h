@@ -74,6 +74,9 @@ struct engine_options {
 	int64_t local_disk_mb;         /* --local-disk MB; <= 0: all free */
 	int wait_for_files_s;          /* --wait-for-files-upto: seconds a rule's outputs may
 	                                  take to appear after it exits 0; 0: none */
+	int advertise;                 /* -a: send the workflow's progress to the catalog */
+	const char *project;           /* -N: the project it is advertised under */
+	const char *catalog_hosts;     /* -C; NULL: the default catalog servers */
 	int send_environment;          /* --send-environment: remote jobs get makeflow's
 	                                  environment (the local types inherit it) */
 	int no_save_failed_output;     /* --do-not-save-failed-output: a failed rule's outputs

@@ -48,6 +48,7 @@ struct node_extra {
 
 struct job_map;
 struct engine_sizing;
+struct engine_advert;
 
 struct engine {
 	struct dag *dag;
@@ -85,6 +86,8 @@ struct engine {
 	struct dag_file **collectable;
 	size_t n_collectable, collectable_cap;
 	int64_t gc_files, gc_bytes;
+
+	struct engine_advert *advert; /* -a (engine_advertise.c); NULL if off */
 
 	/* --storage-limit (engine_storage.c) */
 	int64_t storage_used; /* bytes of the counted files the workflow created and keeps */
@@ -149,6 +152,14 @@ void engine_alloc_record(struct engine *e, struct dag_node *n, const struct batc
 void engine_alloc_report(struct engine *e);
 /* The per-category statistics as a JSON array (a json_t *; NULL when there is nothing). */
 void *engine_alloc_json(struct engine *e);
+
+/* engine_advertise.c: -a, the workflow's catalog record */
+/* Starts advertising (when -a is on). Returns 0, or -1 after printing why. */
+int engine_advertise_start(struct engine *e);
+/* Sends the final record and waits until it is sent (or failed). */
+void engine_advertise_final(struct engine *e);
+/* Stops; the loop frees what is left once it closes its handles. NULL advert is fine. */
+void engine_advertise_free(struct engine *e);
 
 /* engine_storage.c: --storage-limit */
 /* Counts the files of earlier runs that are there. */

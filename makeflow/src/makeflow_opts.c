@@ -161,6 +161,8 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "  -A, --disable-afs-check   accepted: there is no AFS check here\n"
 	    "  -t, --wq-keepalive-timeout=S, -u, --wq-keepalive-interval=S,\n"
 	    "  -W, --wq-schedule=MODE    Work Queue keepalives and scheduling (-T wq)\n"
+	    "  -a, --advertise           send the workflow's progress to the catalog (-C) as\n"
+	    "                            project -N (any batch type)\n"
 	    "  -F, --wq-fast-abort=M     -T wq: a task running M times its category's mean\n"
 	    "                            wall time is cancelled and runs again elsewhere\n"
 	    "      --send-environment    remote jobs get makeflow's environment (local jobs\n"
@@ -189,6 +191,7 @@ void makeflow_opts_clear(struct makeflow_opts *o)
 	free(o->batch_opts);
 	free(o->log_path);
 	free(o->wq_only);
+	free(o->nc_only);
 	for (int i = 0; i < o->n_words; i++)
 		free(o->words[i]);
 	free(o->words);
@@ -283,6 +286,16 @@ static void wq_option(struct makeflow_opts *o, int c, const char *arg)
 	                  : c == 'F'           ? "fast-abort"
 	                                       : "project";
 	makeflow_opts_add_batch(o, xasprintf("%s=%s", key, arg));
+	/* -N and -C also name where -a advertises the workflow, with any batch type */
+	if (c == 'N' || c == 'M' || c == 'C') {
+		if (c == 'C')
+			o->engine.catalog_hosts = arg;
+		else
+			o->engine.project = arg;
+		if (!o->nc_only)
+			o->nc_only = xasprintf("-%c %s", c, arg);
+		return;
+	}
 	/* --shared-fs: with the local types every path is shared (nothing is transferred) */
 	if (!o->wq_only && c != OPT_SHARED_FS) {
 		const char *name = c == OPT_PASSWORD    ? "--password"
@@ -435,7 +448,9 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	if (o->batch_log && is_wq)
 		makeflow_opts_add_batch(o, xasprintf("txlog=%s", o->batch_log));
 	for (size_t i = 0; !is_wq && i < o->n_batch_opts; i++) {
-		if (strncmp(o->batch_opts[i], "shared-fs=", 10))
+		const char *kv = o->batch_opts[i];
+		if (strncmp(kv, "shared-fs=", 10) && strncmp(kv, "project=", 8) &&
+		    strncmp(kv, "catalog=", 8))
 			continue;
 		free(o->batch_opts[i]);
 		memmove(o->batch_opts + i, o->batch_opts + i + 1,
@@ -448,11 +463,12 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 		o->batch_opts = NULL;
 		o->cap_batch_opts = 0;
 	}
-	if (o->wq_only && strcmp(type, "wq") != 0)
+	const char *wq_only = o->wq_only ? o->wq_only : o->engine.advertise ? NULL : o->nc_only;
+	if (wq_only && !is_wq)
 		return bad(
 		    err, errlen,
 		    "%s: this option is for Work Queue and needs -T wq (the batch type is %s)",
-		    o->wq_only, type);
+		    wq_only, type);
 	if (!o->log_path)
 		o->log_path = xasprintf("%s.makeflowlog", o->src.path);
 	o->engine.log_path = o->log_path;

@@ -21,7 +21,9 @@ struct makeflow_opts {
 	char **batch_opts;            /* "key=value", NULL-terminated; owned */
 	size_t n_batch_opts, cap_batch_opts;
 	char *log_path; /* -l, or WORKFLOW.makeflowlog; owned */
-	char *wq_only;  /* the first Work Queue option given ("-N foo"), owned; NULL if none */
+	char *wq_only;  /* the first Work Queue option given ("-p 9"), owned; NULL if none */
+	char *nc_only;  /* the first -N, -M or -C ("-N foo"): Work Queue options, or where -a
+	                   advertises; owned; NULL if none */
 
 	/* CCTools compatibility (makeflow_opts_compat.c) */
 	char **words; /* the command line with --argv expanded; owned */

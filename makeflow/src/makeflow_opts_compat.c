@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "catalog_client.h"
 #include "htc_error.h"
 #include "makeflow_opts.h"
 #include "workflow_load.h"
@@ -61,6 +62,7 @@ static const struct option kept[] = {
     {"disable-cache", no_argument, 0, C_DISABLE_CACHE},
     {"change-directory", required_argument, 0, 'X'},
     {"send-environment", no_argument, 0, C_SEND_ENV},
+    {"advertise", no_argument, 0, 'a'},
     {"argv", required_argument, 0, C_ARGV}, /* expanded before getopt when spelled out */
     {"jx-context", required_argument, 0, WORKFLOW_OPT_JX_ARGS}, /* the older --jx-args */
     {"wq-fast-abort", required_argument, 0, 'F'},
@@ -80,7 +82,6 @@ static const struct refused {
 	char short_opt; /* 0 if none */
 	const char *why;
 } refused[] = {
-    {"advertise", no_argument, 'a', NOT_HERE ": the workflow is not advertised to a catalog"},
     {"email", required_argument, 'm', NOT_HERE ": no mail is sent; -f FILE writes the summary"},
     {"submission-timeout", required_argument, 'S',
      NOT_HERE ": submission here never fails for a while and then succeeds"},
@@ -267,6 +268,7 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 	case C_DISABLE_CACHE: o->disable_cache = 1; break;
 	case 'X': o->change_dir = arg; break;
 	case C_SEND_ENV: e->send_environment = 1; break;
+	case 'a': e->advertise = 1; break;
 	case C_ARGV: return bad(err, errlen, "--argv: write the option's name in full");
 	default: return 0;
 	}
@@ -281,6 +283,22 @@ int compat_check(struct makeflow_opts *o, const char *type, char *err, size_t er
 		           "--storage-type 1 (min): " NOT_HERE
 		           ": it needs an order of rules computed from file sizes known ahead; use "
 		           "0 (max) or 2 (output), which are measured as the workflow runs");
+	if (e->advertise) {
+		if (!e->project)
+			return bad(err, errlen,
+			           "-a/--advertise: give -N PROJECT, the name the workflow is "
+			           "advertised under");
+		struct catalog_host hosts[8];
+		int n = 0;
+		char *why = NULL;
+		if (catalog_hosts_parse(e->catalog_hosts, hosts, 8, &n, &why) < 0) {
+			int r = bad(err, errlen, "-C %s: %s",
+			            e->catalog_hosts ? e->catalog_hosts : catalog_hosts_default(),
+			            why ? why : "invalid");
+			free(why);
+			return r;
+		}
+	}
 	/* as in CCTools, a storage limit deletes intermediate files once no rule needs them */
 	if (e->storage_limit > 0 && e->storage_type != ENGINE_STORAGE_OFF &&
 	    e->gc == ENGINE_GC_NONE)

@@ -539,9 +539,18 @@ static void test_refused(void **state)
 	             "--umbrella-spec", "s.json");
 	assert_fails("--amazon-config: not supported here (Amazon EC2 is out of scope)",
 	             "--amazon-config", "c");
-	assert_fails("-a/--advertise: not supported here: the workflow is not advertised to a "
-	             "catalog",
+	/* -a: the workflow's record goes to the catalog under -N, with any batch type */
+	assert_fails("-a/--advertise: give -N PROJECT, the name the workflow is advertised under",
 	             "-a");
+	assert_fails("-C a:b:c: catalog host 'a:b:c': bad port 'b:c'", "-a", "-N", "p", "-C",
+	             "a:b:c");
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, "-a", "-N", "proj", "-C", "cat:9097", NULL), CLI_DONE);
+	assert_int_equal(o.engine.advertise, 1);
+	assert_string_equal(o.engine.project, "proj");
+	assert_string_equal(o.engine.catalog_hosts, "cat:9097");
+	assert_null(o.batch_opts); /* not Work Queue options here */
+	makeflow_opts_clear(&o);
 	assert_fails("-m/--email: not supported here: no mail is sent; -f FILE writes the summary",
 	             "-m", "me@example.org");
 	assert_fails("--k8s-image: applies to -T k8s, which is not available in this build (yet)",

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../lib/wq-lib.sh"
 
-test_require_bin makeflow work_queue_worker
+test_require_bin makeflow work_queue_worker catalog_server catalog_query
 
 MF=$BIN/makeflow
 WORKER=$BIN/work_queue_worker
@@ -193,7 +193,7 @@ test_expect_success '--argv FILE: options from a JSON object, MAKEFLOW names the
 
 test_expect_success 'CCTools options not supported here are refused with the reason' '
 	good_wf
-	for opt in "--docker img" "--umbrella-spec x" "-a" "--mesos-master h:1" "--log-verbose"; do
+	for opt in "--docker img" "--umbrella-spec x" "-P 3" "--mesos-master h:1" "--log-verbose"; do
 		rc=0; "$MF" $opt Makeflow 2>err || rc=$?
 		cat err
 		[ $rc = 1 ]
@@ -283,6 +283,25 @@ test_expect_success '--send-environment: a Work Queue task gets makeflow.s envir
 	start_worker --cores 1 localhost $port
 	finish
 	[ "$(cat v.txt)" = "[]" ]
+'
+
+test_expect_success '-a -N PROJECT: the workflow.s progress is a catalog record of type makeflow' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	C=127.0.0.1:$DAEMON_PORT
+	good_wf
+	"$MF" --progress=quiet -a -N advproj -C "$C" Makeflow
+	# the final record is sent before makeflow exits; the server takes it in a moment (UDP)
+	final_seen() {
+		"$BIN/catalog_query" -C "$C" --project advproj --json >out.json &&
+			[ "$(jget out.json 0.completed 2>/dev/null)" = 4 ]
+	}
+	test_wait_until 30 final_seen
+	cat out.json
+	[ "$(jget out.json 0.type)" = makeflow ]
+	[ "$(jget out.json 0.total)" = 4 ]
+	[ "$(jget out.json 0.completed)" = 4 ]
+	[ "$(jget out.json 0.running)" = 0 ]
+	[ "$(jget out.json 0.batch_type)" = local ]
 '
 
 test_done
