@@ -1001,6 +1001,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	e->progress_timer.data = e;
 	engine_progress_start(e);
 	engine_advertise_start(e); /* -C was checked with the options: a failure is only said */
+	engine_status_page_start(e);
 
 	dispatch(e);
 	if (!e->finished)
@@ -1031,6 +1032,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		        "(%s); run makeflow again once there is space: it resumes from the log\n",
 		        o->log_path, strerror(-txlog_error(e->log)));
 	engine_advertise_final(e);
+	engine_status_page_write(e);
 	engine_alloc_report(e);
 	engine_report_failures(e);
 	if (o->summary_path && engine_write_text_summary(e) < 0)
@@ -1046,6 +1048,7 @@ out:
 	txlog_unlock(e->lock);
 	e->lock = NULL;
 	engine_advertise_free(e);
+	engine_status_page_free(e);
 	batch_queue_delete(e->queue);
 	batch_queue_delete(e->local_queue);
 	uv_walk(&e->loop, close_walk_cb, NULL);

@@ -77,6 +77,8 @@ struct engine_options {
 	int advertise;                 /* -a: send the workflow's progress to the catalog */
 	const char *project;           /* -N: the project it is advertised under */
 	const char *catalog_hosts;     /* -C; NULL: the default catalog servers */
+	const char *file_status_path;  /* --file-status: the HTML status page; NULL: none */
+	int file_status_interval_s;    /* --file-status-interval; <= 0: 5 s */
 	int send_environment;          /* --send-environment: remote jobs get makeflow's
 	                                  environment (the local types inherit it) */
 	int no_save_failed_output;     /* --do-not-save-failed-output: a failed rule's outputs

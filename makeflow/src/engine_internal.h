@@ -49,6 +49,7 @@ struct node_extra {
 struct job_map;
 struct engine_sizing;
 struct engine_advert;
+struct engine_status_page;
 
 struct engine {
 	struct dag *dag;
@@ -87,7 +88,8 @@ struct engine {
 	size_t n_collectable, collectable_cap;
 	int64_t gc_files, gc_bytes;
 
-	struct engine_advert *advert; /* -a (engine_advertise.c); NULL if off */
+	struct engine_advert *advert;           /* -a (engine_advertise.c); NULL if off */
+	struct engine_status_page *status_page; /* --file-status; NULL if off */
 
 	/* --storage-limit (engine_storage.c) */
 	int64_t storage_used; /* bytes of the counted files the workflow created and keeps */
@@ -160,6 +162,12 @@ int engine_advertise_start(struct engine *e);
 void engine_advertise_final(struct engine *e);
 /* Stops; the loop frees what is left once it closes its handles. NULL advert is fine. */
 void engine_advertise_free(struct engine *e);
+
+/* engine_status_page.c: --file-status, the HTML status page */
+void engine_status_page_start(struct engine *e);
+/* Rewrites the page now (also the last time, at the end). */
+void engine_status_page_write(struct engine *e);
+void engine_status_page_free(struct engine *e);
 
 /* engine_storage.c: --storage-limit */
 /* Counts the files of earlier runs that are there. */

@@ -163,6 +163,8 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "  -W, --wq-schedule=MODE    Work Queue keepalives and scheduling (-T wq)\n"
 	    "  -a, --advertise           send the workflow's progress to the catalog (-C) as\n"
 	    "                            project -N (any batch type)\n"
+	    "      --file-status=FILE    keep an HTML status page in FILE, rewritten every\n"
+	    "      --file-status-interval=S  S seconds (default 5) and at the end\n"
 	    "  -F, --wq-fast-abort=M     -T wq: a task running M times its category's mean\n"
 	    "                            wall time is cancelled and runs again elsewhere\n"
 	    "      --send-environment    remote jobs get makeflow's environment (local jobs\n"

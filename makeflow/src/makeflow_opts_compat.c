@@ -43,6 +43,8 @@ enum {
 	C_DISABLE_CACHE,
 	C_SEND_ENV,
 	C_ARGV,
+	C_FILE_STATUS,
+	C_FILE_STATUS_INTERVAL,
 	C_REFUSED = COMPAT_OPT_BASE + 100, /* + index in refused[] */
 };
 
@@ -63,6 +65,8 @@ static const struct option kept[] = {
     {"change-directory", required_argument, 0, 'X'},
     {"send-environment", no_argument, 0, C_SEND_ENV},
     {"advertise", no_argument, 0, 'a'},
+    {"file-status", required_argument, 0, C_FILE_STATUS},
+    {"file-status-interval", required_argument, 0, C_FILE_STATUS_INTERVAL},
     {"argv", required_argument, 0, C_ARGV}, /* expanded before getopt when spelled out */
     {"jx-context", required_argument, 0, WORKFLOW_OPT_JX_ARGS}, /* the older --jx-args */
     {"wq-fast-abort", required_argument, 0, 'F'},
@@ -90,8 +94,6 @@ static const struct refused {
      NOT_YET ": workers connect to the master's address"},
     {"log-verbose", no_argument, 0,
      NOT_HERE ": the transaction log has its own format (doc/makeflow-log-format.md)"},
-    {"file-status", required_argument, 0, NOT_YET ": use -f or --summary-json at the end"},
-    {"file-status-interval", required_argument, 0, NOT_YET},
     {"storage-print", required_argument, 0,
      NOT_HERE ": the storage limit here is measured, not estimated ahead"},
     {"debug-rotate-max", required_argument, 0, NOT_YET},
@@ -269,6 +271,11 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 	case 'X': o->change_dir = arg; break;
 	case C_SEND_ENV: e->send_environment = 1; break;
 	case 'a': e->advertise = 1; break;
+	case C_FILE_STATUS: e->file_status_path = arg; break;
+	case C_FILE_STATUS_INTERVAL:
+		r = count("--file-status-interval", arg, 1, 86400, &v, err, errlen);
+		e->file_status_interval_s = (int)v;
+		break;
 	case C_ARGV: return bad(err, errlen, "--argv: write the option's name in full");
 	default: return 0;
 	}

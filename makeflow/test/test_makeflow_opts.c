@@ -467,6 +467,13 @@ static void test_cctools_options(void **state)
 	assert_string_equal(o.slurm_only, "--safe-submit-mode");
 	makeflow_opts_clear(&o);
 
+	assert_int_equal(parse(&o, "--file-status", "p.html", "--file-status-interval", "2", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.engine.file_status_path, "p.html");
+	assert_int_equal(o.engine.file_status_interval_s, 2);
+	makeflow_opts_clear(&o);
+	assert_fails("--file-status-interval 0: expected an integer from 1 to 86400",
+	             "--file-status-interval", "0");
 	assert_int_equal(parse(&o, "-X", "sub", NULL), CLI_DONE);
 	assert_string_equal(o.change_dir, "sub");
 	makeflow_opts_clear(&o);

@@ -304,4 +304,28 @@ test_expect_success '-a -N PROJECT: the workflow.s progress is a catalog record 
 	[ "$(jget out.json 0.batch_type)" = local ]
 '
 
+test_expect_success '--file-status: the HTML status page, rewritten while rules run and at the end' '
+	# the rule ends once the page shows it running
+	cat >waitpage.sh <<-\EOF
+	i=0
+	until grep -q "<p>Running: 1 </p>" page.html 2>/dev/null; do
+		i=$((i+1)); [ $i -lt 600 ] || exit 1; sleep 0.05
+	done
+	echo done > w.txt
+	EOF
+	wf Makeflow <<-\EOF
+	w.txt: waitpage.sh
+	    sh waitpage.sh
+	x.txt: w.txt
+	    cat w.txt > x.txt
+	EOF
+	"$MF" --progress=quiet --file-status page.html --file-status-interval 1 Makeflow
+	cat page.html
+	grep -q "<p>Total: 2 </p>" page.html
+	grep -q "<p>Completed: 2 </p>" page.html
+	grep -q "<p>Running: 0 </p>" page.html
+	grep -q "<p>Batch type: local </p>" page.html
+	grep -q "Completed (C): green, 100.00%; Other (O): red, 0.00%" page.html
+'
+
 test_done
