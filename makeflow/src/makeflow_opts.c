@@ -136,6 +136,7 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --monitor-interval=S  sampling interval of the monitor in seconds (0.01 to\n"
 	    "                            3600; 0 = the monitor's default, 1 s)\n"
 	    "      --monitor-with-time-series  also keep a time series per rule\n"
+	    "      --monitor-with-opened-files  also list the files each rule opened\n"
 	    "      --monitor-exe=PATH    the resource_monitor to use (default: beside makeflow)\n"
 	    "      --allocation=MODE     size categories: fixed, max, waste (min_waste),\n"
 	    "                            throughput (max_throughput); .MAKEFLOW MODE wins\n"

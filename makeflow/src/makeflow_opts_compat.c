@@ -43,6 +43,7 @@ enum {
 	C_DISABLE_CACHE,
 	C_SEND_ENV,
 	C_ARGV,
+	C_MONITOR_OPENED,
 	C_FILE_STATUS,
 	C_FILE_STATUS_INTERVAL,
 	C_REFUSED = COMPAT_OPT_BASE + 100, /* + index in refused[] */
@@ -65,6 +66,7 @@ static const struct option kept[] = {
     {"change-directory", required_argument, 0, 'X'},
     {"send-environment", no_argument, 0, C_SEND_ENV},
     {"advertise", no_argument, 0, 'a'},
+    {"monitor-with-opened-files", no_argument, 0, C_MONITOR_OPENED},
     {"file-status", required_argument, 0, C_FILE_STATUS},
     {"file-status-interval", required_argument, 0, C_FILE_STATUS_INTERVAL},
     {"argv", required_argument, 0, C_ARGV}, /* expanded before getopt when spelled out */
@@ -112,7 +114,6 @@ static const struct refused {
     {"docker-opt", required_argument, 0, NOT_YET ": containers for rules are being built"},
     {"singularity", required_argument, 0, NOT_YET ": containers for rules are being built"},
     {"singularity-opt", required_argument, 0, NOT_YET ": containers for rules are being built"},
-    {"monitor-with-opened-files", no_argument, 0, NOT_YET},
     {"monitor-log-fmt", required_argument, 0,
      NOT_YET ": --monitor names one summary per rule itself"},
     {"sandbox", no_argument, 0, NOT_HERE},
@@ -271,6 +272,7 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 	case 'X': o->change_dir = arg; break;
 	case C_SEND_ENV: e->send_environment = 1; break;
 	case 'a': e->advertise = 1; break;
+	case C_MONITOR_OPENED: e->monitor_opened_files = 1; break;
 	case C_FILE_STATUS: e->file_status_path = arg; break;
 	case C_FILE_STATUS_INTERVAL:
 		r = count("--file-status-interval", arg, 1, 86400, &v, err, errlen);

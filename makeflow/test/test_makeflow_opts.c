@@ -474,6 +474,9 @@ static void test_cctools_options(void **state)
 	makeflow_opts_clear(&o);
 	assert_fails("--file-status-interval 0: expected an integer from 1 to 86400",
 	             "--file-status-interval", "0");
+	assert_int_equal(parse(&o, "--monitor-with-opened-files", NULL), CLI_DONE);
+	assert_int_equal(o.engine.monitor_opened_files, 1);
+	makeflow_opts_clear(&o);
 	assert_int_equal(parse(&o, "-X", "sub", NULL), CLI_DONE);
 	assert_string_equal(o.change_dir, "sub");
 	makeflow_opts_clear(&o);

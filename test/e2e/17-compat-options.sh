@@ -328,4 +328,18 @@ test_expect_success '--file-status: the HTML status page, rewritten while rules 
 	grep -q "Completed (C): green, 100.00%; Other (O): red, 0.00%" page.html
 '
 
+test_expect_success '--monitor-with-opened-files: the monitor lists each rule.s opened files' '
+	echo hello >in.txt
+	wf Makeflow <<-\EOF
+	o.txt: in.txt
+	    cat in.txt > o.txt
+	EOF
+	"$MF" --progress=quiet --monitor mon Makeflow
+	test ! -e mon/resource-rule-0.files
+	rm -rf mon o.txt Makeflow.makeflowlog
+	"$MF" --progress=quiet --monitor mon --monitor-with-opened-files Makeflow
+	test -e mon/resource-rule-0.files
+	test -e mon/resource-rule-0.summary
+'
+
 test_done
