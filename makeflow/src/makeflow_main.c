@@ -45,25 +45,19 @@ int main(int argc, char **argv)
 		fatal("%s", err);
 
 	makeflow_opts_warn(&o);
+	int status = 1;
+	char *exe = NULL;
 	struct dag *d = workflow_load(&o.src, err, sizeof err);
 	if (!d) {
 		fprintf(stderr, "makeflow: %s\n", err);
-		return 1;
-	}
-	/* -X: the workflow is read from here; its log, files and rules are in DIR (CCTools) */
-	if (o.change_dir && chdir(o.change_dir) < 0) {
+	} else if (o.change_dir && chdir(o.change_dir) < 0) {
+		/* -X: the workflow is read from here; its log, files and rules are in DIR */
 		fprintf(stderr, "makeflow: -X %s: %s\n", o.change_dir, strerror(errno));
-		return 1;
+	} else if (o.clean || makeflow_opts_write_local_port_file(&o) == 0) {
+		exe = self_exe(argv[0]);
+		o.engine.self_exe = exe;
+		status = o.clean ? engine_clean(d, o.log_path, o.clean) : engine_run(d, &o.engine);
 	}
-	if (!o.clean && makeflow_opts_write_local_port_file(&o) < 0)
-		return 1;
-	char *exe = self_exe(argv[0]);
-	o.engine.self_exe = exe;
-	int status;
-	if (o.clean)
-		status = engine_clean(d, o.log_path, o.clean);
-	else
-		status = engine_run(d, &o.engine);
 
 	dag_delete(d);
 	free(exe);
