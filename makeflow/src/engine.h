@@ -58,6 +58,8 @@ struct engine_options {
 	                                keep one summary per rule in DIR; NULL = off */
 	double monitor_interval;     /* --monitor-interval seconds; <= 0: the monitor's default */
 	int monitor_time_series;     /* --monitor-with-time-series */
+	const char *monitor_log_fmt; /* --monitor-log-fmt: names of the monitor's files, "%%"
+	                                the rule's id; NULL: resource-rule-%% */
 	int monitor_opened_files;    /* --monitor-with-opened-files: the files each rule opened,
 	                                in DIR/resource-rule-N.files */
 	const char *monitor_exe;     /* resource_monitor to use; NULL = beside self_exe or PATH */

@@ -250,8 +250,20 @@ static void requested_of(const struct dag_node *n, struct rmsummary *req)
 
 static char *summary_path(struct engine *e, const struct dag_node *n)
 {
-	char name[64];
-	snprintf(name, sizeof name, "resource-rule-%d", n->id);
+	/* --monitor-log-fmt: every "%%" of the format is the rule's id, as in CCTools (the
+	 * options check it holds one) */
+	const char *fmt = e->opt->monitor_log_fmt ? e->opt->monitor_log_fmt : "resource-rule-%%";
+	char name[512];
+	size_t len = 0;
+	for (const char *p = fmt; *p && len + 24 < sizeof name; p++) {
+		if (p[0] == '%' && p[1] == '%') {
+			len += (size_t)snprintf(name + len, sizeof name - len, "%d", n->id);
+			p++;
+		} else {
+			name[len++] = *p;
+		}
+	}
+	name[len] = 0;
 	return path_join(e->sizing->monitor_dir, name);
 }
 

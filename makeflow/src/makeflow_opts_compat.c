@@ -44,6 +44,7 @@ enum {
 	C_SEND_ENV,
 	C_ARGV,
 	C_MONITOR_OPENED,
+	C_MONITOR_LOG_FMT,
 	C_FILE_STATUS,
 	C_FILE_STATUS_INTERVAL,
 	C_REFUSED = COMPAT_OPT_BASE + 100, /* + index in refused[] */
@@ -67,6 +68,7 @@ static const struct option kept[] = {
     {"send-environment", no_argument, 0, C_SEND_ENV},
     {"advertise", no_argument, 0, 'a'},
     {"monitor-with-opened-files", no_argument, 0, C_MONITOR_OPENED},
+    {"monitor-log-fmt", required_argument, 0, C_MONITOR_LOG_FMT},
     {"file-status", required_argument, 0, C_FILE_STATUS},
     {"file-status-interval", required_argument, 0, C_FILE_STATUS_INTERVAL},
     {"argv", required_argument, 0, C_ARGV}, /* expanded before getopt when spelled out */
@@ -115,8 +117,6 @@ static const struct refused {
     {"docker-opt", required_argument, 0, NOT_YET ": containers for rules are being built"},
     {"singularity", required_argument, 0, NOT_YET ": containers for rules are being built"},
     {"singularity-opt", required_argument, 0, NOT_YET ": containers for rules are being built"},
-    {"monitor-log-fmt", required_argument, 0,
-     NOT_YET ": --monitor names one summary per rule itself"},
     {"sandbox", no_argument, 0, NOT_HERE},
     {"amazon-config", required_argument, 0, NOT_HERE " (Amazon EC2 is out of scope)"},
     {"amazon-batch-config", required_argument, 0, NOT_HERE " (Amazon is out of scope)"},
@@ -274,6 +274,16 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 	case C_SEND_ENV: e->send_environment = 1; break;
 	case 'a': e->advertise = 1; break;
 	case C_MONITOR_OPENED: e->monitor_opened_files = 1; break;
+	case C_MONITOR_LOG_FMT:
+		/* every rule writing the same files would be worse than an error */
+		if (!strstr(arg, "%%") || strchr(arg, '/') || strlen(arg) > 200)
+			return bad(
+			    err, errlen,
+			    "--monitor-log-fmt '%s': expected a file name (no '/') with %%%% "
+			    "where the rule's id goes, such as resource-rule-%%%%",
+			    arg);
+		e->monitor_log_fmt = arg;
+		break;
 	case C_FILE_STATUS: e->file_status_path = arg; break;
 	case C_FILE_STATUS_INTERVAL:
 		r = count("--file-status-interval", arg, 1, 86400, &v, err, errlen);

@@ -474,6 +474,15 @@ static void test_cctools_options(void **state)
 	makeflow_opts_clear(&o);
 	assert_fails("--file-status-interval 0: expected an integer from 1 to 86400",
 	             "--file-status-interval", "0");
+	assert_int_equal(parse(&o, "--monitor-log-fmt", "r-%%", NULL), CLI_DONE);
+	assert_string_equal(o.engine.monitor_log_fmt, "r-%%");
+	makeflow_opts_clear(&o);
+	assert_fails("--monitor-log-fmt 'r-%': expected a file name (no '/') with %% where the "
+	             "rule's id goes, such as resource-rule-%%",
+	             "--monitor-log-fmt", "r-%");
+	assert_fails("--monitor-log-fmt 'a/%%': expected a file name (no '/') with %% where the "
+	             "rule's id goes, such as resource-rule-%%",
+	             "--monitor-log-fmt", "a/%%");
 	assert_int_equal(parse(&o, "--monitor-with-opened-files", NULL), CLI_DONE);
 	assert_int_equal(o.engine.monitor_opened_files, 1);
 	makeflow_opts_clear(&o);

@@ -328,7 +328,7 @@ test_expect_success '--file-status: the HTML status page, rewritten while rules 
 	grep -q "Completed (C): green, 100.00%; Other (O): red, 0.00%" page.html
 '
 
-test_expect_success '--monitor-with-opened-files: the monitor lists each rule.s opened files' '
+test_expect_success '--monitor-with-opened-files, --monitor-log-fmt: the monitor.s files' '
 	echo hello >in.txt
 	wf Makeflow <<-\EOF
 	o.txt: in.txt
@@ -340,6 +340,10 @@ test_expect_success '--monitor-with-opened-files: the monitor lists each rule.s 
 	"$MF" --progress=quiet --monitor mon --monitor-with-opened-files Makeflow
 	test -e mon/resource-rule-0.files
 	test -e mon/resource-rule-0.summary
+	# --monitor-log-fmt: %% is the rule.s id, as in CCTools
+	rm -rf mon o.txt Makeflow.makeflowlog
+	"$MF" --progress=quiet --monitor mon --monitor-log-fmt "r-%%-mon" Makeflow
+	test -e mon/r-0-mon.summary
 '
 
 test_done
