@@ -18,8 +18,8 @@ mkdir -p "$DIR"
 cp "$SRCDIR"/doc/examples/hello/* "$DIR"/
 cd "$DIR"
 echo "== running the example workflow in $DIR"
-echo "\$ makeflow -j 2 -f summary.json Makeflow"
-"$MAKEFLOW" -j 2 -f summary.json Makeflow
+echo "\$ makeflow -j 2 --summary-json summary.json Makeflow"
+"$MAKEFLOW" -j 2 --summary-json summary.json Makeflow
 echo
 echo "== result (total.txt):"
 cat total.txt

@@ -42,6 +42,7 @@ enum wq_opt {
 	OPT_SYNC_OUTPUTS,
 	OPT_PREFETCH,
 	OPT_UNFIT_WARNING,
+	OPT_FAST_ABORT,
 	OPT_COUNT
 };
 
@@ -62,6 +63,7 @@ static const char *const opt_names[OPT_COUNT] = {
     [OPT_SYNC_OUTPUTS] = "sync-outputs",
     [OPT_PREFETCH] = "prefetch",
     [OPT_UNFIT_WARNING] = "unfit-warning",
+    [OPT_FAST_ABORT] = "fast-abort",
 };
 
 /* Seconds tasks too large for every connected worker wait before the warning. */
@@ -118,6 +120,11 @@ static int check_value(int i, const char *value)
 		return str_to_int64(value, &v) == 0 && v >= 1 && v <= 86400 ? 0 : -EINVAL;
 	case OPT_PREFETCH: /* queued tasks per worker: -1 the worker's own limit, 0 off */
 		return str_to_int64(value, &v) == 0 && v >= -1 && v <= 256 ? 0 : -EINVAL;
+	case OPT_FAST_ABORT: { /* a multiplier; <= 0 off */
+		char *end = NULL;
+		double d = strtod(value, &end);
+		return *value && !*end && d <= 1e6 ? 0 : -EINVAL;
+	}
 	case OPT_CACHE:
 	case OPT_SYNC_OUTPUTS: return !strcmp(value, "yes") || !strcmp(value, "no") ? 0 : -EINVAL;
 	case OPT_SCHEDULE:
@@ -182,6 +189,8 @@ static int start_master(struct wq_state *st)
 		                                     atoi(st->opt[OPT_KEEPALIVE_TIMEOUT]));
 	if (st->opt[OPT_PREFETCH])
 		work_queue_specify_prefetch(st->master, atoi(st->opt[OPT_PREFETCH]), 1.0);
+	if (st->opt[OPT_FAST_ABORT])
+		work_queue_activate_fast_abort(st->master, strtod(st->opt[OPT_FAST_ABORT], NULL));
 	if (st->opt[OPT_SYNC_OUTPUTS])
 		work_queue_specify_sync_outputs(st->master,
 		                                !strcmp(st->opt[OPT_SYNC_OUTPUTS], "yes"));

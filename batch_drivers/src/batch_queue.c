@@ -100,6 +100,32 @@ const char *batch_queue_types(void)
 	return names;
 }
 
+/* Batch systems of the Makeflow tradition (CCTools -T names) that no driver here provides. */
+static const char *const planned_types[] = {
+    "condor", "sge",        "uge",   "pbs",     "torque",       "lsf",    "moab",
+    "slurm",  "mpi",        "chirp", "amazon",  "amazon-batch", "lambda", "mesos",
+    "k8s",    "kubernetes", "flux",  "cluster", "vine",         "remote",
+};
+
+int batch_queue_type_check(const char *type, char *msg, size_t len)
+{
+	if (!type)
+		type = "";
+	for (size_t i = 0; i < N_DRIVERS; i++)
+		if (!strcmp(batch_drivers[i]->name, type))
+			return 0;
+	for (size_t i = 0; i < sizeof planned_types / sizeof planned_types[0]; i++) {
+		if (strcmp(planned_types[i], type))
+			continue;
+		snprintf(msg, len,
+		         "batch system %s is not available in this build (yet); available: %s",
+		         type, batch_queue_types());
+		return HTC_EUNSUP;
+	}
+	snprintf(msg, len, "unknown batch system '%s'; available: %s", type, batch_queue_types());
+	return -EINVAL;
+}
+
 static void idle_closed(uv_handle_t *h)
 {
 	free(h);

@@ -101,6 +101,12 @@ enum batch_feature {
 /* Space-separated names of the compiled-in drivers, e.g. "local dryrun" (static string). */
 const char *batch_queue_types(void);
 
+/* Checks that TYPE names a compiled-in driver. Returns 0, or HTC_EUNSUP for a batch system the
+ * Makeflow tradition names that this build does not have ("batch system condor is not
+ * available in this build (yet); available: ..."), or -EINVAL for a name nobody knows
+ * ("unknown batch system 'x'; available: ..."), with that sentence in MSG (LEN bytes). */
+int batch_queue_type_check(const char *type, char *msg, size_t len);
+
 /* Creates a queue of the given type on LOOP; CB is called once per submitted job, from the loop,
  * never from inside another batch_queue_* call. Returns NULL with errno set (EINVAL for an
  * unknown type). Caller deletes with batch_queue_delete(). */

@@ -287,8 +287,11 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 		return errno ? -errno : -EIO;
 	f->q = batch_queue_create(f->loop, o->type, on_job_done, f);
 	if (!f->q) {
-		snprintf(err, errlen, "-T %s: unknown batch type (known: %s)", o->type,
-		         batch_queue_types());
+		char why[512];
+		if (batch_queue_type_check(o->type, why, sizeof why) == 0)
+			snprintf(why, sizeof why, "the batch queue could not be created: %s",
+			         strerror(errno));
+		snprintf(err, errlen, "-T %s: %s", o->type, why);
 		return HTC_EUNSUP;
 	}
 	for (size_t i = 0; i < o->n_batch_opts; i++) {

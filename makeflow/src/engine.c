@@ -157,6 +157,19 @@ static int log_check(struct engine *e)
 	return -1;
 }
 
+/* An environment entry NAME=value a job may be given (a shell variable name). */
+static int env_name_ok(const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	if (!eq || eq == entry)
+		return 0;
+	for (const char *p = entry; p < eq; p++)
+		if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (p > entry && *p >= '0' && *p <= '9')))
+			return 0;
+	return 1;
+}
+
 /* ---- garbage collection ------------------------------------------------ */
 
 static int collectable(const struct engine *e, const struct dag_file *f)
@@ -186,6 +199,7 @@ static void gc_collect(struct engine *e)
 		}
 		e->gc_files++;
 		e->gc_bytes += size;
+		engine_storage_deleted(e, f, size);
 	}
 	e->n_collectable = 0;
 }
@@ -284,10 +298,20 @@ static void submit(struct engine *e, struct dag_node *n)
 		out[i].remote_name = n->outputs[i].remote_name;
 	}
 	int nenv = n->env ? n->env->count : 0;
-	const char **env = xcalloc((size_t)nenv + 2, sizeof *env);
+	/* --send-environment: a remote job gets makeflow's environment, under the rule's own */
+	int send = e->opt->send_environment && !use_local &&
+	           !(e->features & BATCH_FEATURE_LOCAL_EXECUTION);
+	size_t nsend = 0;
+	for (char **p = environ; send && *p; p++)
+		nsend++;
+	const char **env = xcalloc(nsend + (size_t)nenv + 2, sizeof *env);
+	size_t ne = 0;
+	for (char **p = environ; send && *p; p++)
+		if (env_name_ok(*p))
+			env[ne++] = *p;
 	for (int i = 0; i < nenv; i++)
-		env[i] = n->env->vars[i];
-	env[nenv] = e->run_env; /* the run id every job carries (doc/batch-driver-interface.md) */
+		env[ne++] = n->env->vars[i];
+	env[ne] = e->run_env; /* the run id every job carries (doc/batch-driver-interface.md) */
 	char *cmd = n->workflow ? nested_command(e, n) : NULL;
 	char *wcmd = engine_wrap_command(e->opt->wrappers, cmd ? cmd : n->command, n->id);
 	if (wcmd) {
@@ -393,6 +417,8 @@ static void dispatch(struct engine *e)
 	while (!e->aborting && !e->log_failed && e->ready_len > 0) {
 		struct dag_node *n = e->ready[e->ready_head];
 		int use_local = n->local && e->local_queue;
+		if (engine_storage_full(e, use_local ? e->local_queue : e->queue))
+			break;
 		if (!use_local) {
 			int64_t limit = e->opt->max_remote_jobs;
 			if (e->features & BATCH_FEATURE_LOCAL_EXECUTION) {
@@ -422,6 +448,13 @@ static void move_outputs_aside(struct engine *e, struct dag_node *n)
 {
 	if (e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS)
 		return;
+	if (e->opt->no_save_failed_output) {
+		/* --do-not-save-failed-output: deleted instead of kept aside */
+		for (int i = 0; i < n->noutputs; i++)
+			if (path_exists(n->outputs[i].file->name))
+				path_rm_rf(n->outputs[i].file->name);
+		return;
+	}
 	char dir[64];
 	snprintf(dir, sizeof dir, "makeflow.failed.%d", n->id);
 	int made = 0;
@@ -508,6 +541,9 @@ static void node_complete(struct engine *e, struct dag_node *n)
 			txlog_node(e->log, n->id, TXLOG_NODE_COMPLETE, x->key);
 		log_check(e);
 	}
+	if (!(e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS))
+		for (int i = 0; i < n->noutputs; i++)
+			engine_storage_created(e, n->outputs[i].file, e->ostat[i].size);
 	set_state(e, n, NODE_COMPLETE);
 	e->n_complete++;
 	for (int i = 0; i < n->nchildren; i++) {
@@ -551,6 +587,9 @@ static int outputs_ok(struct engine *e, struct dag_node *n)
 	}
 	return 1;
 }
+
+static void decide(struct engine *e, struct dag_node *n, const struct batch_result *r,
+                   struct rmsummary *measured, int may_wait);
 
 static void on_complete(struct batch_queue *q, int64_t job_id, const struct batch_result *r,
                         void *arg)
@@ -600,6 +639,77 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 			x->last_error = xstrdup("exceeded its resource allocation");
 	}
 
+	decide(e, n, r, &measured, 1);
+	rmsummary_clear(&measured);
+	dispatch(e);
+}
+
+/* --wait-for-files-upto: a rule that exited 0 whose outputs are not visible yet (a shared file
+ * system's delay) is checked again, every 100 ms doubling up to 1 s, until they appear or the
+ * time is up. It counts as running meanwhile. */
+struct output_wait {
+	uv_timer_t timer;
+	struct engine *e;
+	struct dag_node *n;
+	struct batch_result r; /* without its strings (none on this path) */
+	struct rmsummary measured;
+	int64_t deadline_us;
+	uint64_t delay_ms;
+};
+
+static void output_wait_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+static void output_wait_tick(uv_timer_t *t)
+{
+	struct output_wait *w = t->data;
+	struct engine *e = w->e;
+	int ok = outputs_ok(e, w->n);
+	if (!ok && !e->aborting && time_monotonic_us() < w->deadline_us) {
+		w->delay_ms = w->delay_ms * 2 > 1000 ? 1000 : w->delay_ms * 2;
+		uv_timer_start(t, output_wait_tick, w->delay_ms, 0);
+		return;
+	}
+	e->n_running--;
+	decide(e, w->n, &w->r, &w->measured, 0);
+	rmsummary_clear(&w->measured);
+	uv_close((uv_handle_t *)t, output_wait_closed);
+	dispatch(e);
+}
+
+static int output_wait_start(struct engine *e, struct dag_node *n, const struct batch_result *r,
+                             const struct rmsummary *measured)
+{
+	if (e->aborting)
+		return 0;
+	struct output_wait *w = xcalloc(1, sizeof *w);
+	w->e = e;
+	w->n = n;
+	w->r = *r;
+	w->r.error = NULL;
+	rmsummary_init(&w->measured);
+	rmsummary_copy(&w->measured, measured);
+	w->deadline_us = time_monotonic_us() + (int64_t)e->opt->wait_for_files_s * 1000000;
+	w->delay_ms = 100;
+	uv_timer_init(&e->loop, &w->timer);
+	w->timer.data = w;
+	uv_timer_start(&w->timer, output_wait_tick, w->delay_ms, 0);
+	e->n_running++;
+	debug(D_MAKEFLOW, "rule %d: waiting up to %d s for its outputs", n->id,
+	      e->opt->wait_for_files_s);
+	return 1;
+}
+
+static void decide(struct engine *e, struct dag_node *n, const struct batch_result *r,
+                   struct rmsummary *measured, int may_wait)
+{
+	struct node_extra *x = &e->extra[n->id];
+	int exited_ok = r->exited_normally && r->exit_code == 0 && !r->exhausted && !r->error;
+	if (may_wait && e->opt->wait_for_files_s > 0 && !r->removed && exited_ok &&
+	    !outputs_ok(e, n) && output_wait_start(e, n, r, measured))
+		return;
 	if (r->removed) {
 		set_state(e, n, NODE_ABORTED);
 		if (e->log) {
@@ -607,11 +717,10 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 			log_check(e);
 		}
 		e->n_aborted++;
-	} else if (r->exited_normally && r->exit_code == 0 && !r->exhausted && !r->error &&
-	           outputs_ok(e, n)) {
+	} else if (exited_ok && outputs_ok(e, n)) {
 		free(x->last_error);
 		x->last_error = NULL;
-		engine_alloc_record(e, n, r, &measured, 1);
+		engine_alloc_record(e, n, r, measured, 1);
 		if (e->archive)
 			engine_archive_store(e->archive, n);
 		node_complete(e, n);
@@ -619,7 +728,7 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 		/* A re-run with more resources is not one of the -r retries; an explicit limit
 		 * that was exceeded is a permanent failure (the same allocation would fail
 		 * again). */
-		if (engine_alloc_exhausted(e, n, r, &measured)) {
+		if (engine_alloc_exhausted(e, n, r, measured)) {
 			x->attempts--;
 			set_state(e, n, NODE_READY);
 			ready_enqueue(e, n);
@@ -631,15 +740,13 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 		describe_failure(x, why, sizeof why);
 		notice("rule %d (line %d) failed (%s); retrying, attempt %d of %d", n->id, n->line,
 		       why, x->attempts + 1, e->opt->retries + 1);
-		engine_alloc_record(e, n, r, &measured, 0);
+		engine_alloc_record(e, n, r, measured, 0);
 		set_state(e, n, NODE_READY);
 		ready_enqueue(e, n);
 	} else {
-		engine_alloc_record(e, n, r, &measured, -1);
+		engine_alloc_record(e, n, r, measured, -1);
 		node_fail(e, n);
 	}
-	rmsummary_clear(&measured);
-	dispatch(e);
 }
 
 /* ---- run loop ------------------------------------------------------------- */
@@ -660,7 +767,7 @@ static void check_done(struct engine *e)
 {
 	if (e->finished || e->n_running > 0)
 		return;
-	if (e->ready_len > 0 && !e->aborting && !e->log_failed)
+	if (e->ready_len > 0 && !e->aborting && !e->log_failed && !e->storage_stuck)
 		return;
 	e->finished = 1;
 	uv_timer_stop(&e->progress_timer);
@@ -754,11 +861,28 @@ static int check_features(struct engine *e)
 static int apply_options(struct engine *e, struct batch_queue *q, int is_local_queue)
 {
 	char buf[32];
-	if ((is_local_queue || (batch_queue_features(q) & BATCH_FEATURE_LOCAL_EXECUTION)) &&
-	    e->opt->max_local_jobs > 0) {
+	int local = is_local_queue || (batch_queue_features(q) & BATCH_FEATURE_LOCAL_EXECUTION);
+	if (local && e->opt->max_local_jobs > 0) {
 		snprintf(buf, sizeof buf, "%d", e->opt->max_local_jobs);
 		if (batch_queue_set_option(q, "max-jobs", buf) < 0)
 			return -1;
+	}
+	/* --local-cores, --local-memory, --local-disk: this machine's share for local jobs */
+	const struct {
+		const char *key;
+		int64_t v;
+	} res[] = {{"cores", e->opt->local_cores},
+	           {"memory", e->opt->local_memory_mb},
+	           {"disk", e->opt->local_disk_mb}};
+	for (size_t i = 0; local && i < sizeof res / sizeof res[0]; i++) {
+		if (res[i].v <= 0)
+			continue;
+		snprintf(buf, sizeof buf, "%lld", (long long)res[i].v);
+		if (batch_queue_set_option(q, res[i].key, buf) < 0) {
+			fprintf(stderr, "makeflow: --local-%s %s: refused by the %s batch type\n",
+			        res[i].key, buf, batch_queue_type(q));
+			return -1;
+		}
 	}
 	if (is_local_queue)
 		return 0;
@@ -847,8 +971,11 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	const char *type = o->batch_type ? o->batch_type : "local";
 	e->queue = batch_queue_create(&e->loop, type, on_complete, e);
 	if (!e->queue) {
-		fprintf(stderr, "makeflow: unknown batch type '%s' (available: %s)\n", type,
-		        batch_queue_types());
+		char why[512];
+		if (batch_queue_type_check(type, why, sizeof why) == 0)
+			snprintf(why, sizeof why, "the %s batch queue could not be created: %s",
+			         type, strerror(errno));
+		fprintf(stderr, "makeflow: %s\n", why);
 		goto out;
 	}
 	e->features = batch_queue_features(e->queue);
@@ -910,6 +1037,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		if (n->unfinished_parents == 0)
 			ready_push(e, n);
 	}
+	engine_storage_init(e);
 	if (e->n_recovered > 0)
 		notice("%lld of %d rules are already complete from an earlier run",
 		       (long long)e->n_recovered, d->nnodes);
@@ -927,6 +1055,8 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	uv_timer_init(&e->loop, &e->progress_timer);
 	e->progress_timer.data = e;
 	engine_progress_start(e);
+	engine_advertise_start(e); /* -C was checked with the options: a failure is only said */
+	engine_status_page_start(e);
 
 	dispatch(e);
 	if (!e->finished)
@@ -956,10 +1086,14 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		        "makeflow: stopped because the transaction log %s could not be written "
 		        "(%s); run makeflow again once there is space: it resumes from the log\n",
 		        o->log_path, strerror(-txlog_error(e->log)));
+	engine_advertise_final(e);
+	engine_status_page_write(e);
 	engine_alloc_report(e);
 	engine_archive_report(e->archive);
 	engine_report_failures(e);
-	if (o->summary_path && engine_write_summary(e) < 0)
+	if (o->summary_path && engine_write_text_summary(e) < 0)
+		e->exit_status = 1;
+	if (o->summary_json_path && engine_write_json_summary(e) < 0)
 		e->exit_status = 1;
 
 out:
@@ -969,6 +1103,8 @@ out:
 	}
 	txlog_unlock(e->lock);
 	e->lock = NULL;
+	engine_advertise_free(e);
+	engine_status_page_free(e);
 	batch_queue_delete(e->queue);
 	batch_queue_delete(e->local_queue);
 	uv_walk(&e->loop, close_walk_cb, NULL);

@@ -29,6 +29,14 @@ enum engine_progress_mode {
 	ENGINE_PROGRESS_QUIET,
 };
 
+/* --storage-type: what --storage-limit bounds (doc/compatibility.md). */
+enum engine_storage_type {
+	ENGINE_STORAGE_MAX = 0,    /* every file the workflow creates and still needs */
+	ENGINE_STORAGE_MIN = 1,    /* refused: needs an ordering of rules this engine does not do */
+	ENGINE_STORAGE_OUTPUT = 2, /* only the final outputs (files no rule reads) */
+	ENGINE_STORAGE_OFF = 3,    /* no limit */
+};
+
 struct engine_options {
 	const char *batch_type;        /* "local" when NULL */
 	const char *const *batch_opts; /* NULL-terminated "key=value" driver options */
@@ -42,7 +50,7 @@ struct engine_options {
 	int gc_count;             /* -G: collect once this many files are collectable */
 	int64_t gc_size;          /* --gc-size bytes of free disk (on_demand) */
 	const char *log_path;     /* transaction log; required */
-	const char *summary_path; /* -f; may be NULL */
+	const char *summary_path; /* -f: the CCTools text summary; may be NULL */
 	enum engine_progress_mode progress;
 	const char *self_exe; /* path of makeflow for nested workflows */
 
@@ -51,6 +59,10 @@ struct engine_options {
 	                                keep one summary per rule in DIR; NULL = off */
 	double monitor_interval;     /* --monitor-interval seconds; <= 0: the monitor's default */
 	int monitor_time_series;     /* --monitor-with-time-series */
+	const char *monitor_log_fmt; /* --monitor-log-fmt: names of the monitor's files, "%%"
+	                                the rule's id; NULL: resource-rule-%% */
+	int monitor_opened_files;    /* --monitor-with-opened-files: the files each rule opened,
+	                                in DIR/resource-rule-N.files */
 	const char *monitor_exe;     /* resource_monitor to use; NULL = beside self_exe or PATH */
 	int allocation_mode;         /* --allocation: -1 unset, else enum category_mode, for the
 	                                categories whose mode the workflow does not give */
@@ -64,6 +76,32 @@ struct engine_options {
 	int archive_read, archive_write;    /* restore archived rules; store completed ones */
 	const char *mounts_path;            /* --mounts: the mount file, NULL = none */
 	const char *cache_dir;              /* --cache-dir; NULL = one per workflow */
+	/* CCTools command-line compatibility (doc/compatibility.md, "The makeflow command
+	 * line"). */
+	const char *summary_json_path; /* --summary-json: the JSON summary; may be NULL */
+	const char *const *argv;       /* the command line as given, NULL-terminated, for the
+	                                  first line of the -f summary; may be NULL */
+	int64_t local_cores;           /* --local-cores: cores of this machine for local jobs;
+	                                  <= 0: all */
+	int64_t local_memory_mb;       /* --local-memory MB; <= 0: all */
+	int64_t local_disk_mb;         /* --local-disk MB; <= 0: all free */
+	int wait_for_files_s;          /* --wait-for-files-upto: seconds a rule's outputs may
+	                                  take to appear after it exits 0; 0: none */
+	int advertise;                 /* -a: send the workflow's progress to the catalog */
+	const char *project;           /* -N: the project it is advertised under */
+	const char *catalog_hosts;     /* -C; NULL: the default catalog servers */
+	const char *file_status_path;  /* --file-status: the HTML status page; NULL: none */
+	int file_status_interval_s;    /* --file-status-interval; <= 0: 5 s */
+	int send_environment;          /* --send-environment: remote jobs get makeflow's
+	                                  environment (the local types inherit it) */
+	int no_save_failed_output;     /* --do-not-save-failed-output: a failed rule's outputs
+	                                  are deleted, not moved to makeflow.failed.N */
+	int64_t storage_limit;         /* --storage-limit bytes; 0: off */
+	int storage_type;              /* --storage-type (enum engine_storage_type) */
+	/* Slurm-only options (kept for the slurm driver; other types do not use them). */
+	int slurm_ignore_memory_spec; /* --ignore-memory-spec */
+	int slurm_safe_submit;        /* --safe-submit-mode */
+	const char *slurm_tmp;        /* --tmp */
 };
 
 /* Fills O with defaults. */

@@ -250,8 +250,20 @@ static void requested_of(const struct dag_node *n, struct rmsummary *req)
 
 static char *summary_path(struct engine *e, const struct dag_node *n)
 {
-	char name[64];
-	snprintf(name, sizeof name, "resource-rule-%d", n->id);
+	/* --monitor-log-fmt: every "%%" of the format is the rule's id, as in CCTools (the
+	 * options check it holds one) */
+	const char *fmt = e->opt->monitor_log_fmt ? e->opt->monitor_log_fmt : "resource-rule-%%";
+	char name[512];
+	size_t len = 0;
+	for (const char *p = fmt; *p && len + 24 < sizeof name; p++) {
+		if (p[0] == '%' && p[1] == '%') {
+			len += (size_t)snprintf(name + len, sizeof name - len, "%d", n->id);
+			p++;
+		} else {
+			name[len++] = *p;
+		}
+	}
+	name[len] = 0;
 	return path_join(e->sizing->monitor_dir, name);
 }
 
@@ -281,10 +293,11 @@ static char *wrap(struct engine *e, const struct dag_node *n, const char *comman
 	char interval[48] = "";
 	if (e->opt->monitor_interval > 0)
 		snprintf(interval, sizeof interval, " -i %g", e->opt->monitor_interval);
-	char *w =
-	    xasprintf("%s -O %s --category %s --task-id %d%s%s%s%s%s --sh %s", q_exe, q_tmpl, q_cat,
-	              n->id, interval, e->opt->monitor_time_series ? " --with-time-series" : "",
-	              limits[0] ? " -L '" : "", limits, limits[0] ? "'" : "", q_cmd);
+	char *w = xasprintf("%s -O %s --category %s --task-id %d%s%s%s%s%s%s --sh %s", q_exe,
+	                    q_tmpl, q_cat, n->id, interval,
+	                    e->opt->monitor_time_series ? " --with-time-series" : "",
+	                    e->opt->monitor_opened_files ? " --with-opened-files" : "",
+	                    limits[0] ? " -L '" : "", limits, limits[0] ? "'" : "", q_cmd);
 	free(tmpl);
 	free(q_exe);
 	free(q_tmpl);

@@ -48,6 +48,8 @@ struct node_extra {
 
 struct job_map;
 struct engine_sizing;
+struct engine_advert;
+struct engine_status_page;
 
 struct engine {
 	struct dag *dag;
@@ -86,6 +88,13 @@ struct engine {
 	struct dag_file **collectable;
 	size_t n_collectable, collectable_cap;
 	int64_t gc_files, gc_bytes;
+
+	struct engine_advert *advert;           /* -a (engine_advertise.c); NULL if off */
+	struct engine_status_page *status_page; /* --file-status; NULL if off */
+
+	/* --storage-limit (engine_storage.c) */
+	int64_t storage_used; /* bytes of the counted files the workflow created and keeps */
+	int storage_stuck;    /* at the limit with nothing running: no rule starts any more */
 
 	/* reporting */
 	int64_t start_us;
@@ -150,6 +159,29 @@ void *engine_alloc_json(struct engine *e);
 /* engine_prepare.c: joins the wrapper files to every rule, applies the mounts and opens the
  * archive. Returns 0, or -1 after printing the error. */
 int engine_prepare(struct engine *e);
+/* engine_advertise.c: -a, the workflow's catalog record */
+/* Starts advertising (when -a is on). Returns 0, or -1 after printing why. */
+int engine_advertise_start(struct engine *e);
+/* Sends the final record and waits until it is sent (or failed). */
+void engine_advertise_final(struct engine *e);
+/* Stops; the loop frees what is left once it closes its handles. NULL advert is fine. */
+void engine_advertise_free(struct engine *e);
+
+/* engine_status_page.c: --file-status, the HTML status page */
+void engine_status_page_start(struct engine *e);
+/* Rewrites the page now (also the last time, at the end). */
+void engine_status_page_write(struct engine *e);
+void engine_status_page_free(struct engine *e);
+
+/* engine_storage.c: --storage-limit */
+/* Counts the files of earlier runs that are there. */
+void engine_storage_init(struct engine *e);
+/* A rule created F (SIZE bytes) / garbage collection deleted F. */
+void engine_storage_created(struct engine *e, const struct dag_file *f, int64_t size);
+void engine_storage_deleted(struct engine *e, const struct dag_file *f, int64_t size);
+/* 1 if no rule may be submitted to Q now (the limit is reached, or Q still has jobs waiting to
+ * start); at the limit with nothing running, says so once and sets storage_stuck. */
+int engine_storage_full(struct engine *e, struct batch_queue *q);
 
 /* engine_report.c */
 void engine_progress_start(struct engine *e);
@@ -158,7 +190,10 @@ void engine_progress_stop(struct engine *e);
 /* With -T dryrun: says where the script of the commands went. */
 void engine_report_dryrun(struct engine *e);
 void engine_report_failures(struct engine *e);
-int engine_write_summary(struct engine *e);
+/* --summary-json FILE: the JSON summary (doc/manual.md). */
+int engine_write_json_summary(struct engine *e);
+/* -f FILE: the text summary of CCTools makeflow, line for line. */
+int engine_write_text_summary(struct engine *e);
 const char *engine_node_state_name(int state);
 
 #endif

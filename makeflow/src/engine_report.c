@@ -1,11 +1,13 @@
 /* engine_report.c: what the engine tells people: a live status line on a
  * terminal (or a plain line every few seconds otherwise), the list of failed
- * rules at the end, and the JSON summary written with -f. */
+ * rules at the end, the CCTools text summary written with -f and the JSON
+ * summary written with --summary-json. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
@@ -194,7 +196,7 @@ void engine_report_failures(struct engine *e)
 		        e->opt->log_path);
 }
 
-int engine_write_summary(struct engine *e)
+int engine_write_json_summary(struct engine *e)
 {
 	json_t *s = json_object();
 	char when[64];
@@ -253,8 +255,91 @@ int engine_write_summary(struct engine *e)
 	memcpy(withnl, text, len);
 	withnl[len] = '\n';
 	free(text);
-	int r = atomic_file_write(e->opt->summary_path, withnl, len + 1, 0644);
+	int r = atomic_file_write(e->opt->summary_json_path, withnl, len + 1, 0644);
 	free(withnl);
+	if (r < 0)
+		fprintf(stderr, "makeflow: cannot write summary %s: %s\n",
+		        e->opt->summary_json_path, htc_strerror(r));
+	return r;
+}
+
+/* A size as the CCTools summary writes it: one decimal and a binary unit ("3.0", "4.9 K"). */
+static void cctools_size(int64_t bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = {"", " K", " M", " G", " T", " P", " E"};
+	double v = (double)bytes;
+	int i = 0;
+	while (v >= 1024 && i < 6) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, len, "%.1f%s", v, unit[i]);
+}
+
+/* The files the CCTools summary lists as "Output files": those a rule of the workflow created
+ * and another rule reads, that exist at the end, in the order of their rules. */
+static void list_outputs(struct engine *e, FILE *f)
+{
+	int header = 0;
+	for (int i = 0; i < e->dag->nnodes; i++) {
+		struct dag_node *n = e->dag->nodes[i];
+		if (n->state != NODE_COMPLETE)
+			continue;
+		for (int k = 0; k < n->noutputs; k++) {
+			struct dag_file *df = n->outputs[k].file;
+			int64_t size = 0, mtime = 0;
+			int is_dir = 0;
+			if (df->nconsumers == 0 || file_stat(df->name, &size, &mtime, &is_dir) < 0)
+				continue;
+			if (!header)
+				fputs("Output files:\n", f);
+			header = 1;
+			char sz[32];
+			cctools_size(size, sz, sizeof sz);
+			fprintf(f, "\t%s\t%s\n", df->name, sz);
+		}
+	}
+}
+
+int engine_write_text_summary(struct engine *e)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return -errno;
+	for (const char *const *a = e->opt->argv; a && *a; a++)
+		fprintf(f, "%s ", *a);
+	fputc('\n', f);
+	char when[64] = "";
+	time_t now = time(NULL);
+	struct tm tm;
+	if (localtime_r(&now, &tm))
+		strftime(when, sizeof when, "%a %b %e %H:%M:%S %Y", &tm);
+	int64_t secs = (time_now_us() - e->start_us) / 1000000;
+	int64_t total = e->dag->nnodes;
+	int64_t not_run = total - e->n_complete - e->n_failed;
+	fprintf(f, "Workflow completed:\t %s\n", when);
+	fprintf(f, "Total runtime:\t\t %lld:%02lld:%02lld\n", (long long)(secs / 3600),
+	        (long long)(secs / 60 % 60), (long long)(secs % 60));
+	fprintf(f, "Workflow file:\t\t %s\n", e->dag->filename);
+	fprintf(f, "Number of tasks:\t %lld\n", (long long)total);
+	fprintf(f, "Completed tasks:\t %lld/%lld\n", (long long)e->n_complete, (long long)total);
+	if (not_run > 0)
+		fprintf(f, "Tasks not run:\t\t %lld/%lld\n", (long long)not_run, (long long)total);
+	if (e->n_failed > 0) {
+		fprintf(f, "Failed tasks:\t\t %lld/%lld\n", (long long)e->n_failed,
+		        (long long)total);
+		for (size_t i = 0; i < e->n_failed_list; i++)
+			fprintf(f, "\t%s\n", e->failed[i]->command ? e->failed[i]->command : "");
+	}
+	list_outputs(e, f);
+	if (fclose(f) != 0) {
+		free(text);
+		return -ENOMEM;
+	}
+	int r = atomic_file_write(e->opt->summary_path, text, len, 0644);
+	free(text);
 	if (r < 0)
 		fprintf(stderr, "makeflow: cannot write summary %s: %s\n", e->opt->summary_path,
 		        htc_strerror(r));

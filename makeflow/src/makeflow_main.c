@@ -1,15 +1,18 @@
 /* makeflow_main.c: the makeflow command: parses options (makeflow_opts), loads the workflow
  * (checking it completely before anything runs), then either cleans, or runs it with the
  * engine. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "debug.h"
 #include "engine.h"
 #include "makeflow_opts.h"
+#include "makeflow_opts_compat.h"
 #include "workflow_load.h"
 #include "xalloc.h"
 
@@ -41,20 +44,27 @@ int main(int argc, char **argv)
 	if (r < 0)
 		fatal("%s", err);
 
+	makeflow_opts_warn(&o);
+	int status = 1;
+	char *exe = NULL;
 	struct dag *d = workflow_load(&o.src, err, sizeof err);
 	if (!d) {
 		fprintf(stderr, "makeflow: %s\n", err);
-		return 1;
+	} else if (o.change_dir && chdir(o.change_dir) < 0) {
+		/* -X: the workflow is read from here; its log, files and rules are in DIR */
+		fprintf(stderr, "makeflow: -X %s: %s\n", o.change_dir, strerror(errno));
+	} else if (o.clean || makeflow_opts_write_local_port_file(&o) == 0) {
+		exe = self_exe(argv[0]);
+		o.engine.self_exe = exe;
+		if (o.clean) {
+			status = o.clean == ENGINE_CLEAN_CACHE
+			             ? 0
+			             : engine_clean(d, o.log_path, o.clean);
+			if (engine_clean_mounts(&o.engine, o.src.path) < 0)
+				status = 1;
+		} else
+			status = engine_run(d, &o.engine);
 	}
-	char *exe = self_exe(argv[0]);
-	o.engine.self_exe = exe;
-	int status;
-	if (o.clean) {
-		status = o.clean == ENGINE_CLEAN_CACHE ? 0 : engine_clean(d, o.log_path, o.clean);
-		if (engine_clean_mounts(&o.engine, o.src.path) < 0)
-			status = 1;
-	} else
-		status = engine_run(d, &o.engine);
 
 	dag_delete(d);
 	free(exe);

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "debug.h"
 #include "htc_error.h"
+#include "makeflow_opts_compat.h"
 #include "rmon_seccomp.h"
 #include "stringtools.h"
 #include "units.h"
@@ -130,19 +131,21 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --password=FILE       workers must prove this password (HMAC, both ways)\n"
 	    "      --ssl-cert=FILE --ssl-key=FILE  TLS for worker connections\n"
 	    "      --shared-fs=DIR       files under DIR are on a file system workers share:\n"
-	    "                            they are not transferred\n"
+	    "                            they are not transferred (local types: all are)\n"
 	    "  -r, --retry-count=N       retry a failed rule up to N times\n"
 	    "  -R, --retry               retry failed rules (5 times)\n"
 	    "  -z, --zero-length-error   an empty output counts as missing\n"
 	    "  -l, --makeflow-log=FILE   transaction log (default WORKFLOW.makeflowlog)\n"
-	    "  -L, --batch-log=FILE      accepted for compatibility; drivers here log through -d\n"
+	    "  -L, --batch-log=FILE      -T wq: the master's transactions log; the local types\n"
+	    "                            keep none\n"
 	    "  -c, --clean[=MODE]        remove created files: all (default), outputs, "
 	    "intermediates\n"
 	    "  -g, --gc=MODE             garbage collection: none, ref_cnt, on_demand, all\n"
 	    "  -G, --gc-count=N          collect once N files are collectable\n"
 	    "      --gc-size=SIZE        on_demand: collect while free disk is below SIZE (1G)\n"
 	    "      --skip-file-check     do not check that input files exist before starting\n"
-	    "  -f, --summary-log=FILE    write a JSON summary of the run to FILE\n"
+	    "  -f, --summary-log=FILE    write the CCTools text summary of the run to FILE\n"
+	    "      --summary-json=FILE   write a JSON summary of the run to FILE\n"
 	    "      --json                the workflow is JSON\n"
 	    "      --jx                  the workflow is JX\n"
 	    "      --jx-args=FILE        JX: symbols from FILE\n"
@@ -155,6 +158,10 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --monitor-interval=S  sampling interval of the monitor in seconds (0.01 to\n"
 	    "                            3600; 0 = the monitor's default, 1 s)\n"
 	    "      --monitor-with-time-series  also keep a time series per rule\n"
+	    "      --monitor-with-opened-files  also list the files each rule opened\n"
+	    "      --monitor-log-fmt=FMT the monitor's files of a rule are FMT.summary, ...;\n"
+	    "                            %%%% in FMT is the rule's id (default "
+	    "resource-rule-%%%%)\n"
 	    "      --monitor-exe=PATH    the resource_monitor to use (default: beside makeflow)\n"
 	    "      --allocation=MODE     size categories: fixed, max, waste (min_waste),\n"
 	    "                            throughput (max_throughput); .MAKEFLOW MODE wins\n"
@@ -173,6 +180,36 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "                            link to a cached copy of SOURCE (path or URL)\n"
 	    "      --cache-dir=DIR       where --mounts keeps its copies (also --cache;\n"
 	    "                            default makeflow.cache.HASH)\n"
+	    "CCTools compatibility (doc/compatibility.md):\n"
+	    "      --argv=FILE           options from FILE, a JSON object of option names and\n"
+	    "                            values (MAKEFLOW: the workflow)\n"
+	    "      --local-cores=N       cores of this machine for local jobs (default: all)\n"
+	    "      --local-memory=MB     memory of this machine for local jobs (default: all)\n"
+	    "      --local-disk=MB       disk of this machine for local jobs (default: free)\n"
+	    "      --wait-for-files-upto=S  wait up to S seconds for a rule's outputs to\n"
+	    "                            appear after it exits 0 (shared file systems)\n"
+	    "      --storage-limit=SIZE  hold new rules while the workflow's files use SIZE\n"
+	    "      --storage-type=T      what the limit counts: 0 max (every file created and\n"
+	    "                            still needed; default), 2 output (final outputs),\n"
+	    "                            3 off; 1 min is refused\n"
+	    "      --ignore-memory-spec, --safe-submit-mode, --tmp=SIZE  Slurm only (not\n"
+	    "                            in this build yet: a warning with another -T)\n"
+	    "      --disable-cache       -T wq: workers do not cache files (cache=no)\n"
+	    "  -X, --change-directory=DIR  read the workflow here, then run it in DIR\n"
+	    "      --do-not-save-failed-output  delete a failed rule's outputs instead of\n"
+	    "                            moving them to makeflow.failed.N/\n"
+	    "  -A, --disable-afs-check   accepted: there is no AFS check here\n"
+	    "  -t, --wq-keepalive-timeout=S, -u, --wq-keepalive-interval=S,\n"
+	    "  -W, --wq-schedule=MODE    Work Queue keepalives and scheduling (-T wq)\n"
+	    "  -a, --advertise           send the workflow's progress to the catalog (-C) as\n"
+	    "                            project -N (any batch type)\n"
+	    "      --file-status=FILE    keep an HTML status page in FILE, rewritten every\n"
+	    "      --file-status-interval=S  S seconds (default 5) and at the end\n"
+	    "  -F, --wq-fast-abort=M     -T wq: a task running M times its category's mean\n"
+	    "                            wall time is cancelled and runs again elsewhere\n"
+	    "      --send-environment    remote jobs get makeflow's environment (local jobs\n"
+	    "                            inherit it)\n"
+	    "  Other CCTools options are refused with the reason.\n"
 	    "  -d, --debug=SUBSYS        debug output: %s\n"
 	    "  -o, --debug-file=FILE     write debug output to FILE\n"
 	    "  -v, --version             show the version\n"
@@ -199,6 +236,11 @@ void makeflow_opts_clear(struct makeflow_opts *o)
 	for (int i = 0; i < 3; i++)
 		free(o->wrap[i]);
 	free(o->archive_dir);
+	free(o->nc_only);
+	for (int i = 0; i < o->n_words; i++)
+		free(o->words[i]);
+	free(o->words);
+	free(o->argv_workflow);
 	workflow_source_free(&o->src);
 	init(o);
 }
@@ -225,8 +267,7 @@ static int parse_int(const char *opt, const char *s, int min, int *out, char *er
 	return 0;
 }
 
-/* Appends a driver option (owned). */
-static void add_batch_opt(struct makeflow_opts *o, char *kv)
+void makeflow_opts_add_batch(struct makeflow_opts *o, char *kv)
 {
 	VEC_RESERVE(o->batch_opts, o->cap_batch_opts, o->n_batch_opts + 2);
 	o->batch_opts[o->n_batch_opts++] = kv;
@@ -273,6 +314,10 @@ static int parse_word(struct makeflow_opts *o, int c, const char *arg, char *err
 /* Work Queue options become options of the wq driver. */
 static void wq_option(struct makeflow_opts *o, int c, const char *arg)
 {
+	if (c == 'Z') {
+		o->port_file = arg;
+		return;
+	}
 	const char *key = c == 'p'             ? "port"
 	                  : c == 'Z'           ? "port-file"
 	                  : c == 'C'           ? "catalog"
@@ -280,9 +325,24 @@ static void wq_option(struct makeflow_opts *o, int c, const char *arg)
 	                  : c == OPT_SSL_CERT  ? "ssl-cert"
 	                  : c == OPT_SSL_KEY   ? "ssl-key"
 	                  : c == OPT_SHARED_FS ? "shared-fs"
+	                  : c == 't'           ? "keepalive-timeout"
+	                  : c == 'u'           ? "keepalive-interval"
+	                  : c == 'W'           ? "schedule"
+	                  : c == 'F'           ? "fast-abort"
 	                                       : "project";
-	add_batch_opt(o, xasprintf("%s=%s", key, arg));
-	if (!o->wq_only) {
+	makeflow_opts_add_batch(o, xasprintf("%s=%s", key, arg));
+	/* -N and -C also name where -a advertises the workflow, with any batch type */
+	if (c == 'N' || c == 'M' || c == 'C') {
+		if (c == 'C')
+			o->engine.catalog_hosts = arg;
+		else
+			o->engine.project = arg;
+		if (!o->nc_only)
+			o->nc_only = xasprintf("-%c %s", c, arg);
+		return;
+	}
+	/* --shared-fs: with the local types every path is shared (nothing is transferred) */
+	if (!o->wq_only && c != OPT_SHARED_FS) {
 		const char *name = c == OPT_PASSWORD    ? "--password"
 		                   : c == OPT_SSL_CERT  ? "--ssl-cert"
 		                   : c == OPT_SSL_KEY   ? "--ssl-key"
@@ -353,13 +413,13 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 		if (rmon_seccomp_parse(arg, &sp) < 0)
 			return bad(err, errlen,
 			           "--seccomp '%s': expected default, strict, nonet or off", arg);
-		add_batch_opt(o, xasprintf("seccomp=%s", arg));
+		makeflow_opts_add_batch(o, xasprintf("seccomp=%s", arg));
 		break;
 	}
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
 			return bad(err, errlen, "--batch-option '%s': expected KEY=VALUE", arg);
-		add_batch_opt(o, xstrdup(arg));
+		makeflow_opts_add_batch(o, xstrdup(arg));
 		break;
 	case 'p':
 	case 'Z':
@@ -369,7 +429,11 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case OPT_PASSWORD:
 	case OPT_SSL_CERT:
 	case OPT_SSL_KEY:
-	case OPT_SHARED_FS: wq_option(o, c, arg); break;
+	case OPT_SHARED_FS:
+	case 't':
+	case 'u':
+	case 'W':
+	case 'F': wq_option(o, c, arg); break;
 	case 'r': return parse_int("-r", arg, 0, &e->retries, err, errlen);
 	case 'R': e->retries = 5; break;
 	case 'z': e->zero_length_is_missing = 1; break;
@@ -377,10 +441,7 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 		free(o->log_path);
 		o->log_path = xstrdup(arg);
 		break;
-	case 'L':
-		notice("-L %s: batch drivers here write their events to the debug log (-d batch)",
-		       arg);
-		break;
+	case 'L': o->batch_log = arg; break;
 	case 'c': *clean = "all"; break;
 	case OPT_CLEAN: *clean = arg ? arg : "all"; break;
 	case 'g':
@@ -429,10 +490,14 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 		int r = cli_common_option(c, argv, "makeflow", makeflow_opts_usage, err, errlen);
 		return r == CLI_EXIT ? CLI_EXIT : r == CLI_FAIL ? HTC_EPARSE : 0;
 	}
-	default:
+	default: {
 		if (workflow_source_getopt(&o->src, c, arg))
 			break;
+		int r = compat_option(o, c, arg, err, errlen);
+		if (r != 0)
+			return r < 0 ? r : 0;
 		return CLI_USAGE;
+	}
 	}
 	return 0;
 }
@@ -451,7 +516,9 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	if (optind < argc - 1)
 		return bad(err, errlen, "expected one workflow file, got %d (see --help)",
 		           argc - optind);
-	o->src.path = optind < argc ? argv[optind] : "Makeflow";
+	o->src.path = optind < argc      ? argv[optind]
+	              : o->argv_workflow ? o->argv_workflow
+	                                 : "Makeflow";
 	if (access(o->src.path, R_OK) < 0)
 		return bad(err, errlen, "cannot read workflow %s: %s", o->src.path,
 		           strerror(errno));
@@ -473,11 +540,45 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 			           "--clean=%s: expected all, outputs or intermediates", clean);
 	}
 	const char *type = o->engine.batch_type ? o->engine.batch_type : "local";
-	if (o->wq_only && strcmp(type, "wq") != 0)
+	char why[512];
+	if (batch_queue_type_check(type, why, sizeof why) < 0)
+		return bad(err, errlen, "-T %s: %s", type, why);
+	/* -Z is the master's port file with -T wq; without Work Queue CCTools writes port 0
+	 * there (no master listens), and so does makeflow here */
+	if (o->port_file && !strcmp(type, "wq"))
+		makeflow_opts_add_batch(o, xasprintf("port-file=%s", o->port_file));
+	else
+		o->local_port_file = o->port_file;
+	int rc = compat_check(o, type, err, errlen);
+	if (rc < 0)
+		return rc;
+	int is_wq = !strcmp(type, "wq");
+	/* -L: with -T wq the master's transactions log; the local types keep none (nor does
+	 * CCTools for them) */
+	if (o->batch_log && is_wq)
+		makeflow_opts_add_batch(o, xasprintf("txlog=%s", o->batch_log));
+	for (size_t i = 0; !is_wq && i < o->n_batch_opts; i++) {
+		const char *kv = o->batch_opts[i];
+		if (strncmp(kv, "shared-fs=", 10) && strncmp(kv, "project=", 8) &&
+		    strncmp(kv, "catalog=", 8))
+			continue;
+		free(o->batch_opts[i]);
+		memmove(o->batch_opts + i, o->batch_opts + i + 1,
+		        (o->n_batch_opts - i) * sizeof *o->batch_opts);
+		o->n_batch_opts--;
+		i--;
+	}
+	if (o->n_batch_opts == 0) {
+		free(o->batch_opts);
+		o->batch_opts = NULL;
+		o->cap_batch_opts = 0;
+	}
+	const char *wq_only = o->wq_only ? o->wq_only : o->engine.advertise ? NULL : o->nc_only;
+	if (wq_only && !is_wq)
 		return bad(
 		    err, errlen,
 		    "%s: this option is for Work Queue and needs -T wq (the batch type is %s)",
-		    o->wq_only, type);
+		    wq_only, type);
 	if (!o->log_path)
 		o->log_path = xasprintf("%s.makeflowlog", o->src.path);
 	o->engine.log_path = o->log_path;
@@ -497,23 +598,65 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	return 0;
 }
 
+/* MAKEFLOW_MAX_LOCAL_JOBS and MAKEFLOW_MAX_REMOTE_JOBS give -j and -J their defaults. */
+static int env_limits(struct makeflow_opts *o, char *err, size_t errlen)
+{
+	const char *l = getenv("MAKEFLOW_MAX_LOCAL_JOBS");
+	const char *r = getenv("MAKEFLOW_MAX_REMOTE_JOBS");
+	int rc = 0;
+	if (l && *l)
+		rc = parse_int("MAKEFLOW_MAX_LOCAL_JOBS", l, 1, &o->engine.max_local_jobs, err,
+		               errlen);
+	if (rc == 0 && r && *r)
+		rc = parse_int("MAKEFLOW_MAX_REMOTE_JOBS", r, 1, &o->engine.max_remote_jobs, err,
+		               errlen);
+	return rc;
+}
+
 int makeflow_opts_parse(int argc, char *argv[], struct makeflow_opts *o, char *err, size_t errlen)
 {
 	init(o);
+	int r =
+	    compat_expand_argv(argc, argv, &o->words, &o->n_words, &o->argv_workflow, err, errlen);
+	if (r < 0)
+		return r;
+	o->engine.argv = (const char *const *)argv;
+	r = env_limits(o, err, errlen);
+	if (r < 0)
+		goto out;
 	/* getopt itself reports an unknown option or a missing value (then the usage follows) */
 	opterr = 1;
 	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
 	const char *clean = NULL;
-	int c, r = 0;
-	while ((c = getopt_long(argc, argv, "T:j:J:B:r:Rzl:L:cg:G:f:d:o:vhp:Z:N:M:C:", longopts,
+	struct option *opts = compat_longopts(longopts);
+	int c;
+	while ((c = getopt_long(o->n_words, o->words,
+	                        "T:j:J:B:r:Rzl:L:cg:G:f:d:o:vhp:Z:N:M:C:" COMPAT_SHORT_OPTS, opts,
 	                        NULL)) != -1) {
-		r = parse_one(o, c, optarg, argv, &clean, err, errlen);
+		r = parse_one(o, c, optarg, o->words, &clean, err, errlen);
 		if (r != 0)
-			goto out;
+			break;
 	}
-	r = check_workflow(o, argc, argv, clean, err, errlen);
+	free(opts);
+	if (r == 0)
+		r = check_workflow(o, o->n_words, o->words, clean, err, errlen);
 out:
 	if (r != 0)
 		makeflow_opts_clear(o);
 	return r;
+}
+
+void makeflow_opts_warn(const struct makeflow_opts *o)
+{
+	const char *type = o->engine.batch_type ? o->engine.batch_type : "local";
+	if (o->batch_log && strcmp(type, "wq") != 0)
+		fprintf(stderr,
+		        "makeflow: note: -L %s: the %s batch type keeps no batch log (its events "
+		        "are in the debug log, -d batch)\n",
+		        o->batch_log, type);
+	if (o->slurm_only)
+		fprintf(stderr,
+		        "makeflow: warning: %s applies to -T slurm only (not in this build yet); "
+		        "the %s batch type does not use it\n",
+		        o->slurm_only, type);
 }

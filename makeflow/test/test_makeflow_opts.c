@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "debug.h"
 #include "htc_error.h"
+#include "batch_queue.h"
 #include "makeflow_opts.h"
 
 #include "ts_argv.h"
@@ -133,7 +134,13 @@ static void test_defaults(void **state)
 	assert_true(o.engine.monitor_interval == d.monitor_interval);
 	assert_null(o.engine.monitor_dir);
 	assert_null(o.engine.summary_path);
+	assert_null(o.engine.summary_json_path);
 	assert_null(o.engine.self_exe);
+	assert_int_equal(o.engine.local_cores, 0);
+	assert_int_equal(o.engine.wait_for_files_s, 0);
+	assert_int_equal(o.engine.storage_limit, 0);
+	assert_null(o.local_port_file);
+	assert_null(o.slurm_only);
 	makeflow_opts_clear(&o);
 
 	setenv("MAKEFLOW_BATCH_QUEUE_TYPE", "dryrun", 1);
@@ -154,11 +161,11 @@ static void test_engine_options(void **state)
 	struct makeflow_opts o;
 	assert_int_equal(parse(&o, "--batch-type=wq", "-j", "3", "--max-remote", "40", "-B",
 	                       "queue=long", "-r", "2", "-z", "--skip-file-check", "-l", "my.log",
-	                       "-f", "summary.json", "-g", "ref_cnt", "-G", "7", "--progress",
-	                       "quiet", "--monitor", "mon", "--monitor-interval", "0.5",
-	                       "--monitor-with-time-series", "--monitor-exe", "/bin/rm",
-	                       "--allocation", "waste", "--allocation-seed", "seeds", "other.mf",
-	                       NULL),
+	                       "-f", "summary.txt", "--summary-json", "summary.json", "-g",
+	                       "ref_cnt", "-G", "7", "--progress", "quiet", "--monitor", "mon",
+	                       "--monitor-interval", "0.5", "--monitor-with-time-series",
+	                       "--monitor-exe", "/bin/rm", "--allocation", "waste",
+	                       "--allocation-seed", "seeds", "other.mf", NULL),
 	                 CLI_DONE);
 	struct engine_options *e = &o.engine;
 	assert_string_equal(e->batch_type, "wq");
@@ -170,7 +177,10 @@ static void test_engine_options(void **state)
 	assert_int_equal(e->skip_file_check, 1);
 	assert_string_equal(o.log_path, "my.log");
 	assert_string_equal(e->log_path, "my.log");
-	assert_string_equal(e->summary_path, "summary.json");
+	assert_string_equal(e->summary_path, "summary.txt");
+	assert_string_equal(e->summary_json_path, "summary.json");
+	assert_string_equal(e->argv[0], "makeflow");
+	assert_string_equal(e->argv[1], "--batch-type=wq");
 	assert_int_equal(e->gc, ENGINE_GC_REF_CNT);
 	assert_int_equal(e->gc_count, 7);
 	assert_int_equal(e->progress, ENGINE_PROGRESS_QUIET);
@@ -224,19 +234,61 @@ static void test_batch_options(void **state)
 	                       "k.pem", "--shared-fs", "/shared", "--port-file=pf",
 	                       "--catalog-server", "c2", NULL),
 	                 CLI_DONE);
-	static const char *const want[] = {"script=x.sh",        "port=0",
-	                                   "port-file=port.txt", "project=proj",
-	                                   "project=proj2",      "project=p3",
-	                                   "catalog=cat:9097",   "password=pw",
-	                                   "ssl-cert=c.pem",     "ssl-key=k.pem",
-	                                   "shared-fs=/shared",  "port-file=pf",
-	                                   "catalog=c2",         NULL};
+	/* the last -Z wins */
+	static const char *const want[] = {"script=x.sh",
+	                                   "port=0",
+	                                   "project=proj",
+	                                   "project=proj2",
+	                                   "project=p3",
+	                                   "catalog=cat:9097",
+	                                   "password=pw",
+	                                   "ssl-cert=c.pem",
+	                                   "ssl-key=k.pem",
+	                                   "shared-fs=/shared",
+	                                   "catalog=c2",
+	                                   "port-file=pf",
+	                                   NULL};
 	size_t n = 0;
 	for (; want[n]; n++)
 		assert_string_equal(o.batch_opts[n], want[n]);
 	assert_null(o.batch_opts[n]);
 	assert_int_equal(o.n_batch_opts, n);
 	assert_ptr_equal(o.engine.batch_opts, o.batch_opts);
+	assert_null(o.local_port_file);
+	makeflow_opts_clear(&o);
+	/* CCTools' Work Queue keepalive and scheduling options, and --disable-cache */
+	assert_int_equal(parse(&o, "-T", "wq", "-t", "40", "--wq-keepalive-interval=50", "-W",
+	                       "files", "--disable-cache", "-F", "3", "--send-environment", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.batch_opts[0], "keepalive-timeout=40");
+	assert_string_equal(o.batch_opts[1], "keepalive-interval=50");
+	assert_string_equal(o.batch_opts[2], "schedule=files");
+	assert_string_equal(o.batch_opts[3], "fast-abort=3");
+	assert_string_equal(o.batch_opts[4], "cache=no");
+	assert_null(o.batch_opts[5]);
+	assert_int_equal(o.engine.send_environment, 1);
+	makeflow_opts_clear(&o);
+	assert_fails("-W fcfs: this option is for Work Queue and needs -T wq (the batch type is "
+	             "local)",
+	             "-W", "fcfs");
+	/* -L: the master's transactions log with -T wq; --shared-fs with a local type: every path
+	 * is shared already */
+	assert_int_equal(parse(&o, "-T", "wq", "-L", "wq.log", NULL), CLI_DONE);
+	assert_string_equal(o.batch_opts[0], "txlog=wq.log");
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "-L", "b.log", "--shared-fs", "/home", "--shared-fs", "/sw",
+	                       "--seccomp", "off", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.batch_log, "b.log");
+	assert_string_equal(o.batch_opts[0], "seccomp=off");
+	assert_null(o.batch_opts[1]);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--shared-fs", "/home", NULL), CLI_DONE);
+	assert_null(o.batch_opts);
+	makeflow_opts_clear(&o);
+	/* --disable-cache: the local types have no cache, as in CCTools */
+	assert_int_equal(parse(&o, "--disable-cache", NULL), CLI_DONE);
+	assert_null(o.batch_opts);
 	makeflow_opts_clear(&o);
 	assert_fails("--batch-option 'x': expected KEY=VALUE", "--batch-option", "x");
 	/* Work Queue options without -T wq say so plainly */
@@ -271,6 +323,10 @@ static void test_workflow_and_clean(void **state)
 	makeflow_opts_clear(&o);
 	assert_int_equal(parse(&o, "--json", NULL), CLI_DONE);
 	assert_int_equal(o.src.format, WORKFLOW_JSON);
+	makeflow_opts_clear(&o);
+	/* --jx-context: the older name of --jx-args (CCTools still takes it) */
+	assert_int_equal(parse(&o, "--jx", "--jx-context", "c.json", NULL), CLI_DONE);
+	assert_string_equal(o.src.jx_args, "c.json");
 	makeflow_opts_clear(&o);
 
 	assert_int_equal(parse(&o, "-c", NULL), CLI_DONE);
@@ -363,12 +419,227 @@ static void test_common_options(void **state)
 	free(text);
 }
 
+/* The CCTools options kept with their meaning (doc/compatibility.md). */
+static void test_cctools_options(void **state)
+{
+	(void)state;
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, "--local-cores", "2", "--local-memory", "512", "--local-disk=2G",
+	                       "--wait-for-files-upto", "30", "--storage-limit", "10G",
+	                       "--storage-type", "2", "--do-not-save-failed-output", "-A",
+	                       "--disable-afs-check", NULL),
+	                 CLI_DONE);
+	struct engine_options *e = &o.engine;
+	assert_int_equal(e->local_cores, 2);
+	assert_int_equal(e->local_memory_mb, 512);
+	assert_int_equal(e->local_disk_mb, 2048);
+	assert_int_equal(e->wait_for_files_s, 30);
+	assert_int_equal(e->storage_limit, INT64_C(10) << 30);
+	assert_int_equal(e->storage_type, ENGINE_STORAGE_OUTPUT);
+	assert_null(o.slurm_only);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--storage-limit", "1000", "--storage-type", "off", NULL),
+	                 CLI_DONE);
+	assert_int_equal(o.engine.storage_type, ENGINE_STORAGE_OFF);
+	makeflow_opts_clear(&o);
+	assert_fails("--storage-type 1 (min): not supported here: it needs an order of rules "
+	             "computed from file sizes known ahead; use 0 (max) or 2 (output), which are "
+	             "measured as the workflow runs",
+	             "--storage-limit", "1G", "--storage-type", "1");
+	assert_fails("--storage-type 7: expected 0 (max), 1 (min), 2 (output) or 3 (off)",
+	             "--storage-type", "7");
+	assert_fails("--storage-limit x: expected bytes (a number) or a size such as 50G",
+	             "--storage-limit", "x");
+	assert_fails("--local-cores 0: expected an integer from 1 to 2147483647", "--local-cores",
+	             "0");
+	assert_fails("--local-memory abc: expected MB (a number) or a size such as 4G",
+	             "--local-memory", "abc");
+	assert_fails("--wait-for-files-upto -1: expected an integer from 0 to 86400",
+	             "--wait-for-files-upto", "-1");
+
+	/* the Slurm-only options are kept; another batch type gets a warning (main prints it) */
+	assert_int_equal(
+	    parse(&o, "--safe-submit-mode", "--ignore-memory-spec", "--tmp", "100", NULL),
+	    CLI_DONE);
+	assert_int_equal(o.engine.slurm_safe_submit, 1);
+	assert_int_equal(o.engine.slurm_ignore_memory_spec, 1);
+	assert_string_equal(o.engine.slurm_tmp, "100");
+	assert_string_equal(o.slurm_only, "--safe-submit-mode");
+	makeflow_opts_clear(&o);
+
+	assert_int_equal(parse(&o, "--file-status", "p.html", "--file-status-interval", "2", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.engine.file_status_path, "p.html");
+	assert_int_equal(o.engine.file_status_interval_s, 2);
+	makeflow_opts_clear(&o);
+	assert_fails("--file-status-interval 0: expected an integer from 1 to 86400",
+	             "--file-status-interval", "0");
+	assert_int_equal(parse(&o, "--monitor-log-fmt", "r-%%", NULL), CLI_DONE);
+	assert_string_equal(o.engine.monitor_log_fmt, "r-%%");
+	makeflow_opts_clear(&o);
+	assert_fails("--monitor-log-fmt 'r-%': expected a file name (no '/') with %% where the "
+	             "rule's id goes, such as resource-rule-%%",
+	             "--monitor-log-fmt", "r-%");
+	assert_fails("--monitor-log-fmt 'a/%%': expected a file name (no '/') with %% where the "
+	             "rule's id goes, such as resource-rule-%%",
+	             "--monitor-log-fmt", "a/%%");
+	assert_int_equal(parse(&o, "--monitor-with-opened-files", NULL), CLI_DONE);
+	assert_int_equal(o.engine.monitor_opened_files, 1);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "-X", "sub", NULL), CLI_DONE);
+	assert_string_equal(o.change_dir, "sub");
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--change-directory=sub2", NULL), CLI_DONE);
+	assert_string_equal(o.change_dir, "sub2");
+	makeflow_opts_clear(&o);
+
+	/* -Z without Work Queue: the port file gets 0, as in CCTools */
+	assert_int_equal(parse(&o, "-Z", "port.txt", NULL), CLI_DONE);
+	assert_string_equal(o.local_port_file, "port.txt");
+	assert_null(o.batch_opts);
+	assert_null(o.wq_only);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "-T", "dryrun", "--port-file=pf", NULL), CLI_DONE);
+	assert_string_equal(o.local_port_file, "pf");
+	makeflow_opts_clear(&o);
+
+	/* MAKEFLOW_MAX_LOCAL_JOBS and MAKEFLOW_MAX_REMOTE_JOBS are the defaults of -j and -J */
+	setenv("MAKEFLOW_MAX_LOCAL_JOBS", "3", 1);
+	setenv("MAKEFLOW_MAX_REMOTE_JOBS", "7", 1);
+	assert_int_equal(parse(&o, NULL), CLI_DONE);
+	assert_int_equal(o.engine.max_local_jobs, 3);
+	assert_int_equal(o.engine.max_remote_jobs, 7);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "-j", "5", NULL), CLI_DONE);
+	assert_int_equal(o.engine.max_local_jobs, 5);
+	makeflow_opts_clear(&o);
+	setenv("MAKEFLOW_MAX_LOCAL_JOBS", "x", 1);
+	assert_fails("option MAKEFLOW_MAX_LOCAL_JOBS: 'x' is not an integer >= 1", "-j", "2");
+	unsetenv("MAKEFLOW_MAX_LOCAL_JOBS");
+	unsetenv("MAKEFLOW_MAX_REMOTE_JOBS");
+}
+
+/* -T names: those of CCTools not built here are not "unknown". */
+static void test_batch_types(void **state)
+{
+	(void)state;
+	char want[512];
+	snprintf(want, sizeof want,
+	         "-T condor: batch system condor is not available in this build (yet); "
+	         "available: %s",
+	         batch_queue_types());
+	assert_fails(want, "-T", "condor");
+	snprintf(want, sizeof want,
+	         "-T slurm: batch system slurm is not available in this build (yet); available: %s",
+	         batch_queue_types());
+	assert_fails(want, "--batch-type=slurm");
+	snprintf(want, sizeof want, "-T bogus: unknown batch system 'bogus'; available: %s",
+	         batch_queue_types());
+	assert_fails(want, "-T", "bogus");
+	setenv("MAKEFLOW_BATCH_QUEUE_TYPE", "k8s", 1);
+	snprintf(want, sizeof want,
+	         "-T k8s: batch system k8s is not available in this build (yet); available: %s",
+	         batch_queue_types());
+	assert_fails(want, "-j", "1");
+	unsetenv("MAKEFLOW_BATCH_QUEUE_TYPE");
+}
+
+/* CCTools options refused with their reason, never taken as unknown nor ignored. */
+static void test_refused(void **state)
+{
+	(void)state;
+	assert_fails("--docker: not available in this build (yet): containers for rules are being "
+	             "built",
+	             "--docker", "debian");
+	assert_fails("--singularity: not available in this build (yet): containers for rules are "
+	             "being built",
+	             "--singularity=img");
+	assert_fails("--umbrella-spec: not supported here (Umbrella is out of scope)",
+	             "--umbrella-spec", "s.json");
+	assert_fails("--amazon-config: not supported here (Amazon EC2 is out of scope)",
+	             "--amazon-config", "c");
+	/* -a: the workflow's record goes to the catalog under -N, with any batch type */
+	assert_fails("-a/--advertise: give -N PROJECT, the name the workflow is advertised under",
+	             "-a");
+	assert_fails("-C a:b:c: catalog host 'a:b:c': bad port 'b:c'", "-a", "-N", "p", "-C",
+	             "a:b:c");
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, "-a", "-N", "proj", "-C", "cat:9097", NULL), CLI_DONE);
+	assert_int_equal(o.engine.advertise, 1);
+	assert_string_equal(o.engine.project, "proj");
+	assert_string_equal(o.engine.catalog_hosts, "cat:9097");
+	assert_null(o.batch_opts); /* not Work Queue options here */
+	makeflow_opts_clear(&o);
+	assert_fails("-m/--email: not supported here: no mail is sent; -f FILE writes the summary",
+	             "-m", "me@example.org");
+	assert_fails("--k8s-image: applies to -T k8s, which is not available in this build (yet)",
+	             "--k8s-image", "x");
+	assert_fails("--clean=cache removes what --mounts made: give the same --mounts FILE (and "
+	             "--cache-dir) as the run",
+	             "--clean=cache");
+}
+
+/* --argv FILE: a JSON object of options (CCTools). */
+static void test_argv_file(void **state)
+{
+	(void)state;
+	FILE *f = fopen("args.json", "w");
+	assert_non_null(f);
+	fputs("{\"max-local\": 3, \"retry\": true, \"zero-length-error\": false,\n"
+	      " \"jx-define\": [\"A=1\", \"B=2\"], \"summary-log\": \"s.txt\",\n"
+	      " \"MAKEFLOW\": \"other.mf\"}\n",
+	      f);
+	fclose(f);
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, "--argv", "args.json", "-r", "1", NULL), CLI_DONE);
+	assert_int_equal(o.engine.max_local_jobs, 3);
+	assert_int_equal(o.engine.retries, 1); /* the command line after --argv wins */
+	assert_int_equal(o.engine.zero_length_is_missing, 0);
+	assert_string_equal(o.src.jx_defines[0], "A=1");
+	assert_string_equal(o.src.jx_defines[1], "B=2");
+	assert_string_equal(o.engine.summary_path, "s.txt");
+	assert_string_equal(o.src.path, "other.mf");
+	makeflow_opts_clear(&o);
+	/* a workflow on the command line wins over MAKEFLOW */
+	assert_int_equal(parse(&o, "--argv=args.json", "Makeflow", NULL), CLI_DONE);
+	assert_string_equal(o.src.path, "Makeflow");
+	makeflow_opts_clear(&o);
+
+	f = fopen("args.json", "w");
+	fputs("[1]", f);
+	fclose(f);
+	assert_fails("--argv args.json: expected a JSON object of option names and values",
+	             "--argv", "args.json");
+	f = fopen("args.json", "w");
+	fputs("{\"max-local\": {}}", f);
+	fclose(f);
+	assert_fails("--argv args.json: key max-local: expected a string, a number, true or a "
+	             "list",
+	             "--argv", "args.json");
+	f = fopen("args.json", "w");
+	fputs("{\"max-local\": 0}", f);
+	fclose(f);
+	assert_fails("option -j: '0' is not an integer >= 1", "--argv", "args.json");
+	assert_fails("--argv: write the option's name in full", "--arg", "args.json");
+	unlink("args.json");
+	assert_fails("--argv nonexist.json: unable to open nonexist.json: No such file or "
+	             "directory",
+	             "--argv", "nonexist.json");
+	f = fopen("args.json", "w");
+	fputs("{\"max-local\": 2,\n\"x\" 3}", f);
+	fclose(f);
+	assert_fails("--argv args.json:2: ':' expected near '3'", "--argv", "args.json");
+	unlink("args.json");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_defaults),      cmocka_unit_test(test_engine_options),
-	    cmocka_unit_test(test_batch_options), cmocka_unit_test(test_workflow_and_clean),
-	    cmocka_unit_test(test_bad_values),    cmocka_unit_test(test_common_options),
+	    cmocka_unit_test(test_defaults),        cmocka_unit_test(test_engine_options),
+	    cmocka_unit_test(test_batch_options),   cmocka_unit_test(test_workflow_and_clean),
+	    cmocka_unit_test(test_bad_values),      cmocka_unit_test(test_common_options),
+	    cmocka_unit_test(test_cctools_options), cmocka_unit_test(test_batch_types),
+	    cmocka_unit_test(test_refused),         cmocka_unit_test(test_argv_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -55,7 +55,7 @@ run() {
 	cp "$WORK/$name.mf" "$d/Makeflow"
 	local s e
 	s=$(date +%s.%N)
-	(cd "$d" && "$MF" -T cgroups --progress=quiet -f summary.json "$@" Makeflow >out 2>&1)
+	(cd "$d" && "$MF" -T cgroups --progress=quiet --summary-json summary.json "$@" Makeflow >out 2>&1)
 	local rc=$?
 	e=$(date +%s.%N)
 	T=$(python3 -c "print('%.1f' % ($e - $s))")

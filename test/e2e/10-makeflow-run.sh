@@ -190,7 +190,7 @@ test_expect_success '-r 2: a rule that fails twice succeeds on the third attempt
 	out.txt: count.sh
 	    sh count.sh 3 out.txt
 	EOF
-	"$MF" -r 2 -f summary.json Makeflow 2>err
+	"$MF" -r 2 --summary-json summary.json Makeflow 2>err
 	cat err
 	[ "$(cat count)" = 3 ]
 	[ "$(cat out.txt)" = ok ]
@@ -205,7 +205,7 @@ test_expect_success '-r 1: a rule that needs three attempts fails after two' '
 	out.txt: count.sh
 	    sh count.sh 3 out.txt
 	EOF
-	rc=0; "$MF" -r 1 -f summary.json Makeflow 2>err || rc=$?
+	rc=0; "$MF" -r 1 --summary-json summary.json Makeflow 2>err || rc=$?
 	cat err
 	[ $rc = 1 ]
 	[ "$(cat count)" = 2 ]
@@ -214,9 +214,9 @@ test_expect_success '-r 1: a rule that needs three attempts fails after two' '
 	[ "$(jget summary.json failed_rules.0.attempts)" = 2 ]
 '
 
-test_expect_success '-f: the JSON summary has the right counts' '
+test_expect_success '--summary-json: the JSON summary has the right counts' '
 	failing_wf
-	rc=0; "$MF" -f summary.json Makeflow 2>err || rc=$?
+	rc=0; "$MF" --summary-json summary.json Makeflow 2>err || rc=$?
 	[ $rc = 1 ]
 	cat summary.json
 	[ "$(jget summary.json status)" = failed ]
@@ -235,11 +235,11 @@ test_expect_success '-f: the JSON summary has the right counts' '
 	g2: g1
 	    cat g1 > g2
 	EOF
-	"$MF" -f s1.json Good
+	"$MF" --summary-json s1.json Good
 	[ "$(jget s1.json status)" = complete ]
 	[ "$(jget s1.json rules.ran)" = 2 ]
 	[ "$(jget s1.json failed_rules)" = "[]" ]
-	"$MF" -f s2.json Good
+	"$MF" --summary-json s2.json Good
 	[ "$(jget s2.json rules.complete)" = 2 ]
 	[ "$(jget s2.json rules.recovered)" = 2 ]
 	[ "$(jget s2.json rules.ran)" = 0 ]
@@ -387,7 +387,7 @@ test_expect_success 'an unknown -T is a clear error and runs nothing' '
 	rc=0; "$MF" -T nosuch Makeflow 2>err || rc=$?
 	cat err
 	[ $rc = 1 ]
-	grep -q "unknown batch type .nosuch." err
+	grep -q "unknown batch system .nosuch." err
 	grep -q "local" err
 	test ! -e a.txt
 '

@@ -463,7 +463,7 @@ test_expect_success '-g ref_cnt deletes intermediates as soon as their consumers
 	    test ! -e a && test ! -e b && cat c > check
 	EOF
 	echo in >in
-	"$MF" -g ref_cnt -f summary.json Makeflow
+	"$MF" -g ref_cnt --summary-json summary.json Makeflow
 	[ "$(cat check)" = "$(printf "c\nb\na\nin")" ]
 	# intermediates gone, sources and final outputs kept
 	test ! -e a

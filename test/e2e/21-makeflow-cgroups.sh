@@ -155,7 +155,7 @@ test_expect_success 'undeclared needs converge to sensible allocations; an outli
 		done
 		printf "big: w.30\n\t%s 700 0.2 > big\n" "$ALLOC"
 	} >Makeflow
-	"$MF" -T cgroups --allocation waste -f summary.json Makeflow 2>err
+	"$MF" -T cgroups --allocation waste --summary-json summary.json Makeflow 2>err
 	python3 - summary.json <<-\EOF
 	import json, sys
 	s = json.load(open(sys.argv[1]))

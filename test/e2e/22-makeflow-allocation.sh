@@ -14,7 +14,7 @@ HELPERS=$BUILD/resource_monitor/test
 ALLOC=$HELPERS/helper_alloc
 
 
-# cat_get FILE CATEGORY KEY.PATH: a field of one category in a -f summary.
+# cat_get FILE CATEGORY KEY.PATH: a field of one category in a --summary-json summary.
 cat_get() {
 	python3 - "$@" <<'EOF'
 import json, sys
@@ -62,7 +62,7 @@ m = s[\"memory\"][0]; assert 20 <= m < 40, m"
 test_expect_success '--allocation waste computes a first allocation from 25 measurements' '
 	n_rules 30 small 50 >Makeflow &&
 	sed -i "1i CATEGORY=small" Makeflow &&
-	"$MF" --allocation waste -f summary.json Makeflow 2>err &&
+	"$MF" --allocation waste --summary-json summary.json Makeflow 2>err &&
 	[ "$(cat_get summary.json small mode)" = min_waste ] &&
 	[ "$(cat_get summary.json small done)" = 30 ] &&
 	mem=$(cat_get summary.json small first_allocation.memory) &&
@@ -81,7 +81,7 @@ test_expect_success '.MAKEFLOW MODE wins over --allocation; --allocation reaches
 	y:
 	    true > y
 	EOF
-	"$MF" --allocation throughput -f summary.json Makeflow 2>err &&
+	"$MF" --allocation throughput --summary-json summary.json Makeflow 2>err &&
 	[ "$(cat_get summary.json a mode)" = max ] &&
 	[ "$(cat_get summary.json b mode)" = max_throughput ]
 '
@@ -102,7 +102,7 @@ test_expect_success 'a rule that exhausts its first allocation runs again with t
 	out:
 	    $ALLOC 400 0.1 > out
 	EOF
-	"$MF" --allocation waste --allocation-seed seeds -f summary.json Makeflow 2>err &&
+	"$MF" --allocation waste --allocation-seed seeds --summary-json summary.json Makeflow 2>err &&
 	[ "$(cat_get summary.json big done)" = 1 ] &&
 	[ "$(cat_get summary.json big exhaustions)" = 1 ] &&
 	[ "$(cat_get summary.json big retries)" = 1 ] &&
@@ -116,7 +116,7 @@ test_expect_success 'exceeding an explicit limit fails for good, without -r retr
 	out:
 	    $ALLOC 300 0.1 > out
 	EOF
-	rc=0; "$MF" --monitor mon -r 3 -f summary.json Makeflow 2>err || rc=$? &&
+	rc=0; "$MF" --monitor mon -r 3 --summary-json summary.json Makeflow 2>err || rc=$? &&
 	[ $rc = 1 ] &&
 	grep -q "exceeded its resource allocation (memory 100 MB)" err &&
 	not grep -q "retrying" err &&
@@ -132,7 +132,7 @@ test_expect_success 'a rule above its explicit limit in a sized category is not 
 	@MEMORY=200
 	    $ALLOC 400 0.1 > out
 	EOF
-	rc=0; "$MF" --allocation waste --allocation-seed seeds -f summary.json Makeflow 2>err || rc=$? &&
+	rc=0; "$MF" --allocation waste --allocation-seed seeds --summary-json summary.json Makeflow 2>err || rc=$? &&
 	[ $rc = 1 ] &&
 	not grep -q "running it again" err
 '
@@ -142,7 +142,7 @@ test_expect_success 'summaries of an earlier run in the monitor directory seed t
 	sed -i "1i CATEGORY=s" Makeflow &&
 	"$MF" --monitor mon --allocation waste Makeflow 2>err1 &&
 	"$MF" -c Makeflow 2>/dev/null &&
-	"$MF" --monitor mon --allocation waste -f summary.json Makeflow 2>err2 &&
+	"$MF" --monitor mon --allocation waste --summary-json summary.json Makeflow 2>err2 &&
 	grep -q "seeded with 25 earlier measurements" err2 &&
 	[ "$(cat_get summary.json s first_allocation.memory)" = 250.0 ]
 '

@@ -240,7 +240,8 @@ probe minor 'makeflow: bad -j, -r, -T and a missing workflow' 'exit 1 naming the
 	printf "marker:\n\ttouch marker\n" >Makeflow &&
 	clear_error "^makeflow: error: option -j: .0. is not an integer >= 1" "$MF" -j 0 Makeflow &&
 	clear_error "^makeflow: error: option -r: .-1. is not an integer >= 0" "$MF" -r -1 Makeflow &&
-	clear_error "^makeflow: unknown batch type .nosuch." "$MF" -T nosuch Makeflow &&
+	clear_error "^makeflow: error: -T nosuch: unknown batch system .nosuch.; available: local" "$MF" -T nosuch Makeflow &&
+	clear_error "^makeflow: error: -T condor: batch system condor is not available in this build .yet." "$MF" -T condor Makeflow &&
 	clear_error "^makeflow: error: cannot read workflow /nonexistent/Makeflow" "$MF" /nonexistent/Makeflow &&
 	clear_error "unrecognized option .--frobnicate." "$MF" --frobnicate Makeflow &&
 	[ ! -e marker ]
@@ -259,7 +260,7 @@ probe minor 'resource_monitor: a command that does not exist' 'non-zero exit nam
 
 probe minor 'work_queue_factory: no master, bad type, bad counts' 'exit 1 naming the option' '
 	clear_error "^work_queue_factory: error: expected HOST PORT or -M PROJECT" "$BIN/work_queue_factory" &&
-	clear_error "^work_queue_factory: error: -T nosuch: unknown batch type" \
+	clear_error "^work_queue_factory: error: -T nosuch: unknown batch system .nosuch." \
 		"$BIN/work_queue_factory" -T nosuch localhost 9123 &&
 	clear_error "^work_queue_factory: error: --max-workers -1: expected an integer" \
 		"$BIN/work_queue_factory" --max-workers -1 localhost 9123 &&
