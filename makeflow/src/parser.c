@@ -726,6 +726,36 @@ static int workflow_files(struct parser *p, const char *name, int line, int outp
 	return 0;
 }
 
+/* The default category takes CORES, MEMORY and DISK from the process
+ * environment when the workflow does not set them (other categories fall back
+ * to the default category's values). */
+static int default_resources_from_environment(struct parser *p)
+{
+	static const int kinds[] = {0, 1, 2}; /* CORES MEMORY DISK */
+	struct dag_category *c = p->dag->default_category;
+	for (size_t i = 0; p->use_env && i < sizeof kinds / sizeof kinds[0]; i++) {
+		int k = kinds[i];
+		int64_t *f = dag_resources_field(&c->max, k);
+		const char *text = getenv(resource_names[k]);
+		if (*f >= 0 || !text || !*text)
+			continue;
+		if (workflow_resource_parse(k, text, f) != 0) {
+			*f = -1;
+			p->failed = 1;
+			if (p->err && p->errlen)
+				snprintf(p->err, p->errlen,
+				         "%s: bad %s value '%s' in the environment (it gives the "
+				         "default category's %s when the workflow does not)",
+				         p->dag->filename, resource_names[k], text,
+				         resource_names[k]);
+			return -1;
+		}
+		debug(D_DAG, "%s: default category %s=%lld from the environment", p->dag->filename,
+		      resource_names[k], (long long)*f);
+	}
+	return 0;
+}
+
 static struct dag *parse(struct parser *p, const struct dag_parse_options *opts)
 {
 	struct dag_parse_options none = {0};
@@ -764,6 +794,8 @@ static struct dag *parse(struct parser *p, const struct dag_parse_options *opts)
 			break;
 	if (!p->failed && p->rule_pending)
 		rule_without_command(p);
+	if (!p->failed)
+		default_resources_from_environment(p);
 	if (!p->failed)
 		workflow_files(p, "MAKEFLOW_INPUTS", p->inputs_line, 0);
 	if (!p->failed)

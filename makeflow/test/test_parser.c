@@ -336,6 +336,41 @@ static void test_remote_renaming_spaces(void **state)
 	expect_error("a -> b -> c: x\n\tc\n", "t.mf:1: more than one '->' in one file name");
 }
 
+/* The default category takes CORES, MEMORY and DISK from the environment
+ * when the workflow does not set them (the manual's categories example). */
+static void test_resources_from_environment(void **state)
+{
+	(void)state;
+	const char *text = "CATEGORY=\"preprocessing\"\nDISK=500\none: src\n\tcmd\n"
+	                   "CATEGORY=\"simulation\"\nCORES=1\nMEMORY=400\nDISK=400\n"
+	                   "three: src\n\tcmd\nCATEGORY=\"analysis\"\nCORES=4\nDISK=600\n"
+	                   "five: src\n\tcmd\n";
+	setenv("MEMORY", "800", 1);
+	setenv("DISK", "7", 1);
+	struct dag_parse_options o = {0};
+	struct dag *d = parse_opts(text, &o);
+	assert_int_equal(d->default_category->max.memory, 800);
+	assert_int_equal(d->default_category->max.disk, 7);
+	assert_int_equal(d->default_category->max.cores, -1);
+	assert_string_equal(d->nodes[0]->category->name, "\"preprocessing\"");
+	assert_int_equal(d->nodes[0]->category->max.disk, 500);
+	assert_int_equal(d->nodes[1]->category->max.memory, 400);
+	dag_delete(d);
+	/* the workflow's own value wins; ignore_environment keeps it out */
+	d = parse_opts("MEMORY=100\na:\n\tc\n", &o);
+	assert_int_equal(d->default_category->max.memory, 100);
+	dag_delete(d);
+	d = parse(text);
+	assert_int_equal(d->default_category->max.memory, -1);
+	dag_delete(d);
+	setenv("MEMORY", "lots", 1);
+	assert_null(dag_from_string("a:\n\tc\n", "t.mf", &o, err, sizeof err));
+	assert_string_equal(err, "t.mf: bad MEMORY value 'lots' in the environment (it gives "
+	                         "the default category's MEMORY when the workflow does not)");
+	unsetenv("MEMORY");
+	unsetenv("DISK");
+}
+
 static void test_local_and_nested(void **state)
 {
 	(void)state;
@@ -826,6 +861,7 @@ int main(void)
 	    cmocka_unit_test(test_category_variable),
 	    cmocka_unit_test(test_workflow_list_forms),
 	    cmocka_unit_test(test_remote_renaming_spaces),
+	    cmocka_unit_test(test_resources_from_environment),
 	    cmocka_unit_test(test_local_and_nested),
 	    cmocka_unit_test(test_escapes_and_quotes),
 	    cmocka_unit_test(test_substitution),
