@@ -342,7 +342,9 @@ int parser_expand(struct parser *p, const char *s, size_t n, struct buffer *out,
 			i++;
 		} else if (c == '\\' && i + 1 < n) {
 			char e = s[i + 1];
-			if (mode == XMODE_COMMAND)
+			if (mode == XMODE_COMMAND && e == '$')
+				bad = buffer_putc(out, '$'); /* the shell's '$', not ours */
+			else if (mode == XMODE_COMMAND)
 				bad = buffer_putc(out, '\\') || buffer_putc(out, e);
 			else
 				bad = buffer_putc(out, control_char(e));

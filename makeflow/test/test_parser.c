@@ -405,8 +405,13 @@ static void test_escapes_and_quotes(void **state)
 	(void)state;
 	struct dag *d = parse("A=\"a\\tb\" c\\d\nB='$(A)'\nout:\n\techo $(A) '$(A)' \"$(A)\" "
 	                      "\\$(A) $(B) $$ $1 a$ \\n\n");
-	assert_string_equal(cmd(d, 0), "echo \"a\tb\" cd '$(A)' \"\"a\tb\" cd\" \\$(A) '$(A)' $$ "
+	assert_string_equal(cmd(d, 0), "echo \"a\tb\" cd '$(A)' \"\"a\tb\" cd\" $(A) '$(A)' $$ "
 	                               "$1 a$ \\n");
+	dag_delete(d);
+	/* "\$" hands a '$' to the shell (which expands it on the execution
+	 * host); other escapes stay for the shell */
+	d = parse("out:\n\techo \\$HOME \"\\$X\" '\\$Y' \\\" \\\\$$ awk '{print $1}'\n");
+	assert_string_equal(cmd(d, 0), "echo $HOME \"$X\" '\\$Y' \\\" \\\\$$ awk '{print $1}'");
 	dag_delete(d);
 	d = parse("A=x\\ny\\q\nout:\n\techo \"$(A)\"\n");
 	assert_string_equal(cmd(d, 0), "echo \"x\nyq\"");
