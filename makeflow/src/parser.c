@@ -382,7 +382,11 @@ static int directive(struct parser *p, const char *text, int local)
 				perr(p, line, ".MAKEFLOW %s needs one value", what);
 			else
 				rc = assign(p, line, what, w[2].name, local);
-		} else
+		} else if (strcmp(what, "MPI_PROCESSES") == 0)
+			perr(p, line,
+			     ".MAKEFLOW MPI_PROCESSES is not supported by this makeflow (no batch "
+			     "type here starts MPI jobs; start them in the command, as with srun)");
+		else
 			perr(p, line, "unknown directive '.MAKEFLOW %s'", what);
 	} else
 		perr(p, line, "unknown directive '%s'", dir);

@@ -294,6 +294,13 @@ static int substitute(struct parser *p, const char *s, size_t n, size_t *i, stru
 		name = s + at;
 		namelen = j - at;
 		*i = j;
+	} else if (open == '@' || open == '<' || open == '^') {
+		/* make's automatic variables: silently empty in the shell */
+		perr(p, line,
+		     "'$%c' is a make automatic variable, which the Makeflow language does not "
+		     "have: write the file names (\\$%c hands '$%c' to the shell)",
+		     open, open, open);
+		goto out;
 	} else { /* a lone '$' stays */
 		*i = at;
 		rc = buffer_putc(out, '$') == 0 ? 0 : parser_too_big(p, line);

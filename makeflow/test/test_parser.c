@@ -416,6 +416,16 @@ static void test_escapes_and_quotes(void **state)
 	d = parse("A=x\\ny\\q\nout:\n\techo \"$(A)\"\n");
 	assert_string_equal(cmd(d, 0), "echo \"x\nyq\"");
 	dag_delete(d);
+	/* make's automatic variables are refused, not handed to the shell empty */
+	expect_error("o: i\n\tcp $< $@\n",
+	             "t.mf:2: '$<' is a make automatic variable, which the Makeflow language does "
+	             "not have: write the file names (\\$< hands '$<' to the shell)");
+	expect_error("o: i\n\tcat $^ > o\n",
+	             "t.mf:2: '$^' is a make automatic variable, which the Makeflow language does "
+	             "not have: write the file names (\\$^ hands '$^' to the shell)");
+	d = parse("o: i\n\tsh -c 'echo \"$@\"' x \\$@ $? > o\n");
+	assert_string_equal(cmd(d, 0), "sh -c 'echo \"$@\"' x $@ $? > o");
+	dag_delete(d);
 }
 
 static void test_substitution(void **state)
@@ -593,6 +603,9 @@ static void test_directives(void **state)
 	                                      "MIN_WASTE or MAX_THROUGHPUT)");
 	expect_error(".SIZE f\n", "t.mf:1: .SIZE needs a file name and a size");
 	expect_error(".SIZE f huge\n", "t.mf:1: bad .SIZE value 'huge'");
+	expect_error(".MAKEFLOW MPI_PROCESSES 4\n",
+	             "t.mf:1: .MAKEFLOW MPI_PROCESSES is not supported by this makeflow (no batch "
+	             "type here starts MPI jobs; start them in the command, as with srun)");
 }
 
 static void test_batch_and_workflow_lists(void **state)
