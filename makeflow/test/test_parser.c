@@ -606,6 +606,9 @@ static void test_directives(void **state)
 	expect_error(".MAKEFLOW MPI_PROCESSES 4\n",
 	             "t.mf:1: .MAKEFLOW MPI_PROCESSES is not supported by this makeflow (no batch "
 	             "type here starts MPI jobs; start them in the command, as with srun)");
+	expect_error(".MAKEFLOW CATEGORY 1 .UMBRELLA SPEC s.umbrella\n",
+	             "t.mf:1: .MAKEFLOW CATEGORY needs one value");
+	expect_error(".UMBRELLA SPEC s.umbrella\n", "t.mf:1: unknown directive '.UMBRELLA'");
 }
 
 static void test_batch_and_workflow_lists(void **state)
