@@ -248,6 +248,13 @@ static void test_rule_local_without_at(void **state)
 	assert_string_equal(d->nodes[0]->outputs[0].file->name, "x");
 	dag_delete(d);
 
+	/* an exported variable carries the rule-local value into the job */
+	d = parse("V=orig\nexport V\na:\nV=local\n\tc\nb:\n@V=at\n\tc\nc:\n\tc\n");
+	assert_string_equal(dag_env_get(d->nodes[0]->env, "V"), "local");
+	assert_string_equal(dag_env_get(d->nodes[1]->env, "V"), "at");
+	assert_string_equal(dag_env_get(d->nodes[2]->env, "V"), "orig");
+	dag_delete(d);
+
 	/* an assignment that was meant as the command is named in the error */
 	expect_error("a:\nX=1 ./prog > a\nb:\n\tc\n",
 	             "t.mf:1: rule has no command (line 2 was read as a rule-local assignment; "
