@@ -78,6 +78,20 @@ test_expect_success 'restart after touching file.2: kept, the 7 rules that follo
 	[ ! -s out ]
 '
 
+test_expect_success 'restart with --skip-file-check trusts the log: nothing is checked, deleted or run' '
+	chain_wf
+	"$MF" Makeflow
+	: >ran
+	rm file.5
+	touch -d "+1 hour" file.2
+	"$MF" --skip-file-check Makeflow >out
+	expect_ran ""
+	[ ! -s out ]
+	[ ! -e file.5 ] && [ -e file.9 ]
+	"$MF" Makeflow >out
+	expect_ran "3 4 5 6 7 8 9"
+'
+
 test_expect_success 'restart after changing file.4 by hand: the change flows downstream' '
 	chain_wf
 	"$MF" Makeflow
