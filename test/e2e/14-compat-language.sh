@@ -145,6 +145,14 @@ test_expect_success 'MAKEFLOW_INPUTS and MAKEFLOW_OUTPUTS: empty quoted, quoted 
 	grep -qx out.txt outs
 '
 
+test_expect_success 'a file named only in MAKEFLOW_INPUTS that does not exist: a warning, the run goes on' '
+	printf "MAKEFLOW_INPUTS=nothere\na.txt:\n\techo ok > a.txt\n" >Makeflow
+	"$MF" Makeflow 2>err
+	cat err
+	grep -q "Makeflow: warning: .nothere. in MAKEFLOW_INPUTS does not exist" err
+	[ "$(cat a.txt)" = ok ]
+'
+
 test_expect_success 'remote renaming written with spaces around ->' '
 	printf "out.1 -> out.txt o2 ->r2: input.txt -> input.1 p-> q\n\tcat input.1 > out.txt\n" >Makeflow
 	"$ANALYZE" -k Makeflow
