@@ -158,6 +158,8 @@ static void test_command_errors(void **state)
 {
 	(void)state;
 	expect_error("a: b\nc: d\n\techo\n", "t.mf:1: rule has no command");
+	/* a file both read and made by one rule is a cycle (CCTools ignores it) */
+	expect_error("data: data\n\tsort -o data data\n", "t.mf:1: cycle: data -> data");
 	expect_error("x=1\na: b\n", "t.mf:2: rule has no command");
 	expect_error("a: b\necho hi\n\techo\n",
 	             "t.mf:1: rule has no command (line 2 'echo hi' is not indented: a command "
