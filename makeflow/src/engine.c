@@ -818,8 +818,15 @@ static int check_sources(struct engine *e)
 			continue;
 		if (path_exists(f->name))
 			continue;
+		if (f->nconsumers == 0) { /* only in MAKEFLOW_INPUTS: CCTools runs on */
+			fprintf(stderr,
+			        "makeflow: %s: warning: '%s' in MAKEFLOW_INPUTS does not exist (no "
+			        "rule reads it, so the run goes on)\n",
+			        e->dag->filename, f->name);
+			continue;
+		}
 		if (missing < 10) {
-			int line = f->nconsumers ? f->consumers[0]->line : 0;
+			int line = f->consumers[0]->line;
 			fprintf(stderr,
 			        "makeflow: %s:%d: input file '%s' does not exist and no rule "
 			        "creates it\n",

@@ -223,7 +223,27 @@ static int file_unchanged(struct dag_file *f, int want_state)
 	return size == fr->size && mtime == fr->mtime_ns;
 }
 
-static int output_ok(struct dag_file *f)
+/* An output that exists but no longer has the size and mtime recorded when
+ * its rule completed: someone changed it by hand. */
+struct modified {
+	struct dag_file *file;
+	int64_t size, mtime_ns;
+	UT_hash_handle hh; /* keyed by the file pointer */
+};
+
+/* Lines about what a restart found and did, on standard output in the form
+ * CCTools users know ("deleted FILE"). */
+static void say(const char *fmt, const char *name)
+{
+	printf(fmt, name);
+	fflush(stdout);
+}
+
+/* Is the output F of a completed rule still usable? 1 when it is as recorded
+ * (or collected as garbage), 0 when the rule must make it again. A changed
+ * output is kept as the user's version (1) and added to *MOD: the rules that
+ * read it run again, as in make. */
+static int output_ok(struct dag_file *f, struct modified **mod)
 {
 	struct file_rec *fr = f->engine;
 	/* Collected as garbage after its rule completed. Garbage collection never
@@ -231,7 +251,80 @@ static int output_ok(struct dag_file *f)
 	 * must be made again. */
 	if (fr && fr->state == TXLOG_FILE_DELETED && !f->is_final_output && !path_exists(f->name))
 		return 1;
-	return file_unchanged(f, TXLOG_FILE_EXISTS);
+	if (!fr || fr->state != TXLOG_FILE_EXISTS)
+		return 0;
+	int64_t size, mtime;
+	if (file_stat(f->name, &size, &mtime, NULL) < 0) {
+		say("warning: %s was previously created by makeflow, but someone else deleted "
+		    "it!\n",
+		    f->name);
+		return 0;
+	}
+	if (size == fr->size && mtime == fr->mtime_ns)
+		return 1;
+	struct modified *m;
+	HASH_FIND_PTR(*mod, &f, m);
+	if (!m) {
+		say("warning: %s was previously created by makeflow, but someone else modified "
+		    "it!\n",
+		    f->name);
+		m = xcalloc(1, sizeof *m);
+		m->file = f;
+		HASH_ADD_PTR(*mod, file, m);
+	}
+	m->size = size;
+	m->mtime_ns = mtime;
+	return 1;
+}
+
+static int is_modified(struct modified *mod, struct dag_file *f)
+{
+	struct modified *m;
+	HASH_FIND_PTR(mod, &f, m);
+	return m != NULL;
+}
+
+/* Acts on the decisions of engine_recover: the rules that were complete and
+ * run again are recorded as waiting, the changed files that are kept are
+ * recorded with their new size and mtime (so the next start does not see them
+ * changed again), and the stale outputs of the rules that run again are
+ * deleted, each with a "deleted FILE" line. In this order, so that a kill at
+ * any point still leaves every stale rule to run again. */
+static void apply_restart(struct engine *e, struct replay *rp, struct modified *mod)
+{
+	struct dag *d = e->dag;
+	for (int id = 0; id < d->nnodes; id++)
+		if (!e->extra[id].recovered && last_state(rp, id) == TXLOG_NODE_COMPLETE)
+			txlog_node(e->log, id, TXLOG_NODE_WAITING, e->extra[id].key);
+	for (struct modified *m = mod; m; m = m->hh.next) {
+		struct dag_node *p = m->file->producer;
+		if (p && e->extra[p->id].recovered) {
+			txlog_file(e->log, TXLOG_FILE_EXISTS, m->size, m->mtime_ns, m->file->name);
+			struct file_rec *fr = m->file->engine;
+			fr->size = m->size;
+			fr->mtime_ns = m->mtime_ns;
+		}
+	}
+	txlog_sync(e->log);
+	for (int id = 0; id < d->nnodes; id++) {
+		if (e->extra[id].recovered || last_state(rp, id) != TXLOG_NODE_COMPLETE)
+			continue;
+		struct dag_node *n = d->nodes[id];
+		for (int i = 0; i < n->noutputs; i++) {
+			struct dag_file *f = n->outputs[i].file;
+			if (!path_exists(f->name))
+				continue;
+			int r = path_rm_rf(f->name);
+			if (r < 0) {
+				warn("cannot delete the stale file %s: %s", f->name,
+				     htc_strerror(r));
+				continue;
+			}
+			txlog_file(e->log, TXLOG_FILE_DELETED, -1, -1, f->name);
+			file_rec_of(f)->state = TXLOG_FILE_DELETED;
+			say("deleted %s\n", f->name);
+		}
+	}
 }
 
 int engine_recover(struct engine *e)
@@ -280,6 +373,7 @@ int engine_recover(struct engine *e)
 		order[start[d->nodes[i]->depth]++] = d->nodes[i];
 	free(start);
 
+	struct modified *mod = NULL;
 	for (int k = 0; k < d->nnodes; k++) {
 		struct dag_node *n = order[k];
 		struct node_extra *x = &e->extra[n->id];
@@ -288,13 +382,19 @@ int engine_recover(struct engine *e)
 		int ok = 1;
 		for (int i = 0; ok && i < n->nparents; i++)
 			ok = e->extra[n->parents[i]->id].recovered;
-		for (int i = 0; ok && i < n->ninputs; i++) {
+		/* --skip-file-check: the log alone says what is complete (CCTools' meaning) */
+		int check = !e->opt->skip_file_check;
+		for (int i = 0; check && ok && i < n->ninputs; i++) {
 			struct dag_file *f = n->inputs[i].file;
 			if (f->is_source)
 				ok = file_unchanged(f, TXLOG_FILE_SOURCE);
+			else
+				ok = !is_modified(mod, f);
 		}
-		for (int i = 0; ok && i < n->noutputs; i++)
-			ok = output_ok(n->outputs[i].file);
+		/* every output is looked at, so that each change is reported */
+		for (int i = 0; check && i < n->noutputs; i++)
+			if (!output_ok(n->outputs[i].file, &mod))
+				ok = 0;
 		x->recovered = ok;
 		if (!ok)
 			debug(D_MAKEFLOW, "rule %d was complete but must run again", n->id);
@@ -320,6 +420,13 @@ int engine_recover(struct engine *e)
 		}
 	}
 	free(order);
+	apply_restart(e, &rp, mod);
+	struct modified *m, *mtmp;
+	HASH_ITER(hh, mod, m, mtmp)
+	{
+		HASH_DEL(mod, m);
+		free(m);
+	}
 	replay_free(&rp);
 	return 0;
 }

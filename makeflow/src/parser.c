@@ -186,8 +186,8 @@ static struct dag_file *pfile(struct parser *p, int line, const char *name)
 static int set_category(struct parser *p, int line, const char *value, int local)
 {
 	const char *s = value;
-	if (!*s)
-		return perr(p, line, "empty category name");
+	if (!*s) /* CATEGORY= goes back to the default category */
+		value = s = DAG_DEFAULT_CATEGORY;
 	for (; *s; s++)
 		if (isspace((unsigned char)*s) || (unsigned char)*s < 0x20)
 			return perr(p, line, "bad category name '%s'", value);
@@ -382,7 +382,11 @@ static int directive(struct parser *p, const char *text, int local)
 				perr(p, line, ".MAKEFLOW %s needs one value", what);
 			else
 				rc = assign(p, line, what, w[2].name, local);
-		} else
+		} else if (strcmp(what, "MPI_PROCESSES") == 0)
+			perr(p, line,
+			     ".MAKEFLOW MPI_PROCESSES is not supported by this makeflow (no batch "
+			     "type here starts MPI jobs; start them in the command, as with srun)");
+		else
 			perr(p, line, "unknown directive '.MAKEFLOW %s'", what);
 	} else
 		perr(p, line, "unknown directive '%s'", dir);
@@ -426,6 +430,7 @@ static void rule_reset(struct parser *p)
 	p->rule_res.cores = p->rule_res.memory = p->rule_res.disk = -1;
 	p->rule_res.gpus = p->rule_res.wall_time = -1;
 	p->rule_res_bits = 0;
+	p->rule_bare_line = 0;
 	if (p->locals)
 		p->gen++;
 	vars_free(p, &p->locals);
@@ -501,7 +506,7 @@ static int add_files(struct parser *p, struct dag_node *node, const char *raw, i
 	if (parser_expand(p, raw, strlen(raw), out, XMODE_COMMAND, p->rule_line, 0) < 0)
 		return -1;
 	struct pword *w;
-	int n = parser_split_words(p, buffer_tostring(out), p->rule_line, 1, &w);
+	int n = parser_split_words(p, buffer_tostring(out), p->rule_line, SPLIT_RENAME, &w);
 	if (n < 0)
 		return -1;
 	int rc = 0;
@@ -614,13 +619,39 @@ out:
 
 /* ---- statements ------------------------------------------------------ */
 
+/* 1 if TEXT has the shape "NAME=..." or "NAME+=...". */
+static int is_assignment(const char *text)
+{
+	const char *eq = strchr(text, '=');
+	if (!eq)
+		return 0;
+	const char *a = text, *b = eq > text && eq[-1] == '+' ? eq - 1 : eq;
+	while (a < b && isspace((unsigned char)*a))
+		a++;
+	while (b > a && isspace((unsigned char)b[-1]))
+		b--;
+	return parser_is_name(a, (size_t)(b - a));
+}
+
+/* The error of a rule that ends without a command at LINE (its header's
+ * line). A rule-local NAME=value line may have been meant as the command. */
+static int rule_without_command(struct parser *p)
+{
+	if (p->rule_bare_line)
+		return perr(p, p->rule_line,
+		            "rule has no command (line %d was read as a rule-local assignment; a "
+		            "command line starts with a tab)",
+		            p->rule_bare_line);
+	return perr(p, p->rule_line, "rule has no command");
+}
+
 /* The pending rule is followed by TEXT, which is not a command line. When
  * TEXT is not a rule header it was most likely meant as the command: say that
  * a command line starts with a tab. */
 static int no_command(struct parser *p, const char *text, int is_header)
 {
 	if (is_header)
-		return perr(p, p->rule_line, "rule has no command");
+		return rule_without_command(p);
 	const char *what = "is not indented";
 	if ((unsigned char)text[0] == 0xc2 && (unsigned char)text[1] == 0xa0)
 		what = "starts with a no-break space";
@@ -656,6 +687,13 @@ static int statement(struct parser *p)
 		return assignment(p, body, 1, NULL);
 	}
 	char *colon = header_colon(text);
+	if (p->rule_pending && !colon && is_assignment(text)) {
+		/* NAME=value between a rule and its command is local to the rule,
+		 * as with '@' */
+		if (!p->rule_bare_line)
+			p->rule_bare_line = p->line;
+		return assignment(p, trim(text), 1, NULL);
+	}
 	if (p->rule_pending)
 		return no_command(p, text, colon != NULL);
 	if (colon)
@@ -674,7 +712,7 @@ static int workflow_files(struct parser *p, const char *name, int line, int outp
 	if (!v)
 		return 0;
 	struct pword *w;
-	int n = parser_split_words(p, v->value, line, 0, &w);
+	int n = parser_split_words(p, v->value, line, SPLIT_SKIP_EMPTY, &w);
 	if (n < 0)
 		return -1;
 	for (int i = 0; i < n; i++) {
@@ -689,6 +727,36 @@ static int workflow_files(struct parser *p, const char *name, int line, int outp
 	if (outputs && n == 0)
 		p->dag->outputs_declared = 1;
 	parser_words_free(w, n);
+	return 0;
+}
+
+/* The default category takes CORES, MEMORY and DISK from the process
+ * environment when the workflow does not set them (other categories fall back
+ * to the default category's values). */
+static int default_resources_from_environment(struct parser *p)
+{
+	static const int kinds[] = {0, 1, 2}; /* CORES MEMORY DISK */
+	struct dag_category *c = p->dag->default_category;
+	for (size_t i = 0; p->use_env && i < sizeof kinds / sizeof kinds[0]; i++) {
+		int k = kinds[i];
+		int64_t *f = dag_resources_field(&c->max, k);
+		const char *text = getenv(resource_names[k]);
+		if (*f >= 0 || !text || !*text)
+			continue;
+		if (workflow_resource_parse(k, text, f) != 0) {
+			*f = -1;
+			p->failed = 1;
+			if (p->err && p->errlen)
+				snprintf(p->err, p->errlen,
+				         "%s: bad %s value '%s' in the environment (it gives the "
+				         "default category's %s when the workflow does not)",
+				         p->dag->filename, resource_names[k], text,
+				         resource_names[k]);
+			return -1;
+		}
+		debug(D_DAG, "%s: default category %s=%lld from the environment", p->dag->filename,
+		      resource_names[k], (long long)*f);
+	}
 	return 0;
 }
 
@@ -729,7 +797,9 @@ static struct dag *parse(struct parser *p, const struct dag_parse_options *opts)
 		if (statement(p) < 0)
 			break;
 	if (!p->failed && p->rule_pending)
-		perr(p, p->rule_line, "rule has no command");
+		rule_without_command(p);
+	if (!p->failed)
+		default_resources_from_environment(p);
 	if (!p->failed)
 		workflow_files(p, "MAKEFLOW_INPUTS", p->inputs_line, 0);
 	if (!p->failed)

@@ -88,6 +88,7 @@ struct parser {
 	/* the pending rule: header seen, command not yet */
 	int rule_pending;
 	int rule_line;
+	int rule_bare_line; /* first rule-local NAME=value line without '@', or 0 */
 	int last_was_command;
 	char *rule_targets, *rule_sources;
 	struct pcat *rule_cat; /* from @CATEGORY, else NULL */
@@ -127,11 +128,17 @@ int parser_read_line(struct parser *p);
 int parser_expand(struct parser *p, const char *s, size_t n, struct buffer *out, enum xmode mode,
                   int line, int depth);
 
+/* Flags of parser_split_words. */
+enum {
+	SPLIT_RENAME = 1,     /* "a->b", "a -> b", "a ->b", "a-> b" name a remote name */
+	SPLIT_SKIP_EMPTY = 2, /* an empty quoted word ("" or '') is no word, not an error */
+};
+
 /* Splits expanded text into file words (quotes stripped, escapes applied,
- * "a->b" split). Returns the count (>= 0) with a new array in *WORDS that
- * the caller frees with parser_words_free, or -1 (error set). If RENAME is
- * 0 a "->" is not special. */
-int parser_split_words(struct parser *p, const char *s, int line, int rename, struct pword **words);
+ * "a->b" split when FLAGS has SPLIT_RENAME). Returns the count (>= 0) with a
+ * new array in *WORDS that the caller frees with parser_words_free, or -1
+ * (error set). */
+int parser_split_words(struct parser *p, const char *s, int line, int flags, struct pword **words);
 void parser_words_free(struct pword *words, int count);
 
 /* Value of NAME as seen now (rule-local, category, global, environment if

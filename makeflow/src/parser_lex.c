@@ -294,6 +294,13 @@ static int substitute(struct parser *p, const char *s, size_t n, size_t *i, stru
 		name = s + at;
 		namelen = j - at;
 		*i = j;
+	} else if (open == '@' || open == '<' || open == '^') {
+		/* make's automatic variables: silently empty in the shell */
+		perr(p, line,
+		     "'$%c' is a make automatic variable, which the Makeflow language does not "
+		     "have: write the file names (\\$%c hands '$%c' to the shell)",
+		     open, open, open);
+		goto out;
 	} else { /* a lone '$' stays */
 		*i = at;
 		rc = buffer_putc(out, '$') == 0 ? 0 : parser_too_big(p, line);
@@ -342,7 +349,9 @@ int parser_expand(struct parser *p, const char *s, size_t n, struct buffer *out,
 			i++;
 		} else if (c == '\\' && i + 1 < n) {
 			char e = s[i + 1];
-			if (mode == XMODE_COMMAND)
+			if (mode == XMODE_COMMAND && e == '$')
+				bad = buffer_putc(out, '$'); /* the shell's '$', not ours */
+			else if (mode == XMODE_COMMAND)
 				bad = buffer_putc(out, '\\') || buffer_putc(out, e);
 			else
 				bad = buffer_putc(out, control_char(e));
@@ -403,8 +412,17 @@ static int check_name(struct parser *p, int line, struct buffer *b, const char *
 	return 0;
 }
 
-int parser_split_words(struct parser *p, const char *s, int line, int rename, struct pword **words)
+/* Position of the first non-space at or after I. */
+static size_t skip_space(const char *s, size_t n, size_t i)
 {
+	while (i < n && isspace((unsigned char)s[i]))
+		i++;
+	return i;
+}
+
+int parser_split_words(struct parser *p, const char *s, int line, int flags, struct pword **words)
+{
+	int rename = flags & SPLIT_RENAME;
 	struct pword *w = NULL;
 	int count = 0, cap = 0;
 	struct buffer local, remote;
@@ -420,9 +438,25 @@ int parser_split_words(struct parser *p, const char *s, int line, int rename, st
 		buffer_clear(&remote);
 		struct buffer *cur = &local;
 		int arrow = 0;
+		int after_arrow = 0; /* nothing of the remote name read yet */
 		char quote = 0;
-		while (i < n && (quote || !isspace((unsigned char)s[i]))) {
+		while (i < n) {
 			char c = s[i];
+			if (!quote && isspace((unsigned char)c)) {
+				/* spaces around "->" belong to the renaming */
+				size_t j = skip_space(s, n, i);
+				if (rename && j + 1 < n && s[j] == '-' && s[j + 1] == '>') {
+					i = j;
+					continue;
+				}
+				if (after_arrow && j < n) {
+					i = j;
+					continue;
+				}
+				break;
+			}
+			if (!(rename && c == '-' && i + 1 < n && s[i + 1] == '>'))
+				after_arrow = 0;
 			if (quote == '\'') {
 				if (c == '\'')
 					quote = 0;
@@ -452,6 +486,7 @@ int parser_split_words(struct parser *p, const char *s, int line, int rename, st
 					goto fail;
 				}
 				arrow = 1;
+				after_arrow = 1;
 				cur = &remote;
 				i += 2;
 			} else if (c == ':') {
@@ -466,6 +501,8 @@ int parser_split_words(struct parser *p, const char *s, int line, int rename, st
 			perr(p, line, "unterminated %s quote", quote == '"' ? "double" : "single");
 			goto fail;
 		}
+		if ((flags & SPLIT_SKIP_EMPTY) && !arrow && buffer_len(&local) == 0)
+			continue;
 		if (check_name(p, line, &local, arrow ? "local name before '->'" : "file name") <
 		        0 ||
 		    (arrow && check_name(p, line, &remote, "remote name after '->'") < 0))

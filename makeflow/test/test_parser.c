@@ -158,10 +158,12 @@ static void test_command_errors(void **state)
 {
 	(void)state;
 	expect_error("a: b\nc: d\n\techo\n", "t.mf:1: rule has no command");
+	/* a file both read and made by one rule is a cycle (CCTools ignores it) */
+	expect_error("data: data\n\tsort -o data data\n", "t.mf:1: cycle: data -> data");
 	expect_error("x=1\na: b\n", "t.mf:2: rule has no command");
-	expect_error("a: b\nX=1\n\techo\n",
-	             "t.mf:1: rule has no command (line 2 'X=1' is not indented: a command line "
-	             "starts with a tab)");
+	expect_error("a: b\necho hi\n\techo\n",
+	             "t.mf:1: rule has no command (line 2 'echo hi' is not indented: a command "
+	             "line starts with a tab)");
 	/* a command that lost its tab gets the hint */
 	expect_error("a: b\necho hi > a\n",
 	             "t.mf:1: rule has no command (line 2 'echo hi > a' is not indented: a "
@@ -222,6 +224,162 @@ static void test_remote_and_quotes(void **state)
 	             "t.mf:1: file name 'x\ny' contains a control character");
 }
 
+/* NAME=value between a rule and its command, without '@', is local to the
+ * rule (the manual's "Rule Lexical Scope"), categories and resources too. */
+static void test_rule_local_without_at(void **state)
+{
+	(void)state;
+	struct dag *d = parse("V=orig\nCATEGORY=top\na:\nV=local\nCATEGORY=loc\nCORES=2\n"
+	                      "\techo $(V) ${CATEGORY} $CATEGORY\nb:\n\techo $(V) $(CATEGORY)\n");
+	struct dag_node *n = d->nodes[0];
+	assert_string_equal(n->command, "echo local loc loc");
+	assert_string_equal(n->category->name, "loc");
+	assert_int_equal(n->resources.cores, 2);
+	assert_string_equal(dag_env_get(n->env, "CATEGORY"), "loc");
+	assert_string_equal(dag_env_get(n->env, "CORES"), "2");
+	struct dag_node *m = d->nodes[1];
+	assert_string_equal(m->command, "echo orig top");
+	assert_string_equal(m->category->name, "top");
+	assert_int_equal(m->resources.cores, -1);
+	assert_string_equal(dag_env_get(m->env, "CATEGORY"), "top");
+	dag_delete(d);
+
+	/* both forms mix; += appends to the visible value; file lists see them */
+	d = parse("V=a\n$(OUT):\nOUT=x\n@V+=b\nW = c \n\techo $(V) $(W)\n");
+	assert_string_equal(cmd(d, 0), "echo a b c");
+	assert_string_equal(d->nodes[0]->outputs[0].file->name, "x");
+	dag_delete(d);
+
+	/* an exported variable carries the rule-local value into the job */
+	d = parse("V=orig\nexport V\na:\nV=local\n\tc\nb:\n@V=at\n\tc\nc:\n\tc\n");
+	assert_string_equal(dag_env_get(d->nodes[0]->env, "V"), "local");
+	assert_string_equal(dag_env_get(d->nodes[1]->env, "V"), "at");
+	assert_string_equal(dag_env_get(d->nodes[2]->env, "V"), "orig");
+	dag_delete(d);
+
+	/* an assignment that was meant as the command is named in the error */
+	expect_error("a:\nX=1 ./prog > a\nb:\n\tc\n",
+	             "t.mf:1: rule has no command (line 2 was read as a rule-local assignment; "
+	             "a command line starts with a tab)");
+	expect_error("a:\nX=1\n", "t.mf:1: rule has no command (line 2 was read as a rule-local "
+	                          "assignment; a command line starts with a tab)");
+	expect_error("a:\nMAKEFLOW_OUTPUTS=a\n\tc\n",
+	             "t.mf:2: MAKEFLOW_OUTPUTS cannot be set for one rule");
+	/* export and directives still need '@' or the top level */
+	expect_error("a:\nexport X=1\n\tc\n",
+	             "t.mf:1: rule has no command (line 2 'export X=1' is not indented: a "
+	             "command line starts with a tab)");
+}
+
+/* $(CATEGORY), ${CATEGORY} and $CATEGORY read the category of the rule. */
+static void test_category_variable(void **state)
+{
+	(void)state;
+	struct dag *d = parse("a:\n\techo ${CATEGORY} $CATEGORY $(CATEGORY)\n"
+	                      ".MAKEFLOW CATEGORY dc\nb:\n\techo ${CATEGORY}/$CATEGORY\n"
+	                      "CATEGORY=sim\nc: ${CATEGORY}.in\n@CATEGORY=one\n"
+	                      "\techo '${CATEGORY}' \"${CATEGORY}\" $CATEGORY.x\n");
+	assert_string_equal(cmd(d, 0), "echo default default default");
+	assert_string_equal(cmd(d, 1), "echo dc/dc");
+	assert_string_equal(cmd(d, 2), "echo '${CATEGORY}' \"one\" one.x");
+	assert_string_equal(d->nodes[2]->inputs[0].file->name, "one.in");
+	dag_delete(d);
+}
+
+/* Every MAKEFLOW_INPUTS / MAKEFLOW_OUTPUTS form: empty, quoted, appended. */
+static void test_workflow_list_forms(void **state)
+{
+	(void)state;
+	static const char *const empty[] = {"MAKEFLOW_INPUTS=\"\"\n", "MAKEFLOW_INPUTS=''\n",
+	                                    "MAKEFLOW_INPUTS=\n", "MAKEFLOW_INPUTS=\"\" ''\n"};
+	for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+		char text[256];
+		snprintf(text, sizeof text, "%sa: in\n\tc\n", empty[i]);
+		struct dag *d = parse(text);
+		assert_int_equal(d->ninputs, 0);
+		dag_delete(d);
+	}
+	struct dag *d = parse("MAKEFLOW_OUTPUTS=\"\"\na: in\n\tc\nb: a\n\tc\n");
+	assert_true(d->outputs_declared);
+	assert_int_equal(d->noutputs, 0);
+	dag_delete(d);
+	d = parse("MAKEFLOW_INPUTS=\"x\" 'y' z\nMAKEFLOW_INPUTS+=w\n"
+	          "MAKEFLOW_OUTPUTS=\"a\" \nMAKEFLOW_OUTPUTS+= \"\" b\na b: in\n\tc\n");
+	assert_true(dag_file_lookup(d, "x")->is_extra_input);
+	assert_true(dag_file_lookup(d, "y")->is_extra_input);
+	assert_true(dag_file_lookup(d, "z")->is_extra_input);
+	assert_true(dag_file_lookup(d, "w")->is_extra_input);
+	assert_true(dag_file_lookup(d, "a")->is_final_output);
+	assert_true(dag_file_lookup(d, "b")->is_final_output);
+	dag_delete(d);
+}
+
+/* Remote renaming with spaces around "->", on either side. */
+static void test_remote_renaming_spaces(void **state)
+{
+	(void)state;
+	struct dag *d = parse("out.1 -> out.txt o2 ->r2 o3-> r3: input.txt -> input.1 p\n"
+	                      "\tcat input.1 > out.txt\n");
+	struct dag_node *n = d->nodes[0];
+	assert_int_equal(n->noutputs, 3);
+	assert_string_equal(n->outputs[0].file->name, "out.1");
+	assert_string_equal(n->outputs[0].remote_name, "out.txt");
+	assert_string_equal(n->outputs[1].file->name, "o2");
+	assert_string_equal(n->outputs[1].remote_name, "r2");
+	assert_string_equal(n->outputs[2].file->name, "o3");
+	assert_string_equal(n->outputs[2].remote_name, "r3");
+	assert_int_equal(n->ninputs, 2);
+	assert_string_equal(n->inputs[0].file->name, "input.txt");
+	assert_string_equal(n->inputs[0].remote_name, "input.1");
+	assert_string_equal(n->inputs[1].file->name, "p");
+	assert_null(n->inputs[1].remote_name);
+	dag_delete(d);
+	d = parse("'a b' -> 'c d' :\n\tc\n");
+	assert_string_equal(d->nodes[0]->outputs[0].file->name, "a b");
+	assert_string_equal(d->nodes[0]->outputs[0].remote_name, "c d");
+	dag_delete(d);
+
+	expect_error("a -> : b\n\tc\n", "t.mf:1: empty remote name after '->'");
+	expect_error("a: b ->\n\tc\n", "t.mf:1: empty remote name after '->'");
+	expect_error("-> a: b\n\tc\n", "t.mf:1: empty local name before '->'");
+	expect_error("a -> b -> c: x\n\tc\n", "t.mf:1: more than one '->' in one file name");
+}
+
+/* The default category takes CORES, MEMORY and DISK from the environment
+ * when the workflow does not set them (the manual's categories example). */
+static void test_resources_from_environment(void **state)
+{
+	(void)state;
+	const char *text = "CATEGORY=\"preprocessing\"\nDISK=500\none: src\n\tcmd\n"
+	                   "CATEGORY=\"simulation\"\nCORES=1\nMEMORY=400\nDISK=400\n"
+	                   "three: src\n\tcmd\nCATEGORY=\"analysis\"\nCORES=4\nDISK=600\n"
+	                   "five: src\n\tcmd\n";
+	setenv("MEMORY", "800", 1);
+	setenv("DISK", "7", 1);
+	struct dag_parse_options o = {0};
+	struct dag *d = parse_opts(text, &o);
+	assert_int_equal(d->default_category->max.memory, 800);
+	assert_int_equal(d->default_category->max.disk, 7);
+	assert_int_equal(d->default_category->max.cores, -1);
+	assert_string_equal(d->nodes[0]->category->name, "\"preprocessing\"");
+	assert_int_equal(d->nodes[0]->category->max.disk, 500);
+	assert_int_equal(d->nodes[1]->category->max.memory, 400);
+	dag_delete(d);
+	/* the workflow's own value wins; ignore_environment keeps it out */
+	d = parse_opts("MEMORY=100\na:\n\tc\n", &o);
+	assert_int_equal(d->default_category->max.memory, 100);
+	dag_delete(d);
+	d = parse(text);
+	assert_int_equal(d->default_category->max.memory, -1);
+	dag_delete(d);
+	setenv("MEMORY", "lots", 1);
+	assert_null(dag_from_string("a:\n\tc\n", "t.mf", &o, err, sizeof err));
+	assert_string_equal(err, "t.mf: bad MEMORY value 'lots' in the environment (it gives "
+	                         "the default category's MEMORY when the workflow does not)");
+	unsetenv("MEMORY");
+	unsetenv("DISK");
+}
+
 static void test_local_and_nested(void **state)
 {
 	(void)state;
@@ -256,11 +414,26 @@ static void test_escapes_and_quotes(void **state)
 	(void)state;
 	struct dag *d = parse("A=\"a\\tb\" c\\d\nB='$(A)'\nout:\n\techo $(A) '$(A)' \"$(A)\" "
 	                      "\\$(A) $(B) $$ $1 a$ \\n\n");
-	assert_string_equal(cmd(d, 0), "echo \"a\tb\" cd '$(A)' \"\"a\tb\" cd\" \\$(A) '$(A)' $$ "
+	assert_string_equal(cmd(d, 0), "echo \"a\tb\" cd '$(A)' \"\"a\tb\" cd\" $(A) '$(A)' $$ "
 	                               "$1 a$ \\n");
+	dag_delete(d);
+	/* "\$" hands a '$' to the shell (which expands it on the execution
+	 * host); other escapes stay for the shell */
+	d = parse("out:\n\techo \\$HOME \"\\$X\" '\\$Y' \\\" \\\\$$ awk '{print $1}'\n");
+	assert_string_equal(cmd(d, 0), "echo $HOME \"$X\" '\\$Y' \\\" \\\\$$ awk '{print $1}'");
 	dag_delete(d);
 	d = parse("A=x\\ny\\q\nout:\n\techo \"$(A)\"\n");
 	assert_string_equal(cmd(d, 0), "echo \"x\nyq\"");
+	dag_delete(d);
+	/* make's automatic variables are refused, not handed to the shell empty */
+	expect_error("o: i\n\tcp $< $@\n",
+	             "t.mf:2: '$<' is a make automatic variable, which the Makeflow language does "
+	             "not have: write the file names (\\$< hands '$<' to the shell)");
+	expect_error("o: i\n\tcat $^ > o\n",
+	             "t.mf:2: '$^' is a make automatic variable, which the Makeflow language does "
+	             "not have: write the file names (\\$^ hands '$^' to the shell)");
+	d = parse("o: i\n\tsh -c 'echo \"$@\"' x \\$@ $? > o\n");
+	assert_string_equal(cmd(d, 0), "sh -c 'echo \"$@\"' x $@ $? > o");
 	dag_delete(d);
 }
 
@@ -400,7 +573,11 @@ static void test_categories(void **state)
 	assert_int_equal(count, 3);
 	dag_delete(d);
 
-	expect_error("CATEGORY=\n", "t.mf:1: empty category name");
+	/* CATEGORY= (empty) goes back to the default category */
+	d = parse("CATEGORY=x\nCATEGORY=\no:\n\techo $(CATEGORY)\n");
+	assert_ptr_equal(d->nodes[0]->category, d->default_category);
+	assert_string_equal(cmd(d, 0), "echo default");
+	dag_delete(d);
 	expect_error("CATEGORY=a b\n", "t.mf:1: bad category name 'a b'");
 }
 
@@ -435,6 +612,12 @@ static void test_directives(void **state)
 	                                      "MIN_WASTE or MAX_THROUGHPUT)");
 	expect_error(".SIZE f\n", "t.mf:1: .SIZE needs a file name and a size");
 	expect_error(".SIZE f huge\n", "t.mf:1: bad .SIZE value 'huge'");
+	expect_error(".MAKEFLOW MPI_PROCESSES 4\n",
+	             "t.mf:1: .MAKEFLOW MPI_PROCESSES is not supported by this makeflow (no batch "
+	             "type here starts MPI jobs; start them in the command, as with srun)");
+	expect_error(".MAKEFLOW CATEGORY 1 .UMBRELLA SPEC s.umbrella\n",
+	             "t.mf:1: .MAKEFLOW CATEGORY needs one value");
+	expect_error(".UMBRELLA SPEC s.umbrella\n", "t.mf:1: unknown directive '.UMBRELLA'");
 }
 
 static void test_batch_and_workflow_lists(void **state)
@@ -704,6 +887,11 @@ int main(void)
 	    cmocka_unit_test(test_rule_local),
 	    cmocka_unit_test(test_command_errors),
 	    cmocka_unit_test(test_remote_and_quotes),
+	    cmocka_unit_test(test_rule_local_without_at),
+	    cmocka_unit_test(test_category_variable),
+	    cmocka_unit_test(test_workflow_list_forms),
+	    cmocka_unit_test(test_remote_renaming_spaces),
+	    cmocka_unit_test(test_resources_from_environment),
 	    cmocka_unit_test(test_local_and_nested),
 	    cmocka_unit_test(test_escapes_and_quotes),
 	    cmocka_unit_test(test_substitution),
