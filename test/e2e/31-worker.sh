@@ -5,7 +5,7 @@
 # cancel (also one while its output is being sent), a drain, a dismiss and reconnection, a
 # shutdown, a memory overrun, garbage after the handshake, a wrong password, no master (said
 # at once, exit 4 when never connected), a peer that is no master, a missing port, -M
-# through a real catalog, idle timeout, single shot.
+# through a real catalog, idle timeout, --exit-after-tasks, --single-shot.
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 test_require_bin work_queue_worker catalog_server catalog_update
@@ -161,13 +161,29 @@ test_expect_success '--wall-time 2: bye and exit 0' '
 	grep -q "bye received: wall time reached" daemon.1.log
 '
 
-test_expect_success '--single-shot: one task, draining, bye, exit 0' '
-	fake singleshot
-	worker --single-shot 127.0.0.1 $FAKE_PORT
+test_expect_success '--exit-after-tasks 1: one task, draining, bye, exit 0' '
+	fake aftertasks
+	worker --exit-after-tasks 1 127.0.0.1 $FAKE_PORT
 	fake_ok
 	[ $WRC = 0 ]
+	grep -q "identity max_tasks is 1" daemon.1.log
 	grep -q "draining after the single task" daemon.1.log
 	grep -q "bye received: drained" daemon.1.log
+'
+
+test_expect_success '--single-shot (CCTools meaning): the master disconnects, the worker exits 0' '
+	fake disconnect
+	worker --single-shot --connect-timeout 20 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 0 ]
+	grep -q "disconnected from the master (--single-shot)" worker.log
+'
+
+test_expect_success 'without --single-shot the worker tries again after the master disconnects' '
+	fake disconnect
+	worker --connect-timeout 2 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 3 ]
 '
 
 test_expect_success 'SIGTERM drains: the running task is reported, then bye and exit 0' '

@@ -170,9 +170,16 @@ static void test_features_docker_debug(void **state)
 	assert_string_equal(o.debug_flags, "worker,net");
 	assert_string_equal(o.debug_file, "w.log");
 	assert_true(o.single_shot);
+	assert_int_equal(o.exit_after_tasks, 0);
 	assert_true(o.keep_cache);
 	assert_string_equal(o.workdir, "/tmp/w");
 	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--exit-after-tasks", "3", "h", "9123", NULL), CLI_DONE);
+	assert_int_equal(o.exit_after_tasks, 3);
+	assert_false(o.single_shot);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--exit-after-tasks", "0", "h", "9123", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "--exit-after-tasks"));
 	assert_int_equal(parse(&o, "--feature", "a b", "h", "9123", NULL), HTC_EPARSE);
 	assert_non_null(strstr(err, "is not a label"));
 }

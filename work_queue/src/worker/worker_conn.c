@@ -81,6 +81,7 @@ struct worker {
 	bool finishing, stopped, permanent;
 	int signals;
 	bool ever_connected;    /* a handshake has succeeded once */
+	int64_t tasks_done;     /* tasks finished over every connection (--exit-after-tasks) */
 	char hs_failure[256];   /* why the last handshake failed, when the worker should say it */
 	bool hs_said;           /* the handshake logged its refusal itself */
 	char last_failure[512]; /* the last failure said on stderr (each reason is said once) */
@@ -135,6 +136,16 @@ const char *worker_hostname(struct worker *w)
 int worker_exit_status(const struct worker *w)
 {
 	return w->exit_status;
+}
+
+int64_t worker_count_task(struct worker *w)
+{
+	return ++w->tasks_done;
+}
+
+int64_t worker_tasks_done(struct worker *w)
+{
+	return w->tasks_done;
 }
 
 void worker_touch(struct worker *w)
@@ -579,6 +590,16 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 	free(s);
 	w->s = NULL;
 	if (w->finishing) {
+		stop_all(w);
+		return;
+	}
+	bool tasks_done = w->o->exit_after_tasks > 0 && w->tasks_done >= w->o->exit_after_tasks;
+	if (was_active && (w->o->single_shot || tasks_done)) {
+		/* --single-shot: the first master served is the only one */
+		notice("ending: disconnected from the master (%s)",
+		       tasks_done ? "--exit-after-tasks" : "--single-shot");
+		w->finishing = true;
+		w->exit_status = WORKER_EXIT_OK;
 		stop_all(w);
 		return;
 	}

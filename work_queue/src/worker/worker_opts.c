@@ -30,6 +30,7 @@ enum {
 	OPT_CONNECT_TIMEOUT,
 	OPT_WALL_TIME,
 	OPT_SINGLE_SHOT,
+	OPT_EXIT_AFTER_TASKS,
 	OPT_KEEP_CACHE,
 	OPT_SSL,
 	OPT_SSL_CA,
@@ -52,6 +53,7 @@ static const struct option longopts[] = {
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"wall-time", required_argument, NULL, OPT_WALL_TIME},
     {"single-shot", no_argument, NULL, OPT_SINGLE_SHOT},
+    {"exit-after-tasks", required_argument, NULL, OPT_EXIT_AFTER_TASKS},
     {"workdir", required_argument, NULL, 's'},
     {"keep-cache", no_argument, NULL, OPT_KEEP_CACHE},
     {"password", required_argument, NULL, 'P'},
@@ -85,7 +87,8 @@ static const char usage_text[] =
     "  -t, --timeout T           exit after T idle (default 900 s; units: 15m, 1h)\n"
     "      --connect-timeout T   exit 3 if no master is reached within T (default 900 s)\n"
     "      --wall-time T         run at most T, then drain\n"
-    "      --single-shot         exit after the first task\n"
+    "      --single-shot         exit as soon as the master disconnects (no reconnecting)\n"
+    "      --exit-after-tasks N  finish N tasks, then drain and exit\n"
     "  -s, --workdir DIR         where the cache and sandboxes live\n"
     "      --keep-cache          do not delete the workdir at exit\n"
     "Security:\n"
@@ -247,6 +250,12 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		                             : &o->wall_time) = v;
 		break;
 	case OPT_SINGLE_SHOT: o->single_shot = true; break;
+	case OPT_EXIT_AFTER_TASKS:
+		if (str_to_int64(arg, &v) < 0 || v < 1 || v > 1000000000)
+			return bad(err, errlen, "%s: \"%s\" is not a number of tasks above 0", name,
+			           arg);
+		o->exit_after_tasks = v;
+		break;
 	case 's':
 		if (!*arg)
 			return bad(err, errlen, "%s: the directory is empty", name);
