@@ -20,8 +20,10 @@
 
 #include "atomic_file.h"
 #include "buffer.h"
+#include "catalog_cctools.h"
 #include "catalog_filter.h"
 #include "catalog_http.h"
+#include "catalog_router.h"
 #include "catalog_store.h"
 #include "config.h"
 #include "debug.h"
@@ -276,32 +278,94 @@ static void handle_listing(struct conn *c)
 	buffer_free(&b);
 }
 
+/* GET /query/BASE64 (CCTools clients): the records matching a JX expression. */
+static void handle_cctools_query(void *ctx, const char *arg)
+{
+	struct conn *c = ctx;
+	char *err = NULL;
+	struct catalog_expr *e = catalog_cctools_parse_query(arg, &err);
+	if (!e) {
+		warn_limited(c->srv, "query from %s refused: %s", c->peer, err);
+		respond_text(c, 400, NULL, "bad query: %s\n", err);
+		free(err);
+		return;
+	}
+	json_t *all = catalog_store_query(c->srv->store, NULL, time_now_us());
+	json_t *a = catalog_cctools_select(all, e);
+	size_t len;
+	char *text = catalog_cctools_json(a, &len);
+	respond(c, 200, "text/plain", NULL, text, len);
+	free(text);
+	json_decref(a);
+	json_decref(all);
+	catalog_expr_delete(e);
+}
+
+/* GET /query.text (CCTools form): every record as "key value" lines. */
+static void handle_query_text(void *ctx, const char *arg)
+{
+	(void)arg;
+	struct conn *c = ctx;
+	json_t *all = catalog_store_query(c->srv->store, NULL, time_now_us());
+	json_t *a = catalog_cctools_select(all, NULL);
+	size_t len;
+	char *text = catalog_cctools_text(a, &len);
+	respond(c, 200, "text/plain", NULL, text, len);
+	free(text);
+	json_decref(a);
+	json_decref(all);
+}
+
+static void route_query_json(void *ctx, const char *arg)
+{
+	(void)arg;
+	handle_query(ctx);
+}
+
+static void route_listing(void *ctx, const char *arg)
+{
+	(void)arg;
+	handle_listing(ctx);
+}
+
+static void route_update(void *ctx, const char *arg)
+{
+	(void)arg;
+	handle_update(ctx);
+}
+
+/* The pages of the server (doc/catalog.md, section 3); a new page is one more row. */
+static const struct catalog_route routes[] = {
+    {"GET", "/query.json", false, route_query_json},
+    {"GET", "/query/", true, handle_cctools_query},
+    {"GET", "/query.text", false, handle_query_text},
+    {"GET", "/", false, route_listing},
+    {"POST", "/update", false, route_update},
+};
+
 static void handle_request(struct conn *c)
 {
 	const char *method = catalog_http_request_method(c->req);
 	const char *path = catalog_http_request_path(c->req);
-	bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-	if (!get && !post) {
+	if (strcmp(method, "GET") && strcmp(method, "POST")) {
 		respond_text(c, 405, "Allow: GET, POST\r\n", "method %.32s not allowed\n", method);
 		return;
 	}
-	if (!strcmp(path, "/query.json")) {
-		if (get)
-			handle_query(c);
-		else
-			respond_text(c, 405, "Allow: GET\r\n", "use GET for /query.json\n");
-	} else if (!strcmp(path, "/")) {
-		if (get)
-			handle_listing(c);
-		else
-			respond_text(c, 405, "Allow: GET\r\n", "use GET for /\n");
-	} else if (!strcmp(path, "/update")) {
-		if (post)
-			handle_update(c);
-		else
-			respond_text(c, 405, "Allow: POST\r\n", "use POST for /update\n");
+	const char *arg = "";
+	int status = 404;
+	char allow[64];
+	const struct catalog_route *r =
+	    catalog_router_find(routes, sizeof routes / sizeof routes[0], method, path, &arg,
+	                        &status, allow, sizeof allow);
+	if (r) {
+		r->fn(c, arg);
+	} else if (status == 405) {
+		char extra[96];
+		snprintf(extra, sizeof extra, "Allow: %s\r\n", allow);
+		respond_text(c, 405, extra, "use %s for %.200s\n", allow, path);
 	} else {
-		respond_text(c, 404, NULL, "no such path (try /query.json)\n");
+		respond_text(c, 404, NULL,
+		             "no such path (try /query.json, /query/BASE64, /query.text)\n");
 	}
 }
 

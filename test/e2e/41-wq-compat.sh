@@ -1,0 +1,77 @@
+#!/bin/bash
+# 41-wq-compat.sh: the Work Queue tools meet CCTools 9.9's (installed in /usr/bin): CCTools
+# work_queue_status and catalog_query list our master from our catalog_server (GET
+# /query/BASE64 with a JX filter, /query.text); and each side of the protocol says in one
+# line that the other is CCTools or ours, instead of timing out.
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+test_require_bin makeflow work_queue_worker catalog_server
+CCTOOLS=${CCTOOLS_BIN:-/usr/bin}
+for t in work_queue_status catalog_query work_queue_worker makeflow; do
+	[ -x "$CCTOOLS/$t" ] || test_skip_all "CCTools $t is not installed in $CCTOOLS"
+done
+export OMPI_MCA_ess_singleton_isolated=1
+MF=$BIN/makeflow
+WORKER=$BIN/work_queue_worker
+. "$TEST_SRCDIR/test/lib/wq-lib.sh"
+
+# start_catalog: our catalog server on a free port; sets CAT (host:port).
+start_catalog() {
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport -d catalog
+	CAT=127.0.0.1:$DAEMON_PORT
+}
+
+# cc TOOL ARGS...: a CCTools tool, bounded.
+cc() {
+	timeout 30 "$CCTOOLS/$1" "${@:2}"
+}
+
+test_expect_success 'CCTools work_queue_status and catalog_query list our master' '
+	start_catalog
+	wf Makeflow <<-\EOF
+	out.txt:
+	    echo hi > out.txt
+	EOF
+	start_master -N compat-$$ -C $CAT Makeflow
+	listed() { cc work_queue_status -C $CAT >st.txt 2>&1 && grep -q "compat-$$ .* $port " st.txt; }
+	test_wait_until 20 listed || { cat st.txt; exit 1; }
+	cc catalog_query -c $CAT -w "project==\"compat-$$\"" >q.txt
+	grep -q "\"project\":\"compat-$$\"" q.txt
+	grep -q "\"port\":$port" q.txt
+	grep -q "\"lastheardfrom\":" q.txt
+	cc catalog_query -c $CAT -w "project==\"other-$$\"" >none.txt
+	not grep -q compat none.txt
+	cc catalog_query -c $CAT -w "type==\"wq_master\" and port>0 and not (project==\"x\")" >m.txt
+	grep -q "compat-$$" m.txt
+	cc work_queue_status -C $CAT -M compat-$$ -l >l.txt
+	grep -q "compat-$$" l.txt
+	start_worker --cores 1 localhost $port
+	finish
+	[ "$(cat out.txt)" = hi ]
+'
+
+test_expect_success 'the catalog answers /query/BASE64 errors, /query.text, 404 and 405 clearly' '
+	start_catalog
+	echo "{\"type\":\"wq_master\",\"name\":\"h1\",\"port\":9,\"project\":\"p1\"}" |
+		"$BIN/catalog_update" -C $CAT --http -
+	q() { curl -s -o body.txt -w "%{http_code}" "http://$CAT$1"; }
+	[ "$(q /query/$(printf "type = 1" | base64))" = 400 ]
+	grep -q "bad query: expression: unexpected .=. at byte 5" body.txt
+	[ "$(q /query/@@@)" = 400 ]
+	grep -q "not base64" body.txt
+	[ "$(q /query/$(printf "project==\"p1\"" | base64))" = 200 ]
+	grep -q "\"name\":\"h1\"" body.txt
+	[ "$(q /query/$(printf "like(project, \"^p\") && port < 10" | base64 -w0))" = 200 ]
+	grep -q "\"name\":\"h1\"" body.txt
+	[ "$(q /query/$(printf "like(project, \"^x\")" | base64 -w0))" = 200 ]
+	not grep -q h1 body.txt
+	[ "$(q /query.text)" = 200 ]
+	grep -qx "project p1" body.txt
+	grep -qx "port 9" body.txt
+	[ "$(q /nothing)" = 404 ]
+	grep -q "/query/BASE64" body.txt
+	[ "$(curl -s -o body.txt -w "%{http_code}" -d x "http://$CAT/query.text")" = 405 ]
+	grep -q "use GET" body.txt
+'
+
+test_done
