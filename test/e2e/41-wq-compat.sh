@@ -74,4 +74,38 @@ test_expect_success 'the catalog answers /query/BASE64 errors, /query.text, 404 
 	grep -q "use GET" body.txt
 '
 
+test_expect_success 'a CCTools worker meets our master: one line in the master, the worker exits' '
+	wf Makeflow <<-\EOF
+	out.txt:
+	    echo hi > out.txt
+	EOF
+	start_master Makeflow
+	rc=0
+	cc work_queue_worker -t 60 127.0.0.1 $port >ccw.out 2>&1 || rc=$?
+	cat ccw.out
+	[ $rc = 0 ]
+	said() { grep -q "a CCTools work_queue_worker (version .*) connected: CCTools workers cannot serve this master" mf.out; }
+	test_wait_until 20 said
+	[ $(grep -c CCTools mf.out) = 1 ]
+	start_worker --cores 1 localhost $port
+	finish
+	[ "$(cat out.txt)" = hi ]
+'
+
+test_expect_success 'our worker meets a CCTools master: one line, exit 2 (no retrying for ever)' '
+	wf Makeflow <<-\EOF
+	out.txt:
+	    echo hi > out.txt
+	EOF
+	"$CCTOOLS/makeflow" -T wq -p 0 -Z ccport Makeflow >ccmf.out 2>&1 &
+	test_track_pid $!
+	test_wait_for_file ccport 30
+	rc=0
+	timeout 60 "$WORKER" --connect-timeout 50 127.0.0.1 $(cat ccport) >w.out 2>&1 || rc=$?
+	cat w.out
+	[ $rc = 2 ]
+	grep -q "a CCTools Work Queue master (version .*): this worker cannot serve it" w.out
+	[ $(wc -l <w.out) = 1 ]
+'
+
 test_done
