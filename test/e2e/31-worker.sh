@@ -98,14 +98,14 @@ test_expect_success 'no master: exit 3 after --connect-timeout 2' '
 '
 
 test_expect_success 'a refused connect is said at once and once; never connected: exit 4' '
-	worker -t 3 127.0.0.1 1
+	worker --idle-timeout 3 127.0.0.1 1
 	[ $WRC = 4 ]
 	[ "$(grep -c "master 127.0.0.1:1: connection refused" worker.log)" = 1 ]
 	grep -q "idle timeout, without ever connecting to a master" worker.log
 '
 
 test_expect_success '--ssl-no-verify warns once, without a doubled "warning:" prefix' '
-	worker --ssl --ssl-no-verify -t 1 127.0.0.1 1
+	worker --ssl --ssl-no-verify --idle-timeout 1 127.0.0.1 1
 	[ $WRC = 4 ]
 	[ "$(grep -c "TLS certificate is not verified" worker.log)" = 1 ]
 	not grep -q "warning: warning:" worker.log
@@ -113,7 +113,7 @@ test_expect_success '--ssl-no-verify warns once, without a doubled "warning:" pr
 
 test_expect_success 'a peer that is not a master (an HTTP server) is named as such' '
 	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
-	worker -t 5 127.0.0.1 $DAEMON_PORT
+	worker --idle-timeout 5 127.0.0.1 $DAEMON_PORT
 	[ $WRC = 4 ]
 	[ "$(grep -c "not a Work Queue master of this project: it answered in text" worker.log)" = 1 ]
 	# said once, not a violation line at every attempt
@@ -146,7 +146,7 @@ test_expect_success '-M PROJECT finds the master through a real catalog' '
 test_expect_success 'idle timeout: bye and exit 0 after -t 2' '
 	fake idle
 	start=$SECONDS
-	worker -t 2 127.0.0.1 $FAKE_PORT
+	worker --idle-timeout 2 127.0.0.1 $FAKE_PORT
 	fake_ok
 	[ $WRC = 0 ]
 	grep -q "bye received: idle timeout" daemon.1.log
@@ -198,6 +198,30 @@ test_expect_success 'SIGTERM drains: the running task is reported, then bye and 
 	fake_ok
 	[ $WRC = 0 ]
 	grep -q "bye received: drained" daemon.1.log
+'
+
+test_expect_success '-t sets the connect timeout too (CCTools): no master, exit 3 after -t 2' '
+	worker -t 2 127.0.0.1 1
+	[ $WRC = 3 ]
+	grep -q "no master reachable within 2 s" worker.log
+'
+
+test_expect_success '--parent-death: the worker ends when its parent does' '
+	mkfifo hold
+	sh -c "\"$BIN/work_queue_worker\" --parent-death -s \"$PWD/wd\" 127.0.0.1 1 >w.out 2>&1 & echo \$! >wpid; read x <hold" &
+	test_track_pid $!
+	test_wait_for_file wpid 20
+	kill -0 $(cat wpid)
+	echo go >hold
+	gone() { ! kill -0 $(cat wpid) 2>/dev/null; }
+	test_wait_until 30 gone
+	cat w.out
+'
+
+test_expect_success 'a CCTools option this worker lacks is refused by name' '
+	worker --foreman-name f 127.0.0.1 9
+	[ $WRC = 1 ]
+	grep -q -- "--foreman-name: a CCTools work_queue_worker option that is not supported here" worker.log
 '
 
 test_expect_success 'a bad option exits 1 with a clear message' '
