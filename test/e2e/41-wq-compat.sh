@@ -74,6 +74,21 @@ test_expect_success 'the catalog answers /query/BASE64 errors, /query.text, 404 
 	grep -q "use GET" body.txt
 '
 
+test_expect_success 'CCTools command lines of catalog_update and catalog_query run here; CCTools updates are stored' '
+	start_catalog
+	echo "{\"type\":\"wq_master\",\"name\":\"h2\",\"port\":7,\"project\":\"p2\",\"workers\":3}" >rec.json
+	"$BIN/catalog_update" -c $CAT -f rec.json
+	"$BIN/catalog_query" -c $CAT -w "workers > 2 and project == \"p2\"" >q.json
+	[ "$(jget q.json 0.name)" = h2 ]
+	"$BIN/catalog_query" -c $CAT -w "workers > 3" >none.json
+	python3 -c "import json,sys; sys.exit(len(json.load(open(\"none.json\"))) != 0)"
+	# a record sent by CCTools catalog_update (UDP, with its host fields) is stored
+	echo "{\"type\":\"wq_master\",\"name\":\"h3\",\"port\":8,\"project\":\"p3\"}" >cc.json
+	cc catalog_update -c $CAT -f cc.json
+	stored() { "$BIN/catalog_query" -c $CAT -w "project == \"p3\"" | grep -q "\"port\": 8"; }
+	test_wait_until 20 stored
+'
+
 test_expect_success 'a CCTools worker meets our master: one line in the master, the worker exits' '
 	wf Makeflow <<-\EOF
 	out.txt:

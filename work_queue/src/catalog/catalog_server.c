@@ -34,11 +34,10 @@
 
 #include "banned.h"
 
-#define REQUEST_DEADLINE_MS 30000
-#define LINGER_MS           2000
-#define MAX_PENDING_OUTPUT  ((size_t)256 << 20)
-#define UDP_BUFFER          65536
-#define WARN_PER_SECOND     10
+#define LINGER_MS          2000
+#define MAX_PENDING_OUTPUT ((size_t)256 << 20)
+#define UDP_BUFFER         65536
+#define WARN_PER_SECOND    10
 
 struct server {
 	uv_loop_t *loop;
@@ -50,6 +49,7 @@ struct server {
 	int nconns;
 	int max_conns;
 	int64_t idle_ms;
+	int64_t request_ms; /* -T: the deadline of a whole request from accept */
 	size_t pending_output;
 	int64_t warn_window;
 	int warn_count;
@@ -386,7 +386,7 @@ static void on_conn_timer(uv_timer_t *t)
 
 static void conn_arm_timer(struct conn *c)
 {
-	int64_t left = REQUEST_DEADLINE_MS - ((int64_t)uv_now(c->srv->loop) - c->accepted_ms);
+	int64_t left = c->srv->request_ms - ((int64_t)uv_now(c->srv->loop) - c->accepted_ms);
 	int64_t ms = c->srv->idle_ms < left ? c->srv->idle_ms : left;
 	if (ms < 1)
 		ms = 1;
@@ -635,6 +635,7 @@ int catalog_server_run(const struct catalog_server_opts *o, char *err, size_t er
 	struct server *s = xcalloc(1, sizeof *s);
 	s->max_conns = o->max_connections;
 	s->idle_ms = o->idle_timeout_ms;
+	s->request_ms = o->request_timeout_ms > 0 ? o->request_timeout_ms : 30000;
 	s->loop = uv_default_loop();
 	s->store = catalog_store_create(&o->store);
 	int rc = start(s, bound, tcp_fd, udp_fd, err, errlen);
