@@ -45,6 +45,13 @@ test_expect_success 'CCTools work_queue_status and catalog_query list our master
 	grep -q "compat-$$" m.txt
 	cc work_queue_status -C $CAT -M compat-$$ -l >l.txt
 	grep -q "compat-$$" l.txt
+	# the same command lines with our work_queue_status
+	"$BIN/work_queue_status" -Q -C $CAT -M compat-$$ -l >ours.json
+	[ "$(jget ours.json 0.project)" = compat-$$ ]
+	"$BIN/work_queue_status" -C $CAT --where "project == \"compat-$$\" and port == $port" >ours.txt
+	grep -q "compat-$$" ours.txt
+	"$BIN/work_queue_status" -C $CAT --where "port < 0" >none.txt
+	not grep -q "compat-$$" none.txt
 	start_worker --cores 1 localhost $port
 	finish
 	[ "$(cat out.txt)" = hi ]
