@@ -76,6 +76,7 @@ test_expect_success 'the catalog answers /query/BASE64 errors, /query.text, 404 
 	grep -qx "project p1" body.txt
 	grep -qx "port 9" body.txt
 	[ "$(q /nothing)" = 404 ]
+	[ "$(q /query.html)" = 404 ]
 	grep -q "/query/BASE64" body.txt
 	[ "$(curl -s -o body.txt -w "%{http_code}" -d x "http://$CAT/query.text")" = 405 ]
 	grep -q "use GET" body.txt
@@ -94,6 +95,11 @@ test_expect_success 'CCTools command lines of catalog_update and catalog_query r
 	cc catalog_update -c $CAT -f cc.json
 	stored() { "$BIN/catalog_query" -c $CAT -w "project == \"p3\"" | grep -q "\"port\": 8"; }
 	test_wait_until 20 stored
+	# a large record (CCTools compresses what it sends over UDP beyond 1 KB)
+	python3 -c "import json; print(json.dumps({\"type\": \"wq_master\", \"name\": \"h4\", \"port\": 9, \"project\": \"p4\", \"pad\": \"x\" * 3000}))" >big.json
+	cc catalog_update -c $CAT -f big.json
+	big() { "$BIN/catalog_query" -c $CAT -w "project == \"p4\"" | grep -q "xxxxxxxxxx"; }
+	test_wait_until 20 big
 '
 
 test_expect_success 'a CCTools worker meets our master: one line in the master, the worker exits' '

@@ -200,6 +200,9 @@ static void test_cctools_options(void **state)
 	assert_string_equal(o.project, "proj");
 	assert_true(o.parent_death);
 	worker_opts_clear(&o);
+	/* several masters in one argument (CCTools) are not supported */
+	assert_int_equal(parse(&o, "h1:1;h2:2", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "no port given after"));
 	assert_int_equal(parse(&o, "--manager-name=p2", NULL), CLI_DONE);
 	assert_string_equal(o.project, "p2");
 	worker_opts_clear(&o);
