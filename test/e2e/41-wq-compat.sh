@@ -35,6 +35,8 @@ test_expect_success 'CCTools work_queue_status and catalog_query list our master
 	start_master -N compat-$$ -C $CAT Makeflow
 	listed() { cc work_queue_status -C $CAT >st.txt 2>&1 && grep -q "compat-$$ .* $port " st.txt; }
 	test_wait_until 20 listed || { cat st.txt; exit 1; }
+	# every column filled, COMPLETE from tasks_done
+	grep "compat-$$" st.txt | not grep -q "???"
 	cc catalog_query -c $CAT -w "project==\"compat-$$\"" >q.txt
 	grep -q "\"project\":\"compat-$$\"" q.txt
 	grep -q "\"port\":$port" q.txt

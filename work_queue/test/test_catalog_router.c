@@ -72,7 +72,8 @@ static void test_cctools_query(void **state)
 {
 	(void)state;
 	char *err = NULL;
-	json_t *recs = json_loads("[{\"type\":\"wq_master\",\"lastheard\":5,\"name\":\"a\\nb\"},"
+	json_t *recs = json_loads("[{\"type\":\"wq_master\",\"lastheard\":5,\"name\":\"a\\nb\","
+	                          "\"tasks_done\":4},"
 	                          "{\"type\":\"other\"}]",
 	                          0, NULL);
 	/* type=="wq_master", standard base64 with and without padding, and %-escaped */
@@ -109,7 +110,9 @@ static void test_cctools_query(void **state)
 	assert_string_equal(t + len - 4, "}\n]\n");
 	free(t);
 	t = catalog_cctools_text(all, &len);
-	assert_non_null(strstr(t, "type wq_master\nlastheard 5\nname a?b\nlastheardfrom 5\n\n"));
+	assert_non_null(
+	    strstr(t, "type wq_master\nlastheard 5\nname a?b\ntasks_done 4\nlastheardfrom 5\n"
+	              "tasks_complete 4\n\n"));
 	assert_non_null(strstr(t, "type other\n\n"));
 	free(t);
 	json_decref(all);

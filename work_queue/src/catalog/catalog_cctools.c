@@ -95,6 +95,10 @@ json_t *catalog_cctools_select(const json_t *records, const struct catalog_expr 
 		json_t *lh = json_object_get(r, "lastheard");
 		if (lh && !json_object_get(r, "lastheardfrom"))
 			json_object_set(c, "lastheardfrom", lh);
+		/* CCTools work_queue_status shows a master's completed tasks from this key */
+		json_t *done = json_object_get(r, "tasks_done");
+		if (done && !json_object_get(r, "tasks_complete"))
+			json_object_set(c, "tasks_complete", done);
 		if (catalog_expr_match(e, c))
 			json_array_append(out, c);
 		json_decref(c);

@@ -15,8 +15,9 @@
  * NULL with a one-line reason in *ERR (caller frees). */
 struct catalog_expr *catalog_cctools_parse_query(const char *arg, char **err);
 
-/* A new array (caller decrefs) of the records of RECORDS that match E, each a copy with
- * "lastheardfrom" (the CCTools name of "lastheard") added. */
+/* A new array (caller decrefs) of the records of RECORDS that match E, each a copy with the
+ * CCTools names of two keys added: "lastheardfrom" (of "lastheard") and "tasks_complete" (of
+ * "tasks_done"), when the record has the one and not the other. */
 json_t *catalog_cctools_select(const json_t *records, const struct catalog_expr *e);
 
 /* RECORDS as CCTools writes them: "[\n" REC ",\n" REC ... "\n]\n" (JSON), or for the text
