@@ -54,6 +54,8 @@ bool wq_foreign_cctools_worker(const uint8_t *data, size_t len, char *text, size
 
 bool wq_foreign_cctools_master(const char *data, size_t len, char *text, size_t size)
 {
+	if (!data || len == 0)
+		return false;
 	size_t i = 0;
 	while (i < len && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r'))
 		i++;
