@@ -118,9 +118,16 @@ static void test_parse_errors(void **state)
 	e = perr("len(x) > 1");
 	assert_non_null(strstr(e, "len() is not supported"));
 	free(e);
-	free(perr("like(project)"));
+	char *e2 = perr("like(project)");
+	free(e2);
 	free(perr("like(project, x)"));
 	free(perr("like(project, \"(\")"));
+	char pat[400] = "like(project, \"";
+	memset(pat + 15, 'a', 300);
+	memcpy(pat + 315, "\")", 3);
+	e = perr(pat);
+	assert_non_null(strstr(e, "over 256 bytes"));
+	free(e);
 	free(perr("@"));
 	free(perr(""));
 	char deep[400];

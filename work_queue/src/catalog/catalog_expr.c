@@ -467,6 +467,12 @@ static struct node *parse_like(struct parser *p)
 		node_free(pat);
 		return NULL;
 	}
+	if (json_string_length(pat->lit) > CATALOG_EXPR_MAX_PATTERN) {
+		fail(p, "the pattern of like() is over %d bytes", CATALOG_EXPR_MAX_PATTERN);
+		node_free(subject);
+		node_free(pat);
+		return NULL;
+	}
 	regex_t *re = xmalloc(sizeof *re);
 	if (regcomp(re, json_string_value(pat->lit), REG_EXTENDED | REG_NOSUB) != 0) {
 		free(re);

@@ -9,9 +9,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CATALOG_EXPR_MAX_TEXT  4096 /* bytes of expression */
-#define CATALOG_EXPR_MAX_DEPTH 64   /* nesting of operators and parentheses */
-#define CATALOG_EXPR_MAX_NODES 512
+#define CATALOG_EXPR_MAX_TEXT    4096 /* bytes of expression */
+#define CATALOG_EXPR_MAX_DEPTH   64   /* nesting of operators and parentheses */
+#define CATALOG_EXPR_MAX_NODES   512
+#define CATALOG_EXPR_MAX_PATTERN 256 /* bytes of a like() pattern */
 
 struct catalog_expr;
 
