@@ -54,6 +54,9 @@ test_expect_success 'CCTools work_queue_status and catalog_query list our master
 	grep -q "compat-$$" ours.txt
 	"$BIN/work_queue_status" -C $CAT --where "port < 0" >none.txt
 	not grep -q "compat-$$" none.txt
+	# a CCTools worker given -M finds our master through our catalog, and is told
+	cc work_queue_worker -M compat-$$ -C $CAT -t 60 >ccw.out 2>&1
+	grep -q "a CCTools work_queue_worker (version .*) connected" mf.out
 	start_worker --cores 1 localhost $port
 	finish
 	[ "$(cat out.txt)" = hi ]
