@@ -58,7 +58,9 @@ void catalog_server_opts_usage(FILE *out, const char *prog)
 	fprintf(out,
 	        "Usage: %s [options]\n"
 	        "Keeps the status records that Work Queue masters, factories and makeflows send "
-	        "(UDP or\nHTTP POST /update) and answers HTTP queries (GET /query.json).\n\n"
+	        "(UDP or\nHTTP POST /update) and answers HTTP queries (GET /query.json, and the "
+	        "CCTools\n"
+	        "clients' /query/BASE64 and /query.text).\n\n"
 	        "  -p, --port=PORT            TCP and UDP port (default %d; 0 = any free port)\n"
 	        "  -Z, --port-file=FILE       write the port number to FILE once listening\n"
 	        "  -l, --lifetime=SECONDS     longest lifetime of a record (default %d)\n"
