@@ -139,6 +139,12 @@ test_expect_success 'our worker meets a CCTools master: one line, exit 2 (no ret
 	[ $rc = 2 ]
 	grep -q "a CCTools Work Queue master (version .*): this worker cannot serve it" w.out
 	[ $(wc -l <w.out) = 1 ]
+	# work_queue_status HOST PORT says the same instead of a vague failure
+	rc=0
+	timeout 60 "$BIN/work_queue_status" 127.0.0.1 $(cat ccport) >st.out 2>&1 || rc=$?
+	cat st.out
+	[ $rc = 1 ]
+	grep -q "a CCTools Work Queue master (version .*): use CCTools. work_queue_status for it" st.out
 '
 
 test_done

@@ -80,10 +80,7 @@ bool wq_foreign_cctools_master(const char *data, size_t len, char *text, size_t 
 	for (char *q = who; *q; q++)
 		if ((unsigned char)*q < 0x20 || *q == 0x7f)
 			*q = '?';
-	snprintf(text, size,
-	         "a CCTools Work Queue master%s: this worker cannot serve it; run CCTools' "
-	         "work_queue_worker for it",
-	         who);
+	snprintf(text, size, "a CCTools Work Queue master%s", who);
 	json_decref(a);
 	return true;
 }

@@ -24,7 +24,8 @@ bool wq_foreign_cctools_worker(const uint8_t *data, size_t len, char *text, size
 
 /* True if the LEN bytes answered to WQ_FOREIGN_CCTOOLS_PROBE are a CCTools master's status (a
  * JSON array of one object with "project" or "version" keys, or the start of one); TEXT then
- * says so in one line, with the master's project and version when they are readable. */
+ * holds "a CCTools Work Queue master (version V, project P)" (what is readable of the two),
+ * to which the caller adds what the user should do. */
 bool wq_foreign_cctools_master(const char *data, size_t len, char *text, size_t size);
 
 #endif

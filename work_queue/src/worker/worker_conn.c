@@ -24,7 +24,7 @@
 #include "path.h"
 #include "timeutil.h"
 #include "worker_conn_internal.h"
-#include "worker_probe.h"
+#include "wq_probe.h"
 #include "worker_session.h"
 #include "worker_task.h"
 #include "wq_auth.h"
@@ -86,9 +86,9 @@ struct worker {
 	int64_t tasks_done;  /* tasks finished over every connection (--exit-after-tasks) */
 	struct sockaddr_storage m_addr; /* the address of the master being tried, once connected */
 	bool m_addr_ok;
-	struct worker_probe *probe; /* asking a silent peer whether it is a CCTools master */
-	bool probed;                /* the current master was probed once */
-	char probe_said[256];       /* the failure to report when the probe finds no CCTools */
+	struct wq_probe *probe; /* asking a silent peer whether it is a CCTools master */
+	bool probed;            /* the current master was probed once */
+	char probe_said[256];   /* the failure to report when the probe finds no CCTools */
 	char hs_failure[256];   /* why the last handshake failed, when the worker should say it */
 	bool hs_said;           /* the handshake logged its refusal itself */
 	char last_failure[512]; /* the last failure said on stderr (each reason is said once) */
@@ -312,7 +312,7 @@ static void stop_all(struct worker *w)
 	}
 	if (w->gai_busy)
 		uv_cancel((uv_req_t *)&w->gai);
-	worker_probe_cancel(w->probe);
+	wq_probe_cancel(w->probe);
 	w->probe = NULL;
 	if (w->tcp) {
 		uv_close((uv_handle_t *)w->tcp, (uv_close_cb)free);
@@ -599,7 +599,8 @@ static void on_probe(void *arg, bool cctools, const char *text)
 		attempt_failed(w, w->probe_said, 0);
 		return;
 	}
-	warn("master %s:%d: %s", w->m_host ? w->m_host : "?", w->m_port, text);
+	warn("master %s:%d: %s: this worker cannot serve it; run CCTools' work_queue_worker for it",
+	     w->m_host ? w->m_host : "?", w->m_port, text);
 	if (w->o->project) {
 		attempt_failed(w, NULL, 0);
 		return;
@@ -675,8 +676,8 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 		 */
 		w->probed = true;
 		snprintf(w->probe_said, sizeof w->probe_said, "%s", said);
-		w->probe = worker_probe_start(w->loop, (const struct sockaddr *)&w->m_addr,
-		                              PROBE_TIMEOUT_MS, on_probe, w);
+		w->probe = wq_probe_start(w->loop, (const struct sockaddr *)&w->m_addr,
+		                          PROBE_TIMEOUT_MS, on_probe, w);
 		w->hs_failure[0] = 0;
 		w->hs_said = false;
 		return;

@@ -1,7 +1,7 @@
-/* worker_probe.c: the probe of a silent peer (see worker_probe.h): connect, write the CCTools
+/* wq_probe.c: the probe of a silent peer (see wq_probe.h): connect, write the CCTools
  * status query, read until the peer closes (at most WQ_FOREIGN_PROBE_MAX bytes) or the timeout,
  * then let wq_foreign judge the answer. */
-#include "worker_probe.h"
+#include "wq_probe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,14 +11,14 @@
 
 #include "banned.h"
 
-struct worker_probe {
+struct wq_probe {
 	uv_tcp_t tcp;
 	uv_timer_t timer;
 	uv_connect_t creq;
 	uv_write_t wreq;
 	int open_handles;
 	bool done;
-	worker_probe_cb cb;
+	wq_probe_cb cb;
 	void *arg;
 	size_t len;
 	char buf[WQ_FOREIGN_PROBE_MAX + 1];
@@ -26,13 +26,13 @@ struct worker_probe {
 
 static void on_closed(uv_handle_t *h)
 {
-	struct worker_probe *p = h->data;
+	struct wq_probe *p = h->data;
 	if (--p->open_handles == 0)
 		free(p);
 }
 
 /* Ends P: reports (unless cancelled) and closes its handles. */
-static void finish(struct worker_probe *p, bool report)
+static void finish(struct wq_probe *p, bool report)
 {
 	if (p->done)
 		return;
@@ -55,14 +55,14 @@ static void on_timer(uv_timer_t *t)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	(void)suggested;
-	struct worker_probe *p = h->data;
+	struct wq_probe *p = h->data;
 	*buf = uv_buf_init(p->buf + p->len, (unsigned)(WQ_FOREIGN_PROBE_MAX - p->len));
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	(void)buf;
-	struct worker_probe *p = s->data;
+	struct wq_probe *p = s->data;
 	if (n > 0)
 		p->len += (size_t)n;
 	if (n < 0 || p->len >= WQ_FOREIGN_PROBE_MAX)
@@ -77,7 +77,7 @@ static void on_written(uv_write_t *req, int status)
 
 static void on_connect(uv_connect_t *req, int status)
 {
-	struct worker_probe *p = req->data;
+	struct wq_probe *p = req->data;
 	if (p->done)
 		return;
 	if (status < 0) {
@@ -91,10 +91,10 @@ static void on_connect(uv_connect_t *req, int status)
 		finish(p, true);
 }
 
-struct worker_probe *worker_probe_start(uv_loop_t *loop, const struct sockaddr *addr,
-                                        uint64_t timeout_ms, worker_probe_cb cb, void *arg)
+struct wq_probe *wq_probe_start(uv_loop_t *loop, const struct sockaddr *addr, uint64_t timeout_ms,
+                                wq_probe_cb cb, void *arg)
 {
-	struct worker_probe *p = xcalloc(1, sizeof *p);
+	struct wq_probe *p = xcalloc(1, sizeof *p);
 	p->cb = cb;
 	p->arg = arg;
 	uv_tcp_init(loop, &p->tcp);
@@ -109,7 +109,7 @@ struct worker_probe *worker_probe_start(uv_loop_t *loop, const struct sockaddr *
 	return p;
 }
 
-void worker_probe_cancel(struct worker_probe *p)
+void wq_probe_cancel(struct wq_probe *p)
 {
 	if (p)
 		finish(p, false);
