@@ -112,7 +112,8 @@ test_expect_success '--ssl-no-verify warns once, without a doubled "warning:" pr
 '
 
 test_expect_success 'a peer that is not a master (an HTTP server) is named as such' '
-	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	# the server answers what it cannot read after 1 s, well before the worker ends (5 s)
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport --idle-timeout 1
 	worker --idle-timeout 5 127.0.0.1 $DAEMON_PORT
 	[ $WRC = 4 ]
 	[ "$(grep -c "not a Work Queue master of this project: it answered in text" worker.log)" = 1 ]
