@@ -213,6 +213,29 @@ test_expect_success 'catalog_update checks records locally and reports failures'
 	has_n 0
 '
 
+test_expect_success '-T (CCTools: the time allowed to a query) cuts a trickling client' '
+	start_catalog -T 1 --idle-timeout 10
+	python3 - "$P" <<-PYEOF
+	import socket, sys, time
+	t = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+	t.settimeout(0.2)
+	t0 = time.time()
+	out = b""
+	# a byte every 0.2 s keeps the idle timer (10 s) quiet; the request deadline (1 s) is not
+	while not out and time.time() - t0 < 8:
+	    try:
+	        t.sendall(b"G")
+	        out = t.recv(100)
+	    except socket.timeout:
+	        pass
+	    except OSError:
+	        break
+	print("answered after %.2f s: %r" % (time.time() - t0, out[:40]))
+	assert out.startswith(b"HTTP/1.1 408"), out
+	assert time.time() - t0 < 8
+	PYEOF
+'
+
 test_expect_success 'a slow client is timed out with 408 while others are served' '
 	start_catalog --idle-timeout 1
 	python3 - "$P" "$C" <<-PYEOF
