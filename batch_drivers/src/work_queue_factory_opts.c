@@ -26,13 +26,19 @@ enum {
 	OPT_GPUS,
 	OPT_BINARY,
 	OPT_PERIOD,
-	OPT_BATCH_OPTION
+	OPT_BATCH_OPTION,
+	OPT_CATALOG,
+	OPT_NOT_HERE /* a CCTools option this factory does not have */
 };
+
+/* The short CCTools options refused (with an argument, except c). */
+#define NOT_HERE_SHORT "CFSOEB"
 
 static const struct option longopts[] = {
     {"batch-type", required_argument, 0, 'T'},
     {"master-name", required_argument, 0, 'M'},
-    {"catalog", required_argument, 0, 'C'},
+    {"manager-name", required_argument, 0, 'M'},
+    {"catalog", required_argument, 0, OPT_CATALOG},
     {"min-workers", required_argument, 0, 'w'},
     {"max-workers", required_argument, 0, 'W'},
     {"workers-per-cycle", required_argument, 0, OPT_PER_CYCLE},
@@ -45,6 +51,31 @@ static const struct option longopts[] = {
     {"worker-binary", required_argument, 0, OPT_BINARY},
     {"period", required_argument, 0, OPT_PERIOD},
     {"batch-option", required_argument, 0, OPT_BATCH_OPTION},
+    /* CCTools options refused by name (doc/compatibility.md) */
+    {"config-file", required_argument, 0, 'C'},
+    {"foremen-name", required_argument, 0, 'F'},
+    {"scratch-dir", required_argument, 0, 'S'},
+    {"run-factory-as-manager", no_argument, 0, OPT_NOT_HERE},
+    {"parent-death", no_argument, 0, OPT_NOT_HERE},
+    {"debug-file-size", required_argument, 0, 'O'},
+    {"factory-timeout", required_argument, 0, OPT_NOT_HERE},
+    {"tasks-per-worker", required_argument, 0, OPT_NOT_HERE},
+    {"capacity", no_argument, 0, 'c'},
+    {"autosize", no_argument, 0, OPT_NOT_HERE},
+    {"env", required_argument, 0, OPT_NOT_HERE},
+    {"extra-options", required_argument, 0, 'E'},
+    {"wrapper", required_argument, 0, OPT_NOT_HERE},
+    {"wrapper-input", required_argument, 0, OPT_NOT_HERE},
+    {"runos", required_argument, 0, OPT_NOT_HERE},
+    {"python-package", required_argument, 0, OPT_NOT_HERE},
+    {"batch-options", required_argument, 0, 'B'},
+    {"amazon-config", required_argument, 0, OPT_NOT_HERE},
+    {"condor-requirements", required_argument, 0, OPT_NOT_HERE},
+    {"mesos-master", required_argument, 0, OPT_NOT_HERE},
+    {"mesos-path", required_argument, 0, OPT_NOT_HERE},
+    {"mesos-preload", required_argument, 0, OPT_NOT_HERE},
+    {"k8s-image", required_argument, 0, OPT_NOT_HERE},
+    {"k8s-worker-image", required_argument, 0, OPT_NOT_HERE},
     CLI_LONG_OPTIONS,
     {0, 0, 0, 0},
 };
@@ -56,8 +87,9 @@ void work_queue_factory_opts_usage(FILE *out, const char *prog)
 	        "       %s [options] -M PROJECT    workers for the masters of a project\n"
 	        "\n"
 	        "  -T, --batch-type=TYPE      where workers run (default local; %s)\n"
-	        "  -C, --catalog=H:P[,...]    catalog servers (default $CATALOG_HOST, "
+	        "      --catalog=H:P[,...]    catalog servers (default $CATALOG_HOST, "
 	        "localhost:9097)\n"
+	        "  -M, -N, --manager-name=P   serve the masters of project P (also --master-name)\n"
 	        "  -w, --min-workers=N        keep at least N workers (default 0)\n"
 	        "  -W, --max-workers=N        run at most N workers (default 10)\n"
 	        "      --workers-per-cycle=N  start at most N workers per period (default 5)\n"
@@ -151,8 +183,9 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 	int r = 0;
 	switch (c) {
 	case 'T': o->type = arg; break;
-	case 'M': o->project = arg; break;
-	case 'C': o->catalog = arg; break;
+	case 'M':
+	case 'N': o->project = arg; break;
+	case OPT_CATALOG: o->catalog = arg; break;
 	case 'w':
 		r = int_arg("--min-workers", arg, 0, 100000, &n, err, errlen);
 		o->limits.min_workers = (int)n;
@@ -222,7 +255,23 @@ int work_queue_factory_opts_parse(int argc, char *argv[], struct work_queue_fact
 	opterr = 0;
 	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
 	int c, r = 0;
-	while ((c = getopt_long(argc, argv, "+:T:M:C:w:W:t:P:d:o:vh", longopts, NULL)) != -1) {
+	int li = -1;
+	while ((c = getopt_long(argc, argv, "+:T:M:N:C:F:S:O:E:B:cw:W:t:P:d:o:vh", longopts,
+	                        &li)) != -1) {
+		if (c == OPT_NOT_HERE || (c > 0 && c < 128 && strchr(NOT_HERE_SHORT "c", c))) {
+			char name[64];
+			if (li >= 0)
+				snprintf(name, sizeof name, "--%s", longopts[li].name);
+			else
+				snprintf(name, sizeof name, "-%c", c);
+			r = bad(
+			    err, errlen,
+			    "%s: a CCTools work_queue_factory option that is not supported here "
+			    "(doc/compatibility.md)%s",
+			    name, c == 'C' ? "; the catalog is --catalog" : "");
+			goto out;
+		}
+		li = -1;
 		r = parse_one(o, c, optarg, argv, err, errlen);
 		if (r != 0)
 			goto out;

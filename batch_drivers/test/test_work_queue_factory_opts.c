@@ -105,6 +105,25 @@ static void test_options(void **state)
 	assert_true(o.limits.worker_cores == 4);
 	assert_int_equal(o.timeout, 60);
 	work_queue_factory_opts_clear(&o);
+	/* CCTools names: -N and --manager-name are -M; -C is CCTools' configuration file */
+	assert_int_equal(parse(&o, "-N", "p1", NULL), CLI_DONE);
+	assert_string_equal(o.project, "p1");
+	work_queue_factory_opts_clear(&o);
+	assert_int_equal(parse(&o, "--manager-name", "p2", NULL), CLI_DONE);
+	assert_string_equal(o.project, "p2");
+	work_queue_factory_opts_clear(&o);
+	assert_fails("-C: a CCTools work_queue_factory option that is not supported here "
+	             "(doc/compatibility.md); the catalog is --catalog",
+	             "-C", "cat:9097", "-M", "p");
+	assert_fails("--extra-options: a CCTools work_queue_factory option that is not supported "
+	             "here (doc/compatibility.md)",
+	             "--extra-options=--cores 2", "-M", "p");
+	assert_fails("-c: a CCTools work_queue_factory option that is not supported here "
+	             "(doc/compatibility.md)",
+	             "-c", "-M", "p");
+	assert_fails("--k8s-image: a CCTools work_queue_factory option that is not supported here "
+	             "(doc/compatibility.md)",
+	             "--k8s-image", "img", "-M", "p");
 	/* options end at the first argument: the rest is HOST PORT */
 	assert_fails("expected HOST PORT or -M PROJECT (see --help)", "h", "1", "-w", "2");
 }

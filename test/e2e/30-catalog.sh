@@ -115,21 +115,27 @@ test_expect_success 'filters: project, type, any key, URL-encoded values; catalo
 	"$BIN/catalog_query" -C "$C" --project other --type wq_master --json >out.json
 	[ "$(jget out.json 0.name)" = b ]
 	python3 -c "import json,sys; sys.exit(len(json.load(open(\"out.json\"))) != 1)"
-	"$BIN/catalog_query" -C "$C" --where "project=my proj" >table.txt
+	"$BIN/catalog_query" -C "$C" --field "project=my proj" --table >table.txt
 	cat table.txt
 	[ "$(wc -l <table.txt)" = 2 ]
 	grep -E "^wq_master +a:1 +my proj +127.0.0.1" table.txt
-	"$BIN/catalog_query" -C "$C" --where workers=7 | grep -E "b:2 .* 7 +- +-$"
+	"$BIN/catalog_query" -C "$C" --field workers=7 --table | grep -E "b:2 .* 7 +- +-$"
+	"$BIN/catalog_query" -C "$C" -w "workers > 6" >w.json
+	[ "$(jget w.json 0.name)" = b ]
+	"$BIN/catalog_query" -c "$C" -w "project == \"other\"" -w "type != \"wq_master\"" >w.json
+	[ "$(jget w.json 0.name)" = f ]
+	test_must_fail "$BIN/catalog_query" -C "$C" --where "project=x" 2>err.txt
+	grep -q "expression: unexpected .=. at byte 7" err.txt
 	code=$(curl -sS -o err.txt -w "%{http_code}" "http://$C/query.json?project")
 	[ "$code" = 400 ] && grep -q "has no" err.txt
 	code=$(curl -sS -o err.txt -w "%{http_code}" "http://$C/query.json?a=%zz")
 	[ "$code" = 400 ] && grep -q "escape" err.txt
-	test_must_fail "$BIN/catalog_query" -C "$C" --where noequals 2>err.txt
+	test_must_fail "$BIN/catalog_query" -C "$C" --field noequals 2>err.txt
 	grep -q "KEY=VALUE" err.txt
 '
 
-test_expect_success 'records expire after -T seconds, or after their own shorter lifetime' '
-	start_catalog -T 2
+test_expect_success 'records expire after -l seconds, or after their own shorter lifetime' '
+	start_catalog -l 2
 	master short 1 p "\"lifetime\":1" | "$BIN/catalog_update" --http -C "$C" -
 	master long 2 p "\"lifetime\":100" | "$BIN/catalog_update" --http -C "$C" -
 	has_n 2
@@ -205,6 +211,29 @@ test_expect_success 'catalog_update checks records locally and reports failures'
 	test_must_fail "$BIN/catalog_update" -C "bad host" - </dev/null 2>err.txt
 	grep "bad catalog host" err.txt
 	has_n 0
+'
+
+test_expect_success '-T (CCTools: the time allowed to a query) cuts a trickling client' '
+	start_catalog -T 1 --idle-timeout 10
+	python3 - "$P" <<-PYEOF
+	import socket, sys, time
+	t = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+	t.settimeout(0.2)
+	t0 = time.time()
+	out = b""
+	# a byte every 0.2 s keeps the idle timer (10 s) quiet; the request deadline (1 s) is not
+	while not out and time.time() - t0 < 8:
+	    try:
+	        t.sendall(b"G")
+	        out = t.recv(100)
+	    except socket.timeout:
+	        pass
+	    except OSError:
+	        break
+	print("answered after %.2f s: %r" % (time.time() - t0, out[:40]))
+	assert out.startswith(b"HTTP/1.1 408"), out
+	assert time.time() - t0 < 8
+	PYEOF
 '
 
 test_expect_success 'a slow client is timed out with 408 while others are served' '
@@ -297,8 +326,8 @@ test_expect_success 'host lists: the first server down, CATALOG_HOST, and no ser
 test_expect_success 'bad command lines are refused; SIGTERM stops the server cleanly' '
 	test_must_fail "$BIN/catalog_server" -p 70000 2>err.txt
 	grep -- "-p 70000" err.txt
-	test_must_fail "$BIN/catalog_server" -T 0 2>err.txt
-	grep -- "-T 0" err.txt
+	test_must_fail "$BIN/catalog_server" -l 0 2>err.txt
+	grep -- "-l 0" err.txt
 	test_must_fail "$BIN/catalog_server" --bogus 2>err.txt
 	grep "unknown option" err.txt
 	start_catalog

@@ -5,7 +5,7 @@
 # cancel (also one while its output is being sent), a drain, a dismiss and reconnection, a
 # shutdown, a memory overrun, garbage after the handshake, a wrong password, no master (said
 # at once, exit 4 when never connected), a peer that is no master, a missing port, -M
-# through a real catalog, idle timeout, single shot.
+# through a real catalog, idle timeout, --exit-after-tasks, --single-shot.
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 test_require_bin work_queue_worker catalog_server catalog_update
@@ -98,22 +98,23 @@ test_expect_success 'no master: exit 3 after --connect-timeout 2' '
 '
 
 test_expect_success 'a refused connect is said at once and once; never connected: exit 4' '
-	worker -t 3 127.0.0.1 1
+	worker --idle-timeout 3 127.0.0.1 1
 	[ $WRC = 4 ]
 	[ "$(grep -c "master 127.0.0.1:1: connection refused" worker.log)" = 1 ]
 	grep -q "idle timeout, without ever connecting to a master" worker.log
 '
 
 test_expect_success '--ssl-no-verify warns once, without a doubled "warning:" prefix' '
-	worker --ssl --ssl-no-verify -t 1 127.0.0.1 1
+	worker --ssl --ssl-no-verify --idle-timeout 1 127.0.0.1 1
 	[ $WRC = 4 ]
 	[ "$(grep -c "TLS certificate is not verified" worker.log)" = 1 ]
 	not grep -q "warning: warning:" worker.log
 '
 
 test_expect_success 'a peer that is not a master (an HTTP server) is named as such' '
-	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
-	worker -t 5 127.0.0.1 $DAEMON_PORT
+	# the server answers what it cannot read after 1 s, well before the worker ends (5 s)
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport --idle-timeout 1
+	worker --idle-timeout 5 127.0.0.1 $DAEMON_PORT
 	[ $WRC = 4 ]
 	[ "$(grep -c "not a Work Queue master of this project: it answered in text" worker.log)" = 1 ]
 	# said once, not a violation line at every attempt
@@ -146,7 +147,7 @@ test_expect_success '-M PROJECT finds the master through a real catalog' '
 test_expect_success 'idle timeout: bye and exit 0 after -t 2' '
 	fake idle
 	start=$SECONDS
-	worker -t 2 127.0.0.1 $FAKE_PORT
+	worker --idle-timeout 2 127.0.0.1 $FAKE_PORT
 	fake_ok
 	[ $WRC = 0 ]
 	grep -q "bye received: idle timeout" daemon.1.log
@@ -161,13 +162,29 @@ test_expect_success '--wall-time 2: bye and exit 0' '
 	grep -q "bye received: wall time reached" daemon.1.log
 '
 
-test_expect_success '--single-shot: one task, draining, bye, exit 0' '
-	fake singleshot
-	worker --single-shot 127.0.0.1 $FAKE_PORT
+test_expect_success '--exit-after-tasks 1: one task, draining, bye, exit 0' '
+	fake aftertasks
+	worker --exit-after-tasks 1 127.0.0.1 $FAKE_PORT
 	fake_ok
 	[ $WRC = 0 ]
+	grep -q "identity max_tasks is 1" daemon.1.log
 	grep -q "draining after the single task" daemon.1.log
 	grep -q "bye received: drained" daemon.1.log
+'
+
+test_expect_success '--single-shot (CCTools meaning): the master disconnects, the worker exits 0' '
+	fake disconnect
+	worker --single-shot --connect-timeout 20 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 0 ]
+	grep -q "disconnected from the master (--single-shot)" worker.log
+'
+
+test_expect_success 'without --single-shot the worker tries again after the master disconnects' '
+	fake disconnect
+	worker --connect-timeout 2 127.0.0.1 $FAKE_PORT
+	fake_ok
+	[ $WRC = 3 ]
 '
 
 test_expect_success 'SIGTERM drains: the running task is reported, then bye and exit 0' '
@@ -182,6 +199,30 @@ test_expect_success 'SIGTERM drains: the running task is reported, then bye and 
 	fake_ok
 	[ $WRC = 0 ]
 	grep -q "bye received: drained" daemon.1.log
+'
+
+test_expect_success '-t sets the connect timeout too (CCTools): no master, exit 3 after -t 2' '
+	worker -t 2 127.0.0.1 1
+	[ $WRC = 3 ]
+	grep -q "no master reachable within 2 s" worker.log
+'
+
+test_expect_success '--parent-death: the worker ends when its parent does' '
+	mkfifo hold
+	sh -c "\"$BIN/work_queue_worker\" --parent-death -s \"$PWD/wd\" 127.0.0.1 1 >w.out 2>&1 & echo \$! >wpid; read x <hold" &
+	test_track_pid $!
+	test_wait_for_file wpid 20
+	kill -0 $(cat wpid)
+	echo go >hold
+	gone() { ! kill -0 $(cat wpid) 2>/dev/null; }
+	test_wait_until 30 gone
+	cat w.out
+'
+
+test_expect_success 'a CCTools option this worker lacks is refused by name' '
+	worker --foreman-name f 127.0.0.1 9
+	[ $WRC = 1 ]
+	grep -q -- "--foreman-name: a CCTools work_queue_worker option that is not supported here" worker.log
 '
 
 test_expect_success 'a bad option exits 1 with a clear message' '

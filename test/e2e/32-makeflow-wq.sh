@@ -130,7 +130,7 @@ test_expect_success 'a finished master leaves the catalog; a factory on the cata
 	"$BIN/catalog_query" -C $cat --project e2e-gone-$$ >listed.txt
 	grep -q "e2e-gone-$$" listed.txt
 	# the factory sees the waiting rule in the catalog well before the next 60 s update
-	"$BIN/work_queue_factory" -T local -M e2e-gone-$$ -C $cat --max-workers 1 --period 0.5 \
+	"$BIN/work_queue_factory" -T local -M e2e-gone-$$ --catalog $cat --max-workers 1 --period 0.5 \
 		-t 5 >factory.out 2>&1 &
 	fpid=$!
 	test_track_pid $fpid

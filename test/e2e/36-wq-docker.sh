@@ -161,7 +161,7 @@ test_expect_success 'makeflow -T wq with --docker: rules run in containers' '
 	    cat /proc/1/cmdline | tr "\0" " " > pid1.txt
 	EOF
 	start_master Makeflow
-	"$WORKER" -t 30 --single-shot --docker $IMG localhost $port >w.out 2>&1 &
+	"$WORKER" -t 30 --exit-after-tasks 1 --docker $IMG localhost $port >w.out 2>&1 &
 	test_track_pid $!
 	"$WORKER" -t 30 --docker $IMG localhost $port >>w.out 2>&1 &
 	test_track_pid $!

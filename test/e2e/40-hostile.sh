@@ -200,7 +200,7 @@ probe minor 'catalog_query: bad catalog port' 'exit 1 naming it' '
 '
 
 probe minor 'catalog_query: bad --where' 'exit 1 with the expected form' '
-	clear_error "^catalog_query: error: --where .*: expected KEY=VALUE" "$BIN/catalog_query" --where "((("
+	clear_error "^catalog_query: error: --where .*: expression: unexpected end at byte 3" "$BIN/catalog_query" --where "((("
 '
 
 probe minor 'catalog_query: no catalog listening' 'exit 2 at once, naming the server and the reason' '

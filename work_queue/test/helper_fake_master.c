@@ -6,8 +6,8 @@
  *
  * Usage: helper_fake_master SCRIPT PORTFILE [PASSWORD_FILE]
  * Scripts: task badname cancel cancelsend drain dismiss shutdown exhaust garbage diskfull
- * singleshot signal idle refuse seccomp seccompnet (these two run $HTC_SECCOMP_HELPER, the
- * resource monitor's helper_seccomp, under the worker's default or nonet profile). */
+ * aftertasks disconnect signal idle refuse seccomp seccompnet (these two run $HTC_SECCOMP_HELPER,
+ * the resource monitor's helper_seccomp, under the worker's default or nonet profile). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -269,6 +269,18 @@ static void check_task_done(struct peer *p)
 /* ---- scripts ----------------------------------------------------------------------------------
  */
 
+/* Script disconnect: the connection is closed from the loop's next turn, outside the message
+ * callback of the connection being closed. */
+static uv_timer_t drop_timer;
+static struct peer *drop_peer;
+
+static void on_drop(uv_timer_t *t)
+{
+	uv_close((uv_handle_t *)t, NULL);
+	if (drop_peer && !drop_peer->closed)
+		wq_conn_close_now(drop_peer->c);
+}
+
 static void start_script(struct peer *p)
 {
 	if (!strcmp(script, "task")) {
@@ -322,8 +334,13 @@ static void start_script(struct peer *p)
 		wq_xfer_send_buffer(p->xout, buf, big, target, 0, "big object", NULL);
 		json_decref(target);
 		free(buf);
-	} else if (!strcmp(script, "singleshot")) {
+	} else if (!strcmp(script, "aftertasks")) {
 		send_json(p, task_msg(1, "echo one", 10));
+	} else if (!strcmp(script, "disconnect")) {
+		/* the master goes away without a word (as a master process that exits) */
+		drop_peer = p;
+		uv_timer_init(loop, &drop_timer);
+		uv_timer_start(&drop_timer, on_drop, 0, 0);
 	} else if (!strcmp(script, "signal")) {
 		/* the test sends SIGTERM to the worker once the task runs */
 		send_json(p, task_msg(1, "sleep 2; echo late", 10));
@@ -497,7 +514,7 @@ static void on_script_message(struct peer *p, json_t *m, const char *name)
 			check(p->step == 1 && !strcmp(sget(m, "outcome"), "exited"),
 			      "the running task finished and was reported");
 		}
-	} else if (!strcmp(script, "singleshot")) {
+	} else if (!strcmp(script, "aftertasks")) {
 		if (!strcmp(name, "task_done"))
 			check(!strcmp(sget(m, "outcome"), "exited"), "single task done");
 		else if (!strcmp(name, "draining"))
@@ -534,6 +551,9 @@ static void on_message(struct wq_conn *c, json_t *msg, const char *name, const u
 			char *why = NULL;
 			check(wq_msg_identity_parse(msg, &id, &why) == 0, "identity is valid%s%s",
 			      why ? ": " : "", why ? why : "");
+			if (id && !strcmp(script, "aftertasks"))
+				check(id->max_tasks == 1, "identity max_tasks is 1 (got %lld)",
+				      (long long)id->max_tasks);
 			wq_identity_free(id);
 			free(why);
 			p->got_identity = true;

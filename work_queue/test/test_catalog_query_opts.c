@@ -52,7 +52,8 @@ static void test_defaults(void **state)
 	assert_null(o.catalog);
 	assert_non_null(o.filter);
 	assert_int_equal(catalog_filter_count(o.filter), 0);
-	assert_int_equal(o.json, 0);
+	assert_int_equal(o.table, 0); /* JSON, as CCTools prints it */
+	assert_null(o.where);
 	assert_true(o.timeout == 10);
 	catalog_query_opts_clear(&o);
 	assert_null(o.filter);
@@ -62,11 +63,12 @@ static void test_options(void **state)
 {
 	(void)state;
 	struct catalog_query_opts o;
-	assert_int_equal(parse(&o, "-C", "c1:9097,c2", "-N", "blast", "--type", "wq_master", "-w",
-	                       "owner=ann", "--where=x=a=b", "--json", "-t", "2.5", NULL),
+	assert_int_equal(parse(&o, "-C", "c1:9097,c2", "-N", "blast", "--type", "wq_master",
+	                       "--field", "owner=ann", "--field=x=a=b", "--table", "-t", "2.5",
+	                       NULL),
 	                 CLI_DONE);
 	assert_string_equal(o.catalog, "c1:9097,c2");
-	assert_int_equal(o.json, 1);
+	assert_int_equal(o.table, 1);
 	assert_true(o.timeout == 2.5);
 	char *q = catalog_filter_to_query(o.filter);
 	assert_string_equal(q, "project=blast&type=wq_master&owner=ann&x=a%3Db");
@@ -76,18 +78,34 @@ static void test_options(void **state)
 	                 CLI_DONE);
 	assert_true(o.timeout == 3600);
 	catalog_query_opts_clear(&o);
+	/* CCTools: -c is the catalog, -w a JX expression (repeated: all of them) */
+	assert_int_equal(
+	    parse(&o, "-c", "h:1", "-w", "workers > 1", "--where=type==\"wq_master\"", NULL),
+	    CLI_DONE);
+	assert_string_equal(o.catalog, "h:1");
+	json_t *r = json_pack("{s:i,s:s}", "workers", 2, "type", "wq_master");
+	assert_true(catalog_expr_match(o.where, r));
+	json_object_set_new(r, "type", json_string("wq_factory"));
+	assert_false(catalog_expr_match(o.where, r));
+	json_decref(r);
+	catalog_query_opts_clear(&o);
+	assert_null(o.where);
 }
 
 static void test_bad_values(void **state)
 {
 	(void)state;
-	assert_fails("--where nokv: expected KEY=VALUE", "-w", "nokv");
+	assert_fails("--field nokv: expected KEY=VALUE", "--field", "nokv");
+	assert_fails("--where project=x: expression: unexpected '=' at byte 7", "-w", "project=x");
+	assert_fails("-O: a CCTools catalog_query option that is not supported here "
+	             "(doc/compatibility.md)",
+	             "-O", "10M");
 	assert_fails("-t 0: expected a number of seconds in (0, 3600]", "-t", "0");
 	assert_fails("-t x: expected a number of seconds in (0, 3600]", "--timeout", "x");
 	assert_fails("-t 3601: expected a number of seconds in (0, 3600]", "-t", "3601");
 	assert_fails("unexpected argument 'extra' (see --help)", "extra");
 	/* the filter and the host list say what is wrong with them */
-	assert_fails("bad filter key '' (expected 1..64 of [A-Za-z0-9_.-])", "-w", "=v");
+	assert_fails("bad filter key '' (expected 1..64 of [A-Za-z0-9_.-])", "--field", "=v");
 	assert_fails("catalog host 'bad:host:x': bad port 'host:x'", "-C", "bad:host:x");
 }
 

@@ -61,13 +61,14 @@ static void test_options(void **state)
 {
 	(void)state;
 	struct catalog_server_opts o;
-	assert_int_equal(parse(&o, "-p", "0", "-Z", "port.txt", "-T", "60", "--max-records", "5",
-	                       "--max-bytes=2048", "--max-connections", "3", "--idle-timeout", "7",
-	                       NULL),
+	assert_int_equal(parse(&o, "-p", "0", "-Z", "port.txt", "-l", "60", "-T", "7", "-S",
+	                       "--max-records", "5", "--max-bytes=2048", "--max-connections", "3",
+	                       "--idle-timeout", "7", NULL),
 	                 CLI_DONE);
 	assert_int_equal(o.port, 0);
 	assert_string_equal(o.port_file, "port.txt");
 	assert_int_equal(o.store.lifetime_s, 60);
+	assert_int_equal(o.request_timeout_ms, 7000);
 	assert_int_equal(o.store.max_records, 5);
 	assert_int_equal(o.store.max_bytes, 2048);
 	assert_int_equal(o.max_connections, 3);
@@ -84,7 +85,17 @@ static void test_bad_values(void **state)
 	assert_fails("-p x: expected an integer between 0 and 65535", "-p", "x");
 	assert_fails("-p 70000: expected an integer between 0 and 65535", "--port", "70000");
 	assert_fails("-Z: empty file name", "-Z", "");
-	assert_fails("-T 0: expected an integer between 1 and 31536000", "-T", "0");
+	assert_fails("-l 0: expected an integer between 1 and 31536000", "-l", "0");
+	assert_fails("-T 0: expected an integer between 1 and 3600", "-T", "0");
+	assert_fails("-H: a CCTools catalog_server option that is not supported here "
+	             "(doc/compatibility.md)",
+	             "-H", "dir");
+	assert_fails("--update-host: a CCTools catalog_server option that is not supported here "
+	             "(doc/compatibility.md)",
+	             "--update-host", "h");
+	assert_fails("-b: a CCTools catalog_server option that is not supported here "
+	             "(doc/compatibility.md)",
+	             "-b");
 	assert_fails("--max-records 0: expected an integer between 1 and 10000000", "--max-records",
 	             "0");
 	assert_fails("--max-bytes 1: expected an integer between 1024 and 4611686018427387903",

@@ -73,6 +73,14 @@ static void test_bad_values(void **state)
 	assert_fails("-t x: expected a number of seconds in (0, 3600]", "--timeout=x", "-");
 	assert_fails("expected one FILE (or - for standard input); see --help", "--udp");
 	assert_fails("expected one FILE (or - for standard input); see --help", "a", "b");
+	assert_fails("-f FILE and a FILE argument: give one record", "-f", "a", "b");
+	/* the CCTools form: -c CATALOG -f FILE */
+	struct catalog_update_opts o;
+	assert_int_equal(parse(&o, "-c", "h:9", "-f", "rec.json", NULL), CLI_DONE);
+	assert_string_equal(o.catalog, "h:9");
+	assert_string_equal(o.path, "rec.json");
+	assert_int_equal(parse(&o, "--file=r2.json", NULL), CLI_DONE);
+	assert_string_equal(o.path, "r2.json");
 	assert_fails("catalog host 'bad:x:y': bad port 'x:y'", "-C", "bad:x:y", "f");
 }
 

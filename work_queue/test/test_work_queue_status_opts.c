@@ -108,6 +108,30 @@ static void test_master(void **state)
 	assert_fails("unexpected argument '-t' (see --help)", "h", "1", "-t", "5");
 }
 
+static void test_cctools_options(void **state)
+{
+	(void)state;
+	struct work_queue_status_opts o;
+	assert_int_equal(parse(&o, "-Q", "-l", "-M", "p", "--where", "tasks_waiting > 0", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.what, "master");
+	assert_int_equal(o.json, 1);
+	json_t *r = json_pack("{s:i}", "tasks_waiting", 2);
+	assert_true(catalog_expr_match(o.where, r));
+	json_decref(r);
+	work_queue_status_opts_clear(&o);
+	assert_null(o.where);
+	assert_fails("--where a =: expression: unexpected '=' at byte 2", "--where", "a =");
+	assert_fails("--where filters the catalog's listing: not with HOST PORT", "--where", "true",
+	             "h", "1");
+	assert_fails("-R: a CCTools work_queue_status option that is not supported here "
+	             "(doc/compatibility.md)",
+	             "-R");
+	assert_fails("--capacity: a CCTools work_queue_status option that is not supported here "
+	             "(doc/compatibility.md)",
+	             "--capacity");
+}
+
 static void test_common_options(void **state)
 {
 	(void)state;
@@ -157,6 +181,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_master),
+	    cmocka_unit_test(test_cctools_options),
 	    cmocka_unit_test(test_common_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

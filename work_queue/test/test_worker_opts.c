@@ -104,8 +104,11 @@ static void test_resources_and_units(void **state)
 
 	assert_int_equal(parse(&o, "--memory", "lots", "h", "9123", NULL), HTC_EPARSE);
 	assert_string_equal(err, "--memory: \"lots\" is not a size (e.g. 4000, 4G)");
-	assert_int_equal(parse(&o, "--cores=0", "h", "9123", NULL), HTC_EPARSE);
-	assert_string_equal(err, "--cores: \"0\" is not a number of cores above 0");
+	assert_int_equal(parse(&o, "--cores=0", "h", "9123", NULL), CLI_DONE);
+	assert_true(o.cores == -1); /* 0 measures, as in CCTools */
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--cores=-1", "h", "9123", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--cores: \"-1\" is not a number of cores (0: measure)");
 	assert_int_equal(parse(&o, "--gpus", "-1", "h", "9123", NULL), HTC_EPARSE);
 	assert_int_equal(parse(&o, "--disk", "-5", "h", "9123", NULL), HTC_EPARSE);
 }
@@ -123,6 +126,11 @@ static void test_durations(void **state)
 	worker_opts_clear(&o);
 	assert_int_equal(parse(&o, "-t60", "h", "9123", NULL), CLI_DONE);
 	assert_int_equal(o.idle_timeout, 60);
+	assert_int_equal(o.connect_timeout, 60); /* -t sets both, as in CCTools */
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--idle-timeout", "70", "h", "9123", NULL), CLI_DONE);
+	assert_int_equal(o.idle_timeout, 70);
+	assert_int_equal(o.connect_timeout, WORKER_DEFAULT_CONNECT_TIMEOUT);
 	worker_opts_clear(&o);
 	assert_int_equal(parse(&o, "-tsoon", "h", "9123", NULL), HTC_EPARSE);
 	assert_string_equal(err, "-t: \"soon\" is not a duration (e.g. 900, 15m, 2h)");
@@ -170,11 +178,57 @@ static void test_features_docker_debug(void **state)
 	assert_string_equal(o.debug_flags, "worker,net");
 	assert_string_equal(o.debug_file, "w.log");
 	assert_true(o.single_shot);
+	assert_int_equal(o.exit_after_tasks, 0);
 	assert_true(o.keep_cache);
 	assert_string_equal(o.workdir, "/tmp/w");
 	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--exit-after-tasks", "3", "h", "9123", NULL), CLI_DONE);
+	assert_int_equal(o.exit_after_tasks, 3);
+	assert_false(o.single_shot);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--exit-after-tasks", "0", "h", "9123", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "--exit-after-tasks"));
 	assert_int_equal(parse(&o, "--feature", "a b", "h", "9123", NULL), HTC_EPARSE);
 	assert_non_null(strstr(err, "is not a label"));
+}
+
+static void test_cctools_options(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(parse(&o, "-N", "proj", "--parent-death", NULL), CLI_DONE);
+	assert_string_equal(o.project, "proj");
+	assert_true(o.parent_death);
+	worker_opts_clear(&o);
+	/* several masters in one argument (CCTools) are not supported */
+	assert_int_equal(parse(&o, "h1:1;h2:2", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "no port given after"));
+	assert_int_equal(parse(&o, "--manager-name=p2", NULL), CLI_DONE);
+	assert_string_equal(o.project, "p2");
+	worker_opts_clear(&o);
+	const char *refused[][2] = {
+	    {"--foreman", NULL},
+	    {"-f", "x"},
+	    {"-Z", "pf"},
+	    {"-F", "3"},
+	    {"-w", "64k"},
+	    {"-i", "1"},
+	    {"-b", "60"},
+	    {"-A", "arm"},
+	    {"-O", "os"},
+	    {"--tlq", "1"},
+	    {"--disable-symlinks", NULL},
+	    {"--bandwidth", "1M"},
+	    {"--volatility", "0.1"},
+	    {"--debug-rotate-max", "0"},
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		int r = refused[i][1] ? parse(&o, refused[i][0], refused[i][1], "h", "1", NULL)
+		                      : parse(&o, refused[i][0], "h", "1", NULL);
+		assert_int_equal(r, HTC_EPARSE);
+		assert_non_null(strstr(err, "a CCTools work_queue_worker option that is not "
+		                            "supported here"));
+	}
 }
 
 static void test_command_line_errors(void **state)
@@ -226,6 +280,7 @@ int main(void)
 	    cmocka_unit_test(test_durations),
 	    cmocka_unit_test(test_tls_options),
 	    cmocka_unit_test(test_features_docker_debug),
+	    cmocka_unit_test(test_cctools_options),
 	    cmocka_unit_test(test_command_line_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

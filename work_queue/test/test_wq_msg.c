@@ -1085,9 +1085,10 @@ static void test_worker_messages(void **state)
 	    load("{\"m\":\"identity\",\"host\":\"node12\",\"os\":\"Linux\",\"os_release\":"
 	         "\"6.1.0-18-amd64\",\"arch\":\"x86_64\",\"software\":\"htc 0.1.0\","
 	         "\"pid\":4242,\"workdir\":\"/tmp/wq-4242\",\"labels\":[],\"end_time\":null,"
-	         "\"docker\":false,\"cgroups\":\"v2\",\"single_shot\":false}");
+	         "\"docker\":false,\"cgroups\":\"v2\"}");
 	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
 	assert_int_equal(id->pid, 4242);
+	assert_int_equal(id->max_tasks, 0);
 	assert_int_equal(id->end_time, -1);
 	assert_int_equal(id->cgroups, WQ_CGROUPS_V2);
 	wq_identity_free(id);

@@ -79,12 +79,21 @@ int main(int argc, char **argv)
 		catalog_query_opts_clear(&o);
 		return 2;
 	}
-	if (o.json) {
+	if (o.where) { /* -w EXPR is evaluated here, whatever the server */
+		json_t *kept = json_array();
+		size_t i;
+		json_t *rec;
+		json_array_foreach(a, i, rec) if (catalog_expr_match(o.where, rec))
+		    json_array_append(kept, rec);
+		json_decref(a);
+		a = kept;
+	}
+	if (o.table) {
+		print_table(a);
+	} else {
 		char *text = json_dumps(a, JSON_INDENT(1));
 		printf("%s\n", text ? text : "[]");
 		free(text);
-	} else {
-		print_table(a);
 	}
 	json_decref(a);
 	catalog_query_opts_clear(&o);

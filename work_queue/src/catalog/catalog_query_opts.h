@@ -7,13 +7,16 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "catalog_expr.h"
 #include "catalog_filter.h"
 
 struct catalog_query_opts {
 	const char *catalog;           /* -C (points into ARGV); NULL: the default catalogs */
-	struct catalog_filter *filter; /* -N, --type, -w, in order; owned */
-	int json;
-	double timeout; /* -t, seconds (default 10) */
+	struct catalog_filter *filter; /* -N, --type, --field, in order; owned */
+	struct catalog_expr *where;    /* -w EXPR (JX, all of them joined by and); owned, or NULL */
+	char *where_text;              /* their text; owned */
+	int table;                     /* --table; else the JSON array (as CCTools prints it) */
+	double timeout;                /* -t, seconds (default 10) */
 };
 
 /* Parses ARGV into O (which it initialises), handling -d, -o, -v and -h through cli.h, and

@@ -20,8 +20,10 @@
 
 #include "atomic_file.h"
 #include "buffer.h"
+#include "catalog_cctools.h"
 #include "catalog_filter.h"
 #include "catalog_http.h"
+#include "catalog_router.h"
 #include "catalog_store.h"
 #include "config.h"
 #include "debug.h"
@@ -32,11 +34,10 @@
 
 #include "banned.h"
 
-#define REQUEST_DEADLINE_MS 30000
-#define LINGER_MS           2000
-#define MAX_PENDING_OUTPUT  ((size_t)256 << 20)
-#define UDP_BUFFER          65536
-#define WARN_PER_SECOND     10
+#define LINGER_MS          2000
+#define MAX_PENDING_OUTPUT ((size_t)256 << 20)
+#define UDP_BUFFER         65536
+#define WARN_PER_SECOND    10
 
 struct server {
 	uv_loop_t *loop;
@@ -48,6 +49,7 @@ struct server {
 	int nconns;
 	int max_conns;
 	int64_t idle_ms;
+	int64_t request_ms; /* -T: the deadline of a whole request from accept */
 	size_t pending_output;
 	int64_t warn_window;
 	int warn_count;
@@ -276,32 +278,94 @@ static void handle_listing(struct conn *c)
 	buffer_free(&b);
 }
 
+/* GET /query/BASE64 (CCTools clients): the records matching a JX expression. */
+static void handle_cctools_query(void *ctx, const char *arg)
+{
+	struct conn *c = ctx;
+	char *err = NULL;
+	struct catalog_expr *e = catalog_cctools_parse_query(arg, &err);
+	if (!e) {
+		warn_limited(c->srv, "query from %s refused: %s", c->peer, err);
+		respond_text(c, 400, NULL, "bad query: %s\n", err);
+		free(err);
+		return;
+	}
+	json_t *all = catalog_store_query(c->srv->store, NULL, time_now_us());
+	json_t *a = catalog_cctools_select(all, e);
+	size_t len;
+	char *text = catalog_cctools_json(a, &len);
+	respond(c, 200, "text/plain", NULL, text, len);
+	free(text);
+	json_decref(a);
+	json_decref(all);
+	catalog_expr_delete(e);
+}
+
+/* GET /query.text (CCTools form): every record as "key value" lines. */
+static void handle_query_text(void *ctx, const char *arg)
+{
+	(void)arg;
+	struct conn *c = ctx;
+	json_t *all = catalog_store_query(c->srv->store, NULL, time_now_us());
+	json_t *a = catalog_cctools_select(all, NULL);
+	size_t len;
+	char *text = catalog_cctools_text(a, &len);
+	respond(c, 200, "text/plain", NULL, text, len);
+	free(text);
+	json_decref(a);
+	json_decref(all);
+}
+
+static void route_query_json(void *ctx, const char *arg)
+{
+	(void)arg;
+	handle_query(ctx);
+}
+
+static void route_listing(void *ctx, const char *arg)
+{
+	(void)arg;
+	handle_listing(ctx);
+}
+
+static void route_update(void *ctx, const char *arg)
+{
+	(void)arg;
+	handle_update(ctx);
+}
+
+/* The pages of the server (doc/catalog.md, section 3); a new page is one more row. */
+static const struct catalog_route routes[] = {
+    {"GET", "/query.json", false, route_query_json},
+    {"GET", "/query/", true, handle_cctools_query},
+    {"GET", "/query.text", false, handle_query_text},
+    {"GET", "/", false, route_listing},
+    {"POST", "/update", false, route_update},
+};
+
 static void handle_request(struct conn *c)
 {
 	const char *method = catalog_http_request_method(c->req);
 	const char *path = catalog_http_request_path(c->req);
-	bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-	if (!get && !post) {
+	if (strcmp(method, "GET") && strcmp(method, "POST")) {
 		respond_text(c, 405, "Allow: GET, POST\r\n", "method %.32s not allowed\n", method);
 		return;
 	}
-	if (!strcmp(path, "/query.json")) {
-		if (get)
-			handle_query(c);
-		else
-			respond_text(c, 405, "Allow: GET\r\n", "use GET for /query.json\n");
-	} else if (!strcmp(path, "/")) {
-		if (get)
-			handle_listing(c);
-		else
-			respond_text(c, 405, "Allow: GET\r\n", "use GET for /\n");
-	} else if (!strcmp(path, "/update")) {
-		if (post)
-			handle_update(c);
-		else
-			respond_text(c, 405, "Allow: POST\r\n", "use POST for /update\n");
+	const char *arg = "";
+	int status = 404;
+	char allow[64];
+	const struct catalog_route *r =
+	    catalog_router_find(routes, sizeof routes / sizeof routes[0], method, path, &arg,
+	                        &status, allow, sizeof allow);
+	if (r) {
+		r->fn(c, arg);
+	} else if (status == 405) {
+		char extra[96];
+		snprintf(extra, sizeof extra, "Allow: %s\r\n", allow);
+		respond_text(c, 405, extra, "use %s for %.200s\n", allow, path);
 	} else {
-		respond_text(c, 404, NULL, "no such path (try /query.json)\n");
+		respond_text(c, 404, NULL,
+		             "no such path (try /query.json, /query/BASE64, /query.text)\n");
 	}
 }
 
@@ -322,7 +386,7 @@ static void on_conn_timer(uv_timer_t *t)
 
 static void conn_arm_timer(struct conn *c)
 {
-	int64_t left = REQUEST_DEADLINE_MS - ((int64_t)uv_now(c->srv->loop) - c->accepted_ms);
+	int64_t left = c->srv->request_ms - ((int64_t)uv_now(c->srv->loop) - c->accepted_ms);
 	int64_t ms = c->srv->idle_ms < left ? c->srv->idle_ms : left;
 	if (ms < 1)
 		ms = 1;
@@ -571,6 +635,7 @@ int catalog_server_run(const struct catalog_server_opts *o, char *err, size_t er
 	struct server *s = xcalloc(1, sizeof *s);
 	s->max_conns = o->max_connections;
 	s->idle_ms = o->idle_timeout_ms;
+	s->request_ms = o->request_timeout_ms > 0 ? o->request_timeout_ms : 30000;
 	s->loop = uv_default_loop();
 	s->store = catalog_store_create(&o->store);
 	int rc = start(s, bound, tcp_fd, udp_fd, err, errlen);

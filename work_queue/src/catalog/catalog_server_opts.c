@@ -19,13 +19,31 @@ enum {
 	OPT_MAX_BYTES,
 	OPT_MAX_CONNECTIONS,
 	OPT_IDLE_TIMEOUT,
-	OPT_NO_SECCOMP
+	OPT_NO_SECCOMP,
+	OPT_NOT_HERE /* a CCTools option this server does not have */
 };
+
+/* The short CCTools options refused (b and S without an argument). */
+#define NOT_HERE_SHORT "bBHILmMnOuU"
 
 static const struct option longopts[] = {
     {"port", required_argument, 0, 'p'},
     {"port-file", required_argument, 0, 'Z'},
-    {"lifetime", required_argument, 0, 'T'},
+    {"lifetime", required_argument, 0, 'l'},
+    {"timeout", required_argument, 0, 'T'},
+    {"single", no_argument, 0, 'S'},
+    /* CCTools options refused by name (doc/compatibility.md) */
+    {"background", no_argument, 0, 'b'},
+    {"pid-file", required_argument, 0, 'B'},
+    {"history", required_argument, 0, 'H'},
+    {"interface", required_argument, 0, 'I'},
+    {"update-log", required_argument, 0, 'L'},
+    {"max-jobs", required_argument, 0, 'm'},
+    {"server-size", required_argument, 0, 'M'},
+    {"name", required_argument, 0, 'n'},
+    {"debug-rotate-max", required_argument, 0, 'O'},
+    {"update-host", required_argument, 0, 'u'},
+    {"update-interval", required_argument, 0, 'U'},
     {"max-records", required_argument, 0, OPT_MAX_RECORDS},
     {"max-bytes", required_argument, 0, OPT_MAX_BYTES},
     {"max-connections", required_argument, 0, OPT_MAX_CONNECTIONS},
@@ -40,10 +58,14 @@ void catalog_server_opts_usage(FILE *out, const char *prog)
 	fprintf(out,
 	        "Usage: %s [options]\n"
 	        "Keeps the status records that Work Queue masters, factories and makeflows send "
-	        "(UDP or\nHTTP POST /update) and answers HTTP queries (GET /query.json).\n\n"
+	        "(UDP or\nHTTP POST /update) and answers HTTP queries (GET /query.json, and the "
+	        "CCTools\n"
+	        "clients' /query/BASE64 and /query.text).\n\n"
 	        "  -p, --port=PORT            TCP and UDP port (default %d; 0 = any free port)\n"
 	        "  -Z, --port-file=FILE       write the port number to FILE once listening\n"
-	        "  -T, --lifetime=SECONDS     longest lifetime of a record (default %d)\n"
+	        "  -l, --lifetime=SECONDS     longest lifetime of a record (default %d)\n"
+	        "  -T, --timeout=SECONDS      longest time to serve one request (default %d)\n"
+	        "  -S, --single               one process serves everything (always so here)\n"
 	        "      --max-records=N        most records kept (default %d)\n"
 	        "      --max-bytes=BYTES      most bytes of records kept (default %d)\n"
 	        "      --max-connections=N    most simultaneous TCP connections (default %d)\n"
@@ -55,9 +77,9 @@ void catalog_server_opts_usage(FILE *out, const char *prog)
 	        "  -v, --version              show the version\n"
 	        "  -h, --help                 show this help\n",
 	        prog, CATALOG_SERVER_DEFAULT_PORT, CATALOG_DEFAULT_LIFETIME,
-	        CATALOG_DEFAULT_MAX_RECORDS, CATALOG_DEFAULT_MAX_BYTES,
-	        CATALOG_SERVER_DEFAULT_MAX_CONNECTIONS, CATALOG_SERVER_DEFAULT_IDLE_TIMEOUT_S,
-	        debug_flags_help());
+	        CATALOG_SERVER_DEFAULT_REQUEST_TIMEOUT_S, CATALOG_DEFAULT_MAX_RECORDS,
+	        CATALOG_DEFAULT_MAX_BYTES, CATALOG_SERVER_DEFAULT_MAX_CONNECTIONS,
+	        CATALOG_SERVER_DEFAULT_IDLE_TIMEOUT_S, debug_flags_help());
 }
 
 /* An integer in LO..HI into *V. */
@@ -89,10 +111,15 @@ static int parse_one(struct catalog_server_opts *o, int c, char *arg, char *argv
 		}
 		o->port_file = arg;
 		break;
-	case 'T':
-		r = int_arg("-T", arg, 1, 365 * 86400, &v, err, errlen);
+	case 'l':
+		r = int_arg("-l", arg, 1, 365 * 86400, &v, err, errlen);
 		o->store.lifetime_s = v;
 		break;
+	case 'T':
+		r = int_arg("-T", arg, 1, 3600, &v, err, errlen);
+		o->request_timeout_ms = v * 1000;
+		break;
+	case 'S': break; /* one process, as always here: the CCTools meaning holds */
 	case OPT_MAX_RECORDS:
 		r = int_arg("--max-records", arg, 1, 10000000, &v, err, errlen);
 		o->store.max_records = (size_t)v;
@@ -127,12 +154,27 @@ int catalog_server_opts_parse(int argc, char *argv[], struct catalog_server_opts
 	              CATALOG_DEFAULT_MAX_BYTES},
 	    .max_connections = CATALOG_SERVER_DEFAULT_MAX_CONNECTIONS,
 	    .idle_timeout_ms = CATALOG_SERVER_DEFAULT_IDLE_TIMEOUT_S * 1000,
+	    .request_timeout_ms = CATALOG_SERVER_DEFAULT_REQUEST_TIMEOUT_S * 1000,
 	    .seccomp = 1,
 	};
 	opterr = 0;
 	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
-	int c;
-	while ((c = getopt_long(argc, argv, ":p:Z:T:d:o:vh", longopts, NULL)) != -1) {
+	int c, li = -1;
+	while ((c = getopt_long(argc, argv, ":p:Z:l:T:Sd:o:bB:H:I:L:m:M:n:O:u:U:vh", longopts,
+	                        &li)) != -1) {
+		if (c > 0 && c < 128 && strchr(NOT_HERE_SHORT, c)) {
+			char name[64];
+			if (li >= 0)
+				snprintf(name, sizeof name, "--%s", longopts[li].name);
+			else
+				snprintf(name, sizeof name, "-%c", c);
+			snprintf(err, errlen,
+			         "%s: a CCTools catalog_server option that is not supported here "
+			         "(doc/compatibility.md)",
+			         name);
+			return HTC_EPARSE;
+		}
+		li = -1;
 		int r = parse_one(o, c, optarg, argv, err, errlen);
 		if (r != 0)
 			return r;

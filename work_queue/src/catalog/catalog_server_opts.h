@@ -10,16 +10,18 @@
 
 #include "catalog_store.h"
 
-#define CATALOG_SERVER_DEFAULT_PORT            9097
-#define CATALOG_SERVER_DEFAULT_MAX_CONNECTIONS 256
-#define CATALOG_SERVER_DEFAULT_IDLE_TIMEOUT_S  5
+#define CATALOG_SERVER_DEFAULT_PORT              9097
+#define CATALOG_SERVER_DEFAULT_MAX_CONNECTIONS   256
+#define CATALOG_SERVER_DEFAULT_IDLE_TIMEOUT_S    5
+#define CATALOG_SERVER_DEFAULT_REQUEST_TIMEOUT_S 30
 
 struct catalog_server_opts {
 	int port;                          /* -p; 0: any free port */
 	const char *port_file;             /* -Z (points into ARGV); NULL: none */
 	struct catalog_store_limits store; /* -T, --max-records, --max-bytes */
 	int max_connections;
-	int64_t idle_timeout_ms; /* --idle-timeout, given in seconds */
+	int64_t idle_timeout_ms;    /* --idle-timeout, given in seconds */
+	int64_t request_timeout_ms; /* -T, given in seconds: the whole of one request */
 	int seccomp; /* 1 (default): lock the process down once listening; 0: --no-seccomp */
 };
 

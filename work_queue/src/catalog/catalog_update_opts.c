@@ -18,6 +18,7 @@ enum { OPT_UDP = 256, OPT_HTTP };
 
 static const struct option longopts[] = {
     {"catalog", required_argument, 0, 'C'},
+    {"file", required_argument, 0, 'f'},
     {"udp", no_argument, 0, OPT_UDP},
     {"http", no_argument, 0, OPT_HTTP},
     {"timeout", required_argument, 0, 't'},
@@ -29,9 +30,11 @@ void catalog_update_opts_usage(FILE *out, const char *prog)
 {
 	fprintf(out,
 	        "Usage: %s [options] FILE|-\n"
+	        "       %s [options] -f FILE\n"
 	        "Sends the JSON record in FILE (or standard input) to the catalog servers.\n\n"
-	        "  -C, --catalog=HOST:PORT[,...]  catalog servers (default $CATALOG_HOST, else "
-	        "%s)\n"
+	        "  -C, -c, --catalog=HOST:PORT[,...]  catalog servers (default $CATALOG_HOST, "
+	        "else %s)\n"
+	        "  -f, --file=FILE            the record (instead of the FILE argument)\n"
 	        "      --udp                  send a UDP datagram (no reply)\n"
 	        "      --http                 send POST /update (the server's answer is checked)\n"
 	        "                             (default: UDP below %d bytes, else HTTP)\n"
@@ -41,14 +44,16 @@ void catalog_update_opts_usage(FILE *out, const char *prog)
 	        "  -v, --version              show the version\n"
 	        "  -h, --help                 show this help\n\n"
 	        "Exit status: 0 sent; 1 bad option or record; 2 not delivered to some host.\n",
-	        prog, CATALOG_DEFAULT_HOST, CATALOG_UDP_THRESHOLD, debug_flags_help());
+	        prog, prog, CATALOG_DEFAULT_HOST, CATALOG_UDP_THRESHOLD, debug_flags_help());
 }
 
 static int parse_one(struct catalog_update_opts *o, int c, char *arg, char *argv[], char *err,
                      size_t errlen)
 {
 	switch (c) {
-	case 'C': o->catalog = arg; break;
+	case 'C':
+	case 'c': o->catalog = arg; break;
+	case 'f': o->path = arg; break;
 	case OPT_UDP: o->mode = CATALOG_SEND_UDP; break;
 	case OPT_HTTP: o->mode = CATALOG_SEND_HTTP; break;
 	case 't':
@@ -74,16 +79,19 @@ int catalog_update_opts_parse(int argc, char *argv[], struct catalog_update_opts
 	opterr = 0;
 	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
 	int c;
-	while ((c = getopt_long(argc, argv, ":C:t:d:o:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":C:c:f:t:d:o:vh", longopts, NULL)) != -1) {
 		int r = parse_one(o, c, optarg, argv, err, errlen);
 		if (r != 0)
 			return r;
 	}
-	if (argc - optind != 1) {
-		snprintf(err, errlen, "expected one FILE (or - for standard input); see --help");
+	if (argc - optind != (o->path ? 0 : 1)) {
+		snprintf(err, errlen,
+		         o->path ? "-f FILE and a FILE argument: give one record"
+		                 : "expected one FILE (or - for standard input); see --help");
 		return HTC_EPARSE;
 	}
-	o->path = argv[optind];
+	if (!o->path)
+		o->path = argv[optind];
 	struct catalog_host hosts[CATALOG_MAX_HOSTS];
 	int n;
 	char *why = NULL;

@@ -278,7 +278,7 @@ void master_dispatch_task(struct mworker *w, struct mtask *m, const struct maste
 	t->resources_allocated->v[RM_DISK] = (double)box->disk;
 	t->resources_allocated->v[RM_GPUS] = (double)box->gpus;
 
-	if (w->single_shot && w->sw) /* one task, ever */
+	if (w->max_tasks > 0 && ++w->tasks_sent >= w->max_tasks && w->sw) /* its last task */
 		master_sched_worker_set_flags(
 		    q->sched, w->sw, master_sched_worker_flags(w->sw) | MASTER_SCHED_DRAINING);
 	/* One count held during the loop, so that a sender reporting at once cannot send the

@@ -131,7 +131,8 @@ struct mworker {
 	int64_t disk_free; /* MB, from the last capacity */
 	char **labels;
 	int nlabels;
-	bool single_shot;
+	int64_t max_tasks;  /* from identity: tasks it will still run; 0 = no limit */
+	int64_t tasks_sent; /* tasks dispatched to it (counted against max_tasks) */
 	int queue_max;      /* from identity, with `queue` negotiated; else 0 */
 	bool status_client; /* a status client (role status), not a worker */
 	struct master_sched_worker *sw;

@@ -293,7 +293,7 @@ static void on_identity(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 	w->have_identity = true;
 	free(w->host);
 	w->host = xstrdup(id->host);
-	w->single_shot = id->single_shot;
+	w->max_tasks = id->max_tasks;
 	w->queue_max = (int)id->queue_max;
 	if ((w->caps & WQ_CAP_QUEUE) && w->queue_max < 1) {
 		wq_identity_free(id);

@@ -16,6 +16,7 @@
 #include "debug.h"
 #include "htc_error.h"
 #include "timeutil.h"
+#include "wq_foreign.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -878,7 +879,7 @@ void wq_conn_input(struct wq_conn *c, const uint8_t *bytes, size_t len)
 	if (c->state != ST_OPEN || len == 0)
 		return;
 	if (c->check_first) {
-		char text[WQ_FRAME_TEXT_SIZE];
+		char text[WQ_FRAME_TEXT_SIZE + 192]; /* room for the line about a CCTools worker */
 		switch (wq_frame_classify_start(bytes, len, text, sizeof text)) {
 		case WQ_START_TLS:
 			wq_conn_refuse(
@@ -886,7 +887,16 @@ void wq_conn_input(struct wq_conn *c, const uint8_t *bytes, size_t len)
 			    "this master does not use TLS: start the worker without --ssl",
 			    "refused: TLS connection to a master without TLS");
 			return;
-		case WQ_START_OTHER: wq_conn_violation(c, "proto", "%s", text); return;
+		case WQ_START_OTHER:
+			if (wq_foreign_cctools_worker(bytes, len, text, sizeof text)) {
+				/* it stops coming back on this line, and ignores the error frame */
+				wq_conn_write_raw(c, (const uint8_t *)WQ_FOREIGN_CCTOOLS_EXIT,
+				                  strlen(WQ_FOREIGN_CCTOOLS_EXIT));
+				wq_conn_refuse(c, "cctools", text, text);
+				return;
+			}
+			wq_conn_violation(c, "proto", "%s", text);
+			return;
 		default: c->check_first = 0; break;
 		}
 	}

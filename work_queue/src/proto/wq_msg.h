@@ -457,7 +457,8 @@ struct wq_identity {
 	const char **labels;
 	size_t nlabels;
 	int64_t end_time; /* -1 when null */
-	bool docker, single_shot;
+	bool docker;
+	int64_t max_tasks; /* tasks the worker will still run (--exit-after-tasks); 0 = no limit */
 	enum wq_cgroups cgroups;
 	int64_t queue_max; /* 1 .. WQ_QUEUE_MAX; 0 when absent (needed only with `queue`) */
 	json_t *msg;

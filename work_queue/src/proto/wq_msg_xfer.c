@@ -275,7 +275,7 @@ int wq_msg_identity_parse(const json_t *msg, struct wq_identity **out, char **wh
 	int cg = 0;
 	if (wq_msg_enum(&v, msg, "cgroups", WQ_REQ, cgroups, &cg) == 0)
 		id->cgroups = (enum wq_cgroups)cg;
-	wq_msg_bool(&v, msg, "single_shot", WQ_REQ, &id->single_shot);
+	wq_msg_int(&v, msg, "max_tasks", 0, 1, WQ_MAX_ID, &id->max_tasks);
 	wq_msg_int(&v, msg, "queue_max", 0, 1, WQ_QUEUE_MAX, &id->queue_max);
 	FINISH(v, id, msg, wq_identity_free, out, why);
 }

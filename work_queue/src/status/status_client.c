@@ -15,6 +15,7 @@
 #include "wq_conn.h"
 #include "wq_handshake.h"
 #include "wq_msg.h"
+#include "wq_probe.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -313,6 +314,45 @@ static void run_cb(json_t *items, const char *err, void *arg)
 		r->err = xstrdup(err);
 }
 
+/* True for the failures of a peer that closed or stayed silent in the handshake. */
+static bool silent_master(const char *err)
+{
+	return strstr(err, "closed by the peer") || strstr(err, "reset by peer") ||
+	       strstr(err, "handshake not completed");
+}
+
+struct probe_result {
+	bool cctools;
+	char text[300];
+};
+
+static void probe_cb(void *arg, bool cctools, const char *text)
+{
+	struct probe_result *p = arg;
+	p->cctools = cctools;
+	snprintf(p->text, sizeof p->text, "%s", text);
+}
+
+/* The master closed the handshake without a word: if it answers the CCTools status query, *ERR
+ * (replaced) says it is a CCTools master. Runs on LOOP until the probe ends. */
+static void probe_cctools(uv_loop_t *loop, const char *host, int port, char **err)
+{
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+	uv_getaddrinfo_t gai;
+	if (uv_getaddrinfo(loop, &gai, NULL, host, ps, &hints) < 0)
+		return;
+	struct probe_result p = {0};
+	wq_probe_start(loop, gai.addrinfo->ai_addr, 5000, probe_cb, &p);
+	uv_freeaddrinfo(gai.addrinfo);
+	uv_run(loop, UV_RUN_DEFAULT);
+	if (!p.cctools)
+		return;
+	free(*err);
+	*err = xasprintf("%s: use CCTools' work_queue_status for it", p.text);
+}
+
 json_t *wq_status_query_run(const char *host, int port, const char *what,
                             const struct wq_status_opts *opts, char **err)
 {
@@ -328,6 +368,8 @@ json_t *wq_status_query_run(const char *host, int port, const char *what,
 		return NULL;
 	}
 	uv_run(&loop, UV_RUN_DEFAULT);
+	if (!r.items && r.err && !(opts && opts->tls) && silent_master(r.err))
+		probe_cctools(&loop, host, port, &r.err);
 	uv_loop_close(&loop);
 	if (!r.items) {
 		*err = r.err ? r.err : xstrdup("failed");

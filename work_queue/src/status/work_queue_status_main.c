@@ -102,7 +102,8 @@ static const json_t *first_of(const json_t *rec, const char *const *keys)
 	return NULL;
 }
 
-static int list_masters(const char *catalog, const char *project, int json, double timeout)
+static int list_masters(const char *catalog, const char *project, const struct catalog_expr *where,
+                        int json, double timeout)
 {
 	struct catalog_filter *f = catalog_filter_create();
 	char *err = NULL;
@@ -114,6 +115,15 @@ static int list_masters(const char *catalog, const char *project, int json, doub
 	if (!a)
 		fatal("catalog %s: %s", catalog ? catalog : catalog_hosts_default(),
 		      err ? err : "failed");
+	if (where) { /* --where EXPR is evaluated here, whatever the catalog */
+		json_t *kept = json_array();
+		size_t k;
+		json_t *rec;
+		json_array_foreach(a, k, rec) if (catalog_expr_match(where, rec))
+		    json_array_append(kept, rec);
+		json_decref(a);
+		a = kept;
+	}
 	if (json) {
 		char *s = json_dumps(a, JSON_INDENT(1));
 		printf("%s\n", s ? s : "[]");
@@ -209,7 +219,7 @@ int main(int argc, char **argv)
 	if (r < 0)
 		fatal("%s", err);
 	if (!o.host)
-		return list_masters(o.catalog, o.project, o.json, o.timeout);
+		return list_masters(o.catalog, o.project, o.where, o.json, o.timeout);
 	struct wq_tls_config *tls = tls_config(&o);
 	r = query_master(o.host, o.port, o.what, o.password, tls, o.json, o.timeout);
 	wq_tls_config_delete(tls);

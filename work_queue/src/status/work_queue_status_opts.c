@@ -15,7 +15,7 @@
 
 #include "banned.h"
 
-enum { OPT_JSON = 256, OPT_FP, OPT_CA, OPT_NO_VERIFY };
+enum { OPT_JSON = 256, OPT_FP, OPT_CA, OPT_NO_VERIFY, OPT_WHERE, OPT_CAPACITY };
 
 static const struct option longopts[] = {
     {"workers", no_argument, 0, 'W'},
@@ -29,6 +29,13 @@ static const struct option longopts[] = {
     {"ssl-ca", required_argument, 0, OPT_CA},
     {"ssl-no-verify", no_argument, 0, OPT_NO_VERIFY},
     {"json", no_argument, 0, OPT_JSON},
+    {"verbose", no_argument, 0, 'l'},
+    {"statistics", no_argument, 0, 'Q'},
+    {"where", required_argument, 0, OPT_WHERE},
+    /* CCTools options refused by name (doc/compatibility.md) */
+    {"resources", no_argument, 0, 'R'},
+    {"capacity", no_argument, 0, OPT_CAPACITY},
+    {"debug-rotate-max", required_argument, 0, 'O'},
     {"timeout", required_argument, 0, 't'},
     CLI_LONG_OPTIONS,
     {0, 0, 0, 0},
@@ -43,12 +50,15 @@ void work_queue_status_opts_usage(FILE *out, const char *prog)
 	        "  -W, --workers            the master's workers\n"
 	        "  -T, --tasks              the master's tasks\n"
 	        "  -A, --able-workers, --categories  the master's categories\n"
+	        "  -Q, --statistics         the masters the catalog knows (the default)\n"
 	        "  -M, --project-name=P     catalog listing: only masters of project P\n"
+	        "      --where=EXPR         catalog listing: only masters for which the JX\n"
+	        "                           expression EXPR is true\n"
 	        "  -C, --catalog=H:P[,...]  catalog servers (default $CATALOG_HOST, "
 	        "localhost:9097)\n"
 	        "  -P, --password=FILE      the master's password\n"
 	        "      --ssl-fingerprint=HEX, --ssl-ca=FILE, --ssl-no-verify  TLS to the master\n"
-	        "      --json               print JSON instead of a table\n"
+	        "  -l, --verbose, --json    print the records as JSON instead of a table\n"
 	        "  -t, --timeout=SECONDS    give up after this long (default 10)\n"
 	        "  -d, --debug=SUBSYS  -o, --debug-file=FILE  -v, --version  -h, --help\n",
 	        prog, prog);
@@ -65,6 +75,7 @@ static void init(struct work_queue_status_opts *o)
 void work_queue_status_opts_clear(struct work_queue_status_opts *o)
 {
 	free(o->host);
+	catalog_expr_delete(o->where);
 	init(o);
 }
 
@@ -72,6 +83,30 @@ static int parse_one(struct work_queue_status_opts *o, int c, char *arg, char *a
                      size_t errlen)
 {
 	switch (c) {
+	case 'Q': o->what = "master"; break;
+	case 'l': o->json = 1; break;
+	case OPT_WHERE: {
+		char *why = NULL;
+		struct catalog_expr *e = catalog_expr_parse(arg, strlen(arg), &why);
+		if (!e) {
+			snprintf(err, errlen, "--where %s: %s", arg, why);
+			free(why);
+			return HTC_EPARSE;
+		}
+		catalog_expr_delete(o->where);
+		o->where = e;
+		break;
+	}
+	case 'R':
+	case OPT_CAPACITY:
+	case 'O':
+		snprintf(err, errlen,
+		         "%s: a CCTools work_queue_status option that is not supported here "
+		         "(doc/compatibility.md)",
+		         c == 'R'   ? "-R"
+		         : c == 'O' ? "-O"
+		                    : "--capacity");
+		return HTC_EPARSE;
 	case 'W': o->what = "workers"; break;
 	case 'T': o->what = "tasks"; break;
 	case 'A': o->what = "categories"; break;
@@ -114,6 +149,11 @@ static int parse_master(struct work_queue_status_opts *o, int rest, char *const 
 		snprintf(err, errlen, "unexpected argument '%s' (see --help)", args[2]);
 		return HTC_EPARSE;
 	}
+	if (o->where || o->project) {
+		snprintf(err, errlen, "%s filters the catalog's listing: not with HOST PORT",
+		         o->where ? "--where" : "-M");
+		return HTC_EPARSE;
+	}
 	o->host = xstrdup(args[0]);
 	char *colon = strrchr(o->host, ':');
 	const char *portarg = rest == 2 ? args[1] : NULL;
@@ -137,7 +177,7 @@ int work_queue_status_opts_parse(int argc, char *argv[], struct work_queue_statu
 	opterr = 0;
 	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
 	int c, r = 0;
-	while ((c = getopt_long(argc, argv, "+:WTAM:C:P:t:d:o:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:QlRWTAM:C:P:t:O:d:o:vh", longopts, NULL)) != -1) {
 		r = parse_one(o, c, optarg, argv, err, errlen);
 		if (r != 0)
 			goto out;

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "catalog_expr.h"
+
 /* The strings that are not owned point into the ARGV given to the parser. */
 struct work_queue_status_opts {
 	const char *what;    /* "master" (default), "workers" -W, "tasks" -T, "categories" -A */
@@ -18,7 +20,8 @@ struct work_queue_status_opts {
 	const char *ssl_ca;
 	int ssl_no_verify;
 	int json;
-	double timeout; /* -t, seconds (default 10) */
+	struct catalog_expr *where; /* --where EXPR: a JX filter of the catalog listing; owned */
+	double timeout;             /* -t, seconds (default 10) */
 	char *host; /* HOST of HOST PORT or HOST:PORT, owned; NULL: list the catalog's masters */
 	int port;   /* default 9123 */
 };

@@ -2,11 +2,14 @@
  * (worker_opts), sets up logging and signal handling, and runs the worker (worker_conn) on one
  * libuv loop until it ends with the exit status of doc/work-queue-protocol.md section 1. */
 #include <pthread.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -78,6 +81,7 @@ static struct worker_docker *set_up_docker(const struct worker_opts *o)
  * NULL) when its shared container cannot be started. */
 static int run(uv_loop_t *loop, const struct worker_opts *o, struct worker_docker **dk)
 {
+	pid_t parent = getppid();
 	char *why = NULL;
 	struct worker *w = worker_create(loop, o, &why);
 	if (!w) {
@@ -107,6 +111,13 @@ static int run(uv_loop_t *loop, const struct worker_opts *o, struct worker_docke
 	/* the signal handles do not keep the loop alive: it ends when the worker does */
 	uv_unref((uv_handle_t *)&sigterm);
 	uv_unref((uv_handle_t *)&sigint);
+	if (o->parent_death) {
+		/* the parent's exit sends SIGTERM, which drains; a parent already gone does now */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
+			fatal("--parent-death: %s", strerror(errno));
+		if (getppid() != parent)
+			raise(SIGTERM);
+	}
 
 	worker_start(w);
 	uv_run(loop, UV_RUN_DEFAULT);

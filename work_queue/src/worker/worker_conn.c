@@ -24,6 +24,7 @@
 #include "path.h"
 #include "timeutil.h"
 #include "worker_conn_internal.h"
+#include "wq_probe.h"
 #include "worker_session.h"
 #include "worker_task.h"
 #include "wq_auth.h"
@@ -40,6 +41,7 @@
 #define BACKOFF_MIN_MS     1000
 #define BACKOFF_MAX_MS     60000
 #define STABLE_MS          60000 /* a connection up this long resets the backoff */
+#define PROBE_TIMEOUT_MS   5000  /* the CCTools status probe of a silent peer */
 #define CATALOG_TIMEOUT_S  10.0
 
 struct worker {
@@ -80,7 +82,13 @@ struct worker {
 	int exit_status;
 	bool finishing, stopped, permanent;
 	int signals;
-	bool ever_connected;    /* a handshake has succeeded once */
+	bool ever_connected; /* a handshake has succeeded once */
+	int64_t tasks_done;  /* tasks finished over every connection (--exit-after-tasks) */
+	struct sockaddr_storage m_addr; /* the address of the master being tried, once connected */
+	bool m_addr_ok;
+	struct wq_probe *probe; /* asking a silent peer whether it is a CCTools master */
+	bool probed;            /* the current master was probed once */
+	char probe_said[256];   /* the failure to report when the probe finds no CCTools */
 	char hs_failure[256];   /* why the last handshake failed, when the worker should say it */
 	bool hs_said;           /* the handshake logged its refusal itself */
 	char last_failure[512]; /* the last failure said on stderr (each reason is said once) */
@@ -135,6 +143,16 @@ const char *worker_hostname(struct worker *w)
 int worker_exit_status(const struct worker *w)
 {
 	return w->exit_status;
+}
+
+int64_t worker_count_task(struct worker *w)
+{
+	return ++w->tasks_done;
+}
+
+int64_t worker_tasks_done(struct worker *w)
+{
+	return w->tasks_done;
 }
 
 void worker_touch(struct worker *w)
@@ -294,6 +312,8 @@ static void stop_all(struct worker *w)
 	}
 	if (w->gai_busy)
 		uv_cancel((uv_req_t *)&w->gai);
+	wq_probe_cancel(w->probe);
+	w->probe = NULL;
 	if (w->tcp) {
 		uv_close((uv_handle_t *)w->tcp, (uv_close_cb)free);
 		w->tcp = NULL;
@@ -562,6 +582,34 @@ static void on_wall(uv_timer_t *t)
 
 /* ---- one session ----------------------------------------------------------------------------- */
 
+/* True for the failures of a peer that closed or stayed silent in the handshake. */
+static bool silent_peer(const char *why)
+{
+	return !strcmp(why, "connection closed by the peer") ||
+	       strstr(why, "connection reset by peer") || strstr(why, "handshake not completed");
+}
+
+/* The probe of a silent peer is over: a CCTools master is said in one line and ends the
+ * worker (status 2) unless -M has other masters to try; anything else is the usual retry. */
+static void on_probe(void *arg, bool cctools, const char *text)
+{
+	struct worker *w = arg;
+	w->probe = NULL;
+	if (!cctools) {
+		attempt_failed(w, w->probe_said, 0);
+		return;
+	}
+	warn("master %s:%d: %s: this worker cannot serve it; run CCTools' work_queue_worker for it",
+	     w->m_host ? w->m_host : "?", w->m_port, text);
+	if (w->o->project) {
+		attempt_failed(w, NULL, 0);
+		return;
+	}
+	w->exit_status = WORKER_EXIT_REFUSED;
+	w->finishing = true;
+	stop_all(w);
+}
+
 static void session_lost(struct worker_session *s, enum wq_conn_end why, const char *text)
 {
 	struct worker *w = s->w;
@@ -579,6 +627,16 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 	free(s);
 	w->s = NULL;
 	if (w->finishing) {
+		stop_all(w);
+		return;
+	}
+	bool tasks_done = w->o->exit_after_tasks > 0 && w->tasks_done >= w->o->exit_after_tasks;
+	if (was_active && (w->o->single_shot || tasks_done)) {
+		/* --single-shot: the first master served is the only one */
+		notice("ending: disconnected from the master (%s)",
+		       tasks_done ? "--exit-after-tasks" : "--single-shot");
+		w->finishing = true;
+		w->exit_status = WORKER_EXIT_OK;
 		stop_all(w);
 		return;
 	}
@@ -613,6 +671,17 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 	const char *said = was_active || w->hs_said ? NULL
 	                   : w->hs_failure[0]       ? w->hs_failure
 	                                            : text;
+	if (said && silent_peer(said) && !w->tls && w->m_addr_ok && !w->probed) {
+		/* a CCTools master reads lines and closes without a word: ask it as CCTools would
+		 */
+		w->probed = true;
+		snprintf(w->probe_said, sizeof w->probe_said, "%s", said);
+		w->probe = wq_probe_start(w->loop, (const struct sockaddr *)&w->m_addr,
+		                          PROBE_TIMEOUT_MS, on_probe, w);
+		w->hs_failure[0] = 0;
+		w->hs_said = false;
+		return;
+	}
 	attempt_failed(w, said, was_active ? BACKOFF_MIN_MS : 0);
 	w->hs_failure[0] = 0;
 	w->hs_said = false;
@@ -746,6 +815,8 @@ static void on_connect(uv_connect_t *req, int status)
 		attempt_failed(w, w->attempt_failed ? "connect timed out" : uv_strerror(status), 0);
 		return;
 	}
+	int alen = (int)sizeof w->m_addr;
+	w->m_addr_ok = uv_tcp_getpeername(tcp, (struct sockaddr *)&w->m_addr, &alen) == 0;
 	start_session(w, tcp);
 }
 
@@ -787,6 +858,9 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 
 static void connect_to(struct worker *w, const char *host, const char *tls_name, int port)
 {
+	if (!w->m_host || strcmp(w->m_host, host) || w->m_port != port)
+		w->probed = false; /* another master: it may be probed once too */
+	w->m_addr_ok = false;
 	free(w->m_host);
 	w->m_host = xstrdup(host);
 	free(w->m_tls_name);

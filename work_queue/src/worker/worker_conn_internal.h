@@ -31,6 +31,11 @@ void worker_finish(struct worker *w, int status, const char *reason);
 /* The same from the loop's next turn, for callers inside a transfer or task callback (whose
  * module must not be deleted under it). REASON must be a static string. */
 void worker_finish_soon(struct worker *w, int status, const char *reason);
+/* Counts one more finished task over the worker's whole life (every connection) and returns
+ * the count. */
+int64_t worker_count_task(struct worker *w);
+/* The tasks finished so far over the worker's whole life. */
+int64_t worker_tasks_done(struct worker *w);
 /* The idle clock restarts (a task arrived or ended). */
 void worker_touch(struct worker *w);
 

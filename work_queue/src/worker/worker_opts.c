@@ -30,6 +30,10 @@ enum {
 	OPT_CONNECT_TIMEOUT,
 	OPT_WALL_TIME,
 	OPT_SINGLE_SHOT,
+	OPT_EXIT_AFTER_TASKS,
+	OPT_IDLE_TIMEOUT,
+	OPT_PARENT_DEATH,
+	OPT_NOT_HERE, /* a CCTools option this worker does not have */
 	OPT_KEEP_CACHE,
 	OPT_SSL,
 	OPT_SSL_CA,
@@ -43,15 +47,19 @@ enum {
 
 static const struct option longopts[] = {
     {"master-name", required_argument, NULL, 'M'},
+    {"manager-name", required_argument, NULL, 'M'},
     {"catalog", required_argument, NULL, 'C'},
     {"cores", required_argument, NULL, OPT_CORES},
     {"memory", required_argument, NULL, OPT_MEMORY},
     {"disk", required_argument, NULL, OPT_DISK},
     {"gpus", required_argument, NULL, OPT_GPUS},
     {"timeout", required_argument, NULL, 't'},
+    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+    {"parent-death", no_argument, NULL, OPT_PARENT_DEATH},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"wall-time", required_argument, NULL, OPT_WALL_TIME},
     {"single-shot", no_argument, NULL, OPT_SINGLE_SHOT},
+    {"exit-after-tasks", required_argument, NULL, OPT_EXIT_AFTER_TASKS},
     {"workdir", required_argument, NULL, 's'},
     {"keep-cache", no_argument, NULL, OPT_KEEP_CACHE},
     {"password", required_argument, NULL, 'P'},
@@ -65,6 +73,24 @@ static const struct option longopts[] = {
     {"seccomp", required_argument, NULL, OPT_SECCOMP},
     {"debug", required_argument, NULL, 'd'},
     {"debug-file", required_argument, NULL, 'o'},
+    /* CCTools options refused by name (doc/compatibility.md) */
+    {"debug-rotate-max", required_argument, NULL, OPT_NOT_HERE},
+    {"foreman", no_argument, NULL, OPT_NOT_HERE},
+    {"foreman-name", required_argument, NULL, 'f'},
+    {"foreman-port", required_argument, NULL, OPT_NOT_HERE},
+    {"foreman-port-file", required_argument, NULL, 'Z'},
+    {"fast-abort", required_argument, NULL, 'F'},
+    {"specify-log", required_argument, NULL, OPT_NOT_HERE},
+    {"tcp-window-size", required_argument, NULL, 'w'},
+    {"min-backoff", required_argument, NULL, 'i'},
+    {"max-backoff", required_argument, NULL, 'b'},
+    {"arch", required_argument, NULL, 'A'},
+    {"os", required_argument, NULL, 'O'},
+    {"bandwidth", required_argument, NULL, OPT_NOT_HERE},
+    {"disk-allocation", no_argument, NULL, OPT_NOT_HERE},
+    {"disable-symlinks", no_argument, NULL, OPT_NOT_HERE},
+    {"volatility", required_argument, NULL, OPT_NOT_HERE},
+    {"tlq", required_argument, NULL, OPT_NOT_HERE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
@@ -77,15 +103,19 @@ static const char usage_text[] =
     "\n"
     "Where the master is:\n"
     "  HOST PORT                 the master's address (or HOST:PORT)\n"
-    "  -M, --master-name P       a master of project P, found through the catalog\n"
+    "  -M, -N, --manager-name P  a master of project P, found through the catalog\n"
+    "                            (also --master-name)\n"
     "  -C, --catalog H:P[,...]   catalog servers (default: $CATALOG_HOST, localhost:9097)\n"
-    "Resources offered (default: measured):\n"
+    "Resources offered (default or 0 for cores: measured):\n"
     "      --cores N  --memory MB  --disk MB  --gpus N   (sizes accept units: 4G)\n"
     "Lifetime:\n"
-    "  -t, --timeout T           exit after T idle (default 900 s; units: 15m, 1h)\n"
+    "  -t, --timeout T           set both --idle-timeout and --connect-timeout\n"
+    "      --idle-timeout T      exit after T idle (default 900 s; units: 15m, 1h)\n"
     "      --connect-timeout T   exit 3 if no master is reached within T (default 900 s)\n"
+    "      --parent-death        drain and exit when the parent process exits\n"
     "      --wall-time T         run at most T, then drain\n"
-    "      --single-shot         exit after the first task\n"
+    "      --single-shot         exit as soon as the master disconnects (no reconnecting)\n"
+    "      --exit-after-tasks N  finish N tasks, then drain and exit\n"
     "  -s, --workdir DIR         where the cache and sandboxes live\n"
     "      --keep-cache          do not delete the workdir at exit\n"
     "Security:\n"
@@ -214,13 +244,14 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 	int64_t v;
 	double d;
 	switch (c) {
-	case 'M': set(&o->project, arg); break;
+	case 'M':
+	case 'N': set(&o->project, arg); break;
 	case 'C': set(&o->catalog_hosts, arg); break;
 	case OPT_CORES:
-		if (str_to_double(arg, &d) < 0 || d <= 0 || d > 1e6)
-			return bad(err, errlen, "%s: \"%s\" is not a number of cores above 0", name,
-			           arg);
-		o->cores = d;
+		if (str_to_double(arg, &d) < 0 || d < 0 || d > 1e6)
+			return bad(err, errlen, "%s: \"%s\" is not a number of cores (0: measure)",
+			           name, arg);
+		o->cores = d == 0 ? -1 : d; /* 0 measures, as in CCTools */
 		break;
 	case OPT_MEMORY:
 	case OPT_DISK:
@@ -235,6 +266,7 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		o->gpus = v;
 		break;
 	case 't':
+	case OPT_IDLE_TIMEOUT:
 	case OPT_CONNECT_TIMEOUT:
 	case OPT_WALL_TIME:
 		if (units_parse_seconds(arg, &v) < 0)
@@ -242,11 +274,34 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 			           name, arg);
 		if (v == 0 && c != OPT_WALL_TIME)
 			return bad(err, errlen, "%s: the duration must be above 0", name);
-		*(c == 't'                   ? &o->idle_timeout
-		  : c == OPT_CONNECT_TIMEOUT ? &o->connect_timeout
-		                             : &o->wall_time) = v;
+		if (c == 't' || c == OPT_IDLE_TIMEOUT)
+			o->idle_timeout = v;
+		if (c == 't' || c == OPT_CONNECT_TIMEOUT)
+			o->connect_timeout = v;
+		if (c == OPT_WALL_TIME)
+			o->wall_time = v;
 		break;
+	case OPT_PARENT_DEATH: o->parent_death = true; break;
+	case OPT_NOT_HERE:
+	case 'f':
+	case 'Z':
+	case 'F':
+	case 'w':
+	case 'i':
+	case 'b':
+	case 'A':
+	case 'O':
+		return bad(err, errlen,
+		           "%s: a CCTools work_queue_worker option that is not supported here "
+		           "(doc/compatibility.md)",
+		           name);
 	case OPT_SINGLE_SHOT: o->single_shot = true; break;
+	case OPT_EXIT_AFTER_TASKS:
+		if (str_to_int64(arg, &v) < 0 || v < 1 || v > 1000000000)
+			return bad(err, errlen, "%s: \"%s\" is not a number of tasks above 0", name,
+			           arg);
+		o->exit_after_tasks = v;
+		break;
 	case 's':
 		if (!*arg)
 			return bad(err, errlen, "%s: the directory is empty", name);
@@ -318,7 +373,8 @@ int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char 
 	opterr = 0;
 	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
 	int c, r = 0, li = -1;
-	while ((c = getopt_long(argc, argv, "+:M:C:t:s:P:d:o:hv", longopts, &li)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:M:N:C:t:s:P:d:o:f:Z:F:w:i:b:A:O:hv", longopts,
+	                        &li)) != -1) {
 		if (c == 'h' || c == 'v' || c == ':' || c == '?') {
 			/* help, version and getopt's errors worded as every program words them */
 			r = cli_common_option(c, argv, "work_queue_worker", usage, err, errlen);

@@ -28,11 +28,13 @@ struct worker_opts {
 	int64_t disk_mb;
 	int64_t gpus;
 
-	int64_t idle_timeout;    /* -t, seconds */
-	int64_t connect_timeout; /* --connect-timeout, seconds */
-	int64_t wall_time;       /* --wall-time, seconds; 0 = none */
-	bool single_shot;
-	char *workdir; /* -s; NULL = a new directory under TMPDIR */
+	int64_t idle_timeout;     /* --idle-timeout (or -t), seconds */
+	int64_t connect_timeout;  /* --connect-timeout (or -t), seconds */
+	bool parent_death;        /* --parent-death: drain when the parent process exits */
+	int64_t wall_time;        /* --wall-time, seconds; 0 = none */
+	bool single_shot;         /* --single-shot: exit when the first master connection ends */
+	int64_t exit_after_tasks; /* --exit-after-tasks N: drain after N tasks; 0 = never */
+	char *workdir;            /* -s; NULL = a new directory under TMPDIR */
 	bool keep_cache;
 
 	char *password_file;

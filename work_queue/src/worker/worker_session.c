@@ -337,8 +337,9 @@ void ws_task_free(struct wtask *t)
 void ws_task_finished(struct worker_session *s)
 {
 	worker_touch(W(s));
-	if (worker_opts_of(W(s))->single_shot && s->active)
-		worker_session_drain(s, "single shot: first task done");
+	int64_t n = worker_count_task(W(s));
+	if (worker_opts_of(W(s))->exit_after_tasks == n && s->active)
+		worker_session_drain(s, "--exit-after-tasks: its tasks are done");
 }
 
 static void send_cancelled(struct worker_session *s, int64_t id, int64_t try_, bool known)

@@ -83,8 +83,8 @@ struct session_priv *ws_priv(struct worker_session *s);
 void ws_send(struct worker_session *s, json_t *m);
 /* Forgets T: releases what it holds; a running tree is killed, the sandbox removed. */
 void ws_task_free(struct wtask *t);
-/* A task of S finished (task_done sent): the idle clock restarts; with --single-shot the worker
- * drains. */
+/* A task of S finished (task_done sent): the idle clock restarts; with --exit-after-tasks N the
+ * worker drains after its Nth task. */
 void ws_task_finished(struct worker_session *s);
 /* Ends the worker once it is draining and no task is left. */
 void ws_check_drained(struct worker_session *s);

@@ -68,12 +68,16 @@ void ws_send_identity(struct worker_session *s)
 		end = json_integer(time_now_us() + o->wall_time * 1000000);
 	char sw[64];
 	snprintf(sw, sizeof sw, "htc %s", HTC_VERSION);
-	json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:o,s:o,s:b,s:s,s:b}", "m",
-	                      "identity", "host", worker_hostname(w), "os", u.sysname, "os_release",
-	                      u.release, "arch", u.machine, "software", sw, "pid",
-	                      (json_int_t)getpid(), "workdir", worker_workdir(w), "labels", labels,
-	                      "end_time", end, "docker", worker_docker_of(w) != NULL, "cgroups",
-	                      cgroups_kind(), "single_shot", o->single_shot);
+	json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:o,s:o,s:b,s:s}", "m", "identity",
+	                      "host", worker_hostname(w), "os", u.sysname, "os_release", u.release,
+	                      "arch", u.machine, "software", sw, "pid", (json_int_t)getpid(),
+	                      "workdir", worker_workdir(w), "labels", labels, "end_time", end,
+	                      "docker", worker_docker_of(w) != NULL, "cgroups", cgroups_kind());
+	if (m && o->exit_after_tasks > 0) {
+		/* the tasks still to run over this worker's life (at least 1: it drains at 0) */
+		int64_t left = o->exit_after_tasks - worker_tasks_done(w);
+		json_object_set_new(m, "max_tasks", json_integer(left > 0 ? left : 1));
+	}
 	if (m && (s->caps & WQ_CAP_QUEUE)) {
 		struct worker_total c;
 		worker_ledger_totals(worker_ledger(w), &c, NULL, NULL, NULL);

@@ -30,11 +30,10 @@
 json_t *wq_sim_identity_msg(const char *host, const char *software, const char *workdir,
                             int queue_max)
 {
-	json_t *m =
-	    json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:[],s:n,s:b,s:s,s:b}", "m", "identity",
-	              "host", host, "os", "Linux", "os_release", "6", "arch", "x86_64", "software",
-	              software, "pid", 42, "workdir", workdir, "labels", "end_time", "docker", 0,
-	              "cgroups", "none", "single_shot", 0);
+	json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:[],s:n,s:b,s:s}", "m", "identity",
+	                      "host", host, "os", "Linux", "os_release", "6", "arch", "x86_64",
+	                      "software", software, "pid", 42, "workdir", workdir, "labels",
+	                      "end_time", "docker", 0, "cgroups", "none");
 	if (queue_max > 0)
 		json_object_set_new(m, "queue_max", json_integer(queue_max));
 	return m;
