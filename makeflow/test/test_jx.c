@@ -118,6 +118,13 @@ static void test_literals(void **state)
 	expect("{\"a\": 1, \"b\": {\"c\": []}}", "{\"a\": 1, \"b\": {\"c\": []}}");
 	expect("  # leading comment\n [1, # one\n 2] # trailing", "[1, 2]");
 	expect("\"# not a comment\"", "\"# not a comment\"");
+	/* a trailing comma in a list, an object and a call, as CCTools reads them */
+	expect("[1,]", "[1]");
+	expect("[1, 2,\n]", "[1, 2]");
+	expect("{\"a\": 1,}", "{\"a\": 1}");
+	expect("{\"a\": {\"b\": [1,],},\n}", "{\"a\": {\"b\": [1]}}");
+	expect("range(3,)", "[0, 1, 2]");
+	expect("[x for x in [1, 2],]", "[1, 2]");
 }
 
 static void test_literal_errors(void **state)
@@ -149,9 +156,11 @@ static void test_literal_errors(void **state)
 	expect_error_at("1 2", "expected end of input but found integer", 1, 3);
 	expect_error("[1, 2", "expected ',' or ']'");
 	expect_error("[1 2]", "expected ',' or ']'");
-	expect_error("[1,]", "unexpected ']'");
+	expect_error("[,]", "unexpected ','");
+	expect_error("[1,,2]", "unexpected ','");
 	expect_error("{\"a\" 1}", "expected ':'");
-	expect_error("{\"a\": 1,}", "unexpected '}'");
+	expect_error("{,}", "unexpected ','");
+	expect_error("{\"a\": 1,,}", "unexpected ','");
 	expect_error("{\"a\": 1 \"b\": 2}", "expected ',' or '}'");
 	expect_error("{\"a\": 1, \"a\": 2}", "duplicate key \"a\"");
 	expect_error("{1: 2}", "object key must be a string");
