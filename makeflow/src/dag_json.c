@@ -360,6 +360,11 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 	}
 	if (wf && !*json_string_value(wf))
 		return jerr(c, "empty 'workflow'");
+	json_t *args = json_object_get(r, "args");
+	if (args && !wf)
+		return jerr(c, "'args' belongs to a nested workflow: the rule needs 'workflow'");
+	if (args && !json_is_object(args))
+		return jerr(c, "'args' must be an object (the symbols of the nested workflow)");
 
 	struct dag_category *cat = defcat;
 	json_t *jc = json_object_get(r, "category");
@@ -394,8 +399,7 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 	n->local = (uint8_t)(local && json_is_true(local));
 	n->allocation = (uint8_t)allocation;
 	if (wf) {
-		json_t *args = json_object_get(r, "args");
-		char *a = args ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+		char *a = args ? json_dumps(args, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
 		dag_node_set_workflow(n, json_string_value(wf), a);
 		free(a);
 		dag_node_add_input(c->dag, n, dag_file_get_or_create(c->dag, json_string_value(wf)),

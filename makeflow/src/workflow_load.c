@@ -13,6 +13,7 @@
 #include "jx.h"
 #include "parser.h"
 #include "units.h"
+#include "workflow_nested.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -75,6 +76,10 @@ static struct dag *load(const struct workflow_source *src, char *err, size_t err
 struct dag *workflow_load(const struct workflow_source *src, char *err, size_t errlen)
 {
 	struct dag *d = load(src, err, errlen);
+	if (d && workflow_nested_check(d, src->path, err, errlen) < 0) {
+		dag_delete(d);
+		d = NULL;
+	}
 	if (!d && errlen > 0)
 		sanitize_message(err, errlen);
 	return d;
