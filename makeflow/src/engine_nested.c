@@ -42,7 +42,7 @@ int engine_nested_prepare(const char *self_exe, const struct dag *d, const struc
 {
 	memset(j, 0, sizeof *j);
 	int jx = workflow_nested_is_jx(d, n);
-	if (jx && d->json && n->workflow_args) {
+	if (jx && workflow_nested_json_args(n)) {
 		j->args_file = xasprintf("%s.%d.args.jx", n->workflow, n->id);
 		int rc = atomic_file_write(j->args_file, n->workflow_args, strlen(n->workflow_args),
 		                           0644);

@@ -22,11 +22,20 @@ int workflow_nested_max(void)
 	return WORKFLOW_NESTED_DEFAULT_MAX;
 }
 
+int workflow_nested_json_args(const struct dag_node *n)
+{
+	/* the Make-like form keeps the rest of the MAKEFLOW line, which ends its
+	 * command; the JSON form's command is "MAKEFLOW FILE" and its args an object */
+	return n->workflow && n->workflow_args && n->workflow_args[0] == '{' &&
+	       !str_has_suffix(n->command, n->workflow_args);
+}
+
 int workflow_nested_is_jx(const struct dag *d, const struct dag_node *n)
 {
+	(void)d;
 	if (!n->workflow)
 		return 0;
-	if (d->json && n->workflow_args)
+	if (workflow_nested_json_args(n))
 		return 1;
 	return str_has_suffix(n->workflow, ".jx") || str_has_suffix(n->workflow, ".json");
 }
@@ -36,7 +45,8 @@ int workflow_nested_is_jx(const struct dag *d, const struct dag_node *n)
 static char **make_words(const struct dag *d, const struct dag_node *n, int *count)
 {
 	*count = 0;
-	if (d->json || !n->workflow_args)
+	(void)d;
+	if (!n->workflow_args || workflow_nested_json_args(n))
 		return NULL;
 	char **w = str_split_ws(n->workflow_args, count);
 	if (*count == 0) {

@@ -21,6 +21,10 @@
 /* The nesting limit: MAKEFLOW_MAX_NESTING when it is a whole number, else 16. */
 int workflow_nested_max(void);
 
+/* 1 if rule N is a JSON/JX nested rule with "args" (its workflow_args hold
+ * the JSON object). */
+int workflow_nested_json_args(const struct dag_node *n);
+
 /* 1 if rule N's sub-workflow is read as JX: a JSON rule with "args", or a
  * file whose name ends in .jx or .json. */
 int workflow_nested_is_jx(const struct dag *d, const struct dag_node *n);

@@ -92,7 +92,7 @@ static void test_rules(void **state)
 	assert_string_equal(dag_env_get(b->env, "OMP_NUM_THREADS"), "2");
 	assert_string_equal(dag_env_get(b->env, "MEMORY"), "2048");
 	assert_string_equal(c->workflow, "sub.json");
-	assert_string_equal(c->workflow_args, "{\"x\":1}");
+	assert_string_equal(c->workflow_args, "{\n \"x\": 1\n}");
 	assert_string_equal(c->inputs[0].file->name, "sub.json");
 	assert_true(dag_file_lookup(d, "all")->is_final_output);
 	assert_true(dag_file_lookup(d, "subout")->is_final_output);

@@ -72,4 +72,63 @@ test_expect_success 'a --jx-args file with a trailing comma is read' '
 	[ "$(wc -l <all)" = 2 ]
 '
 
+# refuses FILE REGEX [OPTIONS...]: makeflow refuses FILE with exit 1 and a
+# message matching REGEX, before anything runs.
+refuses() {
+	local f=$1 re=$2 rc=0
+	shift 2
+	"$MF" "$@" "$f" >out 2>err || rc=$?
+	cat err
+	[ $rc = 1 ] || { echo "makeflow exited $rc, expected 1"; return 1; }
+	grep -Eq "$re" err || { echo "no message matching: $re"; return 1; }
+	[ ! -e ran ] || { echo "a rule ran"; return 1; }
+}
+
+test_expect_success 'JSON errors name the line and column of the value' '
+	cat >w.json <<-\EOF
+	{"rules": [
+	    {"command": "touch ran", "outputs": ["ran"]},
+	    {"command": "x",
+	     "outputs": ["b"], "resources": {"cores": "many"}}
+	]}
+	EOF
+	refuses w.json "^makeflow: w.json:4:47: rule 1: bad value .many. for resource .cores." --json
+	cat >k.json <<-\EOF
+	{"rules": [
+
+	    {"command": "x", "outputs": ["b"], "comand": "y"}
+	]}
+	EOF
+	refuses k.json "^makeflow: k.json:3: rule 0: unknown key .comand." --json
+'
+
+test_expect_success '--json refuses JX expressions, naming their place' '
+	printf "{\"rules\": [\n  {\"command\": \"a\" + X, \"outputs\": [\"a\"]}]}\n" >e.json
+	refuses e.json "^makeflow: e.json:2:.*: .*not plain JSON" --json
+'
+
+test_expect_success 'JX errors found after evaluation name the line of the value' '
+	cat >w.jx <<-\EOF
+	{"rules": [
+	    {"command": "touch ran", "outputs": ["ran"]},
+	    {"command": "touch " + f, "outputs": [f],
+	     "local_job": f} for f in ["a", "b"]
+	]}
+	EOF
+	refuses w.jx "^makeflow: w.jx:4:19: rule 1: .local_job. must be true or false" --jx
+'
+
+test_expect_success 'a failed JX rule is reported at its line' '
+	cat >w.jx <<-\EOF
+	{"rules": [
+
+	    {"command": "exit 3", "outputs": ["a"]}
+	]}
+	EOF
+	rc=0; "$MF" --jx w.jx 2>err || rc=$?
+	cat err
+	[ $rc = 1 ]
+	grep -q "w.jx:3: rule 0 failed" err
+'
+
 test_done
