@@ -199,6 +199,10 @@ static void test_strict(void **state)
 	             "w.json: rule 0: key 'makeflow' in a rule is not supported by this makeflow "
 	             "(CCTools' older form of a nested workflow; write \"workflow\": FILE and "
 	             "\"args\": {...})");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
+	             " \"container\": \"debian\"}]}",
+	             "w.json: rule 0: key 'container' in a rule is not supported by this makeflow "
+	             "(containers for rules are not built in this makeflow yet)");
 	/* names as in the Make-like form */
 	expect_error("{\"rules\": [], \"environment\": {\"A B\": 1}}",
 	             "w.json: bad variable name 'A B' in 'environment'");
