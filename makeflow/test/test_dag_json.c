@@ -203,6 +203,15 @@ static void test_strict(void **state)
 	             " \"container\": \"debian\"}]}",
 	             "w.json: rule 0: key 'container' in a rule is not supported by this makeflow "
 	             "(containers for rules are not built in this makeflow yet)");
+	expect_error("{\"rules\": [], \"categories\": {\"c\": {\"allocation\": \"max\"}}}",
+	             "w.json: key 'allocation' in a category is not supported by this makeflow (a "
+	             "category's allocation is chosen with \"mode\" or makeflow --allocation)");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"], \"args\": {}}]}",
+	             "w.json: rule 0: 'args' belongs to a nested workflow: the rule needs "
+	             "'workflow'");
+	expect_error(
+	    "{\"rules\": [{\"workflow\": \"s.jx\", \"outputs\": [\"o\"], \"args\": [1]}]}",
+	    "w.json: rule 0: 'args' must be an object (the symbols of the nested workflow)");
 	/* names as in the Make-like form */
 	expect_error("{\"rules\": [], \"environment\": {\"A B\": 1}}",
 	             "w.json: bad variable name 'A B' in 'environment'");
