@@ -1056,6 +1056,32 @@ static void test_positions(void **state)
 	free(path);
 }
 
+/* fetch() reads a local JSON file as CCTools does; URLs and bad files are
+ * errors naming the file. */
+static void test_fetch(void **state)
+{
+	(void)state;
+	const char *doc = "{\"x\": 0, \"y\": \"test\", \"z\": 1.0,}\n";
+	char *path = write_temp(doc, strlen(doc));
+	char *expr = xasprintf("fetch(\"%s\")", path);
+	expect(expr, "{\"x\": 0, \"y\": \"test\", \"z\": 1.0}");
+	free(expr);
+	expr = xasprintf("fetch(\"%s\")[\"y\"]", path);
+	expect(expr, "\"test\"");
+	free(expr);
+	unlink(path);
+	free(path);
+	const char *bad = "{\"x\": fetch(\"self\")}";
+	path = write_temp(bad, strlen(bad));
+	expr = xasprintf("fetch(\"%s\")", path);
+	expect_error_free(expr, "not plain JSON");
+	unlink(path);
+	free(path);
+	expect_error("fetch(\"http://example.org/a.json\")", "is a URL");
+	expect_error("fetch(\"/nonexistent/a.json\")", "cannot open");
+	expect_error("fetch(1)", "must be a string");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1084,6 +1110,7 @@ int main(void)
 	    cmocka_unit_test(test_work_limit),
 	    cmocka_unit_test(test_garbage),
 	    cmocka_unit_test(test_positions),
+	    cmocka_unit_test(test_fetch),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
