@@ -24,7 +24,11 @@ struct jctx {
 	size_t errlen;
 	int rule;                 /* index of the rule being read, -1 outside rules */
 	const struct jx_pos *pos; /* positions of values, or NULL */
-	int line, col;            /* where the value an error is about was written, or 0 */
+	/* the place an error is about, resolved only when an error is written:
+	 * member at_name of at_obj, item at_index of at_list, or the container at */
+	json_t *at, *at_obj, *at_list;
+	const char *at_name;
+	size_t at_index;
 	/* environment under construction */
 	char **vars;
 	int nvars, capvars;
@@ -36,13 +40,15 @@ __attribute__((format(printf, 2, 3))) static int jerr(struct jctx *c, const char
 {
 	if (!c->err || !c->errlen)
 		return -1;
-	int off;
-	if (c->line > 0)
+	int off, line = 0, col = 0;
+	int found = c->at_obj    ? jx_pos_find_member(c->pos, c->at_obj, c->at_name, &line, &col)
+	            : c->at_list ? jx_pos_find_item(c->pos, c->at_list, c->at_index, &line, &col)
+	                         : jx_pos_find(c->pos, c->at, &line, &col);
+	if (found)
 		off = c->rule >= 0
 		          ? snprintf(c->err, c->errlen, "%s:%d:%d: rule %d: ", c->dag->filename,
-		                     c->line, c->col, c->rule)
-		          : snprintf(c->err, c->errlen, "%s:%d:%d: ", c->dag->filename, c->line,
-		                     c->col);
+		                     line, col, c->rule)
+		          : snprintf(c->err, c->errlen, "%s:%d:%d: ", c->dag->filename, line, col);
 	else if (c->rule >= 0)
 		off = snprintf(c->err, c->errlen, "%s: rule %d: ", c->dag->filename, c->rule);
 	else
@@ -57,21 +63,30 @@ __attribute__((format(printf, 2, 3))) static int jerr(struct jctx *c, const char
 }
 
 /* The next messages name the place of the object or list V, of member NAME
- * of OBJ, or of item I of LIST, when it is known (else the place named
- * before stays). */
+ * of OBJ (when OBJ has it), or of item I of LIST. Nothing is looked up until
+ * a message is written. */
 static void at(struct jctx *c, json_t *v)
 {
-	jx_pos_find(c->pos, v, &c->line, &c->col);
+	if (!v || !(json_is_object(v) || json_is_array(v)))
+		return;
+	c->at = v;
+	c->at_obj = c->at_list = NULL;
 }
 
 static void at_member(struct jctx *c, json_t *obj, const char *name)
 {
-	jx_pos_find_member(c->pos, obj, name, &c->line, &c->col);
+	if (!json_is_object(obj) || !json_object_get(obj, name))
+		return;
+	c->at_obj = obj;
+	c->at_name = name;
+	c->at_list = NULL;
 }
 
 static void at_item(struct jctx *c, json_t *list, size_t i)
 {
-	jx_pos_find_item(c->pos, list, i, &c->line, &c->col);
+	c->at_list = list;
+	c->at_index = i;
+	c->at_obj = NULL;
 }
 
 /* Refuses the first key of OBJ that the key table does not support at
@@ -389,8 +404,9 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 		return jerr(c, "has both 'command' and 'workflow'");
 	if (!cmd && !wf)
 		return jerr(c, "needs 'command' or 'workflow'");
-	int rule_line = c->line, rule_col = c->col;
 	at_member(c, r, cmd ? "command" : "workflow");
+	json_t *rule_obj = c->at_obj;
+	const char *rule_name = c->at_name;
 	if (cmd && !json_is_string(cmd))
 		return jerr(c, "'command' must be a string");
 	if (wf && !json_is_string(wf))
@@ -441,8 +457,7 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 			return jerr(c, "'allocation' must be \"auto\", \"max\" or \"error\"");
 	}
 
-	c->line = rule_line;
-	c->col = rule_col;
+	at_member(c, rule_obj, rule_name);
 	int line = c->rule;
 	if (c->pos && !jx_pos_find(c->pos, r, &line, NULL))
 		line = c->rule;
@@ -488,8 +503,7 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 	if (env_add_object(c, json_object_get(r, "environment"), "environment") < 0)
 		return -1;
 	set_rule_env(c, n);
-	c->line = rule_line;
-	c->col = rule_col;
+	at_member(c, rule_obj, rule_name);
 	if (n->noutputs == 0) /* as "rule has no targets" in the Make-like form */
 		return jerr(c, "has no outputs (a rule names at least one file in 'outputs')");
 	return 0;
@@ -547,6 +561,7 @@ struct dag *dag_from_json_at(json_t *workflow, const char *filename, const struc
 	json_array_foreach(rules, i, r)
 	{
 		c.rule = (int)i;
+		at_item(&c, rules, i);
 		if (read_rule(&c, r, defcat) < 0)
 			goto out;
 	}

@@ -156,8 +156,8 @@ static json_t *eval_document(struct jx_eval *ev, const struct jx_node *root, jso
 		else {
 			json_t *v = jx_eval_node(ev, vn);
 			if (v)
-				jx_pos_note_member(ev->pos, out, json_string_value(key), vn->line,
-				                   vn->column);
+				jx_pos_note_member(ev->pos, out, json_string_value(key), v,
+				                   vn->line, vn->column);
 			rc = v ? jx_object_add(ev, vn, out, json_string_value(key), v) : -1;
 		}
 		json_decref(key);

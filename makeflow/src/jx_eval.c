@@ -613,7 +613,7 @@ static int comp_run(struct jx_eval *ev, const struct jx_node *comp, size_t claus
 		json_t *item = jx_eval_node(ev, comp->a);
 		if (!item)
 			return -1;
-		jx_pos_note_item(ev->pos, out, json_array_size(out), comp->a->line,
+		jx_pos_note_item(ev->pos, out, json_array_size(out), item, comp->a->line,
 		                 comp->a->column);
 		return jx_list_add(ev, comp->a, out, item);
 	}
@@ -664,7 +664,7 @@ static json_t *eval_list(struct jx_eval *ev, const struct jx_node *n)
 		}
 		json_t *item = jx_eval_node(ev, k);
 		if (item)
-			jx_pos_note_item(ev->pos, r, json_array_size(r), k->line, k->column);
+			jx_pos_note_item(ev->pos, r, json_array_size(r), item, k->line, k->column);
 		if (!item || jx_list_add(ev, k, r, item) < 0)
 			goto fail;
 	}
@@ -696,7 +696,7 @@ static json_t *eval_object(struct jx_eval *ev, const struct jx_node *n)
 		}
 		json_t *value = jx_eval_node(ev, n->kids[i + 1]);
 		if (value)
-			jx_pos_note_member(ev->pos, r, k, n->kids[i + 1]->line,
+			jx_pos_note_member(ev->pos, r, k, value, n->kids[i + 1]->line,
 			                   n->kids[i + 1]->column);
 		int rc = value ? jx_object_add(ev, n->kids[i + 1], r, k, value) : -1;
 		json_decref(key);

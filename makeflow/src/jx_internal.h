@@ -169,8 +169,10 @@ struct jx_pos *jx_pos_create(void);
 void jx_pos_note(struct jx_pos *pos, json_t *v, int line, int column);
 /* Notes where the value of member NAME of OBJ, or of item INDEX of LIST, was
  * written. */
-void jx_pos_note_member(struct jx_pos *pos, json_t *obj, const char *name, int line, int column);
-void jx_pos_note_item(struct jx_pos *pos, json_t *list, size_t index, int line, int column);
+void jx_pos_note_member(struct jx_pos *pos, json_t *obj, const char *name, json_t *value, int line,
+                        int column);
+void jx_pos_note_item(struct jx_pos *pos, json_t *list, size_t index, json_t *value, int line,
+                      int column);
 
 /* Records an error at node `at` (the first error wins). Always returns -1. */
 int jx_fail(struct jx_eval *ev, const struct jx_node *at, const char *fmt, ...)
