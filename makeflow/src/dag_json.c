@@ -1,7 +1,9 @@
 /* dag_json.c: builds a struct dag from the JSON form of a workflow (what a
  * --json file holds, or what the JX evaluator produced): rules with commands
  * or nested workflows, files with optional sandbox names, categories with
- * resources and environments. Errors name the rule by its index. */
+ * resources and environments. Errors name the line and column of the
+ * offending value when the JX evaluator noted it, else the rule's index. */
+#include "dag_json.h"
 #include "parser.h"
 
 #include <ctype.h>
@@ -20,7 +22,13 @@ struct jctx {
 	struct dag *dag;
 	char *err;
 	size_t errlen;
-	int rule; /* index of the rule being read, -1 outside rules */
+	int rule;                 /* index of the rule being read, -1 outside rules */
+	const struct jx_pos *pos; /* positions of values, or NULL */
+	/* the place an error is about, resolved only when an error is written:
+	 * member at_name of at_obj, item at_index of at_list, or the container at */
+	json_t *at, *at_obj, *at_list;
+	const char *at_name;
+	size_t at_index;
 	/* environment under construction */
 	char **vars;
 	int nvars, capvars;
@@ -32,8 +40,16 @@ __attribute__((format(printf, 2, 3))) static int jerr(struct jctx *c, const char
 {
 	if (!c->err || !c->errlen)
 		return -1;
-	int off;
-	if (c->rule >= 0)
+	int off, line = 0, col = 0;
+	int found = c->at_obj    ? jx_pos_find_member(c->pos, c->at_obj, c->at_name, &line, &col)
+	            : c->at_list ? jx_pos_find_item(c->pos, c->at_list, c->at_index, &line, &col)
+	                         : jx_pos_find(c->pos, c->at, &line, &col);
+	if (found)
+		off = c->rule >= 0
+		          ? snprintf(c->err, c->errlen, "%s:%d:%d: rule %d: ", c->dag->filename,
+		                     line, col, c->rule)
+		          : snprintf(c->err, c->errlen, "%s:%d:%d: ", c->dag->filename, line, col);
+	else if (c->rule >= 0)
 		off = snprintf(c->err, c->errlen, "%s: rule %d: ", c->dag->filename, c->rule);
 	else
 		off = snprintf(c->err, c->errlen, "%s: ", c->dag->filename);
@@ -44,6 +60,33 @@ __attribute__((format(printf, 2, 3))) static int jerr(struct jctx *c, const char
 	vsnprintf(c->err + off, c->errlen - (size_t)off, fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+/* The next messages name the place of the object or list V, of member NAME
+ * of OBJ (when OBJ has it), or of item I of LIST. Nothing is looked up until
+ * a message is written. */
+static void at(struct jctx *c, json_t *v)
+{
+	if (!v || !(json_is_object(v) || json_is_array(v)))
+		return;
+	c->at = v;
+	c->at_obj = c->at_list = NULL;
+}
+
+static void at_member(struct jctx *c, json_t *obj, const char *name)
+{
+	if (!json_is_object(obj) || !json_object_get(obj, name))
+		return;
+	c->at_obj = obj;
+	c->at_name = name;
+	c->at_list = NULL;
+}
+
+static void at_item(struct jctx *c, json_t *list, size_t i)
+{
+	c->at_list = list;
+	c->at_index = i;
+	c->at_obj = NULL;
 }
 
 /* Refuses the first key of OBJ that the key table does not support at
@@ -59,7 +102,11 @@ static int check_keys(struct jctx *c, json_t *obj, enum workflow_key_place place
 			continue;
 		char msg[400];
 		workflow_key_refusal(place, key, msg, sizeof msg);
+		/* keys keep no position: the line where the key alone occurs, else
+		 * the line of its object */
 		int line = workflow_key_line(c->dag->filename, key, 64u << 20);
+		if (line <= 0 && !jx_pos_find(c->pos, obj, &line, NULL))
+			line = 0;
 		if (!c->err || !c->errlen)
 			return -1;
 		int off = line > 0 ? snprintf(c->err, c->errlen, "%s:%d: ", c->dag->filename, line)
@@ -116,6 +163,7 @@ static int env_add_object(struct jctx *c, json_t *env, const char *what)
 {
 	if (!env)
 		return 0;
+	at(c, env);
 	if (!json_is_object(env))
 		return jerr(c, "'%s' must be an object", what);
 	const char *key;
@@ -124,6 +172,7 @@ static int env_add_object(struct jctx *c, json_t *env, const char *what)
 	{
 		char num[64];
 		const char *value;
+		at_member(c, env, key);
 		if (json_is_string(v))
 			value = json_string_value(v);
 		else if (json_is_integer(v)) {
@@ -167,6 +216,7 @@ static int read_resources(struct jctx *c, json_t *obj, struct dag_resources *r, 
 {
 	if (!obj)
 		return 0;
+	at(c, obj);
 	if (!json_is_object(obj))
 		return jerr(c, "'resources' must be an object");
 	if (check_keys(c, obj, WORKFLOW_KEY_RESOURCES) < 0)
@@ -176,6 +226,7 @@ static int read_resources(struct jctx *c, json_t *obj, struct dag_resources *r, 
 	json_object_foreach(obj, key, v)
 	{
 		int k = workflow_key_find(WORKFLOW_KEY_RESOURCES, key)->resource;
+		at_member(c, obj, key);
 		char text[64];
 		const char *t = NULL;
 		if (json_is_integer(v)) {
@@ -208,12 +259,14 @@ static int read_categories(struct jctx *c, json_t *cats)
 {
 	if (!cats)
 		return 0;
+	at(c, cats);
 	if (!json_is_object(cats))
 		return jerr(c, "'categories' must be an object");
 	const char *name;
 	json_t *obj;
 	json_object_foreach(cats, name, obj)
 	{
+		at(c, obj);
 		if (!*name)
 			return jerr(c, "empty category name");
 		for (const char *s = name; *s; s++)
@@ -227,6 +280,7 @@ static int read_categories(struct jctx *c, json_t *cats)
 		if (read_resources(c, json_object_get(obj, "resources"), &cat->max, NULL) < 0)
 			return -1;
 		json_t *mode = json_object_get(obj, "mode");
+		at_member(c, obj, "mode");
 		if (mode && (!json_is_string(mode) ||
 		             dag_category_mode_parse(json_string_value(mode), &cat->mode) != 0))
 			return jerr(c, "bad 'mode' for category '%s'", name);
@@ -251,6 +305,7 @@ static int read_files(struct jctx *c, struct dag_node *n, json_t *list, int outp
 	const char *what = outputs ? "outputs" : "inputs";
 	if (!list)
 		return 0;
+	at(c, list);
 	if (!json_is_array(list))
 		return jerr(c, "'%s' must be a list", what);
 	size_t i;
@@ -258,6 +313,7 @@ static int read_files(struct jctx *c, struct dag_node *n, json_t *list, int outp
 	json_array_foreach(list, i, item)
 	{
 		const char *name = NULL, *remote = NULL;
+		at_item(c, list, i);
 		if (json_is_string(item)) {
 			name = json_string_value(item);
 		} else if (json_is_object(item)) {
@@ -337,6 +393,7 @@ static void set_rule_env(struct jctx *c, struct dag_node *n)
 
 static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 {
+	at(c, r);
 	if (!json_is_object(r))
 		return jerr(c, "must be an object");
 	if (check_keys(c, r, WORKFLOW_KEY_RULE) < 0)
@@ -347,6 +404,9 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 		return jerr(c, "has both 'command' and 'workflow'");
 	if (!cmd && !wf)
 		return jerr(c, "needs 'command' or 'workflow'");
+	at_member(c, r, cmd ? "command" : "workflow");
+	json_t *rule_obj = c->at_obj;
+	const char *rule_name = c->at_name;
 	if (cmd && !json_is_string(cmd))
 		return jerr(c, "'command' must be a string");
 	if (wf && !json_is_string(wf))
@@ -360,9 +420,16 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 	}
 	if (wf && !*json_string_value(wf))
 		return jerr(c, "empty 'workflow'");
+	json_t *args = json_object_get(r, "args");
+	at_member(c, r, "args");
+	if (args && !wf)
+		return jerr(c, "'args' belongs to a nested workflow: the rule needs 'workflow'");
+	if (args && !json_is_object(args))
+		return jerr(c, "'args' must be an object (the symbols of the nested workflow)");
 
 	struct dag_category *cat = defcat;
 	json_t *jc = json_object_get(r, "category");
+	at_member(c, r, "category");
 	if (jc) {
 		if (!json_is_string(jc) || !*json_string_value(jc))
 			return jerr(c, "'category' must be a non-empty string");
@@ -372,11 +439,13 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 		cat = dag_category_get_or_create(c->dag, json_string_value(jc));
 	}
 	json_t *local = json_object_get(r, "local_job");
+	at_member(c, r, "local_job");
 	if (local && !json_is_boolean(local))
 		return jerr(c, "'local_job' must be true or false");
 	json_t *alloc = json_object_get(r, "allocation");
 	int allocation = DAG_ALLOCATION_AUTO;
 	if (alloc) {
+		at_member(c, r, "allocation");
 		const char *a = json_is_string(alloc) ? json_string_value(alloc) : "";
 		if (strcmp(a, "auto") == 0 || strcmp(a, "first") == 0)
 			allocation = DAG_ALLOCATION_AUTO;
@@ -388,22 +457,29 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 			return jerr(c, "'allocation' must be \"auto\", \"max\" or \"error\"");
 	}
 
+	at_member(c, rule_obj, rule_name);
+	int line = c->rule;
+	if (c->pos && !jx_pos_find(c->pos, r, &line, NULL))
+		line = c->rule;
 	char *wcmd = wf ? xasprintf("MAKEFLOW %s", json_string_value(wf)) : NULL;
-	struct dag_node *n = dag_node_add(c->dag, c->rule, command ? command : wcmd, cat);
+	struct dag_node *n = dag_node_add(c->dag, line, command ? command : wcmd, cat);
 	free(wcmd);
 	n->local = (uint8_t)(local && json_is_true(local));
 	n->allocation = (uint8_t)allocation;
 	if (wf) {
-		json_t *args = json_object_get(r, "args");
-		char *a = args ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+		char *a = args ? json_dumps(args, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
 		dag_node_set_workflow(n, json_string_value(wf), a);
 		free(a);
 		dag_node_add_input(c->dag, n, dag_file_get_or_create(c->dag, json_string_value(wf)),
 		                   NULL);
 	}
-	if (read_files(c, n, json_object_get(r, "outputs"), 1) < 0 ||
-	    read_files(c, n, json_object_get(r, "inputs"), 0) < 0)
+	at_member(c, r, "outputs");
+	if (read_files(c, n, json_object_get(r, "outputs"), 1) < 0)
 		return -1;
+	at_member(c, r, "inputs");
+	if (read_files(c, n, json_object_get(r, "inputs"), 0) < 0)
+		return -1;
+	at_member(c, r, "resources");
 	if (read_resources(c, json_object_get(r, "resources"), &n->resources,
 	                   &n->explicit_resources) < 0)
 		return -1;
@@ -423,9 +499,11 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 		env_put(c, name, eq + 1);
 		free(name);
 	}
+	at_member(c, r, "environment");
 	if (env_add_object(c, json_object_get(r, "environment"), "environment") < 0)
 		return -1;
 	set_rule_env(c, n);
+	at_member(c, rule_obj, rule_name);
 	if (n->noutputs == 0) /* as "rule has no targets" in the Make-like form */
 		return jerr(c, "has no outputs (a rule names at least one file in 'outputs')");
 	return 0;
@@ -433,8 +511,17 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 
 struct dag *dag_from_json(json_t *workflow, const char *filename, char *err, size_t errlen)
 {
-	struct jctx c = {.dag = dag_create(filename), .err = err, .errlen = errlen, .rule = -1};
-	c.dag->json = 1;
+	return dag_from_json_at(workflow, filename, NULL, err, errlen);
+}
+
+struct dag *dag_from_json_at(json_t *workflow, const char *filename, const struct jx_pos *pos,
+                             char *err, size_t errlen)
+{
+	struct jctx c = {
+	    .dag = dag_create(filename), .err = err, .errlen = errlen, .rule = -1, .pos = pos};
+	/* with positions, rules carry their real line and messages name lines */
+	c.dag->json = pos ? 0 : 1;
+	at(&c, workflow);
 	int rc = -1;
 	if (err && errlen)
 		err[0] = 0;
@@ -445,6 +532,7 @@ struct dag *dag_from_json(json_t *workflow, const char *filename, char *err, siz
 	if (check_keys(&c, workflow, WORKFLOW_KEY_TOP) < 0)
 		goto out;
 	json_t *rules = json_object_get(workflow, "rules");
+	at(&c, rules);
 	if (!rules) {
 		jerr(&c, "missing 'rules'");
 		goto out;
@@ -461,6 +549,7 @@ struct dag *dag_from_json(json_t *workflow, const char *filename, char *err, siz
 	struct dag_category *defcat = c.dag->default_category;
 	json_t *dc = json_object_get(workflow, "default_category");
 	if (dc) {
+		at_member(&c, workflow, "default_category");
 		if (!json_is_string(dc) || !*json_string_value(dc)) {
 			jerr(&c, "'default_category' must be a non-empty string");
 			goto out;
@@ -472,6 +561,7 @@ struct dag *dag_from_json(json_t *workflow, const char *filename, char *err, siz
 	json_array_foreach(rules, i, r)
 	{
 		c.rule = (int)i;
+		at_item(&c, rules, i);
 		if (read_rule(&c, r, defcat) < 0)
 			goto out;
 	}

@@ -17,6 +17,7 @@
 #include "debug.h"
 #include "engine_archive.h"
 #include "engine_internal.h"
+#include "engine_nested.h"
 #include "engine_wrapper.h"
 #include "rmsummary.h"
 #include "htc_error.h"
@@ -255,16 +256,6 @@ static void archive_restored(struct engine *e, struct dag_node *n)
 		node_fail(e, n);
 }
 
-static char *nested_command(const struct engine *e, const struct dag_node *n)
-{
-	char *exe = str_escape_shell(e->opt->self_exe ? e->opt->self_exe : "makeflow");
-	char *wf = str_escape_shell(n->workflow);
-	char *cmd = xasprintf("%s %s %s", exe, n->workflow_args ? n->workflow_args : "", wf);
-	free(exe);
-	free(wf);
-	return cmd;
-}
-
 static void prepare_output_dirs(const struct dag_node *n)
 {
 	for (int i = 0; i < n->noutputs; i++) {
@@ -287,12 +278,30 @@ static void submit(struct engine *e, struct dag_node *n)
 	if (!(e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS))
 		prepare_output_dirs(n);
 
-	struct batch_file *in = xcalloc((size_t)n->ninputs + 1, sizeof *in);
+	/* a nested workflow: quoted command, args file as an extra input, the chain of
+	 * parents in the environment (engine_nested.h) */
+	struct engine_nested_job nj = {0};
+	if (n->workflow) {
+		char nerr[512];
+		if (engine_nested_prepare(e->opt->self_exe, e->dag, n, &nj, nerr, sizeof nerr) <
+		    0) {
+			free(x->last_error);
+			x->last_error = xstrdup(nerr);
+			x->last_exit_code = -1;
+			set_state(e, n, NODE_RUNNING);
+			node_fail(e, n);
+			return;
+		}
+	}
+	struct batch_file *in = xcalloc((size_t)n->ninputs + 2, sizeof *in);
 	struct batch_file *out = xcalloc((size_t)n->noutputs + 1, sizeof *out);
 	for (int i = 0; i < n->ninputs; i++) {
 		in[i].local_name = n->inputs[i].file->name;
 		in[i].remote_name = n->inputs[i].remote_name;
 	}
+	size_t n_in = (size_t)n->ninputs;
+	if (nj.args_file)
+		in[n_in++].local_name = nj.args_file;
 	for (int i = 0; i < n->noutputs; i++) {
 		out[i].local_name = n->outputs[i].file->name;
 		out[i].remote_name = n->outputs[i].remote_name;
@@ -304,26 +313,26 @@ static void submit(struct engine *e, struct dag_node *n)
 	size_t nsend = 0;
 	for (char **p = environ; send && *p; p++)
 		nsend++;
-	const char **env = xcalloc(nsend + (size_t)nenv + 2, sizeof *env);
+	const char **env = xcalloc(nsend + (size_t)nenv + 4, sizeof *env);
 	size_t ne = 0;
 	for (char **p = environ; send && *p; p++)
 		if (env_name_ok(*p))
 			env[ne++] = *p;
 	for (int i = 0; i < nenv; i++)
 		env[ne++] = n->env->vars[i];
-	env[ne] = e->run_env; /* the run id every job carries (doc/batch-driver-interface.md) */
-	char *cmd = n->workflow ? nested_command(e, n) : NULL;
-	char *wcmd = engine_wrap_command(e->opt->wrappers, cmd ? cmd : n->command, n->id);
-	if (wcmd) {
-		free(cmd);
-		cmd = wcmd;
-	}
+	env[ne++] = e->run_env; /* the run id every job carries (doc/batch-driver-interface.md) */
+	for (int i = 0; i < 2 && nj.env[i]; i++)
+		env[ne++] = nj.env[i];
+	char *wcmd =
+	    engine_wrap_command(e->opt->wrappers, nj.command ? nj.command : n->command, n->id);
+	const char *cmd = wcmd ? wcmd : nj.command;
 	if (e->archive && !n->workflow &&
 	    engine_archive_lookup(e->archive, n, cmd ? cmd : n->command)) {
 		free(in);
 		free(out);
 		free(env);
-		free(cmd);
+		free(wcmd);
+		engine_nested_clear(&nj);
 		archive_restored(e, n);
 		return;
 	}
@@ -333,7 +342,7 @@ static void submit(struct engine *e, struct dag_node *n)
 	struct batch_job_spec spec = {
 	    .command = cmd ? cmd : n->command,
 	    .inputs = in,
-	    .n_inputs = (size_t)n->ninputs,
+	    .n_inputs = n_in,
 	    .outputs = out,
 	    .n_outputs = (size_t)n->noutputs,
 	    .env = env,
@@ -357,7 +366,8 @@ static void submit(struct engine *e, struct dag_node *n)
 		free(in);
 		free(out);
 		free(env);
-		free(cmd);
+		free(wcmd);
+		engine_nested_clear(&nj);
 		free(wrapped);
 		return;
 	}
@@ -367,7 +377,8 @@ static void submit(struct engine *e, struct dag_node *n)
 	free(in);
 	free(out);
 	free(env);
-	free(cmd);
+	free(wcmd);
+	engine_nested_clear(&nj);
 	free(wrapped);
 	if (id < 0) {
 		free(x->last_error);
@@ -960,6 +971,10 @@ static void engine_free(struct engine *e)
 
 int engine_run(struct dag *d, const struct engine_options *o)
 {
+	/* a nested makeflow stops with its parent (engine_nested.h) */
+	int guarded = engine_nested_guard();
+	if (guarded >= 0)
+		return guarded;
 	struct engine eng;
 	struct engine *e = &eng;
 	memset(e, 0, sizeof *e);

@@ -65,6 +65,30 @@ json_t *jx_eval_expr(const char *text, json_t *symbols, struct jx_error *err);
  * (also when the file does not evaluate to an object). */
 json_t *jx_load_args(const char *path, struct jx_error *err);
 
+/* Where the values of an evaluation came from in its text (jx_pos.c). */
+struct jx_pos;
+
+/* Like jx_eval_file(), and when POS is not NULL also sets *POS (caller
+ * deletes with jx_pos_delete) to the positions of the objects and lists the
+ * text builds and of the values placed in them. With JSON_ONLY the text must
+ * be plain JSON (trailing commas and '#' comments allowed, as CCTools' --json
+ * reads it): a symbol, operator, call or comprehension is an error, and
+ * "define" is not evaluated. */
+json_t *jx_eval_file_at(const char *path, json_t *defines, int json_only, struct jx_pos **pos,
+                        struct jx_error *err);
+
+/* The line and column (from 1) where the object or list V was written.
+ * Returns 1, or 0 when V has no noted position (then *line and *column are
+ * untouched). */
+int jx_pos_find(const struct jx_pos *pos, const json_t *v, int *line, int *column);
+/* The same for the value of member NAME of the object OBJ. */
+int jx_pos_find_member(const struct jx_pos *pos, const json_t *obj, const char *name, int *line,
+                       int *column);
+/* The same for item INDEX of the list LIST. */
+int jx_pos_find_item(const struct jx_pos *pos, const json_t *list, size_t index, int *line,
+                     int *column);
+void jx_pos_delete(struct jx_pos *pos);
+
 /* Writes "FILE:LINE:COL: message" (or "FILE: message" without a position)
  * into buf, truncating to size. Returns buf. */
 char *jx_error_format(const struct jx_error *err, char *buf, size_t size);

@@ -134,6 +134,7 @@ static json_t *eval_document(struct jx_eval *ev, const struct jx_node *root, jso
 	}
 	json_t *defs = json_object();
 	json_t *out = json_object();
+	jx_pos_note(ev->pos, out, root->line, root->column);
 	ev->symbols = symbols;
 	if (dn && eval_defines(ev, dn, symbols, defs, defines) < 0)
 		goto fail;
@@ -154,6 +155,9 @@ static json_t *eval_document(struct jx_eval *ev, const struct jx_node *root, jso
 			jx_fail(ev, kn, "duplicate key \"%.100s\"", json_string_value(key));
 		else {
 			json_t *v = jx_eval_node(ev, vn);
+			if (v)
+				jx_pos_note_member(ev->pos, out, json_string_value(key), v,
+				                   vn->line, vn->column);
 			rc = v ? jx_object_add(ev, vn, out, json_string_value(key), v) : -1;
 		}
 		json_decref(key);
@@ -168,9 +172,40 @@ fail:
 	return NULL;
 }
 
-/* Parses and evaluates text; `document` selects the "define" handling. */
+/* Refuses the first node of AST that plain JSON does not have. */
+static int check_json_only(const struct jx_ast *ast, struct jx_error *err, const char *file)
+{
+	for (size_t i = 0; i < ast->nnodes; i++) {
+		const struct jx_node *n = ast->nodes[i];
+		if (n->kind == JXN_LITERAL || n->kind == JXN_LIST || n->kind == JXN_OBJECT)
+			continue;
+		const char *what = n->kind == JXN_SYMBOL ? "a symbol"
+		                   : n->kind == JXN_CALL ? "a function call"
+		                   : n->kind == JXN_COMP || n->kind == JXN_FOR || n->kind == JXN_IF
+		                       ? "a comprehension"
+		                       : "an expression";
+		jx_error_set(err, file, n->line, n->column,
+		             "%s%s%s is not plain JSON (use --jx to evaluate JX)", what,
+		             n->name ? " " : "", n->name ? n->name : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* Parses and evaluates text; `document` selects the "define" handling. With
+ * json_only (and no "define" handling) the text must be plain JSON; with pos,
+ * positions of values are noted there. */
+static json_t *eval_text_at(const char *text, const char *file, json_t *symbols, int document,
+                            int json_only, struct jx_pos *pos, struct jx_error *err);
+
 static json_t *eval_text(const char *text, const char *file, json_t *symbols, int document,
                          struct jx_error *err)
+{
+	return eval_text_at(text, file, symbols, document, 0, NULL, err);
+}
+
+static json_t *eval_text_at(const char *text, const char *file, json_t *symbols, int document,
+                            int json_only, struct jx_pos *pos, struct jx_error *err)
 {
 	struct jx_error local;
 	if (!err)
@@ -187,9 +222,14 @@ static json_t *eval_text(const char *text, const char *file, json_t *symbols, in
 	struct jx_ast *ast = jx_parse(text, file, err);
 	if (!ast)
 		return NULL;
+	if (json_only && check_json_only(ast, err, file) < 0) {
+		jx_ast_delete(ast);
+		return NULL;
+	}
 	struct jx_eval ev = {0};
 	ev.file = file;
 	ev.err = err;
+	ev.pos = pos;
 	json_t *result;
 	if (document && ast->root->kind == JXN_OBJECT) {
 		json_t *scope = symbols ? json_copy(symbols) : json_object();
@@ -288,6 +328,29 @@ json_t *jx_eval_file(const char *path, json_t *defines, struct jx_error *err)
 		return NULL;
 	json_t *v = jx_eval_string(text, path, defines, err);
 	free(text);
+	return v;
+}
+
+json_t *jx_eval_file_at(const char *path, json_t *defines, int json_only, struct jx_pos **pos,
+                        struct jx_error *err)
+{
+	struct jx_error local;
+	if (!err)
+		err = &local;
+	memset(err, 0, sizeof *err);
+	if (pos)
+		*pos = NULL;
+	char *text = read_file(path, err);
+	if (!text)
+		return NULL;
+	struct jx_pos *p = pos ? jx_pos_create() : NULL;
+	json_t *v =
+	    eval_text_at(text, path, json_only ? NULL : defines, !json_only, json_only, p, err);
+	free(text);
+	if (!v)
+		jx_pos_delete(p);
+	else if (pos)
+		*pos = p;
 	return v;
 }
 

@@ -613,6 +613,8 @@ static int comp_run(struct jx_eval *ev, const struct jx_node *comp, size_t claus
 		json_t *item = jx_eval_node(ev, comp->a);
 		if (!item)
 			return -1;
+		jx_pos_note_item(ev->pos, out, json_array_size(out), item, comp->a->line,
+		                 comp->a->column);
 		return jx_list_add(ev, comp->a, out, item);
 	}
 	const struct jx_node *c = comp->kids[clause];
@@ -652,6 +654,7 @@ static int comp_run(struct jx_eval *ev, const struct jx_node *comp, size_t claus
 static json_t *eval_list(struct jx_eval *ev, const struct jx_node *n)
 {
 	json_t *r = json_array();
+	jx_pos_note(ev->pos, r, n->line, n->column);
 	for (size_t i = 0; i < n->nkids; i++) {
 		const struct jx_node *k = n->kids[i];
 		if (k->kind == JXN_COMP) {
@@ -660,6 +663,8 @@ static json_t *eval_list(struct jx_eval *ev, const struct jx_node *n)
 			continue;
 		}
 		json_t *item = jx_eval_node(ev, k);
+		if (item)
+			jx_pos_note_item(ev->pos, r, json_array_size(r), item, k->line, k->column);
 		if (!item || jx_list_add(ev, k, r, item) < 0)
 			goto fail;
 	}
@@ -672,6 +677,7 @@ fail:
 static json_t *eval_object(struct jx_eval *ev, const struct jx_node *n)
 {
 	json_t *r = json_object();
+	jx_pos_note(ev->pos, r, n->line, n->column);
 	for (size_t i = 0; i + 1 < n->nkids; i += 2) {
 		json_t *key = jx_eval_node(ev, n->kids[i]);
 		if (!key)
@@ -689,6 +695,9 @@ static json_t *eval_object(struct jx_eval *ev, const struct jx_node *n)
 			goto fail;
 		}
 		json_t *value = jx_eval_node(ev, n->kids[i + 1]);
+		if (value)
+			jx_pos_note_member(ev->pos, r, k, value, n->kids[i + 1]->line,
+			                   n->kids[i + 1]->column);
 		int rc = value ? jx_object_add(ev, n->kids[i + 1], r, k, value) : -1;
 		json_decref(key);
 		if (rc < 0)

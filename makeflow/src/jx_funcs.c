@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "xalloc.h"
 #include "vec.h"
@@ -424,6 +425,35 @@ static int entry_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* fetch(path): the JSON document in a local file, as CCTools' fetch reads
+ * one. It is read as plain JSON, never evaluated, so a file cannot fetch
+ * itself without end; URLs are refused (no network access here). */
+static json_t *fn_fetch(struct jx_eval *ev, const struct jx_node *call, json_t **args, size_t n)
+{
+	(void)n;
+	if (need(ev, call, args, 0, JSON_STRING, "a string") < 0)
+		return NULL;
+	const char *path = json_string_value(args[0]);
+	if (strstr(path, "://")) {
+		jx_fail(ev, argn(call, 0),
+		        "fetch(): \"%.200s\" is a URL; only local files can be fetched here "
+		        "(download it first)",
+		        path);
+		return NULL;
+	}
+	struct stat st;
+	if (stat(path, &st) == 0 && jx_charge_bytes(ev, call, (size_t)st.st_size) < 0)
+		return NULL;
+	struct jx_error err;
+	json_t *v = jx_eval_file_at(path, NULL, 1, NULL, &err);
+	if (!v) {
+		char msg[sizeof err.message + sizeof err.file + 32];
+		jx_error_format(&err, msg, sizeof msg);
+		jx_fail(ev, argn(call, 0), "fetch(): %s", msg);
+	}
+	return v;
+}
+
 static json_t *fn_listdir(struct jx_eval *ev, const struct jx_node *call, json_t **args, size_t n)
 {
 	(void)n;
@@ -566,7 +596,7 @@ static const struct jx_func funcs[] = {
     {"values", 1, 1, fn_values},   {"items", 1, 1, fn_items},       {"basename", 1, 1, fn_basename},
     {"dirname", 1, 1, fn_dirname}, {"ceil", 1, 1, fn_ceil},         {"floor", 1, 1, fn_floor},
     {"escape", 1, 1, fn_escape},   {"select", 3, 3, fn_select},     {"project", 2, 2, fn_project},
-    {"listdir", 1, 1, fn_listdir},
+    {"listdir", 1, 1, fn_listdir}, {"fetch", 1, 1, fn_fetch},
 };
 
 const struct jx_func *jx_func_lookup(const char *name)

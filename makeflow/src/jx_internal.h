@@ -158,7 +158,21 @@ struct jx_eval {
 	uint64_t elements;
 	uint64_t work;
 	uint64_t bytes;
+	struct jx_pos *pos; /* where to note positions of values, or NULL */
 };
+
+/* ---- positions (jx_pos.c) ---------------------------------------------------- */
+
+struct jx_pos *jx_pos_create(void);
+/* Notes that the object or list V was written at LINE:COLUMN, unless it
+ * already has a place (other values are ignored). */
+void jx_pos_note(struct jx_pos *pos, json_t *v, int line, int column);
+/* Notes where the value of member NAME of OBJ, or of item INDEX of LIST, was
+ * written. */
+void jx_pos_note_member(struct jx_pos *pos, json_t *obj, const char *name, json_t *value, int line,
+                        int column);
+void jx_pos_note_item(struct jx_pos *pos, json_t *list, size_t index, json_t *value, int line,
+                      int column);
 
 /* Records an error at node `at` (the first error wins). Always returns -1. */
 int jx_fail(struct jx_eval *ev, const struct jx_node *at, const char *fmt, ...)

@@ -138,6 +138,8 @@ static struct jx_node *parse_call(struct parser *p, int line, int column)
 				break;
 			if (next(p) < 0)
 				return NULL;
+			if (p->tok.type == JXT_RPAREN) /* a trailing comma, as CCTools allows */
+				break;
 		}
 	}
 	if (expect(p, JXT_RPAREN) < 0)
@@ -214,6 +216,8 @@ static struct jx_node *parse_list(struct parser *p)
 			}
 			if (next(p) < 0)
 				return NULL;
+			if (p->tok.type == JXT_RBRACKET) /* a trailing comma, as CCTools allows */
+				break;
 		}
 	}
 	if (next(p) < 0)
@@ -251,6 +255,8 @@ static struct jx_node *parse_object(struct parser *p)
 			}
 			if (next(p) < 0)
 				return NULL;
+			if (p->tok.type == JXT_RBRACE) /* a trailing comma, as CCTools allows */
+				break;
 		}
 	}
 	if (next(p) < 0)

@@ -38,6 +38,8 @@ static const struct workflow_key keys[] = {
     {WORKFLOW_KEY_RULE, "environment", S, -1, NULL},
     {WORKFLOW_KEY_RULE, "makeflow", U, -1,
      "CCTools' older form of a nested workflow; write \"workflow\": FILE and \"args\": {...}"},
+    {WORKFLOW_KEY_RULE, "container", U, -1,
+     "containers for rules are not built in this makeflow yet"},
     /* a category */
     {WORKFLOW_KEY_CATEGORY, "resources", S, -1, NULL},
     {WORKFLOW_KEY_CATEGORY, "environment", S, -1, NULL},

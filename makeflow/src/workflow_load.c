@@ -10,9 +10,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dag_json.h"
 #include "jx.h"
 #include "parser.h"
 #include "units.h"
+#include "workflow_nested.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -75,6 +77,10 @@ static struct dag *load(const struct workflow_source *src, char *err, size_t err
 struct dag *workflow_load(const struct workflow_source *src, char *err, size_t errlen)
 {
 	struct dag *d = load(src, err, errlen);
+	if (d && workflow_nested_check(d, src->path, err, errlen) < 0) {
+		dag_delete(d);
+		d = NULL;
+	}
 	if (!d && errlen > 0)
 		sanitize_message(err, errlen);
 	return d;
@@ -130,32 +136,30 @@ static struct dag *load(const struct workflow_source *src, char *err, size_t err
 		return NULL;
 	}
 	json_t *wf = NULL;
+	struct jx_pos *pos = NULL;
+	struct jx_error xe;
 	if (src->format == WORKFLOW_JSON) {
 		if (src->jx_args || (src->jx_defines && src->jx_defines[0])) {
 			snprintf(err, errlen, "--jx-args and --jx-define need --jx");
 			return NULL;
 		}
-		json_error_t je;
-		wf = json_load_file(src->path, JSON_REJECT_DUPLICATES, &je);
-		if (!wf) {
-			snprintf(err, errlen, "%s:%d:%d: %s", src->path, je.line, je.column,
-			         je.text);
-			return NULL;
-		}
+		/* read by the JX parser, as CCTools does: positions of values, trailing
+		 * commas; anything but plain JSON is refused */
+		wf = jx_eval_file_at(src->path, NULL, 1, &pos, &xe);
 	} else {
 		json_t *syms = jx_symbols(src, err, errlen);
 		if (!syms)
 			return NULL;
-		struct jx_error xe;
-		wf = jx_eval_file(src->path, syms, &xe);
+		wf = jx_eval_file_at(src->path, syms, 0, &pos, &xe);
 		json_decref(syms);
-		if (!wf) {
-			jx_error_format(&xe, err, errlen);
-			return NULL;
-		}
 	}
-	struct dag *d = dag_from_json(wf, src->path, err, errlen);
+	if (!wf) {
+		jx_error_format(&xe, err, errlen);
+		return NULL;
+	}
+	struct dag *d = dag_from_json_at(wf, src->path, pos, err, errlen);
 	json_decref(wf);
+	jx_pos_delete(pos);
 	return d;
 }
 

@@ -92,7 +92,7 @@ static void test_rules(void **state)
 	assert_string_equal(dag_env_get(b->env, "OMP_NUM_THREADS"), "2");
 	assert_string_equal(dag_env_get(b->env, "MEMORY"), "2048");
 	assert_string_equal(c->workflow, "sub.json");
-	assert_string_equal(c->workflow_args, "{\"x\":1}");
+	assert_string_equal(c->workflow_args, "{\n \"x\": 1\n}");
 	assert_string_equal(c->inputs[0].file->name, "sub.json");
 	assert_true(dag_file_lookup(d, "all")->is_final_output);
 	assert_true(dag_file_lookup(d, "subout")->is_final_output);
@@ -199,6 +199,19 @@ static void test_strict(void **state)
 	             "w.json: rule 0: key 'makeflow' in a rule is not supported by this makeflow "
 	             "(CCTools' older form of a nested workflow; write \"workflow\": FILE and "
 	             "\"args\": {...})");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
+	             " \"container\": \"debian\"}]}",
+	             "w.json: rule 0: key 'container' in a rule is not supported by this makeflow "
+	             "(containers for rules are not built in this makeflow yet)");
+	expect_error("{\"rules\": [], \"categories\": {\"c\": {\"allocation\": \"max\"}}}",
+	             "w.json: key 'allocation' in a category is not supported by this makeflow (a "
+	             "category's allocation is chosen with \"mode\" or makeflow --allocation)");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"], \"args\": {}}]}",
+	             "w.json: rule 0: 'args' belongs to a nested workflow: the rule needs "
+	             "'workflow'");
+	expect_error(
+	    "{\"rules\": [{\"workflow\": \"s.jx\", \"outputs\": [\"o\"], \"args\": [1]}]}",
+	    "w.json: rule 0: 'args' must be an object (the symbols of the nested workflow)");
 	/* names as in the Make-like form */
 	expect_error("{\"rules\": [], \"environment\": {\"A B\": 1}}",
 	             "w.json: bad variable name 'A B' in 'environment'");

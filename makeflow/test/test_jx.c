@@ -118,6 +118,13 @@ static void test_literals(void **state)
 	expect("{\"a\": 1, \"b\": {\"c\": []}}", "{\"a\": 1, \"b\": {\"c\": []}}");
 	expect("  # leading comment\n [1, # one\n 2] # trailing", "[1, 2]");
 	expect("\"# not a comment\"", "\"# not a comment\"");
+	/* a trailing comma in a list, an object and a call, as CCTools reads them */
+	expect("[1,]", "[1]");
+	expect("[1, 2,\n]", "[1, 2]");
+	expect("{\"a\": 1,}", "{\"a\": 1}");
+	expect("{\"a\": {\"b\": [1,],},\n}", "{\"a\": {\"b\": [1]}}");
+	expect("range(3,)", "[0, 1, 2]");
+	expect("[x for x in [1, 2],]", "[1, 2]");
 }
 
 static void test_literal_errors(void **state)
@@ -149,9 +156,11 @@ static void test_literal_errors(void **state)
 	expect_error_at("1 2", "expected end of input but found integer", 1, 3);
 	expect_error("[1, 2", "expected ',' or ']'");
 	expect_error("[1 2]", "expected ',' or ']'");
-	expect_error("[1,]", "unexpected ']'");
+	expect_error("[,]", "unexpected ','");
+	expect_error("[1,,2]", "unexpected ','");
 	expect_error("{\"a\" 1}", "expected ':'");
-	expect_error("{\"a\": 1,}", "unexpected '}'");
+	expect_error("{,}", "unexpected ','");
+	expect_error("{\"a\": 1,,}", "unexpected ','");
 	expect_error("{\"a\": 1 \"b\": 2}", "expected ',' or '}'");
 	expect_error("{\"a\": 1, \"a\": 2}", "duplicate key \"a\"");
 	expect_error("{1: 2}", "object key must be a string");
@@ -988,6 +997,91 @@ static void test_garbage(void **state)
 	}
 }
 
+/* Positions of values survive evaluation: members and items are found
+ * through their container, also in a comprehension; --json reads plain JSON
+ * with trailing commas and refuses expressions at their place. */
+static void test_positions(void **state)
+{
+	(void)state;
+	const char *text = "{\"rules\": [\n"
+	                   "  {\"command\": \"a\" + f,\n"
+	                   "   \"outputs\": [f, \"x\"]} for f in [\"p\", \"q\"],\n"
+	                   "  {\"command\": 5, \"outputs\": []},\n"
+	                   "]}\n";
+	char *path = write_temp(text, strlen(text));
+	struct jx_error err;
+	struct jx_pos *pos = NULL;
+	json_t *v = jx_eval_file_at(path, NULL, 0, &pos, &err);
+	assert_non_null(v);
+	assert_non_null(pos);
+	json_t *rules = json_object_get(v, "rules");
+	int line = 0, col = 0;
+	assert_true(jx_pos_find(pos, rules, &line, &col));
+	assert_int_equal(line, 1);
+	assert_int_equal(col, 11);
+	json_t *r1 = json_array_get(rules, 1);
+	assert_true(jx_pos_find(pos, r1, &line, &col));
+	assert_int_equal(line, 2);
+	assert_int_equal(col, 3);
+	assert_true(jx_pos_find_item(pos, rules, 1, &line, &col));
+	assert_int_equal(line, 2);
+	assert_true(jx_pos_find_member(pos, r1, "command", &line, &col));
+	assert_int_equal(line, 2);
+	assert_int_equal(col, 15);
+	json_t *outs = json_object_get(r1, "outputs");
+	assert_true(jx_pos_find_item(pos, outs, 1, &line, &col));
+	assert_int_equal(line, 3);
+	assert_int_equal(col, 19);
+	json_t *r2 = json_array_get(rules, 2);
+	assert_true(jx_pos_find_member(pos, r2, "command", &line, &col));
+	assert_int_equal(line, 4);
+	assert_int_equal(col, 15);
+	assert_false(jx_pos_find_member(pos, r2, "nothing", &line, &col));
+	json_decref(v);
+	jx_pos_delete(pos);
+	/* plain JSON: the same text is refused at its first expression */
+	assert_null(jx_eval_file_at(path, NULL, 1, &pos, &err));
+	assert_null(pos);
+	assert_int_equal(err.line, 2);
+	assert_non_null(strstr(err.message, "not plain JSON"));
+	unlink(path);
+	free(path);
+	const char *json = "{\"a\": [1, 2,], \"define\": {\"x\": 1},}";
+	path = write_temp(json, strlen(json));
+	v = jx_eval_file_at(path, NULL, 1, NULL, &err);
+	assert_non_null(v);
+	assert_int_equal(json_array_size(json_object_get(v, "a")), 2);
+	json_decref(v);
+	unlink(path);
+	free(path);
+}
+
+/* fetch() reads a local JSON file as CCTools does; URLs and bad files are
+ * errors naming the file. */
+static void test_fetch(void **state)
+{
+	(void)state;
+	const char *doc = "{\"x\": 0, \"y\": \"test\", \"z\": 1.0,}\n";
+	char *path = write_temp(doc, strlen(doc));
+	char *expr = xasprintf("fetch(\"%s\")", path);
+	expect(expr, "{\"x\": 0, \"y\": \"test\", \"z\": 1.0}");
+	free(expr);
+	expr = xasprintf("fetch(\"%s\")[\"y\"]", path);
+	expect(expr, "\"test\"");
+	free(expr);
+	unlink(path);
+	free(path);
+	const char *bad = "{\"x\": fetch(\"self\")}";
+	path = write_temp(bad, strlen(bad));
+	expr = xasprintf("fetch(\"%s\")", path);
+	expect_error_free(expr, "not plain JSON");
+	unlink(path);
+	free(path);
+	expect_error("fetch(\"http://example.org/a.json\")", "is a URL");
+	expect_error("fetch(\"/nonexistent/a.json\")", "cannot open");
+	expect_error("fetch(1)", "must be a string");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1015,6 +1109,8 @@ int main(void)
 	    cmocka_unit_test(test_size_limits),
 	    cmocka_unit_test(test_work_limit),
 	    cmocka_unit_test(test_garbage),
+	    cmocka_unit_test(test_positions),
+	    cmocka_unit_test(test_fetch),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

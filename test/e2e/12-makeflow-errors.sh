@@ -165,9 +165,9 @@ test_expect_success 'JSON: unknown keys, fractions of cores and empty outputs ar
 	  {"command": "touch marker", "outputs": ["marker"], "resources": {"cores": 1.5}}
 	]}
 	EOF
-	jrefused " rule 0: bad value .1.5. for resource .cores."
+	jrefused "2:[0-9]+: rule 0: bad value .1.5. for resource .cores."
 	echo "{\"rules\": [{\"command\": \"touch marker\", \"outputs\": []}]}" >w.json
-	jrefused " rule 0: has no outputs"
+	jrefused "1:[0-9]+: rule 0: has no outputs"
 	echo "{\"rules\": [{\"makeflow\": {\"path\": \"s.json\"}, \"outputs\": [\"o\"]}]}" >w.json
 	jrefused "1: rule 0: key .makeflow. in a rule is not supported"
 '

@@ -160,17 +160,17 @@ probe major 'makeflow --json: binary garbage' 'refused with FILE:LINE' '
 
 probe major 'makeflow --json: not an object' 'refused naming the file' '
 	echo "[1, 2, 3]" >arr.json &&
-	mf_refuses arr.json ": a workflow must be a JSON object" --json
+	mf_refuses arr.json ":1:1: a workflow must be a JSON object" --json
 '
 
 probe major 'makeflow --json: a command of the wrong type' 'refused naming the file and rule' '
 	echo "{\"rules\": [{\"command\": 5, \"outputs\": [\"marker\"]}]}" >t.json &&
-	mf_refuses t.json ": rule 0: .command. must be a string" --json
+	mf_refuses t.json ":1:24: rule 0: .command. must be a string" --json
 '
 
 probe major 'makeflow --json: a rule depending on itself' 'refused as a cycle naming the rule' '
 	echo "{\"rules\": [{\"command\": \"touch a\", \"outputs\": [\"a\"], \"inputs\": [\"a\"]}]}" >s.json &&
-	mf_refuses s.json ": rule 0: cycle: a -> a" --json
+	mf_refuses s.json ":1: cycle: a -> a" --json
 '
 
 probe major 'makeflow --jx: a syntax error' 'refused with FILE:LINE:COLUMN' '
