@@ -1095,6 +1095,12 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	}
 	engine_progress_stop(e);
 	engine_report_dryrun(e);
+	/* the words CCTools prints when a run finds every rule complete (scripts look for them) */
+	if (d->nnodes > 0 && e->n_complete == d->nnodes && e->n_recovered == d->nnodes &&
+	    !e->log_failed) {
+		printf("nothing left to do.\n");
+		fflush(stdout);
+	}
 
 	int all = e->n_complete == d->nnodes && !e->log_failed;
 	e->exit_status = all ? 0 : 1;

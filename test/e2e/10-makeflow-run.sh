@@ -347,9 +347,10 @@ test_expect_success '-T dryrun says where its script went; the last line has no 
 	cat err
 	tail -n 1 err | grep -Eq "^makeflow: 3/3 done, 0 failed in [0-9.]+ s$"
 	! grep -q "ETA" err
-	# nothing left to do: the line says so
-	"$MF" Makeflow 2>err
+	# nothing left to do: the line says so, and stdout has the words CCTools prints
+	"$MF" Makeflow 2>err >out
 	tail -n 1 err | grep -Eq "^makeflow: 3/3 done \(0 ran, 3 done before\), 0 failed in"
+	test "$(cat out)" = "nothing left to do."
 '
 
 test_expect_success 'the progress line shows queued rules apart from running ones (-j 2)' '
