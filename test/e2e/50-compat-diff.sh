@@ -18,7 +18,7 @@ CORPUS=$TEST_SRCDIR/test/compat
 KNOWN=$CORPUS/KNOWN
 TEST_TIMEOUT=${COMPAT_TIMEOUT:-120}
 # One makeflow run: CCTools 9.9 with -T wq never ends after a rule fails for good.
-RUN_TIMEOUT=${COMPAT_RUN_TIMEOUT:-20}
+RUN_TIMEOUT=${COMPAT_RUN_TIMEOUT:-12}
 export OMPI_MCA_ess_singleton_isolated=1
 
 [ -x "$CCT_MF" ] && [ -x "$CCT_WORKER" ] ||
