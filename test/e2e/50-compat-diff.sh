@@ -15,7 +15,7 @@ WORKER=$BIN/work_queue_worker
 CCT_MF=${CCTOOLS_MAKEFLOW:-/usr/bin/makeflow}
 CCT_WORKER=${CCTOOLS_WORKER:-/usr/bin/work_queue_worker}
 CORPUS=$TEST_SRCDIR/test/compat
-KNOWN=$CORPUS/KNOWN
+KNOWN=${COMPAT_KNOWN:-$CORPUS/KNOWN}
 TEST_TIMEOUT=${COMPAT_TIMEOUT:-120}
 # One makeflow run: CCTools 9.9 with -T wq never ends after a rule fails for good.
 RUN_TIMEOUT=${COMPAT_RUN_TIMEOUT:-12}
@@ -232,6 +232,38 @@ test_expect_success 'every line of test/compat/KNOWN names a case of the corpus'
 		[ -d "$CORPUS/$c" ] || { echo "KNOWN names $c, which is not in test/compat/"; exit 1; }
 	done <names
 '
+
+# The harness itself, on one case with -T local and a KNOWN list of the test's own: a
+# difference not listed fails, and so does a listed one that has gone away.
+if [ "${COMPAT_SELFTEST:-1}" = 1 ]; then
+	self() {
+		env -u TEST_COUNTS_FILE COMPAT_SELFTEST=0 COMPAT_MODES=local COMPAT_CASES=$1 \
+			COMPAT_KNOWN=$PWD/known bash "$TEST_SRCDIR/test/e2e/50-compat-diff.sh" >self.out 2>&1
+	}
+	test_expect_success 'the harness fails on a difference that KNOWN does not list' '
+		: >known
+		test_must_fail self category-undefined
+		grep -q "category-undefined differs with -T local (not listed" self.out
+	'
+	test_expect_success 'the harness fails on a KNOWN line whose difference has gone away' '
+		echo "plain-rules | local | a difference that is not there | nowhere" >known
+		test_must_fail self plain-rules
+		grep -q "has gone away; remove its line" self.out
+	'
+	test_expect_success 'the harness passes a difference that KNOWN lists' '
+		echo "category-undefined | * | listed | here" >known
+		self category-undefined
+		grep -q "^ok 2 - category-undefined (-T local)" self.out
+	'
+	test_expect_success 'without CCTools the suite skips, and fails under CI' '
+		env -u TEST_COUNTS_FILE -u CI COMPAT_SELFTEST=0 CCTOOLS_MAKEFLOW=/nonexistent \
+			bash "$TEST_SRCDIR/test/e2e/50-compat-diff.sh" >skip.out 2>&1
+		grep -q "^skip - 50-compat-diff: CCTools is not installed" skip.out
+		test_must_fail env -u TEST_COUNTS_FILE CI=true COMPAT_SELFTEST=0 CCTOOLS_MAKEFLOW=/nonexistent \
+			bash "$TEST_SRCDIR/test/e2e/50-compat-diff.sh" >ci.out 2>&1
+		grep -q "^not ok - 50-compat-diff cannot run under CI: CCTools is not installed" ci.out
+	'
+fi
 
 cases=${COMPAT_CASES:-$(cd "$CORPUS" && for d in */; do echo "${d%/}"; done)}
 modes=${COMPAT_MODES:-"local wq"}
