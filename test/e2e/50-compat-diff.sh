@@ -198,6 +198,16 @@ compat_case() {
 		show cctools-$mode
 		return 1
 	fi
+	# A failing case: ours names the file and line of what failed.
+	if [ "$expect" = fail ]; then
+		local o
+		o=$(ls ours-$mode/out.* | sort -t. -k2 -n | tail -n 1)
+		grep -Eq '(Makeflow|\.jx|\.json|\.mf):[0-9]+' "$o" || {
+			echo "ours did not name the workflow file and line of the failure:"
+			cat "$o"
+			return 1
+		}
+	fi
 	local same=1
 	cmp -s cctools-$mode/rc ours-$mode/rc || same=0
 	cmp -s cctools-$mode/manifest ours-$mode/manifest || same=0
