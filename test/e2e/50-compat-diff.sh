@@ -25,7 +25,7 @@ export OMPI_MCA_ess_singleton_isolated=1
 	test_skip_all "CCTools is not installed ($CCT_MF, $CCT_WORKER; test/install-deps.sh test)"
 
 # The control files of a case; everything else in its directory is the workflow and its inputs.
-CONTROL="args expect setup env modes"
+CONTROL="args expect setup env modes normalize"
 
 # manifest DIR: one line per file left in DIR, sorted: "d PATH", "l PATH TARGET" or
 # "f PATH SHA256 SIZE"; the systems' own logs are left out.
@@ -139,6 +139,14 @@ run_system() {
 			if [ "$rc" = 0 ]; then echo 0; else echo fail; fi >>"$top/rc"
 		done
 	)
+	# normalize: "FILE SED-SCRIPT" lines, applied to both runs' FILE before comparing (the
+	# parts of an output that change from run to run, like a date).
+	if [ -f "$CORPUS/$case/normalize" ]; then
+		local file script
+		while read -r file script; do
+			[ -f "$top/work/$file" ] && sed -E -i "$script" "$top/work/$file"
+		done <"$CORPUS/$case/normalize"
+	fi
 	manifest "$top/work" >"$top/manifest"
 }
 
