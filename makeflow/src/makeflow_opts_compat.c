@@ -353,9 +353,10 @@ static int push_value(char ***words, size_t *n, size_t *cap, const char *file, c
                       json_t *v, char *err, size_t errlen)
 {
 	const char *dash = strlen(key) == 1 ? "-" : "--";
-	if (json_is_true(v)) {
+	if (json_is_true(v) || json_is_null(v)) {
+		/* null: the key alone, as CCTools' own --argv files write a flag ("jx": null) */
 		push(words, n, cap, xasprintf("%s%s", dash, key));
-	} else if (json_is_false(v) || json_is_null(v)) {
+	} else if (json_is_false(v)) {
 		/* an option turned off: not given */
 	} else if (json_is_string(v)) {
 		if (dash[1])
@@ -387,8 +388,8 @@ static int push_value(char ***words, size_t *n, size_t *cap, const char *file, c
 		}
 	} else {
 		return bad(err, errlen,
-		           "--argv %s: key %s: expected a string, a number, true or a list", file,
-		           key);
+		           "--argv %s: key %s: expected a string, a number, true, null or a list",
+		           file, key);
 	}
 	return 0;
 }

@@ -585,7 +585,7 @@ static void test_argv_file(void **state)
 	(void)state;
 	FILE *f = fopen("args.json", "w");
 	assert_non_null(f);
-	fputs("{\"max-local\": 3, \"retry\": true, \"zero-length-error\": false,\n"
+	fputs("{\"max-local\": 3, \"retry\": true, \"zero-length-error\": false, \"jx\": null,\n"
 	      " \"jx-define\": [\"A=1\", \"B=2\"], \"summary-log\": \"s.txt\",\n"
 	      " \"MAKEFLOW\": \"other.mf\"}\n",
 	      f);
@@ -595,6 +595,7 @@ static void test_argv_file(void **state)
 	assert_int_equal(o.engine.max_local_jobs, 3);
 	assert_int_equal(o.engine.retries, 1); /* the command line after --argv wins */
 	assert_int_equal(o.engine.zero_length_is_missing, 0);
+	assert_int_equal(o.src.format, WORKFLOW_JX); /* null: the flag is given */
 	assert_string_equal(o.src.jx_defines[0], "A=1");
 	assert_string_equal(o.src.jx_defines[1], "B=2");
 	assert_string_equal(o.engine.summary_path, "s.txt");
@@ -613,9 +614,10 @@ static void test_argv_file(void **state)
 	f = fopen("args.json", "w");
 	fputs("{\"max-local\": {}}", f);
 	fclose(f);
-	assert_fails("--argv args.json: key max-local: expected a string, a number, true or a "
-	             "list",
-	             "--argv", "args.json");
+	assert_fails(
+	    "--argv args.json: key max-local: expected a string, a number, true, null or a "
+	    "list",
+	    "--argv", "args.json");
 	f = fopen("args.json", "w");
 	fputs("{\"max-local\": 0}", f);
 	fclose(f);
