@@ -199,7 +199,7 @@ static int storage_type(const char *s, int *out, char *err, size_t errlen)
 {
 	static const char *const names[] = {"max", "min", "output", "off"};
 	for (int i = 0; i < 4; i++) {
-		char num[4];
+		char num[16];
 		snprintf(num, sizeof num, "%d", i);
 		if (!strcmp(s, num) || !strcasecmp(s, names[i])) {
 			*out = i;
