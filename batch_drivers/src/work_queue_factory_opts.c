@@ -120,25 +120,13 @@ void work_queue_factory_opts_clear(struct work_queue_factory_opts *o)
 	init(o);
 }
 
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return HTC_EPARSE;
-}
-
 /* An integer in MIN..MAX into *OUT. */
 static int int_arg(const char *opt, const char *v, int64_t min, int64_t max, int64_t *out,
                    char *err, size_t errlen)
 {
 	if (str_to_int64(v, out) < 0 || *out < min || *out > max)
-		return bad(err, errlen, "%s %s: expected an integer in %lld..%lld", opt, v,
-		           (long long)min, (long long)max);
+		return cli_error(err, errlen, "%s %s: expected an integer in %lld..%lld", opt, v,
+		                 (long long)min, (long long)max);
 	return 0;
 }
 
@@ -159,7 +147,7 @@ static int parse_size(struct work_queue_factory_opts *o, int c, const char *arg,
 	if (c == OPT_CORES) {
 		double d;
 		if (str_to_double(arg, &d) < 0 || d <= 0 || d > 1e6)
-			return bad(err, errlen, "--cores %s: expected a number above 0", arg);
+			return cli_error(err, errlen, "--cores %s: expected a number above 0", arg);
 		o->limits.worker_cores = d;
 		add_size(o, xasprintf(" --cores %g", d));
 	} else if (c == OPT_GPUS) {
@@ -168,8 +156,8 @@ static int parse_size(struct work_queue_factory_opts *o, int c, const char *arg,
 		add_size(o, xasprintf(" --gpus %lld", (long long)n));
 	} else {
 		if (units_parse_mb(arg, &n) < 0)
-			return bad(err, errlen, "%s %s: expected a size (e.g. 4000, 4G)",
-			           c == OPT_MEMORY ? "--memory" : "--disk", arg);
+			return cli_error(err, errlen, "%s %s: expected a size (e.g. 4000, 4G)",
+			                 c == OPT_MEMORY ? "--memory" : "--disk", arg);
 		add_size(
 		    o, xasprintf(" --%s %lld", c == OPT_MEMORY ? "memory" : "disk", (long long)n));
 	}
@@ -204,18 +192,19 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 	case OPT_GPUS: return parse_size(o, c, arg, err, errlen);
 	case 't':
 		if (units_parse_seconds(arg, &o->timeout) < 0 || o->timeout < 1)
-			return bad(err, errlen, "-t %s: expected a duration above 0 (e.g. 300, 5m)",
-			           arg);
+			return cli_error(err, errlen,
+			                 "-t %s: expected a duration above 0 (e.g. 300, 5m)", arg);
 		break;
 	case 'P': o->password = arg; break;
 	case OPT_BINARY: o->binary = arg; break;
 	case OPT_PERIOD:
 		if (str_to_double(arg, &o->period) < 0 || o->period < 0.1 || o->period > 3600)
-			return bad(err, errlen, "--period %s: expected seconds in 0.1..3600", arg);
+			return cli_error(err, errlen, "--period %s: expected seconds in 0.1..3600",
+			                 arg);
 		break;
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
-			return bad(err, errlen, "--batch-option %s: expected KEY=VALUE", arg);
+			return cli_error(err, errlen, "--batch-option %s: expected KEY=VALUE", arg);
 		VEC_PUSH(o->batch_opts, o->n_batch_opts, o->cap_batch_opts, arg);
 		break;
 	default:
@@ -231,10 +220,11 @@ static int check_master(struct work_queue_factory_opts *o, int rest, char *const
                         size_t errlen)
 {
 	if (o->project && rest > 0)
-		return bad(err, errlen, "give either -M PROJECT or HOST PORT, not both");
+		return cli_error(err, errlen, "give either -M PROJECT or HOST PORT, not both");
 	if (!o->project) {
 		if (rest != 2)
-			return bad(err, errlen, "expected HOST PORT or -M PROJECT (see --help)");
+			return cli_error(err, errlen,
+			                 "expected HOST PORT or -M PROJECT (see --help)");
 		int64_t port;
 		if (int_arg("PORT", args[1], 1, 65535, &port, err, errlen) < 0)
 			return HTC_EPARSE;
@@ -243,8 +233,8 @@ static int check_master(struct work_queue_factory_opts *o, int rest, char *const
 		o->port_arg = args[1];
 	}
 	if (o->limits.min_workers > o->limits.max_workers)
-		return bad(err, errlen, "--min-workers %d is above --max-workers %d",
-		           o->limits.min_workers, o->limits.max_workers);
+		return cli_error(err, errlen, "--min-workers %d is above --max-workers %d",
+		                 o->limits.min_workers, o->limits.max_workers);
 	return 0;
 }
 
@@ -264,7 +254,7 @@ int work_queue_factory_opts_parse(int argc, char *argv[], struct work_queue_fact
 				snprintf(name, sizeof name, "--%s", longopts[li].name);
 			else
 				snprintf(name, sizeof name, "-%c", c);
-			r = bad(
+			r = cli_error(
 			    err, errlen,
 			    "%s: a CCTools work_queue_factory option that is not supported here "
 			    "(doc/compatibility.md)%s",

@@ -3,11 +3,13 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <string.h>
 
 #include "config.h"
 #include "debug.h"
+#include "htc_error.h"
 
 #include "banned.h"
 
@@ -40,4 +42,13 @@ int cli_common_option(int c, char *const argv[], const char *prog,
 			snprintf(err, errlen, "unknown option %s (see --help)", argv[optind - 1]);
 		return CLI_FAIL;
 	}
+}
+
+int cli_error(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return HTC_EPARSE;
 }

@@ -42,4 +42,8 @@ enum cli_result {
 int cli_common_option(int c, char *const argv[], const char *prog,
                       void (*usage)(FILE *out, const char *argv0), char *err, size_t errlen);
 
+/* Writes the message FMT into ERR (at most ERRLEN bytes) and returns HTC_EPARSE: the one
+ * failure of an option parser. */
+int cli_error(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -246,24 +246,13 @@ void makeflow_opts_clear(struct makeflow_opts *o)
 	init(o);
 }
 
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return HTC_EPARSE;
-}
-
 /* An integer >= MIN into *OUT. */
 static int parse_int(const char *opt, const char *s, int min, int *out, char *err, size_t errlen)
 {
 	int64_t v;
 	if (str_to_int64(s, &v) < 0 || v < min || v > INT_MAX)
-		return bad(err, errlen, "option %s: '%s' is not an integer >= %d", opt, s, min);
+		return cli_error(err, errlen, "option %s: '%s' is not an integer >= %d", opt, s,
+		                 min);
 	*out = (int)v;
 	return 0;
 }
@@ -289,14 +278,14 @@ static int parse_word(struct makeflow_opts *o, int c, const char *arg, char *err
 		else if (!strcmp(arg, "all"))
 			e->gc = ENGINE_GC_ALL;
 		else
-			return bad(err, errlen, "-g %s: expected none, ref_cnt, on_demand or all",
-			           arg);
+			return cli_error(err, errlen,
+			                 "-g %s: expected none, ref_cnt, on_demand or all", arg);
 	} else if (c == OPT_ALLOCATION) {
 		enum category_mode m;
 		if (category_mode_parse(arg, &m) < 0)
-			return bad(err, errlen,
-			           "--allocation %s: expected fixed, max, waste or throughput",
-			           arg);
+			return cli_error(
+			    err, errlen,
+			    "--allocation %s: expected fixed, max, waste or throughput", arg);
 		e->allocation_mode = (int)m;
 	} else {
 		if (!strcmp(arg, "auto"))
@@ -306,8 +295,8 @@ static int parse_word(struct makeflow_opts *o, int c, const char *arg, char *err
 		else if (!strcmp(arg, "quiet"))
 			e->progress = ENGINE_PROGRESS_QUIET;
 		else
-			return bad(err, errlen, "--progress %s: expected auto, plain or quiet",
-			           arg);
+			return cli_error(err, errlen,
+			                 "--progress %s: expected auto, plain or quiet", arg);
 	}
 	return 0;
 }
@@ -360,11 +349,12 @@ static int parse_wrap(struct makeflow_opts *o, int c, char *arg, char *err, size
 	if (c == OPT_WRAPPER || c == OPT_WRAPPER_INPUT || c == OPT_WRAPPER_OUTPUT) {
 		int k = c - OPT_WRAPPER;
 		if (!*arg)
-			return bad(err, errlen, "--wrapper%s: expected a %s, got an empty string",
-			           k == 0   ? ""
-			           : k == 1 ? "-input"
-			                    : "-output",
-			           k == 0 ? "command" : "file name");
+			return cli_error(err, errlen,
+			                 "--wrapper%s: expected a %s, got an empty string",
+			                 k == 0   ? ""
+			                 : k == 1 ? "-input"
+			                          : "-output",
+			                 k == 0 ? "command" : "file name");
 		VEC_RESERVE(o->wrap[k], o->cap_wrap[k], o->n_wrap[k] + 2);
 		o->wrap[k][o->n_wrap[k]++] = arg;
 		o->wrap[k][o->n_wrap[k]] = NULL;
@@ -372,9 +362,9 @@ static int parse_wrap(struct makeflow_opts *o, int c, char *arg, char *err, size
 	}
 	if (c == OPT_MOUNTS || c == OPT_CACHE_DIR) {
 		if (!*arg)
-			return bad(err, errlen, "%s: expected a %s",
-			           c == OPT_MOUNTS ? "--mounts" : "--cache-dir",
-			           c == OPT_MOUNTS ? "file" : "directory");
+			return cli_error(err, errlen, "%s: expected a %s",
+			                 c == OPT_MOUNTS ? "--mounts" : "--cache-dir",
+			                 c == OPT_MOUNTS ? "file" : "directory");
 		if (c == OPT_MOUNTS)
 			e->mounts_path = arg;
 		else
@@ -390,10 +380,10 @@ static int parse_wrap(struct makeflow_opts *o, int c, char *arg, char *err, size
 		o->archive_bare = 1;
 	if (arg) {
 		if (!*arg)
-			return bad(err, errlen, "--archive-dir: expected a directory");
+			return cli_error(err, errlen, "--archive-dir: expected a directory");
 		if (o->archive_dir && strcmp(o->archive_dir, arg))
-			return bad(err, errlen, "two archive directories given: %s and %s",
-			           o->archive_dir, arg);
+			return cli_error(err, errlen, "two archive directories given: %s and %s",
+			                 o->archive_dir, arg);
 		free(o->archive_dir);
 		o->archive_dir = xstrdup(arg);
 	}
@@ -412,14 +402,16 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case OPT_SECCOMP: {
 		enum rmon_seccomp_profile sp;
 		if (rmon_seccomp_parse(arg, &sp) < 0)
-			return bad(err, errlen,
-			           "--seccomp '%s': expected default, strict, nonet or off", arg);
+			return cli_error(err, errlen,
+			                 "--seccomp '%s': expected default, strict, nonet or off",
+			                 arg);
 		makeflow_opts_add_batch(o, xasprintf("seccomp=%s", arg));
 		break;
 	}
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
-			return bad(err, errlen, "--batch-option '%s': expected KEY=VALUE", arg);
+			return cli_error(err, errlen, "--batch-option '%s': expected KEY=VALUE",
+			                 arg);
 		makeflow_opts_add_batch(o, xstrdup(arg));
 		break;
 	case 'p':
@@ -451,8 +443,8 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case 'G': return parse_int("-G", arg, 1, &e->gc_count, err, errlen);
 	case OPT_GC_SIZE:
 		if (units_parse_bytes(arg, &e->gc_size) < 0)
-			return bad(err, errlen, "--gc-size %s: expected a size such as 500M or 2G",
-			           arg);
+			return cli_error(err, errlen,
+			                 "--gc-size %s: expected a size such as 500M or 2G", arg);
 		if (e->gc == ENGINE_GC_NONE)
 			e->gc = ENGINE_GC_ON_DEMAND;
 		break;
@@ -464,10 +456,11 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 		/* 0 is the monitor's own default (1 s); resource_monitor samples at
 		 * most every 0.01 s */
 		if (!*arg || *end || !(v == 0 || (v >= 0.01 && v <= 3600)))
-			return bad(err, errlen,
-			           "--monitor-interval %s: expected 0 (the monitor's default, 1 s) "
-			           "or seconds from 0.01 to 3600",
-			           arg);
+			return cli_error(
+			    err, errlen,
+			    "--monitor-interval %s: expected 0 (the monitor's default, 1 s) "
+			    "or seconds from 0.01 to 3600",
+			    arg);
 		e->monitor_interval = v;
 		break;
 	}
@@ -510,19 +503,20 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	struct stat st;
 	if (optind < argc - 1 && o->archive_bare && stat(argv[optind], &st) == 0 &&
 	    S_ISDIR(st.st_mode))
-		return bad(err, errlen,
-		           "expected one workflow file, got %d: an archive directory is given as "
-		           "--archive=%s (the value is optional, so it needs the '=')",
-		           argc - optind, argv[optind]);
+		return cli_error(
+		    err, errlen,
+		    "expected one workflow file, got %d: an archive directory is given as "
+		    "--archive=%s (the value is optional, so it needs the '=')",
+		    argc - optind, argv[optind]);
 	if (optind < argc - 1)
-		return bad(err, errlen, "expected one workflow file, got %d (see --help)",
-		           argc - optind);
+		return cli_error(err, errlen, "expected one workflow file, got %d (see --help)",
+		                 argc - optind);
 	o->src.path = optind < argc      ? argv[optind]
 	              : o->argv_workflow ? o->argv_workflow
 	                                 : "Makeflow";
 	if (access(o->src.path, R_OK) < 0)
-		return bad(err, errlen, "cannot read workflow %s: %s", o->src.path,
-		           strerror(errno));
+		return cli_error(err, errlen, "cannot read workflow %s: %s", o->src.path,
+		                 strerror(errno));
 	if (clean) {
 		if (!strcmp(clean, "all"))
 			o->clean = ENGINE_CLEAN_ALL;
@@ -533,17 +527,18 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 		else if (!strcmp(clean, "cache") && o->engine.mounts_path)
 			o->clean = ENGINE_CLEAN_CACHE;
 		else if (!strcmp(clean, "cache"))
-			return bad(err, errlen,
-			           "--clean=cache removes what --mounts made: give the same "
-			           "--mounts FILE (and --cache-dir) as the run");
+			return cli_error(err, errlen,
+			                 "--clean=cache removes what --mounts made: give the same "
+			                 "--mounts FILE (and --cache-dir) as the run");
 		else
-			return bad(err, errlen,
-			           "--clean=%s: expected all, outputs or intermediates", clean);
+			return cli_error(err, errlen,
+			                 "--clean=%s: expected all, outputs or intermediates",
+			                 clean);
 	}
 	const char *type = o->engine.batch_type ? o->engine.batch_type : "local";
 	char why[512];
 	if (batch_queue_type_check(type, why, sizeof why) < 0)
-		return bad(err, errlen, "-T %s: %s", type, why);
+		return cli_error(err, errlen, "-T %s: %s", type, why);
 	/* -Z is the master's port file with -T wq; without Work Queue CCTools writes port 0
 	 * there (no master listens), and so does makeflow here */
 	if (o->port_file && !strcmp(type, "wq"))
@@ -576,7 +571,7 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	}
 	const char *wq_only = o->wq_only ? o->wq_only : o->engine.advertise ? NULL : o->nc_only;
 	if (wq_only && !is_wq)
-		return bad(
+		return cli_error(
 		    err, errlen,
 		    "%s: this option is for Work Queue and needs -T wq (the batch type is %s)",
 		    wq_only, type);
@@ -587,10 +582,10 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	o->engine.wrapper_inputs = o->wrap[1];
 	o->engine.wrapper_outputs = o->wrap[2];
 	if (o->archive_dir && !o->engine.archive_read && !o->engine.archive_write)
-		return bad(err, errlen,
-		           "--archive-dir %s: say what to do with the archive: --archive, "
-		           "--archive-read or --archive-write",
-		           o->archive_dir);
+		return cli_error(err, errlen,
+		                 "--archive-dir %s: say what to do with the archive: --archive, "
+		                 "--archive-read or --archive-write",
+		                 o->archive_dir);
 	if ((o->engine.archive_read || o->engine.archive_write) && !o->archive_dir)
 		o->archive_dir = xasprintf("/tmp/makeflow.archive.%ld", (long)getuid());
 	if (o->engine.archive_read || o->engine.archive_write)

@@ -17,6 +17,7 @@
 
 #include "atomic_file.h"
 #include "catalog_client.h"
+#include "cli.h"
 #include "htc_error.h"
 #include "makeflow_opts.h"
 #include "workflow_load.h"
@@ -163,24 +164,12 @@ struct option *compat_longopts(const struct option *base)
 	return all;
 }
 
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return HTC_EPARSE;
-}
-
 static int refuse(int i, char *err, size_t errlen)
 {
 	const struct refused *r = &refused[i];
 	if (r->short_opt)
-		return bad(err, errlen, "-%c/--%s: %s", r->short_opt, r->name, r->why);
-	return bad(err, errlen, "--%s: %s", r->name, r->why);
+		return cli_error(err, errlen, "-%c/--%s: %s", r->short_opt, r->name, r->why);
+	return cli_error(err, errlen, "--%s: %s", r->name, r->why);
 }
 
 /* A count >= MIN. */
@@ -189,8 +178,9 @@ static int count(const char *opt, const char *s, int64_t min, int64_t max, int64
 {
 	int64_t v;
 	if (str_to_int64(s, &v) < 0 || v < min || v > max)
-		return bad(err, errlen, "%s %s: expected an integer from %" PRId64 " to %" PRId64,
-		           opt, s, min, max);
+		return cli_error(err, errlen,
+		                 "%s %s: expected an integer from %" PRId64 " to %" PRId64, opt, s,
+		                 min, max);
 	*out = v;
 	return 0;
 }
@@ -206,8 +196,8 @@ static int storage_type(const char *s, int *out, char *err, size_t errlen)
 			return 0;
 		}
 	}
-	return bad(err, errlen,
-	           "--storage-type %s: expected 0 (max), 1 (min), 2 (output) or 3 (off)", s);
+	return cli_error(err, errlen,
+	                 "--storage-type %s: expected 0 (max), 1 (min), 2 (output) or 3 (off)", s);
 }
 
 int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, size_t errlen)
@@ -227,16 +217,16 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 		break;
 	case C_LOCAL_MEMORY:
 		if (units_parse_mb(arg, &v) < 0 || v < 1)
-			return bad(err, errlen,
-			           "--local-memory %s: expected MB (a number) or a size such as 4G",
-			           arg);
+			return cli_error(
+			    err, errlen,
+			    "--local-memory %s: expected MB (a number) or a size such as 4G", arg);
 		e->local_memory_mb = v;
 		break;
 	case C_LOCAL_DISK:
 		if (units_parse_mb(arg, &v) < 0 || v < 1)
-			return bad(err, errlen,
-			           "--local-disk %s: expected MB (a number) or a size such as 10G",
-			           arg);
+			return cli_error(
+			    err, errlen,
+			    "--local-disk %s: expected MB (a number) or a size such as 10G", arg);
 		e->local_disk_mb = v;
 		break;
 	case C_WAIT_FOR_FILES:
@@ -245,7 +235,7 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 		break;
 	case C_STORAGE_LIMIT:
 		if (units_parse_bytes(arg, &v) < 0)
-			return bad(
+			return cli_error(
 			    err, errlen,
 			    "--storage-limit %s: expected bytes (a number) or a size such as 50G",
 			    arg);
@@ -277,7 +267,7 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 	case C_MONITOR_LOG_FMT:
 		/* every rule writing the same files would be worse than an error */
 		if (!strstr(arg, "%%") || strchr(arg, '/') || strlen(arg) > 200)
-			return bad(
+			return cli_error(
 			    err, errlen,
 			    "--monitor-log-fmt '%s': expected a file name (no '/') with %%%% "
 			    "where the rule's id goes, such as resource-rule-%%%%",
@@ -289,7 +279,7 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 		r = count("--file-status-interval", arg, 1, 86400, &v, err, errlen);
 		e->file_status_interval_s = (int)v;
 		break;
-	case C_ARGV: return bad(err, errlen, "--argv: write the option's name in full");
+	case C_ARGV: return cli_error(err, errlen, "--argv: write the option's name in full");
 	default: return 0;
 	}
 	return r < 0 ? r : 1;
@@ -299,22 +289,25 @@ int compat_check(struct makeflow_opts *o, const char *type, char *err, size_t er
 {
 	struct engine_options *e = &o->engine;
 	if (e->storage_limit > 0 && e->storage_type == ENGINE_STORAGE_MIN)
-		return bad(err, errlen,
-		           "--storage-type 1 (min): " NOT_HERE
-		           ": it needs an order of rules computed from file sizes known ahead; use "
-		           "0 (max) or 2 (output), which are measured as the workflow runs");
+		return cli_error(
+		    err, errlen,
+		    "--storage-type 1 (min): " NOT_HERE
+		    ": it needs an order of rules computed from file sizes known ahead; use "
+		    "0 (max) or 2 (output), which are measured as the workflow runs");
 	if (e->advertise) {
 		if (!e->project)
-			return bad(err, errlen,
-			           "-a/--advertise: give -N PROJECT, the name the workflow is "
-			           "advertised under");
+			return cli_error(
+			    err, errlen,
+			    "-a/--advertise: give -N PROJECT, the name the workflow is "
+			    "advertised under");
 		struct catalog_host hosts[8];
 		int n = 0;
 		char *why = NULL;
 		if (catalog_hosts_parse(e->catalog_hosts, hosts, 8, &n, &why) < 0) {
-			int r = bad(err, errlen, "-C %s: %s",
-			            e->catalog_hosts ? e->catalog_hosts : catalog_hosts_default(),
-			            why ? why : "invalid");
+			int r =
+			    cli_error(err, errlen, "-C %s: %s",
+			              e->catalog_hosts ? e->catalog_hosts : catalog_hosts_default(),
+			              why ? why : "invalid");
 			free(why);
 			return r;
 		}
@@ -379,17 +372,18 @@ static int push_value(char ***words, size_t *n, size_t *cap, const char *file, c
 		json_array_foreach(v, i, item)
 		{
 			if (json_is_array(item) || json_is_object(item))
-				return bad(err, errlen,
-				           "--argv %s: key %s: a list of lists or objects", file,
-				           key);
+				return cli_error(err, errlen,
+				                 "--argv %s: key %s: a list of lists or objects",
+				                 file, key);
 			int r = push_value(words, n, cap, file, key, item, err, errlen);
 			if (r < 0)
 				return r;
 		}
 	} else {
-		return bad(err, errlen,
-		           "--argv %s: key %s: expected a string, a number, true, null or a list",
-		           file, key);
+		return cli_error(
+		    err, errlen,
+		    "--argv %s: key %s: expected a string, a number, true, null or a list", file,
+		    key);
 	}
 	return 0;
 }
@@ -400,13 +394,13 @@ static int expand_file(char ***words, size_t *n, size_t *cap, const char *file, 
 	json_error_t je;
 	json_t *j = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
 	if (!j && je.line < 1)
-		return bad(err, errlen, "--argv %s: %s", file, je.text);
+		return cli_error(err, errlen, "--argv %s: %s", file, je.text);
 	if (!j)
-		return bad(err, errlen, "--argv %s:%d: %s", file, je.line, je.text);
+		return cli_error(err, errlen, "--argv %s:%d: %s", file, je.line, je.text);
 	int r = 0;
 	if (!json_is_object(j)) {
-		r = bad(err, errlen, "--argv %s: expected a JSON object of option names and values",
-		        file);
+		r = cli_error(err, errlen,
+		              "--argv %s: expected a JSON object of option names and values", file);
 		goto out;
 	}
 	const char *key;
@@ -415,8 +409,9 @@ static int expand_file(char ***words, size_t *n, size_t *cap, const char *file, 
 	{
 		if (!strcmp(key, "MAKEFLOW")) {
 			if (!json_is_string(v)) {
-				r = bad(err, errlen,
-				        "--argv %s: MAKEFLOW: expected the workflow's name", file);
+				r = cli_error(err, errlen,
+				              "--argv %s: MAKEFLOW: expected the workflow's name",
+				              file);
 				goto out;
 			}
 			free(*workflow);
@@ -424,8 +419,8 @@ static int expand_file(char ***words, size_t *n, size_t *cap, const char *file, 
 			continue;
 		}
 		if (!strcmp(key, "argv") || !*key || key[0] == '-') {
-			r = bad(err, errlen, "--argv %s: key '%s' is not an option name", file,
-			        key);
+			r = cli_error(err, errlen, "--argv %s: key '%s' is not an option name",
+			              file, key);
 			goto out;
 		}
 		r = push_value(words, n, cap, file, key, v, err, errlen);
@@ -449,7 +444,8 @@ int compat_expand_argv(int argc, char *const argv[], char ***words_out, int *nwo
 		const char *file = NULL;
 		if (i > 0 && !after_dashes && !strcmp(a, "--argv")) {
 			if (i + 1 >= argc) {
-				r = bad(err, errlen, "option --argv needs a value (see --help)");
+				r = cli_error(err, errlen,
+				              "option --argv needs a value (see --help)");
 				break;
 			}
 			file = argv[++i];

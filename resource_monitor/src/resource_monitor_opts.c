@@ -128,18 +128,6 @@ void resource_monitor_opts_clear(struct resource_monitor_opts *o)
 	init(o);
 }
 
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return HTC_EPARSE;
-}
-
 /* Adds the limits in TEXT to O (later options override earlier ones). WHAT names the option. */
 static int add_limits_text(struct resource_monitor_opts *o, const char *what, const char *text,
                            char *err, size_t errlen)
@@ -149,7 +137,7 @@ static int add_limits_text(struct resource_monitor_opts *o, const char *what, co
 	char perr[512] = "";
 	int r = 0;
 	if (rmsummary_parse_limits(text, &l, perr, sizeof perr) < 0) {
-		r = bad(err, errlen, "%s: invalid limits: %s", what, perr[0] ? perr : text);
+		r = cli_error(err, errlen, "%s: invalid limits: %s", what, perr[0] ? perr : text);
 	} else {
 		for (int f = 0; f < RM_N_FIELDS; f++)
 			if (l.v[f] >= 0)
@@ -165,17 +153,17 @@ static int add_limits_file(struct resource_monitor_opts *o, const char *path, ch
 {
 	FILE *f = fopen(path, "r");
 	if (!f)
-		return bad(err, errlen, "-l %s: %s", path, strerror(errno));
+		return cli_error(err, errlen, "-l %s: %s", path, strerror(errno));
 	char *buf = xmalloc(RESOURCE_MONITOR_LIMITS_FILE_MAX + 1);
 	size_t n = fread(buf, 1, RESOURCE_MONITOR_LIMITS_FILE_MAX + 1, f);
 	int rerr = ferror(f);
 	fclose(f);
 	int r;
 	if (rerr) {
-		r = bad(err, errlen, "-l %s: read error", path);
+		r = cli_error(err, errlen, "-l %s: read error", path);
 	} else if (n > RESOURCE_MONITOR_LIMITS_FILE_MAX) {
-		r = bad(err, errlen, "-l %s: larger than %d bytes", path,
-		        RESOURCE_MONITOR_LIMITS_FILE_MAX);
+		r = cli_error(err, errlen, "-l %s: larger than %d bytes", path,
+		              RESOURCE_MONITOR_LIMITS_FILE_MAX);
 	} else {
 		buf[n] = 0;
 		char *t = str_trim(buf);
@@ -203,11 +191,11 @@ static int verbatim_key_ok(const struct resource_monitor_opts *o, const char *ar
                            char *err, size_t errlen)
 {
 	if (!key[0])
-		return bad(err, errlen, "-V '%s': empty key", arg);
+		return cli_error(err, errlen, "-V '%s': empty key", arg);
 	for (const char *p = key; *p; p++)
 		if (!(*p == '_' || *p == '-' || *p == '.' || (*p >= 'a' && *p <= 'z') ||
 		      (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
-			return bad(
+			return cli_error(
 			    err, errlen,
 			    "-V '%s': key '%s' may hold only letters, digits, '_', '-' and '.'",
 			    arg, key);
@@ -216,14 +204,15 @@ static int verbatim_key_ok(const struct resource_monitor_opts *o, const char *ar
 	    "signal",  "peak_times", "limits_exceeded", "snapshots", NULL};
 	for (int i = 0; reserved[i]; i++)
 		if (!strcmp(key, reserved[i]))
-			return bad(err, errlen, "-V '%s': '%s' is a field of the summary itself",
-			           arg, key);
+			return cli_error(err, errlen,
+			                 "-V '%s': '%s' is a field of the summary itself", arg,
+			                 key);
 	if (rmsummary_field_lookup(key) >= 0)
-		return bad(err, errlen, "-V '%s': '%s' is a measured field of the summary", arg,
-		           key);
+		return cli_error(err, errlen, "-V '%s': '%s' is a measured field of the summary",
+		                 arg, key);
 	for (size_t i = 0; i < o->n_extra; i++)
 		if (!strcmp(o->extra_keys[i], key))
-			return bad(err, errlen, "-V '%s': key '%s' given twice", arg, key);
+			return cli_error(err, errlen, "-V '%s': key '%s' given twice", arg, key);
 	return 0;
 }
 
@@ -232,7 +221,7 @@ static int add_verbatim(struct resource_monitor_opts *o, const char *arg, char *
 {
 	const char *colon = strchr(arg, ':');
 	if (!colon)
-		return bad(err, errlen, "-V '%s': expected 'KEY: VALUE'", arg);
+		return cli_error(err, errlen, "-V '%s': expected 'KEY: VALUE'", arg);
 	char *key = xstrndup(arg, (size_t)(colon - arg));
 	str_trim(key);
 	char *value = xstrdup(colon + 1);
@@ -246,13 +235,13 @@ static int add_verbatim(struct resource_monitor_opts *o, const char *arg, char *
 	if (!j)
 		j = json_string(value);
 	if (!j) {
-		r = bad(err, errlen, "-V '%s': the value is not valid UTF-8", arg);
+		r = cli_error(err, errlen, "-V '%s': the value is not valid UTF-8", arg);
 		goto out;
 	}
 	text = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
 	json_decref(j);
 	if (!text) {
-		r = bad(err, errlen, "-V '%s': cannot encode the value", arg);
+		r = cli_error(err, errlen, "-V '%s': cannot encode the value", arg);
 		goto out;
 	}
 	VEC_RESERVE(o->extra_keys, o->cap_extra, o->n_extra + 1);
@@ -273,9 +262,9 @@ static int add_measure_dir(struct resource_monitor_opts *o, const char *dir, cha
 {
 	struct stat st;
 	if (stat(dir, &st) < 0)
-		return bad(err, errlen, "--measure-dir %s: %s", dir, strerror(errno));
+		return cli_error(err, errlen, "--measure-dir %s: %s", dir, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		return bad(err, errlen, "--measure-dir %s: not a directory", dir);
+		return cli_error(err, errlen, "--measure-dir %s: not a directory", dir);
 	VEC_RESERVE(o->measure_dirs, o->cap_measure_dirs, o->n_measure_dirs + 2);
 	o->measure_dirs[o->n_measure_dirs++] = dir;
 	o->measure_dirs[o->n_measure_dirs] = NULL;
@@ -293,13 +282,13 @@ static int parse_one(struct resource_monitor_opts *o, int c, char *arg, char *ar
 	case 'i':
 		if (str_to_double(arg, &o->interval) < 0 || o->interval < 0.01 ||
 		    o->interval > 86400)
-			return bad(err, errlen,
-			           "-i %s: expected a number of seconds between 0.01 and 86400",
-			           arg);
+			return cli_error(
+			    err, errlen,
+			    "-i %s: expected a number of seconds between 0.01 and 86400", arg);
 		break;
 	case 'O':
 		if (!*arg)
-			return bad(err, errlen, "-O: empty output template");
+			return cli_error(err, errlen, "-O: empty output template");
 		o->template = arg;
 		break;
 	case OPT_WITH_TIME_SERIES: o->time_series = 1; break;
@@ -310,7 +299,7 @@ static int parse_one(struct resource_monitor_opts *o, int c, char *arg, char *ar
 	case OPT_COMPACT: o->compact = 1; break;
 	case OPT_PID:
 		if (str_to_int64(arg, &v) < 0 || v <= 0 || v > INT_MAX)
-			return bad(err, errlen, "--pid %s: expected a process id", arg);
+			return cli_error(err, errlen, "--pid %s: expected a process id", arg);
 		o->attach_pid = (pid_t)v;
 		break;
 	case OPT_CGROUPS:
@@ -321,24 +310,26 @@ static int parse_one(struct resource_monitor_opts *o, int c, char *arg, char *ar
 		else if (!strcmp(arg, "required"))
 			o->cgroups = RMONITOR_CGROUPS_REQUIRED;
 		else
-			return bad(err, errlen, "--cgroups=%s: expected auto, off or required",
-			           arg);
+			return cli_error(err, errlen,
+			                 "--cgroups=%s: expected auto, off or required", arg);
 		break;
 	case OPT_SECCOMP: {
 		enum rmon_seccomp_profile sp;
 		if (rmon_seccomp_parse(arg, &sp) < 0)
-			return bad(err, errlen,
-			           "--seccomp '%s': expected default, strict, nonet or off", arg);
+			return cli_error(err, errlen,
+			                 "--seccomp '%s': expected default, strict, nonet or off",
+			                 arg);
 		o->seccomp = (int)sp;
 		break;
 	}
 	case OPT_CPUSET:
 		if (!*arg)
-			return bad(err, errlen, "--cpuset: empty list");
+			return cli_error(err, errlen, "--cpuset: empty list");
 		for (const char *p = arg; *p; p++)
 			if (!((*p >= '0' && *p <= '9') || *p == ',' || *p == '-'))
-				return bad(err, errlen,
-				           "--cpuset '%s': expected a list such as 0-1,3", arg);
+				return cli_error(err, errlen,
+				                 "--cpuset '%s': expected a list such as 0-1,3",
+				                 arg);
 		o->cpuset = arg;
 		break;
 	case OPT_CATEGORY: o->category = arg; break;
@@ -364,32 +355,34 @@ static int what_to_run(struct resource_monitor_opts *o, int n_args, char *const 
 	o->n_args = n_args;
 	if (o->attach_pid) {
 		if (o->sh || n_args > 0)
-			return bad(
+			return cli_error(
 			    err, errlen,
 			    "--pid: give either a process to attach to or a command, not both");
 		if (o->cpuset)
-			return bad(
+			return cli_error(
 			    err, errlen,
 			    "--cpuset: cannot be used with --pid (the process already runs)");
 		if (o->seccomp)
-			return bad(
+			return cli_error(
 			    err, errlen,
 			    "--seccomp: cannot be used with --pid (the process already runs)");
 		if (o->cgroups == RMONITOR_CGROUPS_REQUIRED)
-			return bad(err, errlen,
-			           "--cgroups=required: cannot be used with --pid (an attached "
-			           "process is measured through /proc only)");
+			return cli_error(
+			    err, errlen,
+			    "--cgroups=required: cannot be used with --pid (an attached "
+			    "process is measured through /proc only)");
 	} else if (o->sh) {
 		if (n_args > 0)
-			return bad(err, errlen,
-			           "--sh: give the command either with --sh or after --, not both");
+			return cli_error(
+			    err, errlen,
+			    "--sh: give the command either with --sh or after --, not both");
 		o->cmd = xcalloc(4, sizeof *o->cmd);
 		o->cmd[0] = "/bin/sh";
 		o->cmd[1] = "-c";
 		o->cmd[2] = o->sh;
 	} else {
 		if (n_args <= 0)
-			return bad(
+			return cli_error(
 			    err, errlen,
 			    "no command given (usage: resource_monitor [options] -- CMD ARGS; "
 			    "see --help)");

@@ -180,18 +180,6 @@ void worker_opts_clear(struct worker_opts *o)
 	init(o);
 }
 
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return HTC_EPARSE;
-}
-
 static void set(char **dst, const char *v)
 {
 	free(*dst);
@@ -249,20 +237,22 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 	case 'C': set(&o->catalog_hosts, arg); break;
 	case OPT_CORES:
 		if (str_to_double(arg, &d) < 0 || d < 0 || d > 1e6)
-			return bad(err, errlen, "%s: \"%s\" is not a number of cores (0: measure)",
-			           name, arg);
+			return cli_error(err, errlen,
+			                 "%s: \"%s\" is not a number of cores (0: measure)", name,
+			                 arg);
 		o->cores = d == 0 ? -1 : d; /* 0 measures, as in CCTools */
 		break;
 	case OPT_MEMORY:
 	case OPT_DISK:
 		if (units_parse_mb(arg, &v) < 0)
-			return bad(err, errlen, "%s: \"%s\" is not a size (e.g. 4000, 4G)", name,
-			           arg);
+			return cli_error(err, errlen, "%s: \"%s\" is not a size (e.g. 4000, 4G)",
+			                 name, arg);
 		*(c == OPT_MEMORY ? &o->memory_mb : &o->disk_mb) = v;
 		break;
 	case OPT_GPUS:
 		if (str_to_int64(arg, &v) < 0 || v < 0 || v > 1024)
-			return bad(err, errlen, "%s: \"%s\" is not a number of GPUs", name, arg);
+			return cli_error(err, errlen, "%s: \"%s\" is not a number of GPUs", name,
+			                 arg);
 		o->gpus = v;
 		break;
 	case 't':
@@ -270,10 +260,11 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 	case OPT_CONNECT_TIMEOUT:
 	case OPT_WALL_TIME:
 		if (units_parse_seconds(arg, &v) < 0)
-			return bad(err, errlen, "%s: \"%s\" is not a duration (e.g. 900, 15m, 2h)",
-			           name, arg);
+			return cli_error(err, errlen,
+			                 "%s: \"%s\" is not a duration (e.g. 900, 15m, 2h)", name,
+			                 arg);
 		if (v == 0 && c != OPT_WALL_TIME)
-			return bad(err, errlen, "%s: the duration must be above 0", name);
+			return cli_error(err, errlen, "%s: the duration must be above 0", name);
 		if (c == 't' || c == OPT_IDLE_TIMEOUT)
 			o->idle_timeout = v;
 		if (c == 't' || c == OPT_CONNECT_TIMEOUT)
@@ -291,20 +282,21 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 	case 'b':
 	case 'A':
 	case 'O':
-		return bad(err, errlen,
-		           "%s: a CCTools work_queue_worker option that is not supported here "
-		           "(doc/compatibility.md)",
-		           name);
+		return cli_error(
+		    err, errlen,
+		    "%s: a CCTools work_queue_worker option that is not supported here "
+		    "(doc/compatibility.md)",
+		    name);
 	case OPT_SINGLE_SHOT: o->single_shot = true; break;
 	case OPT_EXIT_AFTER_TASKS:
 		if (str_to_int64(arg, &v) < 0 || v < 1 || v > 1000000000)
-			return bad(err, errlen, "%s: \"%s\" is not a number of tasks above 0", name,
-			           arg);
+			return cli_error(err, errlen, "%s: \"%s\" is not a number of tasks above 0",
+			                 name, arg);
 		o->exit_after_tasks = v;
 		break;
 	case 's':
 		if (!*arg)
-			return bad(err, errlen, "%s: the directory is empty", name);
+			return cli_error(err, errlen, "%s: the directory is empty", name);
 		set(&o->workdir, arg);
 		break;
 	case OPT_KEEP_CACHE: o->keep_cache = true; break;
@@ -317,9 +309,9 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 	case OPT_SSL_FINGERPRINT: {
 		char *fp = parse_fingerprint(arg);
 		if (!fp)
-			return bad(err, errlen,
-			           "%s: \"%s\" is not a SHA-256 fingerprint (64 hex digits)", name,
-			           arg);
+			return cli_error(err, errlen,
+			                 "%s: \"%s\" is not a SHA-256 fingerprint (64 hex digits)",
+			                 name, arg);
 		o->ssl = true;
 		free(o->ssl_fingerprint);
 		o->ssl_fingerprint = fp;
@@ -331,26 +323,27 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		break;
 	case OPT_FEATURE:
 		if (!feature_ok(arg))
-			return bad(err, errlen,
-			           "%s: \"%s\" is not a label (1-128 letters, digits or ._-+=:/)",
-			           name, arg);
+			return cli_error(
+			    err, errlen,
+			    "%s: \"%s\" is not a label (1-128 letters, digits or ._-+=:/)", name,
+			    arg);
 		if (o->feature_count >= 64)
-			return bad(err, errlen, "%s: at most 64 labels", name);
+			return cli_error(err, errlen, "%s: at most 64 labels", name);
 		VEC_RESIZE(o->features, (size_t)o->feature_count + 1);
 		o->features[o->feature_count++] = xstrdup(arg);
 		break;
 	case OPT_DOCKER:
 	case OPT_DOCKER_PRESERVE:
 		if (!*arg)
-			return bad(err, errlen, "%s: the image name is empty", name);
+			return cli_error(err, errlen, "%s: the image name is empty", name);
 		set(&o->docker_image, arg);
 		o->docker_preserve = c == OPT_DOCKER_PRESERVE;
 		break;
 	case OPT_SECCOMP:
 		if (rmon_seccomp_parse(arg, &o->seccomp) < 0)
-			return bad(err, errlen,
-			           "%s: \"%s\" is not a profile (default, strict, nonet, off)",
-			           name, arg);
+			return cli_error(
+			    err, errlen,
+			    "%s: \"%s\" is not a profile (default, strict, nonet, off)", name, arg);
 		break;
 	case 'd':
 		if (o->debug_flags) {
@@ -362,7 +355,7 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		}
 		break;
 	case 'o': set(&o->debug_file, arg); break;
-	default: return bad(err, errlen, "%s: unknown option (see --help)", name);
+	default: return cli_error(err, errlen, "%s: unknown option (see --help)", name);
 	}
 	return 0;
 }
@@ -395,36 +388,39 @@ int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char 
 	int rest = argc - optind;
 	if (o->project) {
 		if (rest > 0) {
-			r = bad(err, errlen,
-			        "give either -M PROJECT or HOST PORT, not both (extra \"%s\")",
-			        argv[optind]);
+			r = cli_error(
+			    err, errlen,
+			    "give either -M PROJECT or HOST PORT, not both (extra \"%s\")",
+			    argv[optind]);
 			goto fail;
 		}
 	} else if (rest == 0) {
-		r = bad(err, errlen, "no master given: use HOST PORT or -M PROJECT (see --help)");
+		r = cli_error(err, errlen,
+		              "no master given: use HOST PORT or -M PROJECT (see --help)");
 		goto fail;
 	} else if (rest > 2) {
-		r = bad(err, errlen, "unexpected argument \"%s\" after HOST PORT",
-		        argv[optind + 2]);
+		r = cli_error(err, errlen, "unexpected argument \"%s\" after HOST PORT",
+		              argv[optind + 2]);
 		goto fail;
 	} else {
 		const char *host = argv[optind];
 		const char *colon = strrchr(host, ':');
 		if (!*host) {
-			r = bad(err, errlen, "the master's host name is empty");
+			r = cli_error(err, errlen, "the master's host name is empty");
 			goto fail;
 		}
 		/* HOST:PORT in one argument is accepted too (not for IPv6 literals). */
 		if (rest == 1 && colon && strchr(host, ':') == colon) {
 			if (parse_port(colon + 1, &o->port) < 0) {
-				r = bad(err, errlen, "\"%s\": the port must be 1..65535", host);
+				r = cli_error(err, errlen, "\"%s\": the port must be 1..65535",
+				              host);
 				goto fail;
 			}
 			o->host = xstrdup(host);
 			o->host[colon - host] = 0;
 		} else if (rest == 1) {
 			/* an empty $(cat port) expands to nothing: never guess a default port */
-			r = bad(
+			r = cli_error(
 			    err, errlen,
 			    "no port given after \"%s\": use HOST PORT or HOST:PORT (a port file "
 			    "read before the master wrote it is empty)",
@@ -432,19 +428,20 @@ int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char 
 			goto fail;
 		} else {
 			if (parse_port(argv[optind + 1], &o->port) < 0) {
-				r = bad(err, errlen, "port \"%s\": must be 1..65535",
-				        argv[optind + 1]);
+				r = cli_error(err, errlen, "port \"%s\": must be 1..65535",
+				              argv[optind + 1]);
 				goto fail;
 			}
 			o->host = xstrdup(host);
 		}
 	}
 	if (o->ssl_no_verify && (o->ssl_ca || o->ssl_fingerprint)) {
-		r = bad(err, errlen, "--ssl-no-verify contradicts --ssl-ca and --ssl-fingerprint");
+		r = cli_error(err, errlen,
+		              "--ssl-no-verify contradicts --ssl-ca and --ssl-fingerprint");
 		goto fail;
 	}
 	if (o->ssl_ca && o->ssl_fingerprint) {
-		r = bad(err, errlen, "give --ssl-ca or --ssl-fingerprint, not both");
+		r = cli_error(err, errlen, "give --ssl-ca or --ssl-fingerprint, not both");
 		goto fail;
 	}
 	return CLI_DONE;

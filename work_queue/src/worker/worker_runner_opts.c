@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "htc_error.h"
 #include "path.h"
 #include "xalloc.h"
@@ -19,18 +20,6 @@ void worker_runner_opts_clear(struct worker_runner_opts *o)
 		free(o->binds[i]);
 	free(o->binds);
 	memset(o, 0, sizeof *o);
-}
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return HTC_EPARSE;
 }
 
 /* One argument A with its value V. */
@@ -47,10 +36,10 @@ static int parse_one(struct worker_runner_opts *o, const char *a, const char *v,
 		o->workdir = v;
 	} else if (strcmp(a, "--bind") == 0 || strcmp(a, "--bind-ro") == 0) {
 		if (!path_is_absolute(v))
-			return bad(err, errlen, "%s %s: not an absolute path", a, v);
+			return cli_error(err, errlen, "%s %s: not an absolute path", a, v);
 		o->binds[o->n_binds++] = xasprintf("%s:%s%s", v, v, a[6] ? ":ro" : "");
 	} else {
-		return bad(err, errlen, "unknown option %s", a);
+		return cli_error(err, errlen, "unknown option %s", a);
 	}
 	return 0;
 }
@@ -73,7 +62,7 @@ int worker_runner_opts_parse(int argc, char *argv[], struct worker_runner_opts *
 			continue;
 		}
 		if (i + 1 >= argc) {
-			r = bad(err, errlen, "%s: needs a value", a);
+			r = cli_error(err, errlen, "%s: needs a value", a);
 			goto out;
 		}
 		r = parse_one(o, a, argv[++i], err, errlen);
@@ -81,9 +70,10 @@ int worker_runner_opts_parse(int argc, char *argv[], struct worker_runner_opts *
 			goto out;
 	}
 	if (!o->image || !o->workdir || i >= argc) {
-		r = bad(err, errlen,
-		        "usage: --container-run [--socket S] --image IMG [--shared ID] [--nest] "
-		        "--workdir DIR [--bind DIR] [--bind-ro DIR] -- CMD...");
+		r = cli_error(
+		    err, errlen,
+		    "usage: --container-run [--socket S] --image IMG [--shared ID] [--nest] "
+		    "--workdir DIR [--bind DIR] [--bind-ro DIR] -- CMD...");
 		goto out;
 	}
 	o->cmd = argv + i;
