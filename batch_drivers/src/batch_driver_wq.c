@@ -145,6 +145,15 @@ static int wq_set_option(void *state, const char *key, const char *value)
 			continue;
 		if (check_value(i, value) < 0)
 			return -EINVAL;
+		if (i == OPT_SHARED_FS && st->opt[i]) {
+			/* repeatable: one directory per line */
+			if (strchr(value, '\n'))
+				return -EINVAL;
+			char *both = xasprintf("%s\n%s", st->opt[i], value);
+			free(st->opt[i]);
+			st->opt[i] = both;
+			return 0;
+		}
 		free(st->opt[i]);
 		st->opt[i] = xstrdup(value);
 		return 0;
@@ -217,13 +226,41 @@ static int wq_start(void *state)
 /* True if PATH lies in the shared file system (not transferred). */
 static int on_shared_fs(const struct wq_state *st, const char *path)
 {
-	const char *fs = st->opt[OPT_SHARED_FS];
-	if (!fs)
-		return 0;
-	size_t n = strlen(fs);
-	while (n > 1 && fs[n - 1] == '/')
-		n--;
-	return strncmp(path, fs, n) == 0 && (path[n] == '/' || path[n] == 0);
+	for (const char *fs = st->opt[OPT_SHARED_FS]; fs && *fs;) {
+		const char *end = strchr(fs, '\n');
+		size_t len = end ? (size_t)(end - fs) : strlen(fs);
+		size_t n = len;
+		while (n > 1 && fs[n - 1] == '/')
+			n--;
+		if (strncmp(path, fs, n) == 0 &&
+		    (path[n] == '/' || path[n] == 0 || (n == 1 && fs[0] == '/')))
+			return 1;
+		fs = end ? end + 1 : fs + len;
+	}
+	return 0;
+}
+
+/* A file a job names by an absolute path is one the workers must find where it is: only
+ * under a --shared-fs directory (it is not transferred); anywhere else it is refused. */
+static int absolute_paths_ok(const struct wq_state *st, struct batch_job *job)
+{
+	const struct batch_job_spec *s = &job->spec;
+	for (int dir = 0; dir < 2; dir++) {
+		const struct batch_file *f = dir ? s->outputs : s->inputs;
+		size_t n = dir ? s->n_outputs : s->n_inputs;
+		for (size_t i = 0; i < n; i++) {
+			const char *seen = f[i].remote_name ? f[i].remote_name : f[i].local_name;
+			if ((seen[0] == '/' || f[i].local_name[0] == '/') &&
+			    !on_shared_fs(st, f[i].local_name)) {
+				warn("wq: job %" PRId64
+				     ": %s: a file named by an absolute path must be "
+				     "under a --shared-fs directory (workers cannot be sent it)",
+				     job->id, f[i].local_name);
+				return HTC_EUNSUP;
+			}
+		}
+	}
+	return 0;
 }
 
 /* Builds the task of JOB; NULL with the reason in the job's error on failure. */
@@ -285,6 +322,9 @@ static int wq_submit(void *state, struct batch_job *job)
 {
 	struct wq_state *st = state;
 	int r = start_master(st);
+	if (r < 0)
+		return r;
+	r = absolute_paths_ok(st, job);
 	if (r < 0)
 		return r;
 	struct work_queue_task *t = make_task(st, job, &r);
@@ -560,8 +600,8 @@ static size_t wq_started(void *state)
 
 const struct batch_driver batch_driver_wq = {
     .name = "wq",
-    .features = BATCH_FEATURE_REMOTE_RENAME | BATCH_FEATURE_REMOVE | BATCH_FEATURE_WALL_TIME |
-                BATCH_FEATURE_MEMORY_LIMIT | BATCH_FEATURE_MEASURE,
+    .features = BATCH_FEATURE_ABSOLUTE_PATHS | BATCH_FEATURE_REMOTE_RENAME | BATCH_FEATURE_REMOVE |
+                BATCH_FEATURE_WALL_TIME | BATCH_FEATURE_MEMORY_LIMIT | BATCH_FEATURE_MEASURE,
     .create = wq_create,
     .destroy = wq_destroy,
     .set_option = wq_set_option,

@@ -346,4 +346,31 @@ test_expect_success '--monitor-with-opened-files, --monitor-log-fmt: the monitor
 	test -e mon/r-0-mon.summary
 '
 
+test_expect_success '--shared-fs twice with -T wq: absolute paths under either are used in place' '
+	mkdir -p sw home
+	echo tool-data >sw/tool.txt
+	sw=$PWD/sw
+	home=$PWD/home
+	wf Makeflow <<-EOF
+	$home/out.txt: $sw/tool.txt
+	    cat $sw/tool.txt > $home/out.txt
+	EOF
+	start_master --shared-fs "$sw" --shared-fs "$home" Makeflow
+	start_worker --cores 1 localhost $port
+	finish
+	[ "$(cat home/out.txt)" = tool-data ]
+'
+
+test_expect_success '-T wq: an absolute path under no --shared-fs is refused, named' '
+	mkdir -p elsewhere
+	echo x >elsewhere/in.txt
+	wf Makeflow <<-EOF
+	out.txt: $PWD/elsewhere/in.txt
+	    cat $PWD/elsewhere/in.txt > out.txt
+	EOF
+	start_master --shared-fs "$PWD/sw" Makeflow
+	test_must_fail finish
+	grep -q "elsewhere/in.txt: a file named by an absolute path must be under a --shared-fs directory" mf.out
+'
+
 test_done
