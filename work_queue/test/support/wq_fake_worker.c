@@ -215,6 +215,39 @@ static void fake_try_run(struct fake *f, struct fake_task *t)
 	fake_run(f, t);
 }
 
+/* REFUSE_MISSING: once the object of the pending task is on the disk, it "vanishes" (from
+ * the disk too, so that the task waits for it to be sent again) and the task is refused. */
+static void fake_refuse_missing(struct fake *f)
+{
+	json_t *msg = f->refuse_pending;
+	if (!msg)
+		return;
+	json_t *inputs = json_object_get(msg, "inputs");
+	size_t i;
+	json_t *in;
+	json_array_foreach(inputs, i, in)
+	{
+		const char *obj = json_string_value(json_object_get(in, "object"));
+		if (!obj)
+			continue;
+		char gone[512];
+		snprintf(gone, sizeof gone, "%s/%s", f->dir, obj);
+		if (access(gone, F_OK) != 0)
+			return; /* not stored yet: fake_recv_end calls again */
+		unlink(gone);
+		f->ncache = 0;
+		char *text = xasprintf("object %s is not in the cache", obj);
+		fake_send(f,
+		          json_pack("{s:s,s:O,s:O,s:s,s:s}", "m", "task_refused", "id",
+		                    json_object_get(msg, "id"), "try", json_object_get(msg, "try"),
+		                    "code", "missing_object", "text", text));
+		free(text);
+		break;
+	}
+	f->refuse_pending = NULL;
+	json_decref(msg);
+}
+
 static void fake_on_task(struct fake *f, json_t *msg)
 {
 	f->tasks_received++;
@@ -237,19 +270,13 @@ static void fake_on_task(struct fake *f, json_t *msg)
 	if (f->mode == FAKE_REFUSE_MISSING && !f->refused_once) {
 		json_array_foreach(inputs, i, in)
 		{
-			const char *obj = json_string_value(json_object_get(in, "object"));
-			if (obj) {
+			if (json_string_value(json_object_get(in, "object"))) {
+				/* refused once the object is stored (it may still be on its way, as
+				 * the receiver stores objects off the loop thread), so that it has
+				 * truly vanished when the refusal reaches the master */
 				f->refused_once = 1;
-				f->ncache = 0; /* the object "vanished": from the disk too, so that
-				                  the task waits for it to be sent again */
-				char gone[512];
-				snprintf(gone, sizeof gone, "%s/%s", f->dir, obj);
-				unlink(gone);
-				char *text = xasprintf("object %s is not in the cache", obj);
-				fake_send(f, json_pack("{s:s,s:I,s:I,s:s,s:s}", "m", "task_refused",
-				                       "id", (json_int_t)id, "try", (json_int_t)tr,
-				                       "code", "missing_object", "text", text));
-				free(text);
+				f->refuse_pending = json_incref(msg);
+				fake_refuse_missing(f);
 				return;
 			}
 		}
@@ -294,6 +321,7 @@ static void fake_recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *i
 		f->objects_received++;
 		snprintf(f->last_object, sizeof f->last_object, "%s", in->target->object);
 		snprintf(f->cache[f->ncache++ % 4], 80, "%s", in->target->object);
+		fake_refuse_missing(f);
 	}
 	for (int k = 0; k < f->ntasks; k++)
 		fake_try_run(f, &f->tasks[k]);
@@ -461,6 +489,7 @@ void fake_free(struct fake *f)
 	wq_conn_delete(f->c);
 	for (int i = 0; i < 16; i++)
 		json_decref(f->task_msgs[i]);
+	json_decref(f->refuse_pending);
 	for (int i = 0; i < f->ntasks; i++)
 		free(f->tasks[i].input_text);
 	wq_auth_key_delete(f->key);

@@ -74,6 +74,7 @@ struct fake {
 	char last_object[80];
 	int tasks_received;
 	int refused_once;
+	json_t *refuse_pending; /* REFUSE_MISSING: the task to refuse once its object is stored */
 	int cancels;
 	int drains;
 	json_t *task_msgs[16];
