@@ -122,6 +122,11 @@ static void test_parse_errors(void **state)
 	free(e2);
 	free(perr("like(project, x)"));
 	free(perr("like(project, \"(\")"));
+	/* nested intervals would make regcomp take gigabytes (found by fuzz_catalog_expr) */
+	e = perr("like(project, \"((a{1,255}){1,255}){1,255}\")");
+	assert_non_null(strstr(e, "may not use a {m,n} interval"));
+	free(e);
+	assert_true(m("like(project, \"^my\\\\{?\")")); /* an escaped brace is a brace */
 	char pat[400] = "like(project, \"";
 	memset(pat + 15, 'a', 300);
 	memcpy(pat + 315, "\")", 3);

@@ -473,6 +473,23 @@ static struct node *parse_like(struct parser *p)
 		node_free(pat);
 		return NULL;
 	}
+	/* an interval ({m,n}) is refused: nested ones make regcomp build an automaton of
+	 * gigabytes from a few bytes ("((a{1,255}){1,255}){1,255}") */
+	const char *ps = json_string_value(pat->lit);
+	for (size_t k = 0; ps[k]; k++) {
+		if (ps[k] == '\\' && ps[k + 1]) {
+			k++;
+			continue;
+		}
+		if (ps[k] == '{') {
+			fail(p,
+			     "the pattern of like() may not use a {m,n} interval (write \\{ for a "
+			     "brace)");
+			node_free(subject);
+			node_free(pat);
+			return NULL;
+		}
+	}
 	regex_t *re = xmalloc(sizeof *re);
 	if (regcomp(re, json_string_value(pat->lit), REG_EXTENDED | REG_NOSUB) != 0) {
 		free(re);
