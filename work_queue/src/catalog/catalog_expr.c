@@ -703,3 +703,13 @@ void catalog_expr_delete(struct catalog_expr *e)
 	node_free(e->root);
 	free(e);
 }
+
+struct catalog_expr *catalog_expr_parse_option(const char *text, char *err, size_t errlen)
+{
+	char *why = NULL;
+	struct catalog_expr *e = catalog_expr_parse(text, strlen(text), &why);
+	if (!e)
+		snprintf(err, errlen, "--where %s: %s", text, why ? why : "bad expression");
+	free(why);
+	return e;
+}

@@ -22,6 +22,9 @@ struct catalog_expr;
  * && or ||, with JX's precedence, and like(VALUE, "ERE"). Returns the tree (caller deletes), or
  * NULL with a one-line reason naming the byte offset in *ERR (caller frees). */
 struct catalog_expr *catalog_expr_parse(const char *text, size_t len, char **err);
+/* The same for the value TEXT of a command-line option: NULL with "--where TEXT: why" in ERR
+ * (at most ERRLEN bytes) when it does not parse. */
+struct catalog_expr *catalog_expr_parse_option(const char *text, char *err, size_t errlen);
 
 /* NULL is accepted. */
 void catalog_expr_delete(struct catalog_expr *e);

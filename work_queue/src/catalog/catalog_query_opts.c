@@ -94,13 +94,9 @@ static int parse_one(struct catalog_query_opts *o, int c, char *arg, char *argv[
 		                        : xasprintf("(%s)", arg);
 		free(o->where_text);
 		o->where_text = t;
-		char *why = NULL;
-		struct catalog_expr *e = catalog_expr_parse(arg, strlen(arg), &why);
-		if (!e) {
-			snprintf(err, errlen, "--where %s: %s", arg, why);
-			free(why);
+		struct catalog_expr *e = catalog_expr_parse_option(arg, err, errlen);
+		if (!e)
 			return HTC_EPARSE;
-		}
 		catalog_expr_delete(e);
 		return 0;
 	}

@@ -86,13 +86,9 @@ static int parse_one(struct work_queue_status_opts *o, int c, char *arg, char *a
 	case 'Q': o->what = "master"; break;
 	case 'l': o->json = 1; break;
 	case OPT_WHERE: {
-		char *why = NULL;
-		struct catalog_expr *e = catalog_expr_parse(arg, strlen(arg), &why);
-		if (!e) {
-			snprintf(err, errlen, "--where %s: %s", arg, why);
-			free(why);
+		struct catalog_expr *e = catalog_expr_parse_option(arg, err, errlen);
+		if (!e)
 			return HTC_EPARSE;
-		}
 		catalog_expr_delete(o->where);
 		o->where = e;
 		break;
