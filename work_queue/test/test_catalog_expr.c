@@ -127,6 +127,17 @@ static void test_parse_errors(void **state)
 	assert_non_null(strstr(e, "may not use a {m,n} interval"));
 	free(e);
 	assert_true(m("like(project, \"^my\\\\{?\")")); /* an escaped brace is a brace */
+	/* each "+" makes glibc copy what it repeats: nesting and stacking are bounded */
+	e = perr("like(project, \"(((((((((a+)+)+)+)+)+)+)+)+)+\")");
+	assert_non_null(strstr(e, "may not nest groups more than 8 deep"));
+	free(e);
+	assert_true(m("like(project, \"((((((((p+)+)+)+)+)+)+)+)+\")"));
+	e = perr("like(project, \"a+++++++++++++++++++++++++++++++\")");
+	assert_non_null(strstr(e, "may not repeat a repetition"));
+	free(e);
+	e = perr("like(project, \"(a)\\\\1\")");
+	assert_non_null(strstr(e, "may not use a back-reference"));
+	free(e);
 	char pat[400] = "like(project, \"";
 	memset(pat + 15, 'a', 300);
 	memcpy(pat + 315, "\")", 3);

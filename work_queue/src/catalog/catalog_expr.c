@@ -473,22 +473,37 @@ static struct node *parse_like(struct parser *p)
 		node_free(pat);
 		return NULL;
 	}
-	/* an interval ({m,n}) is refused: nested ones make regcomp build an automaton of
-	 * gigabytes from a few bytes ("((a{1,255}){1,255}){1,255}") */
+	/* What makes regcomp build a huge automaton from a few bytes is refused: an interval
+	 * ({m,n}: "((a{1,255}){1,255}){1,255}" takes gigabytes) and groups nested more than
+	 * CATALOG_EXPR_MAX_GROUPS deep (glibc copies the body of each "+", so "((a+)+)+..." doubles
+	 * per level, and "a+++..." per "+"), and a repetition right after another; a
+	 * back-reference (\1) is refused too, as matching it can take exponential time. */
 	const char *ps = json_string_value(pat->lit);
-	for (size_t k = 0; ps[k]; k++) {
-		if (ps[k] == '\\' && ps[k + 1]) {
+	const char *why = NULL;
+	int depth = 0, repeat = 0;
+	for (size_t k = 0; ps[k] && !why; k++) {
+		int was_repeat = repeat;
+		repeat = ps[k] == '*' || ps[k] == '+' || ps[k] == '?';
+		if (repeat && was_repeat)
+			why = "may not repeat a repetition (as in a** or a+?)";
+		else if (ps[k] == '\\' && ps[k + 1]) {
 			k++;
+			if (ps[k] >= '1' && ps[k] <= '9')
+				why = "may not use a back-reference";
 			continue;
 		}
-		if (ps[k] == '{') {
-			fail(p,
-			     "the pattern of like() may not use a {m,n} interval (write \\{ for a "
-			     "brace)");
-			node_free(subject);
-			node_free(pat);
-			return NULL;
-		}
+		if (ps[k] == '{')
+			why = "may not use a {m,n} interval (write \\{ for a brace)";
+		else if (ps[k] == '(' && ++depth > CATALOG_EXPR_MAX_GROUPS)
+			why = "may not nest groups more than " CATALOG_EXPR_MAX_GROUPS_STR " deep";
+		else if (ps[k] == ')' && depth > 0)
+			depth--;
+	}
+	if (why) {
+		fail(p, "the pattern of like() %s", why);
+		node_free(subject);
+		node_free(pat);
+		return NULL;
 	}
 	regex_t *re = xmalloc(sizeof *re);
 	if (regcomp(re, json_string_value(pat->lit), REG_EXTENDED | REG_NOSUB) != 0) {

@@ -9,10 +9,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CATALOG_EXPR_MAX_TEXT    4096 /* bytes of expression */
-#define CATALOG_EXPR_MAX_DEPTH   64   /* nesting of operators and parentheses */
-#define CATALOG_EXPR_MAX_NODES   512
-#define CATALOG_EXPR_MAX_PATTERN 256 /* bytes of a like() pattern */
+#define CATALOG_EXPR_MAX_TEXT       4096 /* bytes of expression */
+#define CATALOG_EXPR_MAX_DEPTH      64   /* nesting of operators and parentheses */
+#define CATALOG_EXPR_MAX_NODES      512
+#define CATALOG_EXPR_MAX_PATTERN    256 /* bytes of a like() pattern */
+#define CATALOG_EXPR_MAX_GROUPS     8   /* nesting of ( ) in a like() pattern */
+#define CATALOG_EXPR_MAX_GROUPS_STR "8"
 
 struct catalog_expr;
 
