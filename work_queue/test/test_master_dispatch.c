@@ -24,6 +24,7 @@
 #include "work_queue.h"
 #include "wq_conn.h"
 #include "wq_fake_worker.h"
+#include "wq_sim.h"
 #include "wq_xfer.h"
 #include "master_internal.h"
 #include "path.h"
@@ -227,7 +228,7 @@ static void test_dir_output_that_fits(void **state)
 	assert_int_equal(f->watch_fails, 0);
 	fake_send(f, json_pack("{s:s,s:i,s:i,s:s,s:i,s:[{s:i,s:i}]}", "m", "task_done", "id", id,
 	                       "try", 1, "outcome", "exited", "exit_status", 0, "outputs", "index",
-	                       0, "dir", (int)dir_id));
+	                       0, "dir", (int)wq_sim_wire_id(f->wire_ids, dir_id)));
 	struct work_queue_task *done = fake_wait_task(q, 5);
 	assert_non_null(done);
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);

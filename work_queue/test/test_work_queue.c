@@ -26,6 +26,7 @@
 #include "work_queue.h"
 #include "wq_conn.h"
 #include "wq_fake_worker.h"
+#include "wq_sim.h"
 #include "wq_xfer.h"
 #include "banned.h"
 
@@ -616,7 +617,7 @@ static uint32_t watch_send(struct work_queue *q, struct fake *f, int64_t id, int
 	json_decref(target);
 	fake_queue_until(q, one_more_sent, &w, 5);
 	assert_int_equal(f->watch_sent, w.before + 1);
-	return x;
+	return wq_sim_wire_id(f->wire_ids, x); /* the id on the wire, for task_done */
 }
 
 struct content_wait {

@@ -43,7 +43,8 @@
 /* ---- a loop with one connected pair ---------------------------------------------------- */
 
 struct sent_rec {
-	uint32_t id;
+	uint32_t id;     /* on the wire */
+	uint32_t handle; /* what the send call gave */
 	enum wq_xfer_outcome outcome;
 	enum wq_xfer_error_code code;
 	char text[256];
@@ -157,6 +158,7 @@ static void on_sent(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *u
 	assert_true(t->nsent < 16);
 	struct sent_rec *s = &t->sent[t->nsent++];
 	s->id = r->id;
+	s->handle = r->handle;
 	s->outcome = r->outcome;
 	s->code = r->code;
 	snprintf(s->text, sizeof s->text, "%s", r->text);
@@ -309,18 +311,24 @@ static bool sender_erred(void *arg)
 	return ((struct t *)arg)->s_errors > 0;
 }
 
-static struct recv_rec *recv_of(struct t *t, uint32_t id)
+static struct sent_rec *sent_of(struct t *t, uint32_t handle);
+
+/* What arrived of the send with HANDLE (its wire id is in its sent record), or of wire id HANDLE
+ * when nothing was sent through the engine (the raw tests write frames themselves). */
+static struct recv_rec *recv_of(struct t *t, uint32_t handle)
 {
+	struct sent_rec *s = sent_of(t, handle);
+	uint32_t id = s ? s->id : handle;
 	for (int i = 0; i < t->nrecv; i++)
 		if (t->recv[i].id == id)
 			return &t->recv[i];
 	return NULL;
 }
 
-static struct sent_rec *sent_of(struct t *t, uint32_t id)
+static struct sent_rec *sent_of(struct t *t, uint32_t handle)
 {
 	for (int i = 0; i < t->nsent; i++)
-		if (t->sent[i].id == id)
+		if (t->sent[i].handle == handle)
 			return &t->sent[i];
 	return NULL;
 }
@@ -576,6 +584,52 @@ static void test_directory(void **state)
 	assert_int_equal(recv_of(&t, id)->status, 0);
 	assert_int_equal(sent_of(&t, id)->entries, 7);
 	free(link), free(dst), free(root), free(sub), free(empty);
+	t_done(&t);
+}
+
+/* Directories queued one after the other, with a file after them: a directory's members are
+ * known only once it begins, and only one directory is open at a time, so the members go first
+ * and ids on the wire are given as transfers begin (with ids fixed when queued, the second
+ * directory, ahead of the first one's members, waited for a slot that never freed). */
+static void test_directories_queued_together(void **state)
+{
+	(void)state;
+	struct t t;
+	t_init(&t, false, false);
+	char *a = t_path(t.src, "a"), *b = t_path(t.src, "b");
+	assert_int_equal(mkdir(a, 0755), 0);
+	assert_int_equal(mkdir(b, 0755), 0);
+	for (int i = 0; i < 6; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "f%d", i);
+		free(make_file(a, name, 1000 + (size_t)i, false, 0644));
+		free(make_file(b, name, 2000 + (size_t)i, false, 0644));
+	}
+	char *c = make_file(t.src, "c", 5000, false, 0644);
+	uint32_t ha, hb, hc;
+	json_t *target = wq_xfer_target_input(4, 0);
+	assert_int_equal(wq_xfer_send_dir(t.out, a, target, 0, NULL, &ha), 0);
+	json_decref(target);
+	target = wq_xfer_target_input(4, 1);
+	assert_int_equal(wq_xfer_send_dir(t.out, b, target, 0, NULL, &hb), 0);
+	json_decref(target);
+	target = wq_xfer_target_input(4, 2);
+	assert_int_equal(wq_xfer_send_file(t.out, c, -1, -1, target, 0, NULL, &hc), 0);
+	json_decref(target);
+	want_sent = want_recv = 3;
+	assert_true(ts_run_until(&t.loop, done_counts, &t, HANG_MS));
+	assert_int_equal(t.r_closed, 0); /* the receiver saw no id out of order */
+	uint32_t h[3] = {ha, hb, hc};
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sent_of(&t, h[i])->outcome, WQ_XFER_SENT);
+		assert_int_equal(recv_of(&t, h[i])->status, 0);
+	}
+	assert_int_equal(sent_of(&t, ha)->entries, 6);
+	assert_int_equal(sent_of(&t, hb)->entries, 6);
+	/* a's six members took the ids between a's and b's */
+	assert_int_equal(sent_of(&t, hb)->id, sent_of(&t, ha)->id + 7);
+	assert_int_equal(wq_xfer_out_pending(t.out), 0);
+	free(a), free(b), free(c);
 	t_done(&t);
 }
 
@@ -971,7 +1025,7 @@ static void test_abort(void **state)
 	assert_int_equal(recv_of(&t, id1)->status, -ECANCELED);
 	assert_non_null(strstr(recv_of(&t, id1)->text, "first one not wanted"));
 	assert_int_equal(t.nrecv, 1); /* id2 never reached the receiver */
-	char *tmp = xasprintf("%s/.tmp.%u", t.dir, id1);
+	char *tmp = xasprintf("%s/.tmp.%u", t.dir, sent_of(&t, id1)->id);
 	assert_int_equal(access(tmp, F_OK), -1);
 	free(tmp);
 	/* the connection goes on */
@@ -1041,6 +1095,7 @@ int main(void)
 	    cmocka_unit_test(test_zlib),
 	    cmocka_unit_test(test_buffer_and_shrink),
 	    cmocka_unit_test(test_directory),
+	    cmocka_unit_test(test_directories_queued_together),
 	    cmocka_unit_test(test_corrupt),
 	    cmocka_unit_test(test_violations),
 	    cmocka_unit_test(test_interleave),

@@ -76,8 +76,9 @@ enum wq_xfer_outcome {
 };
 
 struct wq_xfer_sent {
-	uint32_t id; /* transfer or dir id */
-	void *tag;   /* the caller's tag */
+	uint32_t id;     /* transfer or dir id on the wire; 0 if it never began */
+	uint32_t handle; /* what the send call gave (*ID) */
+	void *tag;       /* the caller's tag */
 	bool is_dir;
 	enum wq_xfer_outcome outcome;
 	enum wq_xfer_error_code code; /* REFUSED */
@@ -111,8 +112,11 @@ void wq_xfer_out_delete(struct wq_xfer_out *o);
 
 /* Sends the file at PATH (or the open FD when PATH is NULL; the fd is then owned and closed) as
  * one transfer to TARGET (borrowed). SIZE < 0 takes the size from fstat; otherwise at most SIZE
- * bytes are sent and a shorter file is aborted. The id is assigned now (*ID if not NULL), the
- * xfer_begin goes out in id order once a slot among the 4 open transfers is free. Returns 0 or
+ * bytes are sent and a shorter file is aborted. *ID (if not NULL) is set to the send's handle,
+ * for wq_xfer_out_abort: it is NOT the transfer id on the wire, which is given when the
+ * transfer begins (ids must rise in the order the peer sees them, and a directory's members go
+ * before what was queued after it) and reported by the sent callback. Sends begin in the order
+ * they were queued once a slot among the 4 open transfers is free. Returns 0 or
  * -EINVAL (bad arguments). Errors opening the file come through the sent callback. */
 int wq_xfer_send_file(struct wq_xfer_out *o, const char *path, int fd, int64_t size, json_t *target,
                       int flags, void *tag, uint32_t *id);
@@ -137,13 +141,13 @@ int wq_xfer_out_message(struct wq_xfer_out *o, json_t *msg, const char *name);
 /* Transfers queued or open (files and directories). */
 size_t wq_xfer_out_pending(const struct wq_xfer_out *o);
 
-/* Gives transfer ID up: one not begun yet ends without a message; an open one sends no more
- * data and ends with `xfer_abort` (`dir_abort` for a directory) carrying REASON, at once or
- * when the read in flight returns. Its sent callback reports WQ_XFER_ABORTED with REASON, maybe
- * from inside this call. Returns 0, or -ENOENT when ID is not queued or open (it has ended, or
- * is a member of a directory: abort the directory). Calling it again for a transfer that is
- * still ending is harmless: the first reason stays. */
-int wq_xfer_out_abort(struct wq_xfer_out *o, uint32_t id, const char *reason);
+/* Gives up the send with HANDLE (what the send call gave): one not begun yet ends without a
+ * message; an open one sends no more data and ends with `xfer_abort` (`dir_abort` for a directory)
+ * carrying REASON, at once or when the read in flight returns. Its sent callback reports
+ * WQ_XFER_ABORTED with REASON, maybe from inside this call. Returns 0, or -ENOENT when HANDLE is
+ * not queued or open (it has ended, or is a member of a directory: abort the directory). Calling it
+ * again for a transfer that is still ending is harmless: the first reason stays. */
+int wq_xfer_out_abort(struct wq_xfer_out *o, uint32_t handle, const char *reason);
 
 /* ---- receiver ------------------------------------------------------------------------------ */
 

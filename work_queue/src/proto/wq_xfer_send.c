@@ -1,6 +1,9 @@
 /* wq_xfer_send.c: the sending half of the Work Queue transfer engine (doc/work-queue-protocol.md
  * section 5.4): files, buffers and directory trees become xfer_begin / DATA / xfer_end and dir_*
- * messages, in id order, at most 4 open at once. Reading, hashing and deflating happen in libuv
+ * messages, at most 4 open at once. A send is known to its caller by a handle given when it is
+ * queued; its id on the wire is given when it begins, so that ids rise in the order the peer sees
+ * them even though a directory's members, known only once it begins, go before what was queued
+ * after it. Reading, hashing and deflating happen in libuv
  * worker threads, one chunk per transfer at a time, paused while the write queue is too long. */
 #include "wq_xfer.h"
 
@@ -46,7 +49,8 @@ struct item {
 	struct wq_xfer_out *o;
 	enum item_kind kind;
 	enum item_state state;
-	uint32_t id;
+	uint32_t id;     /* on the wire: 0 until it begins */
+	uint32_t handle; /* the caller's, given when queued */
 	void *tag;
 	bool reported; /* its sent callback was called */
 	json_t *target;
@@ -106,8 +110,9 @@ struct wq_xfer_out {
 	bool zlib_ok;
 	struct wq_xfer_out_callbacks cb;
 	void *user;
-	uint32_t last_id;
-	struct item *waiting; /* not yet begun, in id order */
+	uint32_t last_id;     /* the last id used on the wire */
+	uint32_t last_handle; /* the last handle given */
+	struct item *waiting; /* not yet begun: the open directory's members, then queue order */
 	struct item *open;    /* begun files and directories */
 	size_t nopen_files, nopen_dirs;
 	size_t busy;  /* items with work in a thread */
@@ -236,6 +241,7 @@ static void report(struct wq_xfer_out *o, struct item *it, enum wq_xfer_outcome 
 	it->reported = true;
 	struct wq_xfer_sent r = {
 	    .id = it->id,
+	    .handle = it->handle,
 	    .tag = it->tag,
 	    .is_dir = it->kind == ITEM_DIR,
 	    .outcome = outcome,
@@ -258,7 +264,7 @@ static struct item *item_new(struct wq_xfer_out *o, enum item_kind kind, json_t 
 	struct item *it = xcalloc(1, sizeof *it);
 	it->o = o;
 	it->kind = kind;
-	it->id = ++o->last_id;
+	it->handle = ++o->last_handle;
 	it->tag = tag;
 	it->target = json_incref(target);
 	it->flags = flags;
@@ -272,7 +278,7 @@ static struct item *item_new(struct wq_xfer_out *o, enum item_kind kind, json_t 
 static int send_file_at(struct wq_xfer_out *o, const char *path, int fd, int64_t start,
                         int64_t size, json_t *target, int flags, void *tag, uint32_t *id)
 {
-	if (!o || (!path && fd < 0) || !json_is_object(target) || o->last_id == UINT32_MAX)
+	if (!o || (!path && fd < 0) || !json_is_object(target) || o->last_handle == UINT32_MAX)
 		return -EINVAL;
 	struct item *it = item_new(o, ITEM_FILE, target, flags, tag);
 	it->base = (uint64_t)start;
@@ -290,7 +296,7 @@ static int send_file_at(struct wq_xfer_out *o, const char *path, int fd, int64_t
 		memcpy(it->hex, obj + 2, SHA256_HEX_SIZE);
 	}
 	if (id)
-		*id = it->id;
+		*id = it->handle;
 	pump(o);
 	return 0;
 }
@@ -313,7 +319,7 @@ int wq_xfer_send_buffer(struct wq_xfer_out *o, const void *buf, size_t len, json
                         int flags, void *tag, uint32_t *id)
 {
 	if (!o || (!buf && len) || !json_is_object(target) || len > (size_t)WQ_MAX_ID ||
-	    o->last_id == UINT32_MAX)
+	    o->last_handle == UINT32_MAX)
 		return -EINVAL;
 	struct item *it = item_new(o, ITEM_FILE, target, flags, tag);
 	it->is_buffer = true;
@@ -323,7 +329,7 @@ int wq_xfer_send_buffer(struct wq_xfer_out *o, const void *buf, size_t len, json
 	it->buflen = len;
 	it->size = (int64_t)len;
 	if (id)
-		*id = it->id;
+		*id = it->handle;
 	pump(o);
 	return 0;
 }
@@ -331,12 +337,12 @@ int wq_xfer_send_buffer(struct wq_xfer_out *o, const void *buf, size_t len, json
 int wq_xfer_send_dir(struct wq_xfer_out *o, const char *path, json_t *target, int flags, void *tag,
                      uint32_t *id)
 {
-	if (!o || !path || !json_is_object(target) || o->last_id == UINT32_MAX)
+	if (!o || !path || !json_is_object(target) || o->last_handle == UINT32_MAX)
 		return -EINVAL;
 	struct item *it = item_new(o, ITEM_DIR, target, flags, tag);
 	it->path = xstrdup(path);
 	if (id)
-		*id = it->id;
+		*id = it->handle;
 	pump(o);
 	return 0;
 }
@@ -856,9 +862,23 @@ static bool start_or_run(struct wq_xfer_out *o, struct item *it, uv_work_cb fn)
 
 /* ---- beginning ---------------------------------------------------------------------------- */
 
+/* Gives IT the next id on the wire; false (IT failed) when the connection has used them all. */
+static bool take_wire_id(struct wq_xfer_out *o, struct item *it)
+{
+	if (o->last_id == UINT32_MAX) {
+		if (it->err == 0) {
+			it->err = -EOVERFLOW;
+			it->err_text = xstrdup("every transfer id of this connection was used");
+		}
+		return false;
+	}
+	it->id = ++o->last_id;
+	return true;
+}
+
 static void begin_file(struct wq_xfer_out *o, struct item *it)
 {
-	if (it->err < 0) {
+	if (it->err < 0 || !take_wire_id(o, it)) {
 		/* not open: nothing was sent */
 		finish_item(o, it, WQ_XFER_FAILED, NOCODE,
 		            it->err_text ? it->err_text : htc_strerror(it->err));
@@ -880,7 +900,7 @@ static void begin_file(struct wq_xfer_out *o, struct item *it)
 
 static void begin_dir(struct wq_xfer_out *o, struct item *d)
 {
-	if (d->err < 0) {
+	if (d->err < 0 || !take_wire_id(o, d)) {
 		finish_item(o, d, WQ_XFER_FAILED, NOCODE,
 		            d->err_text ? d->err_text : htc_strerror(d->err));
 		return;
@@ -892,6 +912,9 @@ static void begin_dir(struct wq_xfer_out *o, struct item *d)
 	d->sent = wq_listing_create();
 	send_msg(o, json_pack("{s:s, s:I, s:O}", "m", "dir_begin", "dir", (json_int_t)d->id,
 	                      "target", d->target));
+	/* the members go first: the directory holds the only directory slot until they end */
+	struct item *rest = o->waiting;
+	o->waiting = NULL;
 	size_t n = wq_listing_count(d->walk);
 	for (size_t i = 0; i < n && !o->dead; i++) {
 		const struct wq_listing_entry *e = wq_listing_get(d->walk, i);
@@ -911,6 +934,7 @@ static void begin_dir(struct wq_xfer_out *o, struct item *d)
 		m->size = (int64_t)e->size;
 		d->members_left++;
 	}
+	DL_CONCAT(o->waiting, rest);
 	wq_listing_delete(d->walk);
 	d->walk = NULL;
 	dir_check_end(o, d);
@@ -940,7 +964,7 @@ static void pump_once(struct wq_xfer_out *o)
 			}
 		}
 	}
-	/* begin in id order */
+	/* begin in order (ids on the wire are given as they begin) */
 	while (!o->dead && (it = o->waiting) && it->state == ST_READY) {
 		if (it->kind == ITEM_FILE) {
 			if (o->nopen_files >= WQ_XFER_MAX_OPEN && it->err == 0)
@@ -1049,16 +1073,16 @@ static void drop_items(struct wq_xfer_out *o)
 	}
 }
 
-int wq_xfer_out_abort(struct wq_xfer_out *o, uint32_t id, const char *reason)
+int wq_xfer_out_abort(struct wq_xfer_out *o, uint32_t handle, const char *reason)
 {
 	if (!o || o->deleted)
 		return -ENOENT;
 	if (!reason)
 		reason = "aborted";
 	struct item *it;
-	DL_SEARCH_SCALAR(o->waiting, it, id, id);
+	DL_SEARCH_SCALAR(o->waiting, it, handle, handle);
 	if (!it)
-		DL_SEARCH_SCALAR(o->open, it, id, id);
+		DL_SEARCH_SCALAR(o->open, it, handle, handle);
 	if (!it || it->dir)
 		return -ENOENT;
 	hold(o);

@@ -374,17 +374,19 @@ static void sent_cb(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *u
 	(void)user;
 	struct wsend *ws = r->tag;
 	struct wtask *t = ws->t;
-	if (ws->watch) {
+	if (ws->watch)
 		worker_watch_sent(t->watch, (size_t)ws->index, r);
-		if (r->outcome != WQ_XFER_SENT && t->out_xfers && t->out_xfers[ws->index] == r->id)
-			t->out_xfers[ws->index] = 0;
-	} else if (r->outcome != WQ_XFER_SENT) {
-		debug(D_WORKER, "task %lld: transfer %u not sent: %s", (long long)t->id, r->id,
-		      r->text);
+	if (ws->final) {
+		/* the id on the wire is given when the transfer begins: task_done names it */
+		int64_t id = r->outcome == WQ_XFER_SENT ? (int64_t)r->id : 0;
+		if (r->outcome != WQ_XFER_SENT)
+			debug(D_WORKER, "task %lld: output %lld not sent: %s", (long long)t->id,
+			      (long long)ws->index, r->text);
 		if (ws->index < 0)
-			t->stdout_xfer = 0;
+			t->stdout_xfer = id;
 		else
-			t->out_xfers[ws->index] = 0;
+			t->out_xfers[ws->index] = id;
+		ws->handle = 0;
 	}
 	if (--t->sends_pending == 0 && t->state == WT_SENDING)
 		task_complete(t);
@@ -415,34 +417,40 @@ static void send_results(struct wtask *t)
 		const struct worker_task_output *out = &res->outputs[i];
 		if (out->kind != WQ_DONE_XFER && out->kind != WQ_DONE_DIR)
 			continue;
+		t->sends[i] = (struct wsend){.t = t, .index = (int64_t)i, .final = true};
 		if (out->kind == WQ_DONE_XFER && worker_watch_has(t->watch, i)) {
-			uint32_t id = 0;
+			uint32_t handle = 0;
 			const char *why = NULL;
-			if (worker_watch_final(t->watch, i, out->fd, &id, &why) == 0)
-				t->out_xfers[i] = id;
-			else
+			t->sends[i].watch = true;
+			t->out_xfers[i] =
+			    -1; /* its sent callback may come before the call returns */
+			if (worker_watch_final(t->watch, i, out->fd, &t->sends[i], &handle, &why) ==
+			    0) {
+				if (t->out_xfers[i] == -1)
+					t->sends[i].handle = handle;
+			} else {
+				t->out_xfers[i] = 0;
 				debug(D_WORKER, "task %lld: output %zu: %s", (long long)t->id, i,
 				      why);
+			}
 			continue;
 		}
-		t->sends[i].t = t;
-		t->sends[i].index = (int64_t)i;
 		json_t *target = wq_xfer_target_output(t->id, (int64_t)i);
 		int r;
-		uint32_t id = 0;
+		uint32_t handle = 0;
 		/* Counted before the call: a small file may be sent, and sent_cb called, before it
-		 * returns; sent_cb then sets a failed one's id to 0, which the -1 tells apart. */
+		 * returns; sent_cb sets the id (0 if it failed), which the -1 tells apart. */
 		t->sends_pending++;
 		t->out_xfers[i] = -1;
 		if (out->kind == WQ_DONE_XFER) {
 			int fd = dup(out->fd);
 			r = fd < 0 ? -errno
 			           : wq_xfer_send_file(s->xout, NULL, fd, -1, target, flags,
-			                               &t->sends[i], &id);
+			                               &t->sends[i], &handle);
 		} else {
 			char *p = path_join(worker_sandbox_work_path(worker_task_sandbox(t->t)),
 			                    t->msg->outputs[i].name);
-			r = wq_xfer_send_dir(s->xout, p, target, flags, &t->sends[i], &id);
+			r = wq_xfer_send_dir(s->xout, p, target, flags, &t->sends[i], &handle);
 			free(p);
 		}
 		json_decref(target);
@@ -450,25 +458,24 @@ static void send_results(struct wtask *t)
 			t->out_xfers[i] = 0;
 			t->sends_pending--;
 		} else if (t->out_xfers[i] == -1) {
-			t->out_xfers[i] = id;
+			t->sends[i].handle = handle;
 		}
 	}
 	if (res && res->stdout_size > 0) {
 		char *buf = NULL;
 		size_t len = 0;
 		if (worker_task_stdout_read(t->t, &buf, &len) == 0 && len > 0) {
-			t->sends[n].t = t;
-			t->sends[n].index = -1;
+			t->sends[n] = (struct wsend){.t = t, .index = -1, .final = true};
 			json_t *target = wq_xfer_target_stdout(t->id);
-			uint32_t id = 0;
+			uint32_t handle = 0;
 			t->sends_pending++; /* as above */
 			t->stdout_xfer = -1;
-			if (wq_xfer_send_buffer(s->xout, buf, len, target, 0, &t->sends[n], &id) !=
-			    0) {
+			if (wq_xfer_send_buffer(s->xout, buf, len, target, 0, &t->sends[n],
+			                        &handle) != 0) {
 				t->stdout_xfer = 0;
 				t->sends_pending--;
 			} else if (t->stdout_xfer == -1) {
-				t->stdout_xfer = id;
+				t->sends[n].handle = handle;
 			}
 			json_decref(target);
 		}
@@ -773,15 +780,13 @@ static void on_cancel(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
 		/* Its outputs are given up (xfer_abort): task_cancelled replaces task_done once
 		 * every send has reported, which the last abort may do at once and free T. */
 		size_t n = t->msg->noutputs, k = 0;
-		uint32_t *ids = xcalloc(n + 1, sizeof *ids);
-		for (size_t i = 0; t->out_xfers && i < n; i++)
-			if (t->out_xfers[i] > 0)
-				ids[k++] = (uint32_t)t->out_xfers[i];
-		if (t->stdout_xfer > 0)
-			ids[k++] = (uint32_t)t->stdout_xfer;
+		uint32_t *handles = xcalloc(n + 1, sizeof *handles);
+		for (size_t i = 0; t->sends && i <= n; i++)
+			if (t->sends[i].handle)
+				handles[k++] = t->sends[i].handle;
 		for (size_t i = 0; i < k; i++)
-			wq_xfer_out_abort(s->xout, ids[i], "task cancelled");
-		free(ids);
+			wq_xfer_out_abort(s->xout, handles[i], "task cancelled");
+		free(handles);
 	}
 }
 

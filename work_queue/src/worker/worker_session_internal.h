@@ -26,8 +26,10 @@ enum wt_state { WT_STAGING, WT_RUNNING, WT_SENDING };
 
 struct wsend {
 	struct wtask *t;
-	int64_t index; /* output index, -1 for stdout */
-	bool watch;    /* a transfer of a watched output (worker_watch) */
+	int64_t index;   /* output index, -1 for stdout */
+	bool watch;      /* a transfer of a watched output (worker_watch) */
+	bool final;      /* the transfer task_done names (every one but a watched increment) */
+	uint32_t handle; /* of the send while it is pending (wq_xfer_out_abort), else 0 */
 };
 
 struct wtask {
@@ -42,9 +44,9 @@ struct wtask {
 	bool *fetching; /* url input i holds a worker_fetch_want */
 	size_t inputs_pending;
 	bool cancelled;
-	bool queued;       /* in the FIFO: accepted `queued`, not committed yet */
-	bool inputs_ready; /* queued with every input in place: starts when committed */
-	int64_t *out_xfers;
+	bool queued;        /* in the FIFO: accepted `queued`, not committed yet */
+	bool inputs_ready;  /* queued with every input in place: starts when committed */
+	int64_t *out_xfers; /* ids on the wire for task_done: -1 pending, 0 none */
 	int64_t stdout_xfer;
 	struct worker_watch *watch; /* watched outputs while running, or NULL */
 	struct wsend *wsends;       /* their tags, one per output */

@@ -88,9 +88,9 @@ struct worker_watch *worker_watch_create(uv_loop_t *loop, struct wq_xfer_out *o,
 	return ww;
 }
 
-/* Queues [from, from + len) of FD (owned) as a transfer of output I. */
+/* Queues [from, from + len) of FD (owned) as a transfer of output I, with TAG. */
 static int send_range(struct worker_watch *ww, size_t i, int fd, int64_t from, int64_t len,
-                      uint32_t *id)
+                      void *tag, uint32_t *handle)
 {
 	json_t *target = wq_xfer_target_output(ww->task, (int64_t)i);
 	json_object_set_new(target, "offset", json_integer(from));
@@ -100,7 +100,7 @@ static int send_range(struct worker_watch *ww, size_t i, int fd, int64_t from, i
 	ww->outs[i].sent = from + len;
 	ww->outs[i].in_flight = true;
 	(*ww->pending)++;
-	int r = wq_xfer_send_file_range(ww->o, fd, from, len, target, 0, ww->tags[i], id);
+	int r = wq_xfer_send_file_range(ww->o, fd, from, len, target, 0, tag, handle);
 	json_decref(target);
 	if (r < 0) {
 		close(fd);
@@ -135,7 +135,7 @@ void worker_watch_poll(struct worker_watch *ww)
 		int64_t len = (int64_t)st.st_size - w->sent;
 		debug(D_WORKER, "task %lld: output %zu grew to %lld bytes: sending %lld",
 		      (long long)ww->task, i, (long long)st.st_size, (long long)len);
-		if (send_range(ww, i, fd, w->sent, len, NULL) < 0)
+		if (send_range(ww, i, fd, w->sent, len, ww->tags[i], NULL) < 0)
 			w->broken = true;
 	}
 }
@@ -164,7 +164,7 @@ void worker_watch_sent(struct worker_watch *ww, size_t index, const struct wq_xf
 	}
 }
 
-int worker_watch_final(struct worker_watch *ww, size_t index, int fd, uint32_t *id,
+int worker_watch_final(struct worker_watch *ww, size_t index, int fd, void *tag, uint32_t *handle,
                        const char **why)
 {
 	if (!worker_watch_has(ww, index)) {
@@ -187,7 +187,7 @@ int worker_watch_final(struct worker_watch *ww, size_t index, int fd, uint32_t *
 		return -errno;
 	}
 	int64_t from = w->sent;
-	int r = send_range(ww, index, dfd, from, (int64_t)st.st_size - from, id);
+	int r = send_range(ww, index, dfd, from, (int64_t)st.st_size - from, tag, handle);
 	if (r < 0) {
 		*why = "the final part could not be queued";
 		return r;

@@ -36,12 +36,13 @@ void worker_watch_poll(struct worker_watch *ww);
 void worker_watch_stop(struct worker_watch *ww);
 /* Output INDEX is watched by WW (false for NULL). */
 bool worker_watch_has(const struct worker_watch *ww, size_t index);
-/* The sent callback of an increment of output INDEX. */
+/* The sent callback of an increment, or of the final transfer, of output INDEX. */
 void worker_watch_sent(struct worker_watch *ww, size_t index, const struct wq_xfer_sent *r);
 /* After the command: sends the rest of output INDEX from FD (borrowed; the final size is taken
- * from it) as its final transfer. 0 with *ID set, or a negative code with *WHY (static text)
- * when the output cannot be completed (an increment failed, or it shrank). */
-int worker_watch_final(struct worker_watch *ww, size_t index, int fd, uint32_t *id,
+ * from it) as its final transfer, with TAG (its sent callback gives the id on the wire). 0 with
+ * *HANDLE set (wq_xfer_out_abort), or a negative code with *WHY (static text) when the output
+ * cannot be completed (an increment failed, or it shrank). */
+int worker_watch_final(struct worker_watch *ww, size_t index, int fd, void *tag, uint32_t *handle,
                        const char **why);
 /* Adds `size` (the total) to the task_done entries {index, xfer} of the watched outputs whose
  * final transfer was queued. Returns DONE (may be NULL; WW may be NULL). */

@@ -60,7 +60,7 @@ void fake_master_delete(struct fake_master *m);
 
 /* Sends MSG (stolen). */
 void fake_master_send(struct fake_master *m, json_t *msg);
-/* Sends TEXT as per-task input INDEX of TASK; returns the transfer id. */
+/* Sends TEXT as per-task input INDEX of TASK; returns the send's handle (wq_xfer.h). */
 uint32_t fake_master_send_input(struct fake_master *m, int64_t task, int64_t index,
                                 const char *text);
 

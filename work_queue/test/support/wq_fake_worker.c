@@ -100,9 +100,10 @@ void fake_send(struct fake *f, json_t *msg)
 
 static void fake_task_done(struct fake *f, struct fake_task *t)
 {
-	json_t *outputs = json_pack("[{s:i,s:i}]", "index", 0, "xfer", (int)t->out_xfer);
-	json_t *done =
-	    wq_sim_task_done_msg(t->id, t->try_, 3, 6, t->stdout_xfer, outputs, 1000000, 1500000);
+	uint32_t out = wq_sim_wire_id(f->wire_ids, t->out_xfer);
+	uint32_t so = wq_sim_wire_id(f->wire_ids, t->stdout_xfer);
+	json_t *outputs = json_pack("[{s:i,s:i}]", "index", 0, "xfer", (int)out);
+	json_t *done = wq_sim_task_done_msg(t->id, t->try_, 3, 6, so, outputs, 1000000, 1500000);
 	fake_send(f, done);
 	t->stage = 2;
 }
@@ -112,6 +113,7 @@ static void fake_sent(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void 
 	(void)o;
 	struct fake *f = user;
 	struct fake_task *t = fake_task_find(f, (int64_t)(intptr_t)r->tag);
+	wq_sim_wire_note(&f->wire_ids, r);
 	if (f->watch) { /* the test drives the transfers and task_done itself */
 		f->watch_sent++;
 		f->watch_fails += r->outcome != WQ_XFER_SENT;
@@ -485,6 +487,8 @@ void fake_free(struct fake *f)
 {
 	wq_xfer_in_delete(f->in);
 	wq_xfer_out_delete(f->out);
+	json_decref(f->wire_ids);
+	f->wire_ids = NULL;
 	wq_handshake_delete(f->h);
 	wq_conn_delete(f->c);
 	for (int i = 0; i < 16; i++)

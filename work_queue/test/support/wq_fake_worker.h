@@ -64,6 +64,7 @@ struct fake {
 	struct wq_handshake *h;
 	struct wq_xfer_in *in;
 	struct wq_xfer_out *out;
+	json_t *wire_ids; /* wq_sim_wire_note */
 	int hs_done;
 	enum wq_hs_outcome outcome;
 	char hs_code[64];

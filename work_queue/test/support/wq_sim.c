@@ -50,6 +50,24 @@ json_t *wq_sim_capacity_msg(int cores, int64_t memory, int64_t disk, int64_t dis
 	                 disk_full);
 }
 
+void wq_sim_wire_note(json_t **map, const struct wq_xfer_sent *r)
+{
+	if (!*map)
+		*map = json_object();
+	char k[16];
+	snprintf(k, sizeof k, "%u", r->handle);
+	json_object_set_new(*map, k, json_integer(r->outcome == WQ_XFER_SENT ? r->id : 0));
+}
+
+uint32_t wq_sim_wire_id(json_t *map, uint32_t handle)
+{
+	char k[16];
+	snprintf(k, sizeof k, "%u", handle);
+	uint32_t id = (uint32_t)json_integer_value(json_object_get(map, k));
+	json_object_del(map, k);
+	return id;
+}
+
 json_t *wq_sim_task_done_msg(int64_t id, int64_t try_, int exit_status, int64_t stdout_size,
                              uint32_t stdout_xfer, json_t *outputs, int64_t started_us,
                              int64_t ended_us)
@@ -112,6 +130,7 @@ struct sim_worker {
 	struct wq_handshake *h;
 	struct wq_xfer_in *in;
 	struct wq_xfer_out *out;
+	json_t *wire_ids; /* wq_sim_wire_note */
 	unsigned caps;
 	bool refused_for_good, closing_asked, draining, muted, in_heap, ever;
 	char id[33], host[32];
@@ -317,6 +336,17 @@ static void task_send_done(struct sim_worker *w, struct sim_task *t)
 {
 	json_t *outputs = t->outputs;
 	t->outputs = NULL;
+	size_t i;
+	json_t *o;
+	json_array_foreach(outputs, i, o)
+	{
+		json_t *x = json_object_get(o, "xfer");
+		if (x)
+			json_integer_set(
+			    x, wq_sim_wire_id(w->wire_ids, (uint32_t)json_integer_value(x)));
+	}
+	if (t->stdout_xfer)
+		t->stdout_xfer = wq_sim_wire_id(w->wire_ids, t->stdout_xfer);
 	size_t so = w->s->stdout_text ? strlen(w->s->stdout_text) : 0;
 	send_msg(w, wq_sim_task_done_msg(t->id, t->try_, w->s->o.exit_status, (int64_t)so,
 	                                 t->stdout_xfer, outputs, t->started_us, now_us(w->s)));
@@ -649,6 +679,7 @@ static void out_sent(struct wq_xfer_out *o, const struct wq_xfer_sent *r, void *
 	(void)o;
 	struct sim_worker *w = user;
 	int64_t id = (int64_t)(intptr_t)r->tag;
+	wq_sim_wire_note(&w->wire_ids, r);
 	struct sim_task *t = NULL;
 	HASH_FIND(hh, w->tasks, &id, sizeof id, t);
 	if (!t || !t->finished)
@@ -688,6 +719,8 @@ static void worker_release(struct sim_worker *w)
 	}
 	wq_xfer_in_delete(w->in);
 	wq_xfer_out_delete(w->out);
+	json_decref(w->wire_ids);
+	w->wire_ids = NULL;
 	wq_handshake_delete(w->h);
 	wq_conn_delete(w->c);
 	w->in = NULL;

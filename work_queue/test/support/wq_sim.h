@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "wq_auth.h"
+#include "wq_xfer.h"
 
 /* ---- the worker's messages, shared with the scripted fake worker ----------------------------- */
 
@@ -29,6 +30,12 @@ json_t *wq_sim_capacity_msg(int cores, int64_t memory, int64_t disk, int64_t dis
 json_t *wq_sim_task_done_msg(int64_t id, int64_t try_, int exit_status, int64_t stdout_size,
                              uint32_t stdout_xfer, json_t *outputs, int64_t started_us,
                              int64_t ended_us);
+/* A sender gives a handle when a transfer is queued and its id on the wire only when it begins
+ * (wq_xfer.h), while task_done names wire ids: the sent callback notes R's pair in *MAP (made
+ * at first use), and wq_sim_wire_id turns a handle into its wire id (0 if never sent) and
+ * forgets it. */
+void wq_sim_wire_note(json_t **map, const struct wq_xfer_sent *r);
+uint32_t wq_sim_wire_id(json_t *map, uint32_t handle);
 
 /* ---- the simulator ----------------------------------------------------------------------- */
 
