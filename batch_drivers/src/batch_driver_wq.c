@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include <uthash.h>
 
@@ -275,8 +276,17 @@ static struct work_queue_task *make_task(struct wq_state *st, struct batch_job *
 		if (on_shared_fs(st, f->local_name))
 			continue;
 		const char *remote = f->remote_name ? f->remote_name : f->local_name;
-		r = work_queue_task_specify_input_file(
-		    t, f->local_name, remote, cache ? WORK_QUEUE_CACHE : WORK_QUEUE_NOCACHE);
+		int flags = cache ? WORK_QUEUE_CACHE : WORK_QUEUE_NOCACHE;
+		/* A directory input means the directory and all of its contents (as in CCTools):
+		 * it goes as a directory transfer, never cached: a cached directory reaches the
+		 * sandbox as a symbolic link into the worker's cache, which `find DIR` and other
+		 * commands that do not follow a link given to them would not enter. */
+		struct stat sb;
+		if (stat(f->local_name, &sb) == 0 && S_ISDIR(sb.st_mode))
+			r = work_queue_task_specify_directory(
+			    t, f->local_name, remote, WORK_QUEUE_INPUT, WORK_QUEUE_NOCACHE, 1);
+		else
+			r = work_queue_task_specify_input_file(t, f->local_name, remote, flags);
 	}
 	for (size_t i = 0; r == 0 && i < s->n_outputs; i++) {
 		const struct batch_file *f = &s->outputs[i];

@@ -552,6 +552,28 @@ static char *filled(size_t n)
 	return s;
 }
 
+/* `dirout`: a file output may come back as a directory only when it was negotiated; the name
+ * is offered and parsed like the others. */
+static void test_task_dirout(void **state)
+{
+	(void)state;
+	json_t *j = load(task8);
+	struct wq_task_msg *t = NULL;
+	char *why = NULL;
+	assert_int_equal(wq_msg_task_parse(j, WQ_CAPS_ALL, &t, &why), 0);
+	assert_false(t->outputs[0].dir_ok);
+	wq_task_msg_free(t);
+	t = NULL;
+	assert_int_equal(wq_msg_task_parse(j, WQ_CAPS_ALL | WQ_CAP_DIROUT, &t, &why), 0);
+	assert_false(t->outputs[0].dir);
+	assert_true(t->outputs[0].dir_ok);
+	wq_task_msg_free(t);
+	json_decref(j);
+	assert_int_equal(wq_msg_caps_negotiate(WQ_CAP_DIROUT | WQ_CAP_ZLIB, WQ_CAPS_KNOWN),
+	                 WQ_CAP_DIROUT | WQ_CAP_ZLIB);
+	assert_int_equal(wq_msg_caps_negotiate(WQ_CAP_DIROUT, WQ_CAPS_ALL), 0);
+}
+
 static void test_task_section8(void **state)
 {
 	(void)state;
@@ -1175,21 +1197,14 @@ static void test_worker_messages(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hello_bytes),
-	    cmocka_unit_test(test_hello_parse),
-	    cmocka_unit_test(test_version),
-	    cmocka_unit_test(test_error),
-	    cmocka_unit_test(test_escape),
-	    cmocka_unit_test(test_table),
-	    cmocka_unit_test(test_accessors),
-	    cmocka_unit_test(test_task_section8),
-	    cmocka_unit_test(test_task_limits),
-	    cmocka_unit_test(test_task_env),
-	    cmocka_unit_test(test_task_resources),
-	    cmocka_unit_test(test_task_files),
-	    cmocka_unit_test(test_xfer),
-	    cmocka_unit_test(test_task_done),
-	    cmocka_unit_test(test_worker_messages),
+	    cmocka_unit_test(test_hello_bytes), cmocka_unit_test(test_hello_parse),
+	    cmocka_unit_test(test_version),     cmocka_unit_test(test_error),
+	    cmocka_unit_test(test_escape),      cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_accessors),   cmocka_unit_test(test_task_section8),
+	    cmocka_unit_test(test_task_dirout), cmocka_unit_test(test_task_limits),
+	    cmocka_unit_test(test_task_env),    cmocka_unit_test(test_task_resources),
+	    cmocka_unit_test(test_task_files),  cmocka_unit_test(test_xfer),
+	    cmocka_unit_test(test_task_done),   cmocka_unit_test(test_worker_messages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

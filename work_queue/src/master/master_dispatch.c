@@ -657,7 +657,12 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		tmp = xasprintf("%s/stdout.%d.%s.%u", dir, m->id, w->id, in->id);
 	} else {
 		struct work_queue_file *f = master_worker_nth_file(m->t->outputs, (int)tg->index);
-		if (!f || tg->index < 0 || (in->is_dir != (f->kind == WORK_QUEUE_FILE_DIRECTORY))) {
+		/* a directory for a file output only under `dirout`, never for a watched one */
+		bool declared_dir = f && f->kind == WORK_QUEUE_FILE_DIRECTORY;
+		bool dir_ok = declared_dir ||
+		              (f && (w->caps & WQ_CAP_DIROUT) && !(f->flags & WORK_QUEUE_WATCH));
+		if (!f || tg->index < 0 || (in->is_dir && !dir_ok) ||
+		    (!in->is_dir && declared_dir)) {
 			r->code = WQ_XERR_NO_TASK;
 			snprintf(r->text, sizeof r->text, "task %d has no such output %lld", m->id,
 			         (long long)tg->index);
@@ -882,17 +887,34 @@ static bool commit_outputs(struct mworker *w, struct mtask *m, const struct wq_t
 			ok = false;
 			continue;
 		}
-		if (slot->is_dir) {
+		struct stat st;
+		bool had = lstat(f->source, &st) == 0;
+		if (slot->is_dir || (had && S_ISDIR(st.st_mode))) {
+			/* a directory, or a file where an earlier run left a directory: rename()
+			 * replaces neither, so the old one goes aside first and is deleted after */
 			char *old = xasprintf("%s.wq-old-%d", f->source, (int)getpid());
-			struct stat st;
-			bool had = lstat(f->source, &st) == 0;
-			if (had && rename(f->source, old) < 0)
-				ok = false;
-			if (ok && rename(slot->tmp, f->source) < 0)
-				ok = false;
-			if (had)
+			bool aside = false, good = true;
+			if (had && rename(f->source, old) < 0) {
+				warn("%s: cannot move %s aside: %s", w->label, f->source,
+				     strerror(errno));
+				good = false;
+			} else {
+				aside = had;
+			}
+			if (good && rename(slot->tmp, f->source) < 0) {
+				warn("%s: cannot rename output to %s: %s", w->label, f->source,
+				     strerror(errno));
+				good = false;
+				if (aside && rename(old, f->source) == 0)
+					aside = false; /* the old one is back */
+			}
+			if (aside && good)
 				path_rm_rf(old);
+			else if (aside)
+				warn("%s: the old %s is kept as %s", w->label, f->source, old);
 			free(old);
+			if (!good)
+				ok = false;
 		} else if (rename(slot->tmp, f->source) < 0) {
 			warn("%s: cannot rename output to %s: %s", w->label, f->source,
 			     strerror(errno));

@@ -28,7 +28,7 @@
 #include "banned.h"
 
 #define SOFTWARE          "htc 0.1.0"
-#define MASTER_CAPS       (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE)
+#define MASTER_CAPS       (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT)
 #define DISMISS_LINGER_MS 5000
 #define HS_DEADLINE_MS    10000 /* accept -> end of hello and password (protocol 2.4) */
 

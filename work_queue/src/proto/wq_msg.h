@@ -199,8 +199,10 @@ char *wq_msg_encode(const json_t *msg, size_t *len);
 #define WQ_CAP_FETCH  2u
 #define WQ_CAP_WATCH  4u
 #define WQ_CAPS_ALL   (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH) /* the first set */
-#define WQ_CAP_QUEUE  8u /* task prefetch (`queued` tasks, `queue_max`; protocol 5.6) */
-#define WQ_CAPS_KNOWN (WQ_CAPS_ALL | WQ_CAP_QUEUE) /* every capability this release knows */
+#define WQ_CAP_QUEUE  8u  /* task prefetch (`queued` tasks, `queue_max`; protocol 5.6) */
+#define WQ_CAP_DIROUT 16u /* a `dir: false` output made a directory comes back as one (5.6) */
+#define WQ_CAPS_KNOWN                                                                              \
+	(WQ_CAPS_ALL | WQ_CAP_QUEUE | WQ_CAP_DIROUT) /* every capability this release knows */
 
 /* Section 2.4: queued tasks one worker may hold (its `queue_max` is 1 .. this). */
 #define WQ_QUEUE_MAX 256
@@ -293,6 +295,7 @@ struct wq_task_output {
 	const char *name;
 	enum wq_when when;
 	bool dir, watch;
+	bool dir_ok; /* parsed with `dirout`: a `dir: false` output may be sent as a directory */
 };
 
 struct wq_env_var {

@@ -182,6 +182,7 @@ static void parse_outputs(struct wq_msg_v *v, const json_t *msg, unsigned caps,
 			if (wq_msg_enum(v, x, "when", 0, whens, &when) == 0)
 				out->when = (enum wq_when)when;
 			wq_msg_bool(v, x, "dir", 0, &out->dir);
+			out->dir_ok = out->dir || (caps & WQ_CAP_DIROUT);
 			if (wq_msg_bool(v, x, "watch", 0, &out->watch) == 0 && out->watch &&
 			    !(caps & WQ_CAP_WATCH))
 				wq_msg_fail(v, "watch", "needs the watch capability");

@@ -786,7 +786,7 @@ static void start_session(struct worker *w, uv_tcp_t *tcp)
 	    .id = w->id,
 	    .host = w->host,
 	    .project = w->o->project,
-	    .caps = WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE,
+	    .caps = WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT,
 	};
 	char *err = NULL;
 	s->hs = wq_handshake_start(w->loop, s->conn, &cfg, hs_done, s, &err);

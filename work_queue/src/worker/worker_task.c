@@ -547,9 +547,26 @@ static void finish_outputs(struct worker_task *t)
 		}
 		int fd = -1;
 		char *missing = NULL;
-		int rc = worker_sandbox_check_output(t->sb, o->name, o->dir, &fd, &missing);
+		bool as_dir = o->dir;
+		int rc = worker_sandbox_check_output(t->sb, o->name, as_dir, &fd, &missing);
+		if (rc == -EINVAL && !o->dir && o->dir_ok && !o->watch) {
+			/* `dirout`: a file output the task made a directory goes back as one (a
+			 * FIFO or a device stays "not a regular file") */
+			char *why = NULL;
+			if (worker_sandbox_check_output(t->sb, o->name, true, &fd, &why) == 0) {
+				free(missing);
+				missing = NULL;
+				rc = 0;
+				as_dir = true;
+			} else if (why && strncmp(why, "is not a directory", 18) != 0) {
+				free(missing);
+				missing = why; /* a directory with a link inside, say */
+				why = NULL;
+			}
+			free(why);
+		}
 		if (rc == 0) {
-			x->kind = o->dir ? WQ_DONE_DIR : WQ_DONE_XFER;
+			x->kind = as_dir ? WQ_DONE_DIR : WQ_DONE_XFER;
 			x->fd = fd;
 		} else {
 			x->kind = WQ_DONE_MISSING;

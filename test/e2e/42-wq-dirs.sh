@@ -1,0 +1,94 @@
+#!/bin/bash
+# 42-wq-dirs.sh: directories through makeflow -T wq with a real work_queue_worker over loopback
+# TCP: a directory input (with a subdirectory) is sent whole, cached or not; a rule whose output
+# turns out to be a directory brings it back whole, and a later run replaces it; a rule reading a
+# directory another rule made. Every result is compared byte for byte with a -T local run.
+. "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/wq-lib.sh"
+
+test_require_bin makeflow
+test_require_bin work_queue_worker
+
+MF=$BIN/makeflow
+WORKER=$BIN/work_queue_worker
+TEST_TIMEOUT=120
+
+# dirs_workflow: a workflow with a directory input, a directory output and a rule reading it.
+dirs_workflow() {
+	mkdir -p data/sub/deeper
+	printf "alpha\n" >data/a.txt
+	printf "beta\n" >data/sub/b.txt
+	printf "gamma\n" >data/sub/deeper/c.txt
+	chmod +x data/sub/b.txt
+	printf "some input\n" >in.txt
+	wf Makeflow <<-\EOF
+	listing.txt: data
+	    find data | sort > listing.txt; cat data/a.txt data/sub/b.txt data/sub/deeper/c.txt >> listing.txt; test -x data/sub/b.txt && echo exec >> listing.txt
+	results: in.txt
+	    mkdir -p results/deep && cp in.txt results/copy.txt && wc -c < in.txt > results/deep/size
+	summary.txt: results listing.txt
+	    (cd results && find . | sort) > summary.txt; cat results/deep/size >> summary.txt
+	EOF
+}
+
+# same_as_local DIR: the workflow's results here equal those of a -T local run in DIR.
+same_as_local() {
+	local f
+	for f in listing.txt summary.txt; do
+		cmp "$1/$f" "$f" || return 1
+	done
+	[ -d results ] && [ -d results/deep ]
+	diff -r "$1/results" results
+}
+
+run_local() {
+	mkdir -p local
+	(cd local && dirs_workflow && "$MF" -T local Makeflow >mf.out 2>&1) || {
+		cat local/mf.out >&2
+		return 1
+	}
+}
+
+test_expect_success 'a directory input and a directory output, as under -T local' '
+	run_local
+	dirs_workflow
+	start_master Makeflow
+	start_worker --cores 1 localhost $port
+	finish
+	same_as_local local
+	[ -f results/copy.txt ] && [ -f results/deep/size ]
+	# no temporary or set-aside copies are left beside the output
+	[ -z "$(ls -a | grep -E "wq-old|\.tmp$")" ]
+'
+
+test_expect_success 'with --disable-cache too' '
+	run_local
+	dirs_workflow
+	start_master --disable-cache Makeflow
+	start_worker --cores 1 localhost $port
+	finish
+	same_as_local local
+'
+
+test_expect_success 'a directory output replaces an old file at its path, and a file an old directory' '
+	printf "x\n" >in.txt
+	wf Makeflow <<-\EOF
+	out: in.txt
+	    mkdir out && cp in.txt out/inside
+	flat: in.txt
+	    cp in.txt flat
+	EOF
+	# what an earlier run left: a file where the directory comes, a directory where the file
+	echo old >out
+	mkdir -p flat/stale
+	echo old >flat/stale/f
+	touch -d "2000-01-01" out flat flat/stale/f
+	start_master Makeflow
+	start_worker --cores 1 localhost $port
+	finish
+	[ -d out ] && [ "$(cat out/inside)" = x ]
+	[ -f flat ] && [ "$(cat flat)" = x ]
+	[ -z "$(ls -a | grep -E "wq-old|\.tmp$")" ]
+'
+
+test_done
