@@ -91,4 +91,26 @@ test_expect_success 'a directory output replaces an old file at its path, and a 
 	[ -z "$(ls -a | grep -E "wq-old|\.tmp$")" ]
 '
 
+test_expect_success 'several directory inputs and outputs in flight at once' '
+	# A directory queued while another one was being sent used to wait, ahead of the files
+	# of the first one, for the only directory slot of the connection: the run hung.
+	for d in d1 d2 d3; do
+		mkdir -p $d/sub && printf "%s\n" $d >$d/f && printf "%s sub\n" $d >$d/sub/g
+	done
+	wf Makeflow <<-\EOF
+	both: d1 d2
+	    cat d1/f d1/sub/g d2/f d2/sub/g > both
+	all: d1 d2 d3
+	    cat d1/f d2/sub/g d3/f d3/sub/g > all
+	o1 o2: d3
+	    mkdir o1 o2 && cp -r d3 o1/x && cp -r d3 o2/y
+	EOF
+	start_master Makeflow
+	start_worker --cores 2 localhost $port
+	finish
+	[ "$(cat both)" = "$(printf "d1\nd1 sub\nd2\nd2 sub\n")" ]
+	[ "$(cat all)" = "$(printf "d1\nd2 sub\nd3\nd3 sub\n")" ]
+	[ "$(cat o1/x/sub/g)" = "d3 sub" ] && [ "$(cat o2/y/f)" = d3 ]
+'
+
 test_done
