@@ -1090,6 +1090,9 @@ int engine_run(struct dag *d, const struct engine_options *o)
 			    f->producer->state == NODE_COMPLETE)
 				gc_add(e, f);
 		gc_collect(e);
+	} else if (o->gc == ENGINE_GC_ON_DEMAND) {
+		gc_maybe(
+		    e); /* only while free disk is short, as during the run (CCTools keeps them) */
 	} else if (o->gc != ENGINE_GC_NONE) {
 		gc_collect(e);
 	}

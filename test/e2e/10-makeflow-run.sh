@@ -565,4 +565,16 @@ EOS
 	test -f a && test -f b && test -f c && test -f d
 '
 
+test_expect_success '-g on_demand collects only while free disk is below --gc-size' '
+	printf "x\n" >in.txt
+	printf "mid.txt: in.txt\n\tcat in.txt > mid.txt\nfinal.txt: mid.txt\n\tcat mid.txt > final.txt\n" >Makeflow
+	# free disk is far above 1 byte: the intermediate stays (as in CCTools)
+	"$MF" -g on_demand --gc-size 1 --progress=quiet Makeflow
+	test -f mid.txt && test -f final.txt
+	"$MF" -c Makeflow >/dev/null
+	# ... and far below 1000 PB: it is collected
+	"$MF" -g on_demand --gc-size 1000P --progress=quiet Makeflow
+	test ! -e mid.txt && test -f final.txt
+'
+
 test_done
