@@ -904,6 +904,14 @@ static int apply_options(struct engine *e, struct batch_queue *q, int is_local_q
 	}
 	if (is_local_queue)
 		return 0;
+	/* -T dryrun writes WORKFLOW.sh beside the workflow, as CCTools does, unless script= */
+	char *script = engine_dryrun_script(e);
+	int rs = !strcmp(batch_queue_type(q), "dryrun")
+	             ? batch_queue_set_option(q, "script", script)
+	             : 0;
+	free(script);
+	if (rs < 0)
+		return -1;
 	for (const char *const *kv = e->opt->batch_opts; kv && *kv; kv++) {
 		const char *eq = strchr(*kv, '=');
 		if (!eq) {

@@ -189,6 +189,8 @@ void engine_progress_update(struct engine *e, int force);
 void engine_progress_stop(struct engine *e);
 /* With -T dryrun: says where the script of the commands went. */
 void engine_report_dryrun(struct engine *e);
+/* Where -T dryrun writes its script: --batch-option script=FILE, else WORKFLOW.sh (malloc). */
+char *engine_dryrun_script(const struct engine *e);
 void engine_report_failures(struct engine *e);
 /* --summary-json FILE: the JSON summary (doc/manual.md). */
 int engine_write_json_summary(struct engine *e);

@@ -136,15 +136,22 @@ void engine_report_dryrun(struct engine *e)
 	const char *type = e->opt->batch_type ? e->opt->batch_type : "local";
 	if (strcmp(type, "dryrun") != 0 || e->n_complete - e->n_recovered <= 0)
 		return;
-	const char *script = BATCH_DRYRUN_SCRIPT;
-	for (const char *const *o = e->opt->batch_opts; o && *o; o++)
-		if (strncmp(*o, "script=", 7) == 0)
-			script = *o + 7;
+	char *script = engine_dryrun_script(e);
 	int64_t n = e->n_complete - e->n_recovered;
 	fprintf(stderr,
 	        "makeflow: dry run: the commands of %lld rule%s were written to %s (nothing ran; "
 	        "sh %s runs them)\n",
 	        (long long)n, n == 1 ? "" : "s", script, script);
+	free(script);
+}
+
+char *engine_dryrun_script(const struct engine *e)
+{
+	const char *script = NULL;
+	for (const char *const *o = e->opt->batch_opts; o && *o; o++)
+		if (strncmp(*o, "script=", 7) == 0)
+			script = *o + 7;
+	return script ? xstrdup(script) : xasprintf("%s.sh", e->dag->filename);
 }
 
 static void describe(struct engine *e, struct dag_node *n, char *buf, size_t len)

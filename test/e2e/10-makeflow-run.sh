@@ -339,8 +339,8 @@ test_expect_success '-T dryrun says where its script went; the last line has no 
 	dryrun_wf
 	"$MF" -T dryrun Makeflow 2>err
 	cat err
-	grep -q "^makeflow: dry run: the commands of 3 rules were written to makeflow.dryrun.sh" err
-	[ -s makeflow.dryrun.sh ]
+	grep -q "^makeflow: dry run: the commands of 3 rules were written to Makeflow.sh" err
+	[ -s Makeflow.sh ] && [ ! -e makeflow.dryrun.sh ]
 	"$MF" -T dryrun --batch-option script=other.sh Makeflow 2>err
 	grep -q "written to other.sh" err
 	"$MF" Makeflow 2>err
