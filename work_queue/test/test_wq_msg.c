@@ -804,16 +804,16 @@ static void test_task_files(void **state)
 	json_t *j = load(task8);
 	json_object_set_new(j, "inputs", inputs_of(1000, "in%zu"));
 	expect_task_ok(j);
-	json_object_set_new(j, "inputs", inputs_of(1001, "in%zu"));
+	json_object_set_new(j, "inputs", inputs_of(WQ_FILES_MAX + 1, "in%zu"));
 	expect_task_bad(j, HTC_EPROTO,
-	                "message \"task\": key \"inputs\": expected an array of at most 1000 "
+	                "message \"task\": key \"inputs\": expected an array of at most 100000 "
 	                "elements");
 	json_object_set_new(j, "outputs", inputs_of(1000, "out%zu"));
 	json_object_set_new(j, "inputs", json_array());
 	expect_task_ok(j);
-	json_object_set_new(j, "outputs", inputs_of(1001, "out%zu"));
+	json_object_set_new(j, "outputs", inputs_of(WQ_FILES_MAX + 1, "out%zu"));
 	expect_task_bad(j, HTC_EPROTO,
-	                "message \"task\": key \"outputs\": expected an array of at most 1000 "
+	                "message \"task\": key \"outputs\": expected an array of at most 100000 "
 	                "elements");
 	json_object_set_new(j, "outputs", json_array());
 
@@ -1080,14 +1080,14 @@ static void test_task_done(void **state)
 		wq_task_done_free(d);
 		json_decref(j);
 	}
-	/* 1,000 outputs fine, 1,001 not */
+	/* WQ_FILES_MAX outputs fine, one more not */
 	j = load("{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":0}");
 	json_t *outs = json_array();
-	for (int i = 0; i < 1000; i++)
+	for (int i = 0; i < WQ_FILES_MAX; i++)
 		json_array_append_new(outs, json_pack("{s:i,s:b}", "index", i, "skipped", 1));
 	json_object_set(j, "outputs", outs);
 	assert_int_equal(wq_msg_task_done_parse(j, &d, &why), 0);
-	assert_int_equal(d->noutputs, 1000);
+	assert_int_equal(d->noutputs, WQ_FILES_MAX);
 	wq_task_done_free(d);
 	json_array_append_new(outs, json_pack("{s:i,s:b}", "index", 1, "skipped", 1));
 	assert_int_equal(wq_msg_task_done_parse(j, &d, &why), HTC_EPROTO);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "htc_error.h"
+#include "wq_msg.h"
 #include "wq_name.h"
 #include "xalloc.h"
 
@@ -25,7 +26,7 @@
 #define LABEL_MAX     128
 #define ENV_NAME_MAX  128
 #define ENV_VALUE_MAX 4096
-#define FILES_MAX     1000
+#define FILES_MAX     WQ_FILES_MAX
 #define ENV_MAX       256
 
 static int fail(struct work_queue_task *t, int err, const char *fmt, ...)

@@ -33,7 +33,7 @@
 #define WQ_ENV_MAX        256
 #define WQ_ENV_VALUE_MAX  4096
 #define WQ_ENV_TOTAL_MAX  262144
-#define WQ_FILES_MAX      1000 /* inputs or outputs per task */
+#define WQ_FILES_MAX      100000 /* inputs or outputs per task */
 #define WQ_CATEGORY_MAX   128
 #define WQ_TAG_MAX        1024
 #define MASTER_URL_MAX    4096
