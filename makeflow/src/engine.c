@@ -455,41 +455,6 @@ static void dispatch(struct engine *e)
 
 /* ---- completion ---------------------------------------------------------- */
 
-static void move_outputs_aside(struct engine *e, struct dag_node *n)
-{
-	if (e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS)
-		return;
-	if (e->opt->no_save_failed_output) {
-		/* --do-not-save-failed-output: deleted instead of kept aside */
-		for (int i = 0; i < n->noutputs; i++)
-			if (path_exists(n->outputs[i].file->name))
-				path_rm_rf(n->outputs[i].file->name);
-		return;
-	}
-	char dir[64];
-	snprintf(dir, sizeof dir, "makeflow.failed.%d", n->id);
-	int made = 0;
-	for (int i = 0; i < n->noutputs; i++) {
-		const char *name = n->outputs[i].file->name;
-		if (!path_exists(name))
-			continue;
-		if (!made) {
-			path_rm_rf(dir);
-			path_mkdir_p(dir, 0777);
-			made = 1;
-		}
-		char *dest = path_join(dir, name);
-		char *destdir = path_dirname(dest);
-		path_mkdir_p(destdir, 0777);
-		if (rename(name, dest) < 0)
-			warn("cannot move %s to %s: %s", name, dest, strerror(errno));
-		free(dest);
-		free(destdir);
-	}
-	if (made)
-		notice("outputs of the failed rule at line %d were moved to %s/", n->line, dir);
-}
-
 static void describe_failure(const struct node_extra *x, char *buf, size_t len)
 {
 	if (x->last_error)
@@ -533,7 +498,7 @@ static void node_fail(struct engine *e, struct dag_node *n)
 	engine_progress_update(e, -1);
 	fprintf(stderr, "makeflow: %s:%d: rule %d failed: %s\n", e->dag->filename, n->line, n->id,
 	        why);
-	move_outputs_aside(e, n);
+	engine_failed_keep(e, n);
 }
 
 static void node_complete(struct engine *e, struct dag_node *n)

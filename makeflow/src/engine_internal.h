@@ -189,6 +189,9 @@ void engine_progress_update(struct engine *e, int force);
 void engine_progress_stop(struct engine *e);
 /* With -T dryrun: says where the script of the commands went. */
 void engine_report_dryrun(struct engine *e);
+/* engine_failed.c: a rule failed for good: its outputs go to makeflow.failed.N/ with an
+ * INFO.json (or are deleted with --do-not-save-failed-output). */
+void engine_failed_keep(struct engine *e, struct dag_node *n);
 /* Where -T dryrun writes its script: --batch-option script=FILE, else WORKFLOW.sh (malloc). */
 char *engine_dryrun_script(const struct engine *e);
 void engine_report_failures(struct engine *e);

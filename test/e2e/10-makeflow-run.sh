@@ -131,6 +131,15 @@ test_expect_success 'a failing rule: exit 1, file:line and exit code, outputs mo
 	grep -q "Makeflow:3:.*exit code 3" end
 	test ! -e bad.txt
 	[ "$(cat makeflow.failed.1/bad.txt)" = partial ]
+	# INFO.json beside them says what ran and how it ended
+	python3 - <<-\PY
+	import json
+	i = json.load(open("makeflow.failed.1/INFO.json"))
+	assert i["exit_code"] == 3 and i["line"] == 3, i
+	assert i["outputs"] == [{"dag_name": "bad.txt", "size": 8}], i
+	assert i["category"] == "default" and i["attempts"] == 1, i
+	assert "exit 3" in i["command"], i
+	PY
 	[ "$(cat ok.txt)" = ok ]
 	test ! -e down-ran
 	test ! -e down.txt
