@@ -54,8 +54,8 @@ static int write_info(struct engine *e, struct dag_node *n, const char *dir)
 	put_resource(res, "memory", a->memory_mb >= 0 ? a->memory_mb : n->resources.memory);
 	put_resource(res, "disk", a->disk_mb >= 0 ? a->disk_mb : n->resources.disk);
 	put_resource(res, "gpus", a->gpus >= 0 ? a->gpus : n->resources.gpus);
-	put_resource(res, "wall_time", a->wall_time_s >= 0 ? a->wall_time_s
-	                                                   : n->resources.wall_time);
+	put_resource(res, "wall_time",
+	             a->wall_time_s >= 0 ? a->wall_time_s : n->resources.wall_time);
 	json_t *info = json_pack(
 	    "{s:s, s:i, s:s, s:i, s:o, s:o, s:o, s:s, s:o, s:i}", "workflow", e->dag->filename,
 	    "line", n->line, "command", n->command ? n->command : "", "exit_code",
