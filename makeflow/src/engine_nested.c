@@ -37,8 +37,9 @@ static char *anchor(const char *cwd, const char *p)
 	return cwd && !path_is_absolute(p) ? path_join(cwd, p) : xstrdup(p);
 }
 
-int engine_nested_prepare(const char *self_exe, const struct dag *d, const struct dag_node *n,
-                          struct engine_nested_job *j, char *err, size_t errlen)
+/* The command of engine_nested_prepare, with CLEAN (a --clean=MODE word) when not NULL. */
+static int build(const char *self_exe, const struct dag *d, const struct dag_node *n,
+                 const char *clean, struct engine_nested_job *j, char *err, size_t errlen)
 {
 	memset(j, 0, sizeof *j);
 	int jx = workflow_nested_is_jx(d, n);
@@ -71,6 +72,8 @@ int engine_nested_prepare(const char *self_exe, const struct dag *d, const struc
 	char *alog = anchor(cwd, log);
 	put_word(&b, "-l");
 	put_word(&b, alog);
+	if (clean)
+		put_word(&b, clean);
 	if (jx)
 		put_word(&b, "--jx");
 	if (j->args_file) {
@@ -90,6 +93,59 @@ int engine_nested_prepare(const char *self_exe, const struct dag *d, const struc
 	free(log);
 	free(dir);
 	workflow_nested_env(d->filename, n, &j->env[0], &j->env[1]);
+	return 0;
+}
+
+int engine_nested_prepare(const char *self_exe, const struct dag *d, const struct dag_node *n,
+                          struct engine_nested_job *j, char *err, size_t errlen)
+{
+	return build(self_exe, d, n, NULL, j, err, errlen);
+}
+
+int engine_nested_clean(const char *self_exe, const struct dag *d, const struct dag_node *n,
+                        const char *mode)
+{
+	/* the child's log is beside the parent's workflow (build() anchors it there) */
+	char *log = xasprintf("%s.%d.makeflowlog", n->workflow, n->id);
+	int ran = path_exists(log);
+	free(log);
+	if (!ran)
+		return 0; /* the child never ran: it made nothing */
+	struct engine_nested_job j;
+	char err[256];
+	char *word = xasprintf("--clean=%s", mode);
+	int r = build(self_exe, d, n, word, &j, err, sizeof err);
+	free(word);
+	if (r < 0) {
+		warn("nested workflow %s: %s", n->workflow, err);
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		warn("nested workflow %s: cannot start its clean: %s", n->workflow,
+		     strerror(errno));
+		engine_nested_clear(&j);
+		return -1;
+	}
+	if (pid == 0) {
+		/* the child makeflow's own guard needs to know it is nested */
+		putenv(j.env[0]);
+		putenv(j.env[1]);
+		execl("/bin/sh", "sh", "-c", j.command, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	/* the arguments file is the run's own: the clean removes it too */
+	if (j.args_file)
+		unlink(j.args_file);
+	engine_nested_clear(&j);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		warn("nested workflow %s: its clean failed", n->workflow);
+		return -1;
+	}
+	notice("cleaned the nested workflow %s", n->workflow);
 	return 0;
 }
 

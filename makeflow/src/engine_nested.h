@@ -22,6 +22,11 @@ struct engine_nested_job {
 int engine_nested_prepare(const char *self_exe, const struct dag *d, const struct dag_node *n,
                           struct engine_nested_job *j, char *err, size_t errlen);
 void engine_nested_clear(struct engine_nested_job *j);
+/* makeflow --clean=MODE of a parent: cleans nested rule N's workflow the same way, by running
+ * its makeflow with --clean=MODE on its own log (nothing when that log does not exist: the
+ * child never ran), and removes the arguments file of a JX child. 0, or -1 (said). */
+int engine_nested_clean(const char *self_exe, const struct dag *d, const struct dag_node *n,
+                        const char *mode);
 
 /* In a makeflow started by a nested workflow rule (MAKEFLOW_NESTED_FROM is
  * set), splits the process in two before anything runs: a guard that the

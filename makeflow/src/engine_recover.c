@@ -11,6 +11,7 @@
 
 #include "debug.h"
 #include "engine_internal.h"
+#include "engine_nested.h"
 #include "htc_error.h"
 #include "path.h"
 #include "sha256.h"
@@ -515,7 +516,8 @@ static int64_t clean_partials(struct dag *d)
 	return n;
 }
 
-int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode)
+int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode,
+                 const char *self_exe)
 {
 	struct engine eng;
 	struct engine *e = &eng;
@@ -545,6 +547,16 @@ int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mod
 		/* Started by this workflow, or (when its command has changed since)
 		 * its outputs are recorded as created. */
 		int started = last_state(&rp, id) != 0;
+		/* a nested workflow cleans what it made itself, as its parent is asked to */
+		if (n->workflow && started) {
+			static const char *const words[] = {[ENGINE_CLEAN_ALL] = "all",
+			                                    [ENGINE_CLEAN_OUTPUTS] = "outputs",
+			                                    [ENGINE_CLEAN_INTERMEDIATES] =
+			                                        "intermediates"};
+			if (mode <= ENGINE_CLEAN_INTERMEDIATES &&
+			    engine_nested_clean(self_exe, d, n, words[mode]) < 0)
+				status = 1;
+		}
 		for (int i = 0; i < n->noutputs; i++) {
 			struct dag_file *f = n->outputs[i].file;
 			const struct file_rec *fr = f->engine;

@@ -63,6 +63,39 @@ test_expect_success 'MAKEFLOW FILE DIR runs the child in DIR' '
 	[ "$(cat sub/here.txt)" = "$PWD/sub" ]
 '
 
+test_expect_success '-c cleans what nested workflows made (Make and JX), as the parent' '
+	wf child.mf <<-\EOF
+	mid.txt:
+	    echo m > mid.txt
+	fin.txt: mid.txt
+	    cat mid.txt > fin.txt
+	EOF
+	wf Makeflow <<-\EOF
+	fin.txt: child.mf
+	    MAKEFLOW child.mf
+	EOF
+	cat >child.jx <<-\EOF
+	{"rules": [{"command": "echo " + name + " > j.mid", "outputs": ["j.mid"]},
+	           {"command": "cat j.mid > j.out", "inputs": ["j.mid"], "outputs": ["j.out"]}]}
+	EOF
+	cat >parent.jx <<-\EOF
+	{"rules": [{"workflow": "child.jx", "args": {"name": "x"}, "outputs": ["j.out"]}]}
+	EOF
+	"$MF" Makeflow
+	"$MF" --jx parent.jx
+	test -f mid.txt && test -f fin.txt && test -f child.mf.0.makeflowlog
+	test -f j.mid && test -f child.jx.0.args.jx
+	"$MF" -c Makeflow >out 2>&1
+	cat out
+	grep -q "cleaned the nested workflow child.mf" out
+	test ! -e mid.txt && test ! -e fin.txt && test ! -e child.mf.0.makeflowlog
+	"$MF" -c --jx parent.jx
+	test ! -e j.mid && test ! -e j.out && test ! -e child.jx.0.makeflowlog
+	test ! -e child.jx.0.args.jx
+	# the workflow files themselves stay
+	test -f child.mf && test -f child.jx
+'
+
 test_expect_success 'a Make-like workflow that calls itself is refused with its line' '
 	wf Makeflow <<-\EOF
 	a.txt:
