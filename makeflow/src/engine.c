@@ -1071,9 +1071,9 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	}
 	engine_progress_stop(e);
 	engine_report_dryrun(e);
-	/* the words CCTools prints when a run finds every rule complete (scripts look for them) */
-	if (d->nnodes > 0 && e->n_complete == d->nnodes && e->n_recovered == d->nnodes &&
-	    !e->log_failed) {
+	/* the words CCTools prints when a run ends with every rule complete (scripts look for
+	 * them), whether the rules ran now or before */
+	if (d->nnodes > 0 && e->n_complete == d->nnodes && !e->log_failed) {
 		printf("nothing left to do.\n");
 		fflush(stdout);
 	}

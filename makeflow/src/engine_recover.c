@@ -473,6 +473,7 @@ static int remove_created(const char *name, struct txlog *log, int64_t *removed)
 		return -1;
 	}
 	(*removed)++;
+	say("deleted %s\n", name); /* the line CCTools prints for each, on standard output */
 	if (log)
 		txlog_file(log, TXLOG_FILE_DELETED, -1, -1, name);
 	if (strchr(name, '/'))

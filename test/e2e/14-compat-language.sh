@@ -50,7 +50,7 @@ test_expect_success 'restart after deleting file.5: a deleted line per stale fil
 	cat out err
 	expect_ran "5 6 7 8 9"
 	{ echo "warning: file.5 was previously created by makeflow, but someone else deleted it!"
-	  deleted_lines 6 7 8 9; } >want
+	  deleted_lines 6 7 8 9; echo "nothing left to do."; } >want
 	diff want out
 	grep -q "4 of 9 rules are already complete" err
 	[ "$(cat file.9)" = data ]
@@ -69,7 +69,7 @@ test_expect_success 'restart after touching file.2: kept, the 7 rules that follo
 	cat out err
 	expect_ran "3 4 5 6 7 8 9"
 	{ echo "warning: file.2 was previously created by makeflow, but someone else modified it!"
-	  deleted_lines 3 4 5 6 7 8 9; } >want
+	  deleted_lines 3 4 5 6 7 8 9; echo "nothing left to do."; } >want
 	diff want out
 	# the touched file is kept and recorded: the next run does nothing
 	: >ran
@@ -225,6 +225,23 @@ test_expect_success 'the manual s constructs: comments, continuation, export, LO
 	printf "FOO=bar\nPATH=/opt/tools/bin\nUSER=tester\n" >want
 	diff want out.txt
 	[ "$(cat sub.out)" = sub ]
+'
+
+test_expect_success 'stdout has the lines CCTools scripts read: nothing left to do. after a run, deleted FILE on -c' '
+	chain_wf
+	"$MF" Makeflow >out 2>err
+	test "$(cat out)" = "nothing left to do."
+	"$MF" -c Makeflow >out 2>err
+	cat out
+	for i in 1 2 3 4 5 6 7 8 9; do grep -qx "deleted file.$i" out; done
+	[ "$(wc -l <out)" = 9 ]
+	# a run that fails does not say it
+	wf Makeflow <<-\EOF
+	x:
+	    exit 1
+	EOF
+	"$MF" Makeflow >out 2>err || true
+	test ! -s out
 '
 
 test_done
