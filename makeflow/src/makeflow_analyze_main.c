@@ -1,13 +1,14 @@
 /* makeflow_analyze_main.c: the makeflow_analyze command: checks a workflow
  * without running it (-k), prints its shape (-i: rules, files, depth,
- * width), or lists its source inputs (-I) and final outputs (-O). Options: makeflow_analyze_opts.
- */
+ * width), lists its source inputs (-I) and final outputs (-O), or copies it with what it
+ * needs into a directory (-b, workflow_bundle.h). Options: makeflow_analyze_opts. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
 #include "debug.h"
 #include "makeflow_analyze_opts.h"
+#include "workflow_bundle.h"
 #include "workflow_load.h"
 
 #include "banned.h"
@@ -69,7 +70,21 @@ int main(int argc, char **argv)
 		makeflow_analyze_opts_clear(&o);
 		return 1;
 	}
+	int status = 0;
 	switch (o.mode) {
+	case 'b':
+		for (int i = 0; i < d->nnodes; i++)
+			if (d->nodes[i]->workflow)
+				fprintf(stderr,
+				        "makeflow_analyze: %s:%d: the nested workflow %s is "
+				        "copied, not what "
+				        "it needs itself: bundle it too (makeflow_analyze -b)\n",
+				        d->filename, d->nodes[i]->line, d->nodes[i]->workflow);
+		if (workflow_bundle(&o.src, d, o.bundle_dir, stdout, err, sizeof err) < 0) {
+			fprintf(stderr, "makeflow_analyze: %s\n", err);
+			status = 1;
+		}
+		break;
 	case 'k':
 		printf("%s: syntax ok (%d rules, %d files)\n", o.src.path, d->nnodes, d->nfiles);
 		break;
@@ -87,5 +102,5 @@ int main(int argc, char **argv)
 	}
 	dag_delete(d);
 	makeflow_analyze_opts_clear(&o);
-	return 0;
+	return status;
 }

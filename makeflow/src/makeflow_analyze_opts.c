@@ -17,6 +17,7 @@ static const struct option longopts[] = {
     {"info", no_argument, 0, 'i'},
     {"inputs", no_argument, 0, 'I'},
     {"outputs", no_argument, 0, 'O'},
+    {"bundle-dir", required_argument, 0, 'b'},
     CLI_LONG_OPTIONS,
     WORKFLOW_LONG_OPTIONS,
     {0, 0, 0, 0},
@@ -30,6 +31,8 @@ void makeflow_analyze_opts_usage(FILE *f, const char *prog)
 	        "  -i, --info           print rule, file, depth and width counts\n"
 	        "  -I, --inputs         list the files the workflow needs (no rule makes them)\n"
 	        "  -O, --outputs        list the workflow's final outputs\n"
+	        "  -b, --bundle-dir=DIR copy the workflow and every file it needs that no rule\n"
+	        "                       makes into DIR (new or empty), to run it elsewhere\n"
 	        "      --json / --jx / --jx-args=FILE / --jx-define=VAR=EXPR   workflow form\n"
 	        "      --parse-memory=SIZE   memory budget of reading the workflow\n"
 	        "  -d, --debug=SUBSYS   debug output; -o, --debug-file=FILE\n"
@@ -56,6 +59,10 @@ static int parse_one(struct makeflow_analyze_opts *o, int c, char *argv[], char 
 	case 'i':
 	case 'I':
 	case 'O': o->mode = c; return 0;
+	case 'b':
+		o->mode = 'b';
+		o->bundle_dir = optarg;
+		return 0;
 	case 'o':
 		if (debug_config_file(optarg) < 0) {
 			snprintf(err, errlen, "-o %s: cannot open", optarg);
@@ -81,7 +88,7 @@ int makeflow_analyze_opts_parse(int argc, char *argv[], struct makeflow_analyze_
 	opterr = 1;
 	optind = 0; /* full reinitialisation of getopt, so the parser can be called again */
 	int c, r = 0;
-	while ((c = getopt_long(argc, argv, "kiIOd:o:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "kiIOb:d:o:vh", longopts, NULL)) != -1) {
 		r = parse_one(o, c, argv, err, errlen);
 		if (r != 0)
 			goto out;

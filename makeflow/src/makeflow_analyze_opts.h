@@ -1,6 +1,6 @@
 /* makeflow_analyze_opts.h: the command line of makeflow_analyze, parsed into one struct: what
- * to print about the workflow (-k, -i, -I, -O) and the workflow with its form. Parsing never
- * exits, so every option and error text is tested on its own. */
+ * to print about the workflow (-k, -i, -I, -O) or where to bundle it (-b) and the workflow with its
+ * form. Parsing never exits, so every option and error text is tested on its own. */
 #ifndef MAKEFLOW_ANALYZE_OPTS_H
 #define MAKEFLOW_ANALYZE_OPTS_H
 
@@ -10,7 +10,8 @@
 #include "workflow_load.h"
 
 struct makeflow_analyze_opts {
-	int mode;                   /* 'k' (default), 'i', 'I' or 'O': the last one given */
+	int mode;                   /* 'k' (default), 'i', 'I', 'O' or 'b': the last one given */
+	const char *bundle_dir;     /* -b DIR (points into ARGV) */
 	struct workflow_source src; /* path: the one argument (points into ARGV), or "Makeflow" */
 };
 

@@ -88,6 +88,16 @@ static void test_defaults_and_modes(void **state)
 	assert_int_equal(parse(&o, "--json", NULL), CLI_DONE);
 	assert_int_equal(o.src.format, WORKFLOW_JSON);
 	makeflow_analyze_opts_clear(&o);
+	/* -b DIR / --bundle-dir=DIR (the CCTools spelling) */
+	assert_int_equal(parse(&o, "-b", "out", "w.mf", NULL), CLI_DONE);
+	assert_int_equal(o.mode, 'b');
+	assert_string_equal(o.bundle_dir, "out");
+	assert_string_equal(o.src.path, "w.mf");
+	makeflow_analyze_opts_clear(&o);
+	assert_int_equal(parse(&o, "--bundle-dir=b2", NULL), CLI_DONE);
+	assert_int_equal(o.mode, 'b');
+	assert_string_equal(o.bundle_dir, "b2");
+	makeflow_analyze_opts_clear(&o);
 }
 
 static void test_errors(void **state)
