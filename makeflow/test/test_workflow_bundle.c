@@ -38,27 +38,18 @@ static void test_replace_word(void **state)
 	free(s);
 }
 
+/* Writes TEXT to PATH, making its directory. */
 static void put(const char *path, const char *text)
 {
 	char *dir = path_dirname(path);
 	path_mkdir_p(dir, 0777);
 	free(dir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	ts_write_file(path, text);
 }
 
 static char *get(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	char buf[4096];
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	return xstrdup(buf);
+	return ts_read_file(path, NULL);
 }
 
 static void test_bundle(void **state)
