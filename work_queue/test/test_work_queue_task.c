@@ -14,6 +14,7 @@
 
 #include "htc_error.h"
 #include "work_queue.h"
+#include "wq_msg.h"
 
 #include "banned.h"
 
@@ -248,12 +249,52 @@ static void test_file_count_limit(void **state)
 	(void)state;
 	struct work_queue_task *t = work_queue_task_create("true");
 	char name[32];
-	for (int i = 0; i < 1000; i++) {
-		snprintf(name, sizeof name, "in.%d", i);
+	/* WQ_FILES_MAX inputs are taken (each name checked against all the others through the
+	 * index, so this is quick); one more is refused, an output still fits */
+	for (int i = 0; i < WQ_FILES_MAX; i++) {
+		snprintf(name, sizeof name, "d%d/in.%d", i % 100, i);
 		assert_int_equal(work_queue_task_specify_input_file(t, name, name, 0), 0);
 	}
 	assert_int_equal(work_queue_task_specify_input_file(t, "x", "x", 0), HTC_ETOOBIG);
 	assert_int_equal(work_queue_task_specify_output_file(t, "x", "x", 0), 0);
+	/* the names keep the order given, and a clone checks against the same names */
+	int n = 0;
+	for (struct work_queue_file *f = t->inputs; f; f = f->next, n++) {
+		snprintf(name, sizeof name, "d%d/in.%d", n % 100, n);
+		assert_string_equal(f->remote, name);
+	}
+	assert_int_equal(n, WQ_FILES_MAX);
+	struct work_queue_task *c = work_queue_task_clone(t);
+	assert_int_equal(work_queue_task_specify_output_file(c, "y", "x", 0), HTC_EPARSE);
+	assert_non_null(strstr(work_queue_task_last_error(c), "given twice"));
+	work_queue_task_delete(c);
+	work_queue_task_delete(t);
+}
+
+/* Rule 4 through the index: a name twice, a name inside another (either order), and names that
+ * only share a beginning. */
+static void test_name_clashes(void **state)
+{
+	(void)state;
+	struct work_queue_task *t = work_queue_task_create("true");
+	assert_int_equal(work_queue_task_specify_input_file(t, "a", "a/b", 0), 0);
+	assert_int_equal(work_queue_task_specify_input_file(t, "a", "a", 0), HTC_EPARSE);
+	assert_non_null(
+	    strstr(work_queue_task_last_error(t), "\"a\": a directory prefix of \"a/b\""));
+	assert_int_equal(work_queue_task_specify_input_file(t, "a", "a/b/c", 0), HTC_EPARSE);
+	assert_non_null(
+	    strstr(work_queue_task_last_error(t), "\"a/b\": a directory prefix of \"a/b/c\""));
+	assert_int_equal(work_queue_task_specify_input_file(t, "a", "a/b", 0), HTC_EPARSE);
+	assert_non_null(strstr(work_queue_task_last_error(t), "given twice"));
+	assert_int_equal(work_queue_task_specify_input_file(t, "a", "ab", 0), 0);
+	assert_int_equal(work_queue_task_specify_input_file(t, "a", "a/bc", 0), 0);
+	assert_int_equal(work_queue_task_specify_input_file(t, "a", "a.b", 0), 0);
+	/* the same name in the other direction is fine */
+	assert_int_equal(work_queue_task_specify_output_file(t, "a", "a", 0), 0);
+	int n = 0;
+	for (struct work_queue_file *f = t->inputs; f; f = f->next)
+		n++;
+	assert_int_equal(n, 4); /* the refused ones were not added */
 	work_queue_task_delete(t);
 }
 
@@ -312,6 +353,7 @@ int main(void)
 	    cmocka_unit_test(test_labels_and_limits),
 	    cmocka_unit_test(test_environment),
 	    cmocka_unit_test(test_file_count_limit),
+	    cmocka_unit_test(test_name_clashes),
 	    cmocka_unit_test(test_clone_is_deep),
 	    cmocka_unit_test(test_result_names),
 	};

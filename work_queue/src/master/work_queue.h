@@ -112,6 +112,8 @@ struct work_queue_task {
 
 	/* Internal: the text behind work_queue_task_last_error. */
 	char last_error[256];
+	/* Internal: the index of the file names given so far (master/task_names.h). */
+	struct task_names *file_names;
 };
 
 /* A new task running COMMAND (with /bin/sh -c in its sandbox); COMMAND may be NULL and set

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "htc_error.h"
+#include "task_names.h"
 #include "wq_msg.h"
 #include "wq_name.h"
 #include "xalloc.h"
@@ -100,6 +101,7 @@ void work_queue_task_delete(struct work_queue_task *t)
 	free(t->category);
 	file_free(t->inputs);
 	file_free(t->outputs);
+	task_names_free(t->file_names);
 	strv_free(t->env_names, t->env_count);
 	strv_free(t->env_values, t->env_count);
 	strv_free(t->features, t->feature_count);
@@ -176,36 +178,44 @@ int work_queue_task_specify_command(struct work_queue_task *t, const char *comma
 	return 0;
 }
 
-static int count_files(const struct work_queue_file *f)
+/* The index of T's file names, built from its lists when it has none yet (a clone). */
+static struct task_names *names_of(struct work_queue_task *t)
 {
-	int n = 0;
-	for (; f; f = f->next)
-		n++;
-	return n;
+	if (t->file_names)
+		return t->file_names;
+	for (int dir = 0; dir < 2; dir++) {
+		struct work_queue_file *f = dir == 0 ? t->inputs : t->outputs, *last = NULL;
+		for (; f; f = f->next) {
+			char *why = NULL;
+			/* the names were checked when given: this only records them */
+			task_names_add(&t->file_names, dir,
+			               dir == 0 ? WQ_NAME_INPUT : WQ_NAME_OUTPUT, f->remote, &why);
+			free(why);
+			last = f;
+		}
+		task_names_set_last(t->file_names, dir, last);
+	}
+	return t->file_names;
 }
 
-/* Checks REMOTE for direction TYPE against the name rules and the names already given;
- * returns 0 or an error recorded in T. */
+/* Checks REMOTE for direction TYPE against the name rules and the names already given (rule 4:
+ * unique, no name inside another, through the index: one lookup per '/' of REMOTE), and records
+ * it; returns 0 or an error recorded in T. */
 static int check_remote(struct work_queue_task *t, enum work_queue_file_type type,
                         const char *remote)
 {
 	const char *dir = type == WORK_QUEUE_INPUT ? "input" : "output";
 	if (!remote || !*remote)
 		return fail(t, -EINVAL, "the %s has no remote name", dir);
-	struct work_queue_file *f = type == WORK_QUEUE_INPUT ? t->inputs : t->outputs;
-	int n = count_files(f);
-	if (n >= FILES_MAX)
+	int d = type == WORK_QUEUE_INPUT ? 0 : 1;
+	names_of(t);
+	if (task_names_count(t->file_names, d) >= FILES_MAX)
 		return fail(t, HTC_ETOOBIG, "a task has at most %d %ss", FILES_MAX, dir);
-	/* The name rules and rule 4 (unique, no name inside another) over all names so far. */
-	const char **names = xcalloc((size_t)n + 1, sizeof *names);
-	int i = 0;
-	for (; f; f = f->next)
-		names[i++] = f->remote;
-	names[i] = remote;
+	enum wq_name_kind kind = d == 0 ? WQ_NAME_INPUT : WQ_NAME_OUTPUT;
 	char *why = NULL;
-	int r = wq_name_check_list(type == WORK_QUEUE_INPUT ? WQ_NAME_INPUT : WQ_NAME_OUTPUT, names,
-	                           (size_t)n + 1, &why, NULL);
-	free(names);
+	int r = wq_name_check(kind, remote, &why);
+	if (r == 0)
+		r = task_names_add(&t->file_names, d, kind, remote, &why);
 	if (r < 0) {
 		fail(t, r, "%s", why ? why : "bad name");
 		free(why);
@@ -241,10 +251,16 @@ static struct work_queue_file *add_file(struct work_queue_task *t, enum work_que
 	f->source = source ? xstrdup(source) : NULL;
 	f->remote = xstrdup(remote);
 	f->flags = flags;
-	struct work_queue_file **tail = type == WORK_QUEUE_INPUT ? &t->inputs : &t->outputs;
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = f;
+	/* appended after the last one the index keeps (check_remote made the index) */
+	int d = type == WORK_QUEUE_INPUT ? 0 : 1;
+	struct work_queue_file *last = task_names_last(names_of(t), d);
+	if (last)
+		last->next = f;
+	else if (d == 0)
+		t->inputs = f;
+	else
+		t->outputs = f;
+	task_names_set_last(t->file_names, d, f);
 	ok(t);
 	return f;
 }
@@ -292,9 +308,8 @@ int work_queue_task_specify_directory(struct work_queue_task *t, const char *loc
 	int r = specify_local(t, type, WORK_QUEUE_FILE_DIRECTORY, local, remote, flags);
 	if (r < 0)
 		return r;
-	struct work_queue_file *f = type == WORK_QUEUE_INPUT ? t->inputs : t->outputs;
-	while (f->next)
-		f = f->next;
+	struct work_queue_file *f =
+	    task_names_last(t->file_names, type == WORK_QUEUE_INPUT ? 0 : 1); /* just added */
 	/* An input directory is always sent whole: its listing names it. */
 	f->recursive = type == WORK_QUEUE_INPUT ? 1 : !!recursive;
 	return 0;
