@@ -66,6 +66,18 @@ static void test_defaults(void **state)
 	assert_string_equal(o.catalog, "cat:9097");
 	assert_int_equal(o.json, 1);
 	assert_true(o.timeout == 2);
+	/* -M is a regular expression over the whole project name, as in CCTools */
+	assert_true(catalog_project_match(o.project_re, "blast"));
+	assert_false(catalog_project_match(o.project_re, "blast2"));
+	assert_false(catalog_project_match(o.project_re, "myblast"));
+	assert_string_equal(catalog_project_literal(o.project_re), "blast");
+	work_queue_status_opts_clear(&o);
+	assert_int_equal(parse(&o, "-M", "bla.*|x", NULL), CLI_DONE);
+	assert_true(catalog_project_match(o.project_re, "blast2"));
+	assert_true(catalog_project_match(o.project_re, "x"));
+	assert_false(catalog_project_match(o.project_re, "xx"));
+	assert_false(catalog_project_match(o.project_re, NULL));
+	assert_null(catalog_project_literal(o.project_re));
 	work_queue_status_opts_clear(&o);
 }
 
@@ -148,6 +160,7 @@ static void test_common_options(void **state)
 	assert_fails("unknown option -x (see --help)", "-x", "h", "1");
 	assert_fails("unknown option --json=yes (see --help)", "--json=yes");
 	assert_fails("option -M needs a value (see --help)", "-M");
+	assert_fails("-M: project name pattern \"a(b\": Unmatched ( or \\(", "-M", "a(b");
 	assert_fails("option --ssl-ca needs a value (see --help)", "--ssl-ca");
 
 	fflush(stdout);

@@ -102,25 +102,32 @@ static const json_t *first_of(const json_t *rec, const char *const *keys)
 	return NULL;
 }
 
-static int list_masters(const char *catalog, const char *project, const struct catalog_expr *where,
-                        int json, double timeout)
+static int list_masters(const char *catalog, const struct catalog_project *project,
+                        const struct catalog_expr *where, int json, double timeout)
 {
 	struct catalog_filter *f = catalog_filter_create();
 	char *err = NULL;
+	/* a plain name is filtered by the catalog too; a pattern only here */
+	const char *literal = catalog_project_literal(project);
 	if (catalog_filter_add(f, "type", "wq_master", &err) < 0 ||
-	    (project && catalog_filter_add(f, "project", project, &err) < 0))
+	    (literal && catalog_filter_add(f, "project", literal, &err) < 0))
 		fatal("%s", err);
 	json_t *a = catalog_query(catalog, f, timeout, &err);
 	catalog_filter_delete(f);
 	if (!a)
 		fatal("catalog %s: %s", catalog ? catalog : catalog_hosts_default(),
 		      err ? err : "failed");
-	if (where) { /* --where EXPR is evaluated here, whatever the catalog */
+	if (where || project) { /* --where EXPR and -M are evaluated here, whatever the catalog */
 		json_t *kept = json_array();
 		size_t k;
 		json_t *rec;
-		json_array_foreach(a, k, rec) if (catalog_expr_match(where, rec))
-		    json_array_append(kept, rec);
+		json_array_foreach(a, k, rec)
+		{
+			const char *p = json_string_value(json_object_get(rec, "project"));
+			if ((!where || catalog_expr_match(where, rec)) &&
+			    (!project || catalog_project_match(project, p)))
+				json_array_append(kept, rec);
+		}
 		json_decref(a);
 		a = kept;
 	}
@@ -219,7 +226,7 @@ int main(int argc, char **argv)
 	if (r < 0)
 		fatal("%s", err);
 	if (!o.host)
-		return list_masters(o.catalog, o.project, o.where, o.json, o.timeout);
+		return list_masters(o.catalog, o.project_re, o.where, o.json, o.timeout);
 	struct wq_tls_config *tls = tls_config(&o);
 	r = query_master(o.host, o.port, o.what, o.password, tls, o.json, o.timeout);
 	wq_tls_config_delete(tls);

@@ -51,7 +51,8 @@ void work_queue_status_opts_usage(FILE *out, const char *prog)
 	        "  -T, --tasks              the master's tasks\n"
 	        "  -A, --able-workers, --categories  the master's categories\n"
 	        "  -Q, --statistics         the masters the catalog knows (the default)\n"
-	        "  -M, --project-name=P     catalog listing: only masters of project P\n"
+	        "  -M, --project-name=P     catalog listing: only masters whose whole project\n"
+	        "                           name matches the regular expression P\n"
 	        "      --where=EXPR         catalog listing: only masters for which the JX\n"
 	        "                           expression EXPR is true\n"
 	        "  -C, --catalog=H:P[,...]  catalog servers (default $CATALOG_HOST, "
@@ -76,6 +77,7 @@ void work_queue_status_opts_clear(struct work_queue_status_opts *o)
 {
 	free(o->host);
 	catalog_expr_delete(o->where);
+	catalog_project_delete(o->project_re);
 	init(o);
 }
 
@@ -106,7 +108,19 @@ static int parse_one(struct work_queue_status_opts *o, int c, char *arg, char *a
 	case 'W': o->what = "workers"; break;
 	case 'T': o->what = "tasks"; break;
 	case 'A': o->what = "categories"; break;
-	case 'M': o->project = arg; break;
+	case 'M': {
+		char *why = NULL;
+		struct catalog_project *p = catalog_project_create(arg, &why);
+		if (!p) {
+			snprintf(err, errlen, "-M: %s", why);
+			free(why);
+			return HTC_EPARSE;
+		}
+		catalog_project_delete(o->project_re);
+		o->project_re = p;
+		o->project = arg;
+		break;
+	}
 	case 'C': o->catalog = arg; break;
 	case 'P': o->password = arg; break;
 	case OPT_FP: o->ssl_fingerprint = arg; break;

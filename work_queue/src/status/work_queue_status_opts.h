@@ -9,12 +9,15 @@
 #include <stdio.h>
 
 #include "catalog_expr.h"
+#include "catalog_project.h"
 
 /* The strings that are not owned point into the ARGV given to the parser. */
 struct work_queue_status_opts {
 	const char *what;    /* "master" (default), "workers" -W, "tasks" -T, "categories" -A */
 	const char *catalog; /* -C; NULL: the default catalogs */
-	const char *project; /* -M: catalog listing of one project */
+	const char *project; /* -M: catalog listing of the projects it matches */
+	struct catalog_project
+	    *project_re; /* -M compiled (a whole-name regular expression); owned */
 	const char *password;
 	const char *ssl_fingerprint;
 	const char *ssl_ca;
