@@ -48,6 +48,7 @@ enum {
 	C_MONITOR_LOG_FMT,
 	C_FILE_STATUS,
 	C_FILE_STATUS_INTERVAL,
+	C_PREFERRED_CONNECTION,
 	C_REFUSED = COMPAT_OPT_BASE + 100, /* + index in refused[] */
 };
 
@@ -78,6 +79,8 @@ static const struct option kept[] = {
     {"wq-keepalive-timeout", required_argument, 0, 't'},
     {"wq-keepalive-interval", required_argument, 0, 'u'},
     {"wq-schedule", required_argument, 0, 'W'},
+    {"priority", required_argument, 0, 'P'},
+    {"work-queue-preferred-connection", required_argument, 0, C_PREFERRED_CONNECTION},
 };
 #define N_KEPT (sizeof kept / sizeof kept[0])
 
@@ -94,10 +97,6 @@ static const struct refused {
     {"email", required_argument, 'm', NOT_HERE ": no mail is sent; -f FILE writes the summary"},
     {"submission-timeout", required_argument, 'S',
      NOT_HERE ": submission here never fails for a while and then succeeds"},
-    {"priority", required_argument, 'P',
-     NOT_YET ": the master's priority among the masters a worker serves"},
-    {"work-queue-preferred-connection", required_argument, 0,
-     NOT_YET ": workers connect to the master's address"},
     {"log-verbose", no_argument, 0,
      NOT_HERE ": the transaction log has its own format (doc/makeflow-log-format.md)"},
     {"storage-print", required_argument, 0,
@@ -183,6 +182,15 @@ static int count(const char *opt, const char *s, int64_t min, int64_t max, int64
 		                 min, max);
 	*out = v;
 	return 0;
+}
+
+/* An option of the wq driver only: KEY=ARG for the driver, and OPT names it if -T is not wq. */
+static void wq_driver_option(struct makeflow_opts *o, const char *opt, const char *key,
+                             const char *arg)
+{
+	makeflow_opts_add_batch(o, xasprintf("%s=%s", key, arg));
+	if (!o->wq_only)
+		o->wq_only = xasprintf("%s %s", opt, arg);
 }
 
 static int storage_type(const char *s, int *out, char *err, size_t errlen)
@@ -278,6 +286,21 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 	case C_FILE_STATUS_INTERVAL:
 		r = count("--file-status-interval", arg, 1, 86400, &v, err, errlen);
 		e->file_status_interval_s = (int)v;
+		break;
+	case 'P':
+		r = count("-P/--priority", arg, INT32_MIN, INT32_MAX, &v, err, errlen);
+		if (r == 0)
+			wq_driver_option(o, "-P", "priority", arg);
+		break;
+	case C_PREFERRED_CONNECTION:
+		if (strcmp(arg, "by_ip") && strcmp(arg, "by_hostname") &&
+		    strcmp(arg, "by_apparent_ip"))
+			return cli_error(err, errlen,
+			                 "--work-queue-preferred-connection %s: expected by_ip, "
+			                 "by_hostname or by_apparent_ip",
+			                 arg);
+		wq_driver_option(o, "--work-queue-preferred-connection", "preferred-connection",
+		                 arg);
 		break;
 	case C_ARGV: return cli_error(err, errlen, "--argv: write the option's name in full");
 	default: return 0;

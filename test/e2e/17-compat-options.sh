@@ -193,7 +193,7 @@ test_expect_success '--argv FILE: options from a JSON object, MAKEFLOW names the
 
 test_expect_success 'CCTools options not supported here are refused with the reason' '
 	good_wf
-	for opt in "--docker img" "--umbrella-spec x" "-P 3" "--mesos-master h:1" "--log-verbose"; do
+	for opt in "--docker img" "--umbrella-spec x" "--sandbox" "--mesos-master h:1" "--log-verbose"; do
 		rc=0; "$MF" $opt Makeflow 2>err || rc=$?
 		cat err
 		[ $rc = 1 ]
@@ -371,6 +371,52 @@ test_expect_success '-T wq: an absolute path under no --shared-fs is refused, na
 	start_master --shared-fs "$PWD/sw" Makeflow
 	test_must_fail finish
 	grep -q "elsewhere/in.txt: a file named by an absolute path must be under a --shared-fs directory" mf.out
+'
+
+test_expect_success '-P: a worker given -M tries the master of higher priority first' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	cat=localhost:$DAEMON_PORT
+	proj=e2e-prio-$$
+	mkdir lo hi
+	printf "lo.txt:\n\techo lo > lo.txt\n" >lo/Makeflow
+	printf "hi.txt:\n\techo hi > hi.txt\n" >hi/Makeflow
+	(cd lo && "$MF" -T wq -p 0 -Z port -N $proj -C $cat -P 1 Makeflow >mf.out 2>&1) &
+	lo=$!
+	test_track_pid $lo
+	(cd hi && "$MF" -T wq -p 0 -Z port -N $proj -C $cat -P 9 \
+		--work-queue-preferred-connection by_apparent_ip Makeflow >mf.out 2>&1) &
+	hi=$!
+	test_track_pid $hi
+	# both records carry their priority before a worker looks
+	listed() {
+		"$BIN/catalog_query" -C $cat --project $proj >q.json &&
+		[ "$(jq "[.[] | select(.priority == 1 or .priority == 9)] | length" q.json)" = 2 ]
+	}
+	test_wait_until 30 listed
+	jq -e ".[] | select(.priority == 9) | .manager_preferred_connection == \"by_apparent_ip\"" q.json
+	jq -e ".[] | select(.priority == 1) | .manager_preferred_connection == \"by_ip\"" q.json
+	# one worker at a time: the first serves the high-priority master to its end
+	"$WORKER" -t 30 --single-shot -M $proj -C $cat >w1.out 2>&1
+	wait $hi
+	[ "$(cat hi/hi.txt)" = hi ]
+	test ! -e lo/lo.txt
+	"$WORKER" -t 30 --single-shot -M $proj -C $cat >w2.out 2>&1
+	wait $lo
+	[ "$(cat lo/lo.txt)" = lo ]
+'
+
+test_expect_success '-P and --work-queue-preferred-connection: bad values and other batch types refused' '
+	good_wf
+	rc=0; "$MF" -P 3 Makeflow 2>err || rc=$?
+	[ $rc = 1 ]
+	grep -q "\-P 3: this option is for Work Queue and needs -T wq" err
+	rc=0; "$MF" -T wq -P high Makeflow 2>err || rc=$?
+	[ $rc = 1 ]
+	grep -q "\-P/--priority high: expected an integer" err
+	rc=0; "$MF" -T wq --work-queue-preferred-connection by_mac Makeflow 2>err || rc=$?
+	[ $rc = 1 ]
+	grep -q "expected by_ip, by_hostname or by_apparent_ip" err
+	test ! -e a.txt
 '
 
 test_done

@@ -318,6 +318,8 @@ static int listen_on(struct work_queue *q, const struct work_queue_opts *o)
 	}
 	struct sockaddr_storage ss;
 	const char *iface = o->interface ? o->interface : "0.0.0.0";
+	if (strcmp(iface, "0.0.0.0") && strcmp(iface, "::"))
+		snprintf(q->listen_addr, sizeof q->listen_addr, "%s", iface);
 	if (uv_ip4_addr(iface, port, (struct sockaddr_in *)&ss) != 0 &&
 	    uv_ip6_addr(iface, port, (struct sockaddr_in6 *)&ss) != 0) {
 		warn("wq: cannot listen on %s: not an IPv4 or IPv6 address", iface);
@@ -386,6 +388,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 	q->full_worker_timeout = 60;
 	q->keepalive_timeout = 120;
 	q->algorithm = WORK_QUEUE_SCHEDULE_FILES;
+	snprintf(q->preferred_connection, sizeof q->preferred_connection, "by_ip");
 	q->rng = (uint64_t)time_now_us() ^ (uint64_t)getpid();
 	q->stats.time_when_started = time_now_us();
 	master_sched_set_cached_bytes_fn(q->sched, cached_bytes, q);
@@ -864,6 +867,25 @@ int work_queue_specify_name(struct work_queue *q, const char *name)
 	free(q->project);
 	q->project = xstrdup(name);
 	return start_catalog(q, q->catalog_hosts);
+}
+
+int work_queue_specify_priority(struct work_queue *q, int priority)
+{
+	if (!q)
+		return -EINVAL;
+	q->priority = priority;
+	q->catalog_shape = -1; /* the next tick sends the record */
+	return 0;
+}
+
+int work_queue_master_preferred_connection(struct work_queue *q, const char *how)
+{
+	if (!q || !how ||
+	    (strcmp(how, "by_ip") && strcmp(how, "by_hostname") && strcmp(how, "by_apparent_ip")))
+		return -EINVAL;
+	snprintf(q->preferred_connection, sizeof q->preferred_connection, "%s", how);
+	q->catalog_shape = -1;
+	return 0;
 }
 
 int work_queue_specify_catalog_servers(struct work_queue *q, const char *hosts)

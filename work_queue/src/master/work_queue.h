@@ -256,6 +256,14 @@ int work_queue_specify_algorithm(struct work_queue *q, enum work_queue_schedule 
  * ("host:port,..."; default CATALOG_HOST or localhost:9097). 0 or a negative error. */
 int work_queue_specify_name(struct work_queue *q, const char *name);
 int work_queue_specify_catalog_servers(struct work_queue *q, const char *hosts);
+/* The priority in the catalog record (default 0): a worker given several masters of its
+ * project (-M) tries those of higher priority first. 0 or -EINVAL. */
+int work_queue_specify_priority(struct work_queue *q, int priority);
+/* Which address of the master the catalog record tells workers to connect to: "by_ip" (the
+ * default: the addresses of the master's network interfaces, listed in the record, then the
+ * address the catalog saw), "by_hostname" (the master's host name) or "by_apparent_ip" (the
+ * address the catalog saw). 0 or -EINVAL. */
+int work_queue_master_preferred_connection(struct work_queue *q, const char *how);
 /* Requires workers to prove the password in PATH (before any worker connects): 0, or a
  * negative errno with the reason logged. */
 int work_queue_specify_password_file(struct work_queue *q, const char *path);
