@@ -293,10 +293,11 @@ static char *wrap(struct engine *e, const struct dag_node *n, const char *comman
 	char interval[48] = "";
 	if (e->opt->monitor_interval > 0)
 		snprintf(interval, sizeof interval, " -i %g", e->opt->monitor_interval);
-	char *w = xasprintf("%s -O %s --category %s --task-id %d%s%s%s%s%s%s --sh %s", q_exe,
+	char *w = xasprintf("%s -O %s --category %s --task-id %d%s%s%s%s%s%s%s --sh %s", q_exe,
 	                    q_tmpl, q_cat, n->id, interval,
 	                    e->opt->monitor_time_series ? " --with-time-series" : "",
 	                    e->opt->monitor_opened_files ? " --with-opened-files" : "",
+	                    e->opt->monitor_measure_dir ? " --measure-dir ." : "",
 	                    limits[0] ? " -L '" : "", limits, limits[0] ? "'" : "", q_cmd);
 	free(tmpl);
 	free(q_exe);

@@ -419,4 +419,49 @@ test_expect_success '-P and --work-queue-preferred-connection: bad values and ot
 	test ! -e a.txt
 '
 
+test_expect_success '--wq-wait-queue-size N: no rule is dispatched before N workers have connected' '
+	wf Makeflow <<-\EOF
+	w.txt:
+	    echo w > w.txt
+	EOF
+	start_master --wq-wait-queue-size 2 Makeflow
+	start_worker --cores 1 localhost $port
+	one() {
+		"$BIN/work_queue_status" -l localhost $port >st.json &&
+		[ "$(jq ".[0].workers_connected" st.json)" = 1 ]
+	}
+	test_wait_until 30 one
+	# one worker of two: the rule is still waiting when the worker is there
+	jq -e ".[0].tasks_waiting == 1 and .[0].tasks_dispatched == 0" st.json
+	test ! -e w.txt
+	start_worker --cores 1 localhost $port
+	finish
+	[ "$(cat w.txt)" = w ]
+'
+
+test_expect_success '--debug-rotate-max: the -o file becomes FILE.old once it reaches the size' '
+	good_wf
+	"$MF" --progress=quiet -d all -o dbg --debug-rotate-max 500 Makeflow
+	test -s dbg.old
+	[ $(stat -c %s dbg.old) -ge 500 ]
+	grep -q "makeflow\[" dbg
+	"$MF" -c Makeflow >/dev/null
+	rm -f dbg dbg.old
+	"$MF" --progress=quiet -d all -o dbg Makeflow
+	test ! -e dbg.old
+	[ $(stat -c %s dbg) -ge 500 ]
+'
+
+test_expect_success '--monitor-log-name, --monitor-measure-dir: the monitor files named, the disk measured' '
+	wf Makeflow <<-\EOF
+	big:
+	    head -c 3000000 /dev/zero > big
+	EOF
+	"$MF" --progress=quiet -d batch -o dbg --monitor mon --monitor-log-name "r-%%" \
+		--monitor-measure-dir Makeflow
+	test -s mon/r-0.summary
+	grep -q -- "--measure-dir \. --sh" dbg
+	jq -e ".disk[0] >= 2.8" mon/r-0.summary
+'
+
 test_done

@@ -147,6 +147,18 @@ static int64_t cached_bytes(void *worker_data, void *task_data, void *arg)
 static void on_sched_idle(uv_idle_t *h)
 {
 	struct work_queue *q = h->data;
+	if (q->wait_for_workers > 0) {
+		/* work_queue_activate_worker_waiting: nothing is dispatched before N workers have
+		 * connected; a worker becoming active asks for a pass again */
+		if (q->stats.workers_connected < q->wait_for_workers) {
+			q->sched_wanted = false;
+			uv_idle_stop(h);
+			return;
+		}
+		debug(D_WQ, "wq: %d workers connected: dispatching starts",
+		      q->stats.workers_connected);
+		q->wait_for_workers = 0;
+	}
 	struct master_sched_pass_opts o;
 	master_sched_pass_opts_init(&o);
 	static const enum master_sched_policy pol[] = {MASTER_SCHED_FCFS, MASTER_SCHED_FILES,
@@ -875,6 +887,15 @@ int work_queue_specify_priority(struct work_queue *q, int priority)
 		return -EINVAL;
 	q->priority = priority;
 	q->catalog_shape = -1; /* the next tick sends the record */
+	return 0;
+}
+
+int work_queue_activate_worker_waiting(struct work_queue *q, int n)
+{
+	if (!q || n < 0)
+		return -EINVAL;
+	q->wait_for_workers = n;
+	master_queue_request_pass(q);
 	return 0;
 }
 

@@ -259,6 +259,9 @@ int work_queue_specify_catalog_servers(struct work_queue *q, const char *hosts);
 /* The priority in the catalog record (default 0): a worker given several masters of its
  * project (-M) tries those of higher priority first. 0 or -EINVAL. */
 int work_queue_specify_priority(struct work_queue *q, int priority);
+/* No task is dispatched until N workers have connected at once (then dispatching goes on
+ * whatever their number); 0 (the default) dispatches at once. 0 or -EINVAL. */
+int work_queue_activate_worker_waiting(struct work_queue *q, int n);
 /* Which address of the master the catalog record tells workers to connect to: "by_ip" (the
  * default: the addresses of the master's network interfaces, listed in the record, then the
  * address the catalog saw), "by_hostname" (the master's host name) or "by_apparent_ip" (the
