@@ -464,4 +464,34 @@ test_expect_success '--monitor-log-name, --monitor-measure-dir: the monitor file
 	jq -e ".disk[0] >= 2.8" mon/r-0.summary
 '
 
+# A rule whose command is over 300 KiB (one argument of sh -c may hold 128 KiB).
+long_wf() {
+	python3 -c "
+arg = \"A\" * 307200
+open(\"Makeflow\", \"w\").write(\"n.txt:\\n\\tprintf %s \" + arg + \" | wc -c > n.txt\\n\")
+"
+}
+
+test_expect_success 'a 300 KiB command runs with -T local (from a script), which is then removed' '
+	long_wf
+	[ $(stat -c %s Makeflow) -gt 307200 ]
+	"$MF" --progress=quiet Makeflow
+	[ $(cat n.txt) = 307200 ]
+	test ! -e Makeflow.makeflowlog.cmds
+	# and measured by the resource monitor
+	"$MF" -c Makeflow >/dev/null
+	"$MF" --progress=quiet --monitor mon Makeflow
+	[ $(cat n.txt) = 307200 ]
+	test -s mon/resource-rule-0.summary
+'
+
+test_expect_success 'a 300 KiB command runs with -T wq (the script goes to the worker as an input)' '
+	long_wf
+	start_master Makeflow
+	start_worker --cores 1 localhost $port
+	finish
+	[ $(cat n.txt) = 307200 ]
+	test ! -e Makeflow.makeflowlog.cmds
+'
+
 test_done
