@@ -355,6 +355,15 @@ static void test_submit_errors(void **state)
 	t = work_queue_task_create(NULL);
 	assert_int_equal(work_queue_submit(q, t), -EINVAL);
 	work_queue_task_delete(t);
+	/* a command over the protocol's 131071 bytes: refused here, not by the worker */
+	char *big = malloc(200000);
+	assert_non_null(big);
+	memset(big, 'x', 199999);
+	big[199999] = 0;
+	t = work_queue_task_create(big);
+	free(big);
+	assert_int_equal(work_queue_submit(q, t), HTC_ETOOBIG);
+	work_queue_task_delete(t);
 	/* cancel a waiting task */
 	t = work_queue_task_create("true");
 	int id = work_queue_submit(q, t);

@@ -622,6 +622,15 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 {
 	if (!q || !t || !t->command_line || !*t->command_line)
 		return -EINVAL;
+	size_t cl = strlen(t->command_line);
+	if (cl > WQ_COMMAND_MAX) {
+		/* a worker would take the task for a protocol violation and drop the connection,
+		 * and the task would go round for ever */
+		warn("wq: task \"%.40s...\": the command is %zu bytes; the limit is %d (run a "
+		     "longer one from a script sent as an input file)",
+		     t->command_line, cl, WQ_COMMAND_MAX);
+		return HTC_ETOOBIG;
+	}
 	if (message_estimate(t) > WQ_MAX_MSG) {
 		warn("wq: task \"%.40s\": its task message would exceed 4 MiB", t->command_line);
 		return HTC_ETOOBIG;

@@ -226,8 +226,8 @@ int work_queue_port(const struct work_queue *q);
 
 /* Queues T (the queue owns it until returned). Returns the task id (>= 1), or a negative
  * error with the reason logged: -EINVAL (no command), -ENOENT (a local input is missing),
- * HTC_ETOOBIG (its task message would exceed the protocol's limit), HTC_ECYCLE (a link cycle
- * in an input directory). */
+ * HTC_ETOOBIG (a command over 131071 bytes, or a task message over the protocol's limit),
+ * HTC_ECYCLE (a link cycle in an input directory). */
 int work_queue_submit(struct work_queue *q, struct work_queue_task *t);
 /* Runs the queue until a task is done (returned; the caller owns it again) or TIMEOUT seconds
  * pass (NULL). 0 does not block; WORK_QUEUE_WAITFORTASK waits until a task is done and returns
