@@ -494,4 +494,34 @@ test_expect_success 'a 300 KiB command runs with -T wq (the script goes to the w
 	test ! -e Makeflow.makeflowlog.cmds
 '
 
+test_expect_success 'work_queue_factory -E, --env, --wrapper: the workers get the options, variables and prefix' '
+	wf Makeflow <<-\EOF
+	v.txt:
+	    printenv FACTORY_VAR WRAPPED_VAR > v.txt
+	EOF
+	start_master Makeflow
+	"$BIN/work_queue_factory" -T local --max-workers 1 --period 0.5 -t 5 \
+		--env FACTORY_VAR=from-env --wrapper "env WRAPPED_VAR=inner" \
+		--wrapper "env WRAPPED_VAR=outer" -E "-d worker -o worker-debug.log" \
+		localhost $port >factory.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	finish
+	kill -TERM $fpid
+	wait $fpid || true
+	cat v.txt
+	# the last --wrapper is the outermost: the inner one sets the variable last
+	[ "$(echo $(cat v.txt))" = "from-env inner" ]
+	test -s worker-debug.log
+	grep -q "env WRAPPED_VAR=outer env WRAPPED_VAR=inner .*-d worker -o worker-debug.log" factory.out
+'
+
+test_expect_success 'work_queue_factory --wrapper-input that does not exist: refused before any worker' '
+	rc=0
+	"$BIN/work_queue_factory" -T local --wrapper "sh setup.sh" --wrapper-input setup.sh \
+		localhost 1 >factory.out 2>&1 || rc=$?
+	[ $rc != 0 ]
+	grep -q "wrapper-input setup.sh: No such file or directory" factory.out
+'
+
 test_done
