@@ -12,6 +12,7 @@
 
 #include "batch_queue.h"
 #include "cli.h"
+#include "debug.h"
 #include "htc_error.h"
 #include "stringtools.h"
 #include "units.h"
@@ -37,7 +38,7 @@ enum {
 };
 
 /* The short CCTools options refused (with an argument, except c). */
-#define NOT_HERE_SHORT "CFSOB"
+#define NOT_HERE_SHORT "CFSB"
 
 static const struct option longopts[] = {
     {"batch-type", required_argument, 0, 'T'},
@@ -217,6 +218,18 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 			                 arg);
 		break;
 	case 'E': o->extra = arg; break;
+	case 'O': {
+		/* CCTools' help says MB, but its factory rotates at this many bytes: so here */
+		int64_t bytes;
+		if (units_parse_bytes(arg, &bytes) < 0 || bytes < 0)
+			return cli_error(
+			    err, errlen,
+			    "-O %s: expected bytes (a number) or a size such as 10M; 0 "
+			    "never rotates",
+			    arg);
+		debug_config_file_size(bytes); /* as -o, at once */
+		break;
+	}
 	case OPT_ENV: {
 		size_t k = strcspn(arg, "=");
 		bool name_ok = k > 0 && arg[k] == '=' && !isdigit((unsigned char)arg[0]);

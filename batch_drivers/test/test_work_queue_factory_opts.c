@@ -140,6 +140,12 @@ static void test_options(void **state)
 	             "-M", "p");
 	assert_fails("--wrapper: expected a command prefix, got an empty string", "--wrapper", "",
 	             "-M", "p");
+	/* -O, --debug-file-size: the rotation size of the -o file, in bytes as CCTools does */
+	assert_int_equal(parse(&o, "-O", "2000", "--debug-file-size=1M", "-M", "p", NULL),
+	                 CLI_DONE);
+	work_queue_factory_opts_clear(&o);
+	assert_fails("-O lots: expected bytes (a number) or a size such as 10M; 0 never rotates",
+	             "-O", "lots", "-M", "p");
 	assert_fails("--runos: a CCTools work_queue_factory option that is not supported here "
 	             "(doc/compatibility.md)",
 	             "--runos", "img", "-M", "p");
