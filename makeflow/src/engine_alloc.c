@@ -192,6 +192,20 @@ int engine_alloc_init(struct engine *e)
 		       "category sizes its allocations; give --monitor DIR to choose the place",
 		       dir);
 	}
+	/* as in CCTools, a monitor option without a monitor is an error, not a silent no-op */
+	const char *sub = o->monitor_interval > 0   ? "--monitor-interval"
+	                  : o->monitor_time_series  ? "--monitor-with-time-series"
+	                  : o->monitor_opened_files ? "--monitor-with-opened-files"
+	                  : o->monitor_log_fmt      ? "--monitor-log-fmt/--monitor-log-name"
+	                  : o->monitor_measure_dir  ? "--monitor-measure-dir"
+	                  : o->monitor_exe          ? "--monitor-exe"
+	                                            : NULL;
+	if (!dir && sub && !(features & BATCH_FEATURE_VIRTUAL_OUTPUTS)) {
+		fprintf(stderr,
+		        "makeflow: %s needs --monitor DIR (no rule is measured in this run)\n",
+		        sub);
+		return -1;
+	}
 	if (dir && !(features & BATCH_FEATURE_VIRTUAL_OUTPUTS)) {
 		s->monitor_exe = find_monitor(e);
 		if (!s->monitor_exe) {

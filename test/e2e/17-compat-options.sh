@@ -524,4 +524,27 @@ test_expect_success 'work_queue_factory --wrapper-input that does not exist: ref
 	grep -q "wrapper-input setup.sh: No such file or directory" factory.out
 '
 
+test_expect_success 'a --monitor-* option without --monitor is an error, as in CCTools' '
+	good_wf
+	for opt in --monitor-measure-dir --monitor-with-time-series "--monitor-log-name r-%%" \
+		"--monitor-interval 2"; do
+		rc=0; "$MF" $opt Makeflow 2>err || rc=$?
+		cat err
+		[ $rc = 1 ]
+		grep -q -- "${opt%% *} needs --monitor DIR" err
+	done
+	test ! -e a.txt
+'
+
+test_expect_success 'work_queue_factory -O BYTES: its -o file is rotated to FILE.old' '
+	"$BIN/work_queue_factory" -T local --period 0.1 -d all -o f.dbg -O 300 localhost 1 \
+		>factory.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	test_wait_until 30 test -s f.dbg.old
+	kill -TERM $fpid
+	wait $fpid || true
+	[ $(stat -c %s f.dbg.old) -ge 300 ]
+'
+
 test_done
