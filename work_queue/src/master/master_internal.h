@@ -230,7 +230,8 @@ struct work_queue {
 	int priority;                  /* work_queue_specify_priority: in the catalog record */
 	char preferred_connection[16]; /* by_ip, by_hostname or by_apparent_ip */
 	char listen_addr[64];          /* the address bound, "" for all */
-	int wait_for_workers;          /* work_queue_activate_worker_waiting: 0 once reached */
+	json_t *net_ifaces;   /* the record's network_interfaces, made once (master_status.c) */
+	int wait_for_workers; /* work_queue_activate_worker_waiting: 0 once reached */
 };
 
 /* Seconds on a monotonic clock. */

@@ -44,7 +44,7 @@ static const char *mworker_state_name(enum mworker_state s)
 
 /* The IPv4 addresses workers may reach the master at (workers connect over IPv4): the one
  * bound, or those of every interface but loopback. */
-static json_t *interfaces_json(const struct work_queue *q)
+static json_t *interfaces_list(const struct work_queue *q)
 {
 	json_t *a = json_array();
 	if (q->listen_addr[0]) {
@@ -66,6 +66,15 @@ static json_t *interfaces_json(const struct work_queue *q)
 	}
 	uv_free_interface_addresses(ifs, n);
 	return a;
+}
+
+/* The record's network_interfaces, made once: the record is built every second while the
+ * master advertises. */
+static json_t *interfaces_json(struct work_queue *q)
+{
+	if (!q->net_ifaces)
+		q->net_ifaces = interfaces_list(q);
+	return json_incref(q->net_ifaces);
 }
 
 static json_t *master_item(struct work_queue *q)

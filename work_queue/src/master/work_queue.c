@@ -548,6 +548,7 @@ static void queue_free(struct work_queue *q)
 	wq_tls_config_delete(q->tls);
 	free(q->project);
 	free(q->catalog_hosts);
+	json_decref(q->net_ifaces);
 	master_abort_free(q, true);
 	master_admit_free(q);
 	free(q);
