@@ -2,7 +2,10 @@
 # 17-compat-options.sh: end-to-end tests of makeflow command lines written for CCTools: the -f
 # text summary (compared with CCTools makeflow when it is installed), --summary-json, -T names
 # this build does not have, -Z without Work Queue, --local-cores, --wait-for-files-upto,
-# --argv, --storage-limit, -X, --send-environment, and the options refused with a reason
+# --argv, --storage-limit, -X, --send-environment, -P and --work-queue-preferred-connection
+# (a worker given -M picks the master of higher priority), --wq-wait-queue-size,
+# --debug-rotate-max, the --monitor-* options, commands over 128 KiB (-T local and -T wq),
+# work_queue_factory -E/--env/--wrapper/-O, and the options refused with a reason
 # (doc/compatibility.md).
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../lib/wq-lib.sh"
