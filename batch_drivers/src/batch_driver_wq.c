@@ -44,6 +44,9 @@ enum wq_opt {
 	OPT_PREFETCH,
 	OPT_UNFIT_WARNING,
 	OPT_FAST_ABORT,
+	OPT_PRIORITY,
+	OPT_PREFERRED_CONNECTION,
+	OPT_WAIT_QUEUE_SIZE,
 	OPT_COUNT
 };
 
@@ -65,6 +68,9 @@ static const char *const opt_names[OPT_COUNT] = {
     [OPT_PREFETCH] = "prefetch",
     [OPT_UNFIT_WARNING] = "unfit-warning",
     [OPT_FAST_ABORT] = "fast-abort",
+    [OPT_PRIORITY] = "priority",
+    [OPT_PREFERRED_CONNECTION] = "preferred-connection",
+    [OPT_WAIT_QUEUE_SIZE] = "wait-queue-size",
 };
 
 /* Seconds tasks too large for every connected worker wait before the warning. */
@@ -126,6 +132,16 @@ static int check_value(int i, const char *value)
 		double d = strtod(value, &end);
 		return *value && !*end && d <= 1e6 ? 0 : -EINVAL;
 	}
+	case OPT_WAIT_QUEUE_SIZE: /* workers to wait for before dispatching */
+		return str_to_int64(value, &v) == 0 && v >= 0 && v <= 1000000 ? 0 : -EINVAL;
+	case OPT_PRIORITY:
+		return str_to_int64(value, &v) == 0 && v >= INT32_MIN && v <= INT32_MAX ? 0
+		                                                                        : -EINVAL;
+	case OPT_PREFERRED_CONNECTION:
+		return !strcmp(value, "by_ip") || !strcmp(value, "by_hostname") ||
+		               !strcmp(value, "by_apparent_ip")
+		           ? 0
+		           : -EINVAL;
 	case OPT_CACHE:
 	case OPT_SYNC_OUTPUTS: return !strcmp(value, "yes") || !strcmp(value, "no") ? 0 : -EINVAL;
 	case OPT_SCHEDULE:
@@ -204,6 +220,13 @@ static int start_master(struct wq_state *st)
 	if (st->opt[OPT_SYNC_OUTPUTS])
 		work_queue_specify_sync_outputs(st->master,
 		                                !strcmp(st->opt[OPT_SYNC_OUTPUTS], "yes"));
+	if (st->opt[OPT_WAIT_QUEUE_SIZE])
+		work_queue_activate_worker_waiting(st->master, atoi(st->opt[OPT_WAIT_QUEUE_SIZE]));
+	if (st->opt[OPT_PRIORITY])
+		work_queue_specify_priority(st->master, atoi(st->opt[OPT_PRIORITY]));
+	if (st->opt[OPT_PREFERRED_CONNECTION])
+		work_queue_master_preferred_connection(st->master,
+		                                       st->opt[OPT_PREFERRED_CONNECTION]);
 	if (st->opt[OPT_SCHEDULE]) {
 		static const char *const algs[] = {"fcfs", "files", "time", "worst", "rand"};
 		for (int i = 0; i < 5; i++)

@@ -3,13 +3,16 @@
  * work_queue_factory_opts.h. */
 #include "work_queue_factory_opts.h"
 
+#include <ctype.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "batch_queue.h"
 #include "cli.h"
+#include "debug.h"
 #include "htc_error.h"
 #include "stringtools.h"
 #include "units.h"
@@ -28,11 +31,14 @@ enum {
 	OPT_PERIOD,
 	OPT_BATCH_OPTION,
 	OPT_CATALOG,
+	OPT_ENV,
+	OPT_WRAPPER,
+	OPT_WRAPPER_INPUT,
 	OPT_NOT_HERE /* a CCTools option this factory does not have */
 };
 
 /* The short CCTools options refused (with an argument, except c). */
-#define NOT_HERE_SHORT "CFSOEB"
+#define NOT_HERE_SHORT "CFSB"
 
 static const struct option longopts[] = {
     {"batch-type", required_argument, 0, 'T'},
@@ -62,10 +68,10 @@ static const struct option longopts[] = {
     {"tasks-per-worker", required_argument, 0, OPT_NOT_HERE},
     {"capacity", no_argument, 0, 'c'},
     {"autosize", no_argument, 0, OPT_NOT_HERE},
-    {"env", required_argument, 0, OPT_NOT_HERE},
+    {"env", required_argument, 0, OPT_ENV},
     {"extra-options", required_argument, 0, 'E'},
-    {"wrapper", required_argument, 0, OPT_NOT_HERE},
-    {"wrapper-input", required_argument, 0, OPT_NOT_HERE},
+    {"wrapper", required_argument, 0, OPT_WRAPPER},
+    {"wrapper-input", required_argument, 0, OPT_WRAPPER_INPUT},
     {"runos", required_argument, 0, OPT_NOT_HERE},
     {"python-package", required_argument, 0, OPT_NOT_HERE},
     {"batch-options", required_argument, 0, 'B'},
@@ -82,25 +88,31 @@ static const struct option longopts[] = {
 
 void work_queue_factory_opts_usage(FILE *out, const char *prog)
 {
-	fprintf(out,
-	        "Usage: %s [options] HOST PORT     workers for one master\n"
-	        "       %s [options] -M PROJECT    workers for the masters of a project\n"
-	        "\n"
-	        "  -T, --batch-type=TYPE      where workers run (default local; %s)\n"
-	        "      --catalog=H:P[,...]    catalog servers (default $CATALOG_HOST, "
-	        "localhost:9097)\n"
-	        "  -M, -N, --manager-name=P   serve the masters of project P (also --master-name)\n"
-	        "  -w, --min-workers=N        keep at least N workers (default 0)\n"
-	        "  -W, --max-workers=N        run at most N workers (default 10)\n"
-	        "      --workers-per-cycle=N  start at most N workers per period (default 5)\n"
-	        "      --cores=N --memory=MB --disk=MB --gpus=N  the size of each worker\n"
-	        "  -t, --timeout=T            workers leave after T idle (default 300 s)\n"
-	        "  -P, --password=FILE        the master's password (given to the workers too)\n"
-	        "      --worker-binary=PATH   the worker to run (default: beside this program)\n"
-	        "      --period=SECONDS       how often to look at the demand (default 5)\n"
-	        "      --batch-option=K=V     an option of the batch driver (repeatable)\n"
-	        "  -d, --debug=SUBSYS  -o, --debug-file=FILE  -v, --version  -h, --help\n",
-	        prog, prog, batch_queue_types());
+	fprintf(
+	    out,
+	    "Usage: %s [options] HOST PORT     workers for one master\n"
+	    "       %s [options] -M PROJECT    workers for the masters of a project\n"
+	    "\n"
+	    "  -T, --batch-type=TYPE      where workers run (default local; %s)\n"
+	    "      --catalog=H:P[,...]    catalog servers (default $CATALOG_HOST, "
+	    "localhost:9097)\n"
+	    "  -M, -N, --manager-name=P   serve the masters of project P (also --master-name)\n"
+	    "  -w, --min-workers=N        keep at least N workers (default 0)\n"
+	    "  -W, --max-workers=N        run at most N workers (default 10)\n"
+	    "      --workers-per-cycle=N  start at most N workers per period (default 5)\n"
+	    "      --cores=N --memory=MB --disk=MB --gpus=N  the size of each worker\n"
+	    "  -t, --timeout=T            workers leave after T idle (default 300 s)\n"
+	    "  -P, --password=FILE        the master's password (given to the workers too)\n"
+	    "      --worker-binary=PATH   the worker to run (default: beside this program)\n"
+	    "      --period=SECONDS       how often to look at the demand (default 5)\n"
+	    "      --batch-option=K=V     an option of the batch driver (repeatable)\n"
+	    "  -E, --extra-options=TEXT   more options of each worker (shell text)\n"
+	    "      --env=NAME=VALUE       set in each worker's environment (repeatable)\n"
+	    "      --wrapper=PREFIX       run each worker as PREFIX WORKER... (repeatable: the\n"
+	    "                             last given is the outermost)\n"
+	    "      --wrapper-input=FILE   a file each worker job needs (repeatable)\n"
+	    "  -d, --debug=SUBSYS  -o, --debug-file=FILE  -v, --version  -h, --help\n",
+	    prog, prog, batch_queue_types());
 }
 
 static void init(struct work_queue_factory_opts *o)
@@ -117,6 +129,9 @@ void work_queue_factory_opts_clear(struct work_queue_factory_opts *o)
 {
 	free(o->size);
 	free(o->batch_opts);
+	free(o->env);
+	free(o->wrappers);
+	free(o->wrapper_inputs);
 	init(o);
 }
 
@@ -201,6 +216,49 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 		if (str_to_double(arg, &o->period) < 0 || o->period < 0.1 || o->period > 3600)
 			return cli_error(err, errlen, "--period %s: expected seconds in 0.1..3600",
 			                 arg);
+		break;
+	case 'E': o->extra = arg; break;
+	case 'O': {
+		/* CCTools' help says MB, but its factory rotates at this many bytes: so here */
+		int64_t bytes;
+		if (units_parse_bytes(arg, &bytes) < 0 || bytes < 0)
+			return cli_error(
+			    err, errlen,
+			    "-O %s: expected bytes (a number) or a size such as 10M; 0 "
+			    "never rotates",
+			    arg);
+		debug_config_file_size(bytes); /* as -o, at once */
+		break;
+	}
+	case OPT_ENV: {
+		size_t k = strcspn(arg, "=");
+		bool name_ok = k > 0 && arg[k] == '=' && !isdigit((unsigned char)arg[0]);
+		for (size_t i = 0; name_ok && i < k; i++)
+			name_ok = isalnum((unsigned char)arg[i]) || arg[i] == '_';
+		if (!name_ok)
+			return cli_error(err, errlen,
+			                 "--env %s: expected NAME=VALUE (NAME: letters, digits, _)",
+			                 arg);
+		VEC_RESERVE(o->env, o->cap_env, o->n_env + 2);
+		o->env[o->n_env++] = arg;
+		o->env[o->n_env] = NULL;
+		break;
+	}
+	case OPT_WRAPPER:
+		if (!*arg)
+			return cli_error(err, errlen,
+			                 "--wrapper: expected a command prefix, got an "
+			                 "empty string");
+		VEC_PUSH(o->wrappers, o->n_wrappers, o->cap_wrappers, arg);
+		break;
+	case OPT_WRAPPER_INPUT:
+		if (!*arg)
+			return cli_error(err, errlen,
+			                 "--wrapper-input: expected a file name, got an "
+			                 "empty string");
+		VEC_RESERVE(o->wrapper_inputs, o->cap_wrapper_inputs, o->n_wrapper_inputs + 2);
+		o->wrapper_inputs[o->n_wrapper_inputs++] = arg;
+		o->wrapper_inputs[o->n_wrapper_inputs] = NULL;
 		break;
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))

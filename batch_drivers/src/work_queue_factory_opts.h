@@ -28,6 +28,16 @@ struct work_queue_factory_opts {
 	                    owned, "" when none */
 	const char **batch_opts; /* --batch-option KEY=VALUE; the array is owned */
 	size_t n_batch_opts, cap_batch_opts;
+	const char *extra; /* -E, --extra-options: shell text added to each worker's options
+	                      (the last given wins, as in CCTools); NULL: none */
+	const char **env;  /* --env NAME=VALUE for each worker's environment, NULL-terminated
+	                      (NULL when none); the array is owned */
+	size_t n_env, cap_env;
+	const char **wrappers; /* --wrapper PREFIX, in the order given; the array is owned */
+	size_t n_wrappers, cap_wrappers;
+	const char **wrapper_inputs; /* --wrapper-input FILE: input files of each worker job,
+	                                NULL-terminated (NULL when none); the array is owned */
+	size_t n_wrapper_inputs, cap_wrapper_inputs;
 };
 
 /* Parses ARGV into O (which it initialises), handling -d, -o, -v and -h through cli.h. Returns

@@ -22,6 +22,7 @@
 #include "stringtools.h"
 #include "wq_auth.h"
 #include "wq_factory.h"
+#include "wq_factory_cmd.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -36,7 +37,10 @@ struct factory {
 	const char *catalog;
 	const char *password;
 	struct wq_auth_key *key;
-	char *worker_cmd; /* the command of every worker job */
+	char *worker_cmd;          /* the command of every worker job */
+	const char *const *env;    /* --env, NULL-terminated, or NULL */
+	struct batch_file *inputs; /* --wrapper-input */
+	size_t n_inputs;
 	double period;
 	uv_timer_t timer;
 	uv_signal_t sigint, sigterm;
@@ -80,6 +84,9 @@ static void start_workers(struct factory *f, const struct wq_factory_demand *d)
 	for (int i = 0; i < n; i++) {
 		struct batch_job_spec spec = {0};
 		spec.command = f->worker_cmd;
+		spec.env = f->env;
+		spec.inputs = f->inputs;
+		spec.n_inputs = f->n_inputs;
 		spec.resources = (struct batch_resources){-1, -1, -1, -1, -1};
 		spec.tag = "work_queue_worker";
 		int64_t id = batch_queue_submit(f->q, &spec);
@@ -192,51 +199,6 @@ static void on_signal(uv_signal_t *s, int signum)
 		uv_stop(f->loop);
 }
 
-/* The command line of each worker, or NULL with *ERR when the current directory (for a relative
- * password file) cannot be read. */
-static char *worker_command(const char *binary, const struct factory *f, const char *size,
-                            int64_t timeout, char *err, size_t errlen)
-{
-	char *bin = str_escape_shell(binary);
-	char *where;
-	if (f->project) {
-		char *p = str_escape_shell(f->project);
-		char *c = f->catalog ? str_escape_shell(f->catalog) : NULL;
-		where = xasprintf("-M %s%s%s", p, c ? " -C " : "", c ? c : "");
-		free(p);
-		free(c);
-	} else {
-		char *h = str_escape_shell(f->host);
-		where = xasprintf("%s %d", h, f->port);
-		free(h);
-	}
-	char *pw = NULL;
-	if (f->password) {
-		char *abs = f->password[0] == '/' ? xstrdup(f->password) : NULL;
-		if (!abs) {
-			char cwd[4096];
-			if (!getcwd(cwd, sizeof cwd)) {
-				snprintf(err, errlen, "cannot read the current directory: %s",
-				         strerror(errno));
-				free(bin);
-				free(where);
-				return NULL;
-			}
-			abs = xasprintf("%s/%s", cwd, f->password);
-		}
-		char *q = str_escape_shell(abs);
-		pw = xasprintf(" -P %s", q);
-		free(q);
-		free(abs);
-	}
-	char *cmd =
-	    xasprintf("exec %s%s -t %lld%s %s", bin, size, (long long)timeout, pw ? pw : "", where);
-	free(bin);
-	free(where);
-	free(pw);
-	return cmd;
-}
-
 /* The worker to run: --worker-binary, else work_queue_worker beside this program, else from
  * PATH. Caller frees. */
 static char *worker_binary(const char *given)
@@ -281,10 +243,37 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 		}
 	}
 	char *binary = worker_binary(o->binary);
-	f->worker_cmd = worker_command(binary, f, o->size, o->timeout, err, errlen);
+	struct wq_factory_cmd c = {
+	    .binary = binary,
+	    .host = o->host,
+	    .port = o->port,
+	    .project = o->project,
+	    .catalog = o->catalog,
+	    .password = o->password,
+	    .size = o->size,
+	    .timeout = o->timeout,
+	    .extra = o->extra,
+	    .wrappers = o->wrappers,
+	    .n_wrappers = o->n_wrappers,
+	};
+	f->worker_cmd = wq_factory_worker_command(&c, err, errlen);
 	free(binary);
 	if (!f->worker_cmd)
 		return errno ? -errno : -EIO;
+	/* --wrapper-input: named now rather than by every worker job that would fail */
+	for (size_t i = 0; i < o->n_wrapper_inputs; i++)
+		if (access(o->wrapper_inputs[i], R_OK) != 0) {
+			snprintf(err, errlen, "--wrapper-input %s: %s", o->wrapper_inputs[i],
+			         strerror(errno));
+			return -errno;
+		}
+	f->env = o->env;
+	f->n_inputs = o->n_wrapper_inputs;
+	if (f->n_inputs) {
+		f->inputs = xcalloc(f->n_inputs, sizeof *f->inputs);
+		for (size_t i = 0; i < f->n_inputs; i++)
+			f->inputs[i].local_name = o->wrapper_inputs[i];
+	}
 	f->q = batch_queue_create(f->loop, o->type, on_job_done, f);
 	if (!f->q) {
 		char why[512];
@@ -341,6 +330,7 @@ int wq_factory_run(const struct work_queue_factory_opts *o, char *err, size_t er
 	uv_run(f.loop, UV_RUN_NOWAIT);
 	wq_auth_key_delete(f.key);
 	free(f.worker_cmd);
+	free(f.inputs);
 	free(f.last_error);
 	return rc;
 }

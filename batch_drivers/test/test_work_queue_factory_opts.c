@@ -115,9 +115,40 @@ static void test_options(void **state)
 	assert_fails("-C: a CCTools work_queue_factory option that is not supported here "
 	             "(doc/compatibility.md); the catalog is --catalog",
 	             "-C", "cat:9097", "-M", "p");
-	assert_fails("--extra-options: a CCTools work_queue_factory option that is not supported "
-	             "here (doc/compatibility.md)",
-	             "--extra-options=--cores 2", "-M", "p");
+	/* -E (the last given wins, as in CCTools), --env, --wrapper, --wrapper-input */
+	assert_int_equal(parse(&o, "-E", "--feature a", "--extra-options=--feature b", "--env",
+	                       "A=1", "--env=B_2=x=y", "--wrapper", "nice -n 3", "--wrapper",
+	                       "env Z=9", "--wrapper-input", "w.sh", "-M", "p", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.extra, "--feature b");
+	assert_int_equal(o.n_env, 2);
+	assert_string_equal(o.env[0], "A=1");
+	assert_string_equal(o.env[1], "B_2=x=y");
+	assert_null(o.env[2]);
+	assert_int_equal(o.n_wrappers, 2);
+	assert_string_equal(o.wrappers[0], "nice -n 3");
+	assert_string_equal(o.wrappers[1], "env Z=9");
+	assert_int_equal(o.n_wrapper_inputs, 1);
+	assert_string_equal(o.wrapper_inputs[0], "w.sh");
+	assert_null(o.wrapper_inputs[1]);
+	work_queue_factory_opts_clear(&o);
+	assert_fails("--env 1A=x: expected NAME=VALUE (NAME: letters, digits, _)", "--env", "1A=x",
+	             "-M", "p");
+	assert_fails("--env A: expected NAME=VALUE (NAME: letters, digits, _)", "--env", "A", "-M",
+	             "p");
+	assert_fails("--env A-B=1: expected NAME=VALUE (NAME: letters, digits, _)", "--env=A-B=1",
+	             "-M", "p");
+	assert_fails("--wrapper: expected a command prefix, got an empty string", "--wrapper", "",
+	             "-M", "p");
+	/* -O, --debug-file-size: the rotation size of the -o file, in bytes as CCTools does */
+	assert_int_equal(parse(&o, "-O", "2000", "--debug-file-size=1M", "-M", "p", NULL),
+	                 CLI_DONE);
+	work_queue_factory_opts_clear(&o);
+	assert_fails("-O lots: expected bytes (a number) or a size such as 10M; 0 never rotates",
+	             "-O", "lots", "-M", "p");
+	assert_fails("--runos: a CCTools work_queue_factory option that is not supported here "
+	             "(doc/compatibility.md)",
+	             "--runos", "img", "-M", "p");
 	assert_fails("-c: a CCTools work_queue_factory option that is not supported here "
 	             "(doc/compatibility.md)",
 	             "-c", "-M", "p");

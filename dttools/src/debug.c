@@ -16,6 +16,8 @@ uint64_t debug_enabled_flags = D_NOTICE;
 
 static FILE *debug_file;
 static char debug_program[64] = "htc";
+static char debug_path[4096];    /* the -o file, for rotation */
+static int64_t debug_rotate_max; /* bytes; 0: never rotated */
 
 static const struct {
 	const char *name;
@@ -78,7 +80,37 @@ int debug_config_file(const char *path)
 		return -errno;
 	setvbuf(f, NULL, _IOLBF, 0);
 	debug_file = f;
+	snprintf(debug_path, sizeof debug_path, "%s", path);
 	return 0;
+}
+
+int debug_config_file_size(int64_t bytes)
+{
+	if (bytes < 0)
+		return -EINVAL;
+	debug_rotate_max = bytes;
+	return 0;
+}
+
+/* Once the -o file has reached the rotation size it becomes FILE.old (replacing the one
+ * before) and logging goes on in a new FILE. */
+static void maybe_rotate(void)
+{
+	long size = ftell(debug_file);
+	if (debug_rotate_max <= 0 || size < 0 || (int64_t)size < debug_rotate_max)
+		return;
+	char old[sizeof debug_path + 8];
+	snprintf(old, sizeof old, "%s.old", debug_path);
+	if (rename(debug_path, old) != 0)
+		return; /* keep writing where we were */
+	FILE *f = fopen(debug_path, "a");
+	if (!f)
+		f = fopen(old, "a"); /* rather than losing the log */
+	if (!f)
+		return;
+	setvbuf(f, NULL, _IOLBF, 0);
+	fclose(debug_file);
+	debug_file = f;
 }
 
 void debug_config_program(const char *name)
@@ -124,6 +156,8 @@ static void emit(FILE *f, const char *kind, const char *fmt, va_list ap)
 		line[len++] = '\n';
 	fwrite(line, 1, len, f);
 	fflush(f);
+	if (f == debug_file)
+		maybe_rotate();
 }
 
 void debug_write(uint64_t flags, const char *fmt, ...)

@@ -38,6 +38,10 @@ const char *debug_flags_help(void);
 /* Sends output to FILE (appending) instead of stderr; NULL or "-" means
  * stderr. Returns 0 or -errno. */
 int debug_config_file(const char *path);
+/* Rotation of the -o file (--debug-rotate-max): once it holds BYTES or more it is renamed
+ * FILE.old (replacing the one before) and a new FILE is started. 0 (the default) never
+ * rotates. Returns 0 or -EINVAL for a negative size. */
+int debug_config_file_size(int64_t bytes);
 /* Sets the program name shown on each line. */
 void debug_config_program(const char *name);
 /* Closes a log file opened by debug_config_file. */

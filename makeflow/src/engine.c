@@ -17,6 +17,7 @@
 #include "debug.h"
 #include "engine_archive.h"
 #include "engine_internal.h"
+#include "engine_longcmd.h"
 #include "engine_nested.h"
 #include "engine_wrapper.h"
 #include "rmsummary.h"
@@ -354,6 +355,38 @@ static void submit(struct engine *e, struct dag_node *n)
 	    .tag = tag,
 	};
 
+	/* a command too long for one argument of sh -c runs from a script */
+	struct engine_longcmd lc = {0};
+	int lr = 0;
+	if (!(e->features & BATCH_FEATURE_VIRTUAL_OUTPUTS))
+		lr = engine_longcmd_prepare(e->opt->log_path, n->id, spec.command,
+		                            use_local ||
+		                                (e->features & BATCH_FEATURE_LOCAL_EXECUTION),
+		                            (e->features & BATCH_FEATURE_REMOTE_RENAME) != 0, &lc);
+	if (lr < 0) {
+		free(x->last_error);
+		x->last_error = xasprintf("cannot write the script of its %zu-byte command: %s",
+		                          strlen(spec.command), htc_strerror(lr));
+		x->last_exit_code = -1;
+		free(in);
+		free(out);
+		free(env);
+		free(wcmd);
+		engine_nested_clear(&nj);
+		set_state(e, n, NODE_RUNNING);
+		node_fail(e, n);
+		return;
+	}
+	if (lr > 0) {
+		spec.command = lc.command;
+		if (lc.needs_input) {
+			in[n_in].local_name = lc.script;
+			in[n_in].remote_name = lc.input_remote;
+			spec.n_inputs = ++n_in;
+		}
+	}
+	x->long_cmd = lr > 0;
+
 	char *wrapped = engine_alloc_prepare(e, n, spec.command, &spec);
 	if (wrapped)
 		spec.command = wrapped;
@@ -369,6 +402,7 @@ static void submit(struct engine *e, struct dag_node *n)
 		free(wcmd);
 		engine_nested_clear(&nj);
 		free(wrapped);
+		engine_longcmd_clear(&lc);
 		return;
 	}
 	x->attempts++;
@@ -380,7 +414,13 @@ static void submit(struct engine *e, struct dag_node *n)
 	free(wcmd);
 	engine_nested_clear(&nj);
 	free(wrapped);
+	if (lr > 0)
+		engine_longcmd_clear(&lc);
 	if (id < 0) {
+		if (x->long_cmd) {
+			engine_longcmd_done(e->opt->log_path, n->id);
+			x->long_cmd = 0;
+		}
 		free(x->last_error);
 		if (id == HTC_ELIMIT) {
 			/* only what the rule asks for: unset values are not the cause */
@@ -585,6 +625,10 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 	e->n_running--;
 	if (!x->on_local_queue)
 		e->n_submitted_remote--;
+	if (x->long_cmd) {
+		engine_longcmd_done(e->opt->log_path, n->id);
+		x->long_cmd = 0;
+	}
 	struct batch_result eff;
 	struct rmsummary measured;
 	rmsummary_init(&measured);

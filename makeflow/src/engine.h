@@ -63,6 +63,8 @@ struct engine_options {
 	                                the rule's id; NULL: resource-rule-%% */
 	int monitor_opened_files;    /* --monitor-with-opened-files: the files each rule opened,
 	                                in DIR/resource-rule-N.files */
+	int monitor_measure_dir;     /* --monitor-measure-dir: the monitor's disk is the size of the
+	                              * rule's working directory, named to it with --measure-dir */
 	const char *monitor_exe;     /* resource_monitor to use; NULL = beside self_exe or PATH */
 	int allocation_mode;         /* --allocation: -1 unset, else enum category_mode, for the
 	                                categories whose mode the workflow does not give */

@@ -192,6 +192,20 @@ int engine_alloc_init(struct engine *e)
 		       "category sizes its allocations; give --monitor DIR to choose the place",
 		       dir);
 	}
+	/* as in CCTools, a monitor option without a monitor is an error, not a silent no-op */
+	const char *sub = o->monitor_interval > 0   ? "--monitor-interval"
+	                  : o->monitor_time_series  ? "--monitor-with-time-series"
+	                  : o->monitor_opened_files ? "--monitor-with-opened-files"
+	                  : o->monitor_log_fmt      ? "--monitor-log-fmt/--monitor-log-name"
+	                  : o->monitor_measure_dir  ? "--monitor-measure-dir"
+	                  : o->monitor_exe          ? "--monitor-exe"
+	                                            : NULL;
+	if (!dir && sub && !(features & BATCH_FEATURE_VIRTUAL_OUTPUTS)) {
+		fprintf(stderr,
+		        "makeflow: %s needs --monitor DIR (no rule is measured in this run)\n",
+		        sub);
+		return -1;
+	}
 	if (dir && !(features & BATCH_FEATURE_VIRTUAL_OUTPUTS)) {
 		s->monitor_exe = find_monitor(e);
 		if (!s->monitor_exe) {
@@ -293,10 +307,11 @@ static char *wrap(struct engine *e, const struct dag_node *n, const char *comman
 	char interval[48] = "";
 	if (e->opt->monitor_interval > 0)
 		snprintf(interval, sizeof interval, " -i %g", e->opt->monitor_interval);
-	char *w = xasprintf("%s -O %s --category %s --task-id %d%s%s%s%s%s%s --sh %s", q_exe,
+	char *w = xasprintf("%s -O %s --category %s --task-id %d%s%s%s%s%s%s%s --sh %s", q_exe,
 	                    q_tmpl, q_cat, n->id, interval,
 	                    e->opt->monitor_time_series ? " --with-time-series" : "",
 	                    e->opt->monitor_opened_files ? " --with-opened-files" : "",
+	                    e->opt->monitor_measure_dir ? " --measure-dir ." : "",
 	                    limits[0] ? " -L '" : "", limits, limits[0] ? "'" : "", q_cmd);
 	free(tmpl);
 	free(q_exe);

@@ -42,6 +42,7 @@ struct node_extra {
 	uint8_t level;                /* enum category_level of the next/current try */
 	uint8_t monitored;            /* the current try is wrapped with resource_monitor */
 	uint8_t sized;                /* the current try runs with a computed first allocation */
+	uint8_t long_cmd;             /* the current try runs its command from a script */
 	int sizing_retries;           /* re-runs at the maximum after exhaustion (not -r retries) */
 	struct batch_resources alloc; /* what the current try was given */
 };

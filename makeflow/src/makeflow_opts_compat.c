@@ -18,6 +18,7 @@
 #include "atomic_file.h"
 #include "catalog_client.h"
 #include "cli.h"
+#include "debug.h"
 #include "htc_error.h"
 #include "makeflow_opts.h"
 #include "workflow_load.h"
@@ -48,6 +49,11 @@ enum {
 	C_MONITOR_LOG_FMT,
 	C_FILE_STATUS,
 	C_FILE_STATUS_INTERVAL,
+	C_PREFERRED_CONNECTION,
+	C_DEBUG_ROTATE_MAX,
+	C_MONITOR_MEASURE_DIR,
+	C_WQ_WAIT_QUEUE_SIZE,
+	C_MONITOR_LOG_NAME,
 	C_REFUSED = COMPAT_OPT_BASE + 100, /* + index in refused[] */
 };
 
@@ -70,6 +76,8 @@ static const struct option kept[] = {
     {"advertise", no_argument, 0, 'a'},
     {"monitor-with-opened-files", no_argument, 0, C_MONITOR_OPENED},
     {"monitor-log-fmt", required_argument, 0, C_MONITOR_LOG_FMT},
+    {"monitor-log-name", required_argument, 0, C_MONITOR_LOG_NAME}, /* the same */
+    {"monitor-measure-dir", no_argument, 0, C_MONITOR_MEASURE_DIR},
     {"file-status", required_argument, 0, C_FILE_STATUS},
     {"file-status-interval", required_argument, 0, C_FILE_STATUS_INTERVAL},
     {"argv", required_argument, 0, C_ARGV}, /* expanded before getopt when spelled out */
@@ -78,6 +86,10 @@ static const struct option kept[] = {
     {"wq-keepalive-timeout", required_argument, 0, 't'},
     {"wq-keepalive-interval", required_argument, 0, 'u'},
     {"wq-schedule", required_argument, 0, 'W'},
+    {"priority", required_argument, 0, 'P'},
+    {"debug-rotate-max", required_argument, 0, C_DEBUG_ROTATE_MAX},
+    {"wq-wait-queue-size", required_argument, 0, C_WQ_WAIT_QUEUE_SIZE},
+    {"work-queue-preferred-connection", required_argument, 0, C_PREFERRED_CONNECTION},
 };
 #define N_KEPT (sizeof kept / sizeof kept[0])
 
@@ -94,15 +106,10 @@ static const struct refused {
     {"email", required_argument, 'm', NOT_HERE ": no mail is sent; -f FILE writes the summary"},
     {"submission-timeout", required_argument, 'S',
      NOT_HERE ": submission here never fails for a while and then succeeds"},
-    {"priority", required_argument, 'P',
-     NOT_YET ": the master's priority among the masters a worker serves"},
-    {"work-queue-preferred-connection", required_argument, 0,
-     NOT_YET ": workers connect to the master's address"},
     {"log-verbose", no_argument, 0,
      NOT_HERE ": the transaction log has its own format (doc/makeflow-log-format.md)"},
     {"storage-print", required_argument, 0,
      NOT_HERE ": the storage limit here is measured, not estimated ahead"},
-    {"debug-rotate-max", required_argument, 0, NOT_YET},
     {"disable-heartbeat", no_argument, 0, NOT_HERE ": batch jobs here have no heartbeat"},
     {"verbose-jobnames", no_argument, 0, NOT_HERE ": jobs here have no batch job names"},
     {"working-dir", required_argument, 0, NOT_HERE ": jobs run in the workflow's directory"},
@@ -141,11 +148,12 @@ static const struct refused {
     {"vc3-options", required_argument, 0, NOT_HERE " (VC3 is out of scope)"},
     {"tlq", required_argument, 0, NOT_HERE " (TLQ is out of scope)"},
     {"auth", required_argument, 0, NOT_HERE ": workers prove --password, or connect with TLS"},
-    {"show-output", no_argument, 0, NOT_YET},
-    {"wq-wait-queue-size", required_argument, 0, NOT_YET},
-    {"wq-estimate-capacity", no_argument, 0, NOT_YET},
-    {"monitor-measure-dir", no_argument, 0, NOT_YET},
-    {"monitor-log-name", required_argument, 0, NOT_YET ": --monitor names its files"},
+    {"show-output", no_argument, 0,
+     NOT_HERE ": CCTools 9.9 lists it but gives it no meaning (it prints its usage and "
+              "exits 1); a rule's standard output is makeflow's unless the rule redirects it"},
+    {"wq-estimate-capacity", no_argument, 0,
+     NOT_HERE ": the master makes no capacity estimate (CCTools keeps the option only for old "
+              "command lines: its masters always estimate)"},
     {"enable_hook_example", no_argument, 0, NOT_HERE},
 };
 #define N_REFUSED (sizeof refused / sizeof refused[0])
@@ -183,6 +191,15 @@ static int count(const char *opt, const char *s, int64_t min, int64_t max, int64
 		                 min, max);
 	*out = v;
 	return 0;
+}
+
+/* An option of the wq driver only: KEY=ARG for the driver, and OPT names it if -T is not wq. */
+static void wq_driver_option(struct makeflow_opts *o, const char *opt, const char *key,
+                             const char *arg)
+{
+	makeflow_opts_add_batch(o, xasprintf("%s=%s", key, arg));
+	if (!o->wq_only)
+		o->wq_only = xasprintf("%s %s", opt, arg);
 }
 
 static int storage_type(const char *s, int *out, char *err, size_t errlen)
@@ -264,20 +281,52 @@ int compat_option(struct makeflow_opts *o, int c, const char *arg, char *err, si
 	case C_SEND_ENV: e->send_environment = 1; break;
 	case 'a': e->advertise = 1; break;
 	case C_MONITOR_OPENED: e->monitor_opened_files = 1; break;
+	case C_MONITOR_MEASURE_DIR: e->monitor_measure_dir = 1; break;
 	case C_MONITOR_LOG_FMT:
+	case C_MONITOR_LOG_NAME:
 		/* every rule writing the same files would be worse than an error */
 		if (!strstr(arg, "%%") || strchr(arg, '/') || strlen(arg) > 200)
 			return cli_error(
 			    err, errlen,
-			    "--monitor-log-fmt '%s': expected a file name (no '/') with %%%% "
+			    "--%s '%s': expected a file name (no '/') with %%%% "
 			    "where the rule's id goes, such as resource-rule-%%%%",
-			    arg);
+			    c == C_MONITOR_LOG_FMT ? "monitor-log-fmt" : "monitor-log-name", arg);
 		e->monitor_log_fmt = arg;
 		break;
 	case C_FILE_STATUS: e->file_status_path = arg; break;
 	case C_FILE_STATUS_INTERVAL:
 		r = count("--file-status-interval", arg, 1, 86400, &v, err, errlen);
 		e->file_status_interval_s = (int)v;
+		break;
+	case 'P':
+		r = count("-P/--priority", arg, INT32_MIN, INT32_MAX, &v, err, errlen);
+		if (r == 0)
+			wq_driver_option(o, "-P", "priority", arg);
+		break;
+	case C_PREFERRED_CONNECTION:
+		if (strcmp(arg, "by_ip") && strcmp(arg, "by_hostname") &&
+		    strcmp(arg, "by_apparent_ip"))
+			return cli_error(err, errlen,
+			                 "--work-queue-preferred-connection %s: expected by_ip, "
+			                 "by_hostname or by_apparent_ip",
+			                 arg);
+		wq_driver_option(o, "--work-queue-preferred-connection", "preferred-connection",
+		                 arg);
+		break;
+	case C_WQ_WAIT_QUEUE_SIZE:
+		r = count("--wq-wait-queue-size", arg, 0, 1000000, &v, err, errlen);
+		if (r == 0)
+			wq_driver_option(o, "--wq-wait-queue-size", "wait-queue-size", arg);
+		break;
+	case C_DEBUG_ROTATE_MAX:
+		/* as -o, it takes effect at once, so that the whole run is logged the same way */
+		if (units_parse_bytes(arg, &v) < 0 || v < 0)
+			return cli_error(
+			    err, errlen,
+			    "--debug-rotate-max %s: expected bytes (a number) or a size "
+			    "such as 10M; 0 never rotates",
+			    arg);
+		debug_config_file_size(v);
 		break;
 	case C_ARGV: return cli_error(err, errlen, "--argv: write the option's name in full");
 	default: return 0;

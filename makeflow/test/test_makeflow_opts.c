@@ -486,6 +486,42 @@ static void test_cctools_options(void **state)
 	assert_int_equal(parse(&o, "--monitor-with-opened-files", NULL), CLI_DONE);
 	assert_int_equal(o.engine.monitor_opened_files, 1);
 	makeflow_opts_clear(&o);
+	/* --monitor-log-name: the older name of --monitor-log-fmt; --monitor-measure-dir */
+	assert_int_equal(parse(&o, "--monitor-log-name", "m-%%", "--monitor-measure-dir", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.engine.monitor_log_fmt, "m-%%");
+	assert_int_equal(o.engine.monitor_measure_dir, 1);
+	makeflow_opts_clear(&o);
+	assert_fails("--monitor-log-name 'm': expected a file name (no '/') with %% where the "
+	             "rule's id goes, such as resource-rule-%%",
+	             "--monitor-log-name", "m");
+	/* --debug-rotate-max: a size; 0 never rotates */
+	assert_int_equal(parse(&o, "--debug-rotate-max", "10M", NULL), CLI_DONE);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--debug-rotate-max=0", NULL), CLI_DONE);
+	makeflow_opts_clear(&o);
+	assert_fails("--debug-rotate-max ten: expected bytes (a number) or a size such as 10M; 0 "
+	             "never rotates",
+	             "--debug-rotate-max", "ten");
+	/* the Work Queue ones: driver options, and an error with another batch type */
+	assert_int_equal(parse(&o, "-T", "wq", "-P", "-4", "--work-queue-preferred-connection",
+	                       "by_hostname", "--wq-wait-queue-size", "3", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.batch_opts[0], "priority=-4");
+	assert_string_equal(o.batch_opts[1], "preferred-connection=by_hostname");
+	assert_string_equal(o.batch_opts[2], "wait-queue-size=3");
+	assert_null(o.batch_opts[3]);
+	makeflow_opts_clear(&o);
+	assert_fails("--wq-wait-queue-size 3: this option is for Work Queue and needs -T wq (the "
+	             "batch type is local)",
+	             "--wq-wait-queue-size", "3");
+	assert_fails("--wq-wait-queue-size x: expected an integer from 0 to 1000000",
+	             "--wq-wait-queue-size", "x");
+	assert_fails("-P/--priority 1.5: expected an integer from -2147483648 to 2147483647", "-T",
+	             "wq", "--priority=1.5");
+	assert_fails("--work-queue-preferred-connection by_name: expected by_ip, by_hostname or "
+	             "by_apparent_ip",
+	             "--work-queue-preferred-connection", "by_name");
 	assert_int_equal(parse(&o, "-X", "sub", NULL), CLI_DONE);
 	assert_string_equal(o.change_dir, "sub");
 	makeflow_opts_clear(&o);
@@ -570,6 +606,14 @@ static void test_refused(void **state)
 	assert_string_equal(o.engine.catalog_hosts, "cat:9097");
 	assert_null(o.batch_opts); /* not Work Queue options here */
 	makeflow_opts_clear(&o);
+	assert_fails("--show-output: not supported here: CCTools 9.9 lists it but gives it no "
+	             "meaning (it prints its usage and exits 1); a rule's standard output is "
+	             "makeflow's unless the rule redirects it",
+	             "--show-output");
+	assert_fails("--wq-estimate-capacity: not supported here: the master makes no capacity "
+	             "estimate (CCTools keeps the option only for old command lines: its masters "
+	             "always estimate)",
+	             "-T", "wq", "--wq-estimate-capacity");
 	assert_fails("-m/--email: not supported here: no mail is sent; -f FILE writes the summary",
 	             "-m", "me@example.org");
 	assert_fails("--k8s-image: applies to -T k8s, which is not available in this build (yet)",

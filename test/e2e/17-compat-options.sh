@@ -2,7 +2,10 @@
 # 17-compat-options.sh: end-to-end tests of makeflow command lines written for CCTools: the -f
 # text summary (compared with CCTools makeflow when it is installed), --summary-json, -T names
 # this build does not have, -Z without Work Queue, --local-cores, --wait-for-files-upto,
-# --argv, --storage-limit, -X, --send-environment, and the options refused with a reason
+# --argv, --storage-limit, -X, --send-environment, -P and --work-queue-preferred-connection
+# (a worker given -M picks the master of higher priority), --wq-wait-queue-size,
+# --debug-rotate-max, the --monitor-* options, commands over 128 KiB (-T local and -T wq),
+# work_queue_factory -E/--env/--wrapper/-O, and the options refused with a reason
 # (doc/compatibility.md).
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../lib/wq-lib.sh"
@@ -193,7 +196,7 @@ test_expect_success '--argv FILE: options from a JSON object, MAKEFLOW names the
 
 test_expect_success 'CCTools options not supported here are refused with the reason' '
 	good_wf
-	for opt in "--docker img" "--umbrella-spec x" "-P 3" "--mesos-master h:1" "--log-verbose"; do
+	for opt in "--docker img" "--umbrella-spec x" "--sandbox" "--mesos-master h:1" "--log-verbose"; do
 		rc=0; "$MF" $opt Makeflow 2>err || rc=$?
 		cat err
 		[ $rc = 1 ]
@@ -371,6 +374,180 @@ test_expect_success '-T wq: an absolute path under no --shared-fs is refused, na
 	start_master --shared-fs "$PWD/sw" Makeflow
 	test_must_fail finish
 	grep -q "elsewhere/in.txt: a file named by an absolute path must be under a --shared-fs directory" mf.out
+'
+
+test_expect_success '-P: a worker given -M tries the master of higher priority first' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	cat=localhost:$DAEMON_PORT
+	proj=e2e-prio-$$
+	mkdir lo hi
+	printf "lo.txt:\n\techo lo > lo.txt\n" >lo/Makeflow
+	printf "hi.txt:\n\techo hi > hi.txt\n" >hi/Makeflow
+	(cd lo && "$MF" -T wq -p 0 -Z port -N $proj -C $cat -P 1 Makeflow >mf.out 2>&1) &
+	lo=$!
+	test_track_pid $lo
+	(cd hi && "$MF" -T wq -p 0 -Z port -N $proj -C $cat -P 9 \
+		--work-queue-preferred-connection by_apparent_ip Makeflow >mf.out 2>&1) &
+	hi=$!
+	test_track_pid $hi
+	# both records carry their priority before a worker looks
+	listed() {
+		"$BIN/catalog_query" -C $cat --project $proj >q.json &&
+		[ "$(jq "[.[] | select(.priority == 1 or .priority == 9)] | length" q.json)" = 2 ]
+	}
+	test_wait_until 30 listed
+	jq -e ".[] | select(.priority == 9) | .manager_preferred_connection == \"by_apparent_ip\"" q.json
+	jq -e ".[] | select(.priority == 1) | .manager_preferred_connection == \"by_ip\"" q.json
+	# one worker at a time: the first serves the high-priority master to its end
+	"$WORKER" -t 30 --single-shot -M $proj -C $cat >w1.out 2>&1
+	wait $hi
+	[ "$(cat hi/hi.txt)" = hi ]
+	test ! -e lo/lo.txt
+	"$WORKER" -t 30 --single-shot -M $proj -C $cat >w2.out 2>&1
+	wait $lo
+	[ "$(cat lo/lo.txt)" = lo ]
+'
+
+test_expect_success '-P and --work-queue-preferred-connection: bad values and other batch types refused' '
+	good_wf
+	rc=0; "$MF" -P 3 Makeflow 2>err || rc=$?
+	[ $rc = 1 ]
+	grep -q "\-P 3: this option is for Work Queue and needs -T wq" err
+	rc=0; "$MF" -T wq -P high Makeflow 2>err || rc=$?
+	[ $rc = 1 ]
+	grep -q "\-P/--priority high: expected an integer" err
+	rc=0; "$MF" -T wq --work-queue-preferred-connection by_mac Makeflow 2>err || rc=$?
+	[ $rc = 1 ]
+	grep -q "expected by_ip, by_hostname or by_apparent_ip" err
+	test ! -e a.txt
+'
+
+test_expect_success '--wq-wait-queue-size N: no rule is dispatched before N workers have connected' '
+	wf Makeflow <<-\EOF
+	w.txt:
+	    echo w > w.txt
+	EOF
+	start_master --wq-wait-queue-size 2 Makeflow
+	start_worker --cores 1 localhost $port
+	one() {
+		"$BIN/work_queue_status" -l localhost $port >st.json &&
+		[ "$(jq ".[0].workers_connected" st.json)" = 1 ]
+	}
+	test_wait_until 30 one
+	# one worker of two: the rule is still waiting when the worker is there
+	jq -e ".[0].tasks_waiting == 1 and .[0].tasks_dispatched == 0" st.json
+	test ! -e w.txt
+	start_worker --cores 1 localhost $port
+	finish
+	[ "$(cat w.txt)" = w ]
+'
+
+test_expect_success '--debug-rotate-max: the -o file becomes FILE.old once it reaches the size' '
+	good_wf
+	"$MF" --progress=quiet -d all -o dbg --debug-rotate-max 500 Makeflow
+	test -s dbg.old
+	[ $(stat -c %s dbg.old) -ge 500 ]
+	grep -q "makeflow\[" dbg
+	"$MF" -c Makeflow >/dev/null
+	rm -f dbg dbg.old
+	"$MF" --progress=quiet -d all -o dbg Makeflow
+	test ! -e dbg.old
+	[ $(stat -c %s dbg) -ge 500 ]
+'
+
+test_expect_success '--monitor-log-name, --monitor-measure-dir: the monitor files named, the disk measured' '
+	wf Makeflow <<-\EOF
+	big:
+	    head -c 3000000 /dev/zero > big
+	EOF
+	"$MF" --progress=quiet -d batch -o dbg --monitor mon --monitor-log-name "r-%%" \
+		--monitor-measure-dir Makeflow
+	test -s mon/r-0.summary
+	grep -q -- "--measure-dir \. --sh" dbg
+	jq -e ".disk[0] >= 2.8" mon/r-0.summary
+'
+
+# A rule whose command is over 300 KiB (one argument of sh -c may hold 128 KiB).
+long_wf() {
+	python3 -c "
+arg = \"A\" * 307200
+open(\"Makeflow\", \"w\").write(\"n.txt:\\n\\tprintf %s \" + arg + \" | wc -c > n.txt\\n\")
+"
+}
+
+test_expect_success 'a 300 KiB command runs with -T local (from a script), which is then removed' '
+	long_wf
+	[ $(stat -c %s Makeflow) -gt 307200 ]
+	"$MF" --progress=quiet Makeflow
+	[ $(cat n.txt) = 307200 ]
+	test ! -e Makeflow.makeflowlog.cmds
+	# and measured by the resource monitor
+	"$MF" -c Makeflow >/dev/null
+	"$MF" --progress=quiet --monitor mon Makeflow
+	[ $(cat n.txt) = 307200 ]
+	test -s mon/resource-rule-0.summary
+'
+
+test_expect_success 'a 300 KiB command runs with -T wq (the script goes to the worker as an input)' '
+	long_wf
+	start_master Makeflow
+	start_worker --cores 1 localhost $port
+	finish
+	[ $(cat n.txt) = 307200 ]
+	test ! -e Makeflow.makeflowlog.cmds
+'
+
+test_expect_success 'work_queue_factory -E, --env, --wrapper: the workers get the options, variables and prefix' '
+	wf Makeflow <<-\EOF
+	v.txt:
+	    printenv FACTORY_VAR WRAPPED_VAR > v.txt
+	EOF
+	start_master Makeflow
+	"$BIN/work_queue_factory" -T local --max-workers 1 --period 0.5 -t 5 \
+		--env FACTORY_VAR=from-env --wrapper "env WRAPPED_VAR=inner" \
+		--wrapper "env WRAPPED_VAR=outer" -E "-d worker -o worker-debug.log" \
+		localhost $port >factory.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	finish
+	kill -TERM $fpid
+	wait $fpid || true
+	cat v.txt
+	# the last --wrapper is the outermost: the inner one sets the variable last
+	[ "$(echo $(cat v.txt))" = "from-env inner" ]
+	test -s worker-debug.log
+	grep -q "env WRAPPED_VAR=outer env WRAPPED_VAR=inner .*-d worker -o worker-debug.log" factory.out
+'
+
+test_expect_success 'work_queue_factory --wrapper-input that does not exist: refused before any worker' '
+	rc=0
+	"$BIN/work_queue_factory" -T local --wrapper "sh setup.sh" --wrapper-input setup.sh \
+		localhost 1 >factory.out 2>&1 || rc=$?
+	[ $rc != 0 ]
+	grep -q "wrapper-input setup.sh: No such file or directory" factory.out
+'
+
+test_expect_success 'a --monitor-* option without --monitor is an error, as in CCTools' '
+	good_wf
+	for opt in --monitor-measure-dir --monitor-with-time-series "--monitor-log-name r-%%" \
+		"--monitor-interval 2"; do
+		rc=0; "$MF" $opt Makeflow 2>err || rc=$?
+		cat err
+		[ $rc = 1 ]
+		grep -q -- "${opt%% *} needs --monitor DIR" err
+	done
+	test ! -e a.txt
+'
+
+test_expect_success 'work_queue_factory -O BYTES: its -o file is rotated to FILE.old' '
+	"$BIN/work_queue_factory" -T local --period 0.1 -d all -o f.dbg -O 300 localhost 1 \
+		>factory.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	test_wait_until 30 test -s f.dbg.old
+	kill -TERM $fpid
+	wait $fpid || true
+	[ $(stat -c %s f.dbg.old) -ge 300 ]
 '
 
 test_done

@@ -198,6 +198,41 @@ static void test_lost_worker_requeues(void **state)
 	unlink(out);
 }
 
+static void test_worker_waiting(void **state)
+{
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
+	char in[128], out[128];
+	snprintf(in, sizeof in, "%s/ww.fa", e->dir);
+	snprintf(out, sizeof out, "%s/ww.txt", e->dir);
+	ts_write_file(in, "WW\n");
+	assert_int_equal(work_queue_activate_worker_waiting(q, -1), -EINVAL);
+	assert_int_equal(work_queue_activate_worker_waiting(q, 2), 0);
+	assert_true(work_queue_submit(q, fake_make_task(in, out)) >= 1);
+	struct fake *f1 = fake_start(e, q, FAKE_RUN, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
+	/* one worker of the two: the task stays waiting, however often the queue runs */
+	for (int i = 0; i < 20; i++)
+		assert_null(work_queue_wait(q, 0.01));
+	struct work_queue_stats s;
+	work_queue_get_stats(q, &s);
+	assert_int_equal(s.tasks_waiting, 1);
+	assert_int_equal(s.tasks_dispatched, 0);
+	assert_int_equal(f1->tasks_received, 0);
+	/* the second arrives: dispatching starts */
+	struct fake *f2 = fake_start(e, q, FAKE_RUN, NULL);
+	struct work_queue_task *done = fake_wait_task(q, 5);
+	assert_non_null(done);
+	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
+	assert_int_equal(f1->tasks_received + f2->tasks_received, 1);
+	work_queue_task_delete(done);
+	fake_queue_delete(q);
+	fake_free(f1);
+	fake_free(f2);
+	unlink(in);
+	unlink(out);
+}
+
 static void test_violation_drops_worker(void **state)
 {
 	struct fake_env *e = *state;
@@ -320,6 +355,15 @@ static void test_submit_errors(void **state)
 	work_queue_task_delete(t);
 	t = work_queue_task_create(NULL);
 	assert_int_equal(work_queue_submit(q, t), -EINVAL);
+	work_queue_task_delete(t);
+	/* a command over the protocol's 131071 bytes: refused here, not by the worker */
+	char *big = malloc(200000);
+	assert_non_null(big);
+	memset(big, 'x', 199999);
+	big[199999] = 0;
+	t = work_queue_task_create(big);
+	free(big);
+	assert_int_equal(work_queue_submit(q, t), HTC_ETOOBIG);
 	work_queue_task_delete(t);
 	/* cancel a waiting task */
 	t = work_queue_task_create("true");
@@ -847,6 +891,7 @@ int main(void)
 	    cmocka_unit_test(test_task_round_trip),
 	    cmocka_unit_test(test_missing_object_resent),
 	    cmocka_unit_test(test_lost_worker_requeues),
+	    cmocka_unit_test(test_worker_waiting),
 	    cmocka_unit_test(test_violation_drops_worker),
 	    cmocka_unit_test(test_wrong_password),
 	    cmocka_unit_test(test_exhaustion_retried_at_max),

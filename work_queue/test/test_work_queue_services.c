@@ -126,8 +126,22 @@ static void test_catalog_and_port_file(void **state)
 	assert_int_equal(work_queue_specify_name(q, ""), -EINVAL);
 	assert_ptr_equal(work_queue_loop(q), &e->loop);
 	json_t *m = work_queue_status(q, "master");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 0), "project")),
-	                    "renamed");
+	json_t *rec = json_array_get(m, 0);
+	assert_string_equal(json_string_value(json_object_get(rec, "project")), "renamed");
+	/* the defaults of the catalog record: priority 0, workers connect by_ip */
+	assert_int_equal(json_integer_value(json_object_get(rec, "priority")), 0);
+	assert_string_equal(json_string_value(json_object_get(rec, "manager_preferred_connection")),
+	                    "by_ip");
+	assert_true(json_is_array(json_object_get(rec, "network_interfaces")));
+	json_decref(m);
+	assert_int_equal(work_queue_specify_priority(q, 7), 0);
+	assert_int_equal(work_queue_master_preferred_connection(q, "by_hostname"), 0);
+	assert_int_equal(work_queue_master_preferred_connection(q, "by_ipx"), -EINVAL);
+	m = work_queue_status(q, "master");
+	rec = json_array_get(m, 0);
+	assert_int_equal(json_integer_value(json_object_get(rec, "priority")), 7);
+	assert_string_equal(json_string_value(json_object_get(rec, "manager_preferred_connection")),
+	                    "by_hostname");
 	json_decref(m);
 	assert_null(work_queue_wait(q, 0.1));
 	/* the same port again is refused with EADDRINUSE */

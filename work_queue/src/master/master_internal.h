@@ -225,8 +225,13 @@ struct work_queue {
 	struct wq_abort_cat *abort_cats;
 	struct wq_block *blocked;
 	int64_t catalog_last;
-	bool catalog_busy; /* an update round is in flight */
-	int catalog_shape; /* record_shape of the last record sent */
+	bool catalog_busy;             /* an update round is in flight */
+	int catalog_shape;             /* record_shape of the last record sent */
+	int priority;                  /* work_queue_specify_priority: in the catalog record */
+	char preferred_connection[16]; /* by_ip, by_hostname or by_apparent_ip */
+	char listen_addr[64];          /* the address bound, "" for all */
+	json_t *net_ifaces;   /* the record's network_interfaces, made once (master_status.c) */
+	int wait_for_workers; /* work_queue_activate_worker_waiting: 0 once reached */
 };
 
 /* Seconds on a monotonic clock. */

@@ -42,6 +42,41 @@ static const char *mworker_state_name(enum mworker_state s)
 	return "UNKNOWN";
 }
 
+/* The IPv4 addresses workers may reach the master at (workers connect over IPv4): the one
+ * bound, or those of every interface but loopback. */
+static json_t *interfaces_list(const struct work_queue *q)
+{
+	json_t *a = json_array();
+	if (q->listen_addr[0]) {
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "interface", "", "host",
+		                                   q->listen_addr, "family", "AF_INET"));
+		return a;
+	}
+	uv_interface_address_t *ifs = NULL;
+	int n = 0;
+	if (uv_interface_addresses(&ifs, &n) != 0)
+		return a;
+	for (int i = 0; i < n; i++) {
+		char ip[64];
+		if (ifs[i].is_internal || ifs[i].address.address4.sin_family != AF_INET ||
+		    uv_ip4_name(&ifs[i].address.address4, ip, sizeof ip) != 0)
+			continue;
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "interface", ifs[i].name,
+		                                   "host", ip, "family", "AF_INET"));
+	}
+	uv_free_interface_addresses(ifs, n);
+	return a;
+}
+
+/* The record's network_interfaces, made once: the record is built every second while the
+ * master advertises. */
+static json_t *interfaces_json(struct work_queue *q)
+{
+	if (!q->net_ifaces)
+		q->net_ifaces = interfaces_list(q);
+	return json_incref(q->net_ifaces);
+}
+
 static json_t *master_item(struct work_queue *q)
 {
 	struct work_queue_stats s;
@@ -86,6 +121,10 @@ static json_t *master_item(struct work_queue *q)
 	json_object_set_new(o, "committed_memory", json_integer(s.committed_memory));
 	json_object_set_new(o, "committed_disk", json_integer(s.committed_disk));
 	json_object_set_new(o, "committed_gpus", json_integer(s.committed_gpus));
+	json_object_set_new(o, "priority", json_integer(q->priority));
+	json_object_set_new(o, "manager_preferred_connection",
+	                    json_string(q->preferred_connection));
+	json_object_set_new(o, "network_interfaces", interfaces_json(q));
 	return o;
 }
 

@@ -147,6 +147,18 @@ static int64_t cached_bytes(void *worker_data, void *task_data, void *arg)
 static void on_sched_idle(uv_idle_t *h)
 {
 	struct work_queue *q = h->data;
+	if (q->wait_for_workers > 0) {
+		/* work_queue_activate_worker_waiting: nothing is dispatched before N workers have
+		 * connected; a worker becoming active asks for a pass again */
+		if (q->stats.workers_connected < q->wait_for_workers) {
+			q->sched_wanted = false;
+			uv_idle_stop(h);
+			return;
+		}
+		debug(D_WQ, "wq: %d workers connected: dispatching starts",
+		      q->stats.workers_connected);
+		q->wait_for_workers = 0;
+	}
 	struct master_sched_pass_opts o;
 	master_sched_pass_opts_init(&o);
 	static const enum master_sched_policy pol[] = {MASTER_SCHED_FCFS, MASTER_SCHED_FILES,
@@ -318,6 +330,8 @@ static int listen_on(struct work_queue *q, const struct work_queue_opts *o)
 	}
 	struct sockaddr_storage ss;
 	const char *iface = o->interface ? o->interface : "0.0.0.0";
+	if (strcmp(iface, "0.0.0.0") && strcmp(iface, "::"))
+		snprintf(q->listen_addr, sizeof q->listen_addr, "%s", iface);
 	if (uv_ip4_addr(iface, port, (struct sockaddr_in *)&ss) != 0 &&
 	    uv_ip6_addr(iface, port, (struct sockaddr_in6 *)&ss) != 0) {
 		warn("wq: cannot listen on %s: not an IPv4 or IPv6 address", iface);
@@ -386,6 +400,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 	q->full_worker_timeout = 60;
 	q->keepalive_timeout = 120;
 	q->algorithm = WORK_QUEUE_SCHEDULE_FILES;
+	snprintf(q->preferred_connection, sizeof q->preferred_connection, "by_ip");
 	q->rng = (uint64_t)time_now_us() ^ (uint64_t)getpid();
 	q->stats.time_when_started = time_now_us();
 	master_sched_set_cached_bytes_fn(q->sched, cached_bytes, q);
@@ -533,6 +548,7 @@ static void queue_free(struct work_queue *q)
 	wq_tls_config_delete(q->tls);
 	free(q->project);
 	free(q->catalog_hosts);
+	json_decref(q->net_ifaces);
 	master_abort_free(q, true);
 	master_admit_free(q);
 	free(q);
@@ -607,6 +623,15 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 {
 	if (!q || !t || !t->command_line || !*t->command_line)
 		return -EINVAL;
+	size_t cl = strlen(t->command_line);
+	if (cl > WQ_COMMAND_MAX) {
+		/* a worker would take the task for a protocol violation and drop the connection,
+		 * and the task would go round for ever */
+		warn("wq: task \"%.40s...\": the command is %zu bytes; the limit is %d (run a "
+		     "longer one from a script sent as an input file)",
+		     t->command_line, cl, WQ_COMMAND_MAX);
+		return HTC_ETOOBIG;
+	}
 	if (message_estimate(t) > WQ_MAX_MSG) {
 		warn("wq: task \"%.40s\": its task message would exceed 4 MiB", t->command_line);
 		return HTC_ETOOBIG;
@@ -864,6 +889,34 @@ int work_queue_specify_name(struct work_queue *q, const char *name)
 	free(q->project);
 	q->project = xstrdup(name);
 	return start_catalog(q, q->catalog_hosts);
+}
+
+int work_queue_specify_priority(struct work_queue *q, int priority)
+{
+	if (!q)
+		return -EINVAL;
+	q->priority = priority;
+	q->catalog_shape = -1; /* the next tick sends the record */
+	return 0;
+}
+
+int work_queue_activate_worker_waiting(struct work_queue *q, int n)
+{
+	if (!q || n < 0)
+		return -EINVAL;
+	q->wait_for_workers = n;
+	master_queue_request_pass(q);
+	return 0;
+}
+
+int work_queue_master_preferred_connection(struct work_queue *q, const char *how)
+{
+	if (!q || !how ||
+	    (strcmp(how, "by_ip") && strcmp(how, "by_hostname") && strcmp(how, "by_apparent_ip")))
+		return -EINVAL;
+	snprintf(q->preferred_connection, sizeof q->preferred_connection, "%s", how);
+	q->catalog_shape = -1;
+	return 0;
 }
 
 int work_queue_specify_catalog_servers(struct work_queue *q, const char *hosts)

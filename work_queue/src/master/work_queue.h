@@ -228,8 +228,8 @@ int work_queue_port(const struct work_queue *q);
 
 /* Queues T (the queue owns it until returned). Returns the task id (>= 1), or a negative
  * error with the reason logged: -EINVAL (no command), -ENOENT (a local input is missing),
- * HTC_ETOOBIG (its task message would exceed the protocol's limit), HTC_ECYCLE (a link cycle
- * in an input directory). */
+ * HTC_ETOOBIG (a command over 131071 bytes, or a task message over the protocol's limit),
+ * HTC_ECYCLE (a link cycle in an input directory). */
 int work_queue_submit(struct work_queue *q, struct work_queue_task *t);
 /* Runs the queue until a task is done (returned; the caller owns it again) or TIMEOUT seconds
  * pass (NULL). 0 does not block; WORK_QUEUE_WAITFORTASK waits until a task is done and returns
@@ -258,6 +258,17 @@ int work_queue_specify_algorithm(struct work_queue *q, enum work_queue_schedule 
  * ("host:port,..."; default CATALOG_HOST or localhost:9097). 0 or a negative error. */
 int work_queue_specify_name(struct work_queue *q, const char *name);
 int work_queue_specify_catalog_servers(struct work_queue *q, const char *hosts);
+/* The priority in the catalog record (default 0): a worker given several masters of its
+ * project (-M) tries those of higher priority first. 0 or -EINVAL. */
+int work_queue_specify_priority(struct work_queue *q, int priority);
+/* No task is dispatched until N workers have connected at once (then dispatching goes on
+ * whatever their number); 0 (the default) dispatches at once. 0 or -EINVAL. */
+int work_queue_activate_worker_waiting(struct work_queue *q, int n);
+/* Which address of the master the catalog record tells workers to connect to: "by_ip" (the
+ * default: the addresses of the master's network interfaces, listed in the record, then the
+ * address the catalog saw), "by_hostname" (the master's host name) or "by_apparent_ip" (the
+ * address the catalog saw). 0 or -EINVAL. */
+int work_queue_master_preferred_connection(struct work_queue *q, const char *how);
 /* Requires workers to prove the password in PATH (before any worker connects): 0, or a
  * negative errno with the reason logged. */
 int work_queue_specify_password_file(struct work_queue *q, const char *path);

@@ -1,9 +1,9 @@
 /* worker_conn.c: the connection cycle of work_queue_worker (doc/work-queue-protocol.md section 1):
  * connect with a 10 s timeout and exponential backoff with jitter, find masters through the
- * catalog with -M and try them in random order, run the worker side of the handshake (TLS and
- * password included), and end the worker with the statuses 0/1/2/3 (idle timeout, wall time,
- * signals, refusals, no master). The messages of a session are handled in worker_session.c
- * (worker_session.h); worker_conn_internal.h declares what this file gives it. */
+ * catalog with -M and try them (by priority, then in random order), run the worker side of the
+ * handshake (TLS and password included), and end the worker with the statuses 0/1/2/3 (idle
+ * timeout, wall time, signals, refusals, no master). The messages of a session are handled in
+ * worker_session.c (worker_session.h); worker_conn_internal.h declares what this file gives it. */
 #include "worker_conn.h"
 
 #include <errno.h>
@@ -24,6 +24,7 @@
 #include "path.h"
 #include "timeutil.h"
 #include "worker_conn_internal.h"
+#include "worker_masters.h"
 #include "wq_probe.h"
 #include "worker_session.h"
 #include "worker_task.h"
@@ -64,7 +65,7 @@ struct worker {
 	char *m_host;
 	char *m_tls_name; /* the name a TLS certificate is checked against */
 	int m_port;
-	json_t *masters; /* -M: candidates from the catalog, shuffled */
+	json_t *masters; /* -M: addresses to try (worker_masters.h) */
 	size_t next_master;
 	struct catalog_query_op *query;
 	uv_getaddrinfo_t gai;
@@ -883,19 +884,12 @@ static void connect_to(struct worker *w, const char *host, const char *tls_name,
 
 static void try_next_master(struct worker *w)
 {
-	while (w->masters && w->next_master < json_array_size(w->masters)) {
-		json_t *rec = json_array_get(w->masters, w->next_master++);
-		const char *host = json_string_value(json_object_get(rec, "name"));
-		const char *addr = json_string_value(json_object_get(rec, "address"));
-		json_t *port = json_object_get(rec, "port");
-		if (!json_is_integer(port) || json_integer_value(port) <= 0 ||
-		    json_integer_value(port) > 65535)
-			continue;
-		/* the address the catalog saw is reachable; the name is for TLS checks */
-		const char *target = addr && *addr ? addr : host;
-		if (!target || !*target)
-			continue;
-		connect_to(w, target, host && *host ? host : target, (int)json_integer_value(port));
+	if (w->masters && w->next_master < json_array_size(w->masters)) {
+		json_t *c = json_array_get(w->masters, w->next_master++);
+		/* the name is for TLS checks */
+		connect_to(w, json_string_value(json_object_get(c, "host")),
+		           json_string_value(json_object_get(c, "name")),
+		           (int)json_integer_value(json_object_get(c, "port")));
 		return;
 	}
 	json_decref(w->masters);
@@ -914,28 +908,12 @@ static void on_catalog(void *arg, json_t *records, const char *err)
 		return;
 	}
 	json_decref(w->masters);
-	w->masters = json_array();
-	size_t i;
-	json_t *rec;
-	json_array_foreach(records, i, rec)
-	{
-		const char *type = json_string_value(json_object_get(rec, "type"));
-		const char *proj = json_string_value(json_object_get(rec, "project"));
-		if (type && !strcmp(type, "wq_master") && proj && !strcmp(proj, w->o->project))
-			json_array_append(w->masters, rec);
-	}
+	/* higher priority first, random among equals; each at the addresses it asks for */
+	w->masters = worker_masters_order(records, w->o->project);
 	json_decref(records);
-	/* random order (Fisher-Yates) */
-	size_t n = json_array_size(w->masters);
-	for (size_t k = n; k > 1; k--) {
-		size_t j = (size_t)random() % k;
-		json_t *a = json_incref(json_array_get(w->masters, k - 1));
-		json_t *b = json_incref(json_array_get(w->masters, j));
-		json_array_set_new(w->masters, k - 1, b);
-		json_array_set_new(w->masters, j, a);
-	}
 	w->next_master = 0;
-	debug(D_WORKER, "catalog: %zu master(s) of project %s", n, w->o->project);
+	debug(D_WORKER, "catalog: %zu address(es) of masters of project %s",
+	      json_array_size(w->masters), w->o->project);
 	try_next_master(w);
 }
 
