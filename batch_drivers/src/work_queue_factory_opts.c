@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog_project.h"
 #include "batch_queue.h"
 #include "cli.h"
 #include "debug.h"
@@ -96,7 +97,8 @@ void work_queue_factory_opts_usage(FILE *out, const char *prog)
 	    "  -T, --batch-type=TYPE      where workers run (default local; %s)\n"
 	    "      --catalog=H:P[,...]    catalog servers (default $CATALOG_HOST, "
 	    "localhost:9097)\n"
-	    "  -M, -N, --manager-name=P   serve the masters of project P (also --master-name)\n"
+	    "  -M, -N, --manager-name=P   serve the masters whose whole project name matches\n"
+	    "                             the regular expression P (also --master-name)\n"
 	    "  -w, --min-workers=N        keep at least N workers (default 0)\n"
 	    "  -W, --max-workers=N        run at most N workers (default 10)\n"
 	    "      --workers-per-cycle=N  start at most N workers per period (default 5)\n"
@@ -132,6 +134,7 @@ void work_queue_factory_opts_clear(struct work_queue_factory_opts *o)
 	free(o->env);
 	free(o->wrappers);
 	free(o->wrapper_inputs);
+	catalog_project_delete(o->project_re);
 	init(o);
 }
 
@@ -279,6 +282,16 @@ static int check_master(struct work_queue_factory_opts *o, int rest, char *const
 {
 	if (o->project && rest > 0)
 		return cli_error(err, errlen, "give either -M PROJECT or HOST PORT, not both");
+	if (o->project) {
+		char *why = NULL;
+		catalog_project_delete(o->project_re);
+		o->project_re = catalog_project_create(o->project, &why);
+		if (!o->project_re) {
+			int r = cli_error(err, errlen, "-M: %s", why);
+			free(why);
+			return r;
+		}
+	}
 	if (!o->project) {
 		if (rest != 2)
 			return cli_error(err, errlen,

@@ -12,15 +12,18 @@
 #include "wq_factory.h"
 
 /* The strings that are not owned point into the ARGV given to the parser. */
+struct catalog_project;
+
 struct work_queue_factory_opts {
-	const char *type;     /* -T, default "local" */
-	const char *host;     /* HOST of HOST PORT; NULL with -M */
-	int port;             /* PORT */
-	const char *port_arg; /* PORT as given */
-	const char *project;  /* -M */
-	const char *catalog;  /* -C; NULL: the default catalogs */
-	const char *password; /* -P */
-	const char *binary;   /* --worker-binary; NULL: beside this program, else from PATH */
+	const char *type;                   /* -T, default "local" */
+	const char *host;                   /* HOST of HOST PORT; NULL with -M */
+	int port;                           /* PORT */
+	const char *port_arg;               /* PORT as given */
+	const char *project;                /* -M: a regular expression over whole project names */
+	struct catalog_project *project_re; /* -M compiled (catalog_project.h); owned */
+	const char *catalog;                /* -C; NULL: the default catalogs */
+	const char *password;               /* -P */
+	const char *binary; /* --worker-binary; NULL: beside this program, else from PATH */
 	struct wq_factory_limits limits;
 	int64_t timeout; /* -t, seconds the workers stay idle (default 300) */
 	double period;   /* --period, seconds (default 5) */

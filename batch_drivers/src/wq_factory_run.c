@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "catalog_project.h"
 #include "batch_queue.h"
 #include "catalog_client.h"
 #include "catalog_filter.h"
@@ -34,6 +35,7 @@ struct factory {
 	const char *host;
 	int port;
 	const char *project;
+	const struct catalog_project *project_re;
 	const char *catalog;
 	const char *password;
 	struct wq_auth_key *key;
@@ -140,7 +142,13 @@ static void on_catalog(void *arg, json_t *records, const char *err)
 		demand_ok(f);
 		size_t i;
 		json_t *r;
-		json_array_foreach(records, i, r) wq_factory_add_status(&d, r);
+		json_array_foreach(records, i, r)
+		{
+			/* -M is matched here: the catalog is asked only for a plain name */
+			const char *p = json_string_value(json_object_get(r, "project"));
+			if (catalog_project_match(f->project_re, p))
+				wq_factory_add_status(&d, r);
+		}
 		json_decref(records);
 	}
 	start_workers(f, &d);
@@ -156,7 +164,9 @@ static void cycle(uv_timer_t *t)
 	if (f->project) {
 		struct catalog_filter *flt = catalog_filter_create();
 		catalog_filter_add(flt, "type", "wq_master", &err);
-		catalog_filter_add(flt, "project", f->project, &err);
+		const char *literal = catalog_project_literal(f->project_re);
+		if (literal)
+			catalog_filter_add(flt, "project", literal, &err);
 		if (!catalog_query_start(f->loop, f->catalog, flt, f->period, on_catalog, f,
 		                         &err)) {
 			warn("catalog: %s", err ? err : "cannot query");
@@ -230,6 +240,7 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 	f->host = o->host;
 	f->port = o->port;
 	f->project = o->project;
+	f->project_re = o->project_re;
 	f->catalog = o->catalog;
 	f->password = o->password;
 	f->period = o->period;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "catalog_project.h"
 #include "cli.h"
 #include "debug.h"
 #include "htc_error.h"
@@ -81,6 +82,8 @@ static void test_options(void **state)
 	                 CLI_DONE);
 	assert_string_equal(o.type, "cgroups");
 	assert_string_equal(o.project, "proj");
+	assert_true(catalog_project_match(o.project_re, "proj"));
+	assert_false(catalog_project_match(o.project_re, "proj2")); /* the whole name */
 	assert_null(o.host);
 	assert_string_equal(o.catalog, "c1:9097,c2");
 	assert_int_equal(o.limits.min_workers, 2);
@@ -134,6 +137,7 @@ static void test_options(void **state)
 	work_queue_factory_opts_clear(&o);
 	assert_fails("--env 1A=x: expected NAME=VALUE (NAME: letters, digits, _)", "--env", "1A=x",
 	             "-M", "p");
+	assert_fails("-M: project name pattern \"p(\": Unmatched ( or \\(", "-M", "p(");
 	assert_fails("--env A: expected NAME=VALUE (NAME: letters, digits, _)", "--env", "A", "-M",
 	             "p");
 	assert_fails("--env A-B=1: expected NAME=VALUE (NAME: letters, digits, _)", "--env=A-B=1",

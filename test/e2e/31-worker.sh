@@ -144,6 +144,26 @@ test_expect_success '-M PROJECT finds the master through a real catalog' '
 	[ $WRC = 0 ]
 '
 
+test_expect_success '-M is a regular expression over the whole project name (as in CCTools)' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	CAT=127.0.0.1:$DAEMON_PORT
+	test_daemon_start port "$FAKE" task port
+	FAKE_PID=$DAEMON_PID
+	# a decoy whose name contains the pattern but is not matched whole, at a dead port
+	printf "{\"type\":\"wq_master\",\"project\":\"demonic\",\"name\":\"localhost\",\"port\":1}" |
+		"$BIN/catalog_update" --http -C "$CAT" -
+	printf "{\"type\":\"wq_master\",\"project\":\"demo\",\"name\":\"localhost\",\"port\":%s}" \
+		"$DAEMON_PORT" | "$BIN/catalog_update" --http -C "$CAT" -
+	worker -d worker -o wdebug.log -M "d[aeiou]mo|nothing" -C "$CAT"
+	rc=0; wait "$FAKE_PID" || rc=$?
+	[ $rc = 0 ] && [ $WRC = 0 ]
+	not grep -q "connecting to localhost:1\$" wdebug.log
+	# a pattern that is not a regular expression: exit 1 naming it
+	worker -M "demo(" -C "$CAT"
+	[ $WRC = 1 ]
+	grep -q "project name pattern \"demo(\"" worker.log
+'
+
 test_expect_success 'idle timeout: bye and exit 0 after -t 2' '
 	fake idle
 	start=$SECONDS

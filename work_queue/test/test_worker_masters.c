@@ -10,9 +10,21 @@
 
 #include <cmocka.h>
 
+#include "catalog_project.h"
 #include "worker_masters.h"
 
 #include "banned.h"
+
+/* worker_masters_order with -M PATTERN. */
+static json_t *order(const json_t *recs, const char *pattern)
+{
+	char *why = NULL;
+	struct catalog_project *p = catalog_project_create(pattern, &why);
+	assert_non_null(p);
+	json_t *o = worker_masters_order(recs, p);
+	catalog_project_delete(p);
+	return o;
+}
 
 static json_t *load(const char *text)
 {
@@ -47,7 +59,7 @@ static void test_priority_first(void **state)
 	                    "]");
 	/* whatever the random order of equals, priority decides */
 	for (int round = 0; round < 20; round++) {
-		json_t *o = worker_masters_order(recs, "p");
+		json_t *o = order(recs, "p");
 		assert_int_equal(json_array_size(o), 3);
 		assert_string_equal(host_at(o, 0), "10.0.0.9");
 		assert_string_equal(host_at(o, 1), "10.0.0.1");
@@ -72,7 +84,7 @@ static void test_equal_priority_shuffled(void **state)
 	                    "]");
 	int a_first = 0;
 	for (int round = 0; round < 200; round++) {
-		json_t *o = worker_masters_order(recs, "p");
+		json_t *o = order(recs, "p");
 		assert_int_equal(json_array_size(o), 2);
 		a_first += !strcmp(host_at(o, 0), "a");
 		json_decref(o);
@@ -109,7 +121,7 @@ static void test_preferred_connection(void **state)
 		         "\"address\":\"203.0.113.5\",\"port\":9123,%s%s}]",
 		         pref, ifaces);
 		json_t *recs = load(text);
-		json_t *o = worker_masters_order(recs, "p");
+		json_t *o = order(recs, "p");
 		size_t n = 0;
 		while (n < 4 && cases[c].hosts[n])
 			n++;
@@ -127,16 +139,47 @@ static void test_preferred_connection(void **state)
 	/* by_ip with the apparent address among the interfaces: tried once */
 	json_t *recs = load("[{\"type\":\"wq_master\",\"project\":\"p\",\"address\":\"192.0.2.1\","
 	                    "\"port\":1,\"network_interfaces\":[{\"host\":\"192.0.2.1\"}]}]");
-	json_t *o = worker_masters_order(recs, "p");
+	json_t *o = order(recs, "p");
 	assert_int_equal(json_array_size(o), 1);
 	assert_string_equal(host_at(o, 0), "192.0.2.1");
 	json_decref(o);
 	json_decref(recs);
 	/* no address, no interfaces: the name */
 	recs = load("[{\"type\":\"wq_master\",\"project\":\"p\",\"name\":\"n\",\"port\":1}]");
-	o = worker_masters_order(recs, "p");
+	o = order(recs, "p");
 	assert_int_equal(json_array_size(o), 1);
 	assert_string_equal(host_at(o, 0), "n");
+	json_decref(o);
+	json_decref(recs);
+}
+
+/* -M is a regular expression over the whole project name, as in CCTools: each address carries
+ * the project of its master, which the handshake then names. */
+static void test_project_pattern(void **state)
+{
+	(void)state;
+	json_t *recs =
+	    load("[{\"type\":\"wq_master\",\"project\":\"myproj\",\"address\":\"192.0.2.1\","
+	         "\"port\":1},"
+	         "{\"type\":\"wq_master\",\"project\":\"myproj2\",\"address\":\"192.0.2.2\","
+	         "\"port\":2},"
+	         "{\"type\":\"wq_master\",\"project\":\"other\",\"address\":\"192.0.2.3\","
+	         "\"port\":3}]");
+	json_t *o = order(recs, "myproj");
+	assert_int_equal(json_array_size(o), 1); /* not myproj2: the whole name */
+	assert_string_equal(host_at(o, 0), "192.0.2.1");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(o, 0), "project")),
+	                    "myproj");
+	json_decref(o);
+	o = order(recs, "myproj.*");
+	assert_int_equal(json_array_size(o), 2);
+	json_decref(o);
+	o = order(recs, "myproj2|oth.*");
+	assert_int_equal(json_array_size(o), 2);
+	for (size_t i = 0; i < 2; i++) {
+		const char *p = json_string_value(json_object_get(json_array_get(o, i), "project"));
+		assert_true(!strcmp(p, "myproj2") || !strcmp(p, "other"));
+	}
 	json_decref(o);
 	json_decref(recs);
 }
@@ -147,6 +190,7 @@ int main(void)
 	    cmocka_unit_test(test_priority_first),
 	    cmocka_unit_test(test_equal_priority_shuffled),
 	    cmocka_unit_test(test_preferred_connection),
+	    cmocka_unit_test(test_project_pattern),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "catalog_project.h"
 #include "cli.h"
 #include "htc_error.h"
 #include "worker_opts.h"
@@ -83,7 +84,16 @@ static void test_project(void **state)
 	assert_string_equal(o.project, "blast");
 	assert_string_equal(o.catalog_hosts, "cat1:9097,cat2:9097");
 	assert_null(o.host);
+	/* a regular expression over the whole project name, as in CCTools */
+	assert_true(catalog_project_match(o.project_re, "blast"));
+	assert_false(catalog_project_match(o.project_re, "blast2"));
 	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "-M", "bla(st|ck)[0-9]*", NULL), CLI_DONE);
+	assert_true(catalog_project_match(o.project_re, "black42"));
+	assert_false(catalog_project_match(o.project_re, "xblack"));
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "-M", "a[", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "-M: project name pattern \"a[\""));
 	assert_int_equal(parse(&o, "--master-name=blast", "host", "9123", NULL), HTC_EPARSE);
 	assert_non_null(strstr(err, "not both"));
 	assert_null(o.project); /* cleared on error */
@@ -220,7 +230,6 @@ static void test_cctools_options(void **state)
 	    {"--disable-symlinks", NULL},
 	    {"--bandwidth", "1M"},
 	    {"--volatility", "0.1"},
-	    {"--debug-rotate-max", "0"},
 	};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
 		int r = refused[i][1] ? parse(&o, refused[i][0], refused[i][1], "h", "1", NULL)
@@ -229,6 +238,24 @@ static void test_cctools_options(void **state)
 		assert_non_null(strstr(err, "a CCTools work_queue_worker option that is not "
 		                            "supported here"));
 	}
+}
+
+/* --debug-rotate-max: CCTools' meaning and default (10M; 0 never rotates). */
+static void test_debug_rotate_max(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(parse(&o, "h", "1", NULL), CLI_DONE);
+	assert_int_equal(o.debug_rotate_max, 10 * 1024 * 1024);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--debug-rotate-max", "0", "h", "1", NULL), CLI_DONE);
+	assert_int_equal(o.debug_rotate_max, 0);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--debug-rotate-max=2M", "h", "1", NULL), CLI_DONE);
+	assert_int_equal(o.debug_rotate_max, 2 * 1024 * 1024);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--debug-rotate-max", "lots", "h", "1", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "--debug-rotate-max lots: expected a size"));
 }
 
 static void test_command_line_errors(void **state)
@@ -281,6 +308,7 @@ int main(void)
 	    cmocka_unit_test(test_tls_options),
 	    cmocka_unit_test(test_features_docker_debug),
 	    cmocka_unit_test(test_cctools_options),
+	    cmocka_unit_test(test_debug_rotate_max),
 	    cmocka_unit_test(test_command_line_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -54,6 +54,7 @@ static int set_up_debug(const struct worker_opts *o)
 		        o->debug_file);
 		return -1;
 	}
+	debug_config_file_size(o->debug_rotate_max);
 	if (o->debug_flags && debug_flags_set(o->debug_flags) < 0) {
 		fprintf(stderr, "work_queue_worker: -d %s: unknown subsystem (valid: %s)\n",
 		        o->debug_flags, debug_flags_help());

@@ -18,6 +18,7 @@
 
 #include "catalog_client.h"
 #include "catalog_filter.h"
+#include "catalog_project.h"
 #include "config.h"
 #include "debug.h"
 #include "htc_error.h"
@@ -64,6 +65,7 @@ struct worker {
 	/* the master being tried */
 	char *m_host;
 	char *m_tls_name; /* the name a TLS certificate is checked against */
+	char *m_project;  /* with -M: the project of the master being tried */
 	int m_port;
 	json_t *masters; /* -M: addresses to try (worker_masters.h) */
 	size_t next_master;
@@ -397,6 +399,7 @@ void worker_delete(struct worker *w)
 	json_decref(w->masters);
 	free(w->m_host);
 	free(w->m_tls_name);
+	free(w->m_project);
 	worker_cache_delete(w->cache);
 	worker_ledger_delete(w->ledger);
 	wq_auth_key_delete(w->key);
@@ -786,7 +789,7 @@ static void start_session(struct worker *w, uv_tcp_t *tcp)
 	    .software = w->software,
 	    .id = w->id,
 	    .host = w->host,
-	    .project = w->o->project,
+	    .project = w->o->project ? w->m_project : NULL, /* the one -M chose */
 	    .caps = WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT,
 	};
 	char *err = NULL;
@@ -886,6 +889,8 @@ static void try_next_master(struct worker *w)
 {
 	if (w->masters && w->next_master < json_array_size(w->masters)) {
 		json_t *c = json_array_get(w->masters, w->next_master++);
+		free(w->m_project);
+		w->m_project = xstrdup(json_string_value(json_object_get(c, "project")));
 		/* the name is for TLS checks */
 		connect_to(w, json_string_value(json_object_get(c, "host")),
 		           json_string_value(json_object_get(c, "name")),
@@ -909,7 +914,7 @@ static void on_catalog(void *arg, json_t *records, const char *err)
 	}
 	json_decref(w->masters);
 	/* higher priority first, random among equals; each at the addresses it asks for */
-	w->masters = worker_masters_order(records, w->o->project);
+	w->masters = worker_masters_order(records, w->o->project_re);
 	json_decref(records);
 	w->next_master = 0;
 	debug(D_WORKER, "catalog: %zu address(es) of masters of project %s",
@@ -932,7 +937,10 @@ static void attempt(struct worker *w)
 	struct catalog_filter *f = catalog_filter_create();
 	char *err = NULL;
 	catalog_filter_add(f, "type", "wq_master", NULL);
-	catalog_filter_add(f, "project", w->o->project, NULL);
+	/* a plain name is filtered by the catalog too; a pattern only here */
+	const char *literal = catalog_project_literal(w->o->project_re);
+	if (literal)
+		catalog_filter_add(f, "project", literal, NULL);
 	w->query = catalog_query_start(w->loop, w->o->catalog_hosts, f, CATALOG_TIMEOUT_S,
 	                               on_catalog, w, &err);
 	catalog_filter_delete(f);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog_project.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -31,10 +32,11 @@ static const char *str(const json_t *rec, const char *key)
 	return s && *s ? s : NULL;
 }
 
-static void add(json_t *out, const char *host, const char *name, json_int_t port)
+static void add(json_t *out, const char *host, const char *name, json_int_t port,
+                const char *project)
 {
-	json_array_append_new(out, json_pack("{s:s,s:s,s:I}", "host", host, "name",
-	                                     name ? name : host, "port", port));
+	json_array_append_new(out, json_pack("{s:s,s:s,s:I,s:s}", "host", host, "name",
+	                                     name ? name : host, "port", port, "project", project));
 }
 
 /* The addresses of one master, in the order its record asks for. */
@@ -43,17 +45,18 @@ static void expand(json_t *out, const json_t *rec)
 	const char *name = str(rec, "name");
 	const char *addr = str(rec, "address");
 	json_int_t port = json_integer_value(json_object_get(rec, "port"));
+	const char *proj = str(rec, "project");
 	const char *pref = str(rec, "manager_preferred_connection");
 	if (!pref)
 		pref = str(rec, "master_preferred_connection"); /* older masters */
 	if (pref && !strcmp(pref, "by_hostname")) {
 		if (name || addr)
-			add(out, name ? name : addr, name, port);
+			add(out, name ? name : addr, name, port, proj);
 		return;
 	}
 	if (pref && !strcmp(pref, "by_apparent_ip")) {
 		if (name || addr)
-			add(out, addr ? addr : name, name, port);
+			add(out, addr ? addr : name, name, port, proj);
 		return;
 	}
 	int addr_listed = 0;
@@ -66,15 +69,15 @@ static void expand(json_t *out, const json_t *rec)
 			continue;
 		if (addr && !strcmp(h, addr))
 			addr_listed = 1;
-		add(out, h, name, port);
+		add(out, h, name, port, proj);
 	}
 	if (addr && !addr_listed)
-		add(out, addr, name, port);
+		add(out, addr, name, port, proj);
 	else if (!addr && json_array_size(out) == 0 && name)
-		add(out, name, name, port);
+		add(out, name, name, port, proj);
 }
 
-json_t *worker_masters_order(const json_t *records, const char *project)
+json_t *worker_masters_order(const json_t *records, const struct catalog_project *project)
 {
 	size_t n = json_array_size(records), k = 0;
 	struct ranked *r = xcalloc(n ? n : 1, sizeof *r);
@@ -85,7 +88,7 @@ json_t *worker_masters_order(const json_t *records, const char *project)
 		const char *type = str(rec, "type");
 		const char *proj = str(rec, "project");
 		json_t *port = json_object_get(rec, "port");
-		if (!type || strcmp(type, "wq_master") || !proj || strcmp(proj, project) ||
+		if (!type || strcmp(type, "wq_master") || !catalog_project_match(project, proj) ||
 		    !json_is_integer(port) || json_integer_value(port) <= 0 ||
 		    json_integer_value(port) > 65535)
 			continue;

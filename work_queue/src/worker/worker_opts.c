@@ -4,6 +4,8 @@
  * beyond printing help or the version: nothing is opened or created here. */
 #include "worker_opts.h"
 
+#include "catalog_project.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -43,6 +45,7 @@ enum {
 	OPT_DOCKER,
 	OPT_DOCKER_PRESERVE,
 	OPT_SECCOMP,
+	OPT_DEBUG_ROTATE_MAX,
 };
 
 static const struct option longopts[] = {
@@ -74,7 +77,7 @@ static const struct option longopts[] = {
     {"debug", required_argument, NULL, 'd'},
     {"debug-file", required_argument, NULL, 'o'},
     /* CCTools options refused by name (doc/compatibility.md) */
-    {"debug-rotate-max", required_argument, NULL, OPT_NOT_HERE},
+    {"debug-rotate-max", required_argument, NULL, OPT_DEBUG_ROTATE_MAX},
     {"foreman", no_argument, NULL, OPT_NOT_HERE},
     {"foreman-name", required_argument, NULL, 'f'},
     {"foreman-port", required_argument, NULL, OPT_NOT_HERE},
@@ -103,7 +106,8 @@ static const char usage_text[] =
     "\n"
     "Where the master is:\n"
     "  HOST PORT                 the master's address (or HOST:PORT)\n"
-    "  -M, -N, --manager-name P  a master of project P, found through the catalog\n"
+    "  -M, -N, --manager-name P  a master whose whole project name matches the regular\n"
+    "                            expression P, found through the catalog\n"
     "                            (also --master-name)\n"
     "  -C, --catalog H:P[,...]   catalog servers (default: $CATALOG_HOST, localhost:9097)\n"
     "Resources offered (default or 0 for cores: measured):\n"
@@ -133,6 +137,8 @@ static const char usage_text[] =
     "Other:\n"
     "  -d, --debug SUBSYS        debug output (worker, net, rmon, all)\n"
     "  -o, --debug-file FILE     debug output to FILE\n"
+    "      --debug-rotate-max SIZE  FILE becomes FILE.old once it holds SIZE (default 10M;\n"
+    "                            0: never)\n"
     "  -v, --version             print the version\n"
     "  -h, --help                this text\n"
     "Exit status: 0 normal end, 1 local error, 2 refused by the master, 3 no master reached.\n";
@@ -160,12 +166,14 @@ static void init(struct worker_opts *o)
 	o->idle_timeout = WORKER_DEFAULT_IDLE_TIMEOUT;
 	o->connect_timeout = WORKER_DEFAULT_CONNECT_TIMEOUT;
 	o->seccomp = RMON_SECCOMP_DEFAULT;
+	o->debug_rotate_max = WORKER_DEFAULT_DEBUG_ROTATE_MAX;
 }
 
 void worker_opts_clear(struct worker_opts *o)
 {
 	free(o->host);
 	free(o->project);
+	catalog_project_delete(o->project_re);
 	free(o->catalog_hosts);
 	free(o->workdir);
 	free(o->password_file);
@@ -355,6 +363,14 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		}
 		break;
 	case 'o': set(&o->debug_file, arg); break;
+	case OPT_DEBUG_ROTATE_MAX:
+		if (units_parse_bytes(arg, &o->debug_rotate_max) < 0 || o->debug_rotate_max < 0)
+			return cli_error(
+			    err, errlen,
+			    "--debug-rotate-max %s: expected a size such as 10M (0: never "
+			    "rotate)",
+			    arg);
+		break;
 	default: return cli_error(err, errlen, "%s: unknown option (see --help)", name);
 	}
 	return 0;
@@ -387,6 +403,13 @@ int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char 
 	}
 	int rest = argc - optind;
 	if (o->project) {
+		char *why = NULL;
+		o->project_re = catalog_project_create(o->project, &why);
+		if (!o->project_re) {
+			r = cli_error(err, errlen, "-M: %s", why);
+			free(why);
+			goto fail;
+		}
 		if (rest > 0) {
 			r = cli_error(
 			    err, errlen,

@@ -11,16 +11,20 @@
 #include "rmon_seccomp.h"
 
 /* Defaults (doc/work-queue-protocol.md section 1). */
-#define WORKER_DEFAULT_PORT            9123
-#define WORKER_DEFAULT_IDLE_TIMEOUT    900
-#define WORKER_DEFAULT_CONNECT_TIMEOUT 900
+#define WORKER_DEFAULT_PORT             9123
+#define WORKER_DEFAULT_IDLE_TIMEOUT     900
+#define WORKER_DEFAULT_CONNECT_TIMEOUT  900
+#define WORKER_DEFAULT_DEBUG_ROTATE_MAX (10 * 1024 * 1024) /* as CCTools' worker */
+
+struct catalog_project;
 
 struct worker_opts {
 	/* Where the master is: HOST and PORT, or PROJECT through the catalog. */
 	char *host;
 	int port;
-	char *project;
-	char *catalog_hosts; /* -C; NULL: CATALOG_HOST or the built-in default */
+	char *project;                      /* -M: a regular expression over whole project names */
+	struct catalog_project *project_re; /* -M compiled (catalog_project.h); owned */
+	char *catalog_hosts;                /* -C; NULL: CATALOG_HOST or the built-in default */
 
 	/* Resources offered; -1 = measure. */
 	double cores;
@@ -50,8 +54,9 @@ struct worker_opts {
 	bool docker_preserve;              /* one shared container rather than one per task */
 	enum rmon_seccomp_profile seccomp; /* --seccomp; default RMON_SECCOMP_DEFAULT */
 
-	char *debug_flags; /* -d, comma separated, may be repeated (joined) */
-	char *debug_file;  /* -o */
+	char *debug_flags;        /* -d, comma separated, may be repeated (joined) */
+	char *debug_file;         /* -o */
+	int64_t debug_rotate_max; /* --debug-rotate-max: bytes of -o before rotation; 0 never */
 };
 
 /* Parses ARGV into O (which it initialises). -d and -o are only recorded (main applies them);
