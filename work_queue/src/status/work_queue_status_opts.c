@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "debug.h"
+#include "units.h"
 #include "cli.h"
 #include "htc_error.h"
 #include "stringtools.h"
@@ -61,6 +63,7 @@ void work_queue_status_opts_usage(FILE *out, const char *prog)
 	        "      --ssl-fingerprint=HEX, --ssl-ca=FILE, --ssl-no-verify  TLS to the master\n"
 	        "  -l, --verbose, --json    print the records as JSON instead of a table\n"
 	        "  -t, --timeout=SECONDS    give up after this long (default 10)\n"
+	        "  -O, --debug-rotate-max=SIZE  the -o file becomes FILE.old at SIZE (0: never)\n"
 	        "  -d, --debug=SUBSYS  -o, --debug-file=FILE  -v, --version  -h, --help\n",
 	        prog, prog);
 }
@@ -97,14 +100,21 @@ static int parse_one(struct work_queue_status_opts *o, int c, char *arg, char *a
 	}
 	case 'R':
 	case OPT_CAPACITY:
-	case 'O':
 		snprintf(err, errlen,
 		         "%s: a CCTools work_queue_status option that is not supported here "
 		         "(doc/compatibility.md)",
-		         c == 'R'   ? "-R"
-		         : c == 'O' ? "-O"
-		                    : "--capacity");
+		         c == 'R' ? "-R" : "--capacity");
 		return HTC_EPARSE;
+	case 'O': { /* --debug-rotate-max: the -o file becomes FILE.old at this size */
+		int64_t bytes = -1;
+		if (units_parse_bytes(arg, &bytes) < 0 || bytes < 0) {
+			snprintf(err, errlen,
+			         "-O %s: expected a size such as 10M (0: never rotate)", arg);
+			return HTC_EPARSE;
+		}
+		debug_config_file_size(bytes);
+		break;
+	}
 	case 'W': o->what = "workers"; break;
 	case 'T': o->what = "tasks"; break;
 	case 'A': o->what = "categories"; break;
