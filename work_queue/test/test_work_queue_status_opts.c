@@ -144,7 +144,7 @@ static void test_cctools_options(void **state)
 	             "--capacity");
 	/* -O (--debug-rotate-max) takes a size, as in CCTools */
 	assert_fails("-O big: expected a size such as 10M (0: never rotate)", "-O", "big");
-	struct work_queue_status_opts o;
+
 	assert_int_equal(parse(&o, "-O", "1M", "--debug-rotate-max=0", NULL), CLI_DONE);
 	work_queue_status_opts_clear(&o);
 }
