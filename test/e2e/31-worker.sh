@@ -53,6 +53,16 @@ test_expect_success 'task: cached and per-task inputs, output and stdout come ba
 	[ ! -d wd/cache ] && [ ! -d wd/tasks ]
 '
 
+test_expect_success '"HOST:PORT;HOST:PORT" (CCTools form): the masters are tried in turn' '
+	fake task
+	# nothing listens on port 1: the worker goes on to the fake master
+	worker -d worker -o wlist.log "127.0.0.1:1;127.0.0.1:$FAKE_PORT"
+	fake_ok
+	[ $WRC = 0 ]
+	grep -q "connecting to 127.0.0.1:1\$" wlist.log
+	grep -q "connecting to 127.0.0.1:$FAKE_PORT\$" wlist.log
+'
+
 test_expect_success 'a full disk (--disk 10) refuses a big object and a big task, not small work' '
 	fake diskfull
 	worker --disk 10 127.0.0.1 $FAKE_PORT

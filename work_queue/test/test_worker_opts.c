@@ -210,9 +210,20 @@ static void test_cctools_options(void **state)
 	assert_string_equal(o.project, "proj");
 	assert_true(o.parent_death);
 	worker_opts_clear(&o);
-	/* several masters in one argument (CCTools) are not supported */
-	assert_int_equal(parse(&o, "h1:1;h2:2", NULL), HTC_EPARSE);
-	assert_non_null(strstr(err, "no port given after"));
+	/* several masters in one argument, as in CCTools: tried in turn */
+	assert_int_equal(parse(&o, "h1:1;h2:2;;", NULL), CLI_DONE);
+	assert_int_equal(o.nlist, 2);
+	assert_string_equal(o.list_hosts[0], "h1");
+	assert_int_equal(o.list_ports[0], 1);
+	assert_string_equal(o.list_hosts[1], "h2");
+	assert_int_equal(o.list_ports[1], 2);
+	assert_string_equal(o.host, "h1");
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "h1:1;h2", NULL), HTC_EPARSE);
+	assert_string_equal(err, "\"h2\" in \"h1:1;h2\": expected HOST:PORT (port 1..65535)");
+	assert_int_equal(parse(&o, "h1:1;h2:0", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, ";;", NULL), HTC_EPARSE);
+	assert_string_equal(err, "\";;\": no HOST:PORT in it");
 	assert_int_equal(parse(&o, "--manager-name=p2", NULL), CLI_DONE);
 	assert_string_equal(o.project, "p2");
 	worker_opts_clear(&o);

@@ -530,8 +530,8 @@ static void attempt_failed(struct worker *w, const char *why, uint64_t min_ms)
 		stop_all(w);
 		return;
 	}
-	if (w->o->project && w->masters && w->next_master < json_array_size(w->masters) &&
-	    min_ms == 0) {
+	if ((w->o->project || w->o->nlist) && w->masters &&
+	    w->next_master < json_array_size(w->masters) && min_ms == 0) {
 		attempt(w);
 		return;
 	}
@@ -605,7 +605,7 @@ static void on_probe(void *arg, bool cctools, const char *text)
 	}
 	warn("master %s:%d: %s: this worker cannot serve it; run CCTools' work_queue_worker for it",
 	     w->m_host ? w->m_host : "?", w->m_port, text);
-	if (w->o->project) {
+	if (w->o->project || w->o->nlist) {
 		attempt_failed(w, NULL, 0);
 		return;
 	}
@@ -651,9 +651,9 @@ static void session_lost(struct worker_session *s, enum wq_conn_end why, const c
 		json_decref(w->masters); /* start again from the catalog */
 		w->masters = NULL;
 	}
-	if (retry_after >= 0 && master_ending && !w->o->project) {
+	if (retry_after >= 0 && master_ending && !w->o->project && !w->o->nlist) {
 		/* its master has ended: a worker given HOST PORT has nothing to come back to (one
-		 * given -M looks for the project's next master) */
+		 * given -M looks for the project's next master, one given a list the next one) */
 		notice("ending: the master ended");
 		w->finishing = true;
 		w->exit_status = WORKER_EXIT_OK;
@@ -889,8 +889,9 @@ static void try_next_master(struct worker *w)
 {
 	if (w->masters && w->next_master < json_array_size(w->masters)) {
 		json_t *c = json_array_get(w->masters, w->next_master++);
+		const char *proj = json_string_value(json_object_get(c, "project"));
 		free(w->m_project);
-		w->m_project = xstrdup(json_string_value(json_object_get(c, "project")));
+		w->m_project = proj ? xstrdup(proj) : NULL;
 		/* the name is for TLS checks */
 		connect_to(w, json_string_value(json_object_get(c, "host")),
 		           json_string_value(json_object_get(c, "name")),
@@ -899,7 +900,10 @@ static void try_next_master(struct worker *w)
 	}
 	json_decref(w->masters);
 	w->masters = NULL;
-	debug(D_WORKER, "no master of project %s could be reached", w->o->project);
+	if (w->o->project)
+		debug(D_WORKER, "no master of project %s could be reached", w->o->project);
+	else
+		debug(D_WORKER, "none of the %d masters given could be reached", w->o->nlist);
 	schedule_retry(w, 0);
 }
 
@@ -926,7 +930,17 @@ static void attempt(struct worker *w)
 {
 	if (w->finishing || w->stopped)
 		return;
-	if (!w->o->project) {
+	if (w->o->nlist && !w->masters) {
+		/* "HOST:PORT;HOST:PORT": each in turn, as for the masters of a project */
+		w->masters = json_array();
+		w->next_master = 0;
+		for (int i = 0; i < w->o->nlist; i++)
+			json_array_append_new(w->masters, json_pack("{s:s,s:s,s:i}", "host",
+			                                            w->o->list_hosts[i], "name",
+			                                            w->o->list_hosts[i], "port",
+			                                            w->o->list_ports[i]));
+	}
+	if (!w->o->project && !w->o->nlist) {
 		connect_to(w, w->o->host, NULL, w->o->port);
 		return;
 	}

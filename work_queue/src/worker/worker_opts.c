@@ -105,7 +105,8 @@ static const char usage_text[] =
     "Connects to a Work Queue master and runs its tasks.\n"
     "\n"
     "Where the master is:\n"
-    "  HOST PORT                 the master's address (or HOST:PORT)\n"
+    "  HOST PORT                 the master's address (or HOST:PORT, or several as\n"
+    "                            \"HOST:PORT;HOST:PORT\", tried in turn)\n"
     "  -M, -N, --manager-name P  a master whose whole project name matches the regular\n"
     "                            expression P, found through the catalog\n"
     "                            (also --master-name)\n"
@@ -172,6 +173,10 @@ static void init(struct worker_opts *o)
 void worker_opts_clear(struct worker_opts *o)
 {
 	free(o->host);
+	for (int i = 0; i < o->nlist; i++)
+		free(o->list_hosts[i]);
+	free(o->list_hosts);
+	free(o->list_ports);
 	free(o->project);
 	catalog_project_delete(o->project_re);
 	free(o->catalog_hosts);
@@ -202,6 +207,40 @@ static int parse_port(const char *s, int *port)
 		return -1;
 	*port = (int)v;
 	return 0;
+}
+
+/* "HOST:PORT;HOST:PORT;..." into O's list (empty pieces are skipped); 0 or -1 with ERR. */
+static int parse_list(struct worker_opts *o, const char *arg, char *err, size_t errlen)
+{
+	char *copy = xstrdup(arg), *save = NULL;
+	int r = 0;
+	for (char *p = strtok_r(copy, ";", &save); p && r == 0; p = strtok_r(NULL, ";", &save)) {
+		char *colon = strrchr(p, ':');
+		int port;
+		if (!colon || colon == p || strchr(p, ':') != colon ||
+		    parse_port(colon + 1, &port) < 0) {
+			r = cli_error(err, errlen,
+			              "\"%s\" in \"%s\": expected HOST:PORT (port 1..65535)", p,
+			              arg);
+			break;
+		}
+		*colon = 0;
+		o->list_hosts =
+		    xrealloc(o->list_hosts, (size_t)(o->nlist + 1) * sizeof *o->list_hosts);
+		o->list_ports =
+		    xrealloc(o->list_ports, (size_t)(o->nlist + 1) * sizeof *o->list_ports);
+		o->list_hosts[o->nlist] = xstrdup(p);
+		o->list_ports[o->nlist] = port;
+		o->nlist++;
+	}
+	if (r == 0 && o->nlist == 0)
+		r = cli_error(err, errlen, "\"%s\": no HOST:PORT in it", arg);
+	if (r == 0) {
+		o->host = xstrdup(o->list_hosts[0]);
+		o->port = o->list_ports[0];
+	}
+	free(copy);
+	return r < 0 ? -1 : 0;
 }
 
 /* 64 hex digits, with optional colons between bytes; stored lower case without colons. */
@@ -432,8 +471,14 @@ int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char 
 			r = cli_error(err, errlen, "the master's host name is empty");
 			goto fail;
 		}
-		/* HOST:PORT in one argument is accepted too (not for IPv6 literals). */
-		if (rest == 1 && colon && strchr(host, ':') == colon) {
+		/* HOST:PORT in one argument is accepted too (not for IPv6 literals), and several
+		 * of them separated by ';' */
+		if (rest == 1 && strchr(host, ';')) {
+			if (parse_list(o, host, err, errlen) < 0) {
+				r = HTC_EPARSE;
+				goto fail;
+			}
+		} else if (rest == 1 && colon && strchr(host, ':') == colon) {
 			if (parse_port(colon + 1, &o->port) < 0) {
 				r = cli_error(err, errlen, "\"%s\": the port must be 1..65535",
 				              host);

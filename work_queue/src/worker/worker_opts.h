@@ -22,6 +22,11 @@ struct worker_opts {
 	/* Where the master is: HOST and PORT, or PROJECT through the catalog. */
 	char *host;
 	int port;
+	/* "HOST:PORT;HOST:PORT;..." (CCTools' form): the masters to try, in this order; host is
+	 * then the first of them */
+	char **list_hosts;
+	int *list_ports;
+	int nlist;
 	char *project;                      /* -M: a regular expression over whole project names */
 	struct catalog_project *project_re; /* -M compiled (catalog_project.h); owned */
 	char *catalog_hosts;                /* -C; NULL: CATALOG_HOST or the built-in default */
