@@ -2,7 +2,7 @@
 #
 # Where the library comes from, first match wins:
 #   HTC_BUILD=DIR     a build tree of this project (DIR/lib/libwork_queue.so); the headers are
-#                     taken from the source tree this file sits in.
+#                     taken from the source tree HTC_SRC (default: the one this file sits in).
 #   HTC_PREFIX=DIR    an installed prefix (DIR/lib, DIR/include/htc).
 #   pkg-config htc-work-queue (set PKG_CONFIG_PATH for a prefix of your own).
 # The library directory is recorded as the extension's RUNPATH, so no LD_LIBRARY_PATH is needed.
@@ -14,7 +14,7 @@ import sys
 from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC_ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+SRC_ROOT = os.environ.get("HTC_SRC") or os.path.normpath(os.path.join(HERE, "..", ".."))
 
 
 def from_build(build):
@@ -24,6 +24,8 @@ def from_build(build):
         sys.exit(f"setup.py: HTC_BUILD={build}: no lib/libwork_queue.so there (run make first)")
     incs = [os.path.join(SRC_ROOT, d) for d in
             ("work_queue/src/master", "dttools/src", "resource_monitor/src")]
+    if not os.path.exists(incs[0] + "/work_queue.h"):
+        sys.exit(f"setup.py: no work_queue.h in {incs[0]}: set HTC_SRC to the source tree")
     return incs, [libdir], []
 
 

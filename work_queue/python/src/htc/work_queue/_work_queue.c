@@ -20,7 +20,7 @@
 
 static PyObject *WorkQueueError;
 static PyObject *namespace_type; /* types.SimpleNamespace */
-static PyObject *py_json_loads;     /* json.loads */
+static PyObject *py_json_loads;  /* json.loads */
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -62,9 +62,10 @@ static struct work_queue_task *task_writable(TaskObject *self)
 		return raise_code(-EINVAL, "task: its queue was deleted while it was submitted"),
 		       NULL;
 	if (self->submitted)
-		return raise_code(-EBUSY,
-		                  "task %d: submitted; it belongs to the queue until wait() returns it",
-		                  self->t->taskid),
+		return raise_code(
+		           -EBUSY,
+		           "task %d: submitted; it belongs to the queue until wait() returns it",
+		           self->t->taskid),
 		       NULL;
 	return self->t;
 }
@@ -184,7 +185,7 @@ static PyObject *Task_specify_output_file(TaskObject *self, PyObject *args, PyOb
 static PyObject *Task_specify_directory(TaskObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"local_name", "remote_name", "type", "flags",
-	                         "recursive", "cache", NULL};
+	                         "recursive",  "cache",       NULL};
 	const char *local, *remote = NULL;
 	int type = WORK_QUEUE_INPUT, flags = WORK_QUEUE_NOCACHE, recursive = 0;
 	PyObject *cache = Py_None;
@@ -210,8 +211,7 @@ static PyObject *Task_specify_buffer(TaskObject *self, PyObject *args, PyObject 
 	const char *remote;
 	int flags = WORK_QUEUE_NOCACHE;
 	PyObject *cache = Py_None;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s*s|iO", kwlist, &buf, &remote, &flags,
-	                                 &cache))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s*s|iO", kwlist, &buf, &remote, &flags, &cache))
 		return NULL;
 	PyObject *r = NULL;
 	struct work_queue_task *t;
@@ -388,11 +388,34 @@ static PyObject *rmsummary_to_namespace(const struct rmsummary *r)
 }
 
 enum task_attr {
-	A_ID, A_COMMAND, A_TAG, A_CATEGORY, A_PRIORITY, A_MAX_RETRIES, A_RESULT, A_RESULT_STR,
-	A_RETURN_STATUS, A_OUTPUT, A_HOST, A_HOSTNAME, A_WORKER_ID, A_TRY_COUNT,
-	A_EXHAUSTED, A_FAST_ABORTS, A_REQUESTED, A_ALLOCATED, A_MEASURED, A_T_SUBMITTED,
-	A_T_COMMIT_START, A_T_COMMIT_END, A_T_RETRIEVAL, A_T_DONE, A_T_EXEC_LAST, A_T_EXEC_ALL,
-	A_BYTES_SENT, A_BYTES_RECEIVED,
+	A_ID,
+	A_COMMAND,
+	A_TAG,
+	A_CATEGORY,
+	A_PRIORITY,
+	A_MAX_RETRIES,
+	A_RESULT,
+	A_RESULT_STR,
+	A_RETURN_STATUS,
+	A_OUTPUT,
+	A_HOST,
+	A_HOSTNAME,
+	A_WORKER_ID,
+	A_TRY_COUNT,
+	A_EXHAUSTED,
+	A_FAST_ABORTS,
+	A_REQUESTED,
+	A_ALLOCATED,
+	A_MEASURED,
+	A_T_SUBMITTED,
+	A_T_COMMIT_START,
+	A_T_COMMIT_END,
+	A_T_RETRIEVAL,
+	A_T_DONE,
+	A_T_EXEC_LAST,
+	A_T_EXEC_ALL,
+	A_BYTES_SENT,
+	A_BYTES_RECEIVED,
 };
 
 static PyObject *Task_get(TaskObject *self, void *closure)
@@ -401,68 +424,42 @@ static PyObject *Task_get(TaskObject *self, void *closure)
 	if (!t)
 		return NULL;
 	switch ((enum task_attr)(intptr_t)closure) {
-	case A_ID:
-		return PyLong_FromLong(t->taskid);
-	case A_COMMAND:
-		return str_or_none(t->command_line);
-	case A_TAG:
-		return str_or_none(t->tag);
-	case A_CATEGORY:
-		return str_or_none(t->category);
-	case A_PRIORITY:
-		return PyFloat_FromDouble(t->priority);
-	case A_MAX_RETRIES:
-		return PyLong_FromLong(t->max_retries);
-	case A_RESULT:
-		return PyLong_FromLong(t->result);
-	case A_RESULT_STR:
-		return PyUnicode_FromString(work_queue_result_str(t->result));
-	case A_RETURN_STATUS:
-		return PyLong_FromLong(t->return_status);
-	case A_OUTPUT:
-		return str_or_none(t->output);
-	case A_HOST:
-		return str_or_none(t->host);
-	case A_HOSTNAME:
-		return str_or_none(t->hostname);
-	case A_WORKER_ID:
-		return str_or_none(t->worker_id);
-	case A_TRY_COUNT:
-		return PyLong_FromLong(t->try_count);
-	case A_EXHAUSTED:
-		return PyLong_FromLong(t->exhausted_attempts);
-	case A_FAST_ABORTS:
-		return PyLong_FromLong(t->fast_aborts);
-	case A_REQUESTED:
-		return rmsummary_to_namespace(t->resources_requested);
-	case A_ALLOCATED:
-		return rmsummary_to_namespace(t->resources_allocated);
-	case A_MEASURED:
-		return rmsummary_to_namespace(t->resources_measured);
-	case A_T_SUBMITTED:
-		return PyLong_FromLongLong(t->time_when_submitted);
-	case A_T_COMMIT_START:
-		return PyLong_FromLongLong(t->time_when_commit_start);
-	case A_T_COMMIT_END:
-		return PyLong_FromLongLong(t->time_when_commit_end);
-	case A_T_RETRIEVAL:
-		return PyLong_FromLongLong(t->time_when_retrieval);
-	case A_T_DONE:
-		return PyLong_FromLongLong(t->time_when_done);
-	case A_T_EXEC_LAST:
-		return PyLong_FromLongLong(t->time_workers_execute_last);
-	case A_T_EXEC_ALL:
-		return PyLong_FromLongLong(t->time_workers_execute_all);
-	case A_BYTES_SENT:
-		return PyLong_FromLongLong(t->bytes_sent);
-	case A_BYTES_RECEIVED:
-		return PyLong_FromLongLong(t->bytes_received);
+	case A_ID: return PyLong_FromLong(t->taskid);
+	case A_COMMAND: return str_or_none(t->command_line);
+	case A_TAG: return str_or_none(t->tag);
+	case A_CATEGORY: return str_or_none(t->category);
+	case A_PRIORITY: return PyFloat_FromDouble(t->priority);
+	case A_MAX_RETRIES: return PyLong_FromLong(t->max_retries);
+	case A_RESULT: return PyLong_FromLong(t->result);
+	case A_RESULT_STR: return PyUnicode_FromString(work_queue_result_str(t->result));
+	case A_RETURN_STATUS: return PyLong_FromLong(t->return_status);
+	case A_OUTPUT: return str_or_none(t->output);
+	case A_HOST: return str_or_none(t->host);
+	case A_HOSTNAME: return str_or_none(t->hostname);
+	case A_WORKER_ID: return str_or_none(t->worker_id);
+	case A_TRY_COUNT: return PyLong_FromLong(t->try_count);
+	case A_EXHAUSTED: return PyLong_FromLong(t->exhausted_attempts);
+	case A_FAST_ABORTS: return PyLong_FromLong(t->fast_aborts);
+	case A_REQUESTED: return rmsummary_to_namespace(t->resources_requested);
+	case A_ALLOCATED: return rmsummary_to_namespace(t->resources_allocated);
+	case A_MEASURED: return rmsummary_to_namespace(t->resources_measured);
+	case A_T_SUBMITTED: return PyLong_FromLongLong(t->time_when_submitted);
+	case A_T_COMMIT_START: return PyLong_FromLongLong(t->time_when_commit_start);
+	case A_T_COMMIT_END: return PyLong_FromLongLong(t->time_when_commit_end);
+	case A_T_RETRIEVAL: return PyLong_FromLongLong(t->time_when_retrieval);
+	case A_T_DONE: return PyLong_FromLongLong(t->time_when_done);
+	case A_T_EXEC_LAST: return PyLong_FromLongLong(t->time_workers_execute_last);
+	case A_T_EXEC_ALL: return PyLong_FromLongLong(t->time_workers_execute_all);
+	case A_BYTES_SENT: return PyLong_FromLongLong(t->bytes_sent);
+	case A_BYTES_RECEIVED: return PyLong_FromLongLong(t->bytes_received);
 	}
 	Py_RETURN_NONE;
 }
 
 #define GET(name, attr, doc)                                                                       \
-	{ name, (getter)Task_get, NULL, doc, (void *)(intptr_t)(attr) }
+	{                                                                                          \
+		name, (getter)Task_get, NULL, doc, (void *)(intptr_t)(attr)                        \
+	}
 static PyGetSetDef Task_getset[] = {
     GET("id", A_ID, "task id given by submit (0 before)"),
     GET("taskid", A_ID, "same as id"),
@@ -498,8 +495,15 @@ static PyGetSetDef Task_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-#define M_KW(name) {#name, (PyCFunction)(void (*)(void))Task_##name, METH_VARARGS | METH_KEYWORDS, NULL}
-#define M_O(name) {#name, (PyCFunction)Task_##name, METH_O, NULL}
+#define M_KW(name)                                                                                 \
+	{                                                                                          \
+#name, (PyCFunction)(void (*)(void))Task_##name, METH_VARARGS | METH_KEYWORDS,     \
+		    NULL                                                                           \
+	}
+#define M_O(name)                                                                                  \
+	{                                                                                          \
+#name, (PyCFunction)Task_##name, METH_O, NULL                                      \
+	}
 static PyMethodDef Task_methods[] = {
     {"specify_command", (PyCFunction)Task_specify_command, METH_VARARGS, NULL},
     M_KW(specify_input_file),
@@ -519,8 +523,8 @@ static PyMethodDef Task_methods[] = {
     M_O(specify_running_time_max),
     M_O(specify_end_time),
     M_O(specify_feature),
-    {"specify_environment_variable", (PyCFunction)Task_specify_environment_variable,
-     METH_VARARGS, NULL},
+    {"specify_environment_variable", (PyCFunction)Task_specify_environment_variable, METH_VARARGS,
+     NULL},
     {"clone", (PyCFunction)Task_clone, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
@@ -590,9 +594,10 @@ static PyObject *Queue_new(PyTypeObject *type, PyObject *Py_UNUSED(a), PyObject 
 
 static int Queue_init(QueueObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = {"port",          "name",      "shutdown",    "transactions_log",
-	                         "password_file", "ssl",       "ssl_client_ca", "catalog",
-	                         "interface",     "port_file", NULL};
+	static char *kwlist[] = {
+	    "port", "name",          "shutdown", "transactions_log", "password_file",
+	    "ssl",  "ssl_client_ca", "catalog",  "interface",        "port_file",
+	    NULL};
 	struct work_queue_opts o;
 	work_queue_opts_init(&o);
 	int port = WORK_QUEUE_DEFAULT_PORT, shutdown = 0;
@@ -609,6 +614,12 @@ static int Queue_init(QueueObject *self, PyObject *args, PyObject *kw)
 	o.port = port;
 	o.project = name;
 	if (ssl != Py_None) {
+		if (!PyTuple_Check(ssl)) {
+			PyErr_SetString(PyExc_TypeError,
+			                "ssl must be a (key, cert) pair of file names (ssl=True, a "
+			                "generated certificate, is not supported)");
+			return -1;
+		}
 		if (!PyArg_ParseTuple(ssl, "ss;ssl must be a (key, cert) pair of file names",
 		                      &o.ssl_key, &o.ssl_cert))
 			return -1;
@@ -781,8 +792,8 @@ static PyObject *Queue_get_stats(QueueObject *self, void *Py_UNUSED(c))
 	    s.tasks_on_workers, "tasks_running", s.tasks_running, "tasks_with_results",
 	    s.tasks_with_results, "tasks_submitted", (long long)s.tasks_submitted,
 	    "tasks_dispatched", (long long)s.tasks_dispatched, "tasks_done",
-	    (long long)s.tasks_done, "tasks_failed", (long long)s.tasks_failed,
-	    "tasks_cancelled", (long long)s.tasks_cancelled, "tasks_exhausted_attempts",
+	    (long long)s.tasks_done, "tasks_failed", (long long)s.tasks_failed, "tasks_cancelled",
+	    (long long)s.tasks_cancelled, "tasks_exhausted_attempts",
 	    (long long)s.tasks_exhausted_attempts, "tasks_queued_on_workers",
 	    s.tasks_queued_on_workers, "time_when_started", (long long)s.time_when_started,
 	    "bytes_sent", (long long)s.bytes_sent, "bytes_received", (long long)s.bytes_received,
@@ -807,9 +818,9 @@ static PyObject *Queue_status(QueueObject *self, PyObject *arg)
 		return NULL;
 	json_t *j = work_queue_status(q, what);
 	if (!j)
-		return raise_code(-EINVAL,
-		                  "status: unknown document '%s' (master, workers, tasks, categories)",
-		                  what);
+		return raise_code(
+		    -EINVAL, "status: unknown document '%s' (master, workers, tasks, categories)",
+		    what);
 	char *text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (!text)
@@ -1029,10 +1040,23 @@ static PyObject *Queue_close(QueueObject *self, PyObject *Py_UNUSED(ignored))
 	Py_RETURN_NONE;
 }
 
-#define QM_O(name) {#name, (PyCFunction)Queue_##name, METH_O, NULL}
-#define QM_V(name) {#name, (PyCFunction)Queue_##name, METH_VARARGS, NULL}
-#define QM_N(name) {#name, (PyCFunction)Queue_##name, METH_NOARGS, NULL}
-#define QM_KW(name) {#name, (PyCFunction)(void (*)(void))Queue_##name, METH_VARARGS | METH_KEYWORDS, NULL}
+#define QM_O(name)                                                                                 \
+	{                                                                                          \
+#name, (PyCFunction)Queue_##name, METH_O, NULL                                     \
+	}
+#define QM_V(name)                                                                                 \
+	{                                                                                          \
+#name, (PyCFunction)Queue_##name, METH_VARARGS, NULL                               \
+	}
+#define QM_N(name)                                                                                 \
+	{                                                                                          \
+#name, (PyCFunction)Queue_##name, METH_NOARGS, NULL                                \
+	}
+#define QM_KW(name)                                                                                \
+	{                                                                                          \
+#name, (PyCFunction)(void (*)(void))Queue_##name, METH_VARARGS | METH_KEYWORDS,    \
+		    NULL                                                                           \
+	}
 static PyMethodDef Queue_methods[] = {
     QM_O(submit),
     QM_KW(wait),
@@ -1088,9 +1112,15 @@ static PyTypeObject QueueType = {
 /* ---- module ------------------------------------------------------------------------------ */
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "htc.work_queue._work_queue",
-    "C extension over libwork_queue; import htc.work_queue instead.", -1, NULL,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "htc.work_queue._work_queue",
+    "C extension over libwork_queue; import htc.work_queue instead.",
+    -1,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 struct constant {
