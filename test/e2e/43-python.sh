@@ -28,14 +28,14 @@ CACHE=${HTC_PYVENV_CACHE:-/var/cache/htc-test/pyvenv}
 VENV=$CACHE/$key
 
 test_expect_success 'the package installs with pip into a virtual environment (cached)' '
-	if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import htc.work_queue, pytest"; then
+	if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import htc.work_queue, pytest, wheel"; then
 		mkdir -p "$CACHE"
 		tmp=$(mktemp -d "$CACHE/tmp.XXXXXX")
 		"$PYTHON" -m venv "$tmp/venv" >log 2>&1 || { cat log; rm -rf "$tmp"; exit 1; }
 		# pip builds in the directory it is given: build from a copy, not in the work tree.
 		cp -r "$PKG" "$tmp/src"
 		rm -rf "$tmp/src/build" "$tmp/src"/src/*.egg-info
-		{ "$tmp/venv/bin/python" -m pip install -q pytest &&
+		{ "$tmp/venv/bin/python" -m pip install -q pytest wheel &&
 			HTC_BUILD=$BUILD HTC_SRC=$TEST_SRCDIR "$tmp/venv/bin/python" -m pip install -q "$tmp/src"; } >log 2>&1 ||
 			{ cat log; rm -rf "$tmp"; exit 1; }
 		# Moved into place whole (bin/python -m works from anywhere); a concurrent run that
@@ -57,6 +57,41 @@ test_expect_success 'pytest: the bindings against real workers' '
 	cat out
 	grep -q " passed" out
 	not grep -q "skipped" out
+'
+
+test_expect_success 'built against an installed prefix through pkg-config, it runs a task there' '
+	command -v pkg-config >/dev/null || { echo "pkg-config is not installed"; exit 1; }
+	make -s -C "$TEST_SRCDIR" B="$BUILD" install PREFIX="$PWD/prefix" >log 2>&1 || { cat log; exit 1; }
+	cp -r "$PKG" src
+	rm -rf src/build src/src/*.egg-info
+	# The cached venv has setuptools and wheel: build without fetching anything.
+	PKG_CONFIG_PATH=$PWD/prefix/lib/pkgconfig "$VENV/bin/python" -m pip wheel -q \
+		--no-build-isolation --no-deps -w wheels ./src >log 2>&1 || { cat log; exit 1; }
+	"$VENV/bin/python" -m zipfile -e wheels/*.whl site
+	so=$(ls site/htc/work_queue/_work_queue*.so)
+	readelf -d "$so" | grep -q "R.*PATH.*\[$PWD/prefix/lib\]"
+	ldd "$so" | grep -q "libwork_queue.so.* => $PWD/prefix/lib/"
+	cat >run.py <<-\EOF
+	import subprocess, sys
+	import htc.work_queue as wq
+	q = wq.WorkQueue(port=0)
+	w = subprocess.Popen([sys.argv[1], "-s", "wd", "-t", "30", "--single-shot", "127.0.0.1", str(q.port)])
+	t = wq.Task("echo installed")
+	q.submit(t)
+	t = q.wait(30)
+	print(t.result_str, t.return_status, t.output.strip())
+	w.kill()
+	EOF
+	PYTHONPATH=$PWD/site "$VENV/bin/python" run.py "$PWD/prefix/bin/work_queue_worker" >out 2>err || { cat err; exit 1; }
+	[ "$(cat out)" = "SUCCESS 0 installed" ]
+'
+
+test_expect_success 'without HTC_BUILD, HTC_PREFIX or pkg-config the build says what to set' '
+	cp -r "$PKG" src
+	rm -rf src/build src/src/*.egg-info
+	PKG_CONFIG_PATH=$PWD/none test_must_fail env -u HTC_BUILD -u HTC_PREFIX \
+		"$VENV/bin/python" -m pip wheel --no-build-isolation --no-deps -w wheels ./src >log 2>&1
+	grep -q "cannot find libwork_queue: set HTC_BUILD" log
 '
 
 test_done

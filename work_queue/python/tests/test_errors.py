@@ -88,3 +88,14 @@ def test_submitted_task_belongs_to_the_queue():
     with pytest.raises(wq.WorkQueueError, match="belongs to the queue"):
         q.submit(t)
     assert t.command == "true"  # reading is fine
+
+
+def test_subclass_without_init():
+    class Half(wq.Task):
+        def __init__(self):
+            pass
+
+    with pytest.raises(wq.WorkQueueError, match="__init__ was not called"):
+        Half().specify_cores(1)
+    with pytest.raises(wq.WorkQueueError, match="__init__ was not called"):
+        wq.WorkQueue(port=0).submit(Half())

@@ -162,3 +162,16 @@ def test_environment_and_clone(workers):
     q.submit(c)
     done = run_all(q, 2)
     assert [d.output for d in done.values()] == ["hello there\n"] * 2
+
+
+def test_name_transactions_log_and_shutdown(tmp_path, workers):
+    log = tmp_path / "tx.log"
+    q = wq.WorkQueue(port=0, name="pyproject", transactions_log=str(log), shutdown=True)
+    assert q.status("master")[0]["project"] == "pyproject"
+    w = workers(q)
+    q.submit(wq.Task("true"))
+    assert q.wait(30).return_status == 0
+    q.close()
+    assert w.wait(60) == 0  # told to shut down, it exits
+    assert log.stat().st_size > 0
+    assert "TASK 1" in log.read_text()

@@ -58,6 +58,8 @@ static PyTypeObject TaskType;
 /* The task's C struct if the caller may change it; NULL with an exception otherwise. */
 static struct work_queue_task *task_writable(TaskObject *self)
 {
+	if (!self->t)
+		return raise_code(-EINVAL, "task: Task.__init__ was not called"), NULL;
 	if (self->detached)
 		return raise_code(-EINVAL, "task: its queue was deleted while it was submitted"),
 		       NULL;
@@ -72,6 +74,8 @@ static struct work_queue_task *task_writable(TaskObject *self)
 
 static struct work_queue_task *task_readable(TaskObject *self)
 {
+	if (!self->t)
+		return raise_code(-EINVAL, "task: Task.__init__ was not called"), NULL;
 	if (self->detached)
 		return raise_code(-EINVAL, "task: its queue was deleted while it was submitted"),
 		       NULL;
