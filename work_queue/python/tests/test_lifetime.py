@@ -79,3 +79,43 @@ def test_no_leak_over_10000_submit_wait(workers):
     assert grew_py < 200 * 1024, grew_py
     assert grew_rss < 4096, f"RSS grew by {grew_rss} KB over 10,000 tasks"
     assert q.stats.tasks_done == 11000
+
+
+def test_a_signal_ends_a_wait_without_timeout():
+    import signal
+    import threading
+
+    class Stop(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Stop()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        q = wq.WorkQueue(port=0)
+        q.submit(wq.Task("true"))  # no worker: wait() alone would never return
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+        with pytest.raises(Stop):
+            q.wait()
+        assert not q.empty() and q.wait(0) is None  # the queue is still usable
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+
+
+def test_other_thread_is_refused_during_wait():
+    import threading
+
+    q = wq.WorkQueue(port=0)
+    q.submit(wq.Task("true"))
+    th = threading.Thread(target=q.wait, args=(1,))
+    th.start()
+    refused = None
+    while refused is None and th.is_alive():
+        try:
+            q.hungry()
+        except wq.WorkQueueError as e:
+            refused = e
+    th.join()
+    assert refused is not None and "in use by another thread" in str(refused)
+    assert q.hungry() >= 0

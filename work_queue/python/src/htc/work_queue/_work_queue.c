@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <string.h>
+#include <time.h>
 
 #include "category.h"
 #include "htc_error.h"
@@ -711,16 +712,45 @@ static PyObject *queue_return(QueueObject *self, struct work_queue_task *t)
 	return task;
 }
 
+/* Waits in slices of at most WAIT_SLICE seconds so that a signal (Ctrl-C) is seen between
+ * them: its Python handler runs, and an exception it raises ends the wait. WAITFORTASK keeps its
+ * meaning: None at once when the queue is empty, else until a task is done. */
+#define WAIT_SLICE 0.5
+
 static PyObject *queue_wait(QueueObject *self, const char *tag, int with_tag, double timeout)
 {
 	struct work_queue *q = queue_get(self);
 	if (!q)
 		return NULL;
-	struct work_queue_task *t;
-	self->busy = 1;
-	Py_BEGIN_ALLOW_THREADS if (with_tag) t = work_queue_wait_for_tag(q, tag, timeout);
-	else t = work_queue_wait(q, timeout);
-	Py_END_ALLOW_THREADS self->busy = 0;
+	int forever = timeout < 0;
+	double deadline = 0;
+	if (!forever) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		deadline = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + timeout;
+	}
+	struct work_queue_task *t = NULL;
+	for (;;) {
+		double slice = WAIT_SLICE;
+		if (forever) {
+			if (work_queue_empty(q))
+				break;
+		} else {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			double left = deadline - ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+			if (left < slice)
+				slice = left > 0 ? left : 0;
+		}
+		self->busy = 1;
+		Py_BEGIN_ALLOW_THREADS if (with_tag) t = work_queue_wait_for_tag(q, tag, slice);
+		else t = work_queue_wait(q, slice);
+		Py_END_ALLOW_THREADS self->busy = 0;
+		if (t || (!forever && slice < WAIT_SLICE))
+			break;
+		if (PyErr_CheckSignals() < 0)
+			return NULL;
+	}
 	return queue_return(self, t);
 }
 
