@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "category.h"
 #include "htc_error.h"
@@ -44,6 +45,55 @@ static PyObject *raise_code(int code, const char *fmt, ...)
 	PyErr_SetObject(WorkQueueError, exc);
 	Py_DECREF(exc);
 	return NULL;
+}
+
+/* The C library says why work_queue_create_opts and work_queue_submit failed only on stderr
+ * (warn()); it returns a code. To give that message to Python, a failed call is made once more
+ * with file descriptor 2 sent to a temporary file, and the last line written there is kept
+ * (without the "PROGRAM: " prefix). The first call's line was already printed as usual. */
+struct capture {
+	int saved;
+	FILE *tmp;
+};
+
+static int capture_begin(struct capture *c)
+{
+	fflush(stderr);
+	c->tmp = tmpfile();
+	if (!c->tmp)
+		return -1;
+	c->saved = dup(2);
+	if (c->saved < 0 || dup2(fileno(c->tmp), 2) < 0) {
+		if (c->saved >= 0)
+			close(c->saved);
+		fclose(c->tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Restores stderr; BUF gets the last line written meanwhile ("" if none). */
+static void capture_end(struct capture *c, char *buf, size_t len)
+{
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	buf[0] = 0;
+	rewind(c->tmp);
+	char line[2048];
+	while (fgets(line, sizeof line, c->tmp)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!line[0])
+			continue;
+		const char *m = strstr(line, ": ");
+		m = m ? m + 2 : line;
+		if (!strncmp(m, "warning: ", 9))
+			m += 9;
+		size_t n = strlen(m) < len - 1 ? strlen(m) : len - 1;
+		memcpy(buf, m, n);
+		buf[n] = 0;
+	}
+	fclose(c->tmp);
 }
 
 /* ---- Task -------------------------------------------------------------------------------- */
@@ -633,14 +683,21 @@ static int Queue_init(QueueObject *self, PyObject *args, PyObject *kw)
 	int err;
 	Py_BEGIN_ALLOW_THREADS q = work_queue_create_opts(&o);
 	err = errno;
-	Py_END_ALLOW_THREADS if (!q)
-	{
-		if (err == EADDRINUSE)
-			raise_code(-err, "WorkQueue: cannot listen on port %d: %s", port,
-			           strerror(err));
-		else if (o.password_file && (err == ENOENT || err == EACCES))
-			raise_code(-err, "WorkQueue: password file %s: %s", o.password_file,
-			           strerror(err));
+	Py_END_ALLOW_THREADS;
+	char why[1024] = "";
+	if (!q) {
+		/* Once more, to catch the library's message (see capture_begin). */
+		struct capture c;
+		if (capture_begin(&c) == 0) {
+			q = work_queue_create_opts(&o);
+			if (!q)
+				err = errno;
+			capture_end(&c, why, sizeof why);
+		}
+	}
+	if (!q) {
+		if (why[0])
+			raise_code(-err, "WorkQueue: %s", why);
 		else
 			raise_code(-err, "WorkQueue: cannot create the queue (port %d): %s", port,
 			           strerror(err));
@@ -673,9 +730,20 @@ static PyObject *Queue_submit(QueueObject *self, PyObject *arg)
 	if (!t)
 		return NULL;
 	int id = work_queue_submit(q, t);
+	char why[1024] = "";
+	if (id < 0) {
+		/* Refused, T is unchanged: once more, to catch the library's message. */
+		struct capture c;
+		if (capture_begin(&c) == 0) {
+			int again = work_queue_submit(q, t);
+			capture_end(&c, why, sizeof why);
+			id = again;
+		}
+	}
 	if (id < 0) {
 		const char *cmd = t->command_line ? t->command_line : "(no command)";
-		return raise_code(id, "submit: task '%s': %s", cmd, htc_strerror(id));
+		return raise_code(id, "submit: task '%s': %s", cmd,
+		                  why[0] ? why : htc_strerror(id));
 	}
 	PyObject *key = PyLong_FromLong(id);
 	if (!key || PyDict_SetItem(self->tasks, key, arg) < 0) {
