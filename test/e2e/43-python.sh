@@ -25,6 +25,8 @@ key=$({
 		resource_monitor/src/category.h dttools/src/htc_error.h
 } | sha256sum | cut -c1-16)
 CACHE=${HTC_PYVENV_CACHE:-/var/cache/htc-test/pyvenv}
+# Not root and no such cache: one of this user's own, still outside the work tree.
+mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ] || CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/htc-test/pyvenv
 VENV=$CACHE/$key
 
 test_expect_success 'the package installs with pip into a virtual environment (cached)' '
