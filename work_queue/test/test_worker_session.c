@@ -203,6 +203,30 @@ static void test_task_with_input_and_output(void **state)
 	assert_false(f->m->closed);
 }
 
+/* A task given the worker's whole disk still receives its per-task inputs: they land in its
+ * own sandbox, inside that allocation (they were checked against the free disk, which the
+ * allocation had used up, and refused as disk_full: the task never started). */
+static void test_input_of_task_with_whole_disk(void **state)
+{
+	struct fx *f = *state;
+	wait_reported(f);
+	json_t *t = task_msg(3, "cat in.txt > out.txt");
+	json_object_set_new(json_object_get(t, "resources"), "disk", json_integer(1000));
+	json_array_append_new(json_object_get(t, "inputs"),
+	                      json_pack("{s:s,s:s}", "name", "in.txt", "from", "task"));
+	json_array_append_new(json_object_get(t, "outputs"),
+	                      json_pack("{s:s,s:s}", "name", "out.txt", "when", "always"));
+	fake_master_send(f->m, t);
+	fake_master_send_input(f->m, 3, 0, "whole disk\n");
+	json_t *done = wait_task_msg(f, "task_done", 3);
+	assert_string_equal(str(done, "outcome"), "exited");
+	assert_int_equal(num(done, "exit_status"), 0);
+	uint32_t ox = (uint32_t)num(json_array_get(json_object_get(done, "outputs"), 0), "xfer");
+	const struct fake_master_recv *r = fake_master_wait_recv(f->m, ox);
+	assert_string_equal(r->content, "whole disk\n");
+	assert_false(f->m->closed);
+}
+
 /* A running task is cancelled: task_cancelled (known), never a task_done; a cancel for a task
  * the worker does not have is answered known: false. */
 static void test_cancel(void **state)
@@ -266,6 +290,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_handshake_and_report, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_task_with_input_and_output, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_input_of_task_with_whole_disk, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_violation_wrong_direction, setup, teardown),

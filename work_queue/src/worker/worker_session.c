@@ -114,6 +114,18 @@ static bool fits_disk(struct worker_session *s, int64_t size)
 	       free_mb * (int64_t)1048576 - (int64_t)worker_cache_reserved(worker_conn_cache(W(s)));
 }
 
+static bool fits_task_disk(struct worker_session *s, const struct wtask *t, int64_t size)
+{
+	if (!t->alloc.held)
+		return fits_disk(s, size);
+	struct worker_ledger *l = worker_ledger(W(s));
+	worker_ledger_refresh_disk(l);
+	if (worker_ledger_disk_full(l))
+		return false;
+	int64_t mb = t->alloc.res.disk;
+	return mb <= 0 || size <= mb * (int64_t)1048576;
+}
+
 static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
                       struct wq_xfer_dest *dest, struct wq_xfer_refusal *r, void *user)
 {
@@ -124,11 +136,13 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		refuse_xfer(r, WQ_XERR_NO_TASK, "the connection is closing");
 		return -1;
 	}
-	if (!in->is_dir && !fits_disk(s, in->size)) {
-		refuse_xfer(r, WQ_XERR_DISK_FULL, "no room for %lld bytes", (long long)in->size);
-		return -1;
-	}
 	if (tg->kind == WQ_TARGET_OBJECT) {
+		/* a cache object takes free disk, outside every task's allocation */
+		if (!in->is_dir && !fits_disk(s, in->size)) {
+			refuse_xfer(r, WQ_XERR_DISK_FULL, "no room for %lld bytes",
+			            (long long)in->size);
+			return -1;
+		}
 		struct worker_cache_partial *p = NULL;
 		int e = worker_cache_begin(worker_conn_cache(W(s)), tg->object,
 		                           tg->keep == WQ_KEEP_WORKER ? WORKER_CACHE_KEEP_WORKER
@@ -164,6 +178,13 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		refuse_xfer(r, WQ_XERR_NO_TASK, "task %lld has no pending per-task %s input %lld",
 		            (long long)tg->task, in->is_dir ? "directory" : "file",
 		            (long long)tg->index);
+		return -1;
+	}
+	/* A per-task input lands in the task's sandbox, inside the disk its allocation already
+	 * holds (the ledger counts it as used, so it is not in the free disk): it must fit that
+	 * allocation. A task not yet given one (queued) needs free disk. */
+	if (!in->is_dir && !fits_task_disk(s, t, in->size)) {
+		refuse_xfer(r, WQ_XERR_DISK_FULL, "no room for %lld bytes", (long long)in->size);
 		return -1;
 	}
 	int fd = in->is_dir ? worker_sandbox_tmp_mkdir(t->sb, in->id)
