@@ -195,7 +195,7 @@ void notice(const char *fmt, ...)
 	va_end(ap);
 }
 
-void warn(const char *fmt, ...)
+void htc_warn(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

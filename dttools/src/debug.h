@@ -57,7 +57,12 @@ void debug_write(uint64_t flags, const char *fmt, ...) __attribute__((format(pri
 
 /* Always printed (to the log and, when logging to a file, also stderr). */
 void notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The C library has a warn() of its own (err.h): in a program that loads ours as a shared
+ * library, the dynamic linker would bind the library's calls to that one (the C library comes
+ * first in the search order), printing "PROG: MESSAGE: strerror(errno)". So the symbol is
+ * htc_warn and warn names it. */
+#define warn htc_warn
+void htc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* For main() only: print the message and exit(1). Library code returns
  * errors instead. */
