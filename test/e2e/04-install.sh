@@ -122,6 +122,18 @@ test_expect_success 'the shared libraries need only what they use, and resolve e
 	rm -f ldd.out
 '
 
+test_expect_success 'the shared libraries define no symbol the C library defines (it would win)' '
+	cd "$INST/lib"
+	libc=$(ldd "lib$(set -- $LIBS; echo $1).so.$VERSION" | awk "/libc.so/ {print \$3}")
+	nm -D --defined-only "$libc" | awk "{print \$3}" | sed "s/@.*//" | sort -u >libc.syms
+	for l in $LIBS; do nm -D --defined-only "lib$l.so.$VERSION" | awk "{print \$3}"; done |
+		sort -u >ours.syms
+	comm -12 ours.syms libc.syms >clash.syms
+	cat clash.syms
+	[ ! -s clash.syms ]
+	rm -f libc.syms ours.syms clash.syms
+'
+
 test_expect_success 'every program names only the libraries it uses' '
 	for p in "$BIN"/*; do
 		echo "${p##*/}: $(needed "$p" | tr "\n" " ")"
