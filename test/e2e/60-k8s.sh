@@ -146,6 +146,88 @@ test_expect_success 'an unreachable apiserver: a clear message within the retry 
 	grep -q "cannot reach https://127.0.0.1:6999.*the watch gave up after" err
 '
 
+MF=$BIN/makeflow
+export OMPI_MCA_ess_singleton_isolated=1
+mfk() { "$MF" -T k8s --batch-option "kubeconfig=$KC" --batch-option pull-policy=Never "$@"; }
+# all_pods_gone: no pod at all in the default namespace.
+all_pods_gone() {
+	"$PROBE" --kubeconfig "$KC" list | grep -q "^0 pods"
+}
+
+test_expect_success 'makeflow -T k8s: one pod per rule, outputs on the shared file system, pods deleted' '
+	{
+		for i in 1 2 3 4 5 6 7 8; do
+			echo "out.$i: "
+			echo "	echo rule $i > out.$i"
+		done
+		echo "all.txt: out.1 out.2 out.3 out.4 out.5 out.6 out.7 out.8"
+		echo "	cat out.1 out.2 out.3 out.4 out.5 out.6 out.7 out.8 > all.txt"
+	} >Makeflow
+	mfk --k8s-image busybox:local >mf.out 2>&1 || { cat mf.out; exit 1; }
+	cat mf.out
+	[ $(wc -l <all.txt) = 8 ]
+	grep -q "^rule 8$" all.txt
+	test_wait_until 30 all_pods_gone
+'
+
+test_expect_success 'makeflow -T k8s: a failing rule reports its exit code; out of memory is exhaustion' '
+	wf Makeflow <<-EOF
+	bad.txt:
+	    exit 7
+	.MAKEFLOW CATEGORY hog
+	.MAKEFLOW MEMORY 32
+	hog.txt:
+	    memhog 200 > hog.txt
+	EOF
+	test_must_fail mfk --k8s-image busybox:local >mf.out 2>&1
+	cat mf.out
+	grep -q "rule 0: exit code 7" mf.out
+	grep -q "rule 1: exceeded its resource allocation (memory 32 MB)" mf.out
+	test_wait_until 30 all_pods_gone
+'
+
+test_expect_success 'makeflow -T k8s: an image that is not there fails the rule with the reason' '
+	printf "x.txt:\n\techo x > x.txt\n" >Makeflow
+	test_must_fail mfk --k8s-image htc-no-such:1 >mf.out 2>&1
+	cat mf.out
+	grep -q "ErrImageNeverPull: Container image \"htc-no-such:1\" is not present" mf.out
+	test_wait_until 30 all_pods_gone
+'
+
+test_expect_success 'makeflow -T k8s: an unknown namespace or no image stops the run before anything runs' '
+	printf "x.txt:\n\techo x > x.txt\n" >Makeflow
+	test_must_fail mfk --k8s-image busybox:local --k8s-namespace htc-nope >mf.out 2>&1
+	cat mf.out
+	grep -q "kubernetes GET /api/v1/namespaces/htc-nope: 404 NotFound: namespaces \"htc-nope\" not found" mf.out
+	grep -q "nothing was run" mf.out
+	test_must_fail mfk >mf.out 2>&1
+	cat mf.out
+	grep -q "no image" mf.out
+	[ ! -e x.txt ]
+	test_must_fail "$MF" --k8s-image busybox:local 2>err
+	grep -q "^makeflow: error: --k8s-image: this option needs -T k8s (the batch type is local)" err
+'
+
+# rule_pod_running: a pod of the run is Running.
+rule_pod_running() {
+	k8s_api "/api/v1/namespaces/default/pods" | grep -q "\"phase\": \"Running\""
+}
+
+test_expect_success 'makeflow -T k8s: an interrupt deletes the pods of the run' '
+	printf "slow.txt:\n\tsleep 100; echo late > slow.txt\n" >Makeflow
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" --k8s-image busybox:local >mf.out 2>&1 &
+	m=$!
+	test_track_pid $m
+	test_wait_until 60 rule_pod_running
+	kill -INT $m
+	rc=0
+	wait $m || rc=$?
+	cat mf.out
+	[ $rc != 0 ]
+	test_wait_until 30 all_pods_gone
+	[ ! -e slow.txt ]
+'
+
 test_expect_success 'stopped: no process, mount, cgroup, bridge or tunable left behind' '
 	k8s_stop || true # (called in a list: the library is not written for set -e)
 	for d in $K8S_DAEMONS; do
