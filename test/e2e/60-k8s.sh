@@ -204,6 +204,14 @@ test_expect_success 'makeflow -T k8s: an unknown namespace or no image stops the
 	cat mf.out
 	grep -q "no image" mf.out
 	[ ! -e x.txt ]
+	# an apiserver nobody answers for: the retries give up, the message names it
+	sed "s|https://127.0.0.1:6443|https://127.0.0.1:6999|" "$KC" >far.kc
+	s=$SECONDS
+	test_must_fail "$MF" -T k8s --batch-option "kubeconfig=$PWD/far.kc" --k8s-image busybox:local >mf.out 2>&1
+	cat mf.out
+	[ $((SECONDS - s)) -lt 60 ]
+	grep -q "k8s: kubernetes GET /api/v1/namespaces/default: cannot reach https://127.0.0.1:6999: .*gave up after" mf.out
+	[ ! -e x.txt ]
 	test_must_fail "$MF" --k8s-image busybox:local 2>err
 	grep -q "^makeflow: error: --k8s-image: this option needs -T k8s (the batch type is local)" err
 '
