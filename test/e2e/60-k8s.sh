@@ -236,6 +236,28 @@ test_expect_success 'makeflow -T k8s: an interrupt deletes the pods of the run' 
 	[ ! -e slow.txt ]
 '
 
+test_expect_success 'makeflow -T k8s: an apiserver restart in the middle loses nothing and runs nothing twice' '
+	{
+		for i in 1 2 3 4 5 6; do
+			echo "out.$i: "
+			echo "	echo $i >> runs.log; sleep 3; echo $i > out.$i"
+		done
+	} >Makeflow
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" --k8s-image busybox:local >mf.out 2>&1 &
+	m=$!
+	test_track_pid $m
+	test_wait_until 60 rule_pod_running
+	k8s_restart_apiserver || exit 1
+	rc=0
+	wait $m || rc=$?
+	grep -v ETA mf.out
+	[ $rc = 0 ]
+	for i in 1 2 3 4 5 6; do [ "$(cat out.$i)" = $i ]; done
+	[ $(sort runs.log | uniq | wc -l) = 6 ]
+	[ $(wc -l <runs.log) = 6 ]
+	test_wait_until 30 all_pods_gone
+'
+
 test_expect_success 'stopped: no process, mount, cgroup, bridge or tunable left behind' '
 	k8s_stop || true # (called in a list: the library is not written for set -e)
 	for d in $K8S_DAEMONS; do
