@@ -198,6 +198,27 @@ test_expect_success 'makeflow -T k8s: an image that is not there fails the rule 
 	test_wait_until 30 all_pods_gone
 '
 
+test_expect_success 'makeflow -T k8s: BATCH_OPTIONS image=IMAGE sets the image of a category; other words are refused' '
+	wf Makeflow <<-EOF
+	good.txt:
+	    echo good > good.txt
+	.MAKEFLOW CATEGORY other
+	BATCH_OPTIONS=image=htc-other:2
+	other.txt:
+	    echo other > other.txt
+	BATCH_OPTIONS=priority=high
+	bad.txt:
+	    echo bad > bad.txt
+	EOF
+	test_must_fail mfk --k8s-image busybox:local >mf.out 2>&1
+	cat mf.out
+	[ "$(cat good.txt)" = good ]
+	grep -q "ErrImageNeverPull: Container image \"htc-other:2\" is not present" mf.out
+	grep -q "batch options .priority=high.: -T k8s takes image=IMAGE there, not .priority=high." mf.out
+	[ ! -e other.txt ] && [ ! -e bad.txt ]
+	test_wait_until 30 all_pods_gone
+'
+
 test_expect_success 'makeflow -T k8s: an unknown namespace or no image stops the run before anything runs' '
 	printf "x.txt:\n\techo x > x.txt\n" >Makeflow
 	test_must_fail mfk --k8s-image busybox:local --k8s-namespace htc-nope >mf.out 2>&1

@@ -21,6 +21,7 @@
 #include "k8s_client.h"
 #include "k8s_pods.h"
 #include "k8s_watch.h"
+#include "stringtools.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -442,7 +443,32 @@ static int k8s_start(void *state)
 	return 0;
 }
 
-static json_t *pod_of(struct kd *d, struct kjob *kj)
+/* The image of a job: image=IMAGE among the words of its batch options (a rule's or a
+ * category's BATCH_OPTIONS, or -B), else the queue's. NULL with *ERR for any other word. */
+static char *job_image(struct kd *d, const struct batch_job_spec *s, char **err)
+{
+	char *image = xstrdup(d->image);
+	if (!s->batch_options)
+		return image;
+	int n = 0;
+	char **words = str_split_ws(s->batch_options, &n);
+	for (int i = 0; i < n; i++) {
+		if (!strncmp(words[i], "image=", 6) && words[i][6]) {
+			free(image);
+			image = xstrdup(words[i] + 6);
+			continue;
+		}
+		*err = xasprintf("batch options '%s': -T k8s takes image=IMAGE there, not '%s'",
+		                 s->batch_options, words[i]);
+		free(image);
+		image = NULL;
+		break;
+	}
+	str_free_argv(words);
+	return image;
+}
+
+static json_t *pod_of(struct kd *d, struct kjob *kj, const char *image)
 {
 	const struct batch_job_spec *s = &kj->job->spec;
 	char cwd[4096];
@@ -464,8 +490,8 @@ static json_t *pod_of(struct kd *d, struct kjob *kj)
 		json_object_set_new(limits, "memory",
 		                    json_sprintf("%" PRId64 "Mi", s->resources.memory_mb));
 	json_t *c = json_pack("{s:s,s:s,s:s,s:[s,s,s],s:s,s:o,s:{s:O,s:O},s:[{s:s,s:s}]}", "name",
-	                      "main", "image", d->image, "imagePullPolicy", d->pull_policy,
-	                      "command", "/bin/sh", "-c", s->command, "workingDir", cwd, "env", env,
+	                      "main", "image", image, "imagePullPolicy", d->pull_policy, "command",
+	                      "/bin/sh", "-c", s->command, "workingDir", cwd, "env", env,
 	                      "resources", "limits", limits, "requests", limits, "volumeMounts",
 	                      "name", "shared", "mountPath", d->shared_fs);
 	json_decref(limits);
@@ -497,7 +523,14 @@ static int k8s_submit(void *state, struct batch_job *job)
 		fail(d, kj, d->fatal);
 		return 0;
 	}
-	command(d, CMD_CREATE, kj->name, pod_of(d, kj));
+	char *err = NULL, *image = job_image(d, &job->spec, &err);
+	if (!image) {
+		fail(d, kj, err);
+		free(err);
+		return 0;
+	}
+	command(d, CMD_CREATE, kj->name, pod_of(d, kj, image));
+	free(image);
 	return 0;
 }
 
