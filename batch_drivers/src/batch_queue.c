@@ -20,10 +20,8 @@
 #include "banned.h"
 
 static const struct batch_driver *const batch_drivers[] = {
-    &batch_driver_local,
-    &batch_driver_cgroups,
-    &batch_driver_dryrun,
-    &batch_driver_wq,
+    &batch_driver_local, &batch_driver_cgroups, &batch_driver_dryrun,
+    &batch_driver_wq,    &batch_driver_k8s,
 };
 #define N_DRIVERS (sizeof batch_drivers / sizeof batch_drivers[0])
 
@@ -102,9 +100,9 @@ const char *batch_queue_types(void)
 
 /* Batch systems of the Makeflow tradition (CCTools -T names) that no driver here provides. */
 static const char *const planned_types[] = {
-    "condor", "sge",        "uge",   "pbs",     "torque",       "lsf",    "moab",
-    "slurm",  "mpi",        "chirp", "amazon",  "amazon-batch", "lambda", "mesos",
-    "k8s",    "kubernetes", "flux",  "cluster", "vine",         "remote",
+    "condor",     "sge",  "uge",     "pbs",    "torque",       "lsf",    "moab",
+    "slurm",      "mpi",  "chirp",   "amazon", "amazon-batch", "lambda", "mesos",
+    "kubernetes", "flux", "cluster", "vine",   "remote",
 };
 
 int batch_queue_type_check(const char *type, char *msg, size_t len)

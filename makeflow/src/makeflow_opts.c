@@ -31,6 +31,8 @@ enum {
 	OPT_GC_SIZE = 1000,
 	OPT_SKIP_FILE_CHECK,
 	OPT_BATCH_OPTION,
+	OPT_K8S_IMAGE,
+	OPT_K8S_NAMESPACE,
 	OPT_PROGRESS,
 	OPT_CLEAN,
 	OPT_MONITOR,
@@ -62,6 +64,8 @@ static const struct option longopts[] = {
     {"max-remote", required_argument, 0, 'J'},
     {"batch-options", required_argument, 0, 'B'},
     {"batch-option", required_argument, 0, OPT_BATCH_OPTION},
+    {"k8s-image", required_argument, 0, OPT_K8S_IMAGE},
+    {"k8s-namespace", required_argument, 0, OPT_K8S_NAMESPACE},
     {"port", required_argument, 0, 'p'},
     {"port-file", required_argument, 0, 'Z'},
     {"project-name", required_argument, 0, 'N'},
@@ -123,6 +127,9 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --seccomp=PROFILE     -T local and cgroups: run each job under PROFILE "
 	    "(default,\n"
 	    "                            strict, nonet; default off; doc/seccomp.md)\n"
+	    "Kubernetes (-T k8s; doc/kubernetes.md):\n"
+	    "      --k8s-image=IMAGE     the container image of the rules' pods (required)\n"
+	    "      --k8s-namespace=NS    the namespace of the pods (default: the kubeconfig's)\n"
 	    "Work Queue (-T wq):\n"
 	    "  -p, --port=PORT           port of the master (default 9123; 0 = any)\n"
 	    "  -Z, --port-file=FILE      write the port the master listens on to FILE\n"
@@ -416,6 +423,13 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 		makeflow_opts_add_batch(o, xasprintf("seccomp=%s", arg));
 		break;
 	}
+	case OPT_K8S_IMAGE:
+	case OPT_K8S_NAMESPACE:
+		if (!o->k8s_only)
+			o->k8s_only = c == OPT_K8S_IMAGE ? "--k8s-image" : "--k8s-namespace";
+		makeflow_opts_add_batch(
+		    o, xasprintf("%s=%s", c == OPT_K8S_IMAGE ? "image" : "namespace", arg));
+		break;
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
 			return cli_error(err, errlen, "--batch-option '%s': expected KEY=VALUE",
@@ -561,9 +575,14 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	 * CCTools for them) */
 	if (o->batch_log && is_wq)
 		makeflow_opts_add_batch(o, xasprintf("txlog=%s", o->batch_log));
+	int is_k8s = !strcmp(type, "k8s");
+	if (o->k8s_only && !is_k8s)
+		return cli_error(err, errlen, "%s: this option needs -T k8s (the batch type is %s)",
+		                 o->k8s_only, type);
 	for (size_t i = 0; !is_wq && i < o->n_batch_opts; i++) {
 		const char *kv = o->batch_opts[i];
-		if (strncmp(kv, "shared-fs=", 10) && strncmp(kv, "project=", 8) &&
+		/* the pods of -T k8s mount the shared file system */
+		if ((is_k8s || strncmp(kv, "shared-fs=", 10)) && strncmp(kv, "project=", 8) &&
 		    strncmp(kv, "catalog=", 8))
 			continue;
 		free(o->batch_opts[i]);

@@ -42,6 +42,7 @@ struct makeflow_opts {
 	const char *slurm_only;      /* the first Slurm-only option given, which no batch type
 	                                here uses yet: main warns; NULL if none */
 	int disable_cache;           /* --disable-cache (cache=no for -T wq) */
+	const char *k8s_only;        /* the first option for -T k8s given; NULL if none */
 };
 
 /* Parses ARGV into O (which it initialises; MAKEFLOW_BATCH_QUEUE_TYPE gives the default batch

@@ -119,7 +119,6 @@ static const struct refused {
     {"mesos-master", required_argument, 0, "applies to -T mesos, which is " NOT_YET},
     {"mesos-path", required_argument, 0, "applies to -T mesos, which is " NOT_YET},
     {"mesos-preload", required_argument, 0, "applies to -T mesos, which is " NOT_YET},
-    {"k8s-image", required_argument, 0, "applies to -T k8s, which is " NOT_YET},
     {"docker", required_argument, 0, NOT_YET ": containers for rules are being built"},
     {"docker-tar", required_argument, 0, NOT_YET ": containers for rules are being built"},
     {"docker-opt", required_argument, 0, NOT_YET ": containers for rules are being built"},

@@ -572,12 +572,29 @@ static void test_batch_types(void **state)
 	snprintf(want, sizeof want, "-T bogus: unknown batch system 'bogus'; available: %s",
 	         batch_queue_types());
 	assert_fails(want, "-T", "bogus");
-	setenv("MAKEFLOW_BATCH_QUEUE_TYPE", "k8s", 1);
+	setenv("MAKEFLOW_BATCH_QUEUE_TYPE", "flux", 1);
 	snprintf(want, sizeof want,
-	         "-T k8s: batch system k8s is not available in this build (yet); available: %s",
+	         "-T flux: batch system flux is not available in this build (yet); available: %s",
 	         batch_queue_types());
 	assert_fails(want, "-j", "1");
 	unsetenv("MAKEFLOW_BATCH_QUEUE_TYPE");
+}
+
+/* -T k8s: --k8s-image and --k8s-namespace become the driver's image and namespace options, and
+ * --shared-fs its shared-fs (the directory the pods mount). */
+static void test_k8s(void **state)
+{
+	(void)state;
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, "-T", "k8s", "--k8s-image", "busybox:local", "--k8s-namespace",
+	                       "jobs", "--shared-fs", "/data", NULL),
+	                 CLI_DONE);
+	assert_non_null(o.batch_opts);
+	assert_string_equal(o.batch_opts[0], "image=busybox:local");
+	assert_string_equal(o.batch_opts[1], "namespace=jobs");
+	assert_string_equal(o.batch_opts[2], "shared-fs=/data");
+	assert_null(o.batch_opts[3]);
+	makeflow_opts_clear(&o);
 }
 
 /* CCTools options refused with their reason, never taken as unknown nor ignored. */
@@ -616,8 +633,10 @@ static void test_refused(void **state)
 	             "-T", "wq", "--wq-estimate-capacity");
 	assert_fails("-m/--email: not supported here: no mail is sent; -f FILE writes the summary",
 	             "-m", "me@example.org");
-	assert_fails("--k8s-image: applies to -T k8s, which is not available in this build (yet)",
+	assert_fails("--k8s-image: this option needs -T k8s (the batch type is local)",
 	             "--k8s-image", "x");
+	assert_fails("--k8s-namespace: this option needs -T k8s (the batch type is wq)", "-T", "wq",
+	             "--k8s-namespace", "n");
 	assert_fails("--clean=cache removes what --mounts made: give the same --mounts FILE (and "
 	             "--cache-dir) as the run",
 	             "--clean=cache");
@@ -685,7 +704,8 @@ int main(void)
 	    cmocka_unit_test(test_batch_options),   cmocka_unit_test(test_workflow_and_clean),
 	    cmocka_unit_test(test_bad_values),      cmocka_unit_test(test_common_options),
 	    cmocka_unit_test(test_cctools_options), cmocka_unit_test(test_batch_types),
-	    cmocka_unit_test(test_refused),         cmocka_unit_test(test_argv_file),
+	    cmocka_unit_test(test_refused),         cmocka_unit_test(test_k8s),
+	    cmocka_unit_test(test_argv_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

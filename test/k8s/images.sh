@@ -1,0 +1,30 @@
+#!/bin/bash
+# images.sh DIR: make the test cluster's two images as docker-save tarballs in DIR, without a
+# registry: DIR/pause.tar (registry.local/pause:3.10, the sandbox image: a static pause
+# program) and DIR/busybox.tar (docker.io/library/busybox:local: busybox with its applets,
+# and memhog for out-of-memory tests). Pods use `image: busybox:local` with
+# `imagePullPolicy: Never`. Needs gcc with a static libc, /bin/busybox (busybox-static), python3.
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=${1:?usage: images.sh DIR}
+mkdir -p "$OUT"
+W=$(mktemp -d "$OUT/.images.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+
+mkdir -p "$W/pause"
+gcc -static -O2 -o "$W/pause/pause" "$HERE/images/pause.c"
+python3 "$HERE/images/docker-archive.py" "$W/pause" "$OUT/pause.tar.new" registry.local/pause:3.10 /pause >/dev/null
+
+R=$W/busybox
+mkdir -p "$R/bin" "$R/tmp" "$R/etc" "$R/proc" "$R/sys" "$R/dev" "$R/root" "$R/var/run"
+chmod 1777 "$R/tmp"
+cp /bin/busybox "$R/bin/busybox"
+for a in $("$R/bin/busybox" --list); do
+	[ "$a" = busybox ] || ln -s busybox "$R/bin/$a"
+done
+gcc -static -O2 -o "$R/bin/memhog" "$HERE/images/memhog.c"
+echo "root:x:0:0:root:/root:/bin/sh" >"$R/etc/passwd"
+echo "root:x:0:" >"$R/etc/group"
+python3 "$HERE/images/docker-archive.py" "$R" "$OUT/busybox.tar.new" docker.io/library/busybox:local >/dev/null
+mv "$OUT/pause.tar.new" "$OUT/pause.tar"
+mv "$OUT/busybox.tar.new" "$OUT/busybox.tar"
