@@ -5,5 +5,5 @@ work_queue_factory_COMPONENT := batch_drivers
 
 # External libraries: the library's own (its .so and htc-batch.pc), and each program's whole
 # link (doc/design.md, "Build").
-batch_drivers_LIB_DEPS := libuv libcurl jansson yaml-0.1 m
-work_queue_factory_DEPS := libuv libcurl libseccomp jansson yaml-0.1 zlib libssl libcrypto m
+batch_drivers_LIB_DEPS := libuv libcurl jansson m
+work_queue_factory_DEPS := libuv libcurl libseccomp jansson zlib libssl libcrypto m

@@ -8,7 +8,7 @@ makeflow_monitor_COMPONENT := makeflow
 
 # External libraries: the library's own, and each program's whole link (doc/design.md, "Build").
 makeflow_LIB_DEPS := libuv libcurl jansson zlib m
-makeflow_DEPS := libuv libcurl libseccomp jansson yaml-0.1 zlib libssl libcrypto m
+makeflow_DEPS := libuv libcurl libseccomp jansson zlib libssl libcrypto m
 makeflow_analyze_DEPS := jansson m
 makeflow_viz_DEPS := jansson m
 makeflow_monitor_DEPS := libuv zlib

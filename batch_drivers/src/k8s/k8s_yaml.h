@@ -1,6 +1,8 @@
-/* k8s_yaml.h: reads a YAML document (a kubeconfig) into a jansson tree with libyaml: mappings
- * become objects, sequences arrays, scalars strings (plain `null`, `~` and the empty value
- * become JSON null, plain `true`/`false` booleans). Anchors, aliases and tags are refused. */
+/* k8s_yaml.h: reads a YAML document (a kubeconfig) into a jansson tree with our own parser of
+ * the YAML kubeconfig files are written in (block and one-line flow collections, plain, quoted
+ * and block scalars): mappings become objects, sequences arrays, scalars strings (plain
+ * `null`, `~` and the empty value become JSON null, plain `true`/`false` booleans). Anchors,
+ * aliases, tags, and flow or quoted values spanning lines are refused. */
 #ifndef HTC_K8S_YAML_H
 #define HTC_K8S_YAML_H
 
