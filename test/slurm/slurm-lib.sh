@@ -162,7 +162,7 @@ slurm_stop() {
 	__slurm_kill "$SLURM_DIR/munge/munged.pid"
 	# the job cgroups slurmd made under each controller are removed with it; remove leftovers
 	local c
-	for c in /sys/fs/cgroup/*/slurm; do
+	for c in /sys/fs/cgroup/*/slurm_"$SLURM_NODE" /sys/fs/cgroup/*/slurm; do
 		[ -d "$c" ] || continue
 		find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
 	done
