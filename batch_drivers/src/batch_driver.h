@@ -72,5 +72,6 @@ extern const struct batch_driver batch_driver_local;
 extern const struct batch_driver batch_driver_dryrun;
 extern const struct batch_driver batch_driver_cgroups;
 extern const struct batch_driver batch_driver_wq;
+extern const struct batch_driver batch_driver_slurm;
 
 #endif

@@ -20,10 +20,8 @@
 #include "banned.h"
 
 static const struct batch_driver *const batch_drivers[] = {
-    &batch_driver_local,
-    &batch_driver_cgroups,
-    &batch_driver_dryrun,
-    &batch_driver_wq,
+    &batch_driver_local, &batch_driver_cgroups, &batch_driver_dryrun,
+    &batch_driver_wq,    &batch_driver_slurm,
 };
 #define N_DRIVERS (sizeof batch_drivers / sizeof batch_drivers[0])
 

@@ -360,6 +360,16 @@ int engine_recover(struct engine *e)
 		replay_free(&rp);
 		return -1;
 	}
+	/* and the jobs they left in a cluster (doc/batch-driver-interface.md section 3b) */
+	for (size_t i = 0; (e->features & BATCH_FEATURE_RUN_LABEL) && i < rp.n_dead; i++)
+		if (batch_queue_set_option(e->queue, "stop-run", rp.dead[i]) < 0) {
+			fprintf(stderr,
+			        "makeflow: the jobs of the earlier run %s could not be stopped "
+			        "(above); nothing was run\n",
+			        rp.dead[i]);
+			replay_free(&rp);
+			return -1;
+		}
 
 	/* Visit rules parents-first (by depth, a counting sort). */
 	int maxd = d->max_depth < 0 ? 0 : d->max_depth;
