@@ -100,7 +100,7 @@ slurm_start() {
 	# searchable for it.
 	local p=$d
 	while [ "$p" != / ]; do
-		chmod o+x "$p" 2>/dev/null || true
+		chmod go+x "$p" 2>/dev/null || true
 		p=$(dirname "$p")
 	done
 	chown munge:munge "$d/munge"
