@@ -113,8 +113,11 @@ void engine_options_init(struct engine_options *o);
 int engine_run(struct dag *d, const struct engine_options *o);
 
 /* Removes the files the workflow created according to the log (see
- * doc/makeflow-log-format.md "Cleaning"). Returns the exit status. */
-int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode);
+ * doc/makeflow-log-format.md "Cleaning"), and, with a BATCH_TYPE whose jobs carry the run id
+ * (-T slurm), the jobs that runs which never ended left in the cluster. Returns the exit
+ * status. */
+int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode,
+                 const char *batch_type);
 
 /* With --mounts in O: removes the links the mount file made and the cache of the workflow
  * WORKFLOW (what any clean mode also removes). Returns 0, or -1 after printing the error. */

@@ -35,6 +35,17 @@ run_id() {
 no_live_jobs() {
 	[ -z "$(squeue -h -t PD,R,CG,S,CF -o '%i')" ]
 }
+# running_is N: exactly N jobs of this user are running (a command, for test_wait_until).
+running_is() {
+	[ "$(squeue -h -t R -o %i | wc -l)" = "$1" ]
+}
+# has_jobs RUNID STATES / no_jobs RUNID STATES: run RUNID has (no) jobs in one of STATES.
+has_jobs() {
+	[ -n "$(jobs_of "$1" "$2")" ]
+}
+no_jobs() {
+	[ -z "$(jobs_of "$1" "$2")" ]
+}
 # clean_slate: no job of an earlier case is left (a case that failed may leave some).
 clean_slate() {
 	scancel -u "$(id -un)" 2>/dev/null || true
@@ -82,7 +93,7 @@ test_expect_success '-B text reaches sbatch verbatim; --tmp too; the job runs wi
 	"$MF" -T slurm -B "--comment='"'"'hello slurm'"'"' --nice=5" --tmp 10M wf.mf >mf.out 2>&1 &
 	mf=$!
 	test_track_pid $mf
-	test_wait_until 60 test -n "$(squeue -h -t R -o %i)"
+	test_wait_until 60 not running_is 0
 	squeue -h -o "%k|%y" | grep -qx "hello slurm|5"
 	scontrol show job "$(squeue -h -t R -o %i)" | grep -q "MinTmpDiskNode=10M"
 	touch go
@@ -109,13 +120,13 @@ test_expect_success 'an interrupt cancels the run'"'"'s jobs in Slurm; makeflow 
 	mf=$!
 	test_track_pid $mf
 	test_wait_until 60 test -s wf.mf.makeflowlog
-	test_wait_until 60 test "$(squeue -h -t R -o %i | wc -l)" = 2
+	test_wait_until 60 running_is 2
 	id=$(run_id wf.mf.makeflowlog)
 	kill -INT $mf
 	rc=0
 	wait $mf || rc=$?
 	[ $rc != 0 ]
-	test_wait_until 60 test -z "$(jobs_of $id PD,R,CG)"
+	test_wait_until 60 no_jobs $id PD,R,CG
 	[ "$(squeue -h -t all -n htc-$id -o %T | sort -u)" = CANCELLED ]
 '
 
@@ -128,7 +139,7 @@ test_expect_success 'a restart after kill -9 removes the jobs the killed run lef
 	test_track_pid $mf
 	test_wait_until 60 test -s wf.mf.makeflowlog
 	old=$(run_id wf.mf.makeflowlog)
-	test_wait_until 60 test -n "$(jobs_of $old PD)"
+	test_wait_until 60 has_jobs $old PD
 	kill -KILL $mf
 	wait $mf || true
 	[ -n "$(jobs_of $old PD)" ]
@@ -139,6 +150,24 @@ test_expect_success 'a restart after kill -9 removes the jobs the killed run lef
 	[ -s s.txt ]
 '
 
+test_expect_success 'makeflow -c after kill -9 cancels the jobs the killed run left in Slurm' '
+	clean_slate
+	printf "s.txt:\n\techo s > s.txt\n" >wf.mf
+	"$MF" -T slurm -B "--begin=now+3600" wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 60 test -s wf.mf.makeflowlog
+	old=$(run_id wf.mf.makeflowlog)
+	test_wait_until 60 has_jobs $old PD
+	kill -KILL $mf
+	wait $mf || true
+	"$MF" -T slurm -c wf.mf 2>err
+	cat err
+	grep -q "jobs of the earlier run $old are gone" err
+	[ "$(squeue -h -t all -n htc-$old -o %T)" = CANCELLED ]
+	[ ! -e s.txt ]
+'
+
 test_expect_success 'an unreachable controller: a clear message naming Slurm; no completed rule is lost' '
 	clean_slate
 	printf "a.txt:\n\techo a > a.txt\nb.txt: a.txt\n\ttest -e go || sleep 300; echo b > b.txt\n" >wf.mf
@@ -147,7 +176,7 @@ test_expect_success 'an unreachable controller: a clear message naming Slurm; no
 	mf=$!
 	test_track_pid $mf
 	test_wait_until 60 test -s a.txt
-	test_wait_until 60 test -n "$(squeue -h -t R -o %i)"
+	test_wait_until 60 not running_is 0
 	slurm_stop_ctld
 	rc=0
 	wait $mf || rc=$?

@@ -52,6 +52,7 @@ SlurmctldPidFile=$d/slurmctld.pid
 SlurmdPidFile=$d/slurmd.pid
 SlurmdSpoolDir=$d/spool
 StateSaveLocation=$d/state
+TmpFS=$d/tmp
 ProctrackType=proctrack/cgroup
 TaskPlugin=task/cgroup
 JobAcctGatherType=jobacct_gather/cgroup
@@ -68,7 +69,7 @@ MinJobAge=600
 DefMemPerCPU=1024
 InactiveLimit=0
 MpiDefault=none
-NodeName=$SLURM_NODE CPUs=$cpus RealMemory=$mem State=UNKNOWN
+NodeName=$SLURM_NODE CPUs=$cpus RealMemory=$mem TmpDisk=1024 State=UNKNOWN
 PartitionName=debug Nodes=$SLURM_NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
 	cat >"$d/cgroup.conf" <<CONF
@@ -95,7 +96,7 @@ slurm_start() {
 		echo "slurm-lib: slurmd and munged need root here" >&2
 		return 1
 	}
-	mkdir -p "$d/munge" "$d/spool" "$d/state"
+	mkdir -p "$d/munge" "$d/spool" "$d/state" "$d/tmp"
 	# munged runs as munge and refuses directories it does not own; the path to them must be
 	# searchable for it.
 	local p=$d
