@@ -252,7 +252,8 @@ static void complete_from_status(struct slurm *s, struct sjob *j, const struct s
 		       (r->exhausted & BATCH_EXHAUSTED_MEMORY) ? "memory" : "wall time");
 	if (why || r->exhausted || !r->exited_normally || r->exit_code != 0) {
 		char *out = job_file(s, j->n, ".out");
-		debug(D_BATCH, "slurm: job %s: its output is in %s", st->id, out);
+		notice("slurm: job %s of %s: its output is in %s", st->id,
+		       j->job->spec.tag ? j->job->spec.tag : "no tag", out);
 		free(out);
 	} else {
 		remove_files(s, j->n);
