@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -736,6 +737,19 @@ static void slurm_destroy(void *state)
 		str_free_argv(ids);
 		buffer_clear(&s->cancel);
 		s->cancel_n = 0;
+	}
+	/* a job whose sbatch has not answered yet may already be in Slurm: by the run's name
+	 * (one that sbatch accepts after this is cancelled when its answer comes, if the loop
+	 * still runs) */
+	if (s->submitting > 0 && s->have_run) {
+		struct passwd *pw = getpwuid(getuid());
+		char *argv[] = {"scancel", "-n", s->job_name, "-u", pw ? pw->pw_name : "root",
+		                NULL};
+		struct cluster_cmd_result r;
+		if (cluster_cmd_run_sync(argv, 30000, &r) < 0 || r.exit_status != 0)
+			warn("slurm: could not cancel the jobs named %s: %s", s->job_name,
+			     r.fail ? r.fail : cluster_cmd_first_line(r.err, line));
+		cluster_cmd_result_free(&r);
 	}
 	while (s->head) {
 		struct sjob *j = s->head;
