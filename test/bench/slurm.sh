@@ -7,7 +7,8 @@
 # per job: from a rule ready (its 'running' record: the job is handed to the driver) to Slurm's
 # SubmitTime, and from the job's end (the mtime of the output it writes last) to makeflow's
 # 'complete' record. Usage: slurm.sh [N]; BUILD (default ./build); BENCH_NO_CCTOOLS=1 skips
-# CCTools; BENCH_CCTOOLS_N (default N) rules for CCTools, which is much slower.
+# CCTools; BENCH_CCTOOLS_N (default N) rules for CCTools; BENCH_OPTS extra options of this
+# project's makeflow (e.g. "--batch-option submit-rate=200").
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$SRCDIR/build}
@@ -91,7 +92,8 @@ print('%s: %d rules, %d outputs in %.1f s: %.2f rules/s; %d jobs submitted over 
 
 echo "slurm.sh: $N rules ($CN for CCTools) on a single-node Slurm ($(nproc) CPUs)"
 workflow "$WORK/ours" "$N"
-run "this project (-T slurm)" "$WORK/ours" "$BUILD/bin/makeflow" -T slurm Makeflow
+# shellcheck disable=SC2086
+run "this project (-T slurm${BENCH_OPTS:+ $BENCH_OPTS})" "$WORK/ours" "$BUILD/bin/makeflow" -T slurm ${BENCH_OPTS:-} Makeflow
 driver_overhead "$WORK/ours"
 if [ "${BENCH_NO_CCTOOLS:-0}" != 1 ] && [ -x /usr/bin/makeflow ]; then
 	workflow "$WORK/cctools" "$CN"
