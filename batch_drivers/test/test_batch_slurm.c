@@ -30,7 +30,7 @@ struct ctx {
 	char *dir;
 	char old_cwd[4096];
 	char *old_path;
-	long n_done;
+	long n_done, n_wall_exhausted;
 	struct batch_result last;
 	char last_error[512];
 };
@@ -44,6 +44,8 @@ static void on_complete(struct batch_queue *q, int64_t id, const struct batch_re
 	(void)arg;
 	C.n_done++;
 	C.last = *r;
+	if (r->exhausted & BATCH_EXHAUSTED_WALL_TIME)
+		C.n_wall_exhausted++;
 	snprintf(C.last_error, sizeof C.last_error, "%s", r->error ? r->error : "");
 }
 
@@ -100,6 +102,8 @@ static int setup(void **state)
 	           "#!/bin/sh\n"
 	           "echo \"$*\" >>\"$FAKE/sbatch.log\"\n"
 	           "if [ -e \"$FAKE/refuse\" ]; then cat \"$FAKE/refuse\" >&2; exit 1; fi\n"
+	           "exec 9>>\"$FAKE/lock\"\n"
+	           "flock 9\n"
 	           "n=$(($(cat \"$FAKE/next\" 2>/dev/null || echo 0) + 1))\n"
 	           "echo $n >\"$FAKE/next\"\n"
 	           "echo \"$n\"\n");
@@ -212,7 +216,7 @@ static void test_run_name_one_squeue_and_exit_codes(void **state)
 	}
 	assert_true(polls >= 2);
 	free(sq);
-	assert_int_equal(C.last.exhausted, BATCH_EXHAUSTED_WALL_TIME);
+	assert_int_equal(C.n_wall_exhausted, 1);
 	batch_queue_delete(q);
 }
 
@@ -287,7 +291,8 @@ static void test_remove_in_one_scancel(void **state)
 	assert_true(C.last.removed);
 	assert_true(ts_run_until(&C.loop, cancelled, NULL, TS_WAIT_MS));
 	char *sc = get("scancel.log");
-	assert_string_equal(sc, "1 2\n");
+	/* one scancel naming both */
+	assert_true(strcmp(sc, "1 2\n") == 0 || strcmp(sc, "2 1\n") == 0);
 	free(sc);
 	batch_queue_delete(q);
 }
