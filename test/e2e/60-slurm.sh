@@ -2,7 +2,8 @@
 # 60-slurm.sh: makeflow -T slurm and work_queue_factory -T slurm on a real single-node Slurm
 # cluster that the suite starts itself (test/slurm/slurm-lib.sh: munged, slurmctld, slurmd,
 # memory enforced by task/cgroup) and stops by PID: a 20-rule workflow, a failing rule's exit
-# code, a rule over its memory and one over its time limit reported as exhausted, -B text
+# code, a rule over its memory and one over its time limit reported as exhausted, a rule
+# over its first allocation retried at the maximum (--allocation), -B text
 # reaching sbatch, the Slurm-only options, interrupt and restart after kill -9 removing the
 # run's jobs, an unreachable controller, and workers of the factory run as Slurm jobs. Under CI
 # a cluster that cannot start fails the suite.
@@ -85,6 +86,26 @@ test_expect_success 'a rule over its memory is killed by Slurm and reported as e
 	test_must_fail "$MF" -T slurm wf.mf 2>err
 	grep -q "OUT_OF_MEMORY" err
 	grep -q "exceeded its resource allocation (memory 50 MB)" err
+'
+
+test_expect_success 'a rule over its first allocation is retried by Slurm at the maximum and completes' '
+	clean_slate
+	for i in $(seq 1 25); do
+		printf "{\"category\": \"big\", \"exit_type\": \"normal\", \"exit_status\": 0, "
+		printf "\"memory\": [40, \"MB\"], \"cores\": [1, \"cores\"], \"wall_time\": [1, \"s\"]}\n"
+	done >seeds
+	printf "CATEGORY=big\nMEMORY=2000\nout:\n\thead -c 400M /dev/zero | tail >/dev/null && echo ok > out\n" >wf.mf
+	"$MF" -T slurm --allocation waste --allocation-seed seeds wf.mf 2>err || { cat err; false; }
+	cat err
+	# the first job (--mem=250M) is stopped by the monitor makeflow runs it under, or by
+	# Slurm (OUT_OF_MEMORY), whichever sees it first; the second has the maximum
+	grep -q "exceeded its allocation (cores 1, memory 250 MB" err
+	grep -q "running it again with the maximum (cores -1, memory 2000 MB" err
+	[ -s out ]
+	id=$(run_id wf.mf.makeflowlog)
+	[ "$(squeue -h -t all -n htc-$id -o %T | wc -l)" = 2 ]
+	[ "$(squeue -h -t all -n htc-$id -o "%i %T" | sort -n | tail -n 1 | cut -d" " -f2)" = COMPLETED ]
+	grep -q "MinMemoryNode=2000M" <<<"$(scontrol show job "$(squeue -h -t all -n htc-$id -o %i | sort -n | tail -n 1)")"
 '
 
 test_expect_success '-B text reaches sbatch verbatim; --tmp too; the job runs with it' '
