@@ -264,10 +264,31 @@ static void complete_from_status(struct slurm *s, struct sjob *j, const struct s
 
 /* ---- status: one squeue per interval for every job of the run ---- */
 
+/* Completes J from the exit status its script recorded; 0, or -1 when there is none (the
+ * job has not ended, or was killed before it could write it). */
+static int complete_from_rc_file(struct slurm *s, struct sjob *j)
+{
+	int rc = read_rc_file(s, j);
+	if (rc < 0)
+		return -1;
+	struct slurm_job_status st;
+	memset(&st, 0, sizeof st);
+	snprintf(st.id, sizeof st.id, "%s", j->slurm_id);
+	snprintf(st.state, sizeof st.state, "%s", rc == 0 ? "COMPLETED" : "FAILED");
+	snprintf(st.reason, sizeof st.reason, "status file");
+	st.wait_status = -1;
+	complete_from_status(s, j, &st);
+	return 0;
+}
+
+/* Slurm cannot be asked any more: the jobs whose script recorded how they ended complete with
+ * it (a rule that ran to its end is not lost), the others fail with WHAT. */
 static void all_fail(struct slurm *s, const char *what)
 {
 	while (s->head) {
 		struct sjob *j = s->head;
+		if (j->slurm_id[0] && complete_from_rc_file(s, j) == 0)
+			continue;
 		if (j->slurm_id[0])
 			cancel_later(s, j->slurm_id);
 		fail_job(s, j, "slurm: %s", what);
@@ -354,16 +375,7 @@ static void on_squeue_done(const struct cluster_cmd_result *r, void *arg)
 		nx = j->next;
 		if (!j->slurm_id[0] || j->missing < 2)
 			continue;
-		int rc = read_rc_file(s, j);
-		if (rc >= 0) {
-			struct slurm_job_status st;
-			memset(&st, 0, sizeof st);
-			snprintf(st.id, sizeof st.id, "%s", j->slurm_id);
-			snprintf(st.state, sizeof st.state, "%s", rc == 0 ? "COMPLETED" : "FAILED");
-			snprintf(st.reason, sizeof st.reason, "status file");
-			st.wait_status = -1;
-			complete_from_status(s, j, &st);
-		} else if (j->missing >= 3) {
+		if (complete_from_rc_file(s, j) < 0 && j->missing >= 3) {
 			fail_job(
 			    s, j,
 			    "slurm: job %s is no longer known to squeue and its script recorded "

@@ -30,7 +30,7 @@ struct ctx {
 	char *dir;
 	char old_cwd[4096];
 	char *old_path;
-	long n_done, n_wall_exhausted;
+	long n_done, n_wall_exhausted, n_ok;
 	struct batch_result last;
 	char last_error[512];
 };
@@ -44,6 +44,8 @@ static void on_complete(struct batch_queue *q, int64_t id, const struct batch_re
 	(void)arg;
 	C.n_done++;
 	C.last = *r;
+	if (r->exited_normally && r->exit_code == 0 && !r->error)
+		C.n_ok++;
 	if (r->exhausted & BATCH_EXHAUSTED_WALL_TIME)
 		C.n_wall_exhausted++;
 	snprintf(C.last_error, sizeof C.last_error, "%s", r->error ? r->error : "");
@@ -274,6 +276,25 @@ static void test_squeue_failing(void **state)
 	free(sc);
 }
 
+/* A job that ran to its end while squeue could not answer is not lost: its script's status
+ * file completes it; only the others fail. */
+static void test_squeue_failing_keeps_finished_jobs(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "status-timeout", "0.3"), 0);
+	submit(q, "true");
+	submit(q, "sleep 100");
+	int two = 2;
+	assert_true(ts_run_until(&C.loop, submitted, &two, TS_WAIT_MS));
+	ts_write_file(".htc-slurm/" RUN "/job-1.rc", "0\n");
+	put("squeue.fail", "slurm_load_jobs error: Unable to contact slurm controller\n");
+	run_until_done(2);
+	assert_int_equal(C.n_ok, 1);
+	assert_non_null(strstr(C.last_error, "Slurm did not answer squeue"));
+	batch_queue_delete(q);
+}
+
 static void test_remove_in_one_scancel(void **state)
 {
 	(void)state;
@@ -320,6 +341,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_exit_code_and_exhaustion, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_refused_submission, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_squeue_failing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_squeue_failing_keeps_finished_jobs, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_remove_in_one_scancel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stop_run, setup, teardown),
 	};

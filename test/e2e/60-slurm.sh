@@ -47,6 +47,10 @@ has_jobs() {
 no_jobs() {
 	[ -z "$(jobs_of "$1" "$2")" ]
 }
+# rule_complete LOG ID: makeflow has logged rule ID complete.
+rule_complete() {
+	grep -q "^N [0-9]* $2 3 " "$1"
+}
 # clean_slate: no job of an earlier case is left (a case that failed may leave some).
 clean_slate() {
 	scancel -u "$(id -un)" 2>/dev/null || true
@@ -146,8 +150,10 @@ test_expect_success 'an interrupt cancels the run'"'"'s jobs in Slurm; makeflow 
 	kill -INT $mf
 	rc=0
 	wait $mf || rc=$?
+	cat mf.out
 	[ $rc != 0 ]
 	test_wait_until 60 no_jobs $id PD,R,CG
+	squeue -h -t all -n htc-$id -o "%i %T %r"
 	[ "$(squeue -h -t all -n htc-$id -o %T | sort -u)" = CANCELLED ]
 '
 
@@ -196,7 +202,7 @@ test_expect_success 'an unreachable controller: a clear message naming Slurm; no
 		wf.mf >mf.out 2>&1 &
 	mf=$!
 	test_track_pid $mf
-	test_wait_until 60 test -s a.txt
+	test_wait_until 60 rule_complete wf.mf.makeflowlog 0
 	test_wait_until 60 not running_is 0
 	slurm_stop_ctld
 	rc=0
