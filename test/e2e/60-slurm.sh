@@ -49,7 +49,7 @@ no_jobs() {
 }
 # rule_complete LOG ID: makeflow has logged rule ID complete.
 rule_complete() {
-	grep -q "^N [0-9]* $2 3 " "$1"
+	grep -qs "^N [0-9]* $2 3 " "$1"
 }
 # clean_slate: no job of an earlier case is left (a case that failed may leave some).
 clean_slate() {
