@@ -73,5 +73,6 @@ extern const struct batch_driver batch_driver_dryrun;
 extern const struct batch_driver batch_driver_cgroups;
 extern const struct batch_driver batch_driver_wq;
 extern const struct batch_driver batch_driver_k8s;
+extern const struct batch_driver batch_driver_slurm;
 
 #endif

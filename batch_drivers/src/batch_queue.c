@@ -20,8 +20,12 @@
 #include "banned.h"
 
 static const struct batch_driver *const batch_drivers[] = {
-    &batch_driver_local, &batch_driver_cgroups, &batch_driver_dryrun,
-    &batch_driver_wq,    &batch_driver_k8s,
+    &batch_driver_local,   // this machine
+    &batch_driver_cgroups, // this machine, each job in its cgroup
+    &batch_driver_dryrun,  // nothing: a script of the jobs
+    &batch_driver_wq,      // Work Queue workers
+    &batch_driver_slurm,   // one Slurm batch job per job
+    &batch_driver_k8s,     // one Kubernetes pod per job
 };
 #define N_DRIVERS (sizeof batch_drivers / sizeof batch_drivers[0])
 

@@ -96,6 +96,9 @@ enum batch_feature {
 	                                           BATCH_EXHAUSTED_MEMORY), max_resources
 	                                           lets it grow */
 	BATCH_FEATURE_MEASURE = 1 << 8,         /* result.measured has cores and memory */
+	BATCH_FEATURE_RUN_LABEL = 1 << 9,       /* jobs carry the run id (HTC_RUN_ID) as a name
+	                                           or label; option stop-run=ID stops every job
+	                                           of run ID (a run that died) */
 };
 
 /* Space-separated names of the compiled-in drivers, e.g. "local dryrun" (static string). */

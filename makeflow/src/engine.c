@@ -921,6 +921,16 @@ static int apply_options(struct engine *e, struct batch_queue *q, int is_local_q
 	free(script);
 	if (rs < 0)
 		return -1;
+	/* the Slurm-only options of CCTools (--ignore-memory-spec, --safe-submit-mode, --tmp) */
+	if (strcmp(batch_queue_type(q), "slurm") == 0 &&
+	    ((e->opt->slurm_ignore_memory_spec &&
+	      batch_queue_set_option(q, "ignore-memory-spec", "yes") < 0) ||
+	     (e->opt->slurm_safe_submit && batch_queue_set_option(q, "safe-submit", "yes") < 0) ||
+	     (e->opt->slurm_tmp && batch_queue_set_option(q, "tmp", e->opt->slurm_tmp) < 0))) {
+		fprintf(stderr, "makeflow: --tmp '%s': refused by the slurm batch type\n",
+		        e->opt->slurm_tmp ? e->opt->slurm_tmp : "");
+		return -1;
+	}
 	for (const char *const *kv = e->opt->batch_opts; kv && *kv; kv++) {
 		const char *eq = strchr(*kv, '=');
 		if (!eq) {

@@ -361,6 +361,16 @@ int engine_recover(struct engine *e)
 		replay_free(&rp);
 		return -1;
 	}
+	/* and the jobs they left in a cluster (doc/batch-driver-interface.md section 3b) */
+	for (size_t i = 0; (e->features & BATCH_FEATURE_RUN_LABEL) && i < rp.n_dead; i++)
+		if (batch_queue_set_option(e->queue, "stop-run", rp.dead[i]) < 0) {
+			fprintf(stderr,
+			        "makeflow: the jobs of the earlier run %s could not be stopped "
+			        "(above); nothing was run\n",
+			        rp.dead[i]);
+			replay_free(&rp);
+			return -1;
+		}
 
 	/* Visit rules parents-first (by depth, a counting sort). */
 	int maxd = d->max_depth < 0 ? 0 : d->max_depth;
@@ -517,8 +527,43 @@ static int64_t clean_partials(struct dag *d)
 	return n;
 }
 
+static void on_no_job(struct batch_queue *q, int64_t id, const struct batch_result *r, void *arg)
+{
+	(void)q;
+	(void)id;
+	(void)r;
+	(void)arg;
+}
+
+/* -c with a batch type whose jobs carry the run id (-T slurm): the jobs that the N runs in IDS,
+ * which started and never ended, left in the cluster are stopped too. 0, or -1 (said). */
+static int stop_cluster_runs(const char *type, char (*ids)[TXLOG_RUN_ID_LEN + 1], size_t n)
+{
+	if (!type || n == 0)
+		return 0;
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	struct batch_queue *q = batch_queue_create(&loop, type, on_no_job, NULL);
+	int rc = 0;
+	if (q && (batch_queue_features(q) & BATCH_FEATURE_RUN_LABEL)) {
+		rc = batch_queue_start(q) < 0 ? -1 : 0;
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			if (batch_queue_set_option(q, "stop-run", ids[i]) < 0)
+				rc = -1;
+		if (rc < 0)
+			fprintf(stderr,
+			        "makeflow: the %s jobs of an earlier run could not be stopped "
+			        "(above)\n",
+			        type);
+	}
+	batch_queue_delete(q);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	return rc;
+}
+
 int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode,
-                 const char *self_exe)
+                 const char *self_exe, const char *batch_type)
 {
 	struct engine eng;
 	struct engine *e = &eng;
@@ -539,6 +584,8 @@ int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mod
 		status = 1;
 		goto out;
 	}
+	if (stop_cluster_runs(batch_type, rp.dead, rp.n_dead) < 0)
+		status = 1;
 	struct txlog *log = NULL;
 	if (had && mode != ENGINE_CLEAN_ALL)
 		log = txlog_open(log_path, d->filename, -1);

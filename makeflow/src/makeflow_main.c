@@ -59,7 +59,8 @@ int main(int argc, char **argv)
 		if (o.clean) {
 			status = o.clean == ENGINE_CLEAN_CACHE
 			             ? 0
-			             : engine_clean(d, o.log_path, o.clean, o.engine.self_exe);
+			             : engine_clean(d, o.log_path, o.clean, o.engine.self_exe,
+			                            o.engine.batch_type);
 			if (engine_clean_mounts(&o.engine, o.src.path) < 0)
 				status = 1;
 		} else

@@ -677,9 +677,10 @@ void makeflow_opts_warn(const struct makeflow_opts *o)
 		        "makeflow: note: -L %s: the %s batch type keeps no batch log (its events "
 		        "are in the debug log, -d batch)\n",
 		        o->batch_log, type);
-	if (o->slurm_only)
-		fprintf(stderr,
-		        "makeflow: warning: %s applies to -T slurm only (not in this build yet); "
-		        "the %s batch type does not use it\n",
-		        o->slurm_only, type);
+	if (o->slurm_only && strcmp(type, "slurm") != 0)
+		fprintf(
+		    stderr,
+		    "makeflow: warning: %s applies to -T slurm only; the %s batch type does not "
+		    "use it\n",
+		    o->slurm_only, type);
 }

@@ -566,9 +566,9 @@ static void test_batch_types(void **state)
 	         batch_queue_types());
 	assert_fails(want, "-T", "condor");
 	snprintf(want, sizeof want,
-	         "-T slurm: batch system slurm is not available in this build (yet); available: %s",
+	         "-T pbs: batch system pbs is not available in this build (yet); available: %s",
 	         batch_queue_types());
-	assert_fails(want, "--batch-type=slurm");
+	assert_fails(want, "--batch-type=pbs");
 	snprintf(want, sizeof want, "-T bogus: unknown batch system 'bogus'; available: %s",
 	         batch_queue_types());
 	assert_fails(want, "-T", "bogus");

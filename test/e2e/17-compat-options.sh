@@ -114,9 +114,9 @@ test_expect_success '-T of a CCTools batch system not built here says so, and li
 	cat err
 	[ $rc = 1 ]
 	grep -q "batch system condor is not available in this build (yet); available: local" err
-	rc=0; MAKEFLOW_BATCH_QUEUE_TYPE=slurm "$MF" Makeflow 2>err || rc=$?
+	rc=0; MAKEFLOW_BATCH_QUEUE_TYPE=pbs "$MF" Makeflow 2>err || rc=$?
 	[ $rc = 1 ]
-	grep -q "batch system slurm is not available in this build (yet)" err
+	grep -q "batch system pbs is not available in this build (yet)" err
 	rc=0; "$MF" -T nonsense Makeflow 2>err || rc=$?
 	[ $rc = 1 ]
 	grep -q "unknown batch system .nonsense.; available: local" err

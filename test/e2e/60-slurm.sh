@@ -1,0 +1,267 @@
+#!/bin/bash
+# 60-slurm.sh: makeflow -T slurm and work_queue_factory -T slurm on a real single-node Slurm
+# cluster that the suite starts itself (test/slurm/slurm-lib.sh: munged, slurmctld, slurmd,
+# memory enforced by task/cgroup) and stops by PID: a 20-rule workflow, a failing rule's exit
+# code, a rule over its memory and one over its time limit reported as exhausted, a rule
+# over its first allocation retried at the maximum (--allocation), -B text
+# reaching sbatch, the Slurm-only options, interrupt and restart after kill -9 removing the
+# run's jobs, an unreachable controller, and workers of the factory run as Slurm jobs. Under CI
+# a cluster that cannot start fails the suite.
+. "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../slurm/slurm-lib.sh"
+
+test_require_bin makeflow work_queue_factory work_queue_worker
+
+MF=$BIN/makeflow
+TEST_TIMEOUT=240
+
+SLD=$TEST_ROOT/slurm
+mkdir -p "$SLD"
+trap 'slurm_stop; __cleanup_all' EXIT
+if ! slurm_start "$SLD" 2>"$TEST_ROOT/slurm-start.err"; then
+	cat "$TEST_ROOT/slurm-start.err" >&2
+	slurm_stop
+	test_skip_all "a Slurm cluster could not be started here ($(tail -n 1 "$TEST_ROOT/slurm-start.err"))"
+fi
+
+# jobs_of RUNID STATES: the ids of the Slurm jobs of run RUNID in one of STATES (squeue -t).
+jobs_of() {
+	squeue -h -n "htc-$1" -t "$2" -o '%i'
+}
+# run_id LOG: the run id of the last run recorded in a makeflow log.
+run_id() {
+	awk '$1 == "S" && NF >= 5 { id = $5 } END { print id }' "$1"
+}
+# no_live_jobs: no job of this user is pending, running or completing.
+no_live_jobs() {
+	[ -z "$(squeue -h -t PD,R,CG,S,CF -o '%i')" ]
+}
+# running_is N: exactly N jobs of this user are running (a command, for test_wait_until).
+running_is() {
+	[ "$(squeue -h -t R -o %i | wc -l)" = "$1" ]
+}
+# has_jobs RUNID STATES / no_jobs RUNID STATES: run RUNID has (no) jobs in one of STATES.
+has_jobs() {
+	[ -n "$(jobs_of "$1" "$2")" ]
+}
+no_jobs() {
+	[ -z "$(jobs_of "$1" "$2")" ]
+}
+# rule_complete LOG ID: makeflow has logged rule ID complete.
+rule_complete() {
+	grep -qs "^N [0-9]* $2 3 " "$1"
+}
+# clean_slate: no job of an earlier case is left (a case that failed may leave some).
+clean_slate() {
+	scancel -u "$(id -un)" 2>/dev/null || true
+	test_wait_until 120 no_live_jobs
+}
+
+test_expect_success 'a 20-rule workflow runs as Slurm jobs named after the run, one per rule' '
+	clean_slate
+	{
+		for i in $(seq 1 20); do
+			printf "out.%d: \n\techo rule %d > out.%d\n" $i $i $i
+		done
+		printf "all.txt: %s\n\tcat %s > all.txt\n" "$(echo out.{1..20})" "$(echo out.{1..20})"
+	} >wf.mf
+	"$MF" -T slurm wf.mf
+	[ $(wc -l <all.txt) = 20 ]
+	grep -qx "rule 7" all.txt
+	id=$(run_id wf.mf.makeflowlog)
+	[ ${#id} = 32 ]
+	[ $(squeue -h -t all -n htc-$id -o %i | wc -l) = 21 ]
+	[ -z "$(squeue -h -t all -n htc-$id -o %T | grep -v COMPLETED)" ]
+	[ ! -e .htc-slurm ]
+'
+
+test_expect_success 'a failing rule reports its exit code; completed rules are kept' '
+	clean_slate
+	printf "ok.txt:\n\techo ok > ok.txt\nbad.txt: ok.txt\n\texit 7\n" >wf.mf
+	test_must_fail "$MF" -T slurm wf.mf 2>err
+	grep -q "exit code 7" err
+	[ -s ok.txt ]
+	grep -q "COMPLETED" <<<"$(squeue -h -t all -n htc-$(run_id wf.mf.makeflowlog) -o %T)"
+'
+
+test_expect_success 'a rule over its memory is killed by Slurm and reported as exhausted' '
+	clean_slate
+	printf ".MAKEFLOW CATEGORY big\n.MAKEFLOW MEMORY 50\nm.txt:\n\thead -c 400M /dev/zero | tail >/dev/null; echo done > m.txt\n" >wf.mf
+	test_must_fail "$MF" -T slurm wf.mf 2>err
+	grep -q "OUT_OF_MEMORY" err
+	grep -q "exceeded its resource allocation (memory 50 MB)" err
+'
+
+test_expect_success 'a rule over its first allocation is retried by Slurm at the maximum and completes' '
+	clean_slate
+	for i in $(seq 1 25); do
+		printf "{\"category\": \"big\", \"exit_type\": \"normal\", \"exit_status\": 0, "
+		printf "\"memory\": [40, \"MB\"], \"cores\": [1, \"cores\"], \"wall_time\": [1, \"s\"]}\n"
+	done >seeds
+	printf "CATEGORY=big\nMEMORY=2000\nout:\n\thead -c 400M /dev/zero | tail >/dev/null && echo ok > out\n" >wf.mf
+	"$MF" -T slurm --allocation waste --allocation-seed seeds wf.mf 2>err || { cat err; false; }
+	cat err
+	# the first job (--mem=250M) is stopped by the monitor makeflow runs it under, or by
+	# Slurm (OUT_OF_MEMORY), whichever sees it first; the second has the maximum
+	grep -q "exceeded its allocation (cores 1, memory 250 MB" err
+	grep -q "running it again with the maximum (cores -1, memory 2000 MB" err
+	[ -s out ]
+	id=$(run_id wf.mf.makeflowlog)
+	[ "$(squeue -h -t all -n htc-$id -o %T | wc -l)" = 2 ]
+	[ "$(squeue -h -t all -n htc-$id -o "%i %T" | sort -n | tail -n 1 | cut -d" " -f2)" = COMPLETED ]
+	grep -q "MinMemoryNode=2000M" <<<"$(scontrol show job "$(squeue -h -t all -n htc-$id -o %i | sort -n | tail -n 1)")"
+'
+
+test_expect_success '-B text reaches sbatch verbatim; --tmp too; the job runs with it' '
+	clean_slate
+	printf "s.txt:\n\tuntil test -e go; do sleep 0.1; done; echo s > s.txt\n" >wf.mf
+	"$MF" -T slurm -B "--comment='"'"'hello slurm'"'"' --nice=5" --tmp 10M wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 60 not running_is 0
+	squeue -h -o "%k|%y" | grep -qx "hello slurm|5"
+	scontrol show job "$(squeue -h -t R -o %i)" | grep -q "MinTmpDiskNode=10M"
+	touch go
+	wait $mf
+	[ -s s.txt ]
+'
+
+test_expect_success '--safe-submit-mode and --ignore-memory-spec leave resources out of sbatch' '
+	clean_slate
+	printf ".MAKEFLOW MEMORY 60000\n.MAKEFLOW CORES 1\nm.txt:\n\techo m > m.txt\n" >wf.mf
+	# 60000 MB is more than the node has: only a submission without --mem can run
+	test_must_fail "$MF" -T slurm wf.mf 2>err1
+	grep -q "sbatch refused the job" err1
+	"$MF" -T slurm --ignore-memory-spec wf.mf
+	rm -f m.txt wf.mf.makeflowlog
+	"$MF" -T slurm --safe-submit-mode wf.mf
+	[ -s m.txt ]
+'
+
+test_expect_success 'an interrupt cancels the run'"'"'s jobs in Slurm; makeflow exits' '
+	clean_slate
+	printf "a:\n\tsleep 300\nb:\n\tsleep 300\n" >wf.mf
+	"$MF" -T slurm wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 60 test -s wf.mf.makeflowlog
+	test_wait_until 60 running_is 2
+	id=$(run_id wf.mf.makeflowlog)
+	kill -INT $mf
+	rc=0
+	wait $mf || rc=$?
+	cat mf.out
+	[ $rc != 0 ]
+	test_wait_until 60 no_jobs $id PD,R,CG
+	squeue -h -t all -n htc-$id -o "%i %T %r"
+	[ "$(squeue -h -t all -n htc-$id -o %T | sort -u)" = CANCELLED ]
+'
+
+test_expect_success 'a restart after kill -9 removes the jobs the killed run left in Slurm' '
+	clean_slate
+	# the job waits in Slurm (--begin), so only the driver can find it: no process of it runs
+	printf "s.txt:\n\techo s > s.txt\n" >wf.mf
+	"$MF" -T slurm -B "--begin=now+3600" wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 60 test -s wf.mf.makeflowlog
+	old=$(run_id wf.mf.makeflowlog)
+	test_wait_until 60 has_jobs $old PD
+	kill -KILL $mf
+	wait $mf || true
+	[ -n "$(jobs_of $old PD)" ]
+	"$MF" -T slurm wf.mf 2>err
+	grep -q "jobs of the earlier run $old are gone" err
+	[ -z "$(jobs_of $old PD,R,CG)" ]
+	[ "$(squeue -h -t all -n htc-$old -o %T)" = CANCELLED ]
+	[ -s s.txt ]
+'
+
+test_expect_success 'makeflow -c after kill -9 cancels the jobs the killed run left in Slurm' '
+	clean_slate
+	printf "s.txt:\n\techo s > s.txt\n" >wf.mf
+	"$MF" -T slurm -B "--begin=now+3600" wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 60 test -s wf.mf.makeflowlog
+	old=$(run_id wf.mf.makeflowlog)
+	test_wait_until 60 has_jobs $old PD
+	kill -KILL $mf
+	wait $mf || true
+	"$MF" -T slurm -c wf.mf 2>err
+	cat err
+	grep -q "jobs of the earlier run $old are gone" err
+	[ "$(squeue -h -t all -n htc-$old -o %T)" = CANCELLED ]
+	[ ! -e s.txt ]
+'
+
+test_expect_success 'an unreachable controller: a clear message naming Slurm; no completed rule is lost' '
+	clean_slate
+	printf "a.txt:\n\techo a > a.txt\nb.txt: a.txt\n\ttest -e go || sleep 300; echo b > b.txt\n" >wf.mf
+	"$MF" -T slurm --batch-option status-timeout=3 --batch-option poll-interval=0.5 \
+		wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 60 rule_complete wf.mf.makeflowlog 0
+	test_wait_until 60 not running_is 0
+	slurm_stop_ctld
+	rc=0
+	wait $mf || rc=$?
+	cat mf.out
+	[ $rc = 1 ]
+	grep -q "slurm: squeue failed: " mf.out
+	grep -q "Slurm did not answer squeue for 3 s" mf.out
+	# the controller comes back: the completed rule is not run again
+	slurmctld -f "$SLURM_CONF" -L "$SLURM_DIR/slurmctld.log"
+	test_wait_until 60 squeue -h
+	scancel -u root
+	test_wait_until 60 no_live_jobs
+	touch go
+	"$MF" -T slurm wf.mf 2>err2 || { cat err2; false; }
+	grep -q "1 of 2 rules are already complete" err2
+	[ -s b.txt ]
+'
+
+test_expect_success 'makeflow -T slurm names Slurm when the controller cannot be reached at start' '
+	clean_slate
+	slurm_stop_ctld
+	printf "a.txt:\n\techo a > a.txt\n" >wf.mf
+	rc=0
+	"$MF" -T slurm wf.mf 2>err || rc=$?
+	slurmctld -f "$SLURM_CONF" -L "$SLURM_DIR/slurmctld.log"
+	test_wait_until 60 squeue -h
+	cat err
+	[ $rc = 1 ]
+	grep -q "slurm: the Slurm controller does not answer: squeue said: " err
+	[ ! -e a.txt ]
+'
+
+test_expect_success 'a rule over its time limit is killed by Slurm and reported as exhausted' '
+	clean_slate
+	printf ".MAKEFLOW CATEGORY slow\n.MAKEFLOW WALL_TIME 5\nt.txt:\n\tsleep 600\n" >wf.mf
+	test_must_fail "$MF" -T slurm wf.mf 2>err
+	cat err
+	grep -q "ended TIMEOUT" err
+	grep -q "exceeded its wall time limit" err
+'
+
+test_expect_success 'work_queue_factory -T slurm runs workers as Slurm jobs; the tasks complete' '
+	clean_slate
+	for i in 1 2 3 4; do printf "w.%d:\n\techo %d > w.%d\n" $i $i $i; done >wf.mf
+	"$MF" -T wq -p 0 -Z port wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_for_file port 20
+	"$BIN/work_queue_factory" -T slurm --max-workers 2 --period 0.5 -t 10 localhost $(cat port) \
+		>factory.out 2>&1 &
+	f=$!
+	test_track_pid $f
+	wait $mf
+	[ -s w.1 ] && [ -s w.4 ]
+	squeue -h -t all -o "%j %T" | grep -q "^htc-[0-9a-f]* RUNNING\|^htc-[0-9a-f]* COMPLETED\|^htc-[0-9a-f]* COMPLETING"
+	kill -TERM $f
+	wait $f || true
+	test_wait_until 60 no_live_jobs
+'
+
+test_done
