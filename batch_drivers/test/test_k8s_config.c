@@ -254,18 +254,6 @@ static void test_load_order(void **state)
 	free(p);
 }
 
-static void test_base64(void **state)
-{
-	(void)state;
-	size_t n;
-	char *s = k8s_base64_decode("aGVs\nbG8=", &n);
-	assert_string_equal(s, "hello");
-	assert_int_equal(n, 5);
-	free(s);
-	assert_null(k8s_base64_decode("a$b", NULL));
-	assert_null(k8s_base64_decode("aGVsbG8=x", NULL)); /* data after padding */
-}
-
 static void test_yaml_scalars(void **state)
 {
 	(void)state;
@@ -295,7 +283,6 @@ int main(void)
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_in_cluster),
 	    cmocka_unit_test(test_load_order),
-	    cmocka_unit_test(test_base64),
 	    cmocka_unit_test(test_yaml_scalars),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

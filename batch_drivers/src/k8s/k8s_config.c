@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "htc_error.h"
+#include "base64.h"
 #include "k8s_yaml.h"
 #include "stringtools.h"
 #include "xalloc.h"
@@ -36,57 +37,6 @@ void k8s_config_delete(struct k8s_config *c)
 	free(c->cert_pem);
 	free(c->key_pem);
 	free(c);
-}
-
-static int b64_value(int ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+' || ch == '-')
-		return 62;
-	if (ch == '/' || ch == '_')
-		return 63;
-	return -1;
-}
-
-char *k8s_base64_decode(const char *text, size_t *len)
-{
-	size_t n = strlen(text);
-	char *out = xmalloc(n / 4 * 3 + 4);
-	size_t o = 0;
-	unsigned acc = 0;
-	int bits = 0, pad = 0;
-	for (const char *p = text; *p; p++) {
-		if (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
-			continue;
-		if (*p == '=') {
-			pad++;
-			continue;
-		}
-		int v = b64_value((unsigned char)*p);
-		if (v < 0 || pad) {
-			free(out);
-			return NULL;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	if (pad > 2 || bits >= 6) {
-		free(out);
-		return NULL;
-	}
-	out[o] = 0;
-	if (len)
-		*len = o;
-	return out;
 }
 
 /* ---- kubeconfig ------------------------------------------------------------------------ */
@@ -170,7 +120,7 @@ static char *data_field(struct kc *k, json_t *o, const char *what, const char *f
 	const char *s = str_field(k, o, what, f);
 	if (!s || !*s)
 		return NULL;
-	char *d = k8s_base64_decode(s, NULL);
+	char *d = base64_decode(s, strlen(s), NULL);
 	if (!d) {
 		char *m = xasprintf("%s: '%s' is not base64", what, f);
 		kc_fail(k, "%s%s", m, NULL);

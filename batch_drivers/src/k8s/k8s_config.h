@@ -42,8 +42,4 @@ struct k8s_config *k8s_config_load(const char *kubeconfig_path, const char *cont
 
 void k8s_config_delete(struct k8s_config *c);
 
-/* Decodes base64 TEXT (whitespace ignored) into a NUL-terminated string (caller frees); NULL
- * when TEXT is not base64. */
-char *k8s_base64_decode(const char *text, size_t *len);
-
 #endif

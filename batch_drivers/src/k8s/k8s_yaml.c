@@ -16,6 +16,7 @@
 
 #include "buffer.h"
 #include "htc_error.h"
+#include "stringtools.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -92,17 +93,6 @@ static void put_utf8(struct buffer *b, uint32_t cp)
 	buffer_putlstring(b, u, k);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A quoted scalar starting at S[*I] (the quote); *I ends after the closing quote. */
 static json_t *quoted(struct yp *y, int no, const char *s, size_t n, size_t *i)
 {
@@ -139,7 +129,7 @@ static json_t *quoted(struct yp *y, int no, const char *s, size_t n, size_t *i)
 			int digits = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
 			uint32_t cp = 0;
 			for (int d = 0; d < digits; d++) {
-				int h = k < n ? hexval(s[k]) : -1;
+				int h = k < n ? str_hex_digit((unsigned char)s[k]) : -1;
 				if (h < 0) {
 					digits = -1;
 					break;

@@ -5,54 +5,11 @@
 #include <string.h>
 
 #include "buffer.h"
+#include "base64.h"
 #include "catalog_http.h"
 #include "xalloc.h"
 
 #include "banned.h"
-
-static int b64_value(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
-/* Standard (or URL-safe) base64 with optional padding into a new buffer of *LEN bytes. */
-static char *b64_decode(const char *s, size_t n, size_t *len)
-{
-	while (n > 0 && s[n - 1] == '=')
-		n--;
-	if (n % 4 == 1)
-		return NULL;
-	char *out = xmalloc(n / 4 * 3 + 3);
-	size_t o = 0;
-	unsigned acc = 0;
-	int bits = 0;
-	for (size_t i = 0; i < n; i++) {
-		int v = b64_value(s[i]);
-		if (v < 0) {
-			free(out);
-			return NULL;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	out[o] = 0;
-	*len = o;
-	return out;
-}
 
 struct catalog_expr *catalog_cctools_parse_query(const char *arg, char **err)
 {
@@ -73,7 +30,7 @@ struct catalog_expr *catalog_cctools_parse_query(const char *arg, char **err)
 		free(dec);
 		return NULL;
 	}
-	char *text = b64_decode(dec, n, &len);
+	char *text = base64_decode(dec, n, &len);
 	free(dec);
 	if (!text) {
 		*err = xstrdup("the query is not base64 text");
