@@ -1,9 +1,10 @@
 /* test_wq_msg.c: unit tests for the control messages (wq_msg.h): the hello
  * payloads of section 8 rebuilt byte for byte, the version refusal texts of
  * both sides, `error` truncation, the message/direction/state table, the
- * accessor texts, and every limit of the validators at its boundary (accepted
- * at the limit, a violation one past it), using the section 8 frames as the
- * valid base messages. */
+ * accessor texts, and every limit of the task validator at its boundary
+ * (accepted at the limit, a violation one past it), using the section 8 frames
+ * as the valid base messages. The transfer, task_done and other worker
+ * messages are in test_wq_msg_worker.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,9 +17,8 @@
 
 #include "htc_error.h"
 #include "wq_msg.h"
+#include "test_wq_msg_common.h"
 #include "banned.h"
-
-#define OBJ "F-a4b0723993d3751f3d530e3c20da4c24ccdd32e65820fba897cc5f119e85ca55"
 
 static const char hello_w[] =
     "{\"m\":\"hello\",\"proto\":[1,0],\"role\":\"worker\",\"software\":\"htc 0.1.0\","
@@ -37,32 +37,6 @@ static const char task8[] =
     "\"memory\":1000,\"disk\":1000,\"gpus\":0},\"wall_time\":600,\"stdout_max\":1048576,"
     "\"inputs\":[{\"name\":\"ref.fa\",\"from\":\"cache\",\"object\":\"" OBJ "\"}],"
     "\"outputs\":[{\"name\":\"out.txt\",\"when\":\"always\"}]}";
-static const char done8[] =
-    "{\"m\":\"task_done\",\"id\":1,\"try\":1,\"outcome\":\"exited\",\"exit_status\":0,"
-    "\"stdout\":{\"size\":2,\"truncated\":false,\"xfer\":2},\"outputs\":[{\"index\":0,"
-    "\"xfer\":1}],\"summary\":{\"exit_type\":\"normal\",\"exit_status\":0,\"wall_time\":0.004,"
-    "\"cpu_time\":0.002,\"cores\":0.5,\"memory\":1.3,\"disk\":0.008,\"total_processes\":3},"
-    "\"times\":{\"received\":1795426939004000,\"inputs_ready\":1795426939008000,\"started\":"
-    "1795426939010000,\"ended\":1795426939014000,\"reported\":1795426939015000},"
-    "\"disk_full\":false}";
-
-static json_t *load(const char *s)
-{
-	json_error_t err;
-	json_t *j = json_loads(s, JSON_REJECT_DUPLICATES, &err);
-	if (!j)
-		fail_msg("bad test JSON: %s: %s", err.text, s);
-	return j;
-}
-
-static void expect_why(char *why, const char *text)
-{
-	assert_non_null(why);
-	if (strcmp(why, text) != 0)
-		fail_msg("got \"%s\", expected \"%s\"", why, text);
-	free(why);
-}
-
 /* ---- hello ---------------------------------------------------------------- */
 
 static void test_hello_bytes(void **state)
@@ -544,14 +518,6 @@ static void expect_task_bad(json_t *j, int code, const char *text)
 	expect_why(why, text);
 }
 
-static char *filled(size_t n)
-{
-	char *s = malloc(n + 1);
-	memset(s, 'c', n);
-	s[n] = 0;
-	return s;
-}
-
 /* `dirout`: a file output may come back as a directory only when it was negotiated; the name
  * is offered and parsed like the others. */
 static void test_task_dirout(void **state)
@@ -903,297 +869,6 @@ static void test_task_files(void **state)
 	json_decref(j);
 }
 
-/* ---- transfers ------------------------------------------------------------------ */
-
-static void test_xfer(void **state)
-{
-	(void)state;
-	struct wq_xfer_begin *x = NULL;
-	char *why = NULL;
-	/* frame 8 */
-	json_t *j = load("{\"m\":\"xfer_begin\",\"xfer\":1,\"target\":{\"object\":\"" OBJ
-	                 "\",\"keep\":\"run\"},\"size\":5,\"enc\":\"none\"}");
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, 0, &x, &why), 0);
-	assert_int_equal(x->target.kind, WQ_TARGET_OBJECT);
-	assert_string_equal(x->target.object, OBJ);
-	assert_int_equal(x->size, 5);
-	assert_false(x->exec);
-	wq_xfer_begin_free(x);
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), HTC_EPROTO);
-	expect_why(why, "message \"xfer_begin\": key \"target\": a cache object target is not "
-	                "allowed from a worker");
-	assert_null(x);
-	json_object_set_new(j, "enc", json_string("zlib"));
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, 0, &x, &why), HTC_EPROTO);
-	expect_why(why, "message \"xfer_begin\": key \"enc\": \"zlib\" needs the zlib capability");
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, WQ_CAP_ZLIB, &x, &why), 0);
-	wq_xfer_begin_free(x);
-	json_object_set_new(j, "size", json_integer(0));
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, WQ_CAP_ZLIB, &x, &why), HTC_EPROTO);
-	expect_why(why, "message \"xfer_begin\": key \"enc\": \"zlib\" is not allowed for size 0");
-	json_object_set_new(j, "enc", json_string("none"));
-	json_object_set_new(j, "xfer", json_integer(4294967296));
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, 0, &x, &why), HTC_EPROTO);
-	expect_why(why,
-	           "message \"xfer_begin\": key \"xfer\": expected an integer in 1..4294967295");
-	json_decref(j);
-
-	/* frames 13 and 16 */
-	j = load("{\"m\":\"xfer_begin\",\"xfer\":1,\"target\":{\"task\":1,\"output\":0},"
-	         "\"size\":5,\"enc\":\"none\"}");
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), 0);
-	assert_int_equal(x->target.kind, WQ_TARGET_OUTPUT);
-	assert_int_equal(x->target.offset, -1);
-	wq_xfer_begin_free(x);
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_M2W, 0, &x, &why), HTC_EPROTO);
-	expect_why(why, "message \"xfer_begin\": key \"target\": an output target is not allowed "
-	                "from the master");
-	json_object_set_new(json_object_get(j, "target"), "offset", json_integer(10));
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), HTC_EPROTO);
-	expect_why(why,
-	           "message \"xfer_begin\": key \"target.offset\": needs the watch capability");
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, WQ_CAP_WATCH, &x, &why), 0);
-	assert_int_equal(x->target.offset, 10);
-	wq_xfer_begin_free(x);
-	json_decref(j);
-	j = load("{\"m\":\"xfer_begin\",\"xfer\":2,\"target\":{\"task\":1,\"stdout\":true},"
-	         "\"size\":2,\"enc\":\"none\"}");
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), 0);
-	assert_int_equal(x->target.kind, WQ_TARGET_STDOUT);
-	wq_xfer_begin_free(x);
-	json_decref(j);
-	/* member names */
-	j = load(
-	    "{\"m\":\"xfer_begin\",\"xfer\":3,\"target\":{\"dir\":2,\"member\":\"../../evil\"},"
-	    "\"size\":2,\"enc\":\"none\",\"exec\":true}");
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), HTC_EPARSE);
-	expect_why(why, "member name \"../../evil\": \"..\" is not allowed");
-	assert_true(x->exec);
-	wq_xfer_begin_free(x);
-	json_decref(j);
-	j = load("{\"m\":\"xfer_begin\",\"xfer\":3,\"target\":{\"nothing\":1},\"size\":2,"
-	         "\"enc\":\"none\"}");
-	assert_int_equal(wq_msg_xfer_begin_parse(j, WQ_DIR_W2M, 0, &x, &why), HTC_EPROTO);
-	expect_why(why, "message \"xfer_begin\": key \"target\": not a known transfer target");
-	json_decref(j);
-
-	/* frame 10, xfer_abort, xfer_error */
-	struct wq_xfer_end *e = NULL;
-	j = load("{\"m\":\"xfer_end\",\"xfer\":1,\"sha256\":"
-	         "\"a4b0723993d3751f3d530e3c20da4c24ccdd32e65820fba897cc5f119e85ca55\"}");
-	assert_int_equal(wq_msg_xfer_end_parse(j, &e, &why), 0);
-	assert_int_equal(e->xfer, 1);
-	wq_xfer_end_free(e);
-	json_object_set_new(j, "sha256", json_string("A4"));
-	assert_int_equal(wq_msg_xfer_end_parse(j, &e, &why), HTC_EPROTO);
-	expect_why(why, "message \"xfer_end\": key \"sha256\": expected 64 lowercase hex digits");
-	json_decref(j);
-	j = load("{\"m\":\"xfer_abort\",\"xfer\":1,\"reason\":\"file changed while being sent\"}");
-	assert_int_equal(wq_msg_xfer_abort_parse(j, &e, &why), 0);
-	assert_string_equal(e->reason, "file changed while being sent");
-	wq_xfer_end_free(e);
-	json_decref(j);
-	struct wq_xfer_error *xe = NULL;
-	j = load("{\"m\":\"xfer_error\",\"id\":4,\"code\":\"disk_full\",\"text\":\"no room\"}");
-	assert_int_equal(wq_msg_xfer_error_parse(j, &xe, &why), 0);
-	assert_int_equal(xe->code, WQ_XERR_DISK_FULL);
-	wq_xfer_error_free(xe);
-	json_object_set_new(j, "code", json_string("meh"));
-	assert_int_equal(wq_msg_xfer_error_parse(j, &xe, &why), HTC_EPROTO);
-	free(why);
-	json_decref(j);
-}
-
-/* ---- task_done ---------------------------------------------------------------------- */
-
-static void test_task_done(void **state)
-{
-	(void)state;
-	struct wq_task_done *d = NULL;
-	char *why = NULL;
-	json_t *j = load(done8);
-	assert_int_equal(wq_msg_task_done_parse(j, &d, &why), 0);
-	assert_int_equal(d->outcome, WQ_OUTCOME_EXITED);
-	assert_int_equal(d->exit_status, 0);
-	assert_int_equal(d->stdout_size, 2);
-	assert_int_equal(d->stdout_xfer, 2);
-	assert_int_equal(d->noutputs, 1);
-	assert_int_equal(d->outputs[0].kind, WQ_DONE_XFER);
-	assert_int_equal(d->outputs[0].xfer, 1);
-	assert_int_equal(d->t_reported, 1795426939015000);
-	assert_non_null(d->summary);
-	wq_task_done_free(d);
-	json_object_del(j, "exit_status");
-	assert_int_equal(wq_msg_task_done_parse(j, &d, &why), HTC_EPROTO);
-	expect_why(why, "message \"task_done\": missing key \"exit_status\"");
-	json_decref(j);
-
-	struct {
-		const char *json;
-		int rc;
-		const char *text;
-	} cases[] = {
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"signaled\",\"signal\":11}", 0, NULL},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"signaled\",\"signal\":0}", HTC_EPROTO,
-	     "message \"task_done\": key \"signal\": expected an integer in 1..127"},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"exhausted\",\"signal\":9,\"exhausted\":[\"memory\"]"
-	     "}",
-	     0, NULL},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"exhausted\",\"signal\":9}", HTC_EPROTO,
-	     "message \"task_done\": missing key \"exhausted\""},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"input_missing\",\"missing\":{\"input\":0,\"text\":"
-	     "\"HTTP 404\"}}",
-	     0, NULL},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"input_missing\",\"missing\":{\"input\":0}}",
-	     HTC_EPROTO, "message \"task_done\": key \"missing\": missing key \"text\""},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"sandbox_error\",\"text\":\"ENOSPC\"}", 0, NULL},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"exploded\"}", HTC_EPROTO,
-	     "message \"task_done\": key \"outcome\": expected one of \"exited\", \"signaled\", "
-	     "\"exhausted\", \"input_missing\", \"sandbox_error\""},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":256}", HTC_EPROTO,
-	     "message \"task_done\": key \"exit_status\": expected an integer in 0..255"},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":1,\"outputs\":[{\"index\":"
-	     "0,"
-	     "\"missing\":\"is a symbolic link: out.txt\"},{\"index\":1,\"skipped\":true},"
-	     "{\"index\":2,\"dir\":4}]}",
-	     0, NULL},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":1,\"outputs\":[{\"index\":"
-	     "0,"
-	     "\"xfer\":3,\"skipped\":true}]}",
-	     HTC_EPROTO,
-	     "message \"task_done\": key \"outputs[0]\": expected exactly one of \"xfer\", "
-	     "\"dir\", "
-	     "\"missing\", \"skipped\""},
-	    {"{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":1,\"stdout\":{\"size\":-1,"
-	     "\"truncated\":false,\"xfer\":0}}",
-	     HTC_EPROTO,
-	     "message \"task_done\": key \"stdout.size\": expected an integer in "
-	     "0..9007199254740991"},
-	};
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		j = load(cases[i].json);
-		int rc = wq_msg_task_done_parse(j, &d, &why);
-		if (rc != cases[i].rc)
-			fail_msg("case %zu: rc %d (%s)", i, rc, why ? why : "");
-		if (cases[i].text)
-			expect_why(why, cases[i].text);
-		wq_task_done_free(d);
-		json_decref(j);
-	}
-	/* WQ_FILES_MAX outputs fine, one more not */
-	j = load("{\"id\":2,\"try\":1,\"outcome\":\"exited\",\"exit_status\":0}");
-	json_t *outs = json_array();
-	for (int i = 0; i < WQ_FILES_MAX; i++)
-		json_array_append_new(outs, json_pack("{s:i,s:b}", "index", i, "skipped", 1));
-	json_object_set(j, "outputs", outs);
-	assert_int_equal(wq_msg_task_done_parse(j, &d, &why), 0);
-	assert_int_equal(d->noutputs, WQ_FILES_MAX);
-	wq_task_done_free(d);
-	json_array_append_new(outs, json_pack("{s:i,s:b}", "index", 1, "skipped", 1));
-	assert_int_equal(wq_msg_task_done_parse(j, &d, &why), HTC_EPROTO);
-	free(why);
-	json_decref(outs);
-	json_decref(j);
-}
-
-/* ---- worker description --------------------------------------------------------------- */
-
-static void test_worker_messages(void **state)
-{
-	(void)state;
-	char *why = NULL;
-	struct wq_identity *id = NULL;
-	json_t *j =
-	    load("{\"m\":\"identity\",\"host\":\"node12\",\"os\":\"Linux\",\"os_release\":"
-	         "\"6.1.0-18-amd64\",\"arch\":\"x86_64\",\"software\":\"htc 0.1.0\","
-	         "\"pid\":4242,\"workdir\":\"/tmp/wq-4242\",\"labels\":[],\"end_time\":null,"
-	         "\"docker\":false,\"cgroups\":\"v2\"}");
-	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
-	assert_int_equal(id->pid, 4242);
-	assert_int_equal(id->max_tasks, 0);
-	assert_int_equal(id->end_time, -1);
-	assert_int_equal(id->cgroups, WQ_CGROUPS_V2);
-	wq_identity_free(id);
-	json_t *labels = json_object_get(j, "labels");
-	char *l = filled(129);
-	for (int i = 0; i < 64; i++)
-		json_array_append_new(labels, json_stringn(l, 128));
-	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
-	assert_int_equal(id->nlabels, 64);
-	wq_identity_free(id);
-	json_array_set_new(labels, 0, json_string(l));
-	assert_int_equal(wq_msg_identity_parse(j, &id, &why), HTC_EPROTO);
-	expect_why(why,
-	           "message \"identity\": key \"labels\": expected strings of at most 128 bytes");
-	json_array_set_new(labels, 0, json_string("x"));
-	json_array_append_new(labels, json_string("x"));
-	assert_int_equal(wq_msg_identity_parse(j, &id, &why), HTC_EPROTO);
-	expect_why(
-	    why, "message \"identity\": key \"labels\": expected an array of at most 64 elements");
-	free(l);
-	json_decref(j);
-
-	struct wq_capacity *c = NULL;
-	j = load("{\"m\":\"capacity\",\"cores\":{\"total\":4,\"source\":\"measured\"},\"memory\":{"
-	         "\"total\":7800,\"source\":\"measured\"},\"disk\":{\"total\":20000,\"source\":"
-	         "\"declared\"},\"gpus\":{\"total\":0,\"source\":\"measured\"},\"disk_free\":19990,"
-	         "\"cache\":0,\"disk_full\":false}");
-	assert_int_equal(wq_msg_capacity_parse(j, &c, &why), 0);
-	assert_true(c->disk.declared);
-	assert_false(c->cores.declared);
-	assert_true(c->memory.total == 7800);
-	wq_capacity_free(c);
-	json_object_set_new(json_object_get(j, "gpus"), "source", json_string("guessed"));
-	assert_int_equal(wq_msg_capacity_parse(j, &c, &why), HTC_EPROTO);
-	expect_why(why, "message \"capacity\": key \"gpus.source\": expected one of \"measured\", "
-	                "\"declared\"");
-	json_decref(j);
-
-	struct worker_cache_list *cl = NULL;
-	j = load("{\"m\":\"cache_have\",\"objects\":[],\"last\":true}");
-	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), 0);
-	assert_true(cl->last);
-	assert_int_equal(cl->n, 0);
-	worker_cache_list_free(cl);
-	json_t *objs = json_object_get(j, "objects");
-	for (int i = 0; i < 1000; i++)
-		json_array_append_new(objs, json_pack("[s,i]", OBJ, i));
-	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), 0);
-	assert_int_equal(cl->n, 1000);
-	assert_int_equal(cl->sizes[999], 999);
-	worker_cache_list_free(cl);
-	json_array_append_new(objs, json_pack("[s,i]", OBJ, 1));
-	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), HTC_EPROTO);
-	expect_why(why,
-	           "message \"cache_have\": key \"objects\": expected an array of at most 1000 "
-	           "elements");
-	json_array_clear(objs);
-	json_array_append_new(objs, json_pack("[s,i]", "F-../x", 1));
-	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), HTC_EPROTO);
-	expect_why(why, "message \"cache_have\": key \"objects[0]\": expected a cache object name "
-	                "(FDU- and 64 hex digits)");
-	json_array_set_new(objs, 0, json_pack("[s]", OBJ));
-	assert_int_equal(wq_msg_cache_have_parse(j, &cl, &why), HTC_EPROTO);
-	expect_why(why, "message \"cache_have\": key \"objects[0]\": expected [name, size]");
-	json_decref(j);
-
-	j = load("{\"m\":\"cache_drop\",\"objects\":[\"" OBJ "\"],\"reason\":\"disk\"}");
-	assert_int_equal(wq_msg_cache_drop_parse(j, &cl, &why), 0);
-	assert_int_equal(cl->n, 1);
-	assert_string_equal(cl->names[0], OBJ);
-	assert_string_equal(cl->reason, "disk");
-	worker_cache_list_free(cl);
-	objs = json_object_get(j, "objects");
-	for (int i = 0; i < 999; i++)
-		json_array_append_new(objs, json_string(OBJ));
-	assert_int_equal(wq_msg_cache_drop_parse(j, &cl, &why), 0);
-	worker_cache_list_free(cl);
-	json_array_append_new(objs, json_string(OBJ));
-	assert_int_equal(wq_msg_cache_drop_parse(j, &cl, &why), HTC_EPROTO);
-	free(why);
-	json_decref(j);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1203,8 +878,8 @@ int main(void)
 	    cmocka_unit_test(test_accessors),   cmocka_unit_test(test_task_section8),
 	    cmocka_unit_test(test_task_dirout), cmocka_unit_test(test_task_limits),
 	    cmocka_unit_test(test_task_env),    cmocka_unit_test(test_task_resources),
-	    cmocka_unit_test(test_task_files),  cmocka_unit_test(test_xfer),
-	    cmocka_unit_test(test_task_done),   cmocka_unit_test(test_worker_messages),
+	    cmocka_unit_test(test_task_files),
+
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
