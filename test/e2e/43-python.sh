@@ -19,7 +19,7 @@ PKG=$TEST_SRCDIR/work_queue/python
 key=$({
 	"$PYTHON" --version
 	echo "$BUILD"
-	cd "$TEST_SRCDIR" && find work_queue/python -type f \( -name "*.py" -o -name "*.c" -o -name "*.toml" \) \
+	cd "$TEST_SRCDIR" && find work_queue/python -type f \( -name "*.py" -o -name "*.c" -o -name "*.h" -o -name "*.toml" \) \
 		! -path "*/build/*" ! -path "*/tests/*" | sort | xargs sha256sum
 	cd "$TEST_SRCDIR" && sha256sum work_queue/src/master/work_queue.h resource_monitor/src/rmsummary.h \
 		resource_monitor/src/category.h dttools/src/htc_error.h

@@ -66,7 +66,8 @@ else:
 
 ext = Extension(
     "htc.work_queue._work_queue",
-    sources=["src/htc/work_queue/_work_queue.c"],
+    sources=["src/htc/work_queue/_work_queue.c", "src/htc/work_queue/task.c"],
+    depends=["src/htc/work_queue/wq_py.h"],
     include_dirs=incs,
     library_dirs=libdirs,
     runtime_library_dirs=libdirs,
