@@ -132,7 +132,7 @@ test_expect_success 'a CA that did not sign the server: a TLS error naming the c
 '
 
 test_expect_success 'an unreachable apiserver: a clear message once the retries give up, no hang' '
-	# no hang: the suite's time limit fails a call that never returns
+	# no hang: the time limit of each case fails a call that never returns
 	sed "s|https://127.0.0.1:6443|https://127.0.0.1:6999|" "$KC" >far.kc
 	test_must_fail "$PROBE" --kubeconfig far.kc --retry-ms 3000 list 2>err
 	cat err
