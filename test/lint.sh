@@ -219,5 +219,15 @@ else
 	done <<<"$allowed"
 fi
 
+# 6. nothing but the project's own files at the top of the tree (a test run's
+# outputs committed by mistake would otherwise travel with every clone).
+if git rev-parse --git-dir >/dev/null 2>&1; then
+	top=$(git ls-files | sed 's,/.*,,' | sort -u | grep -vxE '\.clang-format|\.gitignore|\.ci|Makefile|README\.md|VERSION|configure|doc|test|dttools|resource_monitor|work_queue|batch_drivers|makeflow')
+	if [ -n "$top" ]; then
+		echo "lint: unexpected files at the top of the tree:" $top
+		status=1
+	fi
+fi
+
 [ $status = 0 ] && echo "lint: ok"
 exit $status
