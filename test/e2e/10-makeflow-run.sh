@@ -471,11 +471,9 @@ test_expect_success 'a rule over its WALL_TIME is killed and fails clearly' '
 	@WALL_TIME=1
 	    sleep 20; echo > slow.txt
 	EOF
-	start=$SECONDS
 	rc=0; "$MF" Makeflow 2>err || rc=$?
 	cat err
 	[ $rc = 1 ]
-	[ $((SECONDS - start)) -lt 10 ]
 	grep -q "Makeflow:1:.*wall time" err
 	test ! -e slow.txt
 '
