@@ -269,6 +269,85 @@ int docker_api_call(struct docker_api *d, const char *method, const char *path, 
 	return e;
 }
 
+/* ---- loading an image archive ------------------------------------------------------------ */
+
+static size_t on_read_file(char *p, size_t size, size_t n, void *arg)
+{
+	return fread(p, 1, size * n, (FILE *)arg);
+}
+
+/* The name the engine loaded, from one line of its progress stream ({"stream": "Loaded image:
+ * NAME\n"}, or "Loaded image ID: ID"), or an error line ({"error": "..."}) into *ERR. */
+static void load_line(json_t *j, char **ref, char **err)
+{
+	const char *e = json_string_value(json_object_get(j, "error"));
+	if (e && !*err)
+		*err = xstrdup(e);
+	const char *s = json_string_value(json_object_get(j, "stream"));
+	if (!s)
+		return;
+	static const char *const tags[] = {"Loaded image: ", "Loaded image ID: "};
+	for (int k = 0; k < 2; k++) {
+		size_t l = strlen(tags[k]);
+		if (strncmp(s, tags[k], l) == 0 && !*ref) {
+			*ref = xstrdup(s + l);
+			str_trim(*ref);
+		}
+	}
+}
+
+int docker_api_load(struct docker_api *d, const char *path, char **ref, char **err)
+{
+	*ref = NULL;
+	*err = NULL;
+	FILE *f = fopen(path, "rbe");
+	if (!f) {
+		int e = -errno;
+		*err = xasprintf("docker POST /images/load: cannot open %s: %s", path,
+		                 htc_strerror(e));
+		return e;
+	}
+	struct req r;
+	req_init(&r, d, "POST", "/images/load?quiet=1", NULL, true);
+	fseeko(f, 0, SEEK_END);
+	curl_off_t size = (curl_off_t)ftello(f);
+	rewind(f);
+	curl_easy_setopt(r.c, CURLOPT_POSTFIELDS, NULL);
+	curl_easy_setopt(r.c, CURLOPT_POSTFIELDSIZE_LARGE, size);
+	curl_easy_setopt(r.c, CURLOPT_READFUNCTION, on_read_file);
+	curl_easy_setopt(r.c, CURLOPT_READDATA, f);
+	r.hdrs = curl_slist_append(r.hdrs, "Content-Type: application/x-tar");
+	curl_easy_setopt(r.c, CURLOPT_HTTPHEADER, r.hdrs);
+	CURLcode cr = curl_easy_perform(r.c);
+	fclose(f);
+	char *body = buffer_len(&r.reply) ? xstrdup(buffer_tostring(&r.reply)) : xstrdup("");
+	int e = req_outcome(&r, cr, NULL, NULL, err);
+	if (e == 0) {
+		char *engine_err = NULL;
+		for (char *line = body, *next; line && *line; line = next) {
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = 0;
+			json_t *j = json_loads(line, 0, NULL);
+			load_line(j, ref, &engine_err);
+			json_decref(j);
+		}
+		if (engine_err || !*ref) {
+			*err = xasprintf("docker POST /images/load: %s: %s", path,
+			                 engine_err ? engine_err
+			                            : "the engine named no image it loaded");
+			free(*ref);
+			*ref = NULL;
+			e = -EIO;
+		}
+		free(engine_err);
+	}
+	debug(D_WORKER, "docker POST /images/load %s: %d %s", path, e, *ref ? *ref : "");
+	free(body);
+	req_free(&r);
+	return e;
+}
+
 /* ---- calls -------------------------------------------------------------------------------- */
 
 int docker_api_ping(struct docker_api *d, char **err)

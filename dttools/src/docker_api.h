@@ -49,6 +49,10 @@ int docker_api_kill(struct docker_api *d, const char *id, int sig, char **err);
 int docker_api_remove(struct docker_api *d, const char *id, char **err);
 /* GET /containers/json?all=1&filters={"label":[LABEL]}: *LIST gets the array (new ref). */
 int docker_api_list(struct docker_api *d, const char *label, json_t **list, char **err);
+/* POST /images/load with the `docker save` archive at PATH as the body. *REF gets what the
+ * engine says it loaded ("NAME:TAG", or "sha256:..." for an archive without a name; caller
+ * frees). An archive the engine refuses gives its message ("docker POST /images/load: ..."). */
+int docker_api_load(struct docker_api *d, const char *path, char **ref, char **err);
 /* GET /containers/{id}/json: *OOM = State.OOMKilled. */
 int docker_api_oom_killed(struct docker_api *d, const char *id, bool *oom, char **err);
 

@@ -235,4 +235,60 @@ test_expect_success 'makeflow -T wq with --docker-preserve: one shared container
 	[ -z "$(docker ps -aq --filter name=wq-worker-$w)" ]
 '
 
+# task_block TAG: the output of task TAG in hm.out (helper_container_master), without its
+# result line.
+task_block() {
+	awk -v t="$1" '/^task / { on = ($2 == t); next } on' hm.out
+}
+
+test_expect_success 'tasks name their containers: images by name and as cached archives, per task and shared' '
+	# a second image that exists only as a docker save archive
+	mkdir -p two/bin two/etc two/tmp
+	cp /bin/busybox two/bin/ && ln -sf busybox two/bin/sh && ln -sf busybox two/bin/cat
+	echo image-two >two/etc/wq-marker
+	tar -C two -cf two.tar . && docker import two.tar wqtest-two:1 >/dev/null
+	docker save -o img2.tar wqtest-two:1 && docker rmi wqtest-two:1 >/dev/null
+	printf "not an image archive\n" >bad.tar
+	"$BUILD/work_queue/test/helper_container_master" port \
+		"byname,name,$IMG,task,cat /etc/wq-marker" \
+		"tar1,archive,$PWD/img2.tar,task,cat /etc/wq-marker" \
+		"tar2,archive,$PWD/img2.tar,shared,cat /etc/wq-marker" \
+		"shared1,name,$IMG,shared,echo one > /tmp/mark; cat /etc/wq-marker" \
+		"shared2,name,$IMG,shared,sleep 1; cat /tmp/mark" \
+		"missing,name,nosuch:1,task,true" \
+		"corrupt,archive,$PWD/bad.tar,task,true" \
+		"badname,name,-x y,task,true" >hm.out 2>&1 &
+	hm=$!
+	test_track_pid $hm
+	test_wait_until 30 test -s port
+	DOCKER_API_DEBUG=all "$WORKER" -t 30 --containers localhost $(cat port) >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	wait $hm || { cat hm.out w.out >&2; exit 1; }
+	cat hm.out
+	grep -q "^task byname result SUCCESS status 0" hm.out
+	task_block byname | grep -qx only-in-the-image
+	grep -q "^task tar1 result SUCCESS status 0" hm.out
+	task_block tar1 | grep -qx image-two
+	grep -q "^task tar2 result SUCCESS status 0" hm.out
+	task_block tar2 | grep -qx image-two
+	grep -q "^task shared1 result SUCCESS status 0" hm.out
+	task_block shared1 | grep -qx only-in-the-image
+	# the second task ran in the same container as the first, which left /tmp/mark there
+	grep -q "^task shared2 result SUCCESS status 0" hm.out
+	task_block shared2 | grep -qx one
+	# the archive was loaded once for the two tasks that needed it
+	[ "$(grep -c "loaded image wqtest-two:1 from" hm.out)" = 1 ]
+	grep -q "^task missing result SUCCESS status 125" hm.out
+	grep -q "No such image: nosuch:1" hm.out
+	grep -q "^task corrupt result SUCCESS status 125" hm.out
+	grep -q "bad.tar.*cannot be loaded" hm.out
+	grep -q "^task badname refused: container image \"-x y\": expected an image name" hm.out
+	# the worker stays up through the failures; at its exit the shared containers go with it
+	kill -0 $w
+	kill -TERM $w
+	wait $w || true
+	test_wait_until 30 no_containers
+'
+
 test_done

@@ -858,14 +858,44 @@ static void test_task_files(void **state)
 	                "message \"task\": key \"outputs[0].when\": expected one of \"always\", "
 	                "\"success\", \"failure\"");
 	json_object_set_new(j, "outputs", json_array());
-	/* container */
+	/* container: only with `containers`; an archive must be one of the task's cache inputs */
+	const unsigned CC = WQ_CAPS_ALL | WQ_CAP_CONTAINERS;
 	json_object_set_new(j, "container", json_pack("{s:s,s:s}", "image", OBJ, "mode", "shared"));
-	assert_int_equal(wq_msg_task_parse(j, 0, &t, &why), 0);
+	assert_int_equal(task_rc(j, WQ_CAPS_ALL, &why), HTC_EPROTO);
+	expect_why(why, "message \"task\": key \"container\": needs the capability "
+	                "\"containers\"");
+	assert_int_equal(task_rc(j, CC, &why), HTC_EPROTO);
+	expect_why(why, "message \"task\": key \"container.image\": the object is not one of the "
+	                "task's cache inputs");
+	json_object_set_new(
+	    j, "inputs",
+	    json_pack("[{s:s,s:s,s:s}]", "name", "img.tar", "from", "cache", "object", OBJ));
+	assert_int_equal(wq_msg_task_parse(j, CC, &t, &why), 0);
 	assert_true(t->has_container);
+	assert_string_equal(t->container_image, OBJ);
+	assert_null(t->container_name);
 	assert_int_equal(t->container_mode, WQ_CONTAINER_SHARED);
 	wq_task_msg_free(t);
+	json_object_set_new(j, "container",
+	                    json_pack("{s:s,s:s}", "name", "busybox:local", "mode", "task"));
+	assert_int_equal(wq_msg_task_parse(j, CC, &t, &why), 0);
+	assert_string_equal(t->container_name, "busybox:local");
+	assert_null(t->container_image);
+	assert_int_equal(t->container_mode, WQ_CONTAINER_TASK);
+	wq_task_msg_free(t);
+	json_object_set_new(j, "container",
+	                    json_pack("{s:s,s:s}", "name", "-bad name", "mode", "task"));
+	assert_int_equal(task_rc(j, CC, &why), HTC_EPROTO);
+	expect_why(why, "message \"task\": key \"container.name\": expected an image name "
+	                "(letters, digits and . _ - / : @)");
+	json_object_set_new(j, "container",
+	                    json_pack("{s:s,s:s,s:s}", "name", "x", "image", OBJ, "mode", "task"));
+	assert_int_equal(task_rc(j, CC, &why), HTC_EPROTO);
+	expect_why(why, "message \"task\": key \"container.image\": expected exactly one of image "
+	                "(a cached archive) and name");
 	json_object_set_new(j, "container", json_pack("{s:s}", "image", OBJ));
-	expect_task_bad(j, HTC_EPROTO, "message \"task\": key \"container\": missing key \"mode\"");
+	assert_int_equal(task_rc(j, CC, &why), HTC_EPROTO);
+	expect_why(why, "message \"task\": key \"container\": missing key \"mode\"");
 	json_decref(j);
 }
 

@@ -102,6 +102,20 @@ int master_dispatch_done_check(const struct mtask *m, const struct wq_task_done 
 /* ---- small helpers ------------------------------------------------------------------------ */
 /* ---- sending ------------------------------------------------------------------------------ */
 
+/* The task's `container` (section 5.3): its image by name, or the cache object of its image
+ * archive input. */
+static json_t *container_message(const struct work_queue_task *t, const struct mtask *m)
+{
+	const char *mode = t->container_mode == WORK_QUEUE_CONTAINER_SHARED ? "shared" : "task";
+	if (t->container_image)
+		return json_pack("{s:s,s:s}", "name", t->container_image, "mode", mode);
+	int i = 0;
+	for (struct work_queue_file *f = t->inputs; f; f = f->next, i++)
+		if (strcmp(f->remote, t->container_archive) == 0 && m->objects[i])
+			return json_pack("{s:s,s:s}", "image", m->objects[i], "mode", mode);
+	return json_pack("{s:s,s:s}", "image", "", "mode", mode); /* not reached: it is cached */
+}
+
 static json_t *task_message(struct mworker *w, struct mtask *m, const struct master_sched_box *box)
 {
 	struct work_queue_task *t = m->t;
@@ -159,6 +173,8 @@ static json_t *task_message(struct mworker *w, struct mtask *m, const struct mas
 	    (json_int_t)WQ_STDOUT_DEFAULT, "inputs", inputs, "outputs", outputs);
 	if (msg && m->queued && (w->caps & WQ_CAP_QUEUE))
 		json_object_set_new(msg, "queued", json_true());
+	if (msg && (t->container_image || t->container_archive))
+		json_object_set_new(msg, "container", container_message(t, m));
 	return msg;
 }
 

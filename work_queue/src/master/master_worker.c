@@ -27,8 +27,10 @@
 #include "xalloc.h"
 #include "banned.h"
 
-#define SOFTWARE          "htc 0.1.0"
-#define MASTER_CAPS       (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT)
+#define SOFTWARE "htc 0.1.0"
+#define MASTER_CAPS                                                                                \
+	(WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT |                \
+	 WQ_CAP_CONTAINERS)
 #define DISMISS_LINGER_MS 5000
 #define HS_DEADLINE_MS    10000 /* accept -> end of hello and password (protocol 2.4) */
 
@@ -302,10 +304,15 @@ static void on_identity(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 		                  "capability \"queue\"");
 		return;
 	}
-	w->labels = xcalloc(id->nlabels + 1, sizeof *w->labels);
+	/* the labels the worker gives, but not the master's own (those starting with @), and the
+	 * feature of workers that run the containers tasks name */
+	w->labels = xcalloc(id->nlabels + 2, sizeof *w->labels);
+	w->nlabels = 0;
 	for (size_t k = 0; k < id->nlabels; k++)
-		w->labels[k] = xstrdup(id->labels[k]);
-	w->nlabels = (int)id->nlabels;
+		if (id->labels[k][0] != '@')
+			w->labels[w->nlabels++] = xstrdup(id->labels[k]);
+	if ((w->caps & WQ_CAP_CONTAINERS) && id->docker)
+		w->labels[w->nlabels++] = xstrdup(WORK_QUEUE_CONTAINERS_FEATURE);
 	wq_identity_free(id);
 	if (w->deadline)
 		uv_timer_stop(w->deadline);

@@ -84,6 +84,9 @@ struct work_queue_task {
 	char **features; /* required worker labels */
 	int feature_count;
 	struct rmsummary *resources_requested; /* cores, memory, disk, gpus; -1 = unspecified */
+	char *container_image;                 /* the container's image (an engine name), or NULL */
+	char *container_archive; /* the remote name of the image archive input, or NULL */
+	int container_mode;      /* enum work_queue_container_mode */
 
 	/* Results (valid once the task is returned). */
 	int taskid; /* set by work_queue_submit */
@@ -163,6 +166,21 @@ int work_queue_task_specify_end_time(struct work_queue_task *t, double epoch_sec
 int work_queue_task_specify_environment_variable(struct work_queue_task *t, const char *name,
                                                  const char *value);
 int work_queue_task_specify_feature(struct work_queue_task *t, const char *name);
+
+/* Containers named by the task (doc/work-queue-docker.md). The task runs only on workers that
+ * run containers (work_queue_worker --containers, --docker or --docker-preserve); it requires the
+ * feature WORK_QUEUE_CONTAINERS_FEATURE, which such workers have. */
+enum work_queue_container_mode {
+	WORK_QUEUE_CONTAINER_TASK = 0, /* a container of its own, deleted when it ends */
+	WORK_QUEUE_CONTAINER_SHARED,   /* the worker's one container of the image (an exec) */
+};
+#define WORK_QUEUE_CONTAINERS_FEATURE "@containers"
+/* IMAGE is an image the workers' engine already has ("busybox:1.36"). */
+int work_queue_task_specify_container(struct work_queue_task *t, const char *image, int mode);
+/* ARCHIVE is a local `docker save` archive: a cached input (sent once per worker, loaded into
+ * its engine once), named REMOTE in the sandbox (NULL: "htc-image-" and its base name). */
+int work_queue_task_specify_container_archive(struct work_queue_task *t, const char *archive,
+                                              const char *remote, int mode);
 
 /* The text of the last error a setter returned for T ("" if none). Owned by T. */
 const char *work_queue_task_last_error(const struct work_queue_task *t);

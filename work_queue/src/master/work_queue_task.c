@@ -3,6 +3,7 @@
  * a setter refuses is refused before submission, with a reason the application can print. */
 #include "work_queue.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "htc_error.h"
+#include "path.h"
 #include "task_names.h"
 #include "wq_msg.h"
 #include "wq_name.h"
@@ -105,6 +107,8 @@ void work_queue_task_delete(struct work_queue_task *t)
 	strv_free(t->env_names, t->env_count);
 	strv_free(t->env_values, t->env_count);
 	strv_free(t->features, t->feature_count);
+	free(t->container_image);
+	free(t->container_archive);
 	summary_free(t->resources_requested);
 	summary_free(t->resources_allocated);
 	summary_free(t->resources_measured);
@@ -162,6 +166,9 @@ struct work_queue_task *work_queue_task_clone(const struct work_queue_task *t)
 	c->feature_count = t->feature_count;
 	c->features = strv_copy(t->features, t->feature_count);
 	rmsummary_copy(c->resources_requested, t->resources_requested);
+	set_str(&c->container_image, t->container_image);
+	set_str(&c->container_archive, t->container_archive);
+	c->container_mode = t->container_mode;
 	return c;
 }
 
@@ -526,6 +533,68 @@ int work_queue_task_specify_feature(struct work_queue_task *t, const char *name)
 	VEC_RESIZE(t->features, (size_t)t->feature_count + 1);
 	t->features[t->feature_count++] = copy;
 	return 0;
+}
+
+/* The feature that sends T to workers that run containers. */
+static void require_containers(struct work_queue_task *t)
+{
+	for (int i = 0; i < t->feature_count; i++)
+		if (strcmp(t->features[i], WORK_QUEUE_CONTAINERS_FEATURE) == 0)
+			return;
+	VEC_RESIZE(t->features, (size_t)t->feature_count + 1);
+	t->features[t->feature_count++] = xstrdup(WORK_QUEUE_CONTAINERS_FEATURE);
+}
+
+static int check_mode(struct work_queue_task *t, int mode)
+{
+	if (mode != WORK_QUEUE_CONTAINER_TASK && mode != WORK_QUEUE_CONTAINER_SHARED)
+		return fail(t, -EINVAL, "container mode %d: expected TASK or SHARED", mode);
+	if (t->container_image || t->container_archive)
+		return fail(t, -EEXIST, "the task already names its container");
+	return 0;
+}
+
+int work_queue_task_specify_container(struct work_queue_task *t, const char *image, int mode)
+{
+	int r = check_mode(t, mode);
+	if (r < 0)
+		return r;
+	size_t n = image ? strlen(image) : 0;
+	bool good = n > 0 && n <= WQ_IMAGE_NAME_MAX && isalnum((unsigned char)image[0]);
+	for (size_t i = 0; good && i < n; i++)
+		good = isalnum((unsigned char)image[i]) || strchr("._-/:@", image[i]);
+	if (!good)
+		return fail(t, -EINVAL,
+		            "container image \"%s\": expected an image name (1-%d letters, digits "
+		            "and . _ - / : @, starting with a letter or digit)",
+		            image ? image : "", WQ_IMAGE_NAME_MAX);
+	set_str(&t->container_image, image);
+	t->container_mode = mode;
+	require_containers(t);
+	ok(t);
+	return 0;
+}
+
+int work_queue_task_specify_container_archive(struct work_queue_task *t, const char *archive,
+                                              const char *remote, int mode)
+{
+	int r = check_mode(t, mode);
+	if (r < 0)
+		return r;
+	if (!archive || !*archive)
+		return fail(t, -EINVAL, "the container image archive has no local path");
+	char *base = path_basename(archive);
+	char *name = remote ? xstrdup(remote) : xasprintf("htc-image-%s", base);
+	free(base);
+	r = work_queue_task_specify_input_file(t, archive, name, WORK_QUEUE_CACHE);
+	if (r == 0) {
+		t->container_archive = name;
+		t->container_mode = mode;
+		require_containers(t);
+	} else {
+		free(name);
+	}
+	return r;
 }
 
 const char *work_queue_task_last_error(const struct work_queue_task *t)

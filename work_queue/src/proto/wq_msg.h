@@ -38,6 +38,7 @@
 #define WQ_TAG_MAX        1024
 #define MASTER_URL_MAX    4096
 #define WQ_LABEL_MAX      128
+#define WQ_IMAGE_NAME_MAX 255
 #define WQ_LABELS_MAX     64
 #define WQ_OBJECTS_MAX    1000 /* per cache_have / cache_drop */
 #define WQ_STDOUT_DEFAULT (1024 * 1024)
@@ -201,8 +202,11 @@ char *wq_msg_encode(const json_t *msg, size_t *len);
 #define WQ_CAPS_ALL   (WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH) /* the first set */
 #define WQ_CAP_QUEUE  8u  /* task prefetch (`queued` tasks, `queue_max`; protocol 5.6) */
 #define WQ_CAP_DIROUT 16u /* a `dir: false` output made a directory comes back as one (5.6) */
+#define WQ_CAP_CONTAINERS                                                                          \
+	32u /* a `task` may name its own container: an image of the engine or a cached archive */
 #define WQ_CAPS_KNOWN                                                                              \
-	(WQ_CAPS_ALL | WQ_CAP_QUEUE | WQ_CAP_DIROUT) /* every capability this release knows */
+	(WQ_CAPS_ALL | WQ_CAP_QUEUE | WQ_CAP_DIROUT |                                              \
+	 WQ_CAP_CONTAINERS) /* every capability this release knows */
 
 /* Section 2.4: queued tasks one worker may hold (its `queue_max` is 1 .. this). */
 #define WQ_QUEUE_MAX 256
@@ -317,8 +321,9 @@ struct wq_task_msg {
 	size_t ninputs;
 	struct wq_task_output *outputs;
 	size_t noutputs;
-	bool has_container;
-	const char *container_image;
+	bool has_container;          /* needs `containers` */
+	const char *container_image; /* a cache object (an image archive), or NULL */
+	const char *container_name;  /* an image the engine has, or NULL (exactly one is set) */
 	enum wq_container_mode container_mode;
 	bool queued; /* `queued: true` (needs `queue`) */
 	json_t *msg;

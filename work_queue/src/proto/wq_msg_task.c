@@ -4,6 +4,7 @@
  * into a struct or gives the violation text. */
 #include "wq_msg.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,19 +195,57 @@ static void parse_outputs(struct wq_msg_v *v, const json_t *msg, unsigned caps,
 	}
 }
 
-static void parse_container(struct wq_msg_v *v, const json_t *msg, struct wq_task_msg *t)
+/* An image name as engines spell it: [registry/]path[:tag][@digest], of letters, digits and
+ * . _ - / : @, not starting with a separator. */
+static bool image_name_ok(const char *s)
+{
+	if (!s[0] || !isalnum((unsigned char)s[0]))
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("._-/:@", *p))
+			return false;
+	return true;
+}
+
+/* `container` (section 5.3): {image: OBJECT | name: NAME, mode}, with `containers` negotiated.
+ * An `image` object must also be one of the task's cache inputs. */
+static void parse_container(struct wq_msg_v *v, const json_t *msg, unsigned caps,
+                            struct wq_task_msg *t)
 {
 	json_t *c = NULL;
 	if (wq_msg_object(v, msg, "container", WQ_NULL, &c) != 0)
 		return;
+	if (!(caps & WQ_CAP_CONTAINERS)) {
+		wq_msg_fail(v, "container", "needs the capability \"containers\"");
+		return;
+	}
 	static const char *const modes[] = {"task", "shared", NULL};
 	int mode = 0;
 	v->where = "container";
-	object_name(v, c, "image", "F", &t->container_image);
+	bool has_image = json_object_get(c, "image") != NULL;
+	bool has_name = json_object_get(c, "name") != NULL;
+	if (has_image == has_name) {
+		wq_msg_fail(v, "image",
+		            "expected exactly one of image (a cached archive) and name");
+	} else if (has_image) {
+		if (object_name(v, c, "image", "F", &t->container_image) == 0) {
+			bool listed = false;
+			for (size_t i = 0; i < t->ninputs && !listed; i++)
+				listed = t->inputs[i].from == WQ_FROM_CACHE &&
+				         strcmp(t->inputs[i].object, t->container_image) == 0;
+			if (!listed)
+				wq_msg_fail(v, "image",
+				            "the object is not one of the task's cache inputs");
+		}
+	} else if (wq_msg_str(v, c, "name", WQ_REQ, WQ_IMAGE_NAME_MAX, &t->container_name, NULL) ==
+	               0 &&
+	           !image_name_ok(t->container_name)) {
+		wq_msg_fail(v, "name", "expected an image name (letters, digits and . _ - / : @)");
+	}
 	if (wq_msg_enum(v, c, "mode", WQ_REQ, modes, &mode) == 0)
 		t->container_mode = (enum wq_container_mode)mode;
 	v->where = NULL;
-	t->has_container = true;
+	t->has_container = !v->why;
 }
 
 /* Rules 1-4 of section 6 for the names of one list. */
@@ -243,7 +282,7 @@ int wq_msg_task_parse(const json_t *msg, unsigned caps, struct wq_task_msg **out
 	if (!v.why)
 		parse_outputs(&v, msg, caps, t);
 	if (!v.why)
-		parse_container(&v, msg, t);
+		parse_container(&v, msg, caps, t);
 	if (wq_msg_bool(&v, msg, "queued", 0, &t->queued) == 0 && t->queued &&
 	    !(caps & WQ_CAP_QUEUE))
 		wq_msg_fail(&v, "queued", "needs the capability \"queue\"");

@@ -70,9 +70,12 @@ static struct worker_docker *set_up_docker(const struct worker_opts *o)
 	char *why = NULL;
 	struct worker_docker *dk = worker_docker_create(o->docker_image, o->docker_preserve, &why);
 	if (!dk) {
-		fprintf(stderr, "work_queue_worker: %s %s: %s\n",
-		        o->docker_preserve ? "--docker-preserve" : "--docker", o->docker_image,
-		        why);
+		if (o->docker_image)
+			fprintf(stderr, "work_queue_worker: %s %s: %s\n",
+			        o->docker_preserve ? "--docker-preserve" : "--docker",
+			        o->docker_image, why);
+		else
+			fprintf(stderr, "work_queue_worker: --containers: %s\n", why);
 		free(why);
 	}
 	return dk;
@@ -160,7 +163,7 @@ int main(int argc, char *argv[])
 	}
 	raise_fd_limit();
 	struct worker_docker *dk = NULL;
-	if (o.docker_image && !(dk = set_up_docker(&o))) {
+	if ((o.docker_image || o.containers) && !(dk = set_up_docker(&o))) {
 		worker_opts_clear(&o);
 		return WORKER_EXIT_LOCAL;
 	}

@@ -51,8 +51,9 @@ static void find_runner(struct worker_docker *d)
 		d->exe[n] = 0;
 }
 
-/* Removes the containers labelled by a worker or runner of this host whose pid is gone. */
-static void remove_stale(struct worker_docker *d)
+/* Removes the containers labelled by a worker or runner of this host whose pid is gone, and
+ * with OWN those labelled with this process (the shared containers of its images). */
+static void remove_stale(struct worker_docker *d, bool own)
 {
 	json_t *list = NULL;
 	char *err = NULL;
@@ -75,7 +76,8 @@ static void remove_stale(struct worker_docker *d)
 		if (!host || !pids || !id || strcmp(host, d->host) != 0 ||
 		    str_to_int64(pids, &pid) < 0 || pid <= 0)
 			continue;
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		if (!(own && pid == (int64_t)getpid()) &&
+		    (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
 			continue;
 		if (docker_api_remove(d->api, id, &err) < 0) {
 			warn("%s", err);
@@ -105,7 +107,7 @@ struct worker_docker *worker_docker_create(const char *image, bool shared, char 
 		docker_api_delete(api);
 		return NULL;
 	}
-	int r = docker_api_image_exists(api, image, &e);
+	int r = image ? docker_api_image_exists(api, image, &e) : 0;
 	if (r < 0) {
 		if (r == -ENOENT)
 			*err = xasprintf(
@@ -120,7 +122,7 @@ struct worker_docker *worker_docker_create(const char *image, bool shared, char 
 	}
 	struct worker_docker *d = xcalloc(1, sizeof *d);
 	d->api = api;
-	d->image = xstrdup(image);
+	d->image = image ? xstrdup(image) : NULL;
 	d->shared = shared;
 	find_runner(d);
 	if (gethostname(d->host, sizeof d->host - 1) < 0)
@@ -130,9 +132,10 @@ struct worker_docker *worker_docker_create(const char *image, bool shared, char 
 		free(e);
 		d->nest = false;
 	}
-	remove_stale(d);
-	debug(D_WORKER, "docker at %s: image %s, %s containers%s", docker_api_socket(api), image,
-	      shared ? "one shared" : "per-task", d->nest ? ", nested in the tasks' cgroups" : "");
+	remove_stale(d, false);
+	debug(D_WORKER, "docker at %s: image %s, %s containers%s", docker_api_socket(api),
+	      image ? image : "(none: the tasks name theirs)", shared ? "one shared" : "per-task",
+	      d->nest ? ", nested in the tasks' cgroups" : "");
 	return d;
 }
 
@@ -153,7 +156,7 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
 	*err = NULL;
 	free(d->workdir);
 	d->workdir = xstrdup(workdir);
-	if (!d->shared)
+	if (!d->shared || !d->image)
 		return 0;
 	char *name = xasprintf("wq-worker-%ld", (long)getpid());
 	char *bind = xasprintf("%s:%s", workdir, workdir);
@@ -202,8 +205,9 @@ void worker_docker_delete(struct worker_docker *d)
 			debug(D_WORKER, "shared container %.12s removed", d->shared_id);
 		}
 	}
-	/* the stopped containers of runners killed with SIGKILL (a cancelled task, a limit) */
-	remove_stale(d);
+	/* the stopped containers of runners killed with SIGKILL (a cancelled task, a limit), and
+	 * the shared containers of the images tasks named */
+	remove_stale(d, true);
 	free(d->shared_id);
 	free(d->workdir);
 	free(d->image);
@@ -257,4 +261,59 @@ char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_wor
 void worker_docker_argv_free(char **argv)
 {
 	str_free_argv(argv);
+}
+
+const char *worker_docker_image(const struct worker_docker *d)
+{
+	return d->image;
+}
+
+char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbox_work_dir,
+                               const char *command, const struct worker_container_spec *c)
+{
+	char **v = xcalloc(32, sizeof *v);
+	int n = 0;
+	v[n++] = xstrdup(worker_docker_runner_path(d));
+	v[n++] = xstrdup("--container-run");
+	v[n++] = xstrdup("--socket");
+	v[n++] = xstrdup(docker_api_socket(d->api));
+	if (c->archive) {
+		v[n++] = xstrdup("--load");
+		v[n++] = xstrdup(c->archive);
+		v[n++] = xstrdup("--key");
+		v[n++] = xstrdup(c->key);
+	} else {
+		v[n++] = xstrdup("--image");
+		v[n++] = xstrdup(c->image);
+	}
+	v[n++] = xstrdup("--state");
+	v[n++] = d->workdir ? path_join(d->workdir, "containers") : xstrdup("/tmp");
+	v[n++] = xstrdup("--owner");
+	v[n++] = xasprintf("%ld", (long)getpid());
+	if (d->nest && !c->shared)
+		v[n++] = xstrdup("--nest");
+	v[n++] = xstrdup("--workdir");
+	v[n++] = xstrdup(sandbox_work_dir);
+	if (c->shared) {
+		/* the worker's workdir: every sandbox of the worker is seen in the one container */
+		v[n++] = xstrdup("--shared-image");
+		v[n++] = xstrdup("--bind");
+		v[n++] = xstrdup(d->workdir ? d->workdir : sandbox_work_dir);
+	} else {
+		v[n++] = xstrdup("--bind");
+		v[n++] = path_dirname(sandbox_work_dir);
+		char *cache = d->workdir ? path_join(d->workdir, "cache") : NULL;
+		if (cache && path_exists(cache)) {
+			v[n++] = xstrdup("--bind-ro");
+			v[n++] = cache;
+		} else {
+			free(cache);
+		}
+	}
+	v[n++] = xstrdup("--");
+	v[n++] = xstrdup("/bin/sh");
+	v[n++] = xstrdup("-c");
+	v[n++] = xstrdup(command);
+	v[n] = NULL;
+	return v;
 }

@@ -21,8 +21,9 @@ struct worker_docker;
 
 /* Checks that the engine answers (DOCKER_HOST or the default socket) and that IMAGE is on this
  * machine, finds whether containers can nest in the task's cgroup, and removes containers left
- * by dead workers or runners of this host. SHARED: --docker-preserve. NULL with *ERR (caller
- * frees) naming the socket or the image. */
+ * by dead workers or runners of this host. SHARED: --docker-preserve. IMAGE NULL: no image of
+ * the worker's own (--containers: only tasks that name an image run in containers). NULL with
+ * *ERR (caller frees) naming the socket or the image. */
 struct worker_docker *worker_docker_create(const char *image, bool shared, char **err);
 
 /* The worker's workdir (bind-mounted in the shared container; its cache is bind-mounted
@@ -39,6 +40,19 @@ void worker_docker_delete(struct worker_docker *d);
  * spec.path = worker_docker_runner_path(D). */
 char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_work_dir,
                           const char *const *env, const char *command);
+
+/* The container a task names (protocol `containers`). */
+struct worker_container_spec {
+	const char *image;   /* an image the engine has, or NULL */
+	const char *archive; /* the path of an image archive to load first (once), or NULL */
+	const char *key;     /* the archive's cache object name */
+	bool shared;         /* in the worker's one container of the image, not one of its own */
+};
+/* As worker_docker_argv, for a task that names its container C. */
+char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbox_work_dir,
+                               const char *command, const struct worker_container_spec *c);
+/* The worker's own image (--docker IMAGE), or NULL. */
+const char *worker_docker_image(const struct worker_docker *d);
 void worker_docker_argv_free(char **argv);
 /* The worker's own executable (resolved /proc/self/exe when D was made). Owned by D. */
 const char *worker_docker_runner_path(const struct worker_docker *d);

@@ -44,6 +44,7 @@ enum {
 	OPT_FEATURE,
 	OPT_DOCKER,
 	OPT_DOCKER_PRESERVE,
+	OPT_CONTAINERS,
 	OPT_SECCOMP,
 	OPT_DEBUG_ROTATE_MAX,
 };
@@ -73,6 +74,7 @@ static const struct option longopts[] = {
     {"feature", required_argument, NULL, OPT_FEATURE},
     {"docker", required_argument, NULL, OPT_DOCKER},
     {"docker-preserve", required_argument, NULL, OPT_DOCKER_PRESERVE},
+    {"containers", no_argument, NULL, OPT_CONTAINERS},
     {"seccomp", required_argument, NULL, OPT_SECCOMP},
     {"debug", required_argument, NULL, 'd'},
     {"debug-file", required_argument, NULL, 'o'},
@@ -133,6 +135,8 @@ static const char usage_text[] =
     "      --feature NAME        advertise a label tasks can require (repeatable)\n"
     "      --docker IMAGE        each task in its own container of IMAGE (already loaded)\n"
     "      --docker-preserve IMAGE  every task in one container of IMAGE kept for the worker\n"
+    "      --containers          run the tasks that name a container image in it (Docker);\n"
+    "                            implied by --docker and --docker-preserve\n"
     "      --seccomp PROFILE     system calls tasks may not make: default, strict, nonet, off\n"
     "                            (default: default; doc/seccomp.md)\n"
     "Other:\n"
@@ -386,6 +390,7 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		set(&o->docker_image, arg);
 		o->docker_preserve = c == OPT_DOCKER_PRESERVE;
 		break;
+	case OPT_CONTAINERS: o->containers = true; break;
 	case OPT_SECCOMP:
 		if (rmon_seccomp_parse(arg, &o->seccomp) < 0)
 			return cli_error(

@@ -57,6 +57,7 @@ struct worker_opts {
 
 	char *docker_image;                /* --docker IMAGE or --docker-preserve IMAGE */
 	bool docker_preserve;              /* one shared container rather than one per task */
+	bool containers;                   /* --containers: tasks may name their images */
 	enum rmon_seccomp_profile seccomp; /* --seccomp; default RMON_SECCOMP_DEFAULT */
 
 	char *debug_flags;        /* -d, comma separated, may be repeated (joined) */

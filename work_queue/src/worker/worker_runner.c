@@ -16,6 +16,7 @@
 #include "docker_api.h"
 #include "stringtools.h"
 #include "worker_docker.h"
+#include "worker_runner_image.h"
 #include "worker_runner_opts.h"
 #include "xalloc.h"
 
@@ -99,12 +100,13 @@ static double env_number(const char *name)
 }
 
 /* The task as an exec in the shared container. Takes CMD and ENV. */
-static int run_shared(struct docker_api *api, const struct worker_runner_opts *o, json_t *cmd,
-                      json_t *env, const char *user, int *status, char **err)
+static int run_shared(struct docker_api *api, const struct worker_runner_opts *o,
+                      const char *shared, json_t *cmd, json_t *env, const char *user, int *status,
+                      char **err)
 {
 	json_t *cfg = json_pack("{s:b,s:b,s:o,s:o,s:s,s:s}", "AttachStdout", 1, "AttachStderr", 1,
 	                        "Cmd", cmd, "Env", env, "WorkingDir", o->workdir, "User", user);
-	int r = docker_api_exec(api, o->shared, cfg, STDOUT_FILENO, STDERR_FILENO, &stop_signal,
+	int r = docker_api_exec(api, shared, cfg, STDOUT_FILENO, STDERR_FILENO, &stop_signal,
 	                        status, err);
 	json_decref(cfg);
 	return r;
@@ -134,24 +136,23 @@ static json_t *host_config(const struct worker_runner_opts *o, double mem_mb, co
 
 /* The task in a container of its own, removed at the end; status WORKER_DOCKER_EXIT_OOM when
  * Docker says memory killed it. Takes CMD and ENV. */
-static int run_own(struct docker_api *api, const struct worker_runner_opts *o, json_t *cmd,
-                   json_t *env, const char *user, int *status, char **err)
+static int run_own(struct docker_api *api, const struct worker_runner_opts *o, const char *image,
+                   json_t *cmd, json_t *env, const char *user, int *status, char **err)
 {
 	double mem_mb = env_number("MEMORY");
 	char host[256] = "";
 	if (gethostname(host, sizeof host - 1) < 0)
 		snprintf(host, sizeof host, "localhost");
 	char *cg = o->nest ? own_memory_cgroup() : NULL;
-	json_t *cfg =
-	    json_pack("{s:s,s:o,s:o,s:s,s:s,s:o,s:b,s:b,s:b,s:o}", "Image", o->image, "Cmd", cmd,
-	              "Env", env, "WorkingDir", o->workdir, "User", user, "Labels",
-	              worker_docker_labels(host), "AttachStdout", 1, "AttachStderr", 1, "Tty", 0,
-	              "HostConfig", host_config(o, mem_mb, cg));
+	json_t *cfg = json_pack("{s:s,s:o,s:o,s:s,s:s,s:o,s:b,s:b,s:b,s:o}", "Image", image, "Cmd",
+	                        cmd, "Env", env, "WorkingDir", o->workdir, "User", user, "Labels",
+	                        worker_docker_labels(host), "AttachStdout", 1, "AttachStderr", 1,
+	                        "Tty", 0, "HostConfig", host_config(o, mem_mb, cg));
 	char *id = NULL;
 	int r = docker_api_create_container(api, NULL, cfg, &id, err);
 	json_decref(cfg);
-	debug(D_WORKER, "container %.12s of %s%s%s", id ? id : "-", o->image,
-	      cg ? " in cgroup " : "", cg ? cg : "");
+	debug(D_WORKER, "container %.12s of %s%s%s", id ? id : "-", image, cg ? " in cgroup " : "",
+	      cg ? cg : "");
 	if (r == 0) {
 		r = docker_api_run(api, id, false, STDOUT_FILENO, STDERR_FILENO, &stop_signal,
 		                   status, err);
@@ -222,8 +223,20 @@ int worker_runner_main(int argc, char **argv)
 		json_array_append_new(env, json_string(*e));
 	char *user = worker_docker_user();
 	int status = -1;
-	int r = o.shared ? run_shared(api, &o, cmd, env, user, &status, &err)
-	                 : run_own(api, &o, cmd, env, user, &status, &err);
+	char *image = NULL, *shared = NULL;
+	int r = runner_image_ready(api, &o, &stop_signal, &image, &err);
+	if (r == 0 && o.shared_image)
+		r = runner_image_shared(api, &o, image, &stop_signal, &shared, &err);
+	if (r == 0) {
+		const char *in = o.shared ? o.shared : shared;
+		r = in ? run_shared(api, &o, in, cmd, env, user, &status, &err)
+		       : run_own(api, &o, image, cmd, env, user, &status, &err);
+	} else {
+		json_decref(cmd);
+		json_decref(env);
+	}
+	free(image);
+	free(shared);
 	free(user);
 	docker_api_delete(api);
 	worker_runner_opts_clear(&o);

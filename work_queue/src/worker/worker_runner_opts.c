@@ -32,6 +32,14 @@ static int parse_one(struct worker_runner_opts *o, const char *a, const char *v,
 		o->image = v;
 	} else if (strcmp(a, "--shared") == 0) {
 		o->shared = v;
+	} else if (strcmp(a, "--load") == 0) {
+		o->load = v;
+	} else if (strcmp(a, "--key") == 0) {
+		o->key = v;
+	} else if (strcmp(a, "--state") == 0) {
+		o->state = v;
+	} else if (strcmp(a, "--owner") == 0) {
+		o->owner = v;
 	} else if (strcmp(a, "--workdir") == 0) {
 		o->workdir = v;
 	} else if (strcmp(a, "--bind") == 0 || strcmp(a, "--bind-ro") == 0) {
@@ -61,6 +69,10 @@ int worker_runner_opts_parse(int argc, char *argv[], struct worker_runner_opts *
 			o->nest = true;
 			continue;
 		}
+		if (strcmp(a, "--shared-image") == 0) {
+			o->shared_image = true;
+			continue;
+		}
 		if (i + 1 >= argc) {
 			r = cli_error(err, errlen, "%s: needs a value", a);
 			goto out;
@@ -69,7 +81,15 @@ int worker_runner_opts_parse(int argc, char *argv[], struct worker_runner_opts *
 		if (r < 0)
 			goto out;
 	}
-	if (!o->image || !o->workdir || i >= argc) {
+	if ((o->load || o->shared_image) && (!o->state || !o->owner)) {
+		r = cli_error(err, errlen, "--load and --shared-image need --state and --owner");
+		goto out;
+	}
+	if (o->load && !o->key) {
+		r = cli_error(err, errlen, "--load needs --key");
+		goto out;
+	}
+	if ((!o->image && !o->load) || !o->workdir || i >= argc) {
 		r = cli_error(
 		    err, errlen,
 		    "usage: --container-run [--socket S] --image IMG [--shared ID] [--nest] "

@@ -13,6 +13,12 @@ struct worker_runner_opts {
 	const char *socket;  /* --socket; NULL: DOCKER_HOST or the default socket */
 	const char *image;   /* --image, required */
 	const char *shared;  /* --shared ID: exec in this container instead of a new one */
+	bool shared_image;   /* --shared-image: exec in the worker's container of the image, made
+	                      * at first use (named after --owner and the image) */
+	const char *load;    /* --load ARCHIVE: a `docker save` archive to load first, once */
+	const char *key;     /* --key KEY: names the archive's loaded image in --state */
+	const char *state;   /* --state DIR: the worker's records of loaded images, and locks */
+	const char *owner;   /* --owner PID: the worker, whose containers these are */
 	bool nest;           /* --nest: the container's cgroup under the task's memory group */
 	const char *workdir; /* --workdir, required */
 	char **binds;        /* "DIR:DIR" (--bind) and "DIR:DIR:ro" (--bind-ro), in order; owned */

@@ -744,8 +744,8 @@ static void on_task(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
 	t->sb = worker_sandbox_create(worker_workdir_fd(w), worker_workdir(w), (uint64_t)t->id,
 	                              (unsigned)t->try_, BENEATH_RESOLVE_AUTO);
 	int err = t->sb ? 0 : -errno;
-	if (!err && t->msg->has_container)
-		err = -ENOTSUP;
+	if (!err && t->msg->has_container && !worker_docker_of(w))
+		err = -ENOTSUP; /* `containers` is offered only with an engine: not reached */
 	for (size_t i = 0; !err && i < t->msg->ninputs; i++) {
 		const struct wq_task_input *in = &t->msg->inputs[i];
 		if (in->from == WQ_FROM_TASK ||

@@ -716,6 +716,19 @@ static void on_monitor_done(struct rmonitor *m, const struct rmsummary *s, void 
 	queue_work(t, t->cancelled ? WORK_REMOVE : WORK_FINISH);
 }
 
+/* The path in the sandbox of the image archive a task's container names (the input whose
+ * object it is), or NULL when it names an image of the engine. Caller frees. */
+static char *worker_task_container_archive(const struct wq_task_msg *msg, const char *work)
+{
+	if (!msg->container_image)
+		return NULL;
+	for (size_t i = 0; i < msg->ninputs; i++)
+		if (msg->inputs[i].from == WQ_FROM_CACHE &&
+		    strcmp(msg->inputs[i].object, msg->container_image) == 0)
+			return path_join(work, msg->inputs[i].name);
+	return NULL; /* the parser checked that it is an input */
+}
+
 struct worker_task *worker_task_start(const struct worker_task_params *p,
                                       const struct wq_task_msg *msg, struct worker_sandbox *sb,
                                       const struct worker_alloc *alloc, worker_task_done_fn done,
@@ -796,9 +809,22 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	 * cgroup (doc/work-queue-docker.md). */
 	char **dargv = NULL;
 	const struct worker_docker *dk = p->docker;
-	if (dk) {
+	if (dk && msg->has_container) {
+		char *archive = worker_task_container_archive(msg, worker_sandbox_work_path(sb));
+		struct worker_container_spec cs = {
+		    .image = msg->container_name,
+		    .archive = archive,
+		    .key = msg->container_image,
+		    .shared = msg->container_mode == WQ_CONTAINER_SHARED,
+		};
+		dargv =
+		    worker_docker_argv_spec(dk, worker_sandbox_work_path(sb), msg->command, &cs);
+		free(archive);
+	} else if (dk && worker_docker_image(dk)) {
 		dargv = worker_docker_argv(dk, worker_sandbox_work_path(sb),
 		                           (const char *const *)env, msg->command);
+	}
+	if (dargv) {
 		argv = (const char *const *)dargv;
 		free(prog);
 		prog = xstrdup(worker_docker_runner_path(dk));
