@@ -319,6 +319,11 @@ static struct work_queue_task *make_task(struct wq_state *st, struct batch_job *
 		r = work_queue_task_specify_output_file(t, f->local_name, remote,
 		                                        WORK_QUEUE_NOCACHE);
 	}
+	int cmode = s->container_shared ? WORK_QUEUE_CONTAINER_SHARED : WORK_QUEUE_CONTAINER_TASK;
+	if (r == 0 && s->container_archive)
+		r = work_queue_task_specify_container_archive(t, s->container_archive, NULL, cmode);
+	else if (r == 0 && s->container_image)
+		r = work_queue_task_specify_container(t, s->container_image, cmode);
 	for (const char *const *e = s->env; r == 0 && e && *e; e++) {
 		const char *eq = strchr(*e, '=');
 		if (!eq)
@@ -634,7 +639,8 @@ static size_t wq_started(void *state)
 const struct batch_driver batch_driver_wq = {
     .name = "wq",
     .features = BATCH_FEATURE_ABSOLUTE_PATHS | BATCH_FEATURE_REMOTE_RENAME | BATCH_FEATURE_REMOVE |
-                BATCH_FEATURE_WALL_TIME | BATCH_FEATURE_MEMORY_LIMIT | BATCH_FEATURE_MEASURE,
+                BATCH_FEATURE_WALL_TIME | BATCH_FEATURE_MEMORY_LIMIT | BATCH_FEATURE_MEASURE |
+                BATCH_FEATURE_CONTAINERS,
     .create = wq_create,
     .destroy = wq_destroy,
     .set_option = wq_set_option,

@@ -154,6 +154,8 @@ static void free_spec(struct batch_job_spec *s)
 	free((char *)s->category);
 	free((char *)s->batch_options);
 	free((char *)s->tag);
+	free((char *)s->container_image);
+	free((char *)s->container_archive);
 }
 
 static void free_rec(struct job_rec *r)
@@ -336,6 +338,8 @@ static int check_spec(const struct batch_job_spec *s, unsigned features)
 		for (size_t i = 0; s->env[i]; i++)
 			if (!env_entry_ok(s->env[i]))
 				return -EINVAL;
+	if ((s->container_image || s->container_archive) && !(features & BATCH_FEATURE_CONTAINERS))
+		return HTC_EUNSUP; /* the caller wraps the command instead */
 	int rc = check_files(s->inputs, s->n_inputs, features);
 	if (rc == 0)
 		rc = check_files(s->outputs, s->n_outputs, features);
@@ -376,6 +380,9 @@ static void copy_spec(struct batch_job_spec *d, const struct batch_job_spec *s)
 	d->category = xstrdup(s->category);
 	d->batch_options = xstrdup(s->batch_options);
 	d->tag = xstrdup(s->tag);
+	d->container_image = xstrdup(s->container_image);
+	d->container_archive = xstrdup(s->container_archive);
+	d->container_shared = s->container_shared;
 }
 
 int64_t batch_queue_submit(struct batch_queue *q, const struct batch_job_spec *spec)

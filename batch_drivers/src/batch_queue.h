@@ -49,6 +49,13 @@ struct batch_job_spec {
 	 * unset (-1), zero or not above the allocation in resources allows no raise. A
 	 * zero-initialised spec allows none. */
 	struct batch_resources max_resources;
+	/* The job's container, for a driver with BATCH_FEATURE_CONTAINERS (the others get the
+	 * command already wrapped): an image the engine has, or a docker save archive (a local
+	 * file, sent as a cached input), and whether it runs in the worker's one container of
+	 * the image. Both NULL: no container. */
+	const char *container_image;
+	const char *container_archive;
+	int container_shared;
 };
 
 /* Which limit a job exceeded (bits of batch_result.exhausted). */
@@ -99,6 +106,7 @@ enum batch_feature {
 	BATCH_FEATURE_RUN_LABEL = 1 << 9,       /* jobs carry the run id (HTC_RUN_ID) as a name
 	                                           or label; option stop-run=ID stops every job
 	                                           of run ID (a run that died) */
+	BATCH_FEATURE_CONTAINERS = 1 << 10,     /* runs the spec's container itself */
 };
 
 /* Space-separated names of the compiled-in drivers, e.g. "local dryrun" (static string). */

@@ -232,3 +232,27 @@ int64_t path_file_size(const char *p)
 		return -errno;
 	return (int64_t)st.st_size;
 }
+
+char *path_find_program(const char *beside, const char *name)
+{
+	if (beside) {
+		char *dir = path_dirname(beside);
+		char *p = path_join(dir, name);
+		free(dir);
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	const char *env = getenv("PATH");
+	char *copy = xstrdup(env ? env : "/usr/local/bin:/usr/bin:/bin");
+	char *save = NULL, *found = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		char *p = path_join(*d ? d : ".", name);
+		if (access(p, X_OK) == 0)
+			found = p;
+		else
+			free(p);
+	}
+	free(copy);
+	return found;
+}

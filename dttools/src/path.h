@@ -61,4 +61,8 @@ bool path_exists(const char *p);
 /* The size in bytes of the file at P (following symbolic links), or -errno. */
 int64_t path_file_size(const char *p);
 
+/* The program NAME: in the directory of the executable BESIDE (when not NULL), else in $PATH.
+ * An executable path (caller frees), or NULL. */
+char *path_find_program(const char *beside, const char *name);
+
 #endif

@@ -223,21 +223,33 @@ void dag_node_set_workflow(struct dag_node *n, const char *workflow, const char 
 	n->workflow_args = xstrdup(args);
 }
 
-void dag_node_set_batch_options(struct dag *d, struct dag_node *n, const char *options)
+/* TEXT interned in D (NULL for NULL). */
+static const char *intern(struct dag *d, const char *text)
 {
-	if (!options) {
-		n->batch_options = NULL;
-		return;
-	}
+	if (!text)
+		return NULL;
 	struct dag_string *s = NULL;
-	HASH_FIND_STR(d->strings, options, s);
+	HASH_FIND_STR(d->strings, text, s);
 	if (!s) {
-		size_t len = strlen(options);
+		size_t len = strlen(text);
 		s = xmalloc(sizeof *s + len + 1);
-		memcpy(s->s, options, len + 1);
+		memcpy(s->s, text, len + 1);
 		HASH_ADD_KEYPTR(hh, d->strings, s->s, len, s);
 	}
-	n->batch_options = s->s;
+	return s->s;
+}
+
+void dag_node_set_batch_options(struct dag *d, struct dag_node *n, const char *options)
+{
+	n->batch_options = intern(d, options);
+}
+
+void dag_node_set_container(struct dag *d, struct dag_node *n, const char *image,
+                            const char *archive, enum dag_container_mode mode)
+{
+	n->container_image = intern(d, image);
+	n->container_archive = intern(d, archive);
+	n->container_mode = (uint8_t)mode;
 }
 
 void dag_node_set_env(struct dag_node *n, struct dag_env *env)

@@ -127,7 +127,12 @@ struct dag_node {
 	 * -1 = unset. */
 	struct dag_resources resources;
 	const char *batch_options; /* interned in the dag; NULL if none */
-	struct dag_env *env;       /* shared snapshot; NULL = empty */
+	/* CONTAINER, CONTAINER_IMAGE_TAR (interned; NULL if unset) and CONTAINER_MODE
+	 * (enum dag_container_mode) of the rule's scope (doc/makeflow-language.md) */
+	const char *container_image;
+	const char *container_archive;
+	uint8_t container_mode;
+	struct dag_env *env; /* shared snapshot; NULL = empty */
 
 	/* Built by dag_finalize. */
 	struct dag_node **parents;  /* distinct producers of the inputs */
@@ -200,6 +205,16 @@ struct dag_node *dag_node_add(struct dag *d, int line, const char *command,
 void dag_node_set_workflow(struct dag_node *n, const char *workflow, const char *args);
 /* Sets the batch options (interned; NULL clears). */
 void dag_node_set_batch_options(struct dag *d, struct dag_node *n, const char *options);
+
+enum dag_container_mode {
+	DAG_CONTAINER_UNSET = 0, /* the image given decides (task mode), or --docker */
+	DAG_CONTAINER_NONE,      /* no container, whatever the defaults */
+	DAG_CONTAINER_TASK,      /* a container of its own */
+	DAG_CONTAINER_SHARED,    /* one container per image kept by the worker */
+};
+/* Sets N's container (IMAGE or ARCHIVE may be NULL; both are interned in D). */
+void dag_node_set_container(struct dag *d, struct dag_node *n, const char *image,
+                            const char *archive, enum dag_container_mode mode);
 /* Replaces the node's snapshot with ENV (takes a new reference; NULL ok). */
 void dag_node_set_env(struct dag_node *n, struct dag_env *env);
 

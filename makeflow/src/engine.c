@@ -16,6 +16,7 @@
 
 #include "debug.h"
 #include "engine_archive.h"
+#include "engine_container.h"
 #include "engine_internal.h"
 #include "engine_longcmd.h"
 #include "engine_nested.h"
@@ -387,6 +388,30 @@ static void submit(struct engine *e, struct dag_node *n)
 	}
 	x->long_cmd = lr > 0;
 
+	struct engine_container ct;
+	char *in_container = NULL;
+	if (engine_container_of(e->opt, n, &ct)) {
+		char *cerr = NULL;
+		in_container = engine_container_apply(
+		    e->opt, &ct, (e->features & BATCH_FEATURE_CONTAINERS) != 0, spec.command, &spec,
+		    in, &n_in, e->opt->log_path, &cerr);
+		if (cerr) {
+			free(x->last_error);
+			x->last_error = cerr;
+			x->last_exit_code = -1;
+			free(in);
+			free(out);
+			free(env);
+			free(wcmd);
+			engine_nested_clear(&nj);
+			engine_longcmd_clear(&lc);
+			set_state(e, n, NODE_RUNNING);
+			node_fail(e, n);
+			return;
+		}
+		if (in_container)
+			spec.command = in_container;
+	}
 	char *wrapped = engine_alloc_prepare(e, n, spec.command, &spec);
 	if (wrapped)
 		spec.command = wrapped;
@@ -402,6 +427,7 @@ static void submit(struct engine *e, struct dag_node *n)
 		free(wcmd);
 		engine_nested_clear(&nj);
 		free(wrapped);
+		free(in_container);
 		engine_longcmd_clear(&lc);
 		return;
 	}
@@ -414,6 +440,7 @@ static void submit(struct engine *e, struct dag_node *n)
 	free(wcmd);
 	engine_nested_clear(&nj);
 	free(wrapped);
+	free(in_container);
 	if (lr > 0)
 		engine_longcmd_clear(&lc);
 	if (id < 0) {

@@ -41,6 +41,8 @@ struct engine_options {
 	const char *batch_type;        /* "local" when NULL */
 	const char *const *batch_opts; /* NULL-terminated "key=value" driver options */
 	const char *batch_options;     /* -B: default per-job batch options */
+	const char *docker_image;      /* --docker: the rules' default container image */
+	const char *docker_tar;        /* --docker-tar: the archive of that image, loaded first */
 	int max_local_jobs;            /* -j; <= 0: number of cores */
 	int max_remote_jobs;           /* -J; <= 0: unlimited */
 	int retries;                   /* extra attempts per rule after a failure */

@@ -22,6 +22,7 @@
 #include "rmon_seccomp.h"
 #include "stringtools.h"
 #include "units.h"
+#include "docker_name.h"
 #include "vec.h"
 #include "xalloc.h"
 
@@ -56,6 +57,8 @@ enum {
 	OPT_ARCHIVE_DIR,
 	OPT_MOUNTS,
 	OPT_CACHE_DIR,
+	OPT_DOCKER,
+	OPT_DOCKER_TAR,
 };
 
 static const struct option longopts[] = {
@@ -104,6 +107,8 @@ static const struct option longopts[] = {
     {"mounts", required_argument, 0, OPT_MOUNTS},
     {"cache-dir", required_argument, 0, OPT_CACHE_DIR},
     {"cache", required_argument, 0, OPT_CACHE_DIR},
+    {"docker", required_argument, 0, OPT_DOCKER},
+    {"docker-tar", required_argument, 0, OPT_DOCKER_TAR},
     CLI_LONG_OPTIONS,
     WORKFLOW_LONG_OPTIONS,
     {0, 0, 0, 0},
@@ -215,6 +220,9 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "      --file-status-interval=S  S seconds (default 5) and at the end\n"
 	    "  -F, --wq-fast-abort=M     -T wq: a task running M times its category's mean\n"
 	    "                            wall time is cancelled and runs again elsewhere\n"
+	    "      --docker=IMAGE        rules run in containers of IMAGE unless they name theirs\n"
+	    "                            (CONTAINER=, CONTAINER_IMAGE_TAR=, CONTAINER_MODE=)\n"
+	    "      --docker-tar=FILE     the same, the image coming from a docker save archive\n"
 	    "      --send-environment    remote jobs get makeflow's environment (local jobs\n"
 	    "                            inherit it)\n"
 	    "  -P, --priority=N          -T wq: the master's priority in the catalog; workers\n"
@@ -414,6 +422,16 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case 'j': return parse_int("-j", arg, 1, &e->max_local_jobs, err, errlen);
 	case 'J': return parse_int("-J", arg, 1, &e->max_remote_jobs, err, errlen);
 	case 'B': e->batch_options = arg; break;
+	case OPT_DOCKER:
+		if (!docker_image_name_ok(arg))
+			return cli_error(err, errlen, "--docker '%s': not an image name", arg);
+		e->docker_image = arg;
+		break;
+	case OPT_DOCKER_TAR:
+		if (!*arg)
+			return cli_error(err, errlen, "--docker-tar: expected a file");
+		e->docker_tar = arg;
+		break;
 	case OPT_SECCOMP: {
 		enum rmon_seccomp_profile sp;
 		if (rmon_seccomp_parse(arg, &sp) < 0)

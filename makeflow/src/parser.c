@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "debug.h"
+#include "docker_name.h"
 #include "htc_error.h"
 #include "parser_internal.h"
 #include "units.h"
@@ -499,6 +500,8 @@ static struct dag_env *snapshot(struct parser *p)
 	return p->snap;
 }
 
+static int rule_container(struct parser *p, int line, struct dag_node *node);
+
 static int add_files(struct parser *p, struct dag_node *node, const char *raw, int outputs)
 {
 	struct buffer *out = &p->tmp;
@@ -600,6 +603,8 @@ static int command(struct parser *p, const char *text)
 			*dag_resources_field(&node->resources, k) =
 			    *dag_resources_field(&p->rule_res, k);
 	node->explicit_resources = p->rule_res_bits;
+	if (rule_container(p, line, node) < 0)
+		goto out;
 	const char *bo = parser_lookup(p, "BATCH_OPTIONS", 0);
 	if (bo && *bo) {
 		dag_node_set_batch_options(p->dag, node, bo);
@@ -615,6 +620,50 @@ out:
 	rule_reset(p);
 	p->last_was_command = 1;
 	return rc;
+}
+
+/* CONTAINER, CONTAINER_IMAGE_TAR and CONTAINER_MODE in the rule's scope (the rule, its
+ * category, the workflow): checked and set on NODE; the archive becomes an input of the rule.
+ * 0, or -1 with the error at LINE. */
+static int rule_container(struct parser *p, int line, struct dag_node *node)
+{
+	const char *image = parser_lookup(p, "CONTAINER", 0);
+	const char *archive = parser_lookup(p, "CONTAINER_IMAGE_TAR", 0);
+	const char *mode = parser_lookup(p, "CONTAINER_MODE", 0);
+	if (image && !*image)
+		image = NULL;
+	if (archive && !*archive)
+		archive = NULL;
+	if (!image && !archive && (!mode || !*mode))
+		return 0;
+	static const char *const modes[] = {"", "none", "task", "shared"};
+	enum dag_container_mode m = DAG_CONTAINER_UNSET;
+	for (int k = 1; mode && *mode && k < 4; k++)
+		if (strcmp(mode, modes[k]) == 0)
+			m = (enum dag_container_mode)k;
+	if (mode && *mode && m == DAG_CONTAINER_UNSET)
+		return perr(p, line, "CONTAINER_MODE='%s': expected none, task or shared", mode);
+	if (image && !docker_image_name_ok(image))
+		return perr(
+		    p, line,
+		    "CONTAINER='%s': not an image name (1-%d letters, digits and . _ - / : @, "
+		    "starting with a letter or digit)",
+		    image, DOCKER_IMAGE_NAME_MAX);
+	if (image && archive)
+		return perr(
+		    p, line,
+		    "CONTAINER='%s' and CONTAINER_IMAGE_TAR='%s' both apply: name the image or "
+		    "its archive, not both",
+		    image, archive);
+	if (archive) {
+		struct dag_file *f = pfile(p, line, archive);
+		if (!f)
+			return -1;
+		dag_node_add_input(p->dag, node, f, NULL);
+	}
+	dag_node_set_container(p->dag, node, image, archive, m);
+	return parser_charge(p, line,
+	                     (image ? strlen(image) : 0) + (archive ? strlen(archive) : 0));
 }
 
 /* ---- statements ------------------------------------------------------ */

@@ -601,12 +601,20 @@ static void test_k8s(void **state)
 static void test_refused(void **state)
 {
 	(void)state;
-	assert_fails("--docker: not available in this build (yet): containers for rules are being "
-	             "built",
-	             "--docker", "debian");
-	assert_fails("--singularity: not available in this build (yet): containers for rules are "
-	             "being built",
+	assert_fails("--singularity: not available here: Singularity and Apptainer are not "
+	             "packaged in Debian 12 (use --docker or CONTAINER=)",
 	             "--singularity=img");
+	assert_fails("--docker-opt: not supported here: containers are made through the engine's "
+	             "API, not the docker command",
+	             "--docker-opt", "-v /x:/x");
+	/* --docker and --docker-tar are the rules' default container */
+	assert_fails("--docker 'not an image': not an image name", "--docker", "not an image");
+	struct makeflow_opts d;
+	assert_int_equal(parse(&d, "--docker", "debian:12", "--docker-tar", "img.tar", NULL),
+	                 CLI_DONE);
+	assert_string_equal(d.engine.docker_image, "debian:12");
+	assert_string_equal(d.engine.docker_tar, "img.tar");
+	makeflow_opts_clear(&d);
 	assert_fails("--umbrella-spec: not supported here (Umbrella is out of scope)",
 	             "--umbrella-spec", "s.json");
 	assert_fails("--amazon-config: not supported here (Amazon EC2 is out of scope)",

@@ -878,6 +878,38 @@ static void test_garbage(void **state)
 	}
 }
 
+/* CONTAINER, CONTAINER_IMAGE_TAR and CONTAINER_MODE: from the rule's scope (rule, category,
+ * workflow); the archive is an input of the rule; bad values name the line. */
+static void test_containers(void **state)
+{
+	(void)state;
+	struct dag *d = parse("CONTAINER=busybox:1\n"
+	                      "a:\n\tc\n"
+	                      "CATEGORY=t\nCONTAINER=\nCONTAINER_IMAGE_TAR=img.tar\n"
+	                      "CONTAINER_MODE=shared\n"
+	                      "b:\n\tc\n"
+	                      "c:\n@CONTAINER_MODE=none\n\tc\n");
+	assert_int_equal(d->nnodes, 3);
+	assert_string_equal(d->nodes[0]->container_image, "busybox:1");
+	assert_null(d->nodes[0]->container_archive);
+	assert_int_equal(d->nodes[0]->container_mode, DAG_CONTAINER_UNSET);
+	assert_null(d->nodes[1]->container_image);
+	assert_string_equal(d->nodes[1]->container_archive, "img.tar");
+	assert_int_equal(d->nodes[1]->container_mode, DAG_CONTAINER_SHARED);
+	assert_int_equal(d->nodes[1]->ninputs, 1);
+	assert_string_equal(d->nodes[1]->inputs[0].file->name, "img.tar");
+	assert_int_equal(d->nodes[2]->container_mode, DAG_CONTAINER_NONE);
+	dag_delete(d);
+	expect_error("a:\n@CONTAINER_MODE=fast\n\tc\n",
+	             "t.mf:1: CONTAINER_MODE='fast': expected none, task or shared");
+	expect_error("CONTAINER=no way\na:\n\tc\n",
+	             "t.mf:2: CONTAINER='no way': not an image name (1-255 letters, digits and . "
+	             "_ - / : @, starting with a letter or digit)");
+	expect_error("CONTAINER=x\nCONTAINER_IMAGE_TAR=x.tar\na:\n\tc\n",
+	             "t.mf:3: CONTAINER='x' and CONTAINER_IMAGE_TAR='x.tar' both apply: name the "
+	             "image or its archive, not both");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -908,6 +940,7 @@ int main(void)
 	    cmocka_unit_test(test_from_file),
 	    cmocka_unit_test(test_many_rules),
 	    cmocka_unit_test(test_garbage),
+	    cmocka_unit_test(test_containers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

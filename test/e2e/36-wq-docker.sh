@@ -235,6 +235,16 @@ test_expect_success 'makeflow -T wq with --docker-preserve: one shared container
 	[ -z "$(docker ps -aq --filter name=wq-worker-$w)" ]
 '
 
+# make_img2: img2.tar, a docker save archive of a second image (wqtest-two:1, whose
+# /etc/wq-marker says image-two) that the engine does not have.
+make_img2() {
+	mkdir -p two/bin two/etc two/tmp
+	cp /bin/busybox two/bin/ && ln -sf busybox two/bin/sh && ln -sf busybox two/bin/cat
+	echo image-two >two/etc/wq-marker
+	tar -C two -cf two.tar . && docker import two.tar wqtest-two:1 >/dev/null
+	docker save -o img2.tar wqtest-two:1 && docker rmi wqtest-two:1 >/dev/null
+}
+
 # task_block TAG: the output of task TAG in hm.out (helper_container_master), without its
 # result line.
 task_block() {
@@ -242,12 +252,7 @@ task_block() {
 }
 
 test_expect_success 'tasks name their containers: images by name and as cached archives, per task and shared' '
-	# a second image that exists only as a docker save archive
-	mkdir -p two/bin two/etc two/tmp
-	cp /bin/busybox two/bin/ && ln -sf busybox two/bin/sh && ln -sf busybox two/bin/cat
-	echo image-two >two/etc/wq-marker
-	tar -C two -cf two.tar . && docker import two.tar wqtest-two:1 >/dev/null
-	docker save -o img2.tar wqtest-two:1 && docker rmi wqtest-two:1 >/dev/null
+	make_img2
 	printf "not an image archive\n" >bad.tar
 	"$BUILD/work_queue/test/helper_container_master" port \
 		"byname,name,$IMG,task,cat /etc/wq-marker" \
@@ -287,6 +292,62 @@ test_expect_success 'tasks name their containers: images by name and as cached a
 	# the worker stays up through the failures; at its exit the shared containers go with it
 	kill -0 $w
 	kill -TERM $w
+	wait $w || true
+	test_wait_until 30 no_containers
+'
+
+test_expect_success 'makeflow -T local: --docker, CONTAINER_IMAGE_TAR and CONTAINER_MODE=none' '
+	make_img2
+	wf Makeflow <<-\EOF
+	CONTAINER_MODE=task
+	a.txt:
+	    cat /etc/wq-marker > a.txt
+	b.txt:
+	@CONTAINER_IMAGE_TAR=img2.tar
+	    cat /etc/wq-marker > b.txt
+	c.txt:
+	@CONTAINER_IMAGE_TAR=img2.tar
+	    cat /etc/wq-marker > c.txt
+	host.txt:
+	@CONTAINER_MODE=none
+	    test ! -e /etc/wq-marker && echo host > host.txt
+	EOF
+	"$MF" --docker $IMG Makeflow >mf.out 2>&1 || { cat mf.out >&2; exit 1; }
+	[ "$(cat a.txt)" = only-in-the-image ]
+	[ "$(cat b.txt)" = image-two ]
+	[ "$(cat c.txt)" = image-two ]
+	[ "$(cat host.txt)" = host ]
+	# the archive was loaded once, and recorded beside the log
+	[ "$(cat Makeflow.makeflowlog.containers/*.image)" = wqtest-two:1 ]
+	test_wait_until 30 no_containers
+'
+
+test_expect_success 'makeflow -T wq: rules and categories name their containers' '
+	make_img2
+	wf Makeflow <<-EOF
+	CATEGORY=inimg
+	CONTAINER=$IMG
+	a.txt:
+	    cat /etc/wq-marker > a.txt
+	CATEGORY=fromtar
+	CONTAINER=
+	CONTAINER_IMAGE_TAR=img2.tar
+	CONTAINER_MODE=shared
+	b.txt:
+	    echo one > /tmp/mark; cat /etc/wq-marker > b.txt
+	c.txt: b.txt
+	    cat /tmp/mark /etc/wq-marker > c.txt
+	EOF
+	start_master Makeflow
+	"$WORKER" -t 30 --containers localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	wait $mf || { cat mf.out w.out >&2; exit 1; }
+	[ "$(cat a.txt)" = only-in-the-image ]
+	[ "$(cat b.txt)" = image-two ]
+	# c ran in the container b ran in (its /tmp/mark), which the worker kept
+	[ "$(cat c.txt)" = "$(printf "one\nimage-two")" ]
+	kill -TERM $w 2>/dev/null || true
 	wait $w || true
 	test_wait_until 30 no_containers
 '

@@ -3,7 +3,6 @@
  * a setter refuses is refused before submission, with a reason the application can print. */
 #include "work_queue.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "docker_name.h"
 #include "htc_error.h"
 #include "path.h"
 #include "task_names.h"
@@ -559,15 +559,11 @@ int work_queue_task_specify_container(struct work_queue_task *t, const char *ima
 	int r = check_mode(t, mode);
 	if (r < 0)
 		return r;
-	size_t n = image ? strlen(image) : 0;
-	bool good = n > 0 && n <= WQ_IMAGE_NAME_MAX && isalnum((unsigned char)image[0]);
-	for (size_t i = 0; good && i < n; i++)
-		good = isalnum((unsigned char)image[i]) || strchr("._-/:@", image[i]);
-	if (!good)
+	if (!docker_image_name_ok(image))
 		return fail(t, -EINVAL,
 		            "container image \"%s\": expected an image name (1-%d letters, digits "
 		            "and . _ - / : @, starting with a letter or digit)",
-		            image ? image : "", WQ_IMAGE_NAME_MAX);
+		            image ? image : "", DOCKER_IMAGE_NAME_MAX);
 	set_str(&t->container_image, image);
 	t->container_mode = mode;
 	require_containers(t);

@@ -38,7 +38,6 @@
 #define WQ_TAG_MAX        1024
 #define MASTER_URL_MAX    4096
 #define WQ_LABEL_MAX      128
-#define WQ_IMAGE_NAME_MAX 255
 #define WQ_LABELS_MAX     64
 #define WQ_OBJECTS_MAX    1000 /* per cache_have / cache_drop */
 #define WQ_STDOUT_DEFAULT (1024 * 1024)

@@ -4,12 +4,12 @@
  * into a struct or gives the violation text. */
 #include "wq_msg.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "docker_name.h"
 #include "htc_error.h"
 #include "wq_name.h"
 #include "xalloc.h"
@@ -195,18 +195,6 @@ static void parse_outputs(struct wq_msg_v *v, const json_t *msg, unsigned caps,
 	}
 }
 
-/* An image name as engines spell it: [registry/]path[:tag][@digest], of letters, digits and
- * . _ - / : @, not starting with a separator. */
-static bool image_name_ok(const char *s)
-{
-	if (!s[0] || !isalnum((unsigned char)s[0]))
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!isalnum((unsigned char)*p) && !strchr("._-/:@", *p))
-			return false;
-	return true;
-}
-
 /* `container` (section 5.3): {image: OBJECT | name: NAME, mode}, with `containers` negotiated.
  * An `image` object must also be one of the task's cache inputs. */
 static void parse_container(struct wq_msg_v *v, const json_t *msg, unsigned caps,
@@ -237,9 +225,9 @@ static void parse_container(struct wq_msg_v *v, const json_t *msg, unsigned caps
 				wq_msg_fail(v, "image",
 				            "the object is not one of the task's cache inputs");
 		}
-	} else if (wq_msg_str(v, c, "name", WQ_REQ, WQ_IMAGE_NAME_MAX, &t->container_name, NULL) ==
-	               0 &&
-	           !image_name_ok(t->container_name)) {
+	} else if (wq_msg_str(v, c, "name", WQ_REQ, DOCKER_IMAGE_NAME_MAX, &t->container_name,
+	                      NULL) == 0 &&
+	           !docker_image_name_ok(t->container_name)) {
 		wq_msg_fail(v, "name", "expected an image name (letters, digits and . _ - / : @)");
 	}
 	if (wq_msg_enum(v, c, "mode", WQ_REQ, modes, &mode) == 0)
