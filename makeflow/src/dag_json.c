@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "debug.h"
+#include "docker_name.h"
 #include "workflow_keys.h"
 #include "xalloc.h"
 #include "vec.h"
@@ -391,6 +392,48 @@ static void set_rule_env(struct jctx *c, struct dag_node *n)
 	env_clear(c);
 }
 
+/* A rule's "container": {"type": "docker", "image": NAME | "image_tar": FILE, "mode": "task" |
+ * "shared" | "none"} (doc/makeflow-language.md "Containers"); the archive becomes an input. */
+static int read_container(struct jctx *c, struct dag_node *n, json_t *o)
+{
+	if (!o)
+		return 0;
+	if (!json_is_object(o))
+		return jerr(c, "'container' must be an object");
+	if (check_keys(c, o, WORKFLOW_KEY_CONTAINER) < 0)
+		return -1;
+	json_t *type = json_object_get(o, "type");
+	if (type && (!json_is_string(type) || strcmp(json_string_value(type), "docker") != 0))
+		return jerr(c, "'container.type' must be \"docker\" (Singularity is not available "
+		               "here)");
+	json_t *image = json_object_get(o, "image"), *tar = json_object_get(o, "image_tar");
+	json_t *mode = json_object_get(o, "mode");
+	if ((image && !json_is_string(image)) || (tar && !json_is_string(tar)) ||
+	    (mode && !json_is_string(mode)))
+		return jerr(c, "'container' values must be strings");
+	if (image && tar)
+		return jerr(c, "'container' names the image or its archive (image_tar), not both");
+	const char *img = image ? json_string_value(image) : NULL;
+	if (img && !docker_image_name_ok(img))
+		return jerr(c, "'container.image' '%s' is not an image name", img);
+	static const char *const modes[] = {"", "none", "task", "shared"};
+	enum dag_container_mode m = DAG_CONTAINER_UNSET;
+	for (int k = 1; mode && k < 4; k++)
+		if (strcmp(json_string_value(mode), modes[k]) == 0)
+			m = (enum dag_container_mode)k;
+	if (mode && m == DAG_CONTAINER_UNSET)
+		return jerr(c, "'container.mode' must be \"none\", \"task\" or \"shared\"");
+	if (!img && !tar && m != DAG_CONTAINER_NONE)
+		return jerr(c, "'container' needs 'image' or 'image_tar' (or \"mode\": \"none\")");
+	const char *archive = tar ? json_string_value(tar) : NULL;
+	if (archive && !*archive)
+		return jerr(c, "'container.image_tar' is empty");
+	if (archive)
+		dag_node_add_input(c->dag, n, dag_file_get_or_create(c->dag, archive), NULL);
+	dag_node_set_container(c->dag, n, img, archive, m);
+	return 0;
+}
+
 static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 {
 	at(c, r);
@@ -482,6 +525,9 @@ static int read_rule(struct jctx *c, json_t *r, struct dag_category *defcat)
 	at_member(c, r, "resources");
 	if (read_resources(c, json_object_get(r, "resources"), &n->resources,
 	                   &n->explicit_resources) < 0)
+		return -1;
+	at_member(c, r, "container");
+	if (read_container(c, n, json_object_get(r, "container")) < 0)
 		return -1;
 	/* environment: global, then category, then rule */
 	env_clear(c);

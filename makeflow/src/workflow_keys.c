@@ -38,8 +38,7 @@ static const struct workflow_key keys[] = {
     {WORKFLOW_KEY_RULE, "environment", S, -1, NULL},
     {WORKFLOW_KEY_RULE, "makeflow", U, -1,
      "CCTools' older form of a nested workflow; write \"workflow\": FILE and \"args\": {...}"},
-    {WORKFLOW_KEY_RULE, "container", U, -1,
-     "containers for rules are not built in this makeflow yet"},
+    {WORKFLOW_KEY_RULE, "container", S, -1, NULL},
     /* a category */
     {WORKFLOW_KEY_CATEGORY, "resources", S, -1, NULL},
     {WORKFLOW_KEY_CATEGORY, "environment", S, -1, NULL},
@@ -56,6 +55,11 @@ static const struct workflow_key keys[] = {
     /* a file object */
     {WORKFLOW_KEY_FILE, "dag_name", S, -1, NULL},
     {WORKFLOW_KEY_FILE, "task_name", S, -1, NULL},
+    /* a container object */
+    {WORKFLOW_KEY_CONTAINER, "type", S, -1, NULL},
+    {WORKFLOW_KEY_CONTAINER, "image", S, -1, NULL},
+    {WORKFLOW_KEY_CONTAINER, "image_tar", S, -1, NULL},
+    {WORKFLOW_KEY_CONTAINER, "mode", S, -1, NULL},
 };
 
 #undef S
@@ -79,6 +83,7 @@ const char *workflow_key_place_name(enum workflow_key_place place)
 	case WORKFLOW_KEY_CATEGORY: return "a category";
 	case WORKFLOW_KEY_RESOURCES: return "'resources'";
 	case WORKFLOW_KEY_FILE: return "a file object";
+	case WORKFLOW_KEY_CONTAINER: return "'container'";
 	}
 	return "the workflow";
 }

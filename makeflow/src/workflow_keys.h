@@ -16,6 +16,7 @@ enum workflow_key_place {
 	WORKFLOW_KEY_CATEGORY,  /* a value of "categories" */
 	WORKFLOW_KEY_RESOURCES, /* a "resources" object */
 	WORKFLOW_KEY_FILE,      /* an object in "inputs" / "outputs" */
+	WORKFLOW_KEY_CONTAINER, /* a rule's "container" object */
 };
 
 enum workflow_key_status {

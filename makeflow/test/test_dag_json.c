@@ -193,16 +193,41 @@ static void test_strict(void **state)
 	             "task_name)");
 	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"], \"zzz\": 1}]}",
 	             "w.json: rule 0: unknown key 'zzz' in a rule (known: command, workflow, args, "
-	             "inputs, outputs, local_job, category, resources, allocation, environment)");
+	             "inputs, outputs, local_job, category, resources, allocation, environment, "
+	             "container)");
 	/* keys CCTools knows and this makeflow does not build */
 	expect_error("{\"rules\": [{\"makeflow\": {\"path\": \"s.json\"}, \"outputs\": [\"o\"]}]}",
 	             "w.json: rule 0: key 'makeflow' in a rule is not supported by this makeflow "
 	             "(CCTools' older form of a nested workflow; write \"workflow\": FILE and "
 	             "\"args\": {...})");
+	/* a rule's container */
 	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
 	             " \"container\": \"debian\"}]}",
-	             "w.json: rule 0: key 'container' in a rule is not supported by this makeflow "
-	             "(containers for rules are not built in this makeflow yet)");
+	             "w.json: rule 0: 'container' must be an object");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
+	             " \"container\": {\"type\": \"singularity\", \"image\": \"x\"}}]}",
+	             "w.json: rule 0: 'container.type' must be \"docker\" (Singularity is not "
+	             "available here)");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
+	             " \"container\": {\"image\": \"x\", \"mode\": \"fast\"}}]}",
+	             "w.json: rule 0: 'container.mode' must be \"none\", \"task\" or \"shared\"");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
+	             " \"container\": {\"image\": \"x\", \"image_tar\": \"x.tar\"}}]}",
+	             "w.json: rule 0: 'container' names the image or its archive (image_tar), "
+	             "not both");
+	expect_error("{\"rules\": [{\"command\": \"x\", \"outputs\": [\"o\"],"
+	             " \"container\": {\"imgae\": \"x\"}}]}",
+	             "w.json: rule 0: unknown key 'imgae' in 'container' (did you mean 'image'?)");
+	{
+		struct dag *d = load("{\"rules\": [{\"command\": \"x\", \"outputs\": "
+		                     "[\"o\"], \"container\": {\"image_tar\": \"i.tar\", "
+		                     "\"mode\": \"shared\"}}]}");
+		assert_non_null(d);
+		assert_string_equal(d->nodes[0]->container_archive, "i.tar");
+		assert_int_equal(d->nodes[0]->container_mode, DAG_CONTAINER_SHARED);
+		assert_int_equal(d->nodes[0]->ninputs, 1);
+		dag_delete(d);
+	}
 	expect_error("{\"rules\": [], \"categories\": {\"c\": {\"allocation\": \"max\"}}}",
 	             "w.json: key 'allocation' in a category is not supported by this makeflow (a "
 	             "category's allocation is chosen with \"mode\" or makeflow --allocation)");
