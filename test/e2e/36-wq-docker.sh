@@ -284,6 +284,12 @@ test_expect_success 'tasks name their containers: images by name and as cached a
 	task_block shared2 | grep -qx one
 	# the archive was loaded once for the two tasks that needed it
 	[ "$(grep -c "loaded image wqtest-two:1 from" hm.out)" = 1 ]
+	# what each container cost comes back with the task: a task of its own was created,
+	# run and deleted; a shared one was run (and one of the two started the container)
+	task_block byname | grep -Eq "^container costs: load -1.000 create [0-9.]+ run [0-9.]+ delete [0-9.]+$"
+	task_block shared2 | grep -Eq "^container costs: load -1.000 create [-0-9.]+ run [0-9.]+ delete -1.000$"
+	[ "$( (task_block shared1; task_block shared2) | grep -Ec "^container costs: load -1.000 create [0-9]")" = 1 ]
+	[ "$( (task_block tar1; task_block tar2) | grep -Ec "^container costs: load [0-9]")" = 1 ]
 	grep -q "^task missing result SUCCESS status 125" hm.out
 	grep -q "No such image: nosuch:1" hm.out
 	grep -q "^task corrupt result SUCCESS status 125" hm.out

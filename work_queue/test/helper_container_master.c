@@ -87,9 +87,11 @@ int main(int argc, char **argv)
 		struct work_queue_task *t = work_queue_wait(q, 120);
 		if (!t)
 			break;
-		printf("task %s result %s status %d\n%s\n", t->tag ? t->tag : "?",
-		       work_queue_result_str(t->result), t->return_status,
-		       t->output ? t->output : "");
+		printf("task %s result %s status %d\n", t->tag ? t->tag : "?",
+		       work_queue_result_str(t->result), t->return_status);
+		printf("container costs: load %.3f create %.3f run %.3f delete %.3f\n%s\n",
+		       t->container_load_time, t->container_create_time, t->container_run_time,
+		       t->container_delete_time, t->output ? t->output : "");
 		fflush(stdout);
 		work_queue_task_delete(t);
 		got++;

@@ -1075,6 +1075,18 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 			debug(D_WQ, "%s: task %d: bad summary: %s", w->label, m->id, err);
 		free(text);
 	}
+	if (d->container) {
+		static const char *const keys[] = {"load_s", "create_s", "run_s", "delete_s"};
+		double *fields[] = {&t->container_load_time, &t->container_create_time,
+		                    &t->container_run_time, &t->container_delete_time};
+		for (int k = 0; k < 4; k++) {
+			json_t *x = json_object_get(d->container, keys[k]);
+			*fields[k] = json_is_number(x) ? json_number_value(x) : -1;
+		}
+		json_t *ss = json_object_get(d->container, "shared_start_s");
+		if (json_is_number(ss))
+			t->container_create_time = json_number_value(ss);
+	}
 	if (m->out_stdout.ok && m->out_stdout.tmp) {
 		free(t->output);
 		t->output = read_stdout(m->out_stdout.tmp, d);

@@ -101,6 +101,12 @@ struct work_queue_task {
 	int fast_aborts;
 	struct rmsummary *resources_allocated;
 	struct rmsummary *resources_measured;
+	/* A task that named a container (work_queue_task_specify_container): what its last try's
+	 * container cost in seconds, as the worker measured it; -1 where not done in that try. */
+	double container_load_time;   /* loading the image archive into the engine */
+	double container_create_time; /* creating its own container, or starting the shared one */
+	double container_run_time;    /* from the start of its container (or exec) to its end */
+	double container_delete_time; /* deleting its own container */
 	/* Instants in microseconds since the epoch (0 = did not happen). */
 	int64_t time_when_submitted;
 	int64_t time_when_commit_start;

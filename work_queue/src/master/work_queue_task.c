@@ -64,6 +64,8 @@ struct work_queue_task *work_queue_task_create(const char *command)
 	t->resources_requested = xmalloc(sizeof *t->resources_requested);
 	rmsummary_init(t->resources_requested);
 	t->result = WORK_QUEUE_RESULT_UNKNOWN;
+	t->container_load_time = t->container_create_time = -1;
+	t->container_run_time = t->container_delete_time = -1;
 	return t;
 }
 

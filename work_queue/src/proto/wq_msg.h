@@ -436,7 +436,8 @@ struct wq_task_done {
 	bool stdout_truncated;
 	struct wq_done_output *outputs;
 	size_t noutputs;
-	json_t *summary; /* borrowed from msg, NULL if absent */
+	json_t *summary;   /* borrowed from msg, NULL if absent */
+	json_t *container; /* borrowed from msg, NULL if absent (a task that named a container) */
 	int64_t t_received, t_inputs_ready, t_started, t_ended, t_reported; /* -1 absent */
 	bool disk_full;
 	json_t *msg;

@@ -450,6 +450,9 @@ int wq_msg_task_done_parse(const json_t *msg, struct wq_task_done **out, char **
 	json_t *summary = NULL;
 	if (wq_msg_object(&v, msg, "summary", WQ_NULL, &summary) == 0)
 		d->summary = summary;
+	json_t *container = NULL;
+	if (wq_msg_object(&v, msg, "container", WQ_NULL, &container) == 0)
+		d->container = container;
 	if (!v.why)
 		parse_done_times(&v, msg, d);
 	wq_msg_bool(&v, msg, "disk_full", 0, &d->disk_full);

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,4 +317,20 @@ char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbo
 	v[n++] = xstrdup(command);
 	v[n] = NULL;
 	return v;
+}
+
+json_t *worker_container_record_read(const char *sandbox)
+{
+	char *p = path_join(sandbox, WORKER_CONTAINER_RECORD);
+	json_error_t e;
+	json_t *j = NULL;
+	struct stat st;
+	if (stat(p, &st) == 0 && st.st_size <= 4096)
+		j = json_load_file(p, JSON_REJECT_DUPLICATES, &e);
+	free(p);
+	if (j && !json_is_object(j)) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
 }

@@ -51,6 +51,13 @@ struct worker_container_spec {
 /* As worker_docker_argv, for a task that names its container C. */
 char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbox_work_dir,
                                const char *command, const struct worker_container_spec *c);
+/* The runner's record of a task's container, in the task's sandbox directory (the parent of its
+ * work directory): what it cost, as a JSON object (doc/work-queue-protocol.md, `task_done`
+ * `container`). */
+#define WORKER_CONTAINER_RECORD "container.json"
+/* Reads the record in SANDBOX (at most 4 KiB, an object): a new reference, or NULL. */
+json_t *worker_container_record_read(const char *sandbox);
+
 /* The worker's own image (--docker IMAGE), or NULL. */
 const char *worker_docker_image(const struct worker_docker *d);
 void worker_docker_argv_free(char **argv);

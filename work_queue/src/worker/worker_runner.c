@@ -12,9 +12,12 @@
 
 #include <jansson.h>
 
+#include "atomic_file.h"
 #include "debug.h"
 #include "docker_api.h"
+#include "path.h"
 #include "stringtools.h"
+#include "timeutil.h"
 #include "worker_docker.h"
 #include "worker_runner_image.h"
 #include "worker_runner_opts.h"
@@ -99,6 +102,20 @@ static double env_number(const char *name)
 	return v;
 }
 
+/* Writes REC as the task's container record, beside its work directory WORKDIR
+ * (WORKER_CONTAINER_RECORD; read by the worker at the task's end). */
+static void write_record(const char *workdir, json_t *rec)
+{
+	char *dir = path_dirname(workdir);
+	char *p = path_join(dir, WORKER_CONTAINER_RECORD);
+	char *text = json_dumps(rec, JSON_COMPACT);
+	if (text && atomic_file_write(p, text, strlen(text), 0644) < 0)
+		debug(D_WORKER, "cannot write %s", p);
+	free(text);
+	free(p);
+	free(dir);
+}
+
 /* The task as an exec in the shared container. Takes CMD and ENV. */
 static int run_shared(struct docker_api *api, const struct worker_runner_opts *o,
                       const char *shared, json_t *cmd, json_t *env, const char *user, int *status,
@@ -136,8 +153,13 @@ static json_t *host_config(const struct worker_runner_opts *o, double mem_mb, co
 
 /* The task in a container of its own, removed at the end; status WORKER_DOCKER_EXIT_OOM when
  * Docker says memory killed it. Takes CMD and ENV. */
+static double now_s(void)
+{
+	return (double)time_monotonic_us() / 1e6;
+}
+
 static int run_own(struct docker_api *api, const struct worker_runner_opts *o, const char *image,
-                   json_t *cmd, json_t *env, const char *user, int *status, char **err)
+                   json_t *cmd, json_t *env, const char *user, int *status, char **err, json_t *rec)
 {
 	double mem_mb = env_number("MEMORY");
 	char host[256] = "";
@@ -149,13 +171,17 @@ static int run_own(struct docker_api *api, const struct worker_runner_opts *o, c
 	                        worker_docker_labels(host), "AttachStdout", 1, "AttachStderr", 1,
 	                        "Tty", 0, "HostConfig", host_config(o, mem_mb, cg));
 	char *id = NULL;
+	double t0 = now_s();
 	int r = docker_api_create_container(api, NULL, cfg, &id, err);
 	json_decref(cfg);
+	json_object_set_new(rec, "create_s", json_real(now_s() - t0));
 	debug(D_WORKER, "container %.12s of %s%s%s", id ? id : "-", image, cg ? " in cgroup " : "",
 	      cg ? cg : "");
 	if (r == 0) {
+		t0 = now_s();
 		r = docker_api_run(api, id, false, STDOUT_FILENO, STDERR_FILENO, &stop_signal,
 		                   status, err);
+		json_object_set_new(rec, "run_s", json_real(now_s() - t0));
 		if (r < 0) {
 			char *e2 = NULL;
 			docker_api_remove(api, id, &e2);
@@ -170,10 +196,12 @@ static int run_own(struct docker_api *api, const struct worker_runner_opts *o, c
 			free(e2);
 			e2 = NULL;
 		}
+		t0 = now_s();
 		if (docker_api_remove(api, id, &e2) < 0) {
 			warn("%s", e2);
 			free(e2);
 		}
+		json_object_set_new(rec, "delete_s", json_real(now_s() - t0));
 	}
 	if (oom) {
 		fprintf(stderr,
@@ -224,17 +252,26 @@ int worker_runner_main(int argc, char **argv)
 	char *user = worker_docker_user();
 	int status = -1;
 	char *image = NULL, *shared = NULL;
-	int r = runner_image_ready(api, &o, &stop_signal, &image, &err);
+	json_t *rec = json_object();
+	int r = runner_image_ready(api, &o, &stop_signal, &image, &err, rec);
 	if (r == 0 && o.shared_image)
-		r = runner_image_shared(api, &o, image, &stop_signal, &shared, &err);
+		r = runner_image_shared(api, &o, image, &stop_signal, &shared, &err, rec);
 	if (r == 0) {
 		const char *in = o.shared ? o.shared : shared;
-		r = in ? run_shared(api, &o, in, cmd, env, user, &status, &err)
-		       : run_own(api, &o, image, cmd, env, user, &status, &err);
+		json_object_set_new(rec, "mode", json_string(in ? "shared" : "task"));
+		if (in) {
+			double t0 = now_s();
+			r = run_shared(api, &o, in, cmd, env, user, &status, &err);
+			json_object_set_new(rec, "run_s", json_real(now_s() - t0));
+		} else {
+			r = run_own(api, &o, image, cmd, env, user, &status, &err, rec);
+		}
 	} else {
 		json_decref(cmd);
 		json_decref(env);
 	}
+	write_record(o.workdir, rec);
+	json_decref(rec);
 	free(image);
 	free(shared);
 	free(user);

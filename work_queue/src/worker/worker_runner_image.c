@@ -76,12 +76,13 @@ static void write_record(const char *state, const char *key, const char *ref)
 }
 
 int runner_image_ready(struct docker_api *api, const struct worker_runner_opts *o,
-                       volatile sig_atomic_t *stop, char **ref, char **err)
+                       volatile sig_atomic_t *stop, char **ref, char **err, json_t *rec)
 {
 	*ref = NULL;
 	*err = NULL;
 	if (!o->load) {
 		*ref = xstrdup(o->image);
+		json_object_set_new(rec, "image", json_string(*ref));
 		return 0;
 	}
 	int fd = lock_state(o->state, o->key, stop);
@@ -107,12 +108,16 @@ int runner_image_ready(struct docker_api *api, const struct worker_runner_opts *
 			                 o->key, e);
 		} else {
 			write_record(o->state, o->key, *ref);
+			json_object_set_new(rec, "load_s",
+			                    json_real((double)time_monotonic_us() / 1e6 - t0));
 			debug(D_WORKER, "loaded image %s from %s in %.2f s", *ref, o->load,
 			      (double)time_monotonic_us() / 1e6 - t0);
 		}
 	}
 	free(e);
 	close(fd); /* releases the lock */
+	if (*ref)
+		json_object_set_new(rec, "image", json_string(*ref));
 	return r;
 }
 
@@ -150,7 +155,8 @@ static char *running_container(struct docker_api *api, const char *name)
 }
 
 int runner_image_shared(struct docker_api *api, const struct worker_runner_opts *o,
-                        const char *image, volatile sig_atomic_t *stop, char **id, char **err)
+                        const char *image, volatile sig_atomic_t *stop, char **id, char **err,
+                        json_t *rec)
 {
 	*id = NULL;
 	*err = NULL;
@@ -192,6 +198,9 @@ int runner_image_shared(struct docker_api *api, const struct worker_runner_opts 
 		if (r < 0)
 			*err = xasprintf("cannot start the shared container of %s: %s", image, e);
 		else
+			json_object_set_new(rec, "shared_start_s",
+			                    json_real((double)time_monotonic_us() / 1e6 - t0));
+		if (r == 0)
 			debug(D_WORKER, "started the shared container %s of %s in %.2f s", name,
 			      image, (double)time_monotonic_us() / 1e6 - t0);
 		free(e);

@@ -457,6 +457,7 @@ struct worker_task {
 	void *arg;
 	enum task_state state;
 	bool cancelled, deleted, keep_sandbox, sandbox_removed, work_busy;
+	bool container; /* run by the container runner: its record is read at the end */
 	enum work_kind work_kind;
 	uv_work_t work;
 	uv_timer_t *timer; /* defers DONE of a task that could not start */
@@ -477,6 +478,7 @@ static void task_free(struct worker_task *t)
 		free(r->exhausted[i]);
 	free(r->exhausted);
 	free(r->text);
+	json_decref(r->container);
 	rmsummary_clear(&r->summary);
 	worker_sandbox_delete(t->sb);
 	free(t->stdout_path);
@@ -590,6 +592,8 @@ static void finish_outputs(struct worker_task *t)
 	}
 	r->stdout_omitted = size - r->stdout_head - r->stdout_tail;
 
+	if (t->container)
+		r->container = worker_container_record_read(worker_sandbox_path(t->sb));
 	int64_t fs_size = -1, fs_free = -1;
 	if (fs_figures(worker_sandbox_path(t->sb), &fs_size, &fs_free) == 0)
 		r->disk_full = fs_free < worker_disk_reserve_mb(fs_size);
@@ -825,6 +829,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		                           (const char *const *)env, msg->command);
 	}
 	if (dargv) {
+		t->container = true;
 		argv = (const char *const *)dargv;
 		free(prog);
 		prog = xstrdup(worker_docker_runner_path(dk));
@@ -1111,5 +1116,7 @@ json_t *worker_task_done_json(const struct worker_task *t, const int64_t *output
 	json_object_set_new(times, "reported", json_integer(time_now_us()));
 	json_object_set_new(o, "times", times);
 	json_object_set_new(o, "disk_full", json_boolean(r->disk_full));
+	if (r->container)
+		json_object_set(o, "container", r->container);
 	return o;
 }

@@ -218,6 +218,8 @@ struct worker_task_result {
 	bool stdout_truncated;
 	int64_t t_received, t_inputs_ready, t_started, t_ended; /* us since the epoch; 0 unknown */
 	bool disk_full; /* the file system was below the reserve when the task ended */
+	json_t
+	    *container; /* what the container runner recorded (WORKER_CONTAINER_RECORD), or NULL */
 };
 
 /* The result of T; NULL before DONE or for a cancelled task. */
