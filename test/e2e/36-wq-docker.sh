@@ -19,43 +19,12 @@ command -v dockerd >/dev/null && command -v docker >/dev/null && [ -x /bin/busyb
 	test_skip_all "dockerd, docker or busybox missing (bash test/install-deps.sh test)"
 [ "$(id -u)" = 0 ] || test_skip_all "dockerd needs root"
 
+. "$(dirname "$0")/../lib/docker-lib.sh"
 DK=$TEST_ROOT/docker
-mkdir -p "$DK"
-export DOCKER_HOST=unix://$DK/docker.sock
-dockerd -H "$DOCKER_HOST" --data-root "$DK/data" --exec-root "$DK/exec" \
-	--pidfile "$DK/docker.pid" --bridge none --iptables=false --ip-masq=false \
-	>"$DK/dockerd.log" 2>&1 &
-DOCKERD=$!
-echo $DOCKERD >>"$TEST_ALL_PIDS"
-
-# stop_dockerd: a clean stop (SIGTERM, up to 20 s) so that containerd, its shims and the
-# overlay mounts go with it; whatever is still mounted under $DK is then unmounted, so the
-# generic cleanup can remove the directory.
-stop_dockerd() {
-	kill -TERM "$DOCKERD" 2>/dev/null || true
-	local i
-	for i in $(seq 1 200); do
-		kill -0 "$DOCKERD" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$DOCKERD" 2>/dev/null || true
-	awk -v d="$DK/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r |
-		while read -r m; do umount -l "$m" 2>/dev/null || true; done
-}
-trap 'stop_dockerd; __cleanup_all' EXIT
-if ! test_wait_until 30 docker info >/dev/null 2>&1; then
-	tail -n 20 "$DK/dockerd.log" >&2
-	test_skip_all "the test's own dockerd did not answer within 30 s"
-fi
-mkdir -p "$DK/rootfs/bin" "$DK/rootfs/tmp" "$DK/rootfs/etc"
-cp /bin/busybox "$DK/rootfs/bin/"
-for c in sh cat echo sleep ls dd tr wc id pwd touch rm mkdir head true false; do
-	ln -sf busybox "$DK/rootfs/bin/$c"
-done
-echo only-in-the-image >"$DK/rootfs/etc/wq-marker"
-chmod 1777 "$DK/rootfs/tmp"
-tar -C "$DK/rootfs" -cf "$DK/img.tar" . && docker import "$DK/img.tar" $IMG >/dev/null ||
-	test_skip_all "docker import failed"
+trap 'docker_stop; __cleanup_all' EXIT
+docker_start "$DK" || test_skip_all "the test's own dockerd did not answer within 30 s"
+echo "$DOCKERD" >>"$TEST_ALL_PIDS"
+docker_busybox_image "$DK/rootfs" $IMG only-in-the-image || test_skip_all "docker import failed"
 [ ! -e /etc/wq-marker ] || test_skip_all "/etc/wq-marker exists on the host"
 
 # no_containers: no container at all, running or not (a function, so that test_wait_until
@@ -238,11 +207,8 @@ test_expect_success 'makeflow -T wq with --docker-preserve: one shared container
 # make_img2: img2.tar, a docker save archive of a second image (wqtest-two:1, whose
 # /etc/wq-marker says image-two) that the engine does not have.
 make_img2() {
-	mkdir -p two/bin two/etc two/tmp
-	cp /bin/busybox two/bin/ && ln -sf busybox two/bin/sh && ln -sf busybox two/bin/cat
-	echo image-two >two/etc/wq-marker
-	tar -C two -cf two.tar . && docker import two.tar wqtest-two:1 >/dev/null
-	docker save -o img2.tar wqtest-two:1 && docker rmi wqtest-two:1 >/dev/null
+	docker_busybox_image two wqtest-two:1 image-two &&
+		docker save -o img2.tar wqtest-two:1 && docker rmi wqtest-two:1 >/dev/null
 }
 
 # task_block TAG: the output of task TAG in hm.out (helper_container_master), without its
