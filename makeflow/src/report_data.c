@@ -164,7 +164,8 @@ static int read_log(struct report *r, char *err, size_t errlen)
 		if (p->rules == 0)
 			report_note(r, "the log records no run (no 'S' record)");
 	}
-	for (size_t i = 0; i < r->nattempts; i++) {
+	/* after an error no rule table was made: the attempts read before it are not counted */
+	for (size_t i = 0; rc == 0 && i < r->nattempts; i++) {
 		struct report_attempt *a = &r->attempts[i];
 		r->rules[a->rule].attempts++;
 		if (!r->t0_us || a->start_us < r->t0_us)
