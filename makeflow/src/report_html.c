@@ -96,6 +96,14 @@ struct cat_stats {
 	double waste_mem, waste_cores; /* MB-s, core-s */
 };
 
+/* (declared - measured peak) x wall time of one measured rule, 0 when it used all of it */
+static double waste(const struct report_rule *rr, int k)
+{
+	if (rr->alloc[k] < 0 || rr->peak[k] < 0 || rr->wall_s <= 0 || rr->peak[k] >= rr->alloc[k])
+		return 0;
+	return (rr->alloc[k] - rr->peak[k]) * rr->wall_s;
+}
+
 static int resources(struct buffer *b, const struct report *r)
 {
 	struct cat_stats *c = xcalloc((size_t)r->nrules + 1, sizeof *c);
@@ -124,14 +132,9 @@ static int resources(struct buffer *b, const struct report *r)
 		}
 		if (rr->measured) {
 			s->measured++;
-			if (rr->alloc[REPORT_MEM] >= 0 && rr->peak[REPORT_MEM] >= 0 &&
-			    rr->wall_s > 0)
-				s->waste_mem +=
-				    (rr->alloc[REPORT_MEM] - rr->peak[REPORT_MEM]) * rr->wall_s;
-			if (rr->alloc[REPORT_CORES] >= 0 && rr->peak[REPORT_CORES] >= 0 &&
-			    rr->wall_s > 0)
-				s->waste_cores +=
-				    (rr->alloc[REPORT_CORES] - rr->peak[REPORT_CORES]) * rr->wall_s;
+			/* a rule that used more than declared (it exceeded it) wasted nothing */
+			s->waste_mem += waste(rr, REPORT_MEM);
+			s->waste_cores += waste(rr, REPORT_CORES);
 		}
 	}
 	int rc = buffer_putstring(

@@ -185,6 +185,8 @@ static void test_load_run(void **state)
 	                     "Drawn by makeflow_report (layered by depth)."};
 	for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
 		assert_non_null(strstr(t, ids[i]));
+	/* memory waste of "small": (50 - 12.5) MB x 2 s */
+	assert_non_null(strstr(t, "<td class=n>75</td>"));
 	assert_null(strstr(t, "<script"));
 	assert_null(strstr(t, "http://www.w3.org/1999")); /* nothing but the SVG namespace */
 	assert_null(strstr(t, "id=\"aggregated\""));
