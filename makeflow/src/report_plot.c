@@ -84,7 +84,7 @@ static int axis(struct svg *s, const struct report *r, double y)
 		double t = span * k / 5;
 		double x = PLOT_LEFT + (PLOT_W - PLOT_LEFT - PLOT_RIGHT) * k / 5;
 		char label[48];
-		snprintf(label, sizeof label, "%.3g s", t);
+		snprintf(label, sizeof label, "%.4g s", t);
 		rc = svg_line(s, x, y, x, y + 4, "#333", 1);
 		if (rc == 0)
 			rc = svg_text(s, x, y + 16, k == 5 ? "end" : "middle", 11, label);
