@@ -231,6 +231,35 @@ static void test_missing_inputs_are_notes(void **state)
 	free(wf);
 }
 
+/* A summary that does not parse is named and left out; one that says the rule was stopped for a
+ * limit marks its last attempt exhausted even when the log says only that it failed. */
+static void test_summaries(void **state)
+{
+	struct fixture *f = *state;
+	write_run(f, 1);
+	char *mon = path_join(f->dir, "mon");
+	path_mkdir_p(mon, 0755);
+	char *s0 = path_join(mon, "resource-rule-0.summary");
+	ts_write_file(s0, "{\"memory\": [12, ");
+	char *s1 = path_join(mon, "resource-rule-1.summary");
+	ts_write_file(s1, "{\"exit_type\": \"limits\", \"signal\": 9, \"memory\": [80, \"MB\"],"
+	                  " \"limits_exceeded\": {\"memory\": [50, \"MB\"]}}");
+	char err[1024] = "";
+	struct report_input in = {.log = f->log, .monitor_dir = mon};
+	struct report *r = report_load(&in, err, sizeof err);
+	assert_non_null(r);
+	assert_true(has_note(r, "resource-rule-0.summary: "));
+	assert_int_equal(r->rules[0].measured, 0);
+	assert_int_equal(r->rules[1].measured, 1);
+	assert_int_equal(r->rules[1].exhausted, 1);
+	assert_int_equal(r->attempts[2].outcome, REPORT_EXHAUSTED);
+	assert_int_equal(r->attempts[1].outcome, REPORT_RETRIED);
+	report_delete(r);
+	free(s0);
+	free(s1);
+	free(mon);
+}
+
 static void test_bad_log_names_file_and_line(void **state)
 {
 	struct fixture *f = *state;
@@ -301,6 +330,7 @@ int main(void)
 	    cmocka_unit_test(test_svg_elements),
 	    cmocka_unit_test_setup_teardown(test_load_run, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_inputs_are_notes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_summaries, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_log_names_file_and_line, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_large_run_aggregates, setup, teardown),
 	};
