@@ -31,14 +31,13 @@ static char *self_exe(const char *argv0)
 }
 
 /* --report FILE: the run report, from the log the run just wrote (doc/makeflow-report.md). */
-static int write_report(const struct makeflow_opts *o)
+static int write_report(const struct makeflow_opts *o, struct dag *d)
 {
 	char err[2048];
 	struct report_input in = {
 	    .log = o->log_path,
 	    .monitor_dir = o->engine.monitor_dir,
-	    .workflow = o->src.path,
-	    .src_template = &o->src,
+	    .dag = d, /* the workflow as this run read it (also after -X) */
 	};
 	struct report_html_opts ho = {.use_dot = 1};
 	if (report_write_file(&in, &ho, o->report_path, err, sizeof err) < 0) {
@@ -84,7 +83,7 @@ int main(int argc, char **argv)
 				status = 1;
 		} else {
 			status = engine_run(d, &o.engine);
-			if (o.report_path && write_report(&o) < 0 && status == 0)
+			if (o.report_path && write_report(&o, d) < 0 && status == 0)
 				status = 1;
 		}
 	}

@@ -186,6 +186,19 @@ static int read_log(struct report *r, char *err, size_t errlen)
 static void load_workflow(struct report *r, const struct report_input *in)
 {
 	char *cands[2] = {NULL, NULL};
+	if (in->dag) {
+		r->dag = in->dag;
+		r->workflow_path = xstrdup(in->dag->filename);
+		if (r->dag->nnodes != r->nrules) {
+			report_note(r,
+			            "the workflow has %d rules but the log's latest run had %lld: "
+			            "categories, lines and the DAG are not shown",
+			            r->dag->nnodes, (long long)r->nrules);
+			r->dag = NULL;
+			return;
+		}
+		goto fill;
+	}
 	if (in->workflow) {
 		cands[0] = xstrdup(in->workflow);
 	} else if (r->workflow_name) {
@@ -214,6 +227,7 @@ static void load_workflow(struct report *r, const struct report_input *in)
 			src.format = WORKFLOW_JSON;
 		}
 		r->dag = workflow_load(&src, err, sizeof err);
+		r->own_dag = r->dag != NULL;
 		if (r->dag)
 			r->workflow_path = xstrdup(cands[i]);
 	}
@@ -239,6 +253,7 @@ static void load_workflow(struct report *r, const struct report_input *in)
 	free(cands[1]);
 	if (!r->dag)
 		return;
+fill:
 	for (int64_t i = 0; i < r->nrules; i++) {
 		const struct dag_node *n = r->dag->nodes[i];
 		struct report_rule *rr = &r->rules[i];
@@ -437,7 +452,8 @@ void report_delete(struct report *r)
 	free(r->notes);
 	free(r->rules);
 	free(r->attempts);
-	dag_delete(r->dag);
+	if (r->own_dag)
+		dag_delete(r->dag);
 	free(r->log_path);
 	free(r->workflow_path);
 	free(r->workflow_name);

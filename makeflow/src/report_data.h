@@ -56,6 +56,7 @@ struct report {
 	char *log_path;
 	char *workflow_path; /* the workflow file loaded, or NULL */
 	struct dag *dag;     /* NULL when the workflow could not be loaded */
+	int own_dag;         /* DAG was loaded here (else the caller's, borrowed) */
 	struct txlog_progress progress;
 	char *workflow_name; /* as named by the log header (progress.workflow points here) */
 	struct report_rule *rules;
@@ -71,7 +72,8 @@ struct report {
 /* Where the inputs are: LOG (required), MONITOR_DIR (NULL: none), WORKFLOW (NULL: the one the
  * log names, found as named or beside the log), FAILED_DIR (where makeflow.failed.N are; NULL:
  * the log's directory), the workflow's form (workflow_load.h) as SRC_TEMPLATE (its path is
- * replaced; NULL: the Make-like language, or JSON for a name ending in .json). */
+ * replaced; NULL: the Make-like language, or JSON for a name ending in .json), or DAG, the
+ * workflow a caller has loaded already. */
 struct workflow_source;
 struct report_input {
 	const char *log;
@@ -79,6 +81,9 @@ struct report_input {
 	const char *workflow;
 	const char *failed_dir;
 	const struct workflow_source *src_template;
+	/* The workflow already loaded (makeflow --report), borrowed for the report's life; NULL:
+	 * load it as above. */
+	struct dag *dag;
 };
 
 /* Gathers a report. NULL with a "FILE:LINE: message" (or "FILE: message") in ERR when the log

@@ -114,6 +114,16 @@ test_expect_success 'makeflow_report LOG MONITOR_DIR gives the same report, and 
 	test "$(grep -c "class=\"failed-rule\"" r.html.dom)" -eq 2
 '
 
+test_expect_success 'makeflow -X DIR --report: the report names the rules of the workflow it ran' '
+	workflow
+	mkdir sub
+	test_must_fail "$MF" -X sub -r 1 --report r.html Makeflow >mf.out 2>&1
+	test -s sub/r.html
+	grep -q "Makeflow:14" sub/r.html
+	grep -q ">bad</td>" sub/r.html
+	not grep -q "was not found" sub/r.html
+'
+
 test_expect_success 'the console check sees a page that logs an error' '
 	printf "<p>x</p><script>console.error(\"boom\")</script>\n" >bad.html
 	render bad.html
