@@ -124,6 +124,27 @@ test_expect_success 'makeflow -X DIR --report: the report names the rules of the
 	not grep -q "was not found" sub/r.html
 '
 
+test_expect_success 'makeflow_report on a running workflow shows its running rules' '
+	wf Makeflow <<EOF2
+CATEGORY=wait
+w.txt:
+    while [ ! -e $PWD/go ]; do sleep 0.05; done; echo > w.txt
+EOF2
+	"$MF" Makeflow >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	started() { grep -q "^N [0-9]* 0 2 " Makeflow.makeflowlog 2>/dev/null; }
+	test_wait_until 30 started
+	"$REP" -O r.html Makeflow.makeflowlog
+	grep -q "not ended (running" r.html
+	grep -q "rule 0 line 2 (wait): running" r.html
+	touch go
+	wait $mf
+	"$REP" -O r2.html Makeflow.makeflowlog
+	grep -q "<td id=\"run-status\">complete</td>" r2.html
+	grep -q "rule 0 line 2 (wait): complete" r2.html
+'
+
 test_expect_success 'the console check sees a page that logs an error' '
 	printf "<p>x</p><script>console.error(\"boom\")</script>\n" >bad.html
 	render bad.html
