@@ -8,8 +8,8 @@ set -u
 
 declare -A GROUP
 GROUP[build]="gcc make pkg-config libuv1-dev libcurl4-openssl-dev libjansson-dev zlib1g-dev libseccomp-dev libcmocka-dev libssl-dev uthash-dev"
-GROUP[test]="clang-format universal-ctags clang libclang-rt-14-dev coreutils procps graphviz time python3 docker.io busybox-static coop-computing-tools curl python3-venv python3-dev python3-pip openssl etcd-server containerd runc containernetworking-plugins golang-go iproute2 util-linux slurm-wlm munge"
-GROUP[bench]="coop-computing-tools hyperfine time"
+GROUP[test]="chromium clang-format universal-ctags clang libclang-rt-14-dev coreutils procps graphviz time python3 docker.io busybox-static coop-computing-tools curl python3-venv python3-dev python3-pip openssl etcd-server containerd runc containernetworking-plugins golang-go iproute2 util-linux slurm-wlm munge"
+GROUP[bench]="coop-computing-tools hyperfine time chromium"
 
 groups=("$@")
 [ ${#groups[@]} -eq 0 ] && groups=(build)

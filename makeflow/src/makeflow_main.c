@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "makeflow_opts.h"
 #include "makeflow_opts_compat.h"
+#include "report_html.h"
 #include "workflow_load.h"
 #include "xalloc.h"
 
@@ -27,6 +28,23 @@ static char *self_exe(const char *argv0)
 		return xstrdup(buf);
 	}
 	return xstrdup(argv0);
+}
+
+/* --report FILE: the run report, from the log the run just wrote (doc/makeflow-report.md). */
+static int write_report(const struct makeflow_opts *o, struct dag *d)
+{
+	char err[2048];
+	struct report_input in = {
+	    .log = o->log_path,
+	    .monitor_dir = o->engine.monitor_dir,
+	    .dag = d, /* the workflow as this run read it (also after -X) */
+	};
+	struct report_html_opts ho = {.use_dot = 1};
+	if (report_write_file(&in, &ho, o->report_path, err, sizeof err) < 0) {
+		fprintf(stderr, "makeflow: --report: %s\n", err);
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -63,8 +81,11 @@ int main(int argc, char **argv)
 			                            o.engine.batch_type);
 			if (engine_clean_mounts(&o.engine, o.src.path) < 0)
 				status = 1;
-		} else
+		} else {
 			status = engine_run(d, &o.engine);
+			if (o.report_path && write_report(&o, d) < 0 && status == 0)
+				status = 1;
+		}
 	}
 
 	dag_delete(d);

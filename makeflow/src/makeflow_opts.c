@@ -59,6 +59,7 @@ enum {
 	OPT_CACHE_DIR,
 	OPT_DOCKER,
 	OPT_DOCKER_TAR,
+	OPT_REPORT,
 };
 
 static const struct option longopts[] = {
@@ -91,6 +92,7 @@ static const struct option longopts[] = {
     {"summary-log", required_argument, 0, 'f'},
     {"progress", required_argument, 0, OPT_PROGRESS},
     {"monitor", required_argument, 0, OPT_MONITOR},
+    {"report", required_argument, 0, OPT_REPORT},
     {"monitor-interval", required_argument, 0, OPT_MONITOR_INTERVAL},
     {"monitor-with-time-series", no_argument, 0, OPT_MONITOR_SERIES},
     {"monitor-exe", required_argument, 0, OPT_MONITOR_EXE},
@@ -159,6 +161,7 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "                            complete rules\n"
 	    "  -f, --summary-log=FILE    write the CCTools text summary of the run to FILE\n"
 	    "      --summary-json=FILE   write a JSON summary of the run to FILE\n"
+	    "      --report=FILE.html    write the HTML run report to FILE.html at the end\n"
 	    "      --json                the workflow is JSON\n"
 	    "      --jx                  the workflow is JX\n"
 	    "      --jx-args=FILE        JX: symbols from FILE\n"
@@ -490,6 +493,7 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 		break;
 	case OPT_SKIP_FILE_CHECK: e->skip_file_check = 1; break;
 	case OPT_MONITOR: e->monitor_dir = arg; break;
+	case OPT_REPORT: o->report_path = arg; break;
 	case OPT_MONITOR_INTERVAL: {
 		char *end = NULL;
 		double v = strtod(arg, &end);

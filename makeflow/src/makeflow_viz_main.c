@@ -1,63 +1,82 @@
 /* makeflow_viz_main.c: the makeflow_viz command: writes a workflow's DAG as
- * Graphviz DOT (-D dot, rules as boxes and files as ellipses) or as JSON
- * (-D json: rules with their inputs and outputs, files with their roles). */
+ * Graphviz DOT (-D dot, rules as boxes and files as ellipses), as JSON (-D json: rules with
+ * their inputs and outputs, files with their roles), or drawn as SVG or PNG by Graphviz's dot
+ * (-D svg, -D png). */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "debug.h"
 #include "htc_error.h"
 #include "makeflow_viz_opts.h"
+#include "path.h"
+#include "report_dot.h"
 #include "workflow_load.h"
 
 #include "banned.h"
 
-/* Writes S as a DOT double-quoted string. */
-static void dot_string(const char *s)
+/* -D svg / -D png: the DOT text drawn by Graphviz's dot, copied to standard output. Returns 0,
+ * or -1 with a message in ERR. */
+static int write_drawn(struct dag *d, const char *format, char *err, size_t errlen)
 {
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			putchar('\\');
-		if (*s == '\n') {
-			fputs("\\n", stdout);
-			continue;
+	char *dot = report_dot_find();
+	if (!dot) {
+		snprintf(err, errlen,
+		         "-D %s: Graphviz's dot is not on the PATH (Debian: apt-get install "
+		         "graphviz); -D dot writes the graph for it",
+		         format);
+		return -1;
+	}
+	free(dot);
+	char dir[] = "/tmp/makeflow_viz-XXXXXX";
+	if (!mkdtemp(dir)) {
+		snprintf(err, errlen, "cannot make a temporary directory: %s", strerror(errno));
+		return -1;
+	}
+	char *in = path_join(dir, "dag.dot"), *out = path_join(dir, "dag.out");
+	int r = -1;
+	FILE *f = fopen(in, "w");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", in, strerror(errno));
+		goto done;
+	}
+	report_dot_write(f, d);
+	if (fclose(f) != 0) {
+		snprintf(err, errlen, "%s: %s", in, strerror(errno));
+		goto done;
+	}
+	if (report_dot_render(in, format, out, err, errlen) < 0)
+		goto done;
+	FILE *o = fopen(out, "rb");
+	if (!o) {
+		snprintf(err, errlen, "%s: %s", out, strerror(errno));
+		goto done;
+	}
+	char buf[65536];
+	size_t n;
+	r = 0;
+	while ((n = fread(buf, 1, sizeof buf, o)) > 0)
+		if (fwrite(buf, 1, n, stdout) != n) {
+			snprintf(err, errlen, "cannot write the drawing: %s", strerror(errno));
+			r = -1;
+			break;
 		}
-		putchar(*s);
+	fclose(o);
+	if (r == 0 && fflush(stdout) != 0) {
+		snprintf(err, errlen, "cannot write the drawing: %s", strerror(errno));
+		r = -1;
 	}
-	putchar('"');
-}
-
-static void write_dot(struct dag *d)
-{
-	printf("digraph workflow {\n\trankdir=TB;\n");
-	printf("\tnode [shape=ellipse, fontsize=10];\n");
-	int i = 0;
-	for (struct dag_file *f = d->files; f; f = f->hh.next, i++) {
-		f->state = i; /* a temporary id for the DOT name */
-		printf("\tF%d [label=", i);
-		dot_string(f->name);
-		if (f->is_source)
-			printf(", style=filled, fillcolor=\"#dddddd\"");
-		else if (f->is_final_output)
-			printf(", style=filled, fillcolor=\"#cce5ff\"");
-		printf("];\n");
-	}
-	for (int k = 0; k < d->nnodes; k++) {
-		struct dag_node *n = d->nodes[k];
-		char label[96];
-		snprintf(label, sizeof label, "%.80s", n->command ? n->command : "");
-		printf("\tN%d [shape=box, label=", n->id);
-		dot_string(label);
-		printf("];\n");
-		for (int j = 0; j < n->ninputs; j++)
-			printf("\tF%d -> N%d;\n", n->inputs[j].file->state, n->id);
-		for (int j = 0; j < n->noutputs; j++)
-			printf("\tN%d -> F%d;\n", n->id, n->outputs[j].file->state);
-	}
-	printf("}\n");
+done:
+	unlink(in);
+	unlink(out);
+	rmdir(dir);
+	free(in);
+	free(out);
+	return r;
 }
 
 static json_t *file_list(struct dag_file_ref *refs, int n)
@@ -140,11 +159,16 @@ int main(int argc, char **argv)
 		makeflow_viz_opts_clear(&o);
 		return 1;
 	}
-	if (!strcmp(o.display, "dot"))
-		write_dot(d);
-	else
+	int status = 0;
+	if (!strcmp(o.display, "dot")) {
+		report_dot_write(stdout, d);
+	} else if (!strcmp(o.display, "json")) {
 		write_json(d);
+	} else if (write_drawn(d, o.display, err, sizeof err) < 0) {
+		fprintf(stderr, "makeflow_viz: %s\n", err);
+		status = 1;
+	}
 	dag_delete(d);
 	makeflow_viz_opts_clear(&o);
-	return 0;
+	return status;
 }

@@ -21,8 +21,10 @@ static const struct option longopts[] = {
 void makeflow_viz_opts_usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-	        "Usage: %s -D dot|json [options] [WORKFLOW]   (default WORKFLOW: ./Makeflow)\n"
-	        "  -D, --display=FORMAT  dot (Graphviz) or json\n"
+	        "Usage: %s -D dot|json|svg|png [options] [WORKFLOW]   (default WORKFLOW: "
+	        "./Makeflow)\n"
+	        "  -D, --display=FORMAT  dot (Graphviz), json, or svg / png (drawn by Graphviz's\n"
+	        "                        dot, which must be installed)\n"
 	        "      --json / --jx / --jx-args=FILE / --jx-define=VAR=EXPR   workflow form\n"
 	        "      --parse-memory=SIZE   memory budget of reading the workflow\n"
 	        "  -v, --version; -h, --help\n",
@@ -63,8 +65,8 @@ int makeflow_viz_opts_parse(int argc, char *argv[], struct makeflow_viz_opts *o,
 			goto out;
 	}
 	const char *d = o->display;
-	if (!d || (strcmp(d, "dot") && strcmp(d, "json"))) {
-		snprintf(err, errlen, "%s%s%s-D dot or -D json is required",
+	if (!d || (strcmp(d, "dot") && strcmp(d, "json") && strcmp(d, "svg") && strcmp(d, "png"))) {
+		snprintf(err, errlen, "%s%s%s-D dot, json, svg or png is required",
 		         d ? "unknown display format '" : "", d ? d : "", d ? "'; " : "");
 		r = HTC_EUNSUP;
 		goto out;

@@ -1,6 +1,6 @@
 /* makeflow_viz_opts.h: the command line of makeflow_viz, parsed into one struct: the display
- * format (-D dot or json) and the workflow with its form. Parsing never exits, so every option
- * and error text is tested on its own. */
+ * format (-D dot, json, svg or png) and the workflow with its form. Parsing never exits, so every
+ * option and error text is tested on its own. */
 #ifndef MAKEFLOW_VIZ_OPTS_H
 #define MAKEFLOW_VIZ_OPTS_H
 
@@ -10,7 +10,7 @@
 #include "workflow_load.h"
 
 struct makeflow_viz_opts {
-	const char *display;        /* "dot" or "json" (points into ARGV) */
+	const char *display;        /* "dot", "json", "svg" or "png" (points into ARGV) */
 	struct workflow_source src; /* path: the one argument (points into ARGV), or "Makeflow" */
 };
 

@@ -141,6 +141,13 @@ static void test_defaults(void **state)
 	assert_int_equal(o.engine.storage_limit, 0);
 	assert_null(o.local_port_file);
 	assert_null(o.slurm_only);
+	assert_null(o.report_path);
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--report", "run.html", NULL), CLI_DONE);
+	assert_string_equal(o.report_path, "run.html");
+	makeflow_opts_clear(&o);
+	assert_int_equal(parse(&o, "--report=r2.html", NULL), CLI_DONE);
+	assert_string_equal(o.report_path, "r2.html");
 	makeflow_opts_clear(&o);
 
 	setenv("MAKEFLOW_BATCH_QUEUE_TYPE", "dryrun", 1);

@@ -79,9 +79,17 @@ static void test_errors(void **state)
 	(void)state;
 	struct makeflow_viz_opts o;
 	assert_int_equal(parse(&o, "Makeflow", NULL), HTC_EUNSUP);
-	assert_string_equal(err, "-D dot or -D json is required");
-	assert_int_equal(parse(&o, "-D", "png", NULL), HTC_EUNSUP);
-	assert_string_equal(err, "unknown display format 'png'; -D dot or -D json is required");
+	assert_string_equal(err, "-D dot, json, svg or png is required");
+	assert_int_equal(parse(&o, "-D", "gif", NULL), HTC_EUNSUP);
+	assert_string_equal(err,
+	                    "unknown display format 'gif'; -D dot, json, svg or png is required");
+	/* svg and png are drawn through Graphviz */
+	assert_int_equal(parse(&o, "-D", "svg", NULL), CLI_DONE);
+	assert_string_equal(o.display, "svg");
+	makeflow_viz_opts_clear(&o);
+	assert_int_equal(parse(&o, "--display=png", NULL), CLI_DONE);
+	assert_string_equal(o.display, "png");
+	makeflow_viz_opts_clear(&o);
 	/* the display is checked before the workflow */
 	assert_int_equal(parse(&o, "a", "b", NULL), HTC_EUNSUP);
 	assert_int_equal(parse(&o, "-D", "dot", "--jx-define", "X=1", "a", "b", NULL), HTC_EPARSE);
@@ -109,7 +117,7 @@ static void test_errors(void **state)
 	FILE *m = open_memstream(&text, &len);
 	makeflow_viz_opts_usage(m, "mv");
 	fclose(m);
-	assert_non_null(strstr(text, "Usage: mv -D dot|json [options] [WORKFLOW]"));
+	assert_non_null(strstr(text, "Usage: mv -D dot|json|svg|png [options] [WORKFLOW]"));
 	free(text);
 }
 

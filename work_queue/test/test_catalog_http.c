@@ -21,6 +21,24 @@ static struct catalog_http_request *feed_all(const char *text, int *rc)
 	return r;
 }
 
+/* A browser's Accept header asks for the HTML page; curl's and CCTools clients' do not. */
+static void test_accept_html(void **state)
+{
+	(void)state;
+	int rc;
+	struct catalog_http_request *r = feed_all(
+	    "GET / HTTP/1.1\r\nAccept: text/html,application/xhtml+xml;q=0.9\r\n\r\n", &rc);
+	assert_int_equal(rc, CATALOG_HTTP_COMPLETE);
+	assert_true(catalog_http_request_accepts_html(r));
+	catalog_http_request_delete(r);
+	r = feed_all("GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", &rc);
+	assert_false(catalog_http_request_accepts_html(r));
+	catalog_http_request_delete(r);
+	r = feed_all("GET / HTTP/1.0\r\n\r\n", &rc);
+	assert_false(catalog_http_request_accepts_html(r));
+	catalog_http_request_delete(r);
+}
+
 static void test_get(void **state)
 {
 	(void)state;
@@ -184,9 +202,9 @@ static void test_url_decode(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_get),        cmocka_unit_test(test_post_bytewise),
-	    cmocka_unit_test(test_errors),     cmocka_unit_test(test_caps),
-	    cmocka_unit_test(test_url_decode),
+	    cmocka_unit_test(test_accept_html),   cmocka_unit_test(test_get),
+	    cmocka_unit_test(test_post_bytewise), cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_caps),          cmocka_unit_test(test_url_decode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,6 +120,28 @@ static void test_master(void **state)
 	assert_fails("unexpected argument '-t' (see --help)", "h", "1", "-t", "5");
 }
 
+/* --live and --live-interval: names CCTools does not use (its -l is long output) */
+static void test_live(void **state)
+{
+	(void)state;
+	struct work_queue_status_opts o;
+	assert_int_equal(parse(&o, "h", "9", NULL), CLI_DONE);
+	assert_int_equal(o.live, 0);
+	assert_true(o.live_interval == 2);
+	work_queue_status_opts_clear(&o);
+	assert_int_equal(parse(&o, "--live", "--live-interval", "0.5", "h:9", NULL), CLI_DONE);
+	assert_int_equal(o.live, 1);
+	assert_true(o.live_interval == 0.5);
+	assert_string_equal(o.host, "h");
+	work_queue_status_opts_clear(&o);
+	assert_int_equal(parse(&o, "--live", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--live needs a master: HOST PORT (see --help)");
+	assert_int_equal(parse(&o, "--live", "-l", "h", "9", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--live shows tables: not with --json or -l");
+	assert_int_equal(parse(&o, "--live", "--live-interval=0", "h", "9", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--live-interval 0: expected seconds from 0.1 to 3600");
+}
+
 static void test_cctools_options(void **state)
 {
 	(void)state;
@@ -197,9 +219,8 @@ static void test_common_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_defaults),
-	    cmocka_unit_test(test_master),
-	    cmocka_unit_test(test_cctools_options),
+	    cmocka_unit_test(test_defaults),       cmocka_unit_test(test_master),
+	    cmocka_unit_test(test_live),           cmocka_unit_test(test_cctools_options),
 	    cmocka_unit_test(test_common_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

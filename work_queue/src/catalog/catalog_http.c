@@ -33,6 +33,7 @@ struct catalog_http_request {
 	char *query;
 	int minor;
 	bool expect_continue;
+	bool accepts_html; /* an Accept header names text/html (a browser) */
 };
 
 struct catalog_http_request *catalog_http_request_create(size_t max_body)
@@ -145,6 +146,8 @@ static int parse_header_line(struct catalog_http_request *r, char *line, bool *h
 			r->expect_continue = r->minor == 1;
 		else
 			return fail(r, 417, xstrdup("unsupported Expect header"));
+	} else if (!strcasecmp(line, "Accept")) {
+		r->accepts_html = r->accepts_html || strstr(value, "text/html") != NULL;
 	}
 	return 0;
 }
@@ -259,6 +262,11 @@ const char *catalog_http_request_error(const struct catalog_http_request *r)
 bool catalog_http_request_header_done(const struct catalog_http_request *r)
 {
 	return r->state == ST_BODY || r->state == ST_DONE;
+}
+
+bool catalog_http_request_accepts_html(const struct catalog_http_request *r)
+{
+	return r->accepts_html;
 }
 
 bool catalog_http_request_expect_continue(const struct catalog_http_request *r)

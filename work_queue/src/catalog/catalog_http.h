@@ -39,6 +39,8 @@ const char *catalog_http_request_error(const struct catalog_http_request *r);
 
 /* True once the header is complete (the body may still be arriving). */
 bool catalog_http_request_header_done(const struct catalog_http_request *r);
+/* True if an Accept header of the request names text/html (a browser asking for a page). */
+bool catalog_http_request_accepts_html(const struct catalog_http_request *r);
 /* True if the client sent "Expect: 100-continue" in an HTTP/1.1 request. */
 bool catalog_http_request_expect_continue(const struct catalog_http_request *r);
 

@@ -23,6 +23,7 @@
 #include "catalog_cctools.h"
 #include "catalog_filter.h"
 #include "catalog_http.h"
+#include "catalog_html.h"
 #include "catalog_router.h"
 #include "catalog_store.h"
 #include "config.h"
@@ -250,8 +251,25 @@ static const char *str_field(json_t *rec, const char *key)
 	return s ? s : "-";
 }
 
+/* GET /index.html, and GET / from a browser: the HTML page of the projects (catalog_html.h). */
+static void route_html(void *ctx, const char *arg)
+{
+	(void)arg;
+	struct conn *c = ctx;
+	json_t *a = catalog_store_query(c->srv->store, NULL, time_now_us());
+	size_t len;
+	char *page = catalog_html_page(a, time_now_us(), HTC_VERSION, &len);
+	respond(c, 200, "text/html; charset=utf-8", NULL, page, len);
+	free(page);
+	json_decref(a);
+}
+
 static void handle_listing(struct conn *c)
 {
+	if (catalog_http_request_accepts_html(c->req)) {
+		route_html(c, "");
+		return;
+	}
 	int64_t now = time_now_us();
 	json_t *a = catalog_store_query(c->srv->store, NULL, now);
 	struct buffer b;
@@ -340,6 +358,7 @@ static const struct catalog_route routes[] = {
     {"GET", "/query/", true, handle_cctools_query},
     {"GET", "/query.text", false, handle_query_text},
     {"GET", "/", false, route_listing},
+    {"GET", "/index.html", false, route_html},
     {"POST", "/update", false, route_update},
 };
 

@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "catalog_client.h"
 #include "catalog_filter.h"
 #include "cli.h"
 #include "debug.h"
 #include "status_client.h"
+#include "status_live.h"
 #include "work_queue_status_opts.h"
 #include "wq_auth.h"
 #include "wq_tls.h"
@@ -215,6 +217,34 @@ static struct wq_tls_config *tls_config(const struct work_queue_status_opts *o)
 	return tls;
 }
 
+/* --live: the refreshing view until q, a signal or the master's end; the reason on stderr.
+ * Exit status 0 for q and signals, 1 when the master went away or could not be queried. */
+static int live(const struct work_queue_status_opts *o, struct wq_tls_config *tls)
+{
+	struct wq_auth_key *key = NULL;
+	if (o->password) {
+		char *why = NULL;
+		key = wq_auth_key_load(o->password, &why);
+		if (!key)
+			fatal("%s", why ? why : "cannot read the password file");
+	}
+	struct wq_status_opts q = {.key = key, .tls = tls, .timeout_s = o->timeout};
+	struct status_live_opts lo = {
+	    .host = o->host,
+	    .port = o->port,
+	    .interval_s = o->live_interval,
+	    .q = &q,
+	    .out = stdout,
+	    .tty = isatty(STDOUT_FILENO),
+	    .input_fd = STDIN_FILENO,
+	};
+	char msg[1024];
+	enum status_live_end end = status_live_run(&lo, msg, sizeof msg);
+	wq_auth_key_delete(key);
+	fprintf(stderr, "work_queue_status: %s:%d: %s\n", o->host, o->port, msg);
+	return end == STATUS_LIVE_QUIT || end == STATUS_LIVE_SIGNAL ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	debug_config_program("work_queue_status");
@@ -228,6 +258,12 @@ int main(int argc, char **argv)
 	if (!o.host)
 		return list_masters(o.catalog, o.project_re, o.where, o.json, o.timeout);
 	struct wq_tls_config *tls = tls_config(&o);
+	if (o.live) {
+		r = live(&o, tls);
+		wq_tls_config_delete(tls);
+		work_queue_status_opts_clear(&o);
+		return r;
+	}
 	r = query_master(o.host, o.port, o.what, o.password, tls, o.json, o.timeout);
 	wq_tls_config_delete(tls);
 	work_queue_status_opts_clear(&o);

@@ -17,7 +17,16 @@
 
 #include "banned.h"
 
-enum { OPT_JSON = 256, OPT_FP, OPT_CA, OPT_NO_VERIFY, OPT_WHERE, OPT_CAPACITY };
+enum {
+	OPT_JSON = 256,
+	OPT_FP,
+	OPT_CA,
+	OPT_NO_VERIFY,
+	OPT_WHERE,
+	OPT_CAPACITY,
+	OPT_LIVE,
+	OPT_LIVE_INTERVAL
+};
 
 static const struct option longopts[] = {
     {"workers", no_argument, 0, 'W'},
@@ -34,6 +43,8 @@ static const struct option longopts[] = {
     {"verbose", no_argument, 0, 'l'},
     {"statistics", no_argument, 0, 'Q'},
     {"where", required_argument, 0, OPT_WHERE},
+    {"live", no_argument, 0, OPT_LIVE},
+    {"live-interval", required_argument, 0, OPT_LIVE_INTERVAL},
     /* CCTools options refused by name (doc/compatibility.md) */
     {"resources", no_argument, 0, 'R'},
     {"capacity", no_argument, 0, OPT_CAPACITY},
@@ -63,6 +74,10 @@ void work_queue_status_opts_usage(FILE *out, const char *prog)
 	        "      --ssl-fingerprint=HEX, --ssl-ca=FILE, --ssl-no-verify  TLS to the master\n"
 	        "  -l, --verbose, --json    print the records as JSON instead of a table\n"
 	        "  -t, --timeout=SECONDS    give up after this long (default 10)\n"
+	        "      --live               HOST PORT: a view of the master's workers, tasks\n"
+	        "                           and categories, refreshed until q, Ctrl-C or the\n"
+	        "                           master goes away\n"
+	        "      --live-interval=S    seconds between two refreshes (default 2)\n"
 	        "  -O, --debug-rotate-max=SIZE  the -o file becomes FILE.old at SIZE (0: never)\n"
 	        "  -d, --debug=SUBSYS  -o, --debug-file=FILE  -v, --version  -h, --help\n",
 	        prog, prog);
@@ -74,6 +89,7 @@ static void init(struct work_queue_status_opts *o)
 	o->what = "master";
 	o->timeout = 10;
 	o->port = 9123;
+	o->live_interval = 2;
 }
 
 void work_queue_status_opts_clear(struct work_queue_status_opts *o)
@@ -137,6 +153,15 @@ static int parse_one(struct work_queue_status_opts *o, int c, char *arg, char *a
 	case OPT_CA: o->ssl_ca = arg; break;
 	case OPT_NO_VERIFY: o->ssl_no_verify = 1; break;
 	case OPT_JSON: o->json = 1; break;
+	case OPT_LIVE: o->live = 1; break;
+	case OPT_LIVE_INTERVAL:
+		if (str_to_double(arg, &o->live_interval) < 0 || o->live_interval < 0.1 ||
+		    o->live_interval > 3600) {
+			snprintf(err, errlen,
+			         "--live-interval %s: expected seconds from 0.1 to 3600", arg);
+			return HTC_EPARSE;
+		}
+		break;
 	case 't':
 		if (str_to_double(arg, &o->timeout) < 0 || o->timeout <= 0 || o->timeout > 3600) {
 			snprintf(err, errlen, "-t %s: expected a number of seconds in (0, 3600]",
@@ -203,6 +228,13 @@ int work_queue_status_opts_parse(int argc, char *argv[], struct work_queue_statu
 			goto out;
 	}
 	r = parse_master(o, argc - optind, argv + optind, err, errlen);
+	if (r == 0 && o->live && !o->host) {
+		snprintf(err, errlen, "--live needs a master: HOST PORT (see --help)");
+		r = HTC_EPARSE;
+	} else if (r == 0 && o->live && o->json) {
+		snprintf(err, errlen, "--live shows tables: not with --json or -l");
+		r = HTC_EPARSE;
+	}
 out:
 	if (r != 0)
 		work_queue_status_opts_clear(o);

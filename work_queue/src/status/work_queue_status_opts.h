@@ -27,6 +27,8 @@ struct work_queue_status_opts {
 	double timeout;             /* -t, seconds (default 10) */
 	char *host; /* HOST of HOST PORT or HOST:PORT, owned; NULL: list the catalog's masters */
 	int port;   /* default 9123 */
+	int live;   /* --live: the refreshing view of the master (status_live.h) */
+	double live_interval; /* --live-interval, seconds (default 2) */
 };
 
 /* Parses ARGV into O (which it initialises), handling -d, -o, -v and -h through cli.h. Returns
