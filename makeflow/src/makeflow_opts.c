@@ -591,6 +591,14 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 		return cli_error(err, errlen,
 		                 "%s: this option needs -T mesos (the batch type is %s)",
 		                 o->mesos_only, type);
+	if (!strcmp(type, "mesos") && !o->clean) {
+		int has_master = 0;
+		for (size_t i = 0; i < o->n_batch_opts; i++)
+			has_master |= !strncmp(o->batch_opts[i], "master=", 7);
+		if (!has_master)
+			return cli_error(err, errlen,
+			                 "-T mesos: no master given: --mesos-master HOST:PORT");
+	}
 	for (size_t i = 0; !is_wq && i < o->n_batch_opts; i++) {
 		const char *kv = o->batch_opts[i];
 		/* the pods of -T k8s mount the shared file system */

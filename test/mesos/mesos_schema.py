@@ -135,9 +135,9 @@ def check_call(call):
         if err:
             return "Failed to validate scheduler::Call: " + err
     if field:
-        if field not in call:
+        if field not in call and t != "REVIVE":  # Call.revive is optional
             return "Failed to validate scheduler::Call: Expecting '%s' to be present" % field
-        err = check(call[field], shape, field)
+        err = check(call.get(field, {}), shape, field)
         if err:
             return "Failed to validate scheduler::Call: " + err
     if t == "ACCEPT":

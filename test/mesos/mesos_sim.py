@@ -9,7 +9,8 @@
 # Usage: mesos_sim.py --port-file F --log F --work DIR [--agent NAME:cpus=C,mem=M,disk=D]...
 #        [--heartbeat SECONDS]
 # Knobs (POST, answer 200): /sim/drop-stream, /sim/stop-heartbeats, /sim/error?message=M,
-# /sim/malformed, /sim/refuse?call=TYPE&status=N&body=TEXT (once), /sim/rescind;
+# /sim/malformed, /sim/refuse?call=TYPE&status=N&body=TEXT (once), /sim/rescind,
+# /sim/hold?n=N and /sim/release (the next N tasks stay in TASK_STAGING until released);
 # GET /sim/state gives the frameworks and tasks as JSON.
 import argparse
 import base64
@@ -91,6 +92,8 @@ class Master:
         self.heartbeat = args.heartbeat
         self.heartbeats_on = True
         self.refuse = {}  # call type -> (status, body)
+        self.hold = 0  # this many new tasks stay in TASK_STAGING
+        self.held = []
         self.work = args.work
         self.log = open(args.log, "a", buffering=1)
         self.seq = 0
@@ -181,6 +184,15 @@ class Master:
             argv = ["/bin/sh", "-c", cmd.get("value", "")]
         else:
             argv = [cmd.get("value", "")] + cmd.get("arguments", [])[1:]
+        t.argv, t.env, t.sandbox = argv, env, sandbox
+        if self.hold > 0:  # the agent is slow to start it (fetching, say): it stays STAGING
+            self.hold -= 1
+            self.held.append(t)
+            return
+        self.start(t)
+
+    def start(self, t):
+        argv, env, sandbox = t.argv, t.env, t.sandbox
         self.update(t, "TASK_STARTING")
         try:
             out = open(os.path.join(sandbox, "stdout"), "wb")
@@ -247,6 +259,11 @@ class Master:
         if t.state in TERMINAL:
             return
         t.killed = True
+        if t.proc is None:  # never started (held)
+            self.release(t)
+            self.update(t, "TASK_KILLED", "REASON_TASK_KILLED_DURING_LAUNCH",
+                        "Killed before it started")
+            return
         if t.proc:
             try:
                 os.killpg(t.proc.pid, signal.SIGKILL)
@@ -431,6 +448,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path == "/sim/state":
             with M.lock:
                 st = {fid: {"connected": bool(fw.stream and not fw.stream.closed),
+                        "staging": sum(1 for t in fw.tasks.values()
+                                       if t.state == "TASK_STAGING"),
                             "tasks": {k: t.state for k, t in fw.tasks.items()},
                             "running": sum(1 for t in fw.tasks.values()
                                            if t.state not in TERMINAL)}
@@ -457,6 +476,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     fw.stream.q.put("malformed")
             elif u.path == "/sim/refuse":
                 M.refuse[q["call"]] = (int(q.get("status", "400")), q.get("body", ""))
+            elif u.path == "/sim/hold":
+                M.hold = int(q.get("n", "1"))
+            elif u.path == "/sim/release":
+                M.hold = 0
+                for t in M.held:
+                    if t.state not in TERMINAL:
+                        M.start(t)
+                M.held = []
             elif u.path == "/sim/rescind":
                 for fw in fws:
                     M.drop_offers(fw, True)

@@ -136,7 +136,9 @@ static void on_subscribed(void *arg, const char *fid, int again)
 		char *p = fid_file(m, m->run_id);
 		if (mkdir(m->work_dir, 0755) < 0 && errno != EEXIST)
 			warn("mesos: cannot make %s: %s", m->work_dir, strerror(errno));
-		int w = atomic_file_write(p, fid, strlen(fid), 0644);
+		char *text = xasprintf("%s\n%s\n", fid, m->master);
+		int w = atomic_file_write(p, text, strlen(text), 0644);
+		free(text);
 		if (w < 0)
 			warn("mesos: cannot write the framework id to %s: %s (a restarted makeflow "
 			     "will not find this run's tasks)",
@@ -262,8 +264,10 @@ static void update(struct mesos *m, json_t *st)
 	const char *msg = json_string_value(json_object_get(st, "message"));
 	char *why = mesos_result_from_status(state, reason, msg, r);
 	if (why) {
-		batch_job_set_error(j->job, "%s", why);
 		notice("mesos: job %" PRId64 " (task %s): %s", j->job->id, tid, why);
+		/* an exhausted job is reported as such by makeflow, not as a driver error */
+		if (!r->exhausted)
+			batch_job_set_error(j->job, "%s", why);
 		free(why);
 	}
 	finish(m, j);
@@ -421,9 +425,12 @@ static int stop_run(struct mesos *m, const char *run)
 		free(p);
 		return 0;
 	}
-	char buf[256] = "";
+	char buf[256] = "", mbuf[512] = "";
 	if (fgets(buf, sizeof buf, f))
 		fid = xstrdup(str_trim(buf));
+	/* the master the run used, for makeflow -c, which gives no options */
+	if (fgets(mbuf, sizeof mbuf, f) && !m->master && *str_trim(mbuf))
+		m->master = xstrdup(str_trim(mbuf));
 	fclose(f);
 	if (!fid || !*fid) {
 		free(fid);
@@ -563,17 +570,6 @@ static int mesos_set_option(void *state, const char *key, const char *value)
 	return -EINVAL;
 }
 
-static int mesos_start(void *state)
-{
-	struct mesos *m = state;
-	if (!m->master) {
-		warn("mesos: no master given: --mesos-master HOST:PORT (or --batch-option "
-		     "master=HOST:PORT)");
-		return -EINVAL;
-	}
-	return 0;
-}
-
 static int begin(struct mesos *m, struct batch_job *job)
 {
 	if (m->have_run)
@@ -687,7 +683,6 @@ const struct batch_driver batch_driver_mesos = {
     .create = mesos_create,
     .destroy = mesos_destroy,
     .set_option = mesos_set_option,
-    .start = mesos_start,
     .submit = mesos_submit,
     .remove = mesos_remove,
 };
