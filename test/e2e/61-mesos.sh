@@ -125,6 +125,17 @@ assert dec >= 1 and acc == 1, (dec, acc)
 "
 '
 
+test_expect_success 'an offer rescinded before its ACCEPT arrives: the task is dropped, the rule runs as a new task' '
+	sim_start
+	knob rescind-before-accept
+	printf "a.txt:\n\techo a > a.txt\n" >wf.mf
+	"$MF" -T mesos --mesos-master $MASTER wf.mf 2>err || { cat err; false; }
+	[ -s a.txt ]
+	[ "$(launched | wc -l)" = 2 ]
+	[ -z "$(launched | sort | uniq -d)" ]
+	[ -z "$(refused)" ]
+'
+
 test_expect_success 'a failing rule reports its exit code; completed rules are kept' '
 	sim_start
 	printf "ok.txt:\n\techo ok > ok.txt\nbad.txt: ok.txt\n\texit 7\n" >wf.mf

@@ -54,17 +54,27 @@ FRAMEWORK_INFO = {  # mesos.proto: FrameworkInfo
 }
 TASK_REF = {"task_id": (True, ID), "agent_id": (False, ID)}
 
-# scheduler.proto: Call, one sub-message per type ("Calls" section of the document).
+# scheduler.proto: Call, one sub-message per type. The comment of each names the section of
+# the Scheduler HTTP API document (https://mesos.apache.org/documentation/latest/scheduler-http-api/)
+# that defines it.
 CALLS = {
+    # "Calls" > "SUBSCRIBE": framework_info with user and name; id when re-subscribing
     "SUBSCRIBE": ("subscribe", {"framework_info": (True, FRAMEWORK_INFO)}),
+    # "Calls" > "TEARDOWN": only type and framework_id
     "TEARDOWN": (None, None),
+    # "Calls" > "ACCEPT": offer_ids, operations (LAUNCH with task_infos), filters
     "ACCEPT": ("accept", {"offer_ids": (True, [ID]), "operations": (False, [OPERATION]),
                           "filters": (False, FILTERS)}),
+    # "Calls" > "DECLINE": offer_ids and filters.refuse_seconds
     "DECLINE": ("decline", {"offer_ids": (True, [ID]), "filters": (False, FILTERS)}),
+    # "Calls" > "REVIVE": removes the filters; the revive message itself is optional
     "REVIVE": ("revive", {"roles": (False, [str])}),
+    # "Calls" > "KILL": task_id, agent_id optional
     "KILL": ("kill", {"task_id": (True, ID), "agent_id": (False, ID)}),
+    # "Calls" > "ACKNOWLEDGE": agent_id, task_id and the uuid of the update (base64 bytes)
     "ACKNOWLEDGE": ("acknowledge", {"agent_id": (True, ID), "task_id": (True, ID),
                                     "uuid": (True, str)}),
+    # "Calls" > "RECONCILE": tasks (task_id, agent_id); an empty list asks for every task
     "RECONCILE": ("reconcile", {"tasks": (False, [TASK_REF])}),
 }
 

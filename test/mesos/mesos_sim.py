@@ -10,6 +10,7 @@
 #        [--heartbeat SECONDS]
 # Knobs (POST, answer 200): /sim/drop-stream, /sim/stop-heartbeats, /sim/error?message=M,
 # /sim/malformed, /sim/refuse?call=TYPE&status=N&body=TEXT (once), /sim/rescind,
+# /sim/rescind-before-accept (the next ACCEPT meets rescinded offers: TASK_DROPPED),
 # /sim/hold?n=N and /sim/release (the next N tasks stay in TASK_STAGING until released);
 # GET /sim/state gives the frameworks and tasks as JSON.
 import argparse
@@ -93,6 +94,7 @@ class Master:
         self.heartbeats_on = True
         self.refuse = {}  # call type -> (status, body)
         self.hold = 0  # this many new tasks stay in TASK_STAGING
+        self.rescind_next = False  # the next ACCEPT finds its offers rescinded
         self.held = []
         self.work = args.work
         self.log = open(args.log, "a", buffering=1)
@@ -113,6 +115,8 @@ class Master:
         if fw.stream and not fw.stream.closed:
             fw.stream.q.put(event)
 
+    # "Events" > "UPDATE": status with task_id, agent_id, state, source, reason, message and a
+    # uuid the framework must ACKNOWLEDGE ("Calls" > "ACKNOWLEDGE"); resent until acknowledged
     def update(self, task, state, reason=None, message=None, source="SOURCE_EXECUTOR"):
         task.state = state
         u = base64.b64encode(uuid.uuid4().bytes).decode()
@@ -131,6 +135,8 @@ class Master:
             task.agent.used[k] -= v
 
     # ---- offers (the allocator: one outstanding offer per agent) ----
+    # "Events" > "OFFERS": offers with id, framework_id, agent_id, hostname and scalar
+    # resources; "Events" > "RESCIND": the offer_id of an offer no longer valid
     def allocate(self):
         with self.lock:
             now = time.time()
@@ -280,6 +286,8 @@ class Master:
         self.frameworks.pop(fw.id, None)
 
     # ---- calls ----
+    # "Calls": every call but SUBSCRIBE carries the Mesos-Stream-Id header of the current
+    # subscription ("Stream ID") and is answered 202 Accepted, or 4xx with a message
     def call(self, call, stream_id):
         """Returns (status, text) of a non-SUBSCRIBE call."""
         t = call["type"]
@@ -298,6 +306,9 @@ class Master:
             self.teardown(fw)
         elif t == "ACCEPT":
             a = call["accept"]
+            if self.rescind_next:  # the offers were rescinded just before the ACCEPT came
+                self.rescind_next = False
+                self.drop_offers(fw, True)
             ops = a.get("operations", [])
             offers = [o["value"] for o in a["offer_ids"]]
             for oid in offers:
@@ -382,6 +393,9 @@ class Master:
                 self.send(fw, {"type": "UPDATE", "update": {"status": st}})
         return 202, ""
 
+    # "Calls" > "SUBSCRIBE" and "Events" > "SUBSCRIBED" (framework_id,
+    # heartbeat_interval_seconds); "Disconnections" / "Master detection" for failover: the
+    # framework keeps its tasks for failover_timeout and re-subscribes with its id
     def subscribe(self, call):
         info = call["subscribe"]["framework_info"]
         fid = info.get("id", {}).get("value")
@@ -425,6 +439,7 @@ class Master:
 M = None
 
 
+# "Events": RecordIO, each event is its length in decimal, a newline and the JSON
 def record(ev):
     data = json.dumps(ev).encode()
     return str(len(data)).encode() + b"\n" + data
@@ -484,6 +499,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     if t.state not in TERMINAL:
                         M.start(t)
                 M.held = []
+            elif u.path == "/sim/rescind-before-accept":
+                M.rescind_next = True
             elif u.path == "/sim/rescind":
                 for fw in fws:
                     M.drop_offers(fw, True)
@@ -565,7 +582,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if ev == "malformed":
                     self.chunk(b"12x\n{\"type\"")
                     continue
-                if ev == "beat":
+                if ev == "beat":  # "Events" > "HEARTBEAT", every heartbeat_interval_seconds
                     last_beat = time.time()
                     if M.heartbeats_on:
                         self.chunk(record({"type": "HEARTBEAT"}))

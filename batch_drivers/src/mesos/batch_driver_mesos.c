@@ -256,6 +256,22 @@ static void update(struct mesos *m, json_t *st)
 		     tid, state);
 		return;
 	}
+	if (strcmp(state, "TASK_DROPPED") == 0 && j->state == MJ_LAUNCHED) {
+		/* the master dropped the launch (its offer was no longer valid): the task never
+		 * ran, so the job waits for another offer, as a new task */
+		debug(D_BATCH, "mesos: task %s was dropped; job %" PRId64 " waits again", tid,
+		      j->job->id);
+		HASH_DEL(m->launched, j);
+		m->n_launched--;
+		j->task_id[0] = j->agent_id[0] = 0;
+		j->state = MJ_WAITING;
+		wait_add(m, j);
+		if (m->declined) {
+			m->declined = 0;
+			mesos_sched_call(m->sched, mesos_call_new("REVIVE", NULL));
+		}
+		return;
+	}
 	struct batch_result *r = &j->job->result;
 	r->end_us = time_now_us();
 	if (r->start_us)
