@@ -175,6 +175,8 @@ test_expect_success 'the stream dropped mid-run: subscribe again as the framewor
 	mf=$!
 	test_track_pid $mf
 	test_wait_until 60 running_is 1
+	# the updates so far are acknowledged (a.txt: 3, b.txt: 2), so no call is in flight
+	test_wait_until 60 at_least 5 ACKNOWLEDGE
 	knob drop-stream
 	test_wait_until 60 at_least 2 SUBSCRIBE
 	test_wait_until 60 at_least 1 RECONCILE
