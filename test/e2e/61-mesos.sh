@@ -199,7 +199,7 @@ assert \"id\" not in subs[0][\"subscribe\"][\"framework_info\"]
 '
 
 test_expect_success 'heartbeats stop: a clear message naming the master; makeflow exits, no hang' '
-	sim_start --heartbeat 0.2
+	sim_start --heartbeat 0.4
 	wait_wf
 	"$MF" -T mesos --mesos-master $MASTER wf.mf >mf.out 2>&1 &
 	mf=$!
@@ -210,7 +210,7 @@ test_expect_success 'heartbeats stop: a clear message naming the master; makeflo
 	wait $mf || rc=$?
 	cat mf.out
 	[ $rc = 1 ]
-	grep -q "mesos master $MASTER: no heartbeat for 1 s" mf.out
+	grep -q "mesos master $MASTER: no heartbeat for 2 s" mf.out
 	[ -s a.txt ]
 '
 
