@@ -74,5 +74,6 @@ extern const struct batch_driver batch_driver_cgroups;
 extern const struct batch_driver batch_driver_wq;
 extern const struct batch_driver batch_driver_k8s;
 extern const struct batch_driver batch_driver_slurm;
+extern const struct batch_driver batch_driver_mesos;
 
 #endif

@@ -26,6 +26,7 @@ static const struct batch_driver *const batch_drivers[] = {
     &batch_driver_wq,      // Work Queue workers
     &batch_driver_slurm,   // one Slurm batch job per job
     &batch_driver_k8s,     // one Kubernetes pod per job
+    &batch_driver_mesos,   // one Mesos task per job
 };
 #define N_DRIVERS (sizeof batch_drivers / sizeof batch_drivers[0])
 

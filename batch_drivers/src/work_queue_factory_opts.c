@@ -35,6 +35,7 @@ enum {
 	OPT_ENV,
 	OPT_WRAPPER,
 	OPT_WRAPPER_INPUT,
+	OPT_MESOS_MASTER,
 	OPT_NOT_HERE /* a CCTools option this factory does not have */
 };
 
@@ -78,7 +79,7 @@ static const struct option longopts[] = {
     {"batch-options", required_argument, 0, 'B'},
     {"amazon-config", required_argument, 0, OPT_NOT_HERE},
     {"condor-requirements", required_argument, 0, OPT_NOT_HERE},
-    {"mesos-master", required_argument, 0, OPT_NOT_HERE},
+    {"mesos-master", required_argument, 0, OPT_MESOS_MASTER},
     {"mesos-path", required_argument, 0, OPT_NOT_HERE},
     {"mesos-preload", required_argument, 0, OPT_NOT_HERE},
     {"k8s-image", required_argument, 0, OPT_NOT_HERE},
@@ -108,6 +109,7 @@ void work_queue_factory_opts_usage(FILE *out, const char *prog)
 	    "      --worker-binary=PATH   the worker to run (default: beside this program)\n"
 	    "      --period=SECONDS       how often to look at the demand (default 5)\n"
 	    "      --batch-option=K=V     an option of the batch driver (repeatable)\n"
+	    "      --mesos-master=H:P     -T mesos: the Mesos master (doc/batch-mesos.md)\n"
 	    "  -E, --extra-options=TEXT   more options of each worker (shell text)\n"
 	    "      --env=NAME=VALUE       set in each worker's environment (repeatable)\n"
 	    "      --wrapper=PREFIX       run each worker as PREFIX WORKER... (repeatable: the\n"
@@ -263,6 +265,7 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 		o->wrapper_inputs[o->n_wrapper_inputs++] = arg;
 		o->wrapper_inputs[o->n_wrapper_inputs] = NULL;
 		break;
+	case OPT_MESOS_MASTER: o->mesos_master = arg; break;
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
 			return cli_error(err, errlen, "--batch-option %s: expected KEY=VALUE", arg);
@@ -338,6 +341,8 @@ int work_queue_factory_opts_parse(int argc, char *argv[], struct work_queue_fact
 			goto out;
 	}
 	r = check_master(o, argc - optind, argv + optind, err, errlen);
+	if (r == 0 && o->mesos_master && (!o->type || strcmp(o->type, "mesos") != 0))
+		r = cli_error(err, errlen, "--mesos-master: this option needs -T mesos");
 	if (r == 0 && !o->size)
 		o->size = xstrdup("");
 out:

@@ -29,7 +29,8 @@ struct work_queue_factory_opts {
 	double period;   /* --period, seconds (default 5) */
 	char *size;      /* the workers' size options as given, e.g. " --cores 2 --memory 4096";
 	                    owned, "" when none */
-	const char **batch_opts; /* --batch-option KEY=VALUE; the array is owned */
+	const char *mesos_master; /* --mesos-master HOST:PORT (-T mesos); NULL: none */
+	const char **batch_opts;  /* --batch-option KEY=VALUE; the array is owned */
 	size_t n_batch_opts, cap_batch_opts;
 	const char *extra; /* -E, --extra-options: shell text added to each worker's options
 	                      (the last given wins, as in CCTools); NULL: none */

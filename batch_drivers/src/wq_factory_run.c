@@ -306,6 +306,10 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 			return HTC_EUNSUP;
 		}
 	}
+	if (o->mesos_master && batch_queue_set_option(f->q, "master", o->mesos_master) < 0) {
+		snprintf(err, errlen, "--mesos-master %s: expected HOST:PORT", o->mesos_master);
+		return HTC_EUNSUP;
+	}
 	return 0;
 }
 

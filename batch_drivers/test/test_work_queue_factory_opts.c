@@ -161,6 +161,16 @@ static void test_options(void **state)
 	             "--k8s-image", "img", "-M", "p");
 	/* options end at the first argument: the rest is HOST PORT */
 	assert_fails("expected HOST PORT or -M PROJECT (see --help)", "h", "1", "-w", "2");
+	/* --mesos-master: CCTools' option of -T mesos, refused with another type */
+	assert_fails("--mesos-master: this option needs -T mesos", "--mesos-master", "m:5050", "-M",
+	             "p");
+	assert_fails("--mesos-path: a CCTools work_queue_factory option that is not supported "
+	             "here (doc/compatibility.md)",
+	             "-T", "mesos", "--mesos-path", "x", "-M", "p");
+	struct work_queue_factory_opts m;
+	assert_int_equal(parse(&m, "-T", "mesos", "--mesos-master", "m:5050", "-M", "p", NULL), 0);
+	assert_string_equal(m.mesos_master, "m:5050");
+	work_queue_factory_opts_clear(&m);
 }
 
 static void test_bad_values(void **state)

@@ -34,6 +34,7 @@ enum {
 	OPT_BATCH_OPTION,
 	OPT_K8S_IMAGE,
 	OPT_K8S_NAMESPACE,
+	OPT_MESOS_MASTER,
 	OPT_PROGRESS,
 	OPT_CLEAN,
 	OPT_MONITOR,
@@ -70,6 +71,7 @@ static const struct option longopts[] = {
     {"batch-option", required_argument, 0, OPT_BATCH_OPTION},
     {"k8s-image", required_argument, 0, OPT_K8S_IMAGE},
     {"k8s-namespace", required_argument, 0, OPT_K8S_NAMESPACE},
+    {"mesos-master", required_argument, 0, OPT_MESOS_MASTER},
     {"port", required_argument, 0, 'p'},
     {"port-file", required_argument, 0, 'Z'},
     {"project-name", required_argument, 0, 'N'},
@@ -137,6 +139,8 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "Kubernetes (-T k8s; doc/kubernetes.md):\n"
 	    "      --k8s-image=IMAGE     the container image of the rules' pods (required)\n"
 	    "      --k8s-namespace=NS    the namespace of the pods (default: the kubeconfig's)\n"
+	    "Mesos (-T mesos; doc/batch-mesos.md):\n"
+	    "      --mesos-master=H:P    the Mesos master (v1 Scheduler HTTP API; required)\n"
 	    "Work Queue (-T wq):\n"
 	    "  -p, --port=PORT           port of the master (default 9123; 0 = any)\n"
 	    "  -Z, --port-file=FILE      write the port the master listens on to FILE\n"
@@ -451,6 +455,10 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 		makeflow_opts_add_batch(
 		    o, xasprintf("%s=%s", c == OPT_K8S_IMAGE ? "image" : "namespace", arg));
 		break;
+	case OPT_MESOS_MASTER:
+		o->mesos_only = "--mesos-master";
+		makeflow_opts_add_batch(o, xasprintf("master=%s", arg));
+		break;
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
 			return cli_error(err, errlen, "--batch-option '%s': expected KEY=VALUE",
@@ -601,6 +609,18 @@ static int check_workflow(struct makeflow_opts *o, int argc, char *argv[], const
 	if (o->k8s_only && !is_k8s)
 		return cli_error(err, errlen, "%s: this option needs -T k8s (the batch type is %s)",
 		                 o->k8s_only, type);
+	if (o->mesos_only && strcmp(type, "mesos") != 0)
+		return cli_error(err, errlen,
+		                 "%s: this option needs -T mesos (the batch type is %s)",
+		                 o->mesos_only, type);
+	if (!strcmp(type, "mesos") && !o->clean) {
+		int has_master = 0;
+		for (size_t i = 0; i < o->n_batch_opts; i++)
+			has_master |= !strncmp(o->batch_opts[i], "master=", 7);
+		if (!has_master)
+			return cli_error(err, errlen,
+			                 "-T mesos: no master given: --mesos-master HOST:PORT");
+	}
 	for (size_t i = 0; !is_wq && i < o->n_batch_opts; i++) {
 		const char *kv = o->batch_opts[i];
 		/* the pods of -T k8s mount the shared file system */

@@ -44,6 +44,7 @@ struct makeflow_opts {
 	int disable_cache;           /* --disable-cache (cache=no for -T wq) */
 	const char *k8s_only;        /* the first option for -T k8s given; NULL if none */
 	const char *report_path;     /* --report FILE: the HTML run report written at the end */
+	const char *mesos_only;      /* --mesos-master given; NULL if not */
 };
 
 /* Parses ARGV into O (which it initialises; MAKEFLOW_BATCH_QUEUE_TYPE gives the default batch

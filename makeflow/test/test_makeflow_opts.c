@@ -604,6 +604,29 @@ static void test_k8s(void **state)
 	makeflow_opts_clear(&o);
 }
 
+static void test_mesos(void **state)
+{
+	(void)state;
+	struct makeflow_opts o;
+	assert_int_equal(parse(&o, "-T", "mesos", "--mesos-master", "m1:5050", NULL), CLI_DONE);
+	assert_non_null(o.batch_opts);
+	assert_string_equal(o.batch_opts[0], "master=m1:5050");
+	assert_null(o.batch_opts[1]);
+	makeflow_opts_clear(&o);
+	assert_fails("-T mesos: no master given: --mesos-master HOST:PORT", "-T", "mesos");
+	assert_fails("--mesos-master: this option needs -T mesos (the batch type is local)",
+	             "--mesos-master", "m1:5050");
+	assert_fails("--mesos-path: not supported here: -T mesos speaks the Mesos HTTP API itself "
+	             "and needs no Mesos Python bindings",
+	             "-T", "mesos", "--mesos-master", "m:1", "--mesos-path", "/p");
+	assert_fails("--mesos-preload: not supported here: -T mesos loads no Mesos libraries (it "
+	             "speaks the HTTP API)",
+	             "--mesos-preload", "lib");
+	/* -c needs no master: the dead run's framework file names it */
+	assert_int_equal(parse(&o, "-T", "mesos", "-c", NULL), CLI_DONE);
+	makeflow_opts_clear(&o);
+}
+
 /* CCTools options refused with their reason, never taken as unknown nor ignored. */
 static void test_refused(void **state)
 {
@@ -720,7 +743,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_values),      cmocka_unit_test(test_common_options),
 	    cmocka_unit_test(test_cctools_options), cmocka_unit_test(test_batch_types),
 	    cmocka_unit_test(test_refused),         cmocka_unit_test(test_k8s),
-	    cmocka_unit_test(test_argv_file),
+	    cmocka_unit_test(test_mesos),           cmocka_unit_test(test_argv_file),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

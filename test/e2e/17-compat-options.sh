@@ -196,7 +196,7 @@ test_expect_success '--argv FILE: options from a JSON object, MAKEFLOW names the
 
 test_expect_success 'CCTools options not supported here are refused with the reason' '
 	good_wf
-	for opt in "--singularity img" "--umbrella-spec x" "--sandbox" "--mesos-master h:1" "--log-verbose"; do
+	for opt in "--singularity img" "--umbrella-spec x" "--sandbox" "--mesos-path x" "--log-verbose"; do
 		rc=0; "$MF" $opt Makeflow 2>err || rc=$?
 		cat err
 		[ $rc = 1 ]
