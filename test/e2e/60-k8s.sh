@@ -278,6 +278,91 @@ test_expect_success 'makeflow -T k8s: an apiserver restart in the middle loses n
 	test_wait_until 30 all_pods_gone
 '
 
+test_expect_success 'makeflow -T k8s: max-jobs bounds the pods of the run not yet finished' '
+	{
+		all=""
+		for i in 1 2 3 4 5 6; do
+			echo "out.$i: "
+			echo "	mkdir -p running; touch running/$i; ls running | wc -l >> counts; sleep 3; rm running/$i; echo $i > out.$i"
+			all="$all out.$i"
+		done
+	} >Makeflow
+	mfk --k8s-image busybox:local --batch-option max-jobs=2 >mf.out 2>&1 || { cat mf.out; exit 1; }
+	cat counts
+	[ $(wc -l <counts) = 6 ]
+	[ "$(sort -n counts | tail -1)" -le 2 ]
+	test_wait_until 30 all_pods_gone
+'
+
+# parked_pods N: N pods of makeflow runs are Running (they wait for the file "go").
+parked_pods() {
+	[ "$(k8s_api "/api/v1/namespaces/default/pods?labelSelector=htc-run" |
+		grep -c "\"phase\": \"Running\"")" = "$1" ]
+}
+# parked_workflow: two rules whose pods wait (up to 300 s) until the file go exists.
+parked_workflow() {
+	rm -f go
+	for i in 1 2; do
+		echo "p.$i: "
+		echo "	while [ ! -e go ]; do sleep 0.2; done; echo $i > p.$i"
+	done >Makeflow
+}
+
+test_expect_success 'makeflow -T k8s: after kill -9, a restart deletes the pods of the dead run and completes' '
+	parked_workflow
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" --k8s-image busybox:local >mf1.out 2>&1 &
+	m=$!
+	test_track_pid $m
+	test_wait_until 60 parked_pods 2
+	old=$(awk "\$1 == \"S\" { id = \$5 } END { print id }" Makeflow.makeflowlog)
+	[ ${#old} = 32 ]
+	kill -9 $m
+	wait $m || true
+	# the dead run left its pods
+	parked_pods 2
+	touch go
+	mfk --k8s-image busybox:local -d batch >mf2.out 2>&1 || { cat mf1.out mf2.out; exit 1; }
+	cat mf2.out | grep -v ETA | grep -i "k8s\|earlier\|run" | head -20
+	grep -q "pods of the earlier run $old deleted" mf2.out
+	[ "$(cat p.1)" = 1 ] && [ "$(cat p.2)" = 2 ]
+	k8s_api "/api/v1/namespaces/default/pods?labelSelector=htc-run%3D$old" | grep -q "\"items\": \[\]"
+	test_wait_until 30 all_pods_gone
+'
+
+test_expect_success 'makeflow -T k8s -c deletes the pods that a run killed with -9 left (no image needed)' '
+	parked_workflow
+	rm -f Makeflow.makeflowlog
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" --k8s-image busybox:local >mf1.out 2>&1 &
+	m=$!
+	test_track_pid $m
+	test_wait_until 60 parked_pods 2
+	kill -9 $m
+	wait $m || true
+	parked_pods 2
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" -c >clean.out 2>&1 || { cat clean.out; exit 1; }
+	cat clean.out
+	grep -q "2 pods of the earlier run [0-9a-f]* deleted" clean.out
+	all_pods_gone
+	# the pods are asked for by their run: another kubeconfig that cannot be read fails -c
+	parked_workflow
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" --k8s-image busybox:local >mf1.out 2>&1 &
+	m=$!
+	test_track_pid $m
+	test_wait_until 60 parked_pods 2
+	kill -9 $m
+	wait $m || true
+	test_must_fail "$MF" -T k8s --batch-option kubeconfig=/nonexistent.kc -c >clean.out 2>&1
+	cat clean.out
+	grep -q "could not be stopped" clean.out
+	# the log that names the run is kept, so a later -c finds the pods
+	grep -q "the transaction log is kept" clean.out
+	[ -e Makeflow.makeflowlog ]
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" -c >clean.out 2>&1 || { cat clean.out; exit 1; }
+	cat clean.out
+	grep -q "2 pods of the earlier run [0-9a-f]* deleted" clean.out
+	all_pods_gone
+'
+
 test_expect_success 'stopped: no process, mount, cgroup, bridge or tunable left behind' '
 	k8s_stop || true # (called in a list: the library is not written for set -e)
 	for d in $K8S_DAEMONS; do
