@@ -171,10 +171,10 @@ test_expect_success 'makeflow -T k8s: 50 rules, one pod each, outputs on the sha
 	test_wait_until 60 all_pods_gone
 '
 
-test_expect_success 'makeflow -T k8s: a failing rule reports its exit code; out of memory is exhaustion' '
+test_expect_success 'makeflow -T k8s: a failing rule reports its exit code and log tail; out of memory is exhaustion' '
 	wf Makeflow <<-EOF
 	bad.txt:
-	    exit 7
+	    echo reading the input; echo it is not there >&2; exit 7
 	.MAKEFLOW CATEGORY hog
 	.MAKEFLOW MEMORY 32
 	hog.txt:
@@ -183,6 +183,10 @@ test_expect_success 'makeflow -T k8s: a failing rule reports its exit code; out 
 	test_must_fail mfk --k8s-image busybox:local >mf.out 2>&1
 	cat mf.out
 	grep -q "rule 0: exit code 7" mf.out
+	# and the last lines of its log (stdout and stderr), read before the pod is deleted
+	grep -q "k8s pod default/htc-[0-9a-f]*-[0-9]* failed; the last lines of its log:" mf.out
+	grep -q "  | reading the input" mf.out
+	grep -q "  | it is not there" mf.out
 	grep -q "rule 1: exceeded its resource allocation (memory 32 MB)" mf.out
 	test_wait_until 30 all_pods_gone
 '
@@ -275,6 +279,33 @@ test_expect_success 'makeflow -T k8s: an apiserver restart in the middle loses n
 	for i in 1 2 3 4 5 6; do [ "$(cat out.$i)" = $i ]; done
 	[ $(sort runs.log | uniq | wc -l) = 6 ]
 	[ $(wc -l <runs.log) = 6 ]
+	test_wait_until 30 all_pods_gone
+'
+
+test_expect_success 'makeflow -T k8s: a rule out of memory at its first allocation runs again at the maximum' '
+	# sized rules run under resource_monitor: an image that holds it at its path here
+	"$BIN/htc_worker_image" --program "$BIN/resource_monitor" --add "$BIN/resource_monitor" \
+		--name htc-rm:local -o rm.tar --import --address "$K8S_HOME/run/containerd.sock" >img.out 2>&1 ||
+		{ cat img.out; exit 1; }
+	# 25 measurements of 40 MB give a first allocation far below the category maximum
+	for i in $(seq 1 25); do
+		echo "{\"category\": \"big\", \"exit_type\": \"normal\", \"exit_status\": 0, \"memory\": [40, \"MB\"], \"cores\": [1, \"cores\"], \"wall_time\": [1, \"s\"]}"
+	done >seeds
+	wf Makeflow <<-EOF
+	CATEGORY=big
+	MEMORY=800
+	out:
+	    dd if=/dev/zero of=/dev/null bs=400M count=1 && echo done > out
+	EOF
+	mfk --k8s-image htc-rm:local --allocation waste --allocation-seed seeds \
+		--summary-json summary.json >mf.out 2>&1 || { cat mf.out; exit 1; }
+	grep -v ETA mf.out
+	grep -q "running it again with the maximum" mf.out
+	[ "$(cat out)" = done ]
+	python3 -c "
+import json
+c = [c for c in json.load(open(\"summary.json\"))[\"categories\"] if c[\"name\"] == \"big\"][0]
+assert c[\"exhaustions\"] == 1 and c[\"retries\"] == 1 and c[\"done\"] == 1, c"
 	test_wait_until 30 all_pods_gone
 '
 

@@ -44,13 +44,14 @@ struct kjob {
 	struct batch_job *job; /* NULL once completed */
 	enum kjob_state state;
 	bool created;
+	bool log_pending;   /* failed: completed once its log tail is read */
 	json_t *pod;        /* KJ_WAITING: the pod to create */
 	struct kjob *wnext; /* the waiting list */
 	struct k8s_pod_times times;
 	UT_hash_handle hh;
 };
 
-enum cmd_kind { CMD_CREATE, CMD_DELETE, CMD_CHECK };
+enum cmd_kind { CMD_CREATE, CMD_DELETE, CMD_CHECK, CMD_LOG_DELETE };
 struct cmd {
 	enum cmd_kind kind;
 	char name[80];
@@ -58,7 +59,15 @@ struct cmd {
 	struct cmd *next;
 };
 
-enum msg_kind { MSG_CREATED, MSG_CREATE_FAILED, MSG_POD, MSG_DELETED, MSG_RELISTED, MSG_FATAL };
+enum msg_kind {
+	MSG_CREATED,
+	MSG_CREATE_FAILED,
+	MSG_POD,
+	MSG_DELETED,
+	MSG_RELISTED,
+	MSG_FATAL,
+	MSG_LOG
+};
 struct msg {
 	enum msg_kind kind;
 	char name[80];
@@ -168,6 +177,19 @@ static void api_thread(void *arg)
 				warn("k8s: %s", err);
 				free(err);
 			}
+		} else if (c->kind == CMD_LOG_DELETE) {
+			/* a failed rule: its log's last lines, then the pod goes */
+			char *text = NULL;
+			if (k8s_pod_log_tail(d->api, d->ns, c->name, "main", 10, &text, &err) < 0) {
+				text = xasprintf("(the log cannot be read: %s)", err);
+				free(err);
+				err = NULL;
+			}
+			post(d, MSG_LOG, c->name, NULL, text);
+			if (k8s_pod_delete(d->api, d->ns, c->name, 1, &err) < 0) {
+				warn("k8s: %s", err);
+				free(err);
+			}
 		} else if (c->kind == CMD_DELETE) {
 			if (k8s_pod_delete(d->api, d->ns, c->name, 1, &err) < 0) {
 				warn("k8s: %s", err);
@@ -262,6 +284,12 @@ static void pod_update(struct kd *d, struct kjob *kj, json_t *obj)
 	} else if (r.terminated) {
 		res->exited_normally = 1;
 		res->exit_code = r.exit_code;
+		if (r.exit_code != 0) {
+			/* completed when the log's last lines are read (MSG_LOG) */
+			kj->log_pending = true;
+			command(d, CMD_LOG_DELETE, kj->name, NULL);
+			return;
+		}
 	} else {
 		char *t = xasprintf("k8s pod %s/%s: %s without an exit code: %s %s", d->ns,
 		                    kj->name, k8s_pod_phase_name(r.phase), r.reason, r.message);
@@ -299,11 +327,11 @@ static void handle(struct kd *d, struct msg *m)
 			fail(d, kj, m->err);
 		break;
 	case MSG_POD:
-		if (kj && kj->job)
+		if (kj && kj->job && !kj->log_pending)
 			pod_update(d, kj, m->obj);
 		break;
 	case MSG_DELETED:
-		if (kj && kj->job) {
+		if (kj && kj->job && !kj->log_pending) {
 			char *t = xasprintf("k8s pod %s/%s was deleted before it finished", d->ns,
 			                    kj->name);
 			fail(d, kj, t);
@@ -315,7 +343,7 @@ static void handle(struct kd *d, struct msg *m)
 		struct kjob *tmp;
 		HASH_ITER(hh, d->jobs, kj, tmp)
 		{
-			if (!kj->job || !kj->created)
+			if (!kj->job || !kj->created || kj->log_pending)
 				continue;
 			json_t *p, *found = NULL;
 			size_t i;
@@ -331,6 +359,16 @@ static void handle(struct kd *d, struct msg *m)
 			else
 				command(d, CMD_CHECK, kj->name, NULL);
 		}
+		break;
+	}
+	case MSG_LOG: {
+		/* the log's last lines, each prefixed, so the failure can be read here */
+		char *text = m->err, *line, *save = NULL;
+		warn("k8s pod %s/%s failed; the last lines of its log:", d->ns, m->name);
+		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			warn("  | %s", line);
+		if (kj && kj->job && kj->log_pending)
+			finish(d, kj);
 		break;
 	}
 	case MSG_FATAL:

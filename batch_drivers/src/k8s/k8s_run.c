@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -54,6 +55,39 @@ int k8s_pods_delete_selected(struct k8s_client *k, const char *ns, const char *s
 		json_decref(items);
 		usleep(200000);
 	}
+}
+
+struct tail {
+	char buf[K8S_LOG_TAIL_MAX + 1];
+	size_t n;
+};
+
+static bool on_log(const char *data, size_t n, void *arg)
+{
+	struct tail *t = arg;
+	size_t room = K8S_LOG_TAIL_MAX - t->n;
+	if (n > room)
+		n = room;
+	memcpy(t->buf + t->n, data, n);
+	t->n += n;
+	return t->n < K8S_LOG_TAIL_MAX;
+}
+
+int k8s_pod_log_tail(struct k8s_client *k, const char *ns, const char *name, const char *container,
+                     int lines, char **text, char **err)
+{
+	char *path = xasprintf("/api/v1/namespaces/%s/pods/%s/log?container=%s&tailLines=%d"
+	                       "&limitBytes=%d",
+	                       ns, name, container, lines, K8S_LOG_TAIL_MAX);
+	struct tail *t = xcalloc(1, sizeof *t);
+	int e = k8s_stream(k, path, on_log, t, NULL, NULL, err);
+	free(path);
+	if (e == 0) {
+		t->buf[t->n] = 0;
+		*text = xstrdup(t->buf);
+	}
+	free(t);
+	return e;
 }
 
 static void copy_time(char *out, size_t size, json_t *v)

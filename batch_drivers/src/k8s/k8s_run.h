@@ -17,6 +17,12 @@
 int k8s_pods_delete_selected(struct k8s_client *k, const char *ns, const char *selector,
                              int64_t wait_ms, int *deleted, char **err);
 
+/* The last LINES lines of the log of CONTAINER of pod NAME (GET .../pods/NAME/log), at most
+ * K8S_LOG_TAIL_MAX bytes: *TEXT (caller frees). 0, or an error as k8s_call. */
+#define K8S_LOG_TAIL_MAX 4096
+int k8s_pod_log_tail(struct k8s_client *k, const char *ns, const char *name, const char *container,
+                     int lines, char **text, char **err);
+
 /* The times of a pod as the server reports them (RFC 3339 text; "" when not yet). */
 struct k8s_pod_times {
 	char created[40];   /* metadata.creationTimestamp */
