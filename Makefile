@@ -126,6 +126,16 @@ endef
 $(foreach p,$(PROGS),$(eval $(call prog_rule,$(p))))
 PROG_FILES := $(addprefix $(B)/bin/,$(PROGS))
 
+# Scripts: module.mk says `SCRIPTS += name` and `name_SCRIPT := path`; copied into bin/ beside
+# the programs and installed with them.
+define script_rule
+$(B)/bin/$(1): $($(1)_SCRIPT)
+	@mkdir -p $$(@D)
+	install -m 755 $$< $$@
+endef
+$(foreach s,$(SCRIPTS),$(eval $(call script_rule,$(s))))
+SCRIPT_FILES := $(addprefix $(B)/bin/,$(SCRIPTS))
+
 # ---- test-support libraries ------------------------------------------------
 # COMPONENT/test/support/*.c (fixtures, fakes and loop helpers that tests share) is compiled into
 # $(B)/lib/lib<LIB>_testsupport.a, which every unit test and helper of that component and of the
@@ -175,7 +185,7 @@ config.h: config.mk
 .PHONY: all check check-unit check-e2e demo bench fuzz install uninstall clean \
 	distclean lint format file-map deps tests
 
-all: $(ALL_LIBFILES) $(SHARED_LIBFILES) $(PROG_FILES)
+all: $(ALL_LIBFILES) $(SHARED_LIBFILES) $(PROG_FILES) $(SCRIPT_FILES)
 
 tests: all $(UNIT_BINS) $(HELPER_BINS)
 
@@ -238,6 +248,7 @@ so_install = ln -sf lib$(LIB_$(1)).so.$(VERSION) $(LIBDIR)/$(call soname,$(1)) &
 install: all
 	install -d $(BINDIR) $(LIBDIR) $(MANDIR) $(PCDIR)
 	$(if $(PROG_FILES),install -m 755 $(PROG_FILES) $(BINDIR))
+	$(if $(SCRIPT_FILES),install -m 755 $(SCRIPT_FILES) $(BINDIR))
 	install -m 644 $(INSTALL_LIBFILES) $(LIBDIR)
 	$(if $(SHARED_LIBFILES),install -m 755 $(SHARED_LIBFILES) $(LIBDIR))
 	$(if $(SHARED_LIBFILES),$(foreach c,$(API_COMPONENTS),$(call so_install,$(c)) && ) true)
@@ -248,7 +259,7 @@ install: all
 	$(foreach c,$(API_COMPONENTS),$(call pc_install,$(c)) && ) true
 
 uninstall:
-	rm -f $(addprefix $(BINDIR)/,$(PROGS))
+	rm -f $(addprefix $(BINDIR)/,$(PROGS) $(SCRIPTS))
 	rm -f $(addprefix $(LIBDIR)/,$(notdir $(INSTALL_LIBFILES)))
 	rm -f $(foreach c,$(API_COMPONENTS),$(LIBDIR)/lib$(LIB_$(c)).so.$(VERSION) \
 		$(LIBDIR)/$(call soname,$(c)) $(LIBDIR)/lib$(LIB_$(c)).so)

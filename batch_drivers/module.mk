@@ -2,6 +2,9 @@
 # automatically; see the top-level Makefile).
 PROGS += work_queue_factory
 work_queue_factory_COMPONENT := batch_drivers
+# the image builder of worker pods (doc/kubernetes.md, section 8)
+SCRIPTS += htc_worker_image
+htc_worker_image_SCRIPT := batch_drivers/src/k8s/htc_worker_image.py
 
 # External libraries: the library's own (its .so and htc-batch.pc), and each program's whole
 # link (doc/design.md, "Build").

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "debug.h"
 #include "htc_error.h"
+#include "k8s_factory.h"
 #include "stringtools.h"
 #include "units.h"
 #include "vec.h"
@@ -36,6 +37,8 @@ enum {
 	OPT_WRAPPER,
 	OPT_WRAPPER_INPUT,
 	OPT_MESOS_MASTER,
+	OPT_K8S_IMAGE,
+	OPT_K8S_WORKER_IMAGE,
 	OPT_NOT_HERE /* a CCTools option this factory does not have */
 };
 
@@ -82,8 +85,8 @@ static const struct option longopts[] = {
     {"mesos-master", required_argument, 0, OPT_MESOS_MASTER},
     {"mesos-path", required_argument, 0, OPT_NOT_HERE},
     {"mesos-preload", required_argument, 0, OPT_NOT_HERE},
-    {"k8s-image", required_argument, 0, OPT_NOT_HERE},
-    {"k8s-worker-image", required_argument, 0, OPT_NOT_HERE},
+    {"k8s-image", required_argument, 0, OPT_K8S_IMAGE},
+    {"k8s-worker-image", required_argument, 0, OPT_K8S_WORKER_IMAGE},
     CLI_LONG_OPTIONS,
     {0, 0, 0, 0},
 };
@@ -115,6 +118,9 @@ void work_queue_factory_opts_usage(FILE *out, const char *prog)
 	    "      --wrapper=PREFIX       run each worker as PREFIX WORKER... (repeatable: the\n"
 	    "                             last given is the outermost)\n"
 	    "      --wrapper-input=FILE   a file each worker job needs (repeatable)\n"
+	    "      --k8s-image=IMAGE      -T k8s: the pods' image; the worker is mounted in\n"
+	    "      --k8s-worker-image=IMAGE  -T k8s: an image with work_queue_worker in PATH\n"
+	    "                             (default " K8S_FACTORY_DEFAULT_IMAGE ")\n"
 	    "  -d, --debug=SUBSYS  -o, --debug-file=FILE  -v, --version  -h, --help\n",
 	    prog, prog, batch_queue_types());
 }
@@ -217,6 +223,8 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 		break;
 	case 'P': o->password = arg; break;
 	case OPT_BINARY: o->binary = arg; break;
+	case OPT_K8S_IMAGE: o->k8s_image = arg; break;
+	case OPT_K8S_WORKER_IMAGE: o->k8s_worker_image = arg; break;
 	case OPT_PERIOD:
 		if (str_to_double(arg, &o->period) < 0 || o->period < 0.1 || o->period > 3600)
 			return cli_error(err, errlen, "--period %s: expected seconds in 0.1..3600",
@@ -343,6 +351,9 @@ int work_queue_factory_opts_parse(int argc, char *argv[], struct work_queue_fact
 	r = check_master(o, argc - optind, argv + optind, err, errlen);
 	if (r == 0 && o->mesos_master && (!o->type || strcmp(o->type, "mesos") != 0))
 		r = cli_error(err, errlen, "--mesos-master: this option needs -T mesos");
+	if (r == 0 && (o->k8s_image || o->k8s_worker_image) && strcmp(o->type, "k8s"))
+		r = cli_error(err, errlen, "%s: this option needs -T k8s (the batch type is %s)",
+		              o->k8s_image ? "--k8s-image" : "--k8s-worker-image", o->type);
 	if (r == 0 && !o->size)
 		o->size = xstrdup("");
 out:

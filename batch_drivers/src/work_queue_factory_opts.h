@@ -23,7 +23,9 @@ struct work_queue_factory_opts {
 	struct catalog_project *project_re; /* -M compiled (catalog_project.h); owned */
 	const char *catalog;                /* -C; NULL: the default catalogs */
 	const char *password;               /* -P */
-	const char *binary; /* --worker-binary; NULL: beside this program, else from PATH */
+	const char *binary;    /* --worker-binary; NULL: beside this program, else from PATH */
+	const char *k8s_image; /* --k8s-image (-T k8s): the worker is mounted into it */
+	const char *k8s_worker_image; /* --k8s-worker-image (-T k8s): it holds the worker */
 	struct wq_factory_limits limits;
 	int64_t timeout; /* -t, seconds the workers stay idle (default 300) */
 	double period;   /* --period, seconds (default 5) */

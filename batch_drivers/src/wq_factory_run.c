@@ -19,6 +19,7 @@
 #include "catalog_filter.h"
 #include "debug.h"
 #include "htc_error.h"
+#include "k8s_factory.h"
 #include "status_client.h"
 #include "stringtools.h"
 #include "wq_auth.h"
@@ -254,6 +255,20 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 		}
 	}
 	char *binary = worker_binary(o->binary);
+	/* -T k8s: the pods' image, worker binary, size and driver options (k8s_factory.h) */
+	struct k8s_factory_out k8s = {0};
+	if (!strcmp(o->type, "k8s")) {
+		char *master = o->project ? xasprintf("project:%s", o->project)
+		                          : xasprintf("%s:%d", o->host, o->port);
+		struct k8s_factory_in in = {
+		    o->k8s_image, o->k8s_worker_image, binary, o->binary, master, o->size};
+		int rc = k8s_factory_setup(&in, &k8s, err, errlen);
+		free(master);
+		free(binary);
+		if (rc < 0)
+			return rc;
+		binary = xstrdup(k8s.binary);
+	}
 	struct wq_factory_cmd c = {
 	    .binary = binary,
 	    .host = o->host,
@@ -261,7 +276,7 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 	    .project = o->project,
 	    .catalog = o->catalog,
 	    .password = o->password,
-	    .size = o->size,
+	    .size = k8s.size ? k8s.size : o->size,
 	    .timeout = o->timeout,
 	    .extra = o->extra,
 	    .wrappers = o->wrappers,
@@ -269,14 +284,18 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 	};
 	f->worker_cmd = wq_factory_worker_command(&c, err, errlen);
 	free(binary);
-	if (!f->worker_cmd)
+	if (!f->worker_cmd) {
+		k8s_factory_out_clear(&k8s);
 		return errno ? -errno : -EIO;
+	}
 	/* --wrapper-input: named now rather than by every worker job that would fail */
 	for (size_t i = 0; i < o->n_wrapper_inputs; i++)
 		if (access(o->wrapper_inputs[i], R_OK) != 0) {
+			int e = errno;
 			snprintf(err, errlen, "--wrapper-input %s: %s", o->wrapper_inputs[i],
-			         strerror(errno));
-			return -errno;
+			         strerror(e));
+			k8s_factory_out_clear(&k8s);
+			return -e;
 		}
 	f->env = o->env;
 	f->n_inputs = o->n_wrapper_inputs;
@@ -286,6 +305,18 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 			f->inputs[i].local_name = o->wrapper_inputs[i];
 	}
 	f->q = batch_queue_create(f->loop, o->type, on_job_done, f);
+	for (size_t i = 0; f->q && k8s.opts && k8s.opts[i]; i++) {
+		char *kv = k8s.opts[i], *eq = strchr(kv, '=');
+		*eq = 0;
+		int rc = batch_queue_set_option(f->q, kv, eq + 1);
+		*eq = '=';
+		if (rc < 0) {
+			snprintf(err, errlen, "-T k8s: the driver refused %s", kv);
+			k8s_factory_out_clear(&k8s);
+			return HTC_EUNSUP;
+		}
+	}
+	k8s_factory_out_clear(&k8s);
 	if (!f->q) {
 		char why[512];
 		if (batch_queue_type_check(o->type, why, sizeof why) == 0)

@@ -53,6 +53,8 @@ static void test_type(void **state)
 	assert_true(batch_queue_features(q) & BATCH_FEATURE_MEMORY_LIMIT);
 	assert_true(batch_queue_features(q) & BATCH_FEATURE_WALL_TIME);
 	assert_false(batch_queue_features(q) & BATCH_FEATURE_LOCAL_EXECUTION);
+	/* pods carry the run id: makeflow's restart and -c give stop-run */
+	assert_true(batch_queue_features(q) & BATCH_FEATURE_RUN_LABEL);
 	done(q);
 }
 
@@ -71,6 +73,35 @@ static void test_options(void **state)
 	assert_int_equal(batch_queue_set_option(q, "shared-fs", "/tmp"), 0);
 	/* one shared directory: a second is refused, not silently replacing the first */
 	assert_int_equal(batch_queue_set_option(q, "shared-fs", "/"), -EINVAL);
+	/* the cluster layer's throttle */
+	assert_int_equal(batch_queue_set_option(q, "submit-rate", "5"), 0);
+	assert_int_equal(batch_queue_set_option(q, "submit-rate", "0"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "10"), 0);
+	assert_int_equal(batch_queue_set_option(q, "max-jobs", "-1"), -EINVAL);
+	/* worker pods */
+	assert_int_equal(batch_queue_set_option(q, "host-network", "yes"), 0);
+	assert_int_equal(batch_queue_set_option(q, "host-network", "maybe"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "whole-node", "no"), 0);
+	assert_int_equal(batch_queue_set_option(q, "default-cores", "2"), 0);
+	assert_int_equal(batch_queue_set_option(q, "default-memory", "0"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "owner", "wqf-0123abcd"), 0);
+	assert_int_equal(batch_queue_set_option(q, "owner", "-bad"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "owner", "has space"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "mount", "/tmp"), 0);
+	assert_int_equal(batch_queue_set_option(q, "mount", "relative"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "mount", "/nonexistent/x"), -EINVAL);
+	assert_int_equal(batch_queue_set_option(q, "stop-run", "nothex"), -EINVAL);
+	done(q);
+}
+
+/* stop-run reaches the cluster without a start (makeflow -c has no image); a kubeconfig
+ * that cannot be read makes it fail, rather than pretend the pods are gone */
+static void test_stop_run_unreadable(void **state)
+{
+	(void)state;
+	struct batch_queue *q = queue();
+	assert_int_equal(batch_queue_set_option(q, "kubeconfig", "/nonexistent/kubeconfig"), 0);
+	assert_true(batch_queue_set_option(q, "stop-run", "0123456789abcdef0123456789abcdef") < 0);
 	done(q);
 }
 
@@ -123,6 +154,7 @@ int main(void)
 	    cmocka_unit_test(test_type),
 	    cmocka_unit_test(test_options),
 	    cmocka_unit_test(test_start_refused),
+	    cmocka_unit_test(test_stop_run_unreadable),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -156,9 +156,10 @@ static void test_options(void **state)
 	assert_fails("-c: a CCTools work_queue_factory option that is not supported here "
 	             "(doc/compatibility.md)",
 	             "-c", "-M", "p");
-	assert_fails("--k8s-image: a CCTools work_queue_factory option that is not supported here "
-	             "(doc/compatibility.md)",
+	assert_fails("--k8s-image: this option needs -T k8s (the batch type is local)",
 	             "--k8s-image", "img", "-M", "p");
+	assert_fails("--k8s-worker-image: this option needs -T k8s (the batch type is local)",
+	             "--k8s-worker-image", "img", "-M", "p");
 	/* options end at the first argument: the rest is HOST PORT */
 	assert_fails("expected HOST PORT or -M PROJECT (see --help)", "h", "1", "-w", "2");
 	/* --mesos-master: CCTools' option of -T mesos, refused with another type */

@@ -118,10 +118,11 @@ int engine_run(struct dag *d, const struct engine_options *o);
 
 /* Removes the files the workflow created according to the log (see
  * doc/makeflow-log-format.md "Cleaning"), and, with a BATCH_TYPE whose jobs carry the run id
- * (-T slurm), the jobs that runs which never ended left in the cluster; nested workflows are
- * cleaned by running SELF_EXE (makeflow) on them. Returns the exit status. */
+ * (-T slurm, -T k8s; the driver options BATCH_OPTS say where), the jobs that runs which never
+ * ended left in the cluster; nested workflows are cleaned by running SELF_EXE (makeflow) on
+ * them. Returns the exit status. */
 int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode,
-                 const char *self_exe, const char *batch_type);
+                 const char *self_exe, const char *batch_type, const char *const *batch_opts);
 
 /* With --mounts in O: removes the links the mount file made and the cache of the workflow
  * WORKFLOW (what any clean mode also removes). Returns 0, or -1 after printing the error. */

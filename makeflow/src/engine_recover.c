@@ -535,9 +535,11 @@ static void on_no_job(struct batch_queue *q, int64_t id, const struct batch_resu
 	(void)arg;
 }
 
-/* -c with a batch type whose jobs carry the run id (-T slurm): the jobs that the N runs in IDS,
- * which started and never ended, left in the cluster are stopped too. 0, or -1 (said). */
-static int stop_cluster_runs(const char *type, char (*ids)[TXLOG_RUN_ID_LEN + 1], size_t n)
+/* -c with a batch type whose jobs carry the run id (-T slurm, -T k8s): the jobs that the N
+ * runs in IDS, which started and never ended, left in the cluster are stopped too, with the
+ * driver options OPTS ("key=value", NULL-terminated; where the cluster is). 0, or -1 (said). */
+static int stop_cluster_runs(const char *type, const char *const *opts,
+                             char (*ids)[TXLOG_RUN_ID_LEN + 1], size_t n)
 {
 	if (!type || n == 0)
 		return 0;
@@ -546,7 +548,17 @@ static int stop_cluster_runs(const char *type, char (*ids)[TXLOG_RUN_ID_LEN + 1]
 	struct batch_queue *q = batch_queue_create(&loop, type, on_no_job, NULL);
 	int rc = 0;
 	if (q && (batch_queue_features(q) & BATCH_FEATURE_RUN_LABEL)) {
-		rc = batch_queue_start(q) < 0 ? -1 : 0;
+		for (const char *const *o = opts; rc == 0 && o && *o; o++) {
+			const char *eq = strchr(*o, '=');
+			char *k = xstrndup(*o, eq ? (size_t)(eq - *o) : strlen(*o));
+			if (batch_queue_set_option(q, k, eq ? eq + 1 : "") < 0) {
+				fprintf(stderr, "makeflow: -T %s does not accept %s\n", type, *o);
+				rc = -1;
+			}
+			free(k);
+		}
+		/* stop-run reaches the cluster itself: a start would also need what only running
+		 * rules need (-T k8s: the image) */
 		for (size_t i = 0; rc == 0 && i < n; i++)
 			if (batch_queue_set_option(q, "stop-run", ids[i]) < 0)
 				rc = -1;
@@ -563,7 +575,7 @@ static int stop_cluster_runs(const char *type, char (*ids)[TXLOG_RUN_ID_LEN + 1]
 }
 
 int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mode,
-                 const char *self_exe, const char *batch_type)
+                 const char *self_exe, const char *batch_type, const char *const *batch_opts)
 {
 	struct engine eng;
 	struct engine *e = &eng;
@@ -584,7 +596,10 @@ int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mod
 		status = 1;
 		goto out;
 	}
-	if (stop_cluster_runs(batch_type, rp.dead, rp.n_dead) < 0)
+	/* jobs of the dead runs that could not be stopped: the log, which names those runs, is
+	 * kept, so that a later -c can stop them */
+	int keep_log = stop_cluster_runs(batch_type, batch_opts, rp.dead, rp.n_dead) < 0;
+	if (keep_log)
 		status = 1;
 	struct txlog *log = NULL;
 	if (had && mode != ENGINE_CLEAN_ALL)
@@ -641,14 +656,17 @@ int engine_clean(struct dag *d, const char *log_path, enum engine_clean_mode mod
 	}
 	txlog_close(log);
 	removed += clean_partials(d);
-	if (mode == ENGINE_CLEAN_ALL && had) {
+	if (mode == ENGINE_CLEAN_ALL && had && !keep_log) {
 		if (unlink(log_path) < 0 && errno != ENOENT) {
 			warn("cannot remove %s: %s", log_path, strerror(errno));
 			status = 1;
 		}
 	}
 	notice("removed %lld files%s", (long long)removed,
-	       mode == ENGINE_CLEAN_ALL && had ? " and the transaction log" : "");
+	       mode == ENGINE_CLEAN_ALL && had && !keep_log ? " and the transaction log"
+	       : keep_log ? "; the transaction log is kept (it names the runs whose jobs are "
+	                    "still in the cluster)"
+	                  : "");
 out:
 	txlog_unlock(lock);
 	replay_free(&rp);

@@ -78,7 +78,7 @@ int main(int argc, char **argv)
 			status = o.clean == ENGINE_CLEAN_CACHE
 			             ? 0
 			             : engine_clean(d, o.log_path, o.clean, o.engine.self_exe,
-			                            o.engine.batch_type);
+			                            o.engine.batch_type, o.engine.batch_opts);
 			if (engine_clean_mounts(&o.engine, o.src.path) < 0)
 				status = 1;
 		} else {

@@ -241,9 +241,16 @@ bench_report() {
 	REPORT_BENCH_RULES=$(scaled 100000) bash "$SRCDIR/test/bench/report.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
 }
 
+# ---- 10. makeflow -T k8s and worker pods on the test cluster (root, cached binaries) ------
+bench_k8s() {
+	say ""
+	BUILD=$BUILD BENCH_CCTOOLS_N=$(scaled 500) CCTOOLS_TIMEOUT=$CCTOOLS_TIMEOUT \
+		bash "$SRCDIR/test/bench/k8s.sh" "$(scaled 500)" 2>&1 | tee -a "$RESULTS"
+}
+
 say "makeflow benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, scale $SCALE"
 [ $have_cctools = 1 ] || say "(CCTools 9.9 is not installed: its columns are skipped; run 'make bench' as root to install it)"
-for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq sim report}; do
+for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq sim report k8s}; do
 	"bench_$b"
 done
 say ""

@@ -171,10 +171,10 @@ test_expect_success 'makeflow -T k8s: 50 rules, one pod each, outputs on the sha
 	test_wait_until 60 all_pods_gone
 '
 
-test_expect_success 'makeflow -T k8s: a failing rule reports its exit code; out of memory is exhaustion' '
+test_expect_success 'makeflow -T k8s: a failing rule reports its exit code and log tail; out of memory is exhaustion' '
 	wf Makeflow <<-EOF
 	bad.txt:
-	    exit 7
+	    echo reading the input; echo it is not there >&2; exit 7
 	.MAKEFLOW CATEGORY hog
 	.MAKEFLOW MEMORY 32
 	hog.txt:
@@ -183,6 +183,10 @@ test_expect_success 'makeflow -T k8s: a failing rule reports its exit code; out 
 	test_must_fail mfk --k8s-image busybox:local >mf.out 2>&1
 	cat mf.out
 	grep -q "rule 0: exit code 7" mf.out
+	# and the last lines of its log (stdout and stderr), read before the pod is deleted
+	grep -q "k8s pod default/htc-[0-9a-f]*-[0-9]* failed; the last lines of its log:" mf.out
+	grep -q "  | reading the input" mf.out
+	grep -q "  | it is not there" mf.out
 	grep -q "rule 1: exceeded its resource allocation (memory 32 MB)" mf.out
 	test_wait_until 30 all_pods_gone
 '
@@ -276,6 +280,118 @@ test_expect_success 'makeflow -T k8s: an apiserver restart in the middle loses n
 	[ $(sort runs.log | uniq | wc -l) = 6 ]
 	[ $(wc -l <runs.log) = 6 ]
 	test_wait_until 30 all_pods_gone
+'
+
+test_expect_success 'makeflow -T k8s: a rule out of memory at its first allocation runs again at the maximum' '
+	# sized rules run under resource_monitor: an image that holds it at its path here
+	"$BIN/htc_worker_image" --program "$BIN/resource_monitor" --add "$BIN/resource_monitor" \
+		--name htc-rm:local -o rm.tar --import --address "$K8S_HOME/run/containerd.sock" >img.out 2>&1 ||
+		{ cat img.out; exit 1; }
+	# 25 measurements of 40 MB give a first allocation far below the category maximum
+	for i in $(seq 1 25); do
+		echo "{\"category\": \"big\", \"exit_type\": \"normal\", \"exit_status\": 0, \"memory\": [40, \"MB\"], \"cores\": [1, \"cores\"], \"wall_time\": [1, \"s\"]}"
+	done >seeds
+	wf Makeflow <<-EOF
+	CATEGORY=big
+	MEMORY=800
+	out:
+	    dd if=/dev/zero of=/dev/null bs=400M count=1 && echo done > out
+	EOF
+	mfk --k8s-image htc-rm:local --allocation waste --allocation-seed seeds \
+		--summary-json summary.json >mf.out 2>&1 || { cat mf.out; exit 1; }
+	grep -v ETA mf.out
+	grep -q "running it again with the maximum" mf.out
+	[ "$(cat out)" = done ]
+	python3 -c "
+import json
+c = [c for c in json.load(open(\"summary.json\"))[\"categories\"] if c[\"name\"] == \"big\"][0]
+assert c[\"exhaustions\"] == 1 and c[\"retries\"] == 1 and c[\"done\"] == 1, c"
+	test_wait_until 30 all_pods_gone
+'
+
+test_expect_success 'makeflow -T k8s: max-jobs bounds the pods of the run not yet finished' '
+	{
+		all=""
+		for i in 1 2 3 4 5 6; do
+			echo "out.$i: "
+			echo "	mkdir -p running; touch running/$i; ls running | wc -l >> counts; sleep 3; rm running/$i; echo $i > out.$i"
+			all="$all out.$i"
+		done
+	} >Makeflow
+	mfk --k8s-image busybox:local --batch-option max-jobs=2 >mf.out 2>&1 || { cat mf.out; exit 1; }
+	cat counts
+	[ $(wc -l <counts) = 6 ]
+	[ "$(sort -n counts | tail -1)" -le 2 ]
+	test_wait_until 30 all_pods_gone
+'
+
+# parked_pods N: N pods of makeflow runs are Running (they wait for the file "go").
+parked_pods() {
+	[ "$(k8s_api "/api/v1/namespaces/default/pods?labelSelector=htc-run" |
+		grep -c "\"phase\": \"Running\"")" = "$1" ]
+}
+# parked_workflow: two rules whose pods wait (up to 300 s) until the file go exists.
+parked_workflow() {
+	rm -f go
+	for i in 1 2; do
+		echo "p.$i: "
+		echo "	while [ ! -e go ]; do sleep 0.2; done; echo $i > p.$i"
+	done >Makeflow
+}
+
+test_expect_success 'makeflow -T k8s: after kill -9, a restart deletes the pods of the dead run and completes' '
+	parked_workflow
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" --k8s-image busybox:local >mf1.out 2>&1 &
+	m=$!
+	test_track_pid $m
+	test_wait_until 60 parked_pods 2
+	old=$(awk "\$1 == \"S\" { id = \$5 } END { print id }" Makeflow.makeflowlog)
+	[ ${#old} = 32 ]
+	kill -9 $m
+	wait $m || true
+	# the dead run left its pods
+	parked_pods 2
+	touch go
+	mfk --k8s-image busybox:local -d batch >mf2.out 2>&1 || { cat mf1.out mf2.out; exit 1; }
+	cat mf2.out | grep -v ETA | grep -i "k8s\|earlier\|run" | head -20
+	grep -q "pods of the earlier run $old deleted" mf2.out
+	[ "$(cat p.1)" = 1 ] && [ "$(cat p.2)" = 2 ]
+	k8s_api "/api/v1/namespaces/default/pods?labelSelector=htc-run%3D$old" | grep -q "\"items\": \[\]"
+	test_wait_until 30 all_pods_gone
+'
+
+test_expect_success 'makeflow -T k8s -c deletes the pods that a run killed with -9 left (no image needed)' '
+	parked_workflow
+	rm -f Makeflow.makeflowlog
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" --k8s-image busybox:local >mf1.out 2>&1 &
+	m=$!
+	test_track_pid $m
+	test_wait_until 60 parked_pods 2
+	kill -9 $m
+	wait $m || true
+	parked_pods 2
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" -c >clean.out 2>&1 || { cat clean.out; exit 1; }
+	cat clean.out
+	grep -q "2 pods of the earlier run [0-9a-f]* deleted" clean.out
+	all_pods_gone
+	# the pods are asked for by their run: another kubeconfig that cannot be read fails -c
+	parked_workflow
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" --k8s-image busybox:local >mf1.out 2>&1 &
+	m=$!
+	test_track_pid $m
+	test_wait_until 60 parked_pods 2
+	kill -9 $m
+	wait $m || true
+	test_must_fail "$MF" -T k8s --batch-option kubeconfig=/nonexistent.kc -c >clean.out 2>&1
+	cat clean.out
+	grep -q "could not be stopped" clean.out
+	# the log that names the run is kept, so a later -c finds the pods
+	grep -q "the transaction log is kept" clean.out
+	[ -e Makeflow.makeflowlog ]
+	"$MF" -T k8s --batch-option "kubeconfig=$KC" -c >clean.out 2>&1 || { cat clean.out; exit 1; }
+	cat clean.out
+	grep -q "2 pods of the earlier run [0-9a-f]* deleted" clean.out
+	all_pods_gone
 '
 
 test_expect_success 'stopped: no process, mount, cgroup, bridge or tunable left behind' '

@@ -4,6 +4,7 @@
 # program) and DIR/busybox.tar (docker.io/library/busybox:local: busybox with its applets,
 # and memhog for out-of-memory tests). Pods use `image: busybox:local` with
 # `imagePullPolicy: Never`. Needs gcc with a static libc, /bin/busybox (busybox-static), python3.
+# The archives are written by the project's image builder (htc_worker_image --rootfs).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:?usage: images.sh DIR}
@@ -13,7 +14,8 @@ trap 'rm -rf "$W"' EXIT
 
 mkdir -p "$W/pause"
 gcc -static -O2 -o "$W/pause/pause" "$HERE/images/pause.c"
-python3 "$HERE/images/docker-archive.py" "$W/pause" "$OUT/pause.tar.new" registry.local/pause:3.10 /pause >/dev/null
+IMAGE=$HERE/../../batch_drivers/src/k8s/htc_worker_image.py
+python3 "$IMAGE" --rootfs "$W/pause" -o "$OUT/pause.tar.new" --name registry.local/pause:3.10 --entrypoint /pause >/dev/null
 
 R=$W/busybox
 mkdir -p "$R/bin" "$R/tmp" "$R/etc" "$R/proc" "$R/sys" "$R/dev" "$R/root" "$R/var/run"
@@ -25,6 +27,6 @@ done
 gcc -static -O2 -o "$R/bin/memhog" "$HERE/images/memhog.c"
 echo "root:x:0:0:root:/root:/bin/sh" >"$R/etc/passwd"
 echo "root:x:0:" >"$R/etc/group"
-python3 "$HERE/images/docker-archive.py" "$R" "$OUT/busybox.tar.new" docker.io/library/busybox:local >/dev/null
+python3 "$IMAGE" --rootfs "$R" -o "$OUT/busybox.tar.new" --name docker.io/library/busybox:local >/dev/null
 mv "$OUT/pause.tar.new" "$OUT/pause.tar"
 mv "$OUT/busybox.tar.new" "$OUT/busybox.tar"

@@ -1,7 +1,9 @@
 /* batch_driver_k8s.c: the "k8s" driver: one pod per job, created through the Kubernetes API
  * (k8s_client), followed by one label-selector watch for all the run's pods, deleted when done
- * (doc/kubernetes.md, section 7). The API calls run in one worker thread and the watch in
- * another; both hand their results to the loop through a uv_async_t, so the loop never blocks. */
+ * (doc/kubernetes.md, section 7). The pods carry the run id (cluster_run.h) as the label
+ * htc-run; creates are throttled (cluster_throttle.h). The API calls run in one worker thread
+ * and the watch in another; both hand their results to the loop through a uv_async_t, so the
+ * loop never blocks. */
 #include "batch_driver.h"
 
 #include <errno.h>
@@ -16,10 +18,13 @@
 #include <jansson.h>
 #include <uthash.h>
 
+#include "cluster_run.h"
+#include "cluster_throttle.h"
 #include "debug.h"
 #include "htc_error.h"
 #include "k8s_client.h"
 #include "k8s_pods.h"
+#include "k8s_run.h"
 #include "k8s_watch.h"
 #include "stringtools.h"
 #include "timeutil.h"
@@ -27,27 +32,45 @@
 
 #include "banned.h"
 
-#define RUN_LABEL "htc-run"
+#define RUN_LABEL            "htc-run"
+#define OWNER_LABEL          "htc-owner"
+#define K8S_DEFAULT_RATE     20  /* creates per second */
+#define K8S_DEFAULT_MAX_PODS 100 /* pods of the run not yet finished (the kubelet runs 110) */
+#define K8S_STOP_WAIT_MS     120000
 
+enum kjob_state { KJ_WAITING, KJ_SENT, KJ_DONE };
 struct kjob {
-	char name[64];
+	char name[80];
 	struct batch_job *job; /* NULL once completed */
+	enum kjob_state state;
 	bool created;
+	bool log_pending;   /* failed: completed once its log tail is read */
+	json_t *pod;        /* KJ_WAITING: the pod to create */
+	struct kjob *wnext; /* the waiting list */
+	struct k8s_pod_times times;
 	UT_hash_handle hh;
 };
 
-enum cmd_kind { CMD_CREATE, CMD_DELETE, CMD_CHECK };
+enum cmd_kind { CMD_CREATE, CMD_DELETE, CMD_CHECK, CMD_LOG_DELETE };
 struct cmd {
 	enum cmd_kind kind;
-	char name[64];
+	char name[80];
 	json_t *pod;
 	struct cmd *next;
 };
 
-enum msg_kind { MSG_CREATED, MSG_CREATE_FAILED, MSG_POD, MSG_DELETED, MSG_RELISTED, MSG_FATAL };
+enum msg_kind {
+	MSG_CREATED,
+	MSG_CREATE_FAILED,
+	MSG_POD,
+	MSG_DELETED,
+	MSG_RELISTED,
+	MSG_FATAL,
+	MSG_LOG
+};
 struct msg {
 	enum msg_kind kind;
-	char name[64];
+	char name[80];
 	json_t *obj;
 	char *err;
 	struct msg *next;
@@ -55,9 +78,18 @@ struct msg {
 
 struct kd {
 	struct batch_queue *q;
-	char *kubeconfig, *context, *ns, *image, *shared_fs, *pull_policy;
-	struct k8s_client *api, *wapi; /* the API thread's and the watch thread's */
-	char run_id[33], selector[64];
+	char *kubeconfig, *context, *ns, *image, *shared_fs, *pull_policy, *owner;
+	char **mounts; /* option mount: host paths mounted read-only at the same path */
+	size_t n_mounts;
+	bool host_network, whole_node, started, have_run, in_submit;
+	int64_t node_cores, node_memory_mb;       /* whole-node: the largest node's allocatable */
+	int64_t default_cores, default_memory_mb; /* jobs that declare none */
+	struct k8s_client *api, *wapi;            /* the API thread's and the watch thread's */
+	char run_id[CLUSTER_RUN_ID_LEN + 1], selector[64];
+	struct cluster_throttle throttle;
+	uv_timer_t *timer;                   /* the throttle's wait; freed by its close callback */
+	struct kjob *waiting, *waiting_tail; /* not yet handed to the API thread */
+	int64_t unfinished;                  /* pods handed to the API thread and not finished */
 	uv_thread_t api_thread, watch_thread;
 	bool threads;
 	uv_mutex_t mu;
@@ -145,6 +177,19 @@ static void api_thread(void *arg)
 				warn("k8s: %s", err);
 				free(err);
 			}
+		} else if (c->kind == CMD_LOG_DELETE) {
+			/* a failed rule: its log's last lines, then the pod goes */
+			char *text = NULL;
+			if (k8s_pod_log_tail(d->api, d->ns, c->name, "main", 10, &text, &err) < 0) {
+				text = xasprintf("(the log cannot be read: %s)", err);
+				free(err);
+				err = NULL;
+			}
+			post(d, MSG_LOG, c->name, NULL, text);
+			if (k8s_pod_delete(d->api, d->ns, c->name, 1, &err) < 0) {
+				warn("k8s: %s", err);
+				free(err);
+			}
 		} else if (c->kind == CMD_DELETE) {
 			if (k8s_pod_delete(d->api, d->ns, c->name, 1, &err) < 0) {
 				warn("k8s: %s", err);
@@ -181,12 +226,26 @@ static void watch_thread(void *arg)
 
 /* ---- results on the loop ------------------------------------------------------------ */
 
+static void submit_some(struct kd *d);
+
+static void log_times(struct kd *d, struct kjob *kj, const char *how)
+{
+	const struct k8s_pod_times *t = &kj->times;
+	debug(D_BATCH, "k8s pod %s/%s %s: created %s, scheduled %s, running %s", d->ns, kj->name,
+	      how, t->created[0] ? t->created : "-", t->scheduled[0] ? t->scheduled : "-",
+	      t->running[0] ? t->running : "-");
+}
+
 static void finish(struct kd *d, struct kjob *kj)
 {
 	struct batch_job *job = kj->job;
 	kj->job = NULL;
+	if (kj->state == KJ_SENT)
+		d->unfinished--;
+	kj->state = KJ_DONE;
 	job->result.end_us = time_now_us();
 	batch_job_complete(d->q, job);
+	submit_some(d);
 }
 
 static void fail(struct kd *d, struct kjob *kj, const char *text)
@@ -201,6 +260,7 @@ static void pod_update(struct kd *d, struct kjob *kj, json_t *obj)
 {
 	struct k8s_pod_result r;
 	k8s_pod_result(obj, "main", &r);
+	k8s_pod_times(obj, &kj->times);
 	struct batch_job *job = kj->job;
 	kj->created = true;
 	if (r.phase >= K8S_POD_RUNNING && !job->result.start_us)
@@ -214,6 +274,7 @@ static void pod_update(struct kd *d, struct kjob *kj, json_t *obj)
 	}
 	if (!r.finished)
 		return;
+	log_times(d, kj, "finished");
 	struct batch_result *res = &job->result;
 	if (r.oom || r.deadline) {
 		/* killed for exceeding its allocation: exhaustion, whatever the exit code */
@@ -223,6 +284,12 @@ static void pod_update(struct kd *d, struct kjob *kj, json_t *obj)
 	} else if (r.terminated) {
 		res->exited_normally = 1;
 		res->exit_code = r.exit_code;
+		if (r.exit_code != 0) {
+			/* completed when the log's last lines are read (MSG_LOG) */
+			kj->log_pending = true;
+			command(d, CMD_LOG_DELETE, kj->name, NULL);
+			return;
+		}
 	} else {
 		char *t = xasprintf("k8s pod %s/%s: %s without an exit code: %s %s", d->ns,
 		                    kj->name, k8s_pod_phase_name(r.phase), r.reason, r.message);
@@ -238,9 +305,10 @@ static void fail_all(struct kd *d, const char *text)
 	struct kjob *kj, *tmp;
 	HASH_ITER(hh, d->jobs, kj, tmp)
 	{
-		if (kj->job)
+		if (kj->job && kj->state == KJ_SENT)
 			fail(d, kj, text);
 	}
+	submit_some(d); /* the waiting ones fail with d->fatal */
 }
 
 static void handle(struct kd *d, struct msg *m)
@@ -252,17 +320,18 @@ static void handle(struct kd *d, struct msg *m)
 	case MSG_CREATED:
 		if (kj)
 			kj->created = true;
+		debug(D_BATCH, "k8s pod %s/%s created", d->ns, m->name);
 		break;
 	case MSG_CREATE_FAILED:
 		if (kj && kj->job)
 			fail(d, kj, m->err);
 		break;
 	case MSG_POD:
-		if (kj && kj->job)
+		if (kj && kj->job && !kj->log_pending)
 			pod_update(d, kj, m->obj);
 		break;
 	case MSG_DELETED:
-		if (kj && kj->job) {
+		if (kj && kj->job && !kj->log_pending) {
 			char *t = xasprintf("k8s pod %s/%s was deleted before it finished", d->ns,
 			                    kj->name);
 			fail(d, kj, t);
@@ -274,7 +343,7 @@ static void handle(struct kd *d, struct msg *m)
 		struct kjob *tmp;
 		HASH_ITER(hh, d->jobs, kj, tmp)
 		{
-			if (!kj->job || !kj->created)
+			if (!kj->job || !kj->created || kj->log_pending)
 				continue;
 			json_t *p, *found = NULL;
 			size_t i;
@@ -290,6 +359,16 @@ static void handle(struct kd *d, struct msg *m)
 			else
 				command(d, CMD_CHECK, kj->name, NULL);
 		}
+		break;
+	}
+	case MSG_LOG: {
+		/* the log's last lines, each prefixed, so the failure can be read here */
+		char *text = m->err, *line, *save = NULL;
+		warn("k8s pod %s/%s failed; the last lines of its log:", d->ns, m->name);
+		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			warn("  | %s", line);
+		if (kj && kj->job && kj->log_pending)
+			finish(d, kj);
 		break;
 	}
 	case MSG_FATAL:
@@ -318,40 +397,194 @@ static void on_async(uv_async_t *a)
 	}
 }
 
+/* ---- submission ---------------------------------------------------------------------- */
+
+static void unlink_waiting(struct kd *d, struct kjob *kj)
+{
+	struct kjob **pp = &d->waiting, *prev = NULL;
+	while (*pp && *pp != kj) {
+		prev = *pp;
+		pp = &(*pp)->wnext;
+	}
+	if (!*pp)
+		return;
+	*pp = kj->wnext;
+	if (d->waiting_tail == kj)
+		d->waiting_tail = prev;
+	kj->wnext = NULL;
+	json_decref(kj->pod);
+	kj->pod = NULL;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	submit_some(t->data);
+}
+
+/* Hands waiting pods to the API thread as far as the throttle allows (doc/kubernetes.md
+ * section 7: submit-rate creates per second, max-jobs pods not yet finished). */
+static void submit_some(struct kd *d)
+{
+	if (d->in_submit) /* finish() calls back here: one pass at a time */
+		return;
+	d->in_submit = true;
+	while (d->waiting) {
+		struct kjob *kj = d->waiting;
+		if (d->fatal) {
+			unlink_waiting(d, kj);
+			fail(d, kj, d->fatal);
+			continue;
+		}
+		int64_t wait_ms = 0, now = time_monotonic_us();
+		if (!cluster_throttle_may(&d->throttle, now, d->unfinished, &wait_ms)) {
+			if (wait_ms >= 0 && !uv_is_active((uv_handle_t *)d->timer))
+				uv_timer_start(d->timer, on_timer, (uint64_t)wait_ms, 0);
+			break;
+		}
+		cluster_throttle_take(&d->throttle, now);
+		d->waiting = kj->wnext;
+		if (!d->waiting)
+			d->waiting_tail = NULL;
+		kj->wnext = NULL;
+		kj->state = KJ_SENT;
+		d->unfinished++;
+		command(d, CMD_CREATE, kj->name, kj->pod);
+		kj->pod = NULL;
+	}
+	d->in_submit = false;
+}
+
 /* ---- the driver --------------------------------------------------------------------- */
+
+static void timer_closed(uv_handle_t *h)
+{
+	free(h);
+}
 
 static int k8s_create(struct batch_queue *q, void **state)
 {
 	struct kd *d = xcalloc(1, sizeof *d);
 	d->q = q;
 	d->pull_policy = xstrdup("IfNotPresent");
-	unsigned char raw[16];
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, raw, sizeof raw) != (ssize_t)sizeof raw) {
-		int e = -errno;
-		if (fd >= 0)
-			close(fd);
-		free(d->pull_policy);
-		free(d);
-		return e ? e : -EIO;
-	}
-	close(fd);
-	for (size_t i = 0; i < sizeof raw; i++)
-		snprintf(d->run_id + 2 * i, 3, "%02x", raw[i]);
-	snprintf(d->selector, sizeof d->selector, RUN_LABEL "=%s", d->run_id);
+	cluster_throttle_init(&d->throttle, K8S_DEFAULT_RATE, K8S_DEFAULT_MAX_PODS);
 	uv_mutex_init(&d->mu);
 	uv_cond_init(&d->cv);
 	d->async = xmalloc(sizeof *d->async);
 	uv_async_init(batch_queue_loop(q), d->async, on_async);
 	d->async->data = d;
 	uv_unref((uv_handle_t *)d->async);
+	d->timer = xmalloc(sizeof *d->timer);
+	uv_timer_init(batch_queue_loop(q), d->timer);
+	d->timer->data = d;
 	*state = d;
+	return 0;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
+		return *out = true, 0;
+	if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0"))
+		return *out = false, 0;
+	return -EINVAL;
+}
+
+/* A label value: at most 63 of [A-Za-z0-9._-], starting and ending with a letter or digit. */
+static int label_value_valid(const char *v)
+{
+	size_t n = strlen(v);
+	if (n == 0 || n > 63)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = v[i];
+		int alnum =
+		    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		if (!alnum && ((i == 0 || i == n - 1) || (c != '-' && c != '_' && c != '.')))
+			return 0;
+	}
+	return 1;
+}
+
+/* The clients, from the kubeconfig options; 0, or -EINVAL (said). */
+static int open_clients(struct kd *d)
+{
+	if (d->api)
+		return 0;
+	char *err = NULL;
+	struct k8s_config *c1 = k8s_config_load(d->kubeconfig, d->context, &err);
+	struct k8s_config *c2 = c1 ? k8s_config_load(d->kubeconfig, d->context, &err) : NULL;
+	if (!c2) {
+		k8s_config_delete(c1);
+		warn("k8s: %s", err);
+		free(err);
+		return -EINVAL;
+	}
+	if (!d->ns)
+		d->ns = xstrdup(c1->namespace);
+	d->api = k8s_client_create(c1, NULL);
+	d->wapi = k8s_client_create(c2, NULL);
+	return 0;
+}
+
+/* Deletes every pod matching SELECTOR and waits until they are gone (WHAT names them in the
+ * messages). 0, or -EIO (said). */
+static int stop_selected(struct kd *d, const char *selector, const char *what)
+{
+	if (open_clients(d) < 0)
+		return -EIO;
+	char *err = NULL;
+	int n = 0;
+	if (k8s_pods_delete_selected(d->api, d->ns, selector, K8S_STOP_WAIT_MS, &n, &err) < 0) {
+		warn("k8s: cannot delete the pods of %s: %s", what, err);
+		free(err);
+		return -EIO;
+	}
+	if (n > 0)
+		notice("k8s: %d pod%s of %s deleted (%s)", n, n == 1 ? "" : "s", what, selector);
 	return 0;
 }
 
 static int k8s_set_option(void *state, const char *key, const char *value)
 {
 	struct kd *d = state;
+	int r = cluster_throttle_set_option(&d->throttle, key, value);
+	if (r <= 0)
+		return r;
+	if (!strcmp(key, "stop-run")) {
+		if (!cluster_run_id_valid(value))
+			return -EINVAL;
+		char sel[64];
+		snprintf(sel, sizeof sel, RUN_LABEL "=%s", value);
+		char *what = xasprintf("the earlier run %s", value);
+		r = stop_selected(d, sel, what);
+		free(what);
+		return r;
+	}
+	if (!strcmp(key, "host-network"))
+		return parse_bool(value, &d->host_network);
+	if (!strcmp(key, "whole-node"))
+		return parse_bool(value, &d->whole_node);
+	if (!strcmp(key, "default-cores") || !strcmp(key, "default-memory")) {
+		int64_t v;
+		if (str_to_int64(value, &v) < 0 || v < 1)
+			return -EINVAL;
+		*(key[8] == 'c' ? &d->default_cores : &d->default_memory_mb) = v;
+		return 0;
+	}
+	if (!strcmp(key, "mount")) {
+		if (value[0] != '/' || access(value, F_OK) != 0)
+			return -EINVAL;
+		d->mounts = xrealloc(d->mounts, (d->n_mounts + 1) * sizeof *d->mounts);
+		d->mounts[d->n_mounts++] = xstrdup(value);
+		return 0;
+	}
+	if (!strcmp(key, "owner")) {
+		if (!label_value_valid(value))
+			return -EINVAL;
+		free(d->owner);
+		d->owner = xstrdup(value);
+		return 0;
+	}
 	char **slot = !strcmp(key, "kubeconfig")    ? &d->kubeconfig
 	              : !strcmp(key, "context")     ? &d->context
 	              : !strcmp(key, "namespace")   ? &d->ns
@@ -382,6 +615,8 @@ static int k8s_set_option(void *state, const char *key, const char *value)
 static int k8s_start(void *state)
 {
 	struct kd *d = state;
+	if (d->started)
+		return 0;
 	if (!d->image) {
 		warn("k8s: no image: name the image of the pods (makeflow --k8s-image=IMAGE, or "
 		     "--batch-option image=IMAGE)");
@@ -401,21 +636,11 @@ static int k8s_start(void *state)
 		     cwd, d->shared_fs);
 		return -EINVAL;
 	}
-	char *err = NULL;
-	struct k8s_config *c1 = k8s_config_load(d->kubeconfig, d->context, &err);
-	struct k8s_config *c2 = c1 ? k8s_config_load(d->kubeconfig, d->context, &err) : NULL;
-	if (!c2) {
-		k8s_config_delete(c1);
-		warn("k8s: %s", err);
-		free(err);
+	if (open_clients(d) < 0)
 		return -EINVAL;
-	}
-	if (!d->ns)
-		d->ns = xstrdup(c1->namespace);
-	d->api = k8s_client_create(c1, NULL);
-	d->wapi = k8s_client_create(c2, NULL);
 	/* calls now, so that bad credentials or a missing namespace stop the run at once (a
 	 * user who may not read namespaces is told by the pod list instead) */
+	char *err = NULL;
 	char *nspath = xasprintf("/api/v1/namespaces/%s", d->ns);
 	int e = k8s_call(d->api, "GET", nspath, NULL, NULL, NULL, &err);
 	free(nspath);
@@ -423,24 +648,57 @@ static int k8s_start(void *state)
 		free(err);
 		err = NULL;
 		json_t *items = NULL;
-		e = k8s_pod_list(d->api, d->ns, d->selector, &items, NULL, &err);
+		e = k8s_pod_list(d->api, d->ns, RUN_LABEL, &items, NULL, &err);
 		json_decref(items);
 	}
+	if (e == 0 && d->whole_node)
+		e = k8s_node_size(d->api, &d->node_cores, &d->node_memory_mb, &err);
 	if (e < 0) {
 		warn("k8s: %s", err);
 		free(err);
 		return e;
 	}
-	if (uv_thread_create(&d->api_thread, api_thread, d) != 0 ||
-	    uv_thread_create(&d->watch_thread, watch_thread, d) != 0) {
-		warn("k8s: cannot start the driver's threads");
-		return -EAGAIN;
+	d->started = true;
+	return 0;
+}
+
+/* The first job gives the run its id (HTC_RUN_ID of makeflow, else a random one): the pods of
+ * an earlier owner's run go, and the threads start watching this run's pods. */
+static int begin_run(struct kd *d, const struct batch_job *job)
+{
+	if (cluster_run_id_from_env(job->spec.env, d->run_id) < 0) {
+		int e = cluster_run_id_random(d->run_id);
+		if (e < 0)
+			return e;
+	}
+	snprintf(d->selector, sizeof d->selector, RUN_LABEL "=%s", d->run_id);
+	if (d->owner) {
+		/* a restart after kill -9 of the same owner: its earlier pods are not ours */
+		char *sel = xasprintf(OWNER_LABEL "=%s," RUN_LABEL "!=%s", d->owner, d->run_id);
+		char *what = xasprintf("an earlier run of %s", d->owner);
+		int e = stop_selected(d, sel, what);
+		free(sel);
+		free(what);
+		if (e < 0)
+			return e;
+	}
+	if (uv_thread_create(&d->api_thread, api_thread, d) != 0)
+		goto fail;
+	if (uv_thread_create(&d->watch_thread, watch_thread, d) != 0) {
+		d->stop = 1;
+		uv_cond_signal(&d->cv);
+		uv_thread_join(&d->api_thread);
+		goto fail;
 	}
 	d->threads = true;
+	d->have_run = true;
 	uv_ref((uv_handle_t *)d->async);
 	debug(D_BATCH, "k8s: namespace %s, image %s, pods labelled %s", d->ns, d->image,
 	      d->selector);
 	return 0;
+fail:
+	warn("k8s: cannot start the driver's threads");
+	return -EAGAIN;
 }
 
 /* The image of a job: image=IMAGE among the words of its batch options (a rule's or a
@@ -468,54 +726,93 @@ static char *job_image(struct kd *d, const struct batch_job_spec *s, char **err)
 	return image;
 }
 
+static void add_env(json_t *env, const char *name, const char *value)
+{
+	json_array_append_new(env, json_pack("{s:s,s:s}", "name", name, "value", value));
+}
+
 static json_t *pod_of(struct kd *d, struct kjob *kj, const char *image)
 {
 	const struct batch_job_spec *s = &kj->job->spec;
 	char cwd[4096];
 	if (!getcwd(cwd, sizeof cwd))
 		snprintf(cwd, sizeof cwd, "%s", d->shared_fs);
+	int64_t cores = s->resources.cores, memory = s->resources.memory_mb;
+	if (d->whole_node && cores <= 0 && memory <= 0) {
+		/* one large pod per node: the node's allocatable */
+		cores = d->node_cores;
+		memory = d->node_memory_mb;
+	}
+	if (cores <= 0)
+		cores = d->default_cores;
+	if (memory <= 0)
+		memory = d->default_memory_mb;
 	json_t *env = json_array();
 	for (const char *const *e = s->env; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
 		if (!eq)
 			continue;
 		char *k = xstrndup(*e, (size_t)(eq - *e));
-		json_array_append_new(env, json_pack("{s:s,s:s}", "name", k, "value", eq + 1));
+		add_env(env, k, eq + 1);
 		free(k);
 	}
 	json_t *limits = json_object();
-	if (s->resources.cores > 0)
-		json_object_set_new(limits, "cpu", json_sprintf("%" PRId64, s->resources.cores));
-	if (s->resources.memory_mb > 0)
-		json_object_set_new(limits, "memory",
-		                    json_sprintf("%" PRId64 "Mi", s->resources.memory_mb));
-	json_t *c = json_pack("{s:s,s:s,s:s,s:[s,s,s],s:s,s:o,s:{s:O,s:O},s:[{s:s,s:s}]}", "name",
-	                      "main", "image", image, "imagePullPolicy", d->pull_policy, "command",
-	                      "/bin/sh", "-c", s->command, "workingDir", cwd, "env", env,
-	                      "resources", "limits", limits, "requests", limits, "volumeMounts",
-	                      "name", "shared", "mountPath", d->shared_fs);
+	char num[32];
+	if (cores > 0) {
+		json_object_set_new(limits, "cpu", json_sprintf("%" PRId64, cores));
+		snprintf(num, sizeof num, "%" PRId64, cores);
+		add_env(env, "CORES", num);
+	}
+	if (memory > 0) {
+		json_object_set_new(limits, "memory", json_sprintf("%" PRId64 "Mi", memory));
+		snprintf(num, sizeof num, "%" PRId64, memory);
+		add_env(env, "MEMORY", num);
+	}
+	json_t *mounts = json_pack("[{s:s,s:s}]", "name", "shared", "mountPath", d->shared_fs);
+	json_t *volumes =
+	    json_pack("[{s:s,s:{s:s}}]", "name", "shared", "hostPath", "path", d->shared_fs);
+	for (size_t i = 0; i < d->n_mounts; i++) {
+		char vn[32];
+		snprintf(vn, sizeof vn, "mount-%zu", i);
+		json_array_append_new(mounts, json_pack("{s:s,s:s,s:b}", "name", vn, "mountPath",
+		                                        d->mounts[i], "readOnly", 1));
+		json_array_append_new(volumes, json_pack("{s:s,s:{s:s}}", "name", vn, "hostPath",
+		                                         "path", d->mounts[i]));
+	}
+	json_t *c =
+	    json_pack("{s:s,s:s,s:s,s:[s,s,s],s:s,s:o,s:{s:O,s:O},s:o}", "name", "main", "image",
+	              image, "imagePullPolicy", d->pull_policy, "command", "/bin/sh", "-c",
+	              s->command, "workingDir", cwd, "env", env, "resources", "limits", limits,
+	              "requests", limits, "volumeMounts", mounts);
 	json_decref(limits);
-	json_t *spec = json_pack("{s:s,s:i,s:[o],s:[{s:s,s:{s:s}}]}", "restartPolicy", "Never",
-	                         "terminationGracePeriodSeconds", 1, "containers", c, "volumes",
-	                         "name", "shared", "hostPath", "path", d->shared_fs);
+	json_t *spec =
+	    json_pack("{s:s,s:i,s:[o],s:o}", "restartPolicy", "Never",
+	              "terminationGracePeriodSeconds", 1, "containers", c, "volumes", volumes);
+	if (d->host_network) {
+		/* the pod network has no way to the host; a worker must reach its master */
+		json_object_set_new(spec, "hostNetwork", json_true());
+		json_object_set_new(spec, "dnsPolicy", json_string("ClusterFirstWithHostNet"));
+	}
 	if (s->resources.wall_time_s > 0)
 		json_object_set_new(spec, "activeDeadlineSeconds",
 		                    json_integer(s->resources.wall_time_s));
-	return json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:o}", "apiVersion", "v1", "kind", "Pod",
-	                 "metadata", "name", kj->name, "labels", RUN_LABEL, d->run_id, "spec",
-	                 spec);
+	json_t *labels = json_pack("{s:s}", RUN_LABEL, d->run_id);
+	if (d->owner)
+		json_object_set_new(labels, OWNER_LABEL, json_string(d->owner));
+	return json_pack("{s:s,s:s,s:{s:s,s:o},s:o}", "apiVersion", "v1", "kind", "Pod", "metadata",
+	                 "name", kj->name, "labels", labels, "spec", spec);
 }
 
 static int k8s_submit(void *state, struct batch_job *job)
 {
 	struct kd *d = state;
-	if (!d->threads) {
-		int e = k8s_start(d);
-		if (e < 0)
-			return e;
-	}
+	int e = k8s_start(d);
+	if (e < 0)
+		return e;
+	if (!d->have_run && (e = begin_run(d, job)) < 0)
+		return e;
 	struct kjob *kj = xcalloc(1, sizeof *kj);
-	snprintf(kj->name, sizeof kj->name, "htc-%.12s-%" PRId64, d->run_id, job->id);
+	snprintf(kj->name, sizeof kj->name, "htc-%s-%" PRId64, d->run_id, job->id);
 	kj->job = job;
 	job->driver_data = kj;
 	HASH_ADD_STR(d->jobs, name, kj);
@@ -529,8 +826,15 @@ static int k8s_submit(void *state, struct batch_job *job)
 		free(err);
 		return 0;
 	}
-	command(d, CMD_CREATE, kj->name, pod_of(d, kj, image));
+	kj->pod = pod_of(d, kj, image);
 	free(image);
+	kj->state = KJ_WAITING;
+	if (d->waiting_tail)
+		d->waiting_tail->wnext = kj;
+	else
+		d->waiting = kj;
+	d->waiting_tail = kj;
+	submit_some(d);
 	return 0;
 }
 
@@ -538,7 +842,14 @@ static int k8s_remove(void *state, struct batch_job *job)
 {
 	struct kd *d = state;
 	struct kjob *kj = job->driver_data;
-	command(d, CMD_DELETE, kj->name, NULL);
+	if (!kj || !kj->job)
+		return -ENOENT;
+	if (kj->state == KJ_WAITING) {
+		unlink_waiting(d, kj);
+	} else {
+		log_times(d, kj, "removed");
+		command(d, CMD_DELETE, kj->name, NULL);
+	}
 	job->result.removed = 1;
 	job->result.exited_normally = 0;
 	job->result.signal = 9;
@@ -590,26 +901,34 @@ static void k8s_destroy(void *state)
 	HASH_ITER(hh, d->jobs, kj, tmp)
 	{
 		HASH_DEL(d->jobs, kj);
+		json_decref(kj->pod);
 		free(kj);
 	}
 	uv_close((uv_handle_t *)d->async, async_closed);
+	uv_timer_stop(d->timer);
+	uv_close((uv_handle_t *)d->timer, timer_closed);
 	uv_mutex_destroy(&d->mu);
 	uv_cond_destroy(&d->cv);
 	k8s_client_delete(d->api);
 	k8s_client_delete(d->wapi);
+	for (size_t i = 0; i < d->n_mounts; i++)
+		free(d->mounts[i]);
+	free(d->mounts);
 	free(d->kubeconfig);
 	free(d->context);
 	free(d->ns);
 	free(d->image);
 	free(d->shared_fs);
 	free(d->pull_policy);
+	free(d->owner);
 	free(d->fatal);
 	free(d);
 }
 
 const struct batch_driver batch_driver_k8s = {
     .name = "k8s",
-    .features = BATCH_FEATURE_WALL_TIME | BATCH_FEATURE_REMOVE | BATCH_FEATURE_MEMORY_LIMIT,
+    .features = BATCH_FEATURE_WALL_TIME | BATCH_FEATURE_REMOVE | BATCH_FEATURE_MEMORY_LIMIT |
+                BATCH_FEATURE_RUN_LABEL,
     .create = k8s_create,
     .destroy = k8s_destroy,
     .set_option = k8s_set_option,

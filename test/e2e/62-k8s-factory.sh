@@ -1,0 +1,115 @@
+#!/bin/bash
+# 62-k8s-factory.sh: work_queue_factory -T k8s on the real single-node cluster
+# (test/lib/k8s-lib.sh): the worker image is made by htc_worker_image and loaded into the
+# cluster's containerd; the factory's worker pods (host network, one large worker sized from
+# the node) run 30 tasks of makeflow -T wq and go away when the factory stops; a factory
+# restarted after kill -9 deletes the pods of its earlier run.
+. "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/k8s-lib.sh"
+. "$(dirname "$0")/../lib/wq-lib.sh"
+
+test_require_bin makeflow
+test_require_bin work_queue_factory
+test_require_bin work_queue_worker
+test_require_bin htc_worker_image
+PROBE=$BUILD/batch_drivers/test/helper_k8s_probe
+[ -x "$PROBE" ] || test_skip_all "$PROBE is not built (make tests)"
+TEST_TIMEOUT=180
+
+missing=$(k8s_missing)
+[ -z "$missing" ] || test_skip_all "missing: $missing (bash test/install-deps.sh test)"
+
+export K8S_HOME=$TEST_ROOT/k8s
+k8s_build >&2 || test_skip_all "building the Kubernetes binaries failed"
+trap 'k8s_stop; __cleanup_all' EXIT
+t0=$SECONDS
+if ! k8s_start; then
+	k8s_stop
+	test_skip_all "the test cluster did not come up"
+fi
+say "# cluster up in $((SECONDS - t0)) s"
+KC=$K8S_HOME/conf/kubeconfig
+MF=$BIN/makeflow
+WORKER=$BIN/work_queue_worker
+export OMPI_MCA_ess_singleton_isolated=1
+
+all_pods_gone() { "$PROBE" --kubeconfig "$KC" list | grep -q "^0 pods"; }
+# pods_json: the factory pods (label htc-owner) as the API server lists them.
+pods_json() { k8s_api "/api/v1/namespaces/default/pods?labelSelector=htc-owner"; }
+worker_running() { pods_json | grep -q "\"phase\": \"Running\""; }
+pod_gone() { ! "$PROBE" --kubeconfig "$KC" get "$1" >/dev/null 2>&1; }
+pod_there() { "$PROBE" --kubeconfig "$KC" get "$1" >/dev/null 2>&1; }
+
+test_expect_success 'htc_worker_image makes the worker image and loads it into the cluster' '
+	"$BIN/htc_worker_image" -o worker.tar --import \
+		--address "$K8S_HOME/run/containerd.sock" >img.out 2>&1 || { cat img.out; exit 1; }
+	cat img.out
+	grep -q "htc-worker:local: loaded into containerd" img.out
+	ctr --address "$K8S_HOME/run/containerd.sock" -n k8s.io images ls -q | grep -qx "docker.io/library/htc-worker:local"
+	# the worker and the libraries ldd finds for it
+	tar xOf worker.tar $(tar tf worker.tar | grep layer.tar) | tar t >files
+	grep -qx "usr/bin/work_queue_worker" files
+	grep -q "libjansson.so" files
+	grep -qx "bin/sh" files
+	# a library that cannot be found is named
+	test_must_fail "$BIN/htc_worker_image" --program /nonexistent/prog -o x.tar 2>err
+	cat err
+	grep -q "not an executable" err
+'
+
+test_expect_success 'work_queue_factory -T k8s: worker pods run 30 tasks of makeflow -T wq and go away at the end' '
+	for i in $(seq 1 30); do
+		printf "f.%d:\n\techo %d > f.%d\n" $i $i $i
+	done >Makeflow
+	start_master Makeflow
+	"$BIN/work_queue_factory" -T k8s --batch-option "kubeconfig=$KC" --max-workers 1 \
+		--period 0.5 -t 60 -d batch -o factory.debug localhost $port >factory.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	test_wait_until 90 worker_running
+	pods_json >pods.json
+	# host network; one large worker: the node allocatable cores, given to the worker
+	grep -q "\"hostNetwork\": true" pods.json
+	cores=$(k8s_api /api/v1/nodes | python3 -c "import json,sys; print(json.load(sys.stdin)[\"items\"][0][\"status\"][\"allocatable\"][\"cpu\"])")
+	python3 -c "import json,sys; c = json.load(open(\"pods.json\"))[\"items\"][0][\"spec\"][\"containers\"][0]; assert c[\"resources\"][\"limits\"][\"cpu\"] == \"$cores\", c; assert \"--cores \\\"\$CORES\\\"\" in c[\"command\"][2], c; print(c[\"command\"][2])"
+	finish
+	for i in $(seq 1 30); do [ "$(cat f.$i)" = $i ] || exit 1; done
+	kill -TERM $fpid
+	wait $fpid || { cat factory.out; exit 1; }
+	cat factory.out
+	test_wait_until 30 all_pods_gone
+	# the removed pod times are in the debug output
+	grep "k8s pod default/htc-.* removed: created 20.*, scheduled 20.*, running 20" factory.debug
+'
+
+test_expect_success 'work_queue_factory -T k8s restarted after kill -9 deletes the pods of its earlier run' '
+	# no master: the minimum is kept, the worker waits for one
+	"$BIN/work_queue_factory" -T k8s --batch-option "kubeconfig=$KC" --min-workers 1 \
+		--max-workers 1 --period 0.5 -t 600 localhost 1 >f1.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	test_wait_until 90 worker_running
+	old=$(pods_json | python3 -c "import json,sys; print(json.load(sys.stdin)[\"items\"][0][\"metadata\"][\"name\"])")
+	kill -9 $fpid
+	wait $fpid || true
+	pod_there "$old"
+	"$BIN/work_queue_factory" -T k8s --batch-option "kubeconfig=$KC" --min-workers 1 \
+		--max-workers 1 --period 0.5 -t 600 localhost 1 >f2.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	# the restart deletes it and waits until it is gone, then says so
+	test_wait_until 60 grep -q "1 pod of an earlier run of wqf-[0-9a-f]* deleted" f2.out
+	cat f2.out
+	pod_gone "$old"
+	kill -TERM $fpid
+	wait $fpid || { cat f2.out; exit 1; }
+	test_wait_until 30 all_pods_gone
+'
+
+test_expect_success 'stopped: the cluster is down' '
+	k8s_stop || true
+	[ ! -e /run/htc-k8s-cluster.owner ]
+'
+say "# suite time $((SECONDS - t0)) s after the build"
+
+test_done
