@@ -477,6 +477,43 @@ static void test_max_retries(void **state)
 	free(tx);
 }
 
+/* A worker the master dismisses (three sandbox errors in a row) gets no more tasks while its
+ * connection closes: the tasks go to the next worker (the master once sent them to the closing
+ * worker again and again, each send failing, and no other worker got any). */
+static void test_dismissed_worker_gets_no_tasks(void **state)
+{
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
+	char in[128], out[8][128];
+	snprintf(in, sizeof in, "%s/dz.fa", e->dir);
+	ts_write_file(in, "DZ\n");
+	struct fake *bad = fake_start(e, q, FAKE_SANDBOX_ERROR, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
+	for (int i = 0; i < 8; i++) {
+		snprintf(out[i], sizeof out[i], "%s/dz%d.txt", e->dir, i);
+		assert_true(work_queue_submit(q, fake_make_task(in, out[i])) >= 1);
+	}
+	assert_true(fake_wait_flag(q, &bad->closed, 10));
+	int received_by_bad = bad->tasks_received;
+	struct fake *good = fake_start(e, q, FAKE_RUN, NULL);
+	int done = 0;
+	for (int i = 0; i < 8; i++) {
+		struct work_queue_task *t = fake_wait_task(q, 10);
+		assert_non_null(t);
+		done += t->result == WORK_QUEUE_RESULT_SUCCESS;
+		work_queue_task_delete(t);
+	}
+	assert_int_equal(done, 8);
+	assert_int_equal(bad->tasks_received, received_by_bad);
+	assert_false(fake_log_has(e, "cannot send task"));
+	fake_queue_delete(q);
+	fake_free(bad);
+	fake_free(good);
+	unlink(in);
+	for (int i = 0; i < 8; i++)
+		unlink(out[i]);
+}
+
 /* Runs the loop until the fake worker has received N tasks; tasks that finish meanwhile are
  * counted in *DONE (may be NULL when none may finish). */
 static int wait_received(struct work_queue *q, struct fake *f, int n, int *done, double seconds)
@@ -898,6 +935,7 @@ int main(void)
 	    cmocka_unit_test(test_submit_errors),
 	    cmocka_unit_test(test_cancel_running),
 	    cmocka_unit_test(test_max_retries),
+	    cmocka_unit_test(test_dismissed_worker_gets_no_tasks),
 	    cmocka_unit_test(test_prefetch_fake_worker),
 	    cmocka_unit_test(test_watch_fake_worker),
 	    cmocka_unit_test(test_full_worker),

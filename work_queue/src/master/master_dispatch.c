@@ -211,6 +211,9 @@ static void send_task(struct mworker *w, struct mtask *m)
 	json_decref(msg);
 	if (rc < 0) {
 		warn("%s: cannot send task %d: %s", w->label, m->id, htc_strerror(rc));
+		/* the connection cannot carry more: no other task goes to it (it would fail
+		 * the same way, again and again) until it is gone */
+		master_worker_stop_scheduling(w);
 		master_sched_task_release(w->q->sched, m->st, master_queue_now());
 		master_worker_back_to_ready(w, m); /* its detach releases the held ones */
 		return;

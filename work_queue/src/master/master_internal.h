@@ -322,6 +322,9 @@ void master_admit_free(struct work_queue *q);
 void master_dispatch_task(struct mworker *w, struct mtask *m, const struct master_sched_box *box);
 /* Cancels M on its worker (M leaves the worker at once). */
 void master_dispatch_cancel(struct mworker *w, struct mtask *m, const char *reason);
+/* No more tasks are scheduled to W (its connection is closing or failed): the draining flag of
+ * the scheduler, which lets it finish what it has. */
+void master_worker_stop_scheduling(struct mworker *w);
 /* Dismisses (or shuts down) W and detaches it from the queue. */
 void master_worker_end(struct mworker *w, bool shutdown, const char *reason, int retry_after);
 /* Sends `drain` to the active workers named by WORKER (work_queue_drain_worker). */

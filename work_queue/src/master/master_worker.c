@@ -937,10 +937,19 @@ int master_worker_drain(struct work_queue *q, const char *worker)
 	return told;
 }
 
+void master_worker_stop_scheduling(struct mworker *w)
+{
+	if (w->sw)
+		master_sched_worker_set_flags(
+		    w->q->sched, w->sw, master_sched_worker_flags(w->sw) | MASTER_SCHED_DRAINING);
+}
+
 void master_worker_end(struct mworker *w, bool shutdown, const char *reason, int retry_after)
 {
 	if (w->state == MW_CLOSING || !w->c)
 		return;
+	/* its connection closes (after a linger): no task may be sent to it meanwhile */
+	master_worker_stop_scheduling(w);
 	json_t *msg = shutdown ? json_pack("{s:s,s:s}", "m", "shutdown", "reason", reason)
 	                       : json_pack("{s:s,s:s,s:i}", "m", "dismiss", "reason", reason,
 	                                   "retry_after", retry_after);

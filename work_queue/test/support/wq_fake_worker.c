@@ -145,6 +145,14 @@ static void fake_run(struct fake *f, struct fake_task *t)
 	}
 	if (f->mode == FAKE_HOLD)
 		return;
+	if (f->mode == FAKE_SANDBOX_ERROR) {
+		fake_send(f,
+		          json_pack("{s:s,s:I,s:I,s:s,s:s}", "m", "task_done", "id",
+		                    (json_int_t)t->id, "try", (json_int_t)t->try_, "outcome",
+		                    "sandbox_error", "text", "cannot create the sandbox: ENOENT"));
+		t->stage = 2;
+		return;
+	}
 	fake_send_results(f, t);
 }
 

@@ -40,6 +40,7 @@ enum fake_mode {
 	FAKE_EXHAUST_FIRST,  /* a first try given less than 2000 MB exhausts its memory */
 	FAKE_HOLD,           /* task_running, then nothing until task_cancel */
 	FAKE_SIGNAL,         /* every try is killed by signal 11 */
+	FAKE_SANDBOX_ERROR,  /* every task ends with sandbox_error; the fake stays connected */
 };
 
 struct fake_task {
