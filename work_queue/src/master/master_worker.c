@@ -119,14 +119,20 @@ void master_worker_list_add(struct mworker *w, struct mtask *m)
 	master_worker_list_del(m);
 	DL_APPEND2(w->assigned, m, wprev, wnext);
 	m->listed = w;
+	master_scalestat_listed(w->q, m, true, master_queue_now());
 }
 
 void master_worker_list_del(struct mtask *m)
 {
 	if (!m->listed)
 		return;
-	DL_DELETE2(m->listed->assigned, m, wprev, wnext);
+	struct mworker *w = m->listed;
+	DL_DELETE2(w->assigned, m, wprev, wnext);
 	m->listed = NULL;
+	double now = master_queue_now();
+	master_scalestat_listed(w->q, m, false, now);
+	if (!w->assigned)
+		w->idle_since = now;
 }
 
 /* Takes M off W (its box released in the scheduler by the caller). */
@@ -861,6 +867,7 @@ void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp)
 	}
 	struct mworker *w = xcalloc(1, sizeof *w);
 	w->q = q;
+	w->idle_since = master_queue_now();
 	snprintf(w->ip, sizeof w->ip, "%s", ip);
 	snprintf(w->addr, sizeof w->addr, "%s:%d", ip, port);
 	snprintf(w->label, sizeof w->label, "wq: %s", w->addr);
