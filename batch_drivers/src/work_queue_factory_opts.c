@@ -35,6 +35,9 @@ enum {
 	OPT_ENV,
 	OPT_WRAPPER,
 	OPT_WRAPPER_INPUT,
+	OPT_SCALER,
+	OPT_SCALER_HOOK,
+	OPT_HOOK_TIMEOUT,
 	OPT_NOT_HERE /* a CCTools option this factory does not have */
 };
 
@@ -58,6 +61,9 @@ static const struct option longopts[] = {
     {"worker-binary", required_argument, 0, OPT_BINARY},
     {"period", required_argument, 0, OPT_PERIOD},
     {"batch-option", required_argument, 0, OPT_BATCH_OPTION},
+    {"scaler", required_argument, 0, OPT_SCALER},
+    {"scaler-hook", required_argument, 0, OPT_SCALER_HOOK},
+    {"scaler-hook-timeout", required_argument, 0, OPT_HOOK_TIMEOUT},
     /* CCTools options refused by name (doc/compatibility.md) */
     {"config-file", required_argument, 0, 'C'},
     {"foremen-name", required_argument, 0, 'F'},
@@ -108,6 +114,9 @@ void work_queue_factory_opts_usage(FILE *out, const char *prog)
 	    "      --worker-binary=PATH   the worker to run (default: beside this program)\n"
 	    "      --period=SECONDS       how often to look at the demand (default 5)\n"
 	    "      --batch-option=K=V     an option of the batch driver (repeatable)\n"
+	    "      --scaler=POLICY        hta (default), queue, or hpa:TARGET[:WINDOW]\n"
+	    "      --scaler-hook=CMD      ask CMD each period how many workers to run\n"
+	    "      --scaler-hook-timeout=SECONDS  the hook's time limit (default 10)\n"
 	    "  -E, --extra-options=TEXT   more options of each worker (shell text)\n"
 	    "      --env=NAME=VALUE       set in each worker's environment (repeatable)\n"
 	    "      --wrapper=PREFIX       run each worker as PREFIX WORKER... (repeatable: the\n"
@@ -125,6 +134,9 @@ static void init(struct work_queue_factory_opts *o)
 	    .min_workers = 0, .max_workers = 10, .workers_per_cycle = 5, .worker_cores = 1};
 	o->timeout = 300;
 	o->period = 5;
+	o->scaler = "hta";
+	o->memory_mb = o->disk_mb = -1;
+	o->hook_timeout = 10;
 }
 
 void work_queue_factory_opts_clear(struct work_queue_factory_opts *o)
@@ -178,6 +190,7 @@ static int parse_size(struct work_queue_factory_opts *o, int c, const char *arg,
 			                 c == OPT_MEMORY ? "--memory" : "--disk", arg);
 		add_size(
 		    o, xasprintf(" --%s %lld", c == OPT_MEMORY ? "memory" : "disk", (long long)n));
+		*(c == OPT_MEMORY ? &o->memory_mb : &o->disk_mb) = (double)n;
 	}
 	return 0;
 }
@@ -262,6 +275,27 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 		VEC_RESERVE(o->wrapper_inputs, o->cap_wrapper_inputs, o->n_wrapper_inputs + 2);
 		o->wrapper_inputs[o->n_wrapper_inputs++] = arg;
 		o->wrapper_inputs[o->n_wrapper_inputs] = NULL;
+		break;
+	case OPT_SCALER: {
+		struct scaler_policy p;
+		if (scaler_parse(arg, &p, err, errlen) < 0)
+			return HTC_EPARSE;
+		o->scaler = arg;
+		break;
+	}
+	case OPT_SCALER_HOOK:
+		if (!*arg)
+			return cli_error(err, errlen,
+			                 "--scaler-hook: expected a command, got an "
+			                 "empty string");
+		o->scaler_hook = arg;
+		break;
+	case OPT_HOOK_TIMEOUT:
+		if (str_to_double(arg, &o->hook_timeout) < 0 || o->hook_timeout < 0.1 ||
+		    o->hook_timeout > 3600)
+			return cli_error(err, errlen,
+			                 "--scaler-hook-timeout %s: expected seconds in 0.1..3600",
+			                 arg);
 		break;
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
