@@ -38,6 +38,7 @@ enum {
 	OPT_SCALER,
 	OPT_SCALER_HOOK,
 	OPT_HOOK_TIMEOUT,
+	OPT_POOL_RECORD,
 	OPT_NOT_HERE /* a CCTools option this factory does not have */
 };
 
@@ -64,6 +65,7 @@ static const struct option longopts[] = {
     {"scaler", required_argument, 0, OPT_SCALER},
     {"scaler-hook", required_argument, 0, OPT_SCALER_HOOK},
     {"scaler-hook-timeout", required_argument, 0, OPT_HOOK_TIMEOUT},
+    {"pool-record", required_argument, 0, OPT_POOL_RECORD},
     /* CCTools options refused by name (doc/compatibility.md) */
     {"config-file", required_argument, 0, 'C'},
     {"foremen-name", required_argument, 0, 'F'},
@@ -117,6 +119,9 @@ void work_queue_factory_opts_usage(FILE *out, const char *prog)
 	    "      --scaler=POLICY        hta (default), queue, or hpa:TARGET[:WINDOW]\n"
 	    "      --scaler-hook=CMD      ask CMD each period how many workers to run\n"
 	    "      --scaler-hook-timeout=SECONDS  the hook's time limit (default 10)\n"
+	    "      --pool-record=FILE     the record of factory runs, to remove the workers of\n"
+	    "                             a killed factory (default\n"
+	    "                             $XDG_RUNTIME_DIR/work_queue_factory-UID.pool)\n"
 	    "  -E, --extra-options=TEXT   more options of each worker (shell text)\n"
 	    "      --env=NAME=VALUE       set in each worker's environment (repeatable)\n"
 	    "      --wrapper=PREFIX       run each worker as PREFIX WORKER... (repeatable: the\n"
@@ -296,6 +301,13 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 			return cli_error(err, errlen,
 			                 "--scaler-hook-timeout %s: expected seconds in 0.1..3600",
 			                 arg);
+		break;
+	case OPT_POOL_RECORD:
+		if (!*arg)
+			return cli_error(
+			    err, errlen,
+			    "--pool-record: expected a file name, got an empty string");
+		o->pool_record = arg;
 		break;
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cluster_run.h"
 #include "debug.h"
 #include "vec.h"
 #include "xalloc.h"
@@ -18,10 +18,11 @@
 void wq_factory_pool_init(struct wq_factory_pool *p, double latency0)
 {
 	memset(p, 0, sizeof *p);
-	uint64_t r = 0;
-	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
-		r = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	snprintf(p->run, sizeof p->run, "%016llx", (unsigned long long)r);
+	if (cluster_run_id_random(p->run) < 0) {
+		/* no entropy source: unique enough on one machine for one user's factories */
+		snprintf(p->run, sizeof p->run, "%016llx%016llx", (unsigned long long)time(NULL),
+		         (unsigned long long)getpid());
+	}
 	p->latency = latency0;
 }
 

@@ -1,7 +1,8 @@
 /* wq_factory_pool.h: the workers work_queue_factory started, one entry per batch job: the token
- * the worker carries (`--feature wqf-RUN-N`, so its row in the master's status names its job),
- * when it was requested and when it connected. From these come the resource-preparing latency
- * (request -> connected) per driver, as a recent estimate, and the pool counts the scalers see. */
+ * the worker carries (`--feature wqf-RUN-N`, RUN the factory's run id, so its row in the master's
+ * status names its job), when it was requested and when it connected. From these come the
+ * resource-preparing latency (request -> connected) per driver, as a recent estimate, and the pool
+ * counts the scalers see. */
 #ifndef HTC_WQ_FACTORY_POOL_H
 #define HTC_WQ_FACTORY_POOL_H
 
@@ -21,7 +22,7 @@ struct wq_factory_job {
 };
 
 struct wq_factory_pool {
-	char run[17]; /* 16 hex digits naming this factory run */
+	char run[33]; /* the run id (32 hex digits, cluster_run.h) of this factory run */
 	int64_t next; /* tokens given */
 	struct wq_factory_job *jobs;
 	size_t n, cap;

@@ -25,6 +25,7 @@
 #include "wq_factory.h"
 #include "wq_factory_cmd.h"
 #include "wq_factory_pool.h"
+#include "wq_factory_sweep.h"
 #include "scaler_hook_run.h"
 #include "scaler_hook.h"
 #include "timeutil.h"
@@ -50,12 +51,15 @@ struct factory {
 	const char *hook;    /* --scaler-hook */
 	double hook_timeout; /* seconds */
 	struct wq_factory_pool pool;
-	char prefix[48]; /* the token prefix of this run's workers */
+	char prefix[64]; /* the token prefix of this run's workers */
 	struct scaler_vec worker_size;
 	double last_action;          /* now of the last start or drain, -1 before */
 	double next_at;              /* a hook's next_in: no decision before this */
 	double t0;                   /* the factory's start, for the pool log */
 	struct scaler_input hook_in; /* the input a running hook was shown */
+	char *record;                /* the record of factory runs (wq_factory_sweep.h) */
+	const char **job_env;        /* --env plus HTC_RUN_ID, NULL-terminated */
+	char *run_env;               /* "HTC_RUN_ID=<run>" */
 	const char *const *env;      /* --env, NULL-terminated, or NULL */
 	struct batch_file *inputs;   /* --wrapper-input */
 	size_t n_inputs;
@@ -110,7 +114,7 @@ static int start_one(struct factory *f, double now)
 		cmd = xstrdup(f->worker_cmd);
 	struct batch_job_spec spec = {0};
 	spec.command = cmd;
-	spec.env = f->env;
+	spec.env = f->job_env;
 	spec.inputs = f->inputs;
 	spec.n_inputs = f->n_inputs;
 	spec.resources = (struct batch_resources){-1, -1, -1, -1, -1};
@@ -485,6 +489,23 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 		snprintf(err, errlen, "-T %s: %s", o->type, why);
 		return HTC_EUNSUP;
 	}
+	/* the record of factory runs: the workers of dead ones go now */
+	f->record = o->pool_record ? xstrdup(o->pool_record) : wq_factory_sweep_default_path();
+	int swept = wq_factory_sweep_start(f->record, f->pool.run, o->type, err, errlen);
+	if (swept < 0)
+		return swept;
+	if (swept > 0)
+		notice("removed %d worker%s left by stopped factories (%s)", swept,
+		       swept == 1 ? "" : "s", f->record);
+	/* every job carries the run id: cluster drivers name their jobs after it */
+	size_t ne = 0;
+	while (f->env && f->env[ne])
+		ne++;
+	f->job_env = xcalloc(ne + 2, sizeof *f->job_env);
+	for (size_t i = 0; i < ne; i++)
+		f->job_env[i] = f->env[i];
+	f->run_env = xasprintf("HTC_RUN_ID=%s", f->pool.run);
+	f->job_env[ne] = f->run_env;
 	for (size_t i = 0; i < o->n_batch_opts; i++) {
 		const char *kv = o->batch_opts[i];
 		char *k = xstrndup(kv, (size_t)(strchr(kv, '=') - kv));
@@ -531,6 +552,11 @@ int wq_factory_run(const struct work_queue_factory_opts *o, char *err, size_t er
 	}
 	uv_run(f.loop, UV_RUN_NOWAIT);
 	wq_auth_key_delete(f.key);
+	if (f.record && f.job_env)
+		wq_factory_sweep_end(f.record, f.pool.run);
+	free(f.record);
+	free(f.job_env);
+	free(f.run_env);
 	free(f.worker_cmd);
 	free(f.binary);
 	wq_factory_pool_clear(&f.pool);

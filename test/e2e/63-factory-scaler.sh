@@ -4,7 +4,8 @@
 # waiting and running counts, worker rows), the hook's decision carried out, a hook that prints
 # garbage, exits non-zero or is too slow logged with what it printed while the pool keeps its
 # size, the default hta policy running a two-category workflow and draining the idle workers
-# (through the master's drain) once nothing waits, and hpa:TARGET as a baseline.
+# (through the master's drain) once nothing waits, hpa:TARGET as a baseline, and the record of
+# factory runs: the workers of a factory killed with -9 are removed by the next one.
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../lib/wq-lib.sh"
 
@@ -25,8 +26,8 @@ rules() {
 }
 
 start_factory() {
-	"$FACTORY" -T local --period 0.5 -t 60 -d factory -o factory.log "$@" localhost $port \
-		>factory.out 2>&1 &
+	"$FACTORY" -T local --period 0.5 -t 60 -d factory -o factory.log \
+		--pool-record "$PWD/pool.rec" "$@" localhost $port >factory.out 2>&1 &
 	fpid=$!
 	test_track_pid $fpid
 }
@@ -128,6 +129,42 @@ test_expect_success 'hpa:50 runs a workflow (the baseline in the same program); 
 	grep -q "expected hpa:TARGET" err.txt
 	test_must_fail "$FACTORY" --scaler fast localhost 1 2>err.txt
 	grep -q "expected hta, queue or hpa:TARGET" err.txt
+'
+
+test_expect_success 'the workers of a factory killed with -9 are removed by the next factory, and a clean stop leaves none' '
+	rules 1 long 60 >Makeflow
+	start_master Makeflow
+	"$FACTORY" -T local --period 0.5 -t 60 --pool-record "$PWD/pool.rec" \
+		--scaler-hook "echo {\\\"workers\\\": 2}" localhost $port >f1.out 2>&1 &
+	f1=$!
+	test_track_pid $f1
+	count() { pgrep -f "wqf-$1" | wc -l; }
+	run=$(test_wait_until 30 grep -q local pool.rec && cut -d" " -f1 pool.rec)
+	[ -n "$run" ]
+	test_wait_until 30 test "$(count $run)" -ge 2
+	kill -9 $f1
+	wait $f1 || true
+	[ "$(count $run)" -ge 2 ]
+	start_factory --pool-record "$PWD/pool.rec" --scaler hpa:50
+	test_wait_until 30 grep -q "removed 2 workers left by stopped factories" factory.out
+	test_wait_until 30 test "$(count $run)" = 0
+	stop_factory
+	# a clean stop removes its own line and workers
+	test_wait_until 5 test ! -s pool.rec
+	grep -q "the factory record" factory.out && exit 1
+	kill $mf
+	wait $mf || true
+'
+
+test_expect_success 'a malformed line of the factory record is named and dropped' '
+	printf "garbage here\n" >pool.rec
+	rules 1 x 0.1 >Makeflow
+	start_master Makeflow
+	start_factory --pool-record "$PWD/pool.rec"
+	finish
+	stop_factory
+	grep -q "the factory record $PWD/pool.rec, line 1: not RUN PID START TYPE" factory.out
+	test ! -s pool.rec
 '
 
 test_done
