@@ -131,22 +131,24 @@ test_expect_success 'hpa:50 runs a workflow (the baseline in the same program); 
 	grep -q "expected hta, queue or hpa:TARGET" err.txt
 '
 
-test_expect_success 'the workers of a factory killed with -9 are removed by the next factory, and a clean stop leaves none' '
+for T in local cgroups; do
+test_expect_success "-T $T: the workers of a factory killed with -9 are removed by the next factory, and a clean stop leaves none" '
 	rules 1 long 60 >Makeflow
 	start_master Makeflow
-	"$FACTORY" -T local --period 0.5 -t 60 --pool-record "$PWD/pool.rec" \
+	"$FACTORY" -T $T --period 0.5 -t 60 --pool-record "$PWD/pool.rec" \
 		--scaler-hook "echo {\\\"workers\\\": 2}" localhost $port >f1.out 2>&1 &
 	f1=$!
 	test_track_pid $f1
 	count() { pgrep -f "wqf-$1" | wc -l; }
-	run=$(test_wait_until 30 grep -q local pool.rec && cut -d" " -f1 pool.rec)
+	run=$(test_wait_until 30 grep -q " $T\$" pool.rec && cut -d" " -f1 pool.rec)
 	[ -n "$run" ]
 	test_wait_until 30 test "$(count $run)" -ge 2
 	kill -9 $f1
 	wait $f1 || true
 	[ "$(count $run)" -ge 2 ]
-	start_factory --pool-record "$PWD/pool.rec" --scaler hpa:50
-	test_wait_until 30 grep -q "removed 2 workers left by stopped factories" factory.out
+	start_factory -T $T --pool-record "$PWD/pool.rec" --scaler hpa:50
+	# (the cgroups driver itself removes the cgroups of dead runs when it starts, first)
+	test_wait_until 30 grep -q -E "removed 2 workers left by stopped factories|cgroups: removed [2-9] cgroups left by earlier runs" factory.out
 	test_wait_until 30 test "$(count $run)" = 0
 	stop_factory
 	# a clean stop removes its own line and workers
@@ -154,6 +156,18 @@ test_expect_success 'the workers of a factory killed with -9 are removed by the 
 	grep -q "the factory record" factory.out && exit 1
 	kill $mf
 	wait $mf || true
+'
+done
+
+test_expect_success 'the example hook of doc/examples runs a workflow' '
+	rules 8 ex 0.2 >Makeflow
+	start_master Makeflow
+	start_factory --max-workers 2 --scaler-hook "$TEST_SRCDIR/doc/examples/scaler-hook/hook.py"
+	finish
+	for i in $(seq 1 8); do [ "$(cat ex.$i)" = $i ]; done
+	stop_factory
+	grep -q "hook: start 2" factory.out
+	not grep -q "warning: --scaler-hook" factory.out
 '
 
 test_expect_success 'a malformed line of the factory record is named and dropped' '
