@@ -39,6 +39,7 @@ enum {
 	OPT_SCALER_HOOK,
 	OPT_HOOK_TIMEOUT,
 	OPT_POOL_RECORD,
+	OPT_MODELLED_LOAD,
 	OPT_NOT_HERE /* a CCTools option this factory does not have */
 };
 
@@ -66,6 +67,7 @@ static const struct option longopts[] = {
     {"scaler-hook", required_argument, 0, OPT_SCALER_HOOK},
     {"scaler-hook-timeout", required_argument, 0, OPT_HOOK_TIMEOUT},
     {"pool-record", required_argument, 0, OPT_POOL_RECORD},
+    {"modelled-load", required_argument, 0, OPT_MODELLED_LOAD},
     /* CCTools options refused by name (doc/compatibility.md) */
     {"config-file", required_argument, 0, 'C'},
     {"foremen-name", required_argument, 0, 'F'},
@@ -119,6 +121,8 @@ void work_queue_factory_opts_usage(FILE *out, const char *prog)
 	    "      --scaler=POLICY        hta (default), queue, or hpa:TARGET[:WINDOW]\n"
 	    "      --scaler-hook=CMD      ask CMD each period how many workers to run\n"
 	    "      --scaler-hook-timeout=SECONDS  the hook's time limit (default 10)\n"
+	    "      --modelled-load=FILE   hpa: CATEGORY FRACTION lines, the CPU load of\n"
+	    "                             those categories' tasks (benchmarks)\n"
 	    "      --pool-record=FILE     the record of factory runs, to remove the workers of\n"
 	    "                             a killed factory (default\n"
 	    "                             $XDG_RUNTIME_DIR/work_queue_factory-UID.pool)\n"
@@ -301,6 +305,13 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 			return cli_error(err, errlen,
 			                 "--scaler-hook-timeout %s: expected seconds in 0.1..3600",
 			                 arg);
+		break;
+	case OPT_MODELLED_LOAD:
+		if (!*arg)
+			return cli_error(
+			    err, errlen,
+			    "--modelled-load: expected a file name, got an empty string");
+		o->modelled_load = arg;
 		break;
 	case OPT_POOL_RECORD:
 		if (!*arg)

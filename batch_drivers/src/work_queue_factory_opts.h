@@ -43,6 +43,7 @@ struct work_queue_factory_opts {
 	const char *scaler;          /* --scaler: hta (default), queue, hpa:TARGET[:WINDOW] */
 	const char *scaler_hook;     /* --scaler-hook CMD, or NULL */
 	double hook_timeout;         /* --scaler-hook-timeout, seconds (default 10) */
+	const char *modelled_load;   /* --modelled-load FILE, or NULL */
 	const char *pool_record;     /* --pool-record FILE; NULL: wq_factory_sweep_default_path() */
 	const char **wrapper_inputs; /* --wrapper-input FILE: input files of each worker job,
 	                                NULL-terminated (NULL when none); the array is owned */

@@ -27,6 +27,7 @@
 #include "wq_factory_pool.h"
 #include "wq_factory_sweep.h"
 #include "scaler_hook_run.h"
+#include "scaler_model.h"
 #include "scaler_hook.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -57,6 +58,7 @@ struct factory {
 	double next_at;              /* a hook's next_in: no decision before this */
 	double t0;                   /* the factory's start, for the pool log */
 	struct scaler_input hook_in; /* the input a running hook was shown */
+	struct scaler_model *model;  /* --modelled-load, or NULL */
 	char *record;                /* the record of factory runs (wq_factory_sweep.h) */
 	const char **job_env;        /* --env plus HTC_RUN_ID, NULL-terminated */
 	char *run_env;               /* "HTC_RUN_ID=<run>" */
@@ -197,6 +199,7 @@ static void apply(struct factory *f, const struct scaler_input *in, struct scale
 
 static void fill_factory_state(struct factory *f, struct scaler_input *in)
 {
+	scaler_model_apply(f->model, in);
 	in->now = now_s();
 	in->min_workers = f->limits.min_workers;
 	in->max_workers = f->limits.max_workers;
@@ -489,6 +492,11 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 		snprintf(err, errlen, "-T %s: %s", o->type, why);
 		return HTC_EUNSUP;
 	}
+	if (o->modelled_load) {
+		f->model = scaler_model_load(o->modelled_load, err, errlen);
+		if (!f->model)
+			return HTC_EPARSE;
+	}
 	/* the record of factory runs: the workers of dead ones go now */
 	f->record = o->pool_record ? xstrdup(o->pool_record) : wq_factory_sweep_default_path();
 	int swept = wq_factory_sweep_start(f->record, f->pool.run, o->type, err, errlen);
@@ -555,6 +563,7 @@ int wq_factory_run(const struct work_queue_factory_opts *o, char *err, size_t er
 	if (f.record && f.job_env)
 		wq_factory_sweep_end(f.record, f.pool.run);
 	free(f.record);
+	scaler_model_delete(f.model);
 	free(f.job_env);
 	free(f.run_env);
 	free(f.worker_cmd);

@@ -12,9 +12,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "scaler.h"
 #include "scaler_hook.h"
+#include "scaler_model.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -370,6 +372,46 @@ static void test_hook_answers(void **state)
 	scaler_input_clear(&in);
 }
 
+static void test_modelled_load(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/test_scaler_model.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char *text = "# category fraction\nblast 0.9\n\nio 0.05 # dd\n";
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	struct scaler_model *m = scaler_model_load(path, err, sizeof err);
+	assert_non_null(m);
+	struct scaler_input in;
+	base(&in);
+	add_cat(&in, "blast", 0, 4, 2, 1, 10);
+	add_cat(&in, "io", 0, 4, 1, 1, 10);
+	add_cat(&in, "other", 0, 4, 1, 1, 10);
+	add_worker(&in, "w", 0, 8, 0, true);
+	add_worker(&in, "v", 0, 4, 0, true);
+	scaler_model_apply(m, &in);
+	assert_true(in.cats[0].cores_avg == 1.8);
+	assert_true(in.cats[1].cores_avg == 0.05);
+	assert_true(in.cats[2].cores_avg == -1);
+	/* (4 x 1.8 + 4 x 0.05) / 8 cores */
+	double load = scaler_cpu_load(&in);
+	assert_true(load > 0.9249 && load < 0.9251);
+	scaler_model_delete(m);
+	scaler_input_clear(&in);
+	FILE *f = fopen(path, "w");
+	fputs("blast 0.9\nio lots\n", f);
+	fclose(f);
+	assert_null(scaler_model_load(path, err, sizeof err));
+	char want[256];
+	snprintf(want, sizeof want, "--modelled-load %s, line 2: expected CATEGORY FRACTION (0..1)",
+	         path);
+	assert_string_equal(err, want);
+	unlink(path);
+	assert_null(scaler_model_load(path, err, sizeof err));
+	assert_non_null(strstr(err, "No such file or directory"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +423,7 @@ int main(void)
 	    cmocka_unit_test(test_hta_drain_and_gap),
 	    cmocka_unit_test(test_status_input),
 	    cmocka_unit_test(test_hook_answers),
+	    cmocka_unit_test(test_modelled_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
