@@ -235,9 +235,15 @@ bench_sim() {
 	SIM_TASKS=$(scaled 1000000) bash "$SRCDIR/test/bench/sim.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
 }
 
+# ---- 9. autoscaling policies of work_queue_factory (hta, queue, hpa) ------------------
+bench_hta() {
+	say ""
+	HTA_SCALE=$SCALE bash "$SRCDIR/test/bench/hta.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+}
+
 say "makeflow benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, scale $SCALE"
 [ $have_cctools = 1 ] || say "(CCTools 9.9 is not installed: its columns are skipped; run 'make bench' as root to install it)"
-for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq sim}; do
+for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq sim hta}; do
 	"bench_$b"
 done
 say ""
