@@ -77,6 +77,7 @@ struct mtask {
 	double dispatched_at;    /* seconds (monotonic) */
 	double running_since;    /* seconds (monotonic), at task_running */
 	double listed_at;        /* seconds (monotonic), when it joined its worker's list */
+	bool scale_running;      /* counted as running by master_scalestat.c */
 	struct mscale_cat *scat; /* its category's counters (master_scalestat.c) */
 	bool disk_full_retried;  /* a non-zero exit on a full disk was retried once */
 	uint64_t unlimited;      /* RM_MEMORY, RM_DISK bits: sent as 0 (no limit) after a try

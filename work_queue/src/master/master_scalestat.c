@@ -78,18 +78,16 @@ void master_scalestat_ended(struct work_queue *q, const struct mtask *m, double 
 	}
 }
 
-void master_scalestat_listed(struct work_queue *q, struct mtask *m, bool on, double now)
+/* Counts M as running on a worker from NOW (or stops counting it). */
+static void count_running(struct mscale_cat *c, struct mtask *m, bool on, double now)
 {
-	(void)q;
-	struct mscale_cat *c = m->scat;
-	if (!c)
-		return;
 	double at = on ? now : m->listed_at;
 	int64_t key = (int64_t)floor(at / MASTER_SCALESTAT_QUANTUM);
 	struct mscale_slot *s;
 	HASH_FIND(hh, c->slots, &key, sizeof key, s);
 	if (on) {
 		m->listed_at = now;
+		m->scale_running = true;
 		c->on_workers++;
 		c->start_sum += now;
 		if (!s) {
@@ -100,6 +98,7 @@ void master_scalestat_listed(struct work_queue *q, struct mtask *m, bool on, dou
 		s->n++;
 		return;
 	}
+	m->scale_running = false;
 	c->on_workers--;
 	c->start_sum -= at;
 	if (c->on_workers == 0)
@@ -108,6 +107,27 @@ void master_scalestat_listed(struct work_queue *q, struct mtask *m, bool on, dou
 		HASH_DEL(c->slots, s);
 		free(s);
 	}
+}
+
+void master_scalestat_listed(struct work_queue *q, struct mtask *m, bool on, double now)
+{
+	(void)q;
+	struct mscale_cat *c = m->scat;
+	if (!c)
+		return;
+	/* a task queued on a worker ahead of its turn (prefetch) still waits for resources: it
+	 * counts as running from its task_running (master_scalestat_started) */
+	if (on && !m->queued && !m->scale_running)
+		count_running(c, m, true, now);
+	else if (!on && m->scale_running)
+		count_running(c, m, false, now);
+}
+
+void master_scalestat_started(struct work_queue *q, struct mtask *m, double now)
+{
+	(void)q;
+	if (m->scat && m->listed && !m->scale_running)
+		count_running(m->scat, m, true, now);
 }
 
 /* Upper edges (seconds of age) of the histogram of on-worker tasks; the last is open. */

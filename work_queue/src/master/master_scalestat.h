@@ -19,8 +19,11 @@ void master_scalestat_added(struct work_queue *q, struct mtask *m);
 /* M leaves the queue's active tasks (finished, cancelled or deleted before it finished);
  * RUN_S >= 0 is the run time of a successful try, counted in the category's mean and spread. */
 void master_scalestat_ended(struct work_queue *q, const struct mtask *m, double run_s);
-/* M joined (ON) or left (!ON) a worker at time NOW (master_queue_now()). */
+/* M joined (ON) or left (!ON) a worker at time NOW (master_queue_now()). A task queued there
+ * ahead of its turn (prefetch) counts as waiting until master_scalestat_started. */
 void master_scalestat_listed(struct work_queue *q, struct mtask *m, bool on, double now);
+/* M, queued on its worker ahead of its turn, started running there at NOW. */
+void master_scalestat_started(struct work_queue *q, struct mtask *m, double now);
 /* The per-category array of the status (caller json_decrefs); NOW is master_queue_now(). */
 json_t *master_scalestat_categories(struct work_queue *q, double now);
 /* Frees the counters. */

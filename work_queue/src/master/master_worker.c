@@ -496,6 +496,7 @@ static void on_task_running(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 	master_sched_task_started(w->q->sched, m->st, now);
 	if (m->queued) {
 		m->queued = false;
+		master_scalestat_started(w->q, m, now);
 		w->q->stats.tasks_queued_on_workers--;
 		if (w->q->txlog)
 			master_txlog_task(w->q->txlog, m->id, "RUNNING", w->id,
