@@ -174,6 +174,13 @@ static void test_hta_warm_up(void **state)
 	decide("hta", &in, &d);
 	assert_int_equal(d.start, 2);
 	scaler_decision_clear(&d);
+	/* a category that declares its cores needs no warm-up: 200 + 50 tasks of 1 core, 4 per
+	 * worker, held to the 10 workers of the limit */
+	in.cats[0].declared = in.cats[1].declared = true;
+	in.per_cycle = 100;
+	decide("hta", &in, &d);
+	assert_int_equal(d.start, 10);
+	scaler_decision_clear(&d);
 	/* while the first task of a runs, a asks for nothing more */
 	scaler_input_clear(&in);
 	base(&in);

@@ -3,7 +3,8 @@
 # dissertation, figure 7.11), scaled to this machine, each run with work_queue_factory -T local
 # under every policy (queue, hpa:20, hpa:50, hta) in one run: a BLAST-like three-stage workflow
 # whose stages have different widths and task sizes, and an I/O-bound one (many tasks, little
-# CPU). Workers advertise 4 nominal cores; the tasks sleep, and the CPU load they model is fed
+# CPU). Workers advertise 4 nominal cores (and the local driver is told the machine has 80, so
+# that it runs 20 worker jobs at once); the tasks sleep, and the CPU load they model is fed
 # to hpa with --modelled-load (the same file for every policy). Worker start latency: the local
 # driver's own (a few ms), and a modelled cloud node start of HTA_DELAY seconds (default 4:
 # the 157 s measured on GKE scaled by 1/40, like the task times) through --wrapper "sleep D;".
@@ -81,6 +82,7 @@ run() {
 		[ "$delay" != 0 ] && wrap=(--wrapper "sleep $delay;")
 		"$BIN/work_queue_factory" -T local --cores 4 --memory 4000 --max-workers 20 \
 			--workers-per-cycle 20 --period 1 -t 10 --scaler "$policy" \
+			--batch-option cores=80 --batch-option max-jobs=20 \
 			--modelled-load "$WORK/load.model" --pool-record "$dir/pool.rec" "${wrap[@]}" \
 			-d factory -o factory.log localhost "$(cat port)" >factory.out 2>&1 &
 		local fac=$!

@@ -23,6 +23,7 @@ struct scaler_category {
 	int64_t waiting, running;
 	struct scaler_vec size;  /* what one task is given: declared, else first allocation, else
 	                            measured peak; -1 fields unknown */
+	bool declared;           /* the tasks declared their cores: no warm-up needed for size */
 	double cores_avg;        /* measured average cores of one task (CPU load), -1 unknown */
 	int64_t done;            /* tasks whose run time was measured */
 	double rt_mean, rt_sd;   /* seconds, -1 unknown */

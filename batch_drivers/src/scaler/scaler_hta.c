@@ -3,8 +3,10 @@
  * mean run time, their resources go back to their worker, and waiting tasks are packed first-fit
  * into the free vectors of the connected workers and of those already requested. Tasks still
  * waiting at the end need new workers (packed into workers of the factory's size); when nothing
- * waits, idle workers are drained. Warm-up: a category with no measured run yet counts as one
- * task the size of a whole worker. Actions are at least one latency apart. */
+ * waits, idle workers are drained. Warm-up: a category with no measured run yet, whose tasks
+ * do not declare their cores, counts as one task the size of a whole worker; one that declares
+ * them counts in full, its running tasks held for the whole latency (their run time is not
+ * known yet). Actions are at least one latency apart. */
 #include "scaler.h"
 
 #include <math.h>
@@ -42,7 +44,7 @@ static struct scaler_vec task_size(const struct scaler_category *c, const struct
 {
 	struct scaler_vec s = c->size;
 	for (int i = 0; i < SC_NRES; i++)
-		if (s.v[i] <= 0 || c->done == 0)
+		if (s.v[i] <= 0 || (c->done == 0 && !c->declared))
 			s.v[i] = w->v[i] > 0 ? w->v[i] : (i == SC_CORES ? 1 : -1);
 	return s;
 }
@@ -75,9 +77,10 @@ void scaler_hta_decide(const struct scaler_input *in, struct scaler_decision *d)
 		const struct scaler_category *c = &in->cats[i];
 		sc[i].size = task_size(c, &wsize);
 		/* warm-up: one task of a category never measured, until one has run */
-		sc[i].waiting = c->done == 0 && c->running > 0 ? 0
-		                : c->done == 0                 ? (c->waiting > 0 ? 1 : 0)
-		                                               : c->waiting;
+		bool warm = c->done == 0 && !c->declared;
+		sc[i].waiting = warm && c->running > 0 ? 0
+		                : warm                 ? (c->waiting > 0 ? 1 : 0)
+		                                       : c->waiting;
 		waiting0 += c->waiting;
 		sc[i].end = c->rt_mean >= 0 ? fmax(0, c->rt_mean - c->running_mean_age) : 2 * L;
 		sc[i].ending = c->running;

@@ -49,6 +49,7 @@ static void add_category(struct scaler_input *in, size_t *cap, const json_t *c)
 	    .waiting = (int64_t)num(c, "waiting", 0),
 	    .running = (int64_t)num(run, "count", 0),
 	    .size = cat_size(c),
+	    .declared = num(json_object_get(c, "declared"), "cores", -1) > 0,
 	    .cores_avg = num(json_object_get(c, "measured"), "cores_avg", -1),
 	    .done = (int64_t)num(rt, "count", 0),
 	    .rt_mean = num(rt, "mean", -1),
