@@ -4,6 +4,7 @@
  * (tasks waiting and running), starts the workers it lacks within --min-workers/--max-workers
  * and --workers-per-cycle, and lets idle workers leave by their own idle timeout. Options:
  * work_queue_factory_opts; the run: wq_factory_run. */
+#include <signal.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -16,6 +17,7 @@
 int main(int argc, char **argv)
 {
 	debug_config_program("work_queue_factory");
+	signal(SIGPIPE, SIG_IGN); /* a --scaler-hook that does not read its input */
 	struct work_queue_factory_opts o;
 	char err[1024] = "";
 	int r = work_queue_factory_opts_parse(argc, argv, &o, err, sizeof err);

@@ -39,6 +39,11 @@ enum {
 	OPT_MESOS_MASTER,
 	OPT_K8S_IMAGE,
 	OPT_K8S_WORKER_IMAGE,
+	OPT_SCALER,
+	OPT_SCALER_HOOK,
+	OPT_HOOK_TIMEOUT,
+	OPT_POOL_RECORD,
+	OPT_MODELLED_LOAD,
 	OPT_NOT_HERE /* a CCTools option this factory does not have */
 };
 
@@ -62,6 +67,11 @@ static const struct option longopts[] = {
     {"worker-binary", required_argument, 0, OPT_BINARY},
     {"period", required_argument, 0, OPT_PERIOD},
     {"batch-option", required_argument, 0, OPT_BATCH_OPTION},
+    {"scaler", required_argument, 0, OPT_SCALER},
+    {"scaler-hook", required_argument, 0, OPT_SCALER_HOOK},
+    {"scaler-hook-timeout", required_argument, 0, OPT_HOOK_TIMEOUT},
+    {"pool-record", required_argument, 0, OPT_POOL_RECORD},
+    {"modelled-load", required_argument, 0, OPT_MODELLED_LOAD},
     /* CCTools options refused by name (doc/compatibility.md) */
     {"config-file", required_argument, 0, 'C'},
     {"foremen-name", required_argument, 0, 'F'},
@@ -113,6 +123,14 @@ void work_queue_factory_opts_usage(FILE *out, const char *prog)
 	    "      --period=SECONDS       how often to look at the demand (default 5)\n"
 	    "      --batch-option=K=V     an option of the batch driver (repeatable)\n"
 	    "      --mesos-master=H:P     -T mesos: the Mesos master (doc/batch-mesos.md)\n"
+	    "      --scaler=POLICY        hta (default), queue, or hpa:TARGET[:WINDOW]\n"
+	    "      --scaler-hook=CMD      ask CMD each period how many workers to run\n"
+	    "      --scaler-hook-timeout=SECONDS  the hook's time limit (default 10)\n"
+	    "      --modelled-load=FILE   hpa: CATEGORY FRACTION lines, the CPU load of\n"
+	    "                             those categories' tasks (benchmarks)\n"
+	    "      --pool-record=FILE     the record of factory runs, to remove the workers of\n"
+	    "                             a killed factory (default\n"
+	    "                             $XDG_RUNTIME_DIR/work_queue_factory-UID.pool)\n"
 	    "  -E, --extra-options=TEXT   more options of each worker (shell text)\n"
 	    "      --env=NAME=VALUE       set in each worker's environment (repeatable)\n"
 	    "      --wrapper=PREFIX       run each worker as PREFIX WORKER... (repeatable: the\n"
@@ -133,6 +151,9 @@ static void init(struct work_queue_factory_opts *o)
 	    .min_workers = 0, .max_workers = 10, .workers_per_cycle = 5, .worker_cores = 1};
 	o->timeout = 300;
 	o->period = 5;
+	o->scaler = "hta";
+	o->memory_mb = o->disk_mb = -1;
+	o->hook_timeout = 10;
 }
 
 void work_queue_factory_opts_clear(struct work_queue_factory_opts *o)
@@ -186,6 +207,7 @@ static int parse_size(struct work_queue_factory_opts *o, int c, const char *arg,
 			                 c == OPT_MEMORY ? "--memory" : "--disk", arg);
 		add_size(
 		    o, xasprintf(" --%s %lld", c == OPT_MEMORY ? "memory" : "disk", (long long)n));
+		*(c == OPT_MEMORY ? &o->memory_mb : &o->disk_mb) = (double)n;
 	}
 	return 0;
 }
@@ -274,6 +296,41 @@ static int parse_one(struct work_queue_factory_opts *o, int c, char *arg, char *
 		o->wrapper_inputs[o->n_wrapper_inputs] = NULL;
 		break;
 	case OPT_MESOS_MASTER: o->mesos_master = arg; break;
+	case OPT_SCALER: {
+		struct scaler_policy p;
+		if (scaler_parse(arg, &p, err, errlen) < 0)
+			return HTC_EPARSE;
+		o->scaler = arg;
+		break;
+	}
+	case OPT_SCALER_HOOK:
+		if (!*arg)
+			return cli_error(err, errlen,
+			                 "--scaler-hook: expected a command, got an "
+			                 "empty string");
+		o->scaler_hook = arg;
+		break;
+	case OPT_HOOK_TIMEOUT:
+		if (str_to_double(arg, &o->hook_timeout) < 0 || o->hook_timeout < 0.1 ||
+		    o->hook_timeout > 3600)
+			return cli_error(err, errlen,
+			                 "--scaler-hook-timeout %s: expected seconds in 0.1..3600",
+			                 arg);
+		break;
+	case OPT_MODELLED_LOAD:
+		if (!*arg)
+			return cli_error(
+			    err, errlen,
+			    "--modelled-load: expected a file name, got an empty string");
+		o->modelled_load = arg;
+		break;
+	case OPT_POOL_RECORD:
+		if (!*arg)
+			return cli_error(
+			    err, errlen,
+			    "--pool-record: expected a file name, got an empty string");
+		o->pool_record = arg;
+		break;
 	case OPT_BATCH_OPTION:
 		if (!strchr(arg, '='))
 			return cli_error(err, errlen, "--batch-option %s: expected KEY=VALUE", arg);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "scaler.h"
 #include "wq_factory.h"
 
 /* The strings that are not owned point into the ARGV given to the parser. */
@@ -41,6 +42,12 @@ struct work_queue_factory_opts {
 	size_t n_env, cap_env;
 	const char **wrappers; /* --wrapper PREFIX, in the order given; the array is owned */
 	size_t n_wrappers, cap_wrappers;
+	double memory_mb, disk_mb;   /* --memory, --disk of each worker; -1 when not given */
+	const char *scaler;          /* --scaler: hta (default), queue, hpa:TARGET[:WINDOW] */
+	const char *scaler_hook;     /* --scaler-hook CMD, or NULL */
+	double hook_timeout;         /* --scaler-hook-timeout, seconds (default 10) */
+	const char *modelled_load;   /* --modelled-load FILE, or NULL */
+	const char *pool_record;     /* --pool-record FILE; NULL: wq_factory_sweep_default_path() */
 	const char **wrapper_inputs; /* --wrapper-input FILE: input files of each worker job,
 	                                NULL-terminated (NULL when none); the array is owned */
 	size_t n_wrapper_inputs, cap_wrapper_inputs;

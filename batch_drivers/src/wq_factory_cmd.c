@@ -57,9 +57,11 @@ char *wq_factory_worker_command(const struct wq_factory_cmd *c, char *err, size_
 	}
 	char *bin = str_escape_shell(c->binary);
 	const char *extra = c->extra && *c->extra ? c->extra : NULL;
-	char *cmd =
-	    xasprintf("%s%s -t %lld%s%s%s %s", bin, c->size ? c->size : "", (long long)c->timeout,
-	              pw, extra ? " " : "", extra ? extra : "", where);
+	char *tok = c->token ? str_escape_shell(c->token) : NULL;
+	char *cmd = xasprintf("%s%s%s%s -t %lld%s%s%s %s", bin, c->size ? c->size : "",
+	                      tok ? " --feature " : "", tok ? tok : "", (long long)c->timeout, pw,
+	                      extra ? " " : "", extra ? extra : "", where);
+	free(tok);
 	free(bin);
 	free(where);
 	free(pw);

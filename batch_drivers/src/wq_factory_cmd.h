@@ -21,12 +21,13 @@ struct wq_factory_cmd {
 	const char *const *wrappers; /* --wrapper prefixes in the order given; the last given is
 	                                the outermost */
 	size_t n_wrappers;
+	const char *token; /* --feature TOKEN naming this worker's job, or NULL */
 };
 
-/* The command (caller frees): "exec BIN SIZE -t T [-P ABS] [EXTRA] MASTER", or with wrappers
- * "W2 W1 BIN ..." (no exec: a wrapper may be any shell text that takes a command after it).
- * NULL with ERR set when the current directory, needed for a relative password file, cannot
- * be read. */
+/* The command (caller frees): "exec BIN SIZE [--feature TOKEN] -t T [-P ABS] [EXTRA] MASTER", or
+ * with wrappers "W2 W1 BIN ..." (no exec: a wrapper may be any shell text that takes a command
+ * after it). NULL with ERR set when the current directory, needed for a relative password file,
+ * cannot be read. */
 char *wq_factory_worker_command(const struct wq_factory_cmd *c, char *err, size_t errlen);
 
 #endif

@@ -25,6 +25,12 @@
 #include "wq_auth.h"
 #include "wq_factory.h"
 #include "wq_factory_cmd.h"
+#include "wq_factory_pool.h"
+#include "wq_factory_sweep.h"
+#include "scaler_hook_run.h"
+#include "scaler_model.h"
+#include "scaler_hook.h"
+#include "timeutil.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -40,9 +46,26 @@ struct factory {
 	const char *catalog;
 	const char *password;
 	struct wq_auth_key *key;
-	char *worker_cmd;          /* the command of every worker job */
-	const char *const *env;    /* --env, NULL-terminated, or NULL */
-	struct batch_file *inputs; /* --wrapper-input */
+	char *worker_cmd;          /* the command of every worker job (without its token) */
+	struct wq_factory_cmd cmd; /* what the per-job commands are made of */
+	char *binary;
+	char *k8s_size; /* -T k8s: the size options of the worker command (k8s_factory.h) */
+	struct scaler_policy policy;
+	const char *hook;    /* --scaler-hook */
+	double hook_timeout; /* seconds */
+	struct wq_factory_pool pool;
+	char prefix[64]; /* the token prefix of this run's workers */
+	struct scaler_vec worker_size;
+	double last_action;          /* now of the last start or drain, -1 before */
+	double next_at;              /* a hook's next_in: no decision before this */
+	double t0;                   /* the factory's start, for the pool log */
+	struct scaler_input hook_in; /* the input a running hook was shown */
+	struct scaler_model *model;  /* --modelled-load, or NULL */
+	char *record;                /* the record of factory runs (wq_factory_sweep.h) */
+	const char **job_env;        /* --env plus HTC_RUN_ID, NULL-terminated */
+	char *run_env;               /* "HTC_RUN_ID=<run>" */
+	const char *const *env;      /* --env, NULL-terminated, or NULL */
+	struct batch_file *inputs;   /* --wrapper-input */
 	size_t n_inputs;
 	double period;
 	uv_timer_t timer;
@@ -76,32 +99,191 @@ static void demand_ok(struct factory *f)
 	f->last_error = NULL;
 }
 
-static void start_workers(struct factory *f, const struct wq_factory_demand *d)
+static double now_s(void)
 {
-	int n = wq_factory_to_start(&f->limits, d, f->running);
+	return (double)time_monotonic_us() / 1e6;
+}
+
+/* Starts one worker job with its own token. 0, or a negative error. */
+static int start_one(struct factory *f, double now)
+{
+	struct wq_factory_job *j = wq_factory_pool_add(&f->pool, now);
+	char token[64];
+	snprintf(token, sizeof token, "%s", j->token);
+	struct wq_factory_cmd c = f->cmd;
+	c.token = token;
+	char err[256] = "";
+	char *cmd = wq_factory_worker_command(&c, err, sizeof err);
+	if (!cmd)
+		cmd = xstrdup(f->worker_cmd);
+	struct batch_job_spec spec = {0};
+	spec.command = cmd;
+	spec.env = f->job_env;
+	spec.inputs = f->inputs;
+	spec.n_inputs = f->n_inputs;
+	spec.resources = (struct batch_resources){-1, -1, -1, -1, -1};
+	spec.tag = token;
+	int64_t id = batch_queue_submit(f->q, &spec);
+	free(cmd);
+	if (id < 0) {
+		j->id = -2;
+		wq_factory_pool_remove(&f->pool, -2);
+		warn("cannot start a worker: %s", htc_strerror((int)id));
+		return (int)id;
+	}
+	wq_factory_pool_set_id(&f->pool, token, id);
+	f->running++;
+	f->started++;
+	return 0;
+}
+
+static void on_drained(json_t *items, const char *err, void *arg)
+{
+	char *id = arg;
+	if (!items)
+		warn("master %s: drain of %s not sent: %s", "", id, err);
+	else
+		debug(D_FACTORY, "drain of %s: %lld told", id,
+		      (long long)json_integer_value(
+		          json_object_get(json_array_get(items, 0), "drained")));
+	json_decref(items);
+	free(id);
+}
+
+/* Asks the master to drain worker ID (only with HOST PORT: with -M the worker's master is not
+ * known here). */
+static void drain_one(struct factory *f, const char *id)
+{
+	if (f->project)
+		return;
+	struct wq_status_opts o = {.key = f->key, .timeout_s = f->period, .worker = id};
+	char *err = NULL;
+	char *arg = xstrdup(id);
+	if (!wq_status_query_start(f->loop, f->host, f->port, "drain", &o, on_drained, arg, &err)) {
+		warn("master %s:%d: cannot ask for the drain of %s: %s", f->host, f->port, id,
+		     err ? err : "");
+		free(arg);
+	} else {
+		struct wq_factory_job *j = wq_factory_pool_by_worker(&f->pool, id);
+		if (j)
+			j->draining = true;
+	}
+	free(err);
+}
+
+/* Carries out D, decided on IN, and logs the pool. */
+static void apply(struct factory *f, const struct scaler_input *in, struct scaler_decision *d)
+{
+	double now = now_s();
+	int started = 0;
+	for (int i = 0; i < d->start; i++) {
+		if (start_one(f, now) < 0)
+			break;
+		started++;
+	}
+	for (size_t i = 0; i < d->n_drain; i++)
+		drain_one(f, d->drain[i]);
+	if (started > 0 || d->n_drain > 0) {
+		f->last_action = now;
+		notice("%s: started %d worker%s, draining %zu (%d running)", d->reason, started,
+		       started == 1 ? "" : "s", d->n_drain, f->running);
+	} else {
+		debug(D_FACTORY, "%s: no change", d->reason);
+	}
+	/* one line per cycle, read by test/bench/hta.sh */
 	debug(D_FACTORY,
-	      "demand: %lld waiting, %lld running, %lld workers connected; %d of ours running; "
-	      "starting %d",
-	      (long long)d->tasks_waiting, (long long)d->tasks_running,
-	      (long long)d->workers_connected, f->running, n);
-	for (int i = 0; i < n; i++) {
-		struct batch_job_spec spec = {0};
-		spec.command = f->worker_cmd;
-		spec.env = f->env;
-		spec.inputs = f->inputs;
-		spec.n_inputs = f->n_inputs;
-		spec.resources = (struct batch_resources){-1, -1, -1, -1, -1};
-		spec.tag = "work_queue_worker";
-		int64_t id = batch_queue_submit(f->q, &spec);
-		if (id < 0) {
-			warn("cannot start a worker: %s", htc_strerror((int)id));
+	      "pool t=%.2f size=%d pending=%d draining=%d connected=%lld waiting=%lld "
+	      "running=%lld latency=%.2f started=%d drained=%zu",
+	      now - f->t0, (int)f->pool.n, in->pending + started, in->draining + (int)d->n_drain,
+	      (long long)in->workers_active, (long long)in->tasks_waiting,
+	      (long long)in->tasks_running, f->pool.latency, started, d->n_drain);
+}
+
+static void fill_factory_state(struct factory *f, struct scaler_input *in)
+{
+	scaler_model_apply(f->model, in);
+	in->now = now_s();
+	in->min_workers = f->limits.min_workers;
+	in->max_workers = f->limits.max_workers;
+	in->per_cycle = f->limits.workers_per_cycle;
+	in->worker_size = f->worker_size;
+	in->latency = f->period;
+	in->last_action = f->last_action;
+	in->period = f->period;
+	wq_factory_pool_observe(&f->pool, in, in->now);
+}
+
+/* The first line of TEXT, at most 200 bytes, into LINE. */
+static const char *first_line(const char *text, char line[201])
+{
+	size_t n = strcspn(text, "\n");
+	if (n > 200)
+		n = 200;
+	memcpy(line, text, n);
+	line[n] = 0;
+	return line;
+}
+
+static void on_hook(const struct scaler_hook_result *r, void *arg)
+{
+	struct factory *f = arg;
+	f->busy = 0;
+	struct scaler_input *in = &f->hook_in;
+	if (f->stopping) {
+		scaler_input_clear(in);
+		return;
+	}
+	struct scaler_decision d = {0};
+	char why[512] = "";
+	if (r->fail)
+		snprintf(why, sizeof why, "%s", r->fail);
+	if (!why[0] && scaler_hook_parse(r->out, in, &d, why, sizeof why) == 0) {
+		scaler_apply_limits(in, &d);
+		if (d.next_in > 0)
+			f->next_at = now_s() + d.next_in;
+		apply(f, in, &d);
+	} else {
+		char l1[201], l2[201];
+		warn("--scaler-hook %s: %s; it printed \"%s\"%s%s%s; the pool keeps its size",
+		     f->hook, why, first_line(r->out, l1), *r->err ? " and on stderr \"" : "",
+		     *r->err ? first_line(r->err, l2) : "", *r->err ? "\"" : "");
+		struct scaler_decision none = {0};
+		snprintf(none.reason, sizeof none.reason, "hook failed");
+		apply(f, in, &none);
+	}
+	scaler_decision_clear(&d);
+	scaler_input_clear(in);
+}
+
+/* Decides on IN (owned from here) with the hook or the policy. */
+static void decide(struct factory *f, struct scaler_input *in)
+{
+	fill_factory_state(f, in);
+	if (f->hook) {
+		if (in->now < f->next_at) {
+			scaler_input_clear(in);
 			return;
 		}
-		f->running++;
-		f->started++;
+		json_t *doc = scaler_input_json(in);
+		char *text = json_dumps(doc, JSON_COMPACT);
+		json_decref(doc);
+		f->hook_in = *in;
+		f->busy = 1;
+		int rc = scaler_hook_run(f->loop, f->hook, text, f->hook_timeout, on_hook, f);
+		free(text);
+		if (rc < 0) {
+			f->busy = 0;
+			warn("--scaler-hook %s: cannot run: %s; the pool keeps its size", f->hook,
+			     htc_strerror(rc));
+			scaler_input_clear(&f->hook_in);
+		}
+		return;
 	}
-	if (n > 0)
-		notice("started %d worker%s (%d running)", n, n == 1 ? "" : "s", f->running);
+	struct scaler_decision d;
+	scaler_decide(&f->policy, in, &d);
+	apply(f, in, &d);
+	scaler_decision_clear(&d);
+	scaler_input_clear(in);
 }
 
 static void on_status(json_t *items, const char *err, void *arg)
@@ -117,15 +299,21 @@ static void on_status(json_t *items, const char *err, void *arg)
 		snprintf(where, sizeof where, "%s:%d", f->host, f->port);
 		demand_error(f, "master %s: %s", where, err);
 		/* No demand is known; the minimum is still kept. */
-		struct wq_factory_demand none = {0};
-		start_workers(f, &none);
+		struct scaler_input none = {0};
+		fill_factory_state(f, &none);
+		struct scaler_decision d = {0};
+		snprintf(d.reason, sizeof d.reason, "no demand known");
+		scaler_apply_limits(&none, &d);
+		apply(f, &none, &d);
+		scaler_decision_clear(&d);
+		scaler_input_clear(&none);
 		return;
 	}
 	demand_ok(f);
-	struct wq_factory_demand d = {0};
-	wq_factory_add_status(&d, json_array_get(items, 0));
+	struct scaler_input in = {0};
+	scaler_input_add_status(&in, json_array_get(items, 0), f->prefix);
 	json_decref(items);
-	start_workers(f, &d);
+	decide(f, &in);
 }
 
 static void on_catalog(void *arg, json_t *records, const char *err)
@@ -136,7 +324,7 @@ static void on_catalog(void *arg, json_t *records, const char *err)
 		json_decref(records);
 		return;
 	}
-	struct wq_factory_demand d = {0};
+	struct scaler_input in = {0};
 	if (!records) {
 		demand_error(f, "catalog%s: %s", "", err ? err : "no answer");
 	} else {
@@ -148,11 +336,11 @@ static void on_catalog(void *arg, json_t *records, const char *err)
 			/* -M is matched here: the catalog is asked only for a plain name */
 			const char *p = json_string_value(json_object_get(r, "project"));
 			if (catalog_project_match(f->project_re, p))
-				wq_factory_add_status(&d, r);
+				scaler_input_add_status(&in, r, f->prefix);
 		}
 		json_decref(records);
 	}
-	start_workers(f, &d);
+	decide(f, &in);
 }
 
 static void cycle(uv_timer_t *t)
@@ -190,6 +378,7 @@ static void on_job_done(struct batch_queue *q, int64_t id, const struct batch_re
 	(void)q;
 	struct factory *f = arg;
 	f->running--;
+	wq_factory_pool_remove(&f->pool, id);
 	if (r->error)
 		warn("worker job %lld: %s", (long long)id, r->error);
 	else if (!r->removed && !(r->exited_normally && r->exit_code == 0))
@@ -269,6 +458,8 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 			return rc;
 		binary = xstrdup(k8s.binary);
 	}
+	f->binary = binary;
+	f->k8s_size = k8s.size ? xstrdup(k8s.size) : NULL;
 	struct wq_factory_cmd c = {
 	    .binary = binary,
 	    .host = o->host,
@@ -276,14 +467,25 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 	    .project = o->project,
 	    .catalog = o->catalog,
 	    .password = o->password,
-	    .size = k8s.size ? k8s.size : o->size,
+	    .size = f->k8s_size ? f->k8s_size : o->size,
 	    .timeout = o->timeout,
 	    .extra = o->extra,
 	    .wrappers = o->wrappers,
 	    .n_wrappers = o->n_wrappers,
 	};
 	f->worker_cmd = wq_factory_worker_command(&c, err, errlen);
-	free(binary);
+	f->cmd = c;
+	if (scaler_parse(o->scaler, &f->policy, err, errlen) < 0) {
+		k8s_factory_out_clear(&k8s);
+		return HTC_EPARSE;
+	}
+	f->hook = o->scaler_hook;
+	f->hook_timeout = o->hook_timeout;
+	f->last_action = -1;
+	f->t0 = now_s();
+	f->worker_size = (struct scaler_vec){{o->limits.worker_cores, o->memory_mb, o->disk_mb}};
+	wq_factory_pool_init(&f->pool, 2 * f->period);
+	wq_factory_pool_prefix(&f->pool, f->prefix, sizeof f->prefix);
 	if (!f->worker_cmd) {
 		k8s_factory_out_clear(&k8s);
 		return errno ? -errno : -EIO;
@@ -325,6 +527,28 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 		snprintf(err, errlen, "-T %s: %s", o->type, why);
 		return HTC_EUNSUP;
 	}
+	if (o->modelled_load) {
+		f->model = scaler_model_load(o->modelled_load, err, errlen);
+		if (!f->model)
+			return HTC_EPARSE;
+	}
+	/* the record of factory runs: the workers of dead ones go now */
+	f->record = o->pool_record ? xstrdup(o->pool_record) : wq_factory_sweep_default_path();
+	int swept = wq_factory_sweep_start(f->record, f->pool.run, o->type, err, errlen);
+	if (swept < 0)
+		return swept;
+	if (swept > 0)
+		notice("removed %d worker%s left by stopped factories (%s)", swept,
+		       swept == 1 ? "" : "s", f->record);
+	/* every job carries the run id: cluster drivers name their jobs after it */
+	size_t ne = 0;
+	while (f->env && f->env[ne])
+		ne++;
+	f->job_env = xcalloc(ne + 2, sizeof *f->job_env);
+	for (size_t i = 0; i < ne; i++)
+		f->job_env[i] = f->env[i];
+	f->run_env = xasprintf("HTC_RUN_ID=%s", f->pool.run);
+	f->job_env[ne] = f->run_env;
 	for (size_t i = 0; i < o->n_batch_opts; i++) {
 		const char *kv = o->batch_opts[i];
 		char *k = xstrndup(kv, (size_t)(strchr(kv, '=') - kv));
@@ -375,7 +599,17 @@ int wq_factory_run(const struct work_queue_factory_opts *o, char *err, size_t er
 	}
 	uv_run(f.loop, UV_RUN_NOWAIT);
 	wq_auth_key_delete(f.key);
+	if (f.record && f.job_env)
+		wq_factory_sweep_end(f.record, f.pool.run);
+	free(f.record);
+	scaler_model_delete(f.model);
+	free(f.job_env);
+	free(f.run_env);
 	free(f.worker_cmd);
+	free(f.binary);
+	free(f.k8s_size);
+	wq_factory_pool_clear(&f.pool);
+	scaler_input_clear(&f.hook_in);
 	free(f.inputs);
 	free(f.last_error);
 	return rc;

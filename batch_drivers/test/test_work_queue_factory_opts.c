@@ -67,7 +67,36 @@ static void test_defaults(void **state)
 	assert_string_equal(o.size, "");
 	assert_null(o.batch_opts);
 	assert_int_equal(o.n_batch_opts, 0);
+	assert_string_equal(o.scaler, "hta");
+	assert_null(o.scaler_hook);
+	assert_true(o.hook_timeout == 10);
+	assert_true(o.memory_mb == -1 && o.disk_mb == -1);
 	work_queue_factory_opts_clear(&o);
+}
+
+static void test_scaler_options(void **state)
+{
+	(void)state;
+	struct work_queue_factory_opts o;
+	assert_int_equal(parse(&o, "--scaler", "hpa:20:60", "--scaler-hook", "./hook.py",
+	                       "--scaler-hook-timeout", "2.5", "--memory", "2G", "h", "1", NULL),
+	                 CLI_DONE);
+	assert_string_equal(o.scaler, "hpa:20:60");
+	assert_string_equal(o.scaler_hook, "./hook.py");
+	assert_true(o.hook_timeout == 2.5);
+	assert_true(o.memory_mb == 2048);
+	work_queue_factory_opts_clear(&o);
+	assert_int_equal(parse(&o, "--scaler=queue", "h", "1", NULL), CLI_DONE);
+	work_queue_factory_opts_clear(&o);
+	assert_fails("--scaler fast: expected hta, queue or hpa:TARGET", "--scaler", "fast", "h",
+	             "1");
+	assert_fails("--scaler hpa:0: expected hpa:TARGET (CPU load percent, 1..100) or "
+	             "hpa:TARGET:WINDOW (scale-down window, 0..86400 s)",
+	             "--scaler", "hpa:0", "h", "1");
+	assert_fails("--scaler-hook: expected a command, got an empty string", "--scaler-hook", "",
+	             "h", "1");
+	assert_fails("--scaler-hook-timeout 0: expected seconds in 0.1..3600",
+	             "--scaler-hook-timeout", "0", "h", "1");
 }
 
 static void test_options(void **state)
@@ -254,9 +283,9 @@ static void test_common_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_defaults),       cmocka_unit_test(test_options),
-	    cmocka_unit_test(test_bad_values),     cmocka_unit_test(test_master),
-	    cmocka_unit_test(test_common_options),
+	    cmocka_unit_test(test_defaults), cmocka_unit_test(test_scaler_options),
+	    cmocka_unit_test(test_options),  cmocka_unit_test(test_bad_values),
+	    cmocka_unit_test(test_master),   cmocka_unit_test(test_common_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,13 @@ static void test_plain(void **state)
 	assert_string_equal(cmd,
 	                    "exec '/opt/w q/work_queue_worker' --cores 2 -t 300 'm.example' 9123");
 	free(cmd);
+	/* each worker job carries its token as a feature, so its status row names it */
+	c.token = "wqf-0123456789abcdef-7";
+	cmd = wq_factory_worker_command(&c, err, sizeof err);
+	assert_string_equal(cmd, "exec '/opt/w q/work_queue_worker' --cores 2 --feature "
+	                         "'wqf-0123456789abcdef-7' -t 300 'm.example' 9123");
+	free(cmd);
+	c.token = NULL;
 	c.host = NULL;
 	c.project = "proj";
 	c.catalog = "c:9097";

@@ -248,9 +248,15 @@ bench_k8s() {
 		bash "$SRCDIR/test/bench/k8s.sh" "$(scaled 500)" 2>&1 | tee -a "$RESULTS"
 }
 
+# ---- 11. autoscaling policies of work_queue_factory (hta, queue, hpa) ------------------
+bench_hta() {
+	say ""
+	HTA_SCALE=$SCALE bash "$SRCDIR/test/bench/hta.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+}
+
 say "makeflow benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, scale $SCALE"
 [ $have_cctools = 1 ] || say "(CCTools 9.9 is not installed: its columns are skipped; run 'make bench' as root to install it)"
-for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq sim report k8s}; do
+for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq sim report k8s hta}; do
 	"bench_$b"
 done
 say ""

@@ -592,6 +592,21 @@ static void test_prefetch_fake_worker(void **state)
 	assert_int_equal(st.tasks_queued_on_workers, 2);
 	assert_int_equal(st.tasks_on_workers, 3);
 	assert_int_equal(st.tasks_running, 1);
+	/* for scalers the two queued ahead of their turn still wait for resources */
+	json_int_t sw = 0, sr = 0;
+	json_t *doc = work_queue_status(q, "master");
+	size_t ci;
+	json_t *cat;
+	json_array_foreach(
+	    json_object_get(json_object_get(json_array_get(doc, 0), "scaler"), "categories"), ci,
+	    cat)
+	{
+		sw += json_integer_value(json_object_get(cat, "waiting"));
+		sr += json_integer_value(json_object_get(json_object_get(cat, "running"), "count"));
+	}
+	json_decref(doc);
+	assert_int_equal(sw, 2);
+	assert_int_equal(sr, 1);
 	/* queue_max reached: a5 is not sent. */
 	int a5 = pf_submit(e, q, in, 5);
 	assert_false(wait_received(q, f, 5, NULL, 0.3));

@@ -20,6 +20,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "master_internal.h"
 #include "status_client.h"
 #include "ts_tmpdir.h"
 #include "work_queue.h"
@@ -183,7 +184,7 @@ static void test_status_query(void **state)
 	work_queue_task_specify_cores(t2, 8); /* never fits the 4-core fake */
 	assert_true(work_queue_submit(q, t2) >= 1);
 	struct query_result r = {0};
-	struct wq_status_opts so = {NULL, NULL, 5};
+	struct wq_status_opts so = {NULL, NULL, 5, NULL};
 	char *err = NULL;
 	assert_non_null(wq_status_query_start(&e->loop, "127.0.0.1", work_queue_port(q), "master",
 	                                      &so, on_query, &r, &err));
@@ -325,12 +326,123 @@ static void test_drain(void **state)
 	fake_free(b);
 }
 
+/* The category of NAME in a `master` document's scaler section, or NULL. */
+static json_t *scaler_cat(json_t *m, const char *name)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(json_object_get(json_object_get(m, "scaler"), "categories"), i, c)
+	{
+		if (!strcmp(json_string_value(json_object_get(c, "name")), name))
+			return c;
+	}
+	return NULL;
+}
+
+static json_int_t cat_int(json_t *m, const char *name, const char *k1, const char *k2)
+{
+	json_t *v = json_object_get(scaler_cat(m, name), k1);
+	if (k2)
+		v = json_object_get(v, k2);
+	return json_integer_value(v);
+}
+
+/* The scaler section counts per category as tasks are submitted, run and cancelled; a status
+ * client can ask for a worker to be drained. */
+static void test_scaler_status(void **state)
+{
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
+	int ids[5];
+	for (int i = 0; i < 5; i++) {
+		struct work_queue_task *t = work_queue_task_create("sleep 100");
+		work_queue_task_specify_cores(t, i < 3 ? 2 : 1);
+		work_queue_task_specify_category(t, i < 3 ? "align" : "merge");
+		ids[i] = work_queue_submit(q, t);
+		assert_true(ids[i] >= 1);
+	}
+	json_t *doc = work_queue_status(q, "master");
+	json_t *m = json_array_get(doc, 0);
+	assert_int_equal(cat_int(m, "align", "waiting", NULL), 3);
+	assert_int_equal(cat_int(m, "merge", "waiting", NULL), 2);
+	assert_int_equal(cat_int(m, "align", "running", "count"), 0);
+	assert_true(json_real_value(json_object_get(
+	                json_object_get(scaler_cat(m, "align"), "declared"), "cores")) == 2.0);
+	assert_int_equal(
+	    json_integer_value(json_object_get(
+	        json_object_get(json_object_get(m, "scaler"), "workers_summary"), "active")),
+	    0);
+	json_decref(doc);
+	/* a worker of 4 cores takes two align tasks (2 cores each) and holds them */
+	struct fake *f = fake_start(e, q, FAKE_HOLD, NULL);
+	assert_true(fake_wait_workers(q, 1, 5));
+	struct work_queue_stats s;
+	for (int i = 0; i < 200; i++) {
+		work_queue_get_stats(q, &s);
+		if (s.tasks_running == 2)
+			break;
+		assert_null(work_queue_wait(q, 0.02));
+	}
+	assert_int_equal(s.tasks_running, 2);
+	doc = work_queue_status(q, "master");
+	m = json_array_get(doc, 0);
+	assert_int_equal(
+	    cat_int(m, "align", "waiting", NULL) + cat_int(m, "merge", "waiting", NULL), 3);
+	assert_int_equal(
+	    cat_int(m, "align", "running", "count") + cat_int(m, "merge", "running", "count"), 2);
+	json_t *rows = json_object_get(json_object_get(m, "scaler"), "worker_rows");
+	assert_int_equal(json_array_size(rows), 1);
+	json_t *row = json_array_get(rows, 0);
+	assert_int_equal(json_integer_value(json_object_get(row, "tasks")), 2);
+	assert_true(json_real_value(json_object_get(row, "idle_s")) == 0.0);
+	assert_true(json_real_value(json_object_get(json_object_get(row, "free"), "cores")) < 0.01);
+	char wid[128];
+	snprintf(wid, sizeof wid, "%s", json_string_value(json_object_get(row, "id")));
+	json_decref(doc);
+	/* the catalog record has the categories, not the rows */
+	json_t *rec = master_status_record(q);
+	assert_non_null(json_object_get(json_object_get(rec, "scaler"), "categories"));
+	assert_null(json_object_get(json_object_get(rec, "scaler"), "worker_rows"));
+	json_decref(rec);
+	/* cancelling a waiting merge task: one fewer waits */
+	int merge_waiting_before = 0;
+	doc = work_queue_status(q, "master");
+	merge_waiting_before = (int)cat_int(json_array_get(doc, 0), "merge", "waiting", NULL);
+	json_decref(doc);
+	struct work_queue_task *c = work_queue_cancel_by_taskid(q, ids[4]);
+	assert_non_null(c);
+	work_queue_task_delete(c);
+	doc = work_queue_status(q, "master");
+	assert_int_equal(cat_int(json_array_get(doc, 0), "merge", "waiting", NULL),
+	                 merge_waiting_before - (merge_waiting_before > 0 ? 1 : 0));
+	json_decref(doc);
+	/* a status client asks for the worker to be drained */
+	struct query_result r = {0};
+	struct wq_status_opts so = {NULL, NULL, 5, wid};
+	char *err = NULL;
+	assert_non_null(wq_status_query_start(&e->loop, "127.0.0.1", work_queue_port(q), "drain",
+	                                      &so, on_query, &r, &err));
+	assert_true(fake_wait_flag(q, &r.done, 5));
+	assert_string_equal(r.err, "");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(r.items, 0), "drained")),
+	                 1);
+	json_decref(r.items);
+	assert_true(fake_wait_flag(q, &f->drains, 5));
+	doc = work_queue_status(q, "master");
+	json_t *sum =
+	    json_object_get(json_object_get(json_array_get(doc, 0), "scaler"), "workers_summary");
+	assert_int_equal(json_integer_value(json_object_get(sum, "draining")), 1);
+	json_decref(doc);
+	fake_queue_delete(q);
+	fake_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tls),          cmocka_unit_test(test_catalog_and_port_file),
 	    cmocka_unit_test(test_status_query), cmocka_unit_test(test_fast_abort),
-	    cmocka_unit_test(test_drain),
+	    cmocka_unit_test(test_drain),        cmocka_unit_test(test_scaler_status),
 	};
 	return cmocka_run_group_tests(tests, fake_env_setup, fake_env_teardown);
 }

@@ -21,6 +21,7 @@
 #include "master_sched.h"
 #include "wq_tls.h"
 #include "master_txlog.h"
+#include "master_scalestat.h"
 #include "wq_xfer.h"
 
 /* A task's state on the master (doc/work-queue-protocol.md 7.2). */
@@ -56,6 +57,8 @@ struct mswept {
 	UT_hash_handle hh;
 };
 
+struct mscale_cat;
+
 /* What the master keeps per submitted task. */
 struct mtask {
 	int id;
@@ -71,13 +74,16 @@ struct mtask {
 	int prep_pending;        /* MTASK_PREPARING: inputs still being named */
 	struct mtask_recv *outs; /* per output */
 	struct mtask_recv out_stdout;
-	double dispatched_at;   /* seconds (monotonic) */
-	double running_since;   /* seconds (monotonic), at task_running */
-	bool disk_full_retried; /* a non-zero exit on a full disk was retried once */
-	uint64_t unlimited;     /* RM_MEMORY, RM_DISK bits: sent as 0 (no limit) after a try
-	                         * exhausted a size the master chose (doc/allocation.md) */
-	bool queued;            /* sent `queued` (prefetch), no task_running yet */
-	bool unsent;            /* not queued, assigned, its `task` not sent yet */
+	double dispatched_at;    /* seconds (monotonic) */
+	double running_since;    /* seconds (monotonic), at task_running */
+	double listed_at;        /* seconds (monotonic), when it joined its worker's list */
+	bool scale_running;      /* counted as running by master_scalestat.c */
+	struct mscale_cat *scat; /* its category's counters (master_scalestat.c) */
+	bool disk_full_retried;  /* a non-zero exit on a full disk was retried once */
+	uint64_t unlimited;      /* RM_MEMORY, RM_DISK bits: sent as 0 (no limit) after a try
+	                          * exhausted a size the master chose (doc/allocation.md) */
+	bool queued;             /* sent `queued` (prefetch), no task_running yet */
+	bool unsent;             /* not queued, assigned, its `task` not sent yet */
 	bool held; /* queued, inputs in place, its `task` held behind unsent ones (w->held) */
 	struct wq_task_done *pending_done; /* task_done waiting for its outputs to be stored */
 	struct mtask *done_next;
@@ -158,6 +164,7 @@ struct mworker {
 	bool hs_counted;      /* counted in the queue's connections in handshake (q->admit) */
 	char ip[48];          /* the peer's address, without the port */
 	uint64_t accepted_ms; /* uv_now at accept */
+	double idle_since;    /* master_queue_now() when its last task left it (or at accept) */
 	bool was_active;
 	struct mworker *prev, *next;
 };
@@ -232,6 +239,7 @@ struct work_queue {
 	char listen_addr[64];          /* the address bound, "" for all */
 	json_t *net_ifaces;   /* the record's network_interfaces, made once (master_status.c) */
 	int wait_for_workers; /* work_queue_activate_worker_waiting: 0 once reached */
+	struct mscale_cat *scale_cats; /* per-category counters for scalers (master_scalestat.c) */
 };
 
 /* Seconds on a monotonic clock. */

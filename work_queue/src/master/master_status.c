@@ -77,7 +77,69 @@ static json_t *interfaces_json(struct work_queue *q)
 	return json_incref(q->net_ifaces);
 }
 
-static json_t *master_item(struct work_queue *q)
+/* Most worker rows in the `master` document's scaler section; the summary counts them all. */
+#define SCALER_WORKER_ROWS 1000
+
+static json_t *box_json(const struct master_sched_box *b);
+static json_t *free_json(struct mworker *w);
+
+/* One worker as a scaler sees it: capacity, free resources, tasks, idle time, labels. */
+static json_t *scaler_worker_row(struct mworker *w, double now)
+{
+	json_t *labels = json_array();
+	for (int i = 0; i < w->nlabels; i++)
+		json_array_append_new(labels, json_string(w->labels[i]));
+	double idle = w->assigned ? 0 : now - w->idle_since;
+	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:i,s:f,s:o}", "id", w->id, "host",
+	                 w->host ? w->host : "", "state", mworker_state_name(w->state), "total",
+	                 box_json(&w->total), "free", free_json(w), "tasks", w->ntasks, "idle_s",
+	                 idle > 0 ? idle : 0.0, "labels", labels);
+}
+
+/* The `scaler` section: categories (master_scalestat.c) and the workers, summed, with at most
+ * SCALER_WORKER_ROWS rows (idle workers first, longest idle first) when ROWS is set. */
+static json_t *scaler_section(struct work_queue *q, bool rows)
+{
+	double now = master_queue_now();
+	int64_t n = 0, idle = 0, draining = 0;
+	double idle_cores = 0, free_cores = 0;
+	json_t *idle_rows = json_array(), *busy_rows = json_array();
+	for (struct mworker *w = q->workers; w; w = w->next) {
+		if (w->status_client || !w->sw ||
+		    (w->state != MW_ACTIVE && w->state != MW_DRAINING))
+			continue;
+		n++;
+		struct master_sched_box fr;
+		master_sched_worker_free(w->sw, &fr);
+		free_cores += fr.cores;
+		if (w->state == MW_DRAINING)
+			draining++;
+		else if (!w->assigned) {
+			idle++;
+			idle_cores += w->total.cores;
+		}
+		if (rows &&
+		    json_array_size(idle_rows) + json_array_size(busy_rows) < SCALER_WORKER_ROWS)
+			json_array_append_new(w->assigned ? busy_rows : idle_rows,
+			                      scaler_worker_row(w, now));
+	}
+	json_t *o = json_pack(
+	    "{s:o,s:{s:I,s:I,s:I,s:f,s:f}}", "categories", master_scalestat_categories(q, now),
+	    "workers_summary", "active", (json_int_t)n, "idle", (json_int_t)idle, "draining",
+	    (json_int_t)draining, "idle_cores", idle_cores, "free_cores", free_cores);
+	if (rows) {
+		json_array_extend(idle_rows, busy_rows);
+		json_object_set_new(o, "worker_rows", idle_rows);
+		json_object_set_new(o, "worker_rows_truncated",
+		                    json_boolean(n > SCALER_WORKER_ROWS));
+	} else {
+		json_decref(idle_rows);
+	}
+	json_decref(busy_rows);
+	return o;
+}
+
+static json_t *master_item(struct work_queue *q, bool rows)
 {
 	struct work_queue_stats s;
 	work_queue_get_stats(q, &s);
@@ -125,6 +187,7 @@ static json_t *master_item(struct work_queue *q)
 	json_object_set_new(o, "manager_preferred_connection",
 	                    json_string(q->preferred_connection));
 	json_object_set_new(o, "network_interfaces", interfaces_json(q));
+	json_object_set_new(o, "scaler", scaler_section(q, rows));
 	return o;
 }
 
@@ -132,6 +195,14 @@ static json_t *box_json(const struct master_sched_box *b)
 {
 	return json_pack("{s:f,s:I,s:I,s:I}", "cores", b->cores, "memory", (json_int_t)b->memory,
 	                 "disk", (json_int_t)b->disk, "gpus", (json_int_t)b->gpus);
+}
+
+static json_t *free_json(struct mworker *w)
+{
+	struct master_sched_box fr = {0};
+	if (w->sw)
+		master_sched_worker_free(w->sw, &fr);
+	return box_json(&fr);
 }
 
 static json_t *workers_items(struct work_queue *q)
@@ -222,7 +293,7 @@ json_t *master_status_items(struct work_queue *q, const char *what)
 		return NULL;
 	if (!strcmp(what, "master")) {
 		json_t *a = json_array();
-		json_array_append_new(a, master_item(q));
+		json_array_append_new(a, master_item(q, true));
 		return a;
 	}
 	if (!strcmp(what, "workers"))
@@ -236,12 +307,13 @@ json_t *master_status_items(struct work_queue *q, const char *what)
 
 json_t *master_status_record(struct work_queue *q)
 {
-	return master_item(q);
+	return master_item(q, false);
 }
 
 void master_status_query(struct mworker *w, json_t *msg)
 {
-	static const char *const whats[] = {"master", "workers", "tasks", "categories", NULL};
+	static const char *const whats[] = {"master",     "workers", "tasks",
+	                                    "categories", "drain",   NULL};
 	struct wq_msg_v v = {"query", NULL, NULL};
 	int what = 0;
 	if (wq_msg_enum(&v, msg, "what", WQ_REQ, whats, &what) < 0) {
@@ -249,7 +321,22 @@ void master_status_query(struct mworker *w, json_t *msg)
 		free(v.why);
 		return;
 	}
-	json_t *items = master_status_items(w->q, whats[what]);
+	json_t *items;
+	if (!strcmp(whats[what], "drain")) {
+		/* a scaler asks for a worker to be drained (work_queue_drain_worker) */
+		const char *id = json_string_value(json_object_get(msg, "worker"));
+		if (!id || !*id || strlen(id) > 255) {
+			wq_conn_violation(w->c, "proto",
+			                  "query drain: `worker` must be a string of 1..255 bytes");
+			return;
+		}
+		int n = master_worker_drain(w->q, id);
+		notice("%s: asked to drain %s: %d worker%s told", w->label, id, n < 0 ? 0 : n,
+		       n == 1 ? "" : "s");
+		items = json_pack("[{s:s,s:i}]", "worker", id, "drained", n < 0 ? 0 : n);
+	} else {
+		items = master_status_items(w->q, whats[what]);
+	}
 	size_t n = json_array_size(items);
 	size_t i = 0;
 	do {

@@ -121,14 +121,20 @@ void master_worker_list_add(struct mworker *w, struct mtask *m)
 	master_worker_list_del(m);
 	DL_APPEND2(w->assigned, m, wprev, wnext);
 	m->listed = w;
+	master_scalestat_listed(w->q, m, true, master_queue_now());
 }
 
 void master_worker_list_del(struct mtask *m)
 {
 	if (!m->listed)
 		return;
-	DL_DELETE2(m->listed->assigned, m, wprev, wnext);
+	struct mworker *w = m->listed;
+	DL_DELETE2(w->assigned, m, wprev, wnext);
 	m->listed = NULL;
+	double now = master_queue_now();
+	master_scalestat_listed(w->q, m, false, now);
+	if (!w->assigned)
+		w->idle_since = now;
 }
 
 /* Takes M off W (its box released in the scheduler by the caller). */
@@ -497,6 +503,7 @@ static void on_task_running(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 	master_sched_task_started(w->q->sched, m->st, now);
 	if (m->queued) {
 		m->queued = false;
+		master_scalestat_started(w->q, m, now);
 		w->q->stats.tasks_queued_on_workers--;
 		if (w->q->txlog)
 			master_txlog_task(w->q->txlog, m->id, "RUNNING", w->id,
@@ -868,6 +875,7 @@ void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp)
 	}
 	struct mworker *w = xcalloc(1, sizeof *w);
 	w->q = q;
+	w->idle_since = master_queue_now();
 	snprintf(w->ip, sizeof w->ip, "%s", ip);
 	snprintf(w->addr, sizeof w->addr, "%s:%d", ip, port);
 	snprintf(w->label, sizeof w->label, "wq: %s", w->addr);

@@ -83,6 +83,10 @@ void master_queue_task_finish(struct work_queue *q, struct mtask *m)
 		master_sched_task_remove(q->sched, m->st);
 		m->st = NULL;
 	}
+	master_scalestat_ended(q, m,
+	                       t->result == WORK_QUEUE_RESULT_SUCCESS && m->running_since > 0
+	                           ? master_queue_now() - m->running_since
+	                           : -1);
 	m->state = MTASK_DONE;
 	m->w = NULL;
 	t->time_when_done = time_now_us();
@@ -521,6 +525,7 @@ static void queue_free(struct work_queue *q)
 		work_queue_task_delete(m->t);
 		mtask_free(m);
 	}
+	master_scalestat_free(q);
 	master_sched_delete(q->sched);
 	close_handle((uv_handle_t *)q->listener);
 	close_handle((uv_handle_t *)q->sched_idle);
@@ -667,6 +672,7 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 	t->try_count = 0;
 	t->time_when_submitted = time_now_us();
 	HASH_ADD_INT(q->tasks, id, m);
+	master_scalestat_added(q, m);
 	q->stats.tasks_submitted++;
 	if (t->end_time > 0)
 		q->timed_tasks++;
@@ -830,6 +836,7 @@ struct work_queue_task *work_queue_cancel_by_taskid(struct work_queue *q, int id
 			master_sched_task_remove(q->sched, m->st);
 		m->st = NULL;
 		m->t->result = WORK_QUEUE_RESULT_CANCELLED;
+		master_scalestat_ended(q, m, -1);
 		q->stats.tasks_cancelled++;
 		if (q->txlog)
 			master_txlog_task(q->txlog, m->id, "CANCELED", NULL, NULL);

@@ -28,6 +28,7 @@ struct wq_status_query {
 	char *host;
 	int port;
 	char *what;
+	char *worker; /* with what "drain" */
 	wq_status_cb cb;
 	void *arg;
 	uv_getaddrinfo_t gai;
@@ -51,6 +52,7 @@ static void unref(struct wq_status_query *q)
 	json_decref(q->items);
 	free(q->host);
 	free(q->what);
+	free(q->worker);
 	free(q);
 }
 
@@ -179,6 +181,8 @@ static void on_handshake(struct wq_handshake *h, const struct wq_hs_result *r, v
 		return;
 	}
 	json_t *m = json_pack("{s:s, s:s}", "m", "query", "what", q->what);
+	if (q->worker)
+		json_object_set_new(m, "worker", json_string(q->worker));
 	int rc = wq_conn_send_msg(q->conn, m);
 	json_decref(m);
 	if (rc < 0)
@@ -256,6 +260,7 @@ struct wq_status_query *wq_status_query_start(uv_loop_t *loop, const char *host,
 	q->host = xstrdup(host);
 	q->port = port;
 	q->what = xstrdup(what);
+	q->worker = opts && opts->worker ? xstrdup(opts->worker) : NULL;
 	q->cb = cb;
 	q->arg = arg;
 	q->items = json_array();

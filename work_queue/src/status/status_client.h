@@ -16,6 +16,7 @@ struct wq_status_opts {
 	const struct wq_auth_key *key; /* the master's password, or NULL */
 	struct wq_tls_config *tls;     /* a client TLS configuration, or NULL for plain TCP */
 	double timeout_s;              /* the whole query; <= 0 means 10 s */
+	const char *worker;            /* WHAT "drain": the worker to drain (its id) */
 };
 
 struct wq_status_query;
@@ -25,7 +26,9 @@ struct wq_status_query;
  * refused: authentication failed: ..."). */
 typedef void (*wq_status_cb)(json_t *items, const char *err, void *arg);
 
-/* Starts a query of WHAT ("master", "workers", "tasks" or "categories") to HOST:PORT (HOST is an
+/* Starts a query of WHAT ("master", "workers", "tasks", "categories", or "drain" with
+ * OPTS->worker: the master drains that worker and answers [{worker, drained: N}]) to HOST:PORT
+ * (HOST is an
  * IPv4 address or a name, resolved with uv_getaddrinfo). Returns NULL with *ERR (caller frees)
  * if it cannot start; otherwise CB is called exactly once, never from inside this call. */
 struct wq_status_query *wq_status_query_start(uv_loop_t *loop, const char *host, int port,
