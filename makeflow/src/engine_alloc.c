@@ -327,6 +327,12 @@ int engine_alloc_is_sized(struct engine *e, const struct dag_node *n)
 	return c && category_get_mode(c) != CATEGORY_MODE_FIXED;
 }
 
+int engine_alloc_warming(struct engine *e, const struct dag_node *n)
+{
+	struct category *c = e->sizing ? category_of(e, n->category) : NULL;
+	return c && category_warming(c);
+}
+
 char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *command,
                            struct batch_job_spec *spec)
 {
