@@ -506,6 +506,10 @@ void category_record(struct category *c, const struct rmsummary *allocated,
 			continue;
 		}
 		double used = measured ? measured->v[f] : -1;
+		/* core-time used is the CPU time when measured: a peak of cores held for a
+		 * moment is not a use of them over the whole try */
+		if (f == RM_CORES && measured && measured->v[RM_CPU_TIME] >= 0 && wall > 0)
+			used = measured->v[RM_CPU_TIME] / wall;
 		if (!(used >= 0) || !isfinite(used))
 			continue; /* usage unknown: counted neither way */
 		s->allocated[f] += a * wall;

@@ -681,6 +681,29 @@ static void test_warmup_mode_switch(void **state)
 	category_delete(c);
 }
 
+/* Core-time used is the CPU time when it was measured, not the peak held all along. */
+static void test_waste_cpu_time(void **state)
+{
+	(void)state;
+	struct category *c = category_create("cpu");
+	struct rmsummary a, m;
+	rmsummary_init(&a);
+	rmsummary_init(&m);
+	a.v[RM_CORES] = 2;
+	m.v[RM_CORES] = 2; /* a burst on both cores */
+	m.v[RM_CPU_TIME] = 12;
+	category_record(c, &a, &m, 10, 0, 0, 1);
+	const struct category_stats *s = category_get_stats(c);
+	assert_close(s->allocated[RM_CORES], 20);
+	assert_close(s->waste[RM_CORES], 8); /* 1.2 cores used on average */
+	m.v[RM_CPU_TIME] = -1;               /* unknown: the peak, as before */
+	category_record(c, &a, &m, 10, 0, 0, 1);
+	assert_close(s->waste[RM_CORES], 8);
+	rmsummary_clear(&a);
+	rmsummary_clear(&m);
+	category_delete(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -700,6 +723,7 @@ int main(void)
 	    cmocka_unit_test(test_warmup_margins),
 	    cmocka_unit_test(test_warmup_learns_from_exhaustion),
 	    cmocka_unit_test(test_warmup_mode_switch),
+	    cmocka_unit_test(test_waste_cpu_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
