@@ -290,6 +290,7 @@ static void job_done(struct rmonitor *m, const struct rmsummary *sum, void *arg)
 	r->measured.disk_mb = -1;
 	r->measured.gpus = to_count(sum->v[RM_GPUS], 0);
 	r->measured.wall_time_s = to_count(sum->v[RM_WALL_TIME], 0);
+	r->cpu_time_s = sum->v[RM_CPU_TIME] >= 0 ? sum->v[RM_CPU_TIME] : -1;
 	r->limit_raises = cj->limit_raises;
 	int64_t status = 0;
 	int sig = 0;

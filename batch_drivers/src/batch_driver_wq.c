@@ -453,6 +453,7 @@ static void fill_result(struct batch_job *job, const struct work_queue_task *t)
 		r->measured.disk_mb = m->v[RM_DISK] >= 0 ? (int64_t)m->v[RM_DISK] : -1;
 		r->measured.wall_time_s =
 		    m->v[RM_WALL_TIME] >= 0 ? (int64_t)m->v[RM_WALL_TIME] : -1;
+		r->cpu_time_s = m->v[RM_CPU_TIME] >= 0 ? m->v[RM_CPU_TIME] : -1;
 		fill_seccomp(job, m);
 	}
 	switch (t->result) {

@@ -63,6 +63,7 @@ void batch_result_init(struct batch_result *r)
 {
 	memset(r, 0, sizeof *r);
 	r->measured = (struct batch_resources){-1, -1, -1, -1, -1};
+	r->cpu_time_s = -1;
 }
 
 void batch_job_set_error(struct batch_job *job, const char *fmt, ...)

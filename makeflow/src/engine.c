@@ -92,6 +92,7 @@ static void ready_enqueue(struct engine *e, struct dag_node *n)
 		for (size_t i = 0; i < e->ready_len; i++)
 			r[i] = e->ready[(e->ready_head + i) % e->ready_cap];
 		free(e->ready);
+		free(e->parked);
 		e->ready = r;
 		e->ready_cap = cap;
 		e->ready_head = 0;
@@ -490,10 +491,30 @@ static void submit(struct engine *e, struct dag_node *n)
 
 static void check_done(struct engine *e);
 
+/* Allocation WARMUP: while N's category has no measurement, one rule of it runs (alone, at the
+ * maximum) and the others wait for what it measures. */
+static int held_for_warmup(struct engine *e, const struct dag_node *n)
+{
+	if (!engine_alloc_warming(e, n))
+		return 0;
+	for (struct job_map *m = e->jobs; m; m = m->hh.next)
+		if (m->node->category == n->category)
+			return 1;
+	return 0;
+}
+
 static void dispatch(struct engine *e)
 {
+	/* parked rules get another look, behind those already ready */
+	for (size_t i = 0; i < e->n_parked; i++)
+		ready_enqueue(e, e->parked[i]);
+	e->n_parked = 0;
 	while (!e->aborting && !e->log_failed && e->ready_len > 0) {
 		struct dag_node *n = e->ready[e->ready_head];
+		if (held_for_warmup(e, n)) {
+			VEC_PUSH(e->parked, e->n_parked, e->cap_parked, ready_pop(e));
+			continue;
+		}
 		int use_local = n->local && e->local_queue;
 		if (engine_storage_full(e, use_local ? e->local_queue : e->queue))
 			break;
@@ -1014,6 +1035,7 @@ static void engine_free(struct engine *e)
 			free(e->extra[i].last_error);
 	free(e->extra);
 	free(e->ready);
+	free(e->parked);
 	free(e->collectable);
 	free(e->failed);
 	free(e->ostat);

@@ -327,6 +327,12 @@ int engine_alloc_is_sized(struct engine *e, const struct dag_node *n)
 	return c && category_get_mode(c) != CATEGORY_MODE_FIXED;
 }
 
+int engine_alloc_warming(struct engine *e, const struct dag_node *n)
+{
+	struct category *c = e->sizing ? category_of(e, n->category) : NULL;
+	return c && category_warming(c);
+}
+
 char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *command,
                            struct batch_job_spec *spec)
 {
@@ -402,6 +408,8 @@ void engine_alloc_result(struct engine *e, struct dag_node *n, const struct batc
 	}
 	if (r->start_us > 0 && r->end_us >= r->start_us)
 		measured->v[RM_WALL_TIME] = (double)(r->end_us - r->start_us) / 1e6;
+	if (r->cpu_time_s >= 0)
+		measured->v[RM_CPU_TIME] = r->cpu_time_s;
 	if (!x->monitored || r->removed || r->error)
 		return;
 	char *sp = summary_path(e, n);
@@ -516,6 +524,10 @@ void engine_alloc_record(struct engine *e, struct dag_node *n, const struct batc
 			double a = alloc.v[res_map[k].field], u = measured->v[res_map[k].field];
 			if (a < 0)
 				continue;
+			/* core-time used is CPU time (the peak would count bursts as held) */
+			if (res_map[k].field == RM_CORES && measured->v[RM_CPU_TIME] >= 0 &&
+			    wall > 0)
+				u = measured->v[RM_CPU_TIME] / wall;
 			sc->sized_alloc[k] += a * wall;
 			sc->sized_waste[k] +=
 			    (eff->exhausted || u < 0 ? a : (a > u ? a - u : 0)) * wall;

@@ -71,6 +71,10 @@ struct engine {
 	/* ready queue: a ring of node pointers (FIFO, file order within a wave) */
 	struct dag_node **ready;
 	size_t ready_cap, ready_head, ready_len;
+	/* ready rules of a warming category (allocation WARMUP) waiting for its first
+	 * measurement; back in the ready queue at the next dispatch */
+	struct dag_node **parked;
+	size_t n_parked, cap_parked;
 
 	int64_t n_complete, n_failed, n_aborted, n_running, n_recovered;
 	int64_t n_submitted_remote;
@@ -135,6 +139,9 @@ int engine_alloc_init(struct engine *e);
 void engine_alloc_free(struct engine *e);
 /* 1 if N's category computes its allocations (its mode is not FIXED). */
 int engine_alloc_is_sized(struct engine *e, const struct dag_node *n);
+/* 1 when N's category is in WARMUP mode and has no measurement yet (its first rule must run
+ * alone, at the maximum). */
+int engine_alloc_warming(struct engine *e, const struct dag_node *n);
 /* Sets SPEC's resources for N's next try; returns the command wrapped with resource_monitor
  * (caller frees), or NULL to run COMMAND as it is. */
 char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *command,

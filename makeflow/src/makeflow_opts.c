@@ -184,7 +184,9 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "resource-rule-%%%%)\n"
 	    "      --monitor-exe=PATH    the resource_monitor to use (default: beside makeflow)\n"
 	    "      --allocation=MODE     size categories: fixed, max, waste (min_waste),\n"
-	    "                            throughput (max_throughput); .MAKEFLOW MODE wins\n"
+	    "                            throughput (max_throughput), warmup (not in\n"
+	    "                            CCTools: measure one rule, then pack); .MAKEFLOW\n"
+	    "                            MODE wins\n"
 	    "      --allocation-seed=PATH  seed categories from summaries (file or directory)\n"
 	    "Wrappers, archive, mounts (doc/makeflow-archive.md):\n"
 	    "      --wrapper=CMD         run every rule inside CMD ({} or [] marks the\n"
@@ -315,7 +317,8 @@ static int parse_word(struct makeflow_opts *o, int c, const char *arg, char *err
 		if (category_mode_parse(arg, &m) < 0)
 			return cli_error(
 			    err, errlen,
-			    "--allocation %s: expected fixed, max, waste or throughput", arg);
+			    "--allocation %s: expected fixed, max, waste, throughput or warmup",
+			    arg);
 		e->allocation_mode = (int)m;
 	} else {
 		if (!strcmp(arg, "auto"))

@@ -386,8 +386,8 @@ static void test_bad_values(void **state)
 	assert_fails("--monitor-interval -1: expected 0 (the monitor's default, 1 s) or seconds "
 	             "from 0.01 to 3600",
 	             "--monitor-interval", "-1");
-	assert_fails("--allocation bad: expected fixed, max, waste or throughput", "--allocation",
-	             "bad");
+	assert_fails("--allocation bad: expected fixed, max, waste, throughput or warmup",
+	             "--allocation", "bad");
 	assert_fails("--progress bad: expected auto, plain or quiet", "--progress", "bad");
 }
 

@@ -610,6 +610,9 @@ static void test_directives(void **state)
 	expect_error("WALL_TIME=-1\n", "t.mf:1: bad WALL_TIME value '-1'");
 	expect_error(".MAKEFLOW MODE FAST\n", "t.mf:1: bad .MAKEFLOW MODE 'FAST' (FIXED, MAX, "
 	                                      "MIN_WASTE or MAX_THROUGHPUT)");
+	/* the file form keeps CCTools' four modes; warm-up is --allocation warmup only */
+	expect_error(".MAKEFLOW MODE WARMUP\n", "t.mf:1: bad .MAKEFLOW MODE 'WARMUP' (FIXED, "
+	                                        "MAX, MIN_WASTE or MAX_THROUGHPUT)");
 	expect_error(".SIZE f\n", "t.mf:1: .SIZE needs a file name and a size");
 	expect_error(".SIZE f huge\n", "t.mf:1: bad .SIZE value 'huge'");
 	expect_error(".MAKEFLOW MPI_PROCESSES 4\n",

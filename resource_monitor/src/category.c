@@ -1,7 +1,8 @@
 /* category.c: per-category resource sizing. Each sized resource keeps a histogram of measured
  * peaks (count and summed wall time per bucket) from which the first allocation is recomputed
  * every update_interval measurements, by the MAX, MIN_WASTE or MAX_THROUGHPUT rule of
- * doc/allocation.md; the module also decides retry levels and keeps the end-of-run statistics. */
+ * doc/allocation.md (WARMUP: after every measurement, from the largest value seen); the module also
+ * decides retry levels and keeps the end-of-run statistics. */
 #include "category.h"
 
 #include <errno.h>
@@ -46,6 +47,7 @@ struct category {
 	int interval;
 	int64_t since_reset; /* measurements since the count was last restarted */
 	int steady;          /* reached update_interval measurements without a restart */
+	int64_t n_measured;  /* measurements accumulated, ever */
 	int have_alloc;      /* computed[] holds a computed first allocation */
 	double computed[CATEGORY_N_SIZED]; /* before clipping; -1 = none */
 	struct histogram hist[CATEGORY_N_SIZED];
@@ -64,6 +66,8 @@ int category_mode_parse(const char *s, enum category_mode *mode)
 		*mode = CATEGORY_MODE_MIN_WASTE;
 	else if (strcasecmp(s, "max_throughput") == 0 || strcasecmp(s, "throughput") == 0)
 		*mode = CATEGORY_MODE_MAX_THROUGHPUT;
+	else if (strcasecmp(s, "warmup") == 0)
+		*mode = CATEGORY_MODE_WARMUP;
 	else
 		return -EINVAL;
 	return 0;
@@ -76,6 +80,7 @@ const char *category_mode_name(enum category_mode mode)
 	case CATEGORY_MODE_MAX: return "max";
 	case CATEGORY_MODE_MIN_WASTE: return "min_waste";
 	case CATEGORY_MODE_MAX_THROUGHPUT: return "max_throughput";
+	case CATEGORY_MODE_WARMUP: return "warmup";
 	}
 	return "unknown";
 }
@@ -207,6 +212,32 @@ static double compute_max(const struct category *c, int k)
 	return bucket_value(k, seen + bucket_size[k] / 3.0);
 }
 
+/* WARMUP: the largest value seen plus a margin. Memory and disk get 5 % (at least 16 MB): a
+ * try below its need is stopped and run again at the ceiling, which costs far more than the
+ * margin. Cores are not stopped when exceeded (a quota slows the task), so the peak is only
+ * rounded up to a quarter of a core, forgiving 5 % of measurement noise (1.04 -> 1). Gpus are
+ * whole. */
+static double compute_warmup(const struct category *c, int k)
+{
+	int f = category_sized_fields[k];
+	double seen = c->stats.max_seen.v[f];
+	if (!(seen >= 0))
+		return -1;
+	switch (f) {
+	case RM_CORES: {
+		double q = ceil(seen / 1.05 / 0.25 - 1e-9) * 0.25;
+		return q < 0.25 ? 0.25 : q;
+	}
+	case RM_GPUS: return ceil(seen - 1e-9);
+	default: {
+		double margin = seen * 0.05;
+		if (margin < 16)
+			margin = 16;
+		return ceil(seen + margin);
+	}
+	}
+}
+
 /* MIN_WASTE and MAX_THROUGHPUT over the histogram of sized field K (not empty). */
 static double compute_formula(const struct category *c, int k, int throughput)
 {
@@ -263,6 +294,7 @@ static void recompute(struct category *c)
 			case CATEGORY_MODE_MAX: v = compute_max(c, k); break;
 			case CATEGORY_MODE_MIN_WASTE: v = compute_formula(c, k, 0); break;
 			case CATEGORY_MODE_MAX_THROUGHPUT: v = compute_formula(c, k, 1); break;
+			case CATEGORY_MODE_WARMUP: v = compute_warmup(c, k); break;
 			case CATEGORY_MODE_FIXED: break;
 			}
 		}
@@ -281,10 +313,15 @@ static void recompute(struct category *c)
 void category_set_mode(struct category *c, enum category_mode mode)
 {
 	c->mode = mode;
-	if (c->steady)
+	if (c->steady || (mode == CATEGORY_MODE_WARMUP && c->n_measured > 0)) {
 		recompute(c);
-	else
-		refresh_first_alloc(c);
+		return;
+	}
+	/* an estimate of WARMUP is not an allocation of the other modes */
+	c->have_alloc = 0;
+	for (int k = 0; k < CATEGORY_N_SIZED; k++)
+		c->computed[k] = -1;
+	refresh_first_alloc(c);
 }
 
 enum category_mode category_get_mode(const struct category *c)
@@ -361,6 +398,7 @@ void category_accumulate(struct category *c, const struct rmsummary *measured)
 	}
 	if (!any)
 		return;
+	c->n_measured++;
 	if (new_max && !c->steady) {
 		if (c->since_reset > 0)
 			debug(D_ALLOC,
@@ -378,7 +416,14 @@ void category_accumulate(struct category *c, const struct rmsummary *measured)
 	if (c->since_reset % c->interval == 0) {
 		recompute(c);
 		c->steady = 1;
+	} else if (c->mode == CATEGORY_MODE_WARMUP) {
+		recompute(c); /* refined on every measurement, whatever the interval */
 	}
+}
+
+int category_warming(const struct category *c)
+{
+	return c->mode == CATEGORY_MODE_WARMUP && c->n_measured == 0;
 }
 
 /* The allocation of sized field F at LEVEL when the task did not declare it. */
@@ -461,6 +506,10 @@ void category_record(struct category *c, const struct rmsummary *allocated,
 			continue;
 		}
 		double used = measured ? measured->v[f] : -1;
+		/* core-time used is the CPU time when measured: a peak of cores held for a
+		 * moment is not a use of them over the whole try */
+		if (f == RM_CORES && measured && measured->v[RM_CPU_TIME] >= 0 && wall > 0)
+			used = measured->v[RM_CPU_TIME] / wall;
 		if (!(used >= 0) || !isfinite(used))
 			continue; /* usage unknown: counted neither way */
 		s->allocated[f] += a * wall;

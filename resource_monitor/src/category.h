@@ -15,6 +15,10 @@ enum category_mode {
 	CATEGORY_MODE_MAX,
 	CATEGORY_MODE_MIN_WASTE,
 	CATEGORY_MODE_MAX_THROUGHPUT,
+	/* Not a CCTools mode: the first task of the category runs alone at the ceiling to be
+	 * measured, later ones at the largest value measured so far plus a margin, refined on
+	 * every measurement (doc/allocation.md, "Warm-up"). */
+	CATEGORY_MODE_WARMUP,
 };
 
 /* Which allocation a try of a task gets. */
@@ -49,8 +53,8 @@ struct category_stats {
 	double allocated[RM_N_FIELDS]; /* allocated unit*seconds (for a waste fraction) */
 };
 
-/* Mode by name: "fixed", "max", "min_waste" or "waste", "max_throughput" or "throughput"
- * (case-insensitive). 0, or -EINVAL. */
+/* Mode by name: "fixed", "max", "min_waste" or "waste", "max_throughput" or "throughput",
+ * "warmup" (case-insensitive). 0, or -EINVAL. */
 int category_mode_parse(const char *s, enum category_mode *mode);
 /* Static lower-case name ("min_waste"). */
 const char *category_mode_name(enum category_mode mode);
@@ -70,6 +74,10 @@ void category_set_min(struct category *c, const struct rmsummary *min);
 void category_set_largest_worker(struct category *c, const struct rmsummary *worker);
 /* Recompute the first allocation after this many new measurements (default 25, min 1). */
 void category_set_update_interval(struct category *c, int n);
+
+/* 1 while C is in WARMUP mode and has no measurement yet: its first task must run alone (the
+ * caller holds the category's other tasks back while one of them runs), at the ceiling. */
+int category_warming(const struct category *c);
 
 /* Records the measured peaks of one finished task (a success, or an exhausted try whose
  * measurement is a lower bound). Updates max_seen, the histograms, and every update_interval

@@ -1,7 +1,7 @@
 /* test_category.c: unit tests for per-category allocation (category.h). The expected first
  * allocations are worked out by hand in the comments from the formulas of doc/allocation.md;
  * also covered: MAX padding, FIXED, explicit values, clipping, the restart rule, retry levels
- * and waste accounting. */
+ * and waste accounting, and the WARMUP estimate and its first-task rule. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -97,7 +97,10 @@ static void test_mode_names(void **state)
 	assert_int_equal(category_mode_parse("", &m), -EINVAL);
 	assert_int_equal(category_mode_parse(NULL, &m), -EINVAL);
 	assert_int_equal(m, CATEGORY_MODE_FIXED);
-	for (int i = CATEGORY_MODE_FIXED; i <= CATEGORY_MODE_MAX_THROUGHPUT; i++) {
+	assert_int_equal(category_mode_parse("WarmUp", &m), 0);
+	assert_int_equal(m, CATEGORY_MODE_WARMUP);
+	assert_int_equal(category_mode_parse("warm", &m), -EINVAL);
+	for (int i = CATEGORY_MODE_FIXED; i <= CATEGORY_MODE_WARMUP; i++) {
 		assert_int_equal(category_mode_parse(category_mode_name(i), &m), 0);
 		assert_int_equal(m, i);
 	}
@@ -552,6 +555,155 @@ static void test_max_seen(void **state)
 	category_delete(c);
 }
 
+/* WARMUP: the ceiling until the first measurement, then the largest value seen plus the
+ * margin, refined after every measurement whatever the update interval. */
+static void test_warmup_first_task(void **state)
+{
+	(void)state;
+	struct category *c = category_create("w");
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	set_worker(c, 8, 16000);
+	struct rmsummary req;
+	rmsummary_init(&req);
+	assert_int_equal(category_warming(c), 1);
+	assert_close(first(c, RM_MEMORY), -1);
+	assert_close(alloc_of(c, &req, CATEGORY_LEVEL_FIRST, RM_MEMORY), 16000);
+	assert_close(alloc_of(c, &req, CATEGORY_LEVEL_FIRST, RM_CORES), 8);
+	/* a measurement of nothing sized does not end the warm-up */
+	struct rmsummary m;
+	rmsummary_init(&m);
+	m.v[RM_WALL_TIME] = 3;
+	category_accumulate(c, &m);
+	assert_int_equal(category_warming(c), 1);
+	/* one task measured (update interval 25 by default): packed from now on */
+	add(c, 1.02, 600, 10);
+	assert_int_equal(category_warming(c), 0);
+	assert_close(first(c, RM_MEMORY), 630); /* 600 + 5 % */
+	assert_close(first(c, RM_CORES), 1);    /* 1.02 within 5 % of 1 core */
+	assert_close(alloc_of(c, &req, CATEGORY_LEVEL_FIRST, RM_MEMORY), 630);
+	assert_close(alloc_of(c, &req, CATEGORY_LEVEL_MAX, RM_MEMORY), 16000);
+	/* refined on every measurement, by the largest seen */
+	add(c, 1.3, 1000, 10);
+	assert_close(first(c, RM_MEMORY), 1050);
+	assert_close(first(c, RM_CORES), 1.25); /* 1.3 / 1.05 = 1.24 -> 1.25 */
+	add(c, 0.5, 300, 10);
+	assert_close(first(c, RM_MEMORY), 1050);
+	/* explicit values still win */
+	req.v[RM_MEMORY] = 200;
+	assert_close(alloc_of(c, &req, CATEGORY_LEVEL_FIRST, RM_MEMORY), 200);
+	rmsummary_clear(&m);
+	category_delete(c);
+}
+
+static void test_warmup_margins(void **state)
+{
+	(void)state;
+	struct category *c = category_create("w");
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	struct rmsummary m;
+	rmsummary_init(&m);
+	m.v[RM_CORES] = 0.05;
+	m.v[RM_MEMORY] = 100;
+	m.v[RM_DISK] = 2000;
+	m.v[RM_GPUS] = 0;
+	category_accumulate(c, &m);
+	assert_close(first(c, RM_MEMORY), 116); /* at least 16 MB of margin */
+	assert_close(first(c, RM_DISK), 2100);  /* 5 % */
+	assert_close(first(c, RM_CORES), 0.25); /* at least a quarter of a core */
+	assert_close(first(c, RM_GPUS), 0);
+	/* an explicit maximum caps the estimate, a minimum raises it */
+	struct rmsummary b;
+	rmsummary_init(&b);
+	b.v[RM_MEMORY] = 110;
+	category_set_max(c, &b);
+	assert_close(first(c, RM_MEMORY), 110);
+	rmsummary_init(&b);
+	b.v[RM_CORES] = 2;
+	category_set_max(c, &b);
+	category_set_min(c, &b);
+	assert_close(first(c, RM_CORES), 2);
+	assert_close(first(c, RM_MEMORY), 116);
+	rmsummary_clear(&b);
+	rmsummary_clear(&m);
+	category_delete(c);
+}
+
+/* A try that exhausts the estimate goes to the ceiling; its measurement, a lower bound of the
+ * need, raises the estimate for the next tasks. */
+static void test_warmup_learns_from_exhaustion(void **state)
+{
+	(void)state;
+	struct category *c = category_create("w");
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	set_worker(c, 2, 4000);
+	add(c, 1, 400, 5);
+	struct rmsummary req, alloc;
+	rmsummary_init(&req);
+	rmsummary_init(&alloc);
+	category_allocation(c, &req, CATEGORY_LEVEL_FIRST, &alloc);
+	assert_close(alloc.v[RM_MEMORY], 420);
+	assert_int_equal(category_next_level(c, CATEGORY_LEVEL_FIRST, &req, &alloc, BIT(RM_MEMORY)),
+	                 CATEGORY_LEVEL_MAX);
+	add(c, 1, 421, 2); /* stopped at its limit */
+	assert_close(first(c, RM_MEMORY), 443);
+	assert_close(alloc_of(c, &req, CATEGORY_LEVEL_MAX, RM_MEMORY), 4000);
+	/* the retry at the ceiling is the last chance */
+	category_allocation(c, &req, CATEGORY_LEVEL_MAX, &alloc);
+	assert_int_equal(category_next_level(c, CATEGORY_LEVEL_MAX, &req, &alloc, BIT(RM_MEMORY)),
+	                 CATEGORY_LEVEL_ERROR);
+	add(c, 1, 600, 5);
+	assert_close(first(c, RM_MEMORY), 630);
+	rmsummary_clear(&req);
+	rmsummary_clear(&alloc);
+	category_delete(c);
+}
+
+/* Leaving WARMUP before the update interval is reached: the other modes have computed nothing
+ * yet, and WARMUP's estimate must not stand in for their allocation. Back to WARMUP, the
+ * estimate returns at once. */
+static void test_warmup_mode_switch(void **state)
+{
+	(void)state;
+	struct category *c = category_create("w");
+	set_worker(c, 8, 16000);
+	add(c, 1, 600, 10);
+	assert_int_equal(category_warming(c), 0); /* not in WARMUP */
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	assert_int_equal(category_warming(c), 0);
+	assert_close(first(c, RM_MEMORY), 630);
+	category_set_mode(c, CATEGORY_MODE_MIN_WASTE);
+	assert_close(first(c, RM_MEMORY), -1);
+	struct rmsummary req;
+	rmsummary_init(&req);
+	assert_close(alloc_of(c, &req, CATEGORY_LEVEL_FIRST, RM_MEMORY), 16000);
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	assert_close(first(c, RM_MEMORY), 630);
+	category_delete(c);
+}
+
+/* Core-time used is the CPU time when it was measured, not the peak held all along. */
+static void test_waste_cpu_time(void **state)
+{
+	(void)state;
+	struct category *c = category_create("cpu");
+	struct rmsummary a, m;
+	rmsummary_init(&a);
+	rmsummary_init(&m);
+	a.v[RM_CORES] = 2;
+	m.v[RM_CORES] = 2; /* a burst on both cores */
+	m.v[RM_CPU_TIME] = 12;
+	category_record(c, &a, &m, 10, 0, 0, 1);
+	const struct category_stats *s = category_get_stats(c);
+	assert_close(s->allocated[RM_CORES], 20);
+	assert_close(s->waste[RM_CORES], 8); /* 1.2 cores used on average */
+	m.v[RM_CPU_TIME] = -1;               /* unknown: the peak, as before */
+	category_record(c, &a, &m, 10, 0, 0, 1);
+	assert_close(s->waste[RM_CORES], 8);
+	rmsummary_clear(&a);
+	rmsummary_clear(&m);
+	category_delete(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -567,6 +719,11 @@ int main(void)
 	    cmocka_unit_test(test_next_level),
 	    cmocka_unit_test(test_waste),
 	    cmocka_unit_test(test_max_seen),
+	    cmocka_unit_test(test_warmup_first_task),
+	    cmocka_unit_test(test_warmup_margins),
+	    cmocka_unit_test(test_warmup_learns_from_exhaustion),
+	    cmocka_unit_test(test_warmup_mode_switch),
+	    cmocka_unit_test(test_waste_cpu_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

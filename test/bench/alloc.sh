@@ -1,16 +1,22 @@
 #!/bin/bash
 # alloc.sh: the per-category sizing benchmark. One workflow of 3 x N independent
 # rules in three categories whose needs are not declared (a CPU-bound one, a
-# memory-heavy one, one that writes files), run on -T cgroups twice: once with
-# every rule given the whole machine (the safe choice when needs are unknown),
-# once with --allocation waste (MIN_WASTE). Prints both wall times, the speedup,
-# and the share of allocated core-time and memory-time that went unused.
-# Usage: alloc.sh [BUILD]; N from ALLOC_TASKS (default 100 per category).
+# memory-heavy one, one that writes files), run on -T cgroups and on -T wq with
+# one 2-core worker, three ways each: every rule given the whole machine (the
+# safe choice when needs are unknown), --allocation waste (MIN_WASTE, the
+# CCTools rule: 25 tries at the ceiling first) and --allocation warmup (one try
+# measured alone, then packed). Prints the wall times, the speedup over the
+# whole machine, and the used share of allocated core-time and memory-time
+# (allocation x wall time per try), over all tries and over the tries that ran
+# with a computed allocation.
+# Usage: alloc.sh [BUILD]; N from ALLOC_TASKS (default 100 per category);
+# ALLOC_DRIVERS (default "cgroups wq"), ALLOC_MODES (default "whole waste warmup").
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRCDIR/build}
 case "$BUILD" in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
 MF=$BUILD/bin/makeflow
+WORKER=$BUILD/bin/work_queue_worker
 H=$BUILD/resource_monitor/test
 N=${ALLOC_TASKS:-100}
 WORK=$BUILD/bench/alloc
@@ -46,17 +52,37 @@ workflow() {
 	done
 }
 
-# run NAME ARGS...: run makeflow in its own directory; sets T (seconds).
+# run NAME DRIVER WORKFLOW ARGS...: run makeflow on DRIVER in its own directory;
+# sets T (seconds). For wq: one worker with 2 cores and the machine's memory.
 run() {
-	local name=$1
-	shift
+	local name=$1 driver=$2 wfname=$3
+	shift 3
 	local d=$WORK/$name
 	mkdir -p "$d"
-	cp "$WORK/$name.mf" "$d/Makeflow"
-	local s e
+	cp "$WORK/$wfname.mf" "$d/Makeflow"
+	local s e rc=0
 	s=$(date +%s.%N)
-	(cd "$d" && "$MF" -T cgroups --progress=quiet --summary-json summary.json "$@" Makeflow >out 2>&1)
-	local rc=$?
+	if [ "$driver" = wq ]; then
+		(cd "$d" && exec "$MF" -T wq -p 0 -Z port --progress=quiet --summary-json summary.json \
+			"$@" Makeflow >out 2>&1) &
+		local mfpid=$!
+		local i=0
+		while [ ! -s "$d/port" ] && [ $i -lt 600 ] && kill -0 $mfpid 2>/dev/null; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		local wpid=
+		if [ -s "$d/port" ]; then
+			mkdir -p "$d/worker"
+			(cd "$d/worker" && exec "$WORKER" -t 60 --cores 2 --memory "$mem" --disk 20000 \
+				localhost "$(cat "$d/port")" >"$d/worker.out" 2>&1) &
+			wpid=$!
+		fi
+		wait $mfpid || rc=$?
+		[ -n "$wpid" ] && { kill $wpid 2>/dev/null; wait $wpid 2>/dev/null; }
+	else
+		(cd "$d" && "$MF" -T cgroups --progress=quiet --summary-json summary.json "$@" Makeflow >out 2>&1) || rc=$?
+	fi
 	e=$(date +%s.%N)
 	T=$(python3 -c "print('%.1f' % ($e - $s))")
 	[ $rc = 0 ] || {
@@ -65,23 +91,29 @@ run() {
 	}
 }
 
-# unused NAME FIELD [SUFFIX]: unused share of allocated FIELD-time over all
+# used NAME FIELD [SUFFIX]: used share of allocated FIELD-time over all
 # categories; SUFFIX _sized: only the tries that ran with a computed allocation.
-unused() {
+used() {
 	python3 - "$WORK/$1/summary.json" "$2" "${3:-}" <<'EOF'
 import json, sys
-s = json.load(open(sys.argv[1]))
+try:
+    s = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    print("n/a"); sys.exit()
 f, suf = sys.argv[2], sys.argv[3]
 w = sum(c["waste" + suf][f] for c in s.get("categories", []))
 a = sum(c["allocated" + suf][f] for c in s.get("categories", []))
-print("%.0f%%" % (100.0 * w / a) if a > 0 else "n/a")
+print("%.3f" % (1 - w / a) if a > 0 else "n/a")
 EOF
 }
 
 first_allocs() {
 	python3 - "$WORK/$1/summary.json" <<'EOF'
 import json, sys
-s = json.load(open(sys.argv[1]))
+try:
+    s = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    sys.exit()
 for c in s.get("categories", []):
     if c["done"]:
         fa = c["first_allocation"]
@@ -92,23 +124,29 @@ EOF
 }
 
 workflow "$WORK/whole.mf" "CORES=$cores MEMORY=$mem"
-workflow "$WORK/waste.mf" ""
+workflow "$WORK/sized.mf" ""
 
-echo "per-category sizing: $((3 * N)) rules in 3 categories, -T cgroups, $cores cores, $mem MB"
-run whole
-t_whole=$T
-run waste --allocation waste
-t_waste=$T
-printf '  %-34s %8s s   unused core-time %5s   unused memory-time %5s\n' \
-	"every rule gets the whole machine" "$t_whole" "$(unused whole cores)" "$(unused whole memory)"
-printf '  %-34s %8s s   unused core-time %5s   unused memory-time %5s\n' \
-	"--allocation waste (MIN_WASTE)" "$t_waste" "$(unused waste cores)" "$(unused waste memory)"
-printf '  %-34s %10s   unused core-time %5s   unused memory-time %5s\n' \
-	"  of which with a computed allocation" "" "$(unused waste cores _sized)" "$(unused waste memory _sized)"
-first_allocs waste
-rm -rf "$WORK/whole" "$WORK/waste" # the written files
-python3 -c "
+echo "per-category sizing: $((3 * N)) rules in 3 categories, $cores cores, $mem MB" \
+	"(used share of allocated resource-time: all tries / tries with a computed allocation)"
+for driver in ${ALLOC_DRIVERS:-cgroups wq}; do
+	t_whole=
+	for mode in ${ALLOC_MODES:-whole waste warmup}; do
+		case $mode in
+		whole) run "$driver-whole" "$driver" whole; label="every rule gets the whole machine" ;;
+		*) run "$driver-$mode" "$driver" sized --allocation "$mode"; label="--allocation $mode" ;;
+		esac
+		[ "$mode" = whole ] && t_whole=$T
+		speed=$(python3 -c "
 try:
-    print('  speedup of MIN_WASTE: %.2fx (target >= 1.8x)' % (float('$t_whole') / float('$t_waste')))
+    print('%.2fx' % (float('$t_whole') / float('$T')))
 except ValueError:
-    print('  speedup: n/a')"
+    print('-')")
+		printf '  -T %-8s %-34s %8s s  %6s   cores %s / %s   memory %s / %s\n' "$driver" "$label" "$T" \
+			"$speed" "$(used "$driver-$mode" cores)" "$(used "$driver-$mode" cores _sized)" \
+			"$(used "$driver-$mode" memory)" "$(used "$driver-$mode" memory _sized)"
+		[ "$mode" = whole ] || first_allocs "$driver-$mode"
+		rm -rf "$WORK/$driver-$mode"/[cmw].* "$WORK/$driver-$mode/worker" # the written files
+	done
+done
+echo "  (targets: warmup >= 1.8x the whole machine; >= 0.95 of core-time and >= 0.90 of" \
+	"memory-time used in the tries with a computed allocation)"

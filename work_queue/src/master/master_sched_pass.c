@@ -332,6 +332,13 @@ int master_sched_pass(struct master_sched *s, const struct master_sched_pass_opt
 				st.categories_full++;
 				continue;
 			}
+			/* WARMUP: the category's first task runs alone to be measured; the
+			 * others wait for its measurement rather than each take a whole worker. */
+			if (wc->running > 0 && category_warming(wc->cat)) {
+				wc->full_pass = pass;
+				st.categories_full++;
+				continue;
+			}
 			if (c->alloc_pass != pass)
 				class_alloc(c, pass);
 			struct master_sched_task *t = master_sched_group_head(g);
@@ -477,7 +484,8 @@ int master_sched_prefetch(struct master_sched *s, const struct master_sched_pref
 			struct tclass *c = g->key.cls;
 			if (c->blocked_pass == pass)
 				continue;
-			if (!prefetchable(c, opts->max_task_seconds)) {
+			if (!prefetchable(c, opts->max_task_seconds) ||
+			    category_warming(c->cat->cat)) {
 				c->blocked_pass = pass;
 				continue;
 			}

@@ -973,7 +973,7 @@ void work_queue_specify_sync_outputs(struct work_queue *q, int sync)
 
 int work_queue_specify_category_mode(struct work_queue *q, const char *category, int mode)
 {
-	if (!q || mode < CATEGORY_MODE_FIXED || mode > CATEGORY_MODE_MAX_THROUGHPUT)
+	if (!q || mode < CATEGORY_MODE_FIXED || mode > CATEGORY_MODE_WARMUP)
 		return -EINVAL;
 	category_set_mode(master_sched_category(q->sched, category), (enum category_mode)mode);
 	master_queue_request_pass(q);

@@ -328,8 +328,9 @@ void work_queue_specify_sync_outputs(struct work_queue *q, int sync);
 void work_queue_specify_shutdown(struct work_queue *q, int shutdown);
 
 /* Categories (doc/allocation.md): MODE is an enum category_mode of category.h (FIXED, MAX,
- * MIN_WASTE, MAX_THROUGHPUT); MAX and MIN are copied (v[] of cores, memory, disk, gpus; -1 =
- * none); N < 0 is unlimited. Each returns 0 or -EINVAL. CATEGORY NULL is "default". */
+ * MIN_WASTE, MAX_THROUGHPUT, or WARMUP, which is not a CCTools mode); MAX and MIN are copied (v[]
+ * of cores, memory, disk, gpus; -1 = none); N < 0 is unlimited. Each returns 0 or -EINVAL. CATEGORY
+ * NULL is "default". */
 int work_queue_specify_category_mode(struct work_queue *q, const char *category, int mode);
 int work_queue_specify_category_max_resources(struct work_queue *q, const char *category,
                                               const struct rmsummary *max);

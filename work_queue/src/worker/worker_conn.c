@@ -22,6 +22,7 @@
 #include "config.h"
 #include "debug.h"
 #include "htc_error.h"
+#include "worker_cpus.h"
 #include "path.h"
 #include "timeutil.h"
 #include "worker_conn_internal.h"
@@ -60,6 +61,7 @@ struct worker {
 	struct wq_auth_key *key;
 	struct wq_tls_config *tls;
 	const struct worker_docker *docker; /* --docker, or NULL */
+	struct worker_cpus *cpus;           /* --pin-cores, made when first asked for */
 
 	struct worker_session *s;
 	/* the master being tried */
@@ -118,6 +120,13 @@ void worker_set_docker(struct worker *w, const struct worker_docker *d)
 const struct worker_docker *worker_docker_of(struct worker *w)
 {
 	return w->docker;
+}
+
+struct worker_cpus *worker_cpus_of(struct worker *w)
+{
+	if (!w->cpus && w->o->pin_cores)
+		w->cpus = worker_cpus_create(NULL);
+	return w->cpus;
 }
 const struct worker_opts *worker_opts_of(struct worker *w)
 {
@@ -425,6 +434,7 @@ void worker_delete(struct worker *w)
 		free(p);
 	}
 	free(w->workdir);
+	worker_cpus_delete(w->cpus);
 	free(w);
 }
 

@@ -25,6 +25,9 @@ const char *worker_hostname(struct worker *w);
 /* The --docker containers set by worker_set_docker, or NULL. */
 struct worker_docker;
 const struct worker_docker *worker_docker_of(struct worker *w);
+/* With --pin-cores: the cpus the worker's tasks hold (made at the first call); else NULL. */
+struct worker_cpus;
+struct worker_cpus *worker_cpus_of(struct worker *w);
 /* Ends the worker with STATUS after a clean goodbye: kills tasks, sends bye REASON if connected,
  * closes, and stops the loop. */
 void worker_finish(struct worker *w, int status, const char *reason);

@@ -37,6 +37,7 @@ enum {
 	OPT_PARENT_DEATH,
 	OPT_NOT_HERE, /* a CCTools option this worker does not have */
 	OPT_KEEP_CACHE,
+	OPT_PIN_CORES,
 	OPT_SSL,
 	OPT_SSL_CA,
 	OPT_SSL_FINGERPRINT,
@@ -66,6 +67,7 @@ static const struct option longopts[] = {
     {"exit-after-tasks", required_argument, NULL, OPT_EXIT_AFTER_TASKS},
     {"workdir", required_argument, NULL, 's'},
     {"keep-cache", no_argument, NULL, OPT_KEEP_CACHE},
+    {"pin-cores", no_argument, NULL, OPT_PIN_CORES},
     {"password", required_argument, NULL, 'P'},
     {"ssl", no_argument, NULL, OPT_SSL},
     {"ssl-ca", required_argument, NULL, OPT_SSL_CA},
@@ -125,6 +127,8 @@ static const char usage_text[] =
     "      --exit-after-tasks N  finish N tasks, then drain and exit\n"
     "  -s, --workdir DIR         where the cache and sandboxes live\n"
     "      --keep-cache          do not delete the workdir at exit\n"
+    "      --pin-cores           run each task on whole cpus of its own (a cpuset:\n"
+    "                            nproc in the task is its cores; doc/elasticity.md)\n"
     "Security:\n"
     "  -P, --password FILE       shared password (HMAC both ways; never sent)\n"
     "      --ssl                 TLS, checked against the system trust store and host name\n"
@@ -351,6 +355,7 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		set(&o->workdir, arg);
 		break;
 	case OPT_KEEP_CACHE: o->keep_cache = true; break;
+	case OPT_PIN_CORES: o->pin_cores = true; break;
 	case 'P': set(&o->password_file, arg); break;
 	case OPT_SSL: o->ssl = true; break;
 	case OPT_SSL_CA:

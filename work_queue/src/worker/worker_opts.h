@@ -59,6 +59,7 @@ struct worker_opts {
 	bool docker_preserve;              /* one shared container rather than one per task */
 	bool containers;                   /* --containers: tasks may name their images */
 	enum rmon_seccomp_profile seccomp; /* --seccomp; default RMON_SECCOMP_DEFAULT */
+	bool pin_cores; /* --pin-cores: each task on whole cpus of its own (worker_cpus.h) */
 
 	char *debug_flags;        /* -d, comma separated, may be repeated (joined) */
 	char *debug_file;         /* -o */

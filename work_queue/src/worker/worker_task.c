@@ -24,6 +24,7 @@
 #include "shell_words.h"
 #include "stringtools.h"
 #include "timeutil.h"
+#include "worker_cpus.h"
 #include "worker_docker.h"
 #include "xalloc.h"
 #include "vec.h"
@@ -463,7 +464,17 @@ struct worker_task {
 	uv_timer_t *timer; /* defers DONE of a task that could not start */
 	int64_t t_started;
 	struct worker_task_result res;
+	struct worker_cpus *cpus; /* where HELD came from, or NULL */
+	cpu_set_t held;           /* the cpus of its cpuset */
 };
+
+/* The task's tree is gone (or is being killed): its cpus are free for the next task. */
+static void give_cpus(struct worker_task *t)
+{
+	if (t->cpus)
+		worker_cpus_give(t->cpus, &t->held);
+	t->cpus = NULL;
+}
 
 static void task_free(struct worker_task *t)
 {
@@ -710,6 +721,7 @@ static void on_monitor_done(struct rmonitor *m, const struct rmsummary *s, void 
 	}
 	rmonitor_delete(m);
 	t->m = NULL;
+	give_cpus(t);
 	t->state = TS_ENDING;
 	debug(D_WORKER, "task %" PRId64 ".%" PRId64 " ended%s: exit_type %d status %d signal %d",
 	      t->id, t->try_, t->cancelled ? " (cancelled)" : "", (int)s->exit_type, s->exit_status,
@@ -861,6 +873,12 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		spec.limits.v[RM_CORES] = res->cores;
 	if (msg->wall_time > 0)
 		spec.limits.v[RM_WALL_TIME] = (double)msg->wall_time;
+	char cpulist[256] = "";
+	if (p->cpus && p->cgroups != RMONITOR_CGROUPS_OFF &&
+	    worker_cpus_take(p->cpus, res->cores, &t->held, cpulist, sizeof cpulist) > 0) {
+		t->cpus = p->cpus;
+		spec.cpuset = cpulist;
+	}
 	char task_id[64];
 	snprintf(task_id, sizeof task_id, "%" PRId64 ".%" PRId64, t->id, t->try_);
 
@@ -910,6 +928,7 @@ void worker_task_delete(struct worker_task *t, bool keep_sandbox)
 		rmonitor_delete(t->m); /* kills the whole tree; DONE is not called */
 		t->m = NULL;
 	}
+	give_cpus(t);
 	if (t->timer) {
 		uv_timer_stop(t->timer);
 		uv_close((uv_handle_t *)t->timer, timer_closed);

@@ -147,6 +147,10 @@ struct worker_task_params {
 	 * monotonic clock. */
 	const struct htc_clock *clock;
 	int seccomp; /* the task's seccomp profile (rmonitor_spec.seccomp_profile); 0 none */
+	/* --pin-cores: the task takes its cores' worth of whole free cpus as its cpuset (when
+	 * that many are free and the monitor uses cgroups), given back when its tree ends; NULL:
+	 * not pinned. Must outlive the task. */
+	struct worker_cpus *cpus;
 };
 
 /* Starts MSG's command in SB (which the task now owns: it is removed by worker_task_delete
