@@ -254,9 +254,15 @@ bench_hta() {
 	HTA_SCALE=$SCALE bash "$SRCDIR/test/bench/hta.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
 }
 
+# ---- 12. what containers cost: five ways of running the same rules (root, dockerd) -------
+bench_containers() {
+	say ""
+	CONT_TASKS=$(scaled 500) bash "$SRCDIR/test/bench/containers.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+}
+
 say "makeflow benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, scale $SCALE"
 [ $have_cctools = 1 ] || say "(CCTools 9.9 is not installed: its columns are skipped; run 'make bench' as root to install it)"
-for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq sim report k8s hta}; do
+for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq sim report k8s hta containers}; do
 	"bench_$b"
 done
 say ""
