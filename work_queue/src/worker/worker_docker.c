@@ -218,16 +218,45 @@ void worker_docker_delete(struct worker_docker *d)
 
 /* ---- the runner's argv -------------------------------------------------------------------- */
 
+/* The runner and its engine: the first words of every runner argv. */
+static void argv_head(const struct worker_docker *d, char **v, int *n)
+{
+	v[(*n)++] = xstrdup(worker_docker_runner_path(d));
+	v[(*n)++] = xstrdup("--container-run");
+	v[(*n)++] = xstrdup("--socket");
+	v[(*n)++] = xstrdup(docker_api_socket(d->api));
+}
+
+/* The task's own container's binds (the sandbox read-write; the cache read-only, as cached
+ * directories are links into it), then the command. */
+static void argv_tail(const struct worker_docker *d, char **v, int *n, const char *sandbox_work_dir,
+                      bool own_binds, const char *command)
+{
+	if (own_binds) {
+		v[(*n)++] = xstrdup("--bind");
+		v[(*n)++] = path_dirname(sandbox_work_dir);
+		char *cache = d->workdir ? path_join(d->workdir, "cache") : NULL;
+		if (cache && path_exists(cache)) {
+			v[(*n)++] = xstrdup("--bind-ro");
+			v[(*n)++] = cache;
+		} else {
+			free(cache);
+		}
+	}
+	v[(*n)++] = xstrdup("--");
+	v[(*n)++] = xstrdup("/bin/sh");
+	v[(*n)++] = xstrdup("-c");
+	v[(*n)++] = xstrdup(command);
+	v[*n] = NULL;
+}
+
 char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_work_dir,
                           const char *const *env, const char *command)
 {
 	(void)env; /* the runner's own environment: spec.env */
 	char **v = xcalloc(24, sizeof *v);
 	int n = 0;
-	v[n++] = xstrdup(worker_docker_runner_path(d));
-	v[n++] = xstrdup("--container-run");
-	v[n++] = xstrdup("--socket");
-	v[n++] = xstrdup(docker_api_socket(d->api));
+	argv_head(d, v, &n);
 	v[n++] = xstrdup("--image");
 	v[n++] = xstrdup(d->image);
 	if (d->shared_id) {
@@ -238,24 +267,7 @@ char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_wor
 		v[n++] = xstrdup("--nest");
 	v[n++] = xstrdup("--workdir");
 	v[n++] = xstrdup(sandbox_work_dir);
-	if (!d->shared_id) {
-		/* the sandbox (work, tmp) read-write; the cache read-only (cached directories are
-		 * links into it) */
-		v[n++] = xstrdup("--bind");
-		v[n++] = path_dirname(sandbox_work_dir);
-		char *cache = d->workdir ? path_join(d->workdir, "cache") : NULL;
-		if (cache && path_exists(cache)) {
-			v[n++] = xstrdup("--bind-ro");
-			v[n++] = cache;
-		} else {
-			free(cache);
-		}
-	}
-	v[n++] = xstrdup("--");
-	v[n++] = xstrdup("/bin/sh");
-	v[n++] = xstrdup("-c");
-	v[n++] = xstrdup(command);
-	v[n] = NULL;
+	argv_tail(d, v, &n, sandbox_work_dir, !d->shared_id, command);
 	return v;
 }
 
@@ -274,10 +286,7 @@ char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbo
 {
 	char **v = xcalloc(32, sizeof *v);
 	int n = 0;
-	v[n++] = xstrdup(worker_docker_runner_path(d));
-	v[n++] = xstrdup("--container-run");
-	v[n++] = xstrdup("--socket");
-	v[n++] = xstrdup(docker_api_socket(d->api));
+	argv_head(d, v, &n);
 	if (c->archive) {
 		v[n++] = xstrdup("--load");
 		v[n++] = xstrdup(c->archive);
@@ -300,22 +309,8 @@ char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbo
 		v[n++] = xstrdup("--shared-image");
 		v[n++] = xstrdup("--bind");
 		v[n++] = xstrdup(d->workdir ? d->workdir : sandbox_work_dir);
-	} else {
-		v[n++] = xstrdup("--bind");
-		v[n++] = path_dirname(sandbox_work_dir);
-		char *cache = d->workdir ? path_join(d->workdir, "cache") : NULL;
-		if (cache && path_exists(cache)) {
-			v[n++] = xstrdup("--bind-ro");
-			v[n++] = cache;
-		} else {
-			free(cache);
-		}
 	}
-	v[n++] = xstrdup("--");
-	v[n++] = xstrdup("/bin/sh");
-	v[n++] = xstrdup("-c");
-	v[n++] = xstrdup(command);
-	v[n] = NULL;
+	argv_tail(d, v, &n, sandbox_work_dir, !c->shared, command);
 	return v;
 }
 
