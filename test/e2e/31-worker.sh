@@ -218,6 +218,42 @@ test_expect_success 'without --single-shot the worker tries again after the mast
 	[ $WRC = 3 ]
 '
 
+test_expect_success '-s DIR (CCTools): each worker works in DIR/worker-UID-PID, removed at its exit' '
+	mkdir -p shared
+	u=$(id -u)
+	"$BIN/work_queue_worker" -s "$PWD/shared" --connect-timeout 60 127.0.0.1 1 >w1.log 2>&1 &
+	a=$!
+	test_track_pid $a
+	"$BIN/work_queue_worker" -s "$PWD/shared" --connect-timeout 60 127.0.0.1 1 >w2.log 2>&1 &
+	b=$!
+	test_track_pid $b
+	test_wait_until 30 test -d shared/worker-$u-$a
+	test_wait_until 30 test -d shared/worker-$u-$b
+	kill -TERM $a
+	wait $a || true
+	test ! -e shared/worker-$u-$a
+	test -d shared/worker-$u-$b
+	kill -TERM $b
+	wait $b || true
+	[ -z "$(ls -A shared)" ]
+'
+
+test_expect_success '--keep-cache with -s DIR: DIR itself, kept, and one such worker at a time' '
+	"$BIN/work_queue_worker" -s "$PWD/kc" --keep-cache --connect-timeout 60 127.0.0.1 1 >k1.log 2>&1 &
+	k=$!
+	test_track_pid $k
+	test_wait_until 30 test -e kc/.worker.lock
+	rc=0
+	"$BIN/work_queue_worker" -s "$PWD/kc" --keep-cache --connect-timeout 2 127.0.0.1 1 >k2.log 2>&1 || rc=$?
+	cat k2.log
+	[ $rc != 0 ]
+	grep -q "another worker with --keep-cache uses it" k2.log
+	kill -TERM $k
+	wait $k || true
+	test -d kc
+	test ! -e kc/worker-$(id -u)-$k
+'
+
 test_expect_success 'SIGTERM drains: the running task is reported, then bye and exit 0' '
 	fake signal
 	"$BIN/work_queue_worker" -s "$PWD/wd" 127.0.0.1 $FAKE_PORT >worker.log 2>&1 &

@@ -24,7 +24,7 @@ start_worker() {
 # partial_in DIR: true once an object is being received into DIR's cache.
 partial_in() {
 	local f
-	for f in "$1"/cache/.partial/*; do
+	for f in "$1"/worker-*/cache/.partial/*; do
 		[ -s "$f" ] && return 0
 	done
 	return 1

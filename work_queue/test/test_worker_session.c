@@ -148,7 +148,10 @@ static void test_handshake_and_report(void **state)
 	assert_int_equal(fake_master_index(f->m, ident), 0);
 	assert_int_equal(fake_master_index(f->m, cap), 1);
 	assert_int_equal(fake_master_index(f->m, have), 2);
-	assert_string_equal(str(ident, "workdir"), f->o.workdir);
+	/* -s DIR: the workspace of this worker under DIR, as CCTools makes it */
+	char *ws = xasprintf("%s/worker-%ld-%ld", f->o.workdir, (long)getuid(), (long)getpid());
+	assert_string_equal(str(ident, "workdir"), ws);
+	free(ws);
 	assert_true(num(ident, "queue_max") > 0); /* queue was agreed */
 	struct wq_capacity *c = NULL;
 	char *why = NULL;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@ struct worker {
 	char software[64];
 	char *workdir;
 	bool workdir_made;
+	int workdir_lock; /* --keep-cache with -s: the lock on the workdir, or -1 */
 	int workdir_fd;
 	struct worker_cache *cache;
 	struct worker_ledger *ledger;
@@ -174,20 +176,61 @@ void worker_touch(struct worker *w)
 
 /* ---- set-up -------------------------------------------------------------------------------- */
 
+/* -s DIR: the worker's own workspace DIR/worker-UID-PID, as CCTools makes it, so that any
+ * number of workers share one DIR; one left by a dead worker of the same pid (it cannot be
+ * alive: the pid is ours) is removed first. With --keep-cache the workspace is DIR itself, so
+ * that the next worker started with the same -s DIR finds the cache; a lock keeps a second such
+ * worker out of it. 0, or -1 with *ERR. */
+static int make_named_workdir(struct worker *w, char **err)
+{
+	int r = path_mkdir_p(w->o->workdir, 0755);
+	if (r < 0) {
+		*err = xasprintf("workdir %s: %s", w->o->workdir, strerror(-r));
+		return -1;
+	}
+	char real[PATH_MAX];
+	if (!realpath(w->o->workdir, real)) {
+		*err = xasprintf("workdir %s: %s", w->o->workdir, strerror(errno));
+		return -1;
+	}
+	if (w->o->keep_cache) {
+		char *lock = path_join(real, ".worker.lock");
+		w->workdir_lock = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (w->workdir_lock < 0 || flock(w->workdir_lock, LOCK_EX | LOCK_NB) < 0) {
+			*err =
+			    xasprintf("workdir %s: %s", real,
+			              w->workdir_lock < 0
+			                  ? strerror(errno)
+			                  : "another worker with --keep-cache uses it (one at a "
+			                    "time keeps a cache; without --keep-cache each worker "
+			                    "gets a workspace of its own under it)");
+			free(lock);
+			return -1;
+		}
+		free(lock);
+		w->workdir = xstrdup(real);
+		return 0;
+	}
+	char *ws = xasprintf("%s/worker-%ld-%ld", real, (long)getuid(), (long)getpid());
+	if (path_exists(ws)) {
+		warn("removing %s, left by an earlier worker of this pid", ws);
+		tree_remove(ws);
+	}
+	if (mkdir(ws, 0755) < 0) {
+		*err = xasprintf("workdir %s: %s", ws, strerror(errno));
+		free(ws);
+		return -1;
+	}
+	w->workdir = ws;
+	w->workdir_made = true;
+	return 0;
+}
+
 static int make_workdir(struct worker *w, char **err)
 {
 	if (w->o->workdir) {
-		int r = path_mkdir_p(w->o->workdir, 0755);
-		if (r < 0) {
-			*err = xasprintf("workdir %s: %s", w->o->workdir, strerror(-r));
+		if (make_named_workdir(w, err) < 0)
 			return -1;
-		}
-		char real[PATH_MAX];
-		if (!realpath(w->o->workdir, real)) {
-			*err = xasprintf("workdir %s: %s", w->o->workdir, strerror(errno));
-			return -1;
-		}
-		w->workdir = xstrdup(real);
 	} else {
 		const char *tmp = getenv("TMPDIR");
 		char *templ = xasprintf("%s/wq-worker-%ld-XXXXXX", tmp && *tmp ? tmp : "/tmp",
@@ -235,6 +278,7 @@ struct worker *worker_create(uv_loop_t *loop, const struct worker_opts *o, char 
 	w->loop = loop;
 	w->o = o;
 	w->workdir_fd = -1;
+	w->workdir_lock = -1;
 	w->exit_status = WORKER_EXIT_OK;
 	w->backoff_ms = BACKOFF_MIN_MS;
 	snprintf(w->software, sizeof w->software, "htc %s", HTC_VERSION);
@@ -417,22 +461,15 @@ void worker_delete(struct worker *w)
 		close(w->workdir_fd);
 	if (w->workdir)
 		worker_sandbox_pool_forget(w->workdir);
-	if (w->workdir && !w->o->keep_cache) {
-		if (w->workdir_made) {
-			tree_remove(w->workdir);
-		} else {
-			char *p = path_join(w->workdir, "cache");
-			tree_remove(p);
-			free(p);
-			p = path_join(w->workdir, "tasks");
-			tree_remove(p);
-			free(p);
-		}
+	if (w->workdir && w->workdir_made && !w->o->keep_cache) {
+		tree_remove(w->workdir); /* its own workspace, made at start */
 	} else if (w->workdir) {
 		char *p = path_join(w->workdir, "tasks");
 		tree_remove(p);
 		free(p);
 	}
+	if (w->workdir_lock >= 0)
+		close(w->workdir_lock); /* releases it */
 	free(w->workdir);
 	worker_cpus_delete(w->cpus);
 	free(w);
