@@ -319,7 +319,9 @@ static void test_status_input(void **state)
 	assert_int_equal(json_array_size(json_object_get(doc, "categories")), 1);
 	assert_non_null(json_object_get(json_object_get(doc, "factory"), "latency"));
 	json_decref(doc);
-	assert_true(scaler_input_add_status(&in, json_array(), NULL) < 0);
+	json_t *not_a_status = json_array();
+	assert_true(scaler_input_add_status(&in, not_a_status, NULL) < 0);
+	json_decref(not_a_status);
 	json_decref(st);
 	scaler_input_clear(&in);
 }
