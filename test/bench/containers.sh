@@ -85,7 +85,7 @@ run() {
 wq() {
 	local name=$1 inctr=$2
 	shift 2
-	rm -f port
+	rm -f port out.* ./*.makeflowlog*
 	"$MF" --progress=quiet -T wq -p 0 -Z port "$name.mf" >"$name.out" 2>&1 &
 	local mf=$! t0 t1
 	PIDS+=($mf)
