@@ -237,7 +237,7 @@ test_expect_success 'bad command-line options are clear errors and run nothing' 
 	rc=0; "$ANALYZE" --bogus Makeflow 2>err || rc=$?
 	[ $rc = 1 ]
 	grep -q bogus err
-	rc=0; "$VIZ" -D png Makeflow 2>err || rc=$?
+	rc=0; "$VIZ" -D gif Makeflow 2>err || rc=$?
 	cat err
 	[ $rc = 1 ]
 	grep -q -- "-D" err
