@@ -58,28 +58,32 @@ test_expect_success 'htc_worker_image makes the worker image and loads it into t
 '
 
 test_expect_success 'work_queue_factory -T k8s: worker pods run 30 tasks of makeflow -T wq and go away at the end' '
+	# each rule keeps the worker busy for a while, so that its pod is still there to be
+	# inspected (a worker given whole cores finishes 30 empty rules in about a second, and the
+	# factory then deletes its pod)
 	for i in $(seq 1 30); do
-		printf "f.%d:\n\techo %d > f.%d\n" $i $i $i
+		printf "f.%d:\n\tsleep 3; echo %d > f.%d\n" $i $i $i
 	done >Makeflow
 	start_master Makeflow
 	"$BIN/work_queue_factory" -T k8s --batch-option "kubeconfig=$KC" --max-workers 1 \
 		--period 0.5 -t 60 -d batch -o factory.debug localhost $port >factory.out 2>&1 &
 	fpid=$!
 	test_track_pid $fpid
-	test_wait_until 90 worker_running
+	test_wait_until 90 worker_running || { echo "no worker pod running"; cat mf.out factory.out; tail -30 factory.debug; exit 1; }
 	pods_json >pods.json
 	# host network; one large worker: the node allocatable cores, given to the worker
-	grep -q "\"hostNetwork\": true" pods.json
+	grep -q "\"hostNetwork\": true" pods.json || { echo "no hostNetwork"; head -c 3000 pods.json; exit 1; }
 	cores=$(k8s_api /api/v1/nodes | python3 -c "import json,sys; print(json.load(sys.stdin)[\"items\"][0][\"status\"][\"allocatable\"][\"cpu\"])")
 	python3 -c "import json,sys; c = json.load(open(\"pods.json\"))[\"items\"][0][\"spec\"][\"containers\"][0]; assert c[\"resources\"][\"limits\"][\"cpu\"] == \"$cores\", c; assert \"--cores \\\"\$CORES\\\"\" in c[\"command\"][2], c; print(c[\"command\"][2])"
 	finish
-	for i in $(seq 1 30); do [ "$(cat f.$i)" = $i ] || exit 1; done
+	for i in $(seq 1 30); do [ "$(cat f.$i)" = $i ] || { echo "f.$i wrong"; cat mf.out; exit 1; }; done
 	kill -TERM $fpid
 	wait $fpid || { cat factory.out; exit 1; }
 	cat factory.out
 	test_wait_until 30 all_pods_gone
 	# the removed pod times are in the debug output
-	grep "k8s pod default/htc-.* removed: created 20.*, scheduled 20.*, running 20" factory.debug
+	grep "k8s pod default/htc-.* removed: created 20.*, scheduled 20.*, running 20" factory.debug ||
+		{ echo "no pod times"; grep -a "k8s pod" factory.debug | tail -5; tail -20 factory.debug; exit 1; }
 '
 
 test_expect_success 'work_queue_factory -T k8s restarted after kill -9 deletes the pods of its earlier run' '
