@@ -477,6 +477,20 @@ static void test_max_retries(void **state)
 	free(tx);
 }
 
+/* How many lines of the debug log contain S. */
+static int log_count(const struct fake_env *e, const char *s)
+{
+	FILE *f = fopen(e->log, "r");
+	if (!f)
+		return 0;
+	char line[4096];
+	int n = 0;
+	while (fgets(line, sizeof line, f))
+		n += strstr(line, s) != NULL;
+	fclose(f);
+	return n;
+}
+
 /* A worker the master dismisses (three sandbox errors in a row) gets no more tasks while its
  * connection closes: the tasks go to the next worker (the master once sent them to the closing
  * worker again and again, each send failing, and no other worker got any). */
@@ -505,7 +519,13 @@ static void test_dismissed_worker_gets_no_tasks(void **state)
 	}
 	assert_int_equal(done, 8);
 	assert_int_equal(bad->tasks_received, received_by_bad);
-	assert_false(fake_log_has(e, "cannot send task"));
+	/* a send already under way when the connection closed may fail, once; the defect sent
+	 * the same tasks to the closing worker again and again */
+	for (int id = 1; id <= 8; id++) {
+		char what[64];
+		snprintf(what, sizeof what, "cannot send task %d:", id);
+		assert_true(log_count(e, what) <= 1);
+	}
 	fake_queue_delete(q);
 	fake_free(bad);
 	fake_free(good);
