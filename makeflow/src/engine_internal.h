@@ -202,6 +202,13 @@ void engine_report_dryrun(struct engine *e);
 void engine_failed_keep(struct engine *e, struct dag_node *n);
 /* Where -T dryrun writes its script: --batch-option script=FILE, else WORKFLOW.sh (malloc). */
 char *engine_dryrun_script(const struct engine *e);
+
+/* Before the run (engine_start.c): every source a rule reads exists (the missing ones are
+ * named), the driver has the features the workflow needs, and the driver takes the options of
+ * the command line (IS_LOCAL_QUEUE: the queue of LOCAL rules). Each: 0, or -1 after saying why. */
+int engine_check_sources(struct engine *e);
+int engine_check_features(struct engine *e);
+int engine_apply_options(struct engine *e, struct batch_queue *q, int is_local_queue);
 void engine_report_failures(struct engine *e);
 /* --summary-json FILE: the JSON summary (doc/manual.md). */
 int engine_write_json_summary(struct engine *e);

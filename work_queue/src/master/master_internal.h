@@ -327,6 +327,8 @@ void master_admit_release(struct mworker *w);
 void master_admit_tick(struct work_queue *q); /* every second: the suppressed lines summed up */
 void master_admit_free(struct work_queue *q);
 /* Sends task M (assigned by a pass with BOX) to W; `queued: true` when M->queued is set. */
+/* The `task` message of M for W in BOX (master_task_msg.c); a new reference. */
+json_t *master_task_message(struct mworker *w, struct mtask *m, const struct master_sched_box *box);
 void master_dispatch_task(struct mworker *w, struct mtask *m, const struct master_sched_box *box);
 /* Cancels M on its worker (M leaves the worker at once). */
 void master_dispatch_cancel(struct mworker *w, struct mtask *m, const char *reason);
