@@ -84,26 +84,7 @@ static char *find_monitor(struct engine *e)
 {
 	if (e->opt->monitor_exe)
 		return access(e->opt->monitor_exe, X_OK) == 0 ? xstrdup(e->opt->monitor_exe) : NULL;
-	if (e->opt->self_exe) {
-		char *dir = path_dirname(e->opt->self_exe);
-		char *p = path_join(dir, "resource_monitor");
-		free(dir);
-		if (access(p, X_OK) == 0)
-			return p;
-		free(p);
-	}
-	const char *path = getenv("PATH");
-	char *copy = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
-	char *save = NULL, *found = NULL;
-	for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-		char *p = path_join(*d ? d : ".", "resource_monitor");
-		if (access(p, X_OK) == 0)
-			found = p;
-		else
-			free(p);
-	}
-	free(copy);
-	return found;
+	return path_find_program(e->opt->self_exe, "resource_monitor");
 }
 
 struct seed_ctx {
