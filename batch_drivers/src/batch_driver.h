@@ -20,6 +20,7 @@ struct batch_job {
 	void *driver_data;          /* the driver's per-job record */
 	char *error_text;           /* owned copy behind result.error (batch_job_set_error) */
 	char *seccomp_text;         /* owned copy behind result.seccomp_denied */
+	char *stderr_text;          /* owned copy behind result.stderr_tail */
 };
 
 struct batch_driver {
@@ -62,6 +63,9 @@ void batch_job_started(struct batch_queue *q, struct batch_job *job);
 void batch_job_complete(struct batch_queue *q, struct batch_job *job);
 /* Sets the job's result.seccomp_denied from NAMES (NULL-terminated; nothing when empty). */
 void batch_job_set_seccomp_denied(struct batch_job *job, const char *const *names);
+/* Sets result.stderr_tail to the tail (BATCH_TAIL_LINES, BATCH_TAIL_BYTES) of the LEN bytes at
+ * TEXT, in a copy the job owns; nothing when TEXT has nothing but newlines. */
+void batch_job_set_stderr_tail(struct batch_job *job, const char *text, size_t len);
 /* Sets result.error to a formatted message the job owns. */
 void batch_job_set_error(struct batch_job *job, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -351,6 +351,8 @@ static int cg_start(void *arg, struct lsched_job *j)
 	spec.argv = words ? (const char *const *)words : sh_args;
 	spec.env = (const char *const *)env;
 	spec.stdin_fd = st->null_fd;
+	int err_fd = lsched_stderr_pipe(j);
+	spec.stderr_fd = err_fd;
 	spec.new_session = 1;
 	/* local execution shares the cwd: no per-job disk to measure there */
 	spec.measure_dirs = no_dirs;
@@ -372,6 +374,8 @@ static int cg_start(void *arg, struct lsched_job *j)
 		spec.cpuset = cpus;
 	int err = 0;
 	cj->m = rmonitor_start(st->s.loop, &spec, job_done, cj, &err);
+	if (err_fd >= 0)
+		close(err_fd);
 	shell_words_free(words);
 	lsched_env_free(env);
 	if (!cj->m) {

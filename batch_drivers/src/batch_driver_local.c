@@ -86,7 +86,7 @@ static void on_sigchld(uv_signal_t *h, int signum)
  * monitor's spawner, whose threads for that profile have the filter; the job's refused calls
  * are answered and recorded for it by a watch. Returns the pid or -errno. */
 static pid_t start_filtered(struct local_state *st, struct local_job *lj, const char *const *argv,
-                            const char *const *env)
+                            const char *const *env, int err_fd)
 {
 	int err = 0;
 	const struct rmon_seccomp_prog *prog = rmon_seccomp_prog_get(st->s.seccomp, &err);
@@ -98,7 +98,7 @@ static pid_t start_filtered(struct local_state *st, struct local_job *lj, const 
 	    .env = env,
 	    .stdin_fd = null_fd,
 	    .stdout_fd = -1,
-	    .stderr_fd = -1,
+	    .stderr_fd = err_fd,
 	    .new_session = 1,
 	    .seccomp = prog,
 	};
@@ -129,11 +129,14 @@ static int local_start(void *arg, struct lsched_job *j)
 	/* posix_spawn (a vfork in glibc) instead of fork: no copy of makeflow's
 	 * page tables and no copy-on-write faults afterwards. The job gets its
 	 * own session and process group, default signals, an empty signal mask,
-	 * and /dev/null as stdin. */
+	 * /dev/null as stdin, and the scheduler's stderr pipe as stderr. */
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	int err_fd = lsched_stderr_pipe(j);
+	if (err_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
 	posix_spawnattr_init(&at);
 	sigset_t none, defaults;
 	sigemptyset(&none);
@@ -146,7 +149,9 @@ static int local_start(void *arg, struct lsched_job *j)
 	if (st->s.seccomp) {
 		const char *sh_argv[] = {"/bin/sh", "-c", job->spec.command, NULL};
 		pid = start_filtered(st, lj, words ? (const char *const *)words : sh_argv,
-		                     (const char *const *)env);
+		                     (const char *const *)env, err_fd);
+		if (err_fd >= 0)
+			close(err_fd);
 		posix_spawn_file_actions_destroy(&fa);
 		posix_spawnattr_destroy(&at);
 		shell_words_free(words);
@@ -164,6 +169,8 @@ static int local_start(void *arg, struct lsched_job *j)
 	posix_spawnattr_destroy(&at);
 	shell_words_free(words);
 	lsched_env_free(env);
+	if (err_fd >= 0)
+		close(err_fd);
 	if (rc != 0) {
 		batch_job_set_error(job, "spawn: %s", strerror(rc));
 		return -rc;

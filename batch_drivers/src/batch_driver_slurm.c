@@ -26,6 +26,7 @@
 #include "cluster_run.h"
 #include "cluster_throttle.h"
 #include "debug.h"
+#include "full_io.h"
 #include "slurm_script.h"
 #include "slurm_status.h"
 #include "stringtools.h"
@@ -255,6 +256,10 @@ static void complete_from_status(struct slurm *s, struct sjob *j, const struct s
 		char *out = job_file(s, j->n, ".out");
 		notice("slurm: job %s of %s: its output is in %s", st->id,
 		       j->job->spec.tag ? j->job->spec.tag : "no tag", out);
+		char *tail = full_read_tail(out, BATCH_TAIL_LINES, BATCH_TAIL_BYTES);
+		if (tail)
+			batch_job_set_stderr_tail(j->job, tail, strlen(tail));
+		free(tail);
 		free(out);
 	} else {
 		remove_files(s, j->n);

@@ -481,6 +481,10 @@ static void fill_result(struct batch_job *job, const struct work_queue_task *t)
 		                    t->hostname ? " on " : "", t->hostname ? t->hostname : "");
 		break;
 	}
+	/* the worker keeps the task's stdout and stderr together, in t->output */
+	int ok = r->exited_normally && r->exit_code == 0 && !r->exhausted && !r->error;
+	if (!ok && t->output)
+		batch_job_set_stderr_tail(job, t->output, strlen(t->output));
 }
 
 /* After every loop turn: hand each finished task back to its job. */

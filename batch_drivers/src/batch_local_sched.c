@@ -18,6 +18,7 @@
 #include "htc_error.h"
 #include "rmon_seccomp.h"
 #include "shell_words.h"
+#include "stderr_tap.h"
 #include "stringtools.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -95,6 +96,12 @@ int lsched_set_option(struct lsched *s, const char *key, const char *value)
 		return parse_count(value, 0, &s->disk);
 	if (!strcmp(key, "gpus"))
 		return parse_count(value, 0, &s->gpus);
+	if (!strcmp(key, "stderr-tail")) {
+		if (strcmp(value, "yes") && strcmp(value, "no"))
+			return -EINVAL;
+		s->no_stderr_tail = !strcmp(value, "no");
+		return 0;
+	}
 	if (!strcmp(key, "seccomp")) {
 		enum rmon_seccomp_profile p;
 		if (rmon_seccomp_parse(value, &p) < 0)
@@ -156,6 +163,10 @@ static void handle_closed(uv_handle_t *h)
 
 static void close_handles(struct lsched_job *j)
 {
+	if (j->tap) {
+		stderr_tap_finish(j->tap, NULL);
+		j->tap = NULL;
+	}
 	if (!j->has_timer) {
 		free(j);
 		return;
@@ -180,6 +191,11 @@ void lsched_job_ended(struct lsched_job *j, int64_t exit_status, int term_signal
 		r->exit_code = (int)exit_status;
 	}
 	r->removed = j->removed;
+	if (j->tap) {
+		int ok = !term_signal && exit_status == 0 && !r->exhausted && !r->error;
+		stderr_tap_finish(j->tap, ok ? NULL : job);
+		j->tap = NULL;
+	}
 	if (r->measured.wall_time_s < 0) {
 		int64_t us = r->end_us - r->start_us;
 		r->measured.wall_time_s = us > 0 ? (us + 500000) / 1000000 : 0;
@@ -307,6 +323,20 @@ int lsched_remove(struct lsched *s, struct batch_job *job)
 	job->result.signal = SIGKILL;
 	batch_job_complete(s->q, job);
 	return 0;
+}
+
+int lsched_stderr_pipe(struct lsched_job *j)
+{
+	int fd = -1;
+	if (j->s->no_stderr_tail || j->tap)
+		return -1;
+	j->tap = stderr_tap_open(j->s->loop, &fd);
+	if (!j->tap) {
+		debug(D_BATCH, "%s job %" PRId64 ": no pipe for its stderr (%s): not captured",
+		      j->s->name, j->job->id, strerror(errno));
+		return -1;
+	}
+	return fd;
 }
 
 void lsched_destroy(struct lsched *s)

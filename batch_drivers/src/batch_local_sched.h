@@ -13,6 +13,7 @@
 #include <uv.h>
 
 struct lsched;
+struct stderr_tap;
 
 /* One job as the scheduler keeps it. A driver that needs more per-job fields embeds this as the
  * FIRST member of its own struct and passes that struct's size to lsched_init(); the scheduler
@@ -28,7 +29,8 @@ struct lsched_job {
 	int has_timer;
 	int open_handles; /* freed when the last handle is closed */
 	uv_timer_t timer;
-	uint64_t gpu_ids; /* bit i: gpu i is this job's (up to 64 gpus) */
+	uint64_t gpu_ids;       /* bit i: gpu i is this job's (up to 64 gpus) */
+	struct stderr_tap *tap; /* its stderr, until it ends (lsched_stderr_pipe) */
 	struct lsched_job *prev, *next;
 };
 
@@ -58,7 +60,8 @@ struct lsched {
 	int64_t used_cores, used_memory, used_disk, used_gpus;
 	uint64_t used_gpu_ids;
 	int64_t n_running;
-	int seccomp; /* option seccomp: enum rmon_seccomp_profile, 0 (off) by default */
+	int seccomp;        /* option seccomp: enum rmon_seccomp_profile, 0 (off) by default */
+	int no_stderr_tail; /* option stderr-tail=no: jobs inherit stderr, nothing is kept */
 	struct lsched_job *waiting; /* utlist DL, submission order */
 	struct lsched_job *running; /* utlist DL */
 };
@@ -68,7 +71,7 @@ struct lsched {
 void lsched_init(struct lsched *s, struct batch_queue *q, const char *name,
                  const struct lsched_ops *ops, void *arg, size_t job_size);
 /* The options every local-execution driver takes: max-jobs, cores, memory, disk, gpus,
- * seccomp (a profile name of doc/seccomp.md).
+ * seccomp (a profile name of doc/seccomp.md), stderr-tail (yes, the default, or no).
  * 0, -EINVAL for a bad value, -ENOENT for a key that is not one of these. */
 int lsched_set_option(struct lsched *s, const char *key, const char *value);
 /* Admits (HTC_ELIMIT if it can never fit) and queues JOB, then starts what fits. */
@@ -84,6 +87,11 @@ void lsched_schedule(struct lsched *s);
 void lsched_job_ended(struct lsched_job *j, int64_t exit_status, int term_signal);
 /* Changes what admission charges the running job J for memory by DELTA MB. */
 void lsched_charge_memory(struct lsched *s, struct lsched_job *j, int64_t delta);
+/* The fd the driver gives the job J as its stderr: the write end of a pipe whose bytes go on to
+ * this process's stderr and whose last lines become result.stderr_tail if J fails (the driver
+ * closes it once J is spawned); or -1 (inherit stderr) with option stderr-tail=no or when no
+ * pipe can be made. */
+int lsched_stderr_pipe(struct lsched_job *j);
 /* Abandons every running job (ops->abandon) and drops waiting ones; completes nothing. S itself
  * is the caller's to free. */
 void lsched_destroy(struct lsched *s);

@@ -79,6 +79,14 @@ void batch_job_set_error(struct batch_job *job, const char *fmt, ...)
 	job->result.error = text ? text : "driver error";
 }
 
+void batch_job_set_stderr_tail(struct batch_job *job, const char *text, size_t len)
+{
+	free(job->stderr_text);
+	job->stderr_text =
+	    text ? str_tail_lines(text, len, BATCH_TAIL_LINES, BATCH_TAIL_BYTES) : NULL;
+	job->result.stderr_tail = job->stderr_text;
+}
+
 void batch_job_set_seccomp_denied(struct batch_job *job, const char *const *names)
 {
 	if (!names || !names[0])
@@ -165,6 +173,7 @@ static void free_rec(struct job_rec *r)
 	free_spec(&r->job.spec);
 	free(r->job.error_text);
 	free(r->job.seccomp_text);
+	free(r->job.stderr_text);
 	free(r);
 }
 

@@ -85,7 +85,15 @@ struct batch_result {
 	/* The calls the job's seccomp profile refused (option seccomp, doc/seccomp.md), joined
 	 * with ", ", or NULL when none was. */
 	const char *seccomp_denied;
+	/* For a job that did not succeed, the last lines it wrote to stderr (local and cgroups),
+	 * or of its output where the batch system keeps stdout and stderr together (wq, k8s,
+	 * slurm); NULL when it wrote nothing or the driver cannot capture it. At most
+	 * BATCH_TAIL_LINES lines and BATCH_TAIL_BYTES bytes. */
+	const char *stderr_tail;
 };
+
+#define BATCH_TAIL_LINES 20
+#define BATCH_TAIL_BYTES 4096
 
 typedef void (*batch_complete_fn)(struct batch_queue *q, int64_t job_id,
                                   const struct batch_result *r, void *arg);

@@ -31,6 +31,7 @@
 struct outcome {
 	int64_t id;
 	struct batch_result r; /* error pointer cleared */
+	char tail[256];        /* the start of r.stderr_tail ("" when NULL) */
 };
 
 static struct {
@@ -50,6 +51,9 @@ static void completed(struct batch_queue *q, int64_t id, const struct batch_resu
 		T.out[T.n].id = id;
 		T.out[T.n].r = *r;
 		T.out[T.n].r.error = NULL;
+		snprintf(T.out[T.n].tail, sizeof T.out[T.n].tail, "%s",
+		         r->stderr_tail ? r->stderr_tail : "");
+		T.out[T.n].r.stderr_tail = NULL;
 	}
 	T.n++;
 }
@@ -59,6 +63,16 @@ static const struct batch_result *outcome(int64_t id)
 	for (int i = 0; i < T.n && i < NRES; i++)
 		if (T.out[i].id == id)
 			return &T.out[i].r;
+	fail_msg("job %lld has not completed", (long long)id);
+	return NULL;
+}
+
+/* What job ID's result had as its stderr_tail ("" for none). */
+static const char *tail_of(int64_t id)
+{
+	for (int i = 0; i < T.n && i < NRES; i++)
+		if (T.out[i].id == id)
+			return T.out[i].tail;
 	fail_msg("job %lld has not completed", (long long)id);
 	return NULL;
 }
@@ -260,7 +274,7 @@ static void test_exit_status(void **state)
 	struct batch_queue *q = queue("cgroups");
 	struct batch_job_spec s = job("true");
 	int64_t ok = batch_queue_submit(q, &s);
-	s = job("echo out > out.txt; exit 1");
+	s = job("echo out > out.txt; echo why it failed >&2; exit 1");
 	int64_t bad = batch_queue_submit(q, &s);
 	s = job("kill -TERM $$");
 	int64_t sig = batch_queue_submit(q, &s);
@@ -274,6 +288,8 @@ static void test_exit_status(void **state)
 	assert_int_equal(r->exit_code, 1);
 	assert_int_equal(r->exhausted, 0);
 	assert_string_equal(slurp("out.txt"), "out\n");
+	assert_string_equal(tail_of(bad), "why it failed");
+	assert_string_equal(tail_of(ok), "");
 	r = outcome(sig);
 	assert_false(r->exited_normally);
 	assert_int_equal(r->signal, SIGTERM);

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include "batch_queue.h"
 #include "htc_error.h"
+#include "stringtools.h"
 #include "timeutil.h"
 #include "ts_loop.h"
 #include "ts_tmpdir.h"
@@ -29,6 +31,7 @@
 struct done {
 	int64_t id;
 	struct batch_result r; /* error pointer not kept */
+	char *tail;            /* copy of r.stderr_tail, or NULL */
 	int64_t at_us;         /* monotonic time of the callback */
 };
 
@@ -58,6 +61,8 @@ static void on_complete(struct batch_queue *q, int64_t id, const struct batch_re
 		c->done[c->n_done].r.error = NULL;
 		c->done[c->n_done].at_us = time_monotonic_us();
 		c->done[c->n_done].r.seccomp_denied = NULL;
+		c->done[c->n_done].r.stderr_tail = NULL;
+		c->done[c->n_done].tail = r->stderr_tail ? strdup(r->stderr_tail) : NULL;
 	}
 	if (r->seccomp_denied)
 		snprintf(last_seccomp, sizeof last_seccomp, "%s", r->seccomp_denied);
@@ -106,6 +111,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	uv_run(&C.loop, UV_RUN_DEFAULT);
+	for (int i = 0; i < C.n_done && i < MAX_RESULTS; i++)
+		free(C.done[i].tail);
 	/* every handle of the queue has been closed and freed */
 	assert_int_equal(uv_loop_close(&C.loop), 0);
 	assert_int_equal(chdir(C.old_cwd), 0);
@@ -599,6 +606,89 @@ static void test_delete_from_callback(void **state)
 	assert_int_equal(deleting_calls, 1);
 }
 
+static const char *tail_of(int64_t id)
+{
+	for (int i = 0; i < C.n_done && i < MAX_RESULTS; i++)
+		if (C.done[i].id == id)
+			return C.done[i].tail;
+	return NULL;
+}
+
+/* Sends this process's stderr to FILE; returns the fd to give stderr_back(). */
+static int stderr_to(const char *file)
+{
+	fflush(stderr);
+	int saved = dup(2);
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, 2);
+	close(fd);
+	return saved;
+}
+
+static void stderr_back(int saved)
+{
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+}
+
+static size_t file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+/* A failed job's last stderr lines come back in stderr_tail, and every byte still reaches this
+ * process's stderr; a job that writes more than a pipe holds is not held up; a job that
+ * succeeds, or writes nothing, has no tail; a leftover process holding the pipe does not hold
+ * up the completion. */
+static void test_stderr_tail(void **state)
+{
+	(void)state;
+	struct batch_queue *q = make_queue();
+	int saved = stderr_to("err.out");
+	/* 200,000 bytes of noise (3 pipe buffers), then the lines that matter */
+	int64_t big = submit_cmd(q, "head -c 200000 /dev/zero | tr '\\0' x >&2; echo >&2; "
+	                            "for i in $(seq 1 30); do echo line $i >&2; done; exit 2");
+	int64_t ok = submit_cmd(q, "echo only a warning >&2");
+	int64_t silent = submit_cmd(q, "echo to stdout; exit 1");
+	int64_t left = submit_cmd(q, "setsid sleep 3 & echo the last word >&2; exit 4");
+	run_until_done(4);
+	stderr_back(saved);
+	const struct batch_result *r = result_of(big);
+	assert_int_equal(r->exit_code, 2);
+	const char *t = tail_of(big);
+	assert_non_null(t);
+	assert_true(str_has_prefix(t, "line 11\n"));
+	assert_true(str_has_suffix(t, "\nline 30"));
+	assert_null(tail_of(ok));
+	assert_null(tail_of(silent));
+	assert_int_equal(result_of(left)->exit_code, 4);
+	assert_string_equal(tail_of(left), "the last word");
+	assert_true(file_size("err.out") > 200000);
+	char *text = ts_read_file("err.out", NULL);
+	assert_non_null(strstr(text, "only a warning\n"));
+	assert_non_null(strstr(text, "line 30\n"));
+	free(text);
+	batch_queue_delete(q);
+	/* option stderr-tail=no: the job's stderr is this process's, nothing is kept */
+	q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "stderr-tail", "no"), 0);
+	assert_int_equal(batch_queue_set_option(q, "stderr-tail", "maybe"), -EINVAL);
+	saved = stderr_to("err2.out");
+	int64_t direct = submit_cmd(q, "echo straight through >&2; exit 1");
+	run_until_done(5);
+	stderr_back(saved);
+	assert_int_equal(C.done[4].id, direct); /* ids start again in a new queue */
+	assert_int_equal(C.done[4].r.exit_code, 1);
+	assert_null(C.done[4].tail);
+	text = ts_read_file("err2.out", NULL);
+	assert_non_null(strstr(text, "straight through"));
+	free(text);
+	batch_queue_delete(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -607,6 +697,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_seccomp, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_specs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exit_codes_and_signals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stderr_tail, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_env, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_max_jobs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cores_admission, setup, teardown),

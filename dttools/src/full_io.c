@@ -1,10 +1,15 @@
-/* full_io.c: whole-range reads and writes (see full_io.h). */
+/* full_io.c: whole-range reads and writes, and a file's last lines (see full_io.h). */
 #include "full_io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "stringtools.h"
+#include "xalloc.h"
 #include "banned.h"
 
 ssize_t full_pread(int fd, void *buf, size_t len, off_t off)
@@ -42,4 +47,23 @@ int full_write(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+char *full_read_tail(const char *path, int max_lines, size_t max_bytes)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	char *tail = NULL;
+	if (fstat(fd, &st) == 0 && st.st_size > 0) {
+		size_t want = (size_t)st.st_size < max_bytes ? (size_t)st.st_size : max_bytes;
+		char *buf = xmalloc(want);
+		ssize_t n = full_pread(fd, buf, want, st.st_size - (off_t)want);
+		if (n > 0)
+			tail = str_tail_lines(buf, (size_t)n, max_lines, max_bytes);
+		free(buf);
+	}
+	close(fd);
+	return tail;
 }

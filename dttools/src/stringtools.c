@@ -200,3 +200,32 @@ int str_hex_decode(const char *hex, void *out, size_t n)
 	}
 	return 0;
 }
+
+char *str_tail_lines(const char *s, size_t len, int max_lines, size_t max_bytes)
+{
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == 0))
+		len--;
+	if (len == 0 || max_lines <= 0 || max_bytes == 0)
+		return NULL;
+	size_t start = len > max_bytes ? len - max_bytes : 0;
+	int lines = 0;
+	size_t cut = start;
+	for (size_t p = len; p > start; p--)
+		if (s[p - 1] == '\n' && ++lines == max_lines) {
+			cut = p;
+			break;
+		}
+	if (cut == start && start > 0) {
+		/* the byte limit fell inside a line: begin at the next line when there is one */
+		const char *nl = memchr(s + start, '\n', len - start);
+		if (nl)
+			cut = (size_t)(nl - s) + 1;
+	}
+	char *out = xmalloc(len - cut + 1);
+	size_t k = 0;
+	for (size_t i = cut; i < len; i++)
+		if (s[i]) /* a NUL inside output would end the string early */
+			out[k++] = s[i];
+	out[k] = 0;
+	return out;
+}

@@ -69,4 +69,9 @@ void str_hex_encode(const void *in, size_t n, char *out);
  * partly written). */
 int str_hex_decode(const char *hex, void *out, size_t n);
 
+/* A new string holding the last MAX_LINES lines of the LEN bytes at S, and at most their last
+ * MAX_BYTES bytes (cut at a line start when one is in reach), trailing newlines and NUL bytes
+ * dropped. NULL when nothing but newlines is left. */
+char *str_tail_lines(const char *s, size_t len, int max_lines, size_t max_bytes);
+
 #endif

@@ -272,6 +272,34 @@ static void test_dup_argv(void **state)
 	str_free_argv(c);
 }
 
+static void test_tail_lines(void **state)
+{
+	(void)state;
+	const char *t = "one\ntwo\nthree\nfour\n\n";
+	char *r = str_tail_lines(t, strlen(t), 2, 100);
+	assert_string_equal(r, "three\nfour");
+	free(r);
+	r = str_tail_lines(t, strlen(t), 10, 100);
+	assert_string_equal(r, "one\ntwo\nthree\nfour");
+	free(r);
+	/* the byte limit cuts inside "two": begins at the next line */
+	r = str_tail_lines(t, strlen(t), 10, 13);
+	assert_string_equal(r, "three\nfour");
+	free(r);
+	/* one long line: its last bytes */
+	r = str_tail_lines("abcdefgh", 8, 3, 3);
+	assert_string_equal(r, "fgh");
+	free(r);
+	/* no trailing newline, NUL bytes inside dropped */
+	const char nul[] = {'a', 0, 'b', '\n', 'c'};
+	r = str_tail_lines(nul, sizeof nul, 5, 100);
+	assert_string_equal(r, "ab\nc");
+	free(r);
+	assert_null(str_tail_lines("\n\n", 2, 5, 100));
+	assert_null(str_tail_lines("", 0, 5, 100));
+	assert_null(str_tail_lines("x", 1, 0, 100));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +308,7 @@ int main(void)
 	    cmocka_unit_test(test_escape_shell),  cmocka_unit_test(test_join),
 	    cmocka_unit_test(test_to_int64),      cmocka_unit_test(test_to_double),
 	    cmocka_unit_test(test_hex),           cmocka_unit_test(test_dup_argv),
+	    cmocka_unit_test(test_tail_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

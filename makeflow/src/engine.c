@@ -44,6 +44,7 @@ void engine_options_init(struct engine_options *o)
 	o->gc_count = 1;
 	o->gc_size = (int64_t)1 << 30;
 	o->allocation_mode = -1;
+	o->report_interval_s = 30;
 }
 
 const char *engine_node_state_name(int state)
@@ -559,14 +560,26 @@ static void describe_failure(const struct node_extra *x, char *buf, size_t len)
 /* How the rule failed, as the log's one word (txlog_node_failed). */
 static void failure_word(const struct node_extra *x, char *buf, size_t len)
 {
-	if (x->last_error)
-		snprintf(buf, len, "error");
-	else if (x->last_exhausted)
+	if (x->last_exhausted)
 		snprintf(buf, len, "exhausted");
+	else if (x->last_error)
+		snprintf(buf, len, "error");
 	else if (x->last_signal)
 		snprintf(buf, len, "signal:%d", x->last_signal);
 	else
 		snprintf(buf, len, "exit:%d", x->last_exit_code);
+}
+
+/* The lines of TAIL, each as "  | LINE". */
+static void print_tail(const char *tail)
+{
+	fprintf(stderr, "makeflow: the last lines it wrote:\n");
+	for (const char *p = tail; *p;) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+		fprintf(stderr, "  | %.*s\n", len, p);
+		p += len + (nl != NULL);
+	}
 }
 
 static void node_fail(struct engine *e, struct dag_node *n)
@@ -586,6 +599,9 @@ static void node_fail(struct engine *e, struct dag_node *n)
 	engine_progress_update(e, -1);
 	fprintf(stderr, "makeflow: %s:%d: rule %d failed: %s\n", e->dag->filename, n->line, n->id,
 	        why);
+	/* a rule run here had its stderr on the terminal already */
+	if (x->last_stderr && !x->on_local_queue && !(e->features & BATCH_FEATURE_LOCAL_EXECUTION))
+		print_tail(x->last_stderr);
 	engine_failed_keep(e, n);
 }
 
@@ -692,6 +708,8 @@ static void on_complete(struct batch_queue *q, int64_t job_id, const struct batc
 	x->last_exhausted = r->exhausted;
 	free(x->last_error);
 	x->last_error = r->error ? xstrdup(r->error) : NULL;
+	free(x->last_stderr);
+	x->last_stderr = r->stderr_tail ? xstrdup(r->stderr_tail) : NULL;
 	if (r->exhausted && !r->error) {
 		const struct batch_resources *a = &x->alloc;
 		if (r->exhausted & BATCH_EXHAUSTED_WALL_TIME)
@@ -906,9 +924,12 @@ static void engine_free(struct engine *e)
 		HASH_DEL(e->jobs, m);
 		free(m);
 	}
-	if (e->extra)
-		for (int i = 0; i < e->dag->nnodes; i++)
+	if (e->extra) {
+		for (int i = 0; i < e->dag->nnodes; i++) {
 			free(e->extra[i].last_error);
+			free(e->extra[i].last_stderr);
+		}
+	}
 	free(e->extra);
 	free(e->ready);
 	free(e->parked);
@@ -1031,6 +1052,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 	engine_progress_start(e);
 	engine_advertise_start(e); /* -C was checked with the options: a failure is only said */
 	engine_status_page_start(e);
+	engine_report_page_start(e);
 
 	dispatch(e);
 	if (!e->finished)
@@ -1088,6 +1110,7 @@ out:
 	e->lock = NULL;
 	engine_advertise_free(e);
 	engine_status_page_free(e);
+	engine_report_page_free(e);
 	batch_queue_delete(e->queue);
 	batch_queue_delete(e->local_queue);
 	uv_walk(&e->loop, close_walk_cb, NULL);

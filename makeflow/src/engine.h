@@ -96,12 +96,18 @@ struct engine_options {
 	const char *catalog_hosts;     /* -C; NULL: the default catalog servers */
 	const char *file_status_path;  /* --file-status: the HTML status page; NULL: none */
 	int file_status_interval_s;    /* --file-status-interval; <= 0: 5 s */
-	int send_environment;          /* --send-environment: remote jobs get makeflow's
-	                                  environment (the local types inherit it) */
-	int no_save_failed_output;     /* --do-not-save-failed-output: a failed rule's outputs
-	                                  are deleted, not moved to makeflow.failed.N */
-	int64_t storage_limit;         /* --storage-limit bytes; 0: off */
-	int storage_type;              /* --storage-type (enum engine_storage_type) */
+	/* --report: called while the run goes, every report_interval_s seconds or ten times as
+	 * long as the last call took, whichever is longer (the run report rewritten from the
+	 * log); NULL or report_interval_s <= 0: never. */
+	void (*report_refresh)(void *arg);
+	void *report_refresh_arg;
+	int report_interval_s;
+	int send_environment;      /* --send-environment: remote jobs get makeflow's
+	                              environment (the local types inherit it) */
+	int no_save_failed_output; /* --do-not-save-failed-output: a failed rule's outputs
+	                              are deleted, not moved to makeflow.failed.N */
+	int64_t storage_limit;     /* --storage-limit bytes; 0: off */
+	int storage_type;          /* --storage-type (enum engine_storage_type) */
 	/* Slurm-only options (kept for the slurm driver; other types do not use them). */
 	int slurm_ignore_memory_spec; /* --ignore-memory-spec */
 	int slurm_safe_submit;        /* --safe-submit-mode */

@@ -69,6 +69,8 @@ static int write_info(struct engine *e, struct dag_node *n, const char *dir)
 		json_object_set_new(info, "exhausted", json_true());
 	if (x->last_error)
 		json_object_set_new(info, "error", json_string(x->last_error));
+	if (x->last_stderr)
+		json_object_set_new(info, "stderr_tail", json_string(x->last_stderr));
 	char *path = path_join(dir, "INFO.json");
 	int r = json_dump_file(info, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (r < 0)

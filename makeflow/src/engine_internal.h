@@ -37,6 +37,7 @@ struct node_extra {
 	int last_signal;
 	int last_exhausted;
 	char *last_error;
+	char *last_stderr; /* the failed try's stderr (or output) tail, from the driver */
 	int64_t start_us, end_us;
 	/* sizing (engine_alloc.c) */
 	uint8_t level;                /* enum category_level of the next/current try */
@@ -96,6 +97,7 @@ struct engine {
 
 	struct engine_advert *advert;           /* -a (engine_advertise.c); NULL if off */
 	struct engine_status_page *status_page; /* --file-status; NULL if off */
+	struct engine_status_page *report_page; /* --report while running; NULL if off */
 
 	/* --storage-limit (engine_storage.c) */
 	int64_t storage_used; /* bytes of the counted files the workflow created and keeps */
@@ -175,11 +177,14 @@ void engine_advertise_final(struct engine *e);
 /* Stops; the loop frees what is left once it closes its handles. NULL advert is fine. */
 void engine_advertise_free(struct engine *e);
 
-/* engine_status_page.c: --file-status, the HTML status page */
+/* engine_status_page.c: --file-status, the HTML status page, and --report's refreshes */
 void engine_status_page_start(struct engine *e);
 /* Rewrites the page now (also the last time, at the end). */
 void engine_status_page_write(struct engine *e);
 void engine_status_page_free(struct engine *e);
+/* --report: starts and stops the refreshes of the run report (opt->report_refresh). */
+void engine_report_page_start(struct engine *e);
+void engine_report_page_free(struct engine *e);
 
 /* engine_storage.c: --storage-limit */
 /* Counts the files of earlier runs that are there. */

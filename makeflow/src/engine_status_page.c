@@ -1,7 +1,8 @@
 /* engine_status_page.c: --file-status FILE: the HTML status page CCTools makeflow keeps
  * (counts of rules, project, owner, time since the start, batch type, and a bar of the shares
  * of waiting, running, completed and other rules), rewritten whole at the start, every
- * --file-status-interval seconds (default 5) and at the end. */
+ * --file-status-interval seconds (default 5) and at the end; and the refreshes of the --report
+ * page while the run goes. */
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,12 +93,48 @@ static void page_closed(uv_handle_t *h)
 	free(h->data);
 }
 
-void engine_status_page_free(struct engine *e)
+static void page_free(struct engine_status_page *p)
 {
-	struct engine_status_page *p = e->status_page;
 	if (!p)
 		return;
 	p->timer.data = p;
 	uv_close((uv_handle_t *)&p->timer, page_closed); /* frees P */
+}
+
+void engine_status_page_free(struct engine *e)
+{
+	page_free(e->status_page);
 	e->status_page = NULL;
+}
+
+/* The report's generation time grows with the run (it reads the whole log): the next refresh
+ * waits at least ten times as long as this one took, so that refreshes never take more than a
+ * tenth of the engine's time. */
+static void on_report_timer(uv_timer_t *t)
+{
+	struct engine *e = t->data;
+	uint64_t t0 = uv_hrtime();
+	e->opt->report_refresh(e->opt->report_refresh_arg);
+	uint64_t took_ms = (uv_hrtime() - t0) / 1000000;
+	uint64_t ms = (uint64_t)e->opt->report_interval_s * 1000;
+	if (took_ms * 10 > ms)
+		ms = took_ms * 10;
+	uv_timer_start(t, on_report_timer, ms, 0);
+}
+
+void engine_report_page_start(struct engine *e)
+{
+	if (!e->opt->report_refresh || e->opt->report_interval_s <= 0)
+		return;
+	struct engine_status_page *p = xcalloc(1, sizeof *p);
+	e->report_page = p;
+	uv_timer_init(&e->loop, &p->timer);
+	p->timer.data = e;
+	uv_timer_start(&p->timer, on_report_timer, (uint64_t)e->opt->report_interval_s * 1000, 0);
+}
+
+void engine_report_page_free(struct engine *e)
+{
+	page_free(e->report_page);
+	e->report_page = NULL;
 }

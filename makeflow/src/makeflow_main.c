@@ -30,8 +30,9 @@ static char *self_exe(const char *argv0)
 	return xstrdup(argv0);
 }
 
-/* --report FILE: the run report, from the log the run just wrote (doc/makeflow-report.md). */
-static int write_report(const struct makeflow_opts *o, struct dag *d)
+/* --report FILE: the run report, from the log the run just wrote (doc/makeflow-report.md);
+ * REFRESH_S > 0 while the run goes. */
+static int write_report(const struct makeflow_opts *o, struct dag *d, int refresh_s)
 {
 	char err[2048];
 	struct report_input in = {
@@ -39,12 +40,32 @@ static int write_report(const struct makeflow_opts *o, struct dag *d)
 	    .monitor_dir = o->engine.monitor_dir,
 	    .dag = d, /* the workflow as this run read it (also after -X) */
 	};
-	struct report_html_opts ho = {.use_dot = 1};
+	struct report_html_opts ho = {.use_dot = 1, .refresh_s = refresh_s};
 	if (report_write_file(&in, &ho, o->report_path, err, sizeof err) < 0) {
 		fprintf(stderr, "makeflow: --report: %s\n", err);
 		return -1;
 	}
 	return 0;
+}
+
+struct refresh_ctx {
+	const struct makeflow_opts *o;
+	struct dag *d;
+	int failed; /* a failed refresh is said once */
+};
+
+/* The report rewritten while the run goes: its page reloads itself as often. */
+static void refresh_report(void *arg)
+{
+	struct refresh_ctx *c = arg;
+	char err[2048];
+	struct report_input in = {
+	    .log = c->o->log_path, .monitor_dir = c->o->engine.monitor_dir, .dag = c->d};
+	struct report_html_opts ho = {.use_dot = 1, .refresh_s = c->o->engine.report_interval_s};
+	if (report_write_file(&in, &ho, c->o->report_path, err, sizeof err) < 0 && !c->failed) {
+		fprintf(stderr, "makeflow: --report: %s (tried again at the end)\n", err);
+		c->failed = 1;
+	}
 }
 
 int main(int argc, char **argv)
@@ -82,8 +103,13 @@ int main(int argc, char **argv)
 			if (engine_clean_mounts(&o.engine, o.src.path) < 0)
 				status = 1;
 		} else {
+			struct refresh_ctx rc = {.o = &o, .d = d};
+			if (o.report_path) {
+				o.engine.report_refresh = refresh_report;
+				o.engine.report_refresh_arg = &rc;
+			}
 			status = engine_run(d, &o.engine);
-			if (o.report_path && write_report(&o, d) < 0 && status == 0)
+			if (o.report_path && write_report(&o, d, 0) < 0 && status == 0)
 				status = 1;
 		}
 	}

@@ -61,6 +61,7 @@ enum {
 	OPT_DOCKER,
 	OPT_DOCKER_TAR,
 	OPT_REPORT,
+	OPT_REPORT_INTERVAL,
 };
 
 static const struct option longopts[] = {
@@ -95,6 +96,7 @@ static const struct option longopts[] = {
     {"progress", required_argument, 0, OPT_PROGRESS},
     {"monitor", required_argument, 0, OPT_MONITOR},
     {"report", required_argument, 0, OPT_REPORT},
+    {"report-interval", required_argument, 0, OPT_REPORT_INTERVAL},
     {"monitor-interval", required_argument, 0, OPT_MONITOR_INTERVAL},
     {"monitor-with-time-series", no_argument, 0, OPT_MONITOR_SERIES},
     {"monitor-exe", required_argument, 0, OPT_MONITOR_EXE},
@@ -165,7 +167,10 @@ void makeflow_opts_usage(FILE *f, const char *prog)
 	    "                            complete rules\n"
 	    "  -f, --summary-log=FILE    write the CCTools text summary of the run to FILE\n"
 	    "      --summary-json=FILE   write a JSON summary of the run to FILE\n"
-	    "      --report=FILE.html    write the HTML run report to FILE.html at the end\n"
+	    "      --report=FILE.html    write the HTML run report to FILE.html at the end, and\n"
+	    "                            while the run goes\n"
+	    "      --report-interval=S   rewrite it every S seconds (default 30; 0: at the end\n"
+	    "                            only)\n"
 	    "      --json                the workflow is JSON\n"
 	    "      --jx                  the workflow is JX\n"
 	    "      --jx-args=FILE        JX: symbols from FILE\n"
@@ -505,6 +510,8 @@ static int parse_one(struct makeflow_opts *o, int c, char *arg, char *argv[], co
 	case OPT_SKIP_FILE_CHECK: e->skip_file_check = 1; break;
 	case OPT_MONITOR: e->monitor_dir = arg; break;
 	case OPT_REPORT: o->report_path = arg; break;
+	case OPT_REPORT_INTERVAL:
+		return parse_int("--report-interval", arg, 0, &e->report_interval_s, err, errlen);
 	case OPT_MONITOR_INTERVAL: {
 		char *end = NULL;
 		double v = strtod(arg, &end);

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "htc_error.h"
+#include "full_io.h"
 #include "path.h"
 #include "rmsummary.h"
 #include "stringtools.h"
@@ -25,7 +26,7 @@
 /* A summary or INFO.json larger than this is not read (a real one is a few kB). */
 #define REPORT_MAX_SMALL_FILE (1 << 20)
 /* The tail of a kept stderr output: at most this many lines and bytes. */
-#define REPORT_TAIL_LINES 10
+#define REPORT_TAIL_LINES 20
 #define REPORT_TAIL_BYTES 4096
 #define REPORT_MAX_NOTES  64
 
@@ -344,35 +345,6 @@ static void load_summaries(struct report *r, const char *dir)
 		            dir);
 }
 
-/* The last REPORT_TAIL_LINES lines of PATH (at most REPORT_TAIL_BYTES), or NULL. */
-static char *tail_of(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	char buf[REPORT_TAIL_BYTES + 1];
-	if (fseek(f, 0, SEEK_END) == 0) {
-		long size = ftell(f);
-		if (size > REPORT_TAIL_BYTES)
-			fseek(f, size - REPORT_TAIL_BYTES, SEEK_SET);
-		else
-			fseek(f, 0, SEEK_SET);
-	}
-	size_t n = fread(buf, 1, REPORT_TAIL_BYTES, f);
-	fclose(f);
-	buf[n] = 0;
-	while (n > 0 && buf[n - 1] == '\n')
-		buf[--n] = 0;
-	int lines = 0;
-	char *start = buf;
-	for (char *p = buf + n; p > buf; p--)
-		if (p[-1] == '\n' && ++lines == REPORT_TAIL_LINES) {
-			start = p;
-			break;
-		}
-	return xstrdup(start);
-}
-
 static int is_stderr_name(const char *name)
 {
 	return str_has_suffix(name, ".err") || str_has_suffix(name, ".stderr") ||
@@ -400,6 +372,11 @@ static void load_failed(struct report *r, const char *base)
 				json_t *ec = json_object_get(info, "exit_code");
 				if (json_is_integer(ec) && rr->exit_status < 0)
 					rr->exit_status = (int)json_integer_value(ec);
+				/* what makeflow captured of the failed try's stderr (or output) */
+				const char *st =
+				    json_string_value(json_object_get(info, "stderr_tail"));
+				if (st && *st)
+					rr->stderr_tail = xstrdup(st);
 				json_t *outs = json_object_get(info, "outputs");
 				size_t k;
 				json_t *o;
@@ -410,7 +387,8 @@ static void load_failed(struct report *r, const char *base)
 					if (!dn || !is_stderr_name(dn) || rr->stderr_tail)
 						continue;
 					char *kept = path_join(dir, dn);
-					rr->stderr_tail = tail_of(kept);
+					rr->stderr_tail = full_read_tail(kept, REPORT_TAIL_LINES,
+					                                 REPORT_TAIL_BYTES);
 					free(kept);
 				}
 				json_decref(info);

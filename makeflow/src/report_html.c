@@ -285,6 +285,9 @@ int report_html(struct buffer *out, struct report *r, const struct report_html_o
 	                               "charset=\"utf-8\">\n<title>makeflow report: ");
 	rc = rc ?: esc(out, r->workflow_name ? r->workflow_name : r->log_path);
 	rc = rc ?: buffer_putstring(out, "</title>\n");
+	if (rc == 0 && o->refresh_s > 0) /* written while the run goes: the browser reloads it */
+		rc = buffer_printf(out, "<meta http-equiv=\"refresh\" content=\"%d\">\n",
+		                   o->refresh_s);
 	rc = rc ?: buffer_putstring(out, style);
 	rc = rc ?: buffer_putstring(out, "</head><body>\n<h1>makeflow report: ");
 	rc = rc ?: esc(out, r->workflow_name ? r->workflow_name : r->log_path);

@@ -13,7 +13,8 @@
 #define REPORT_MAX_HTML (256u << 20)
 
 struct report_html_opts {
-	int use_dot; /* draw the DAG with Graphviz when it is installed */
+	int use_dot;   /* draw the DAG with Graphviz when it is installed */
+	int refresh_s; /* > 0: the page asks the browser to reload it after this many seconds */
 };
 
 /* Appends the page for R to OUT. Returns 0 or HTC_ETOOBIG. */

@@ -20,6 +20,7 @@
 #include "report_data.h"
 #include "report_html.h"
 #include "report_plot.h"
+#include "stringtools.h"
 #include "svg_writer.h"
 #include "txlog.h"
 #include "xalloc.h"
@@ -142,7 +143,11 @@ static void test_load_run(void **state)
 	ts_write_file(info, "{\"exit_code\": 3, \"outputs\": [{\"dag_name\": \"b.txt\"}, "
 	                    "{\"dag_name\": \"b.err\"}]}");
 	char *err_file = path_join(failed, "b.err");
-	ts_write_file(err_file, "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\nl11\nlast words\n");
+	char lines[512] = "";
+	for (int i = 1; i <= 24; i++)
+		snprintf(lines + strlen(lines), sizeof lines - strlen(lines), "l%d\n", i);
+	snprintf(lines + strlen(lines), sizeof lines - strlen(lines), "last words\n");
+	ts_write_file(err_file, lines);
 	char err[1024] = "";
 	struct report_input in = {.log = f->log, .monitor_dir = mon};
 	struct report *r = report_load(&in, err, sizeof err);
@@ -163,9 +168,9 @@ static void test_load_run(void **state)
 	assert_true(r->rules[0].peak[REPORT_MEM] == 12.5);
 	assert_int_equal(r->rules[1].measured, 0);
 	assert_int_equal(r->rules[1].exit_status, 3);
-	/* the last 10 lines of the kept stderr output */
-	assert_string_equal(r->rules[1].stderr_tail,
-	                    "l3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\nl11\nlast words");
+	/* the last 20 lines of the kept stderr output */
+	assert_true(str_has_prefix(r->rules[1].stderr_tail, "l6\nl7\n"));
+	assert_true(str_has_suffix(r->rules[1].stderr_tail, "\nl24\nlast words"));
 	assert_int_equal(r->nnotes, 0);
 
 	struct buffer b;
@@ -191,6 +196,13 @@ static void test_load_run(void **state)
 	assert_null(strstr(t, "http://www.w3.org/1999")); /* nothing but the SVG namespace */
 	assert_null(strstr(t, "id=\"aggregated\""));
 	buffer_free(&b);
+	report_delete(r);
+	/* what makeflow captured of the failed try (INFO.json's stderr_tail) comes first */
+	ts_write_file(info, "{\"exit_code\": 3, \"stderr_tail\": \"captured <here>\", "
+	                    "\"outputs\": [{\"dag_name\": \"b.err\"}]}");
+	r = report_load(&in, err, sizeof err);
+	assert_non_null(r);
+	assert_string_equal(r->rules[1].stderr_tail, "captured <here>");
 	report_delete(r);
 	free(err_file);
 	free(info);

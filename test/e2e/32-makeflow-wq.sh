@@ -53,13 +53,19 @@ test_expect_success 'a failing rule fails the run, named by file and line; other
 	good.txt:
 	    echo fine > good.txt
 	bad.txt:
-	    exit 3
+	    echo checking; echo "no such <input>" >&2; exit 3
 	EOF
 	start_master Makeflow
 	start_worker --cores 1 localhost $port
 	test_must_fail finish
 	[ "$(cat good.txt)" = fine ]
 	grep -q "Makeflow:3: rule 1: exit code 3" mf.out
+	# what the failed task wrote (the worker keeps stdout and stderr together) is shown,
+	# and kept in INFO.json for the report
+	grep -A2 "the last lines it wrote:" mf.out >tail.txt
+	grep -qx "  | checking" tail.txt
+	grep -qx "  | no such <input>" tail.txt
+	grep -q "\"stderr_tail\": \"checking\\\\nno such <input>\"" makeflow.failed.1/INFO.json
 '
 
 test_expect_success 'a worker given HOST PORT leaves as soon as its master ends, status 0' '

@@ -145,6 +145,50 @@ EOF2
 	grep -q "rule 0 line 2 (wait): complete" r2.html
 '
 
+test_expect_success 'makeflow --report is rewritten while the run goes, and the page reloads itself' '
+	wf Makeflow <<EOF2
+CATEGORY=wait
+w.txt:
+    while [ ! -e $PWD/go ]; do sleep 0.05; done; echo > w.txt
+EOF2
+	"$MF" --report live.html --report-interval 1 Makeflow >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	running_page() { grep -q "rule 0 line 2 (wait): running" live.html 2>/dev/null; }
+	test_wait_until 60 running_page
+	grep -q "<meta http-equiv=\"refresh\" content=\"1\">" live.html
+	grep -q "not ended (running" live.html
+	touch go
+	wait $mf
+	# the last page: complete, and it no longer reloads
+	grep -q "<td id=\"run-status\">complete</td>" live.html
+	not grep -q "http-equiv" live.html
+	"$MF" --report-interval -1 Makeflow >bad.out 2>&1 && exit 1
+	grep -q "option --report-interval: .-1. is not an integer >= 0" bad.out
+'
+
+test_expect_success 'a failed rule whose stderr was not kept: makeflow captured its last lines' '
+	wf Makeflow <<EOF2
+ok.txt:
+    echo ok > ok.txt
+bad.txt: ok.txt
+    echo reading ref.fa; seq 1 40 >&2; echo "cannot open <ref.fa>" >&2; exit 5
+EOF2
+	test_must_fail "$MF" --report r.html Makeflow >mf.out 2>&1
+	# the terminal still shows all of it, as it comes
+	grep -qx "reading ref.fa" mf.out
+	grep -qx "1" mf.out
+	grep -q "cannot open <ref.fa>" mf.out
+	# INFO.json keeps the last 20 lines of stderr (not stdout), the report shows them
+	python3 -c "import json,sys; t = json.load(open(sys.argv[1]))[\"stderr_tail\"]; \
+		lines = t.split(\"\\n\"); assert len(lines) == 20 and lines[0] == \"22\" and \
+		lines[-1] == \"cannot open <ref.fa>\", lines" makeflow.failed.1/INFO.json
+	grep -q "cannot open &lt;ref.fa&gt;" r.html
+	not grep -qx "reading ref.fa" r.html
+	render r.html
+	test ! -s r.html.console
+'
+
 test_expect_success 'the console check sees a page that logs an error' '
 	printf "<p>x</p><script>console.error(\"boom\")</script>\n" >bad.html
 	render bad.html

@@ -184,7 +184,8 @@ test_expect_success 'makeflow -T k8s: a failing rule reports its exit code and l
 	cat mf.out
 	grep -q "rule 0: exit code 7" mf.out
 	# and the last lines of its log (stdout and stderr), read before the pod is deleted
-	grep -q "k8s pod default/htc-[0-9a-f]*-[0-9]* failed; the last lines of its log:" mf.out
+	grep -q "k8s pod default/htc-[0-9a-f]*-[0-9]* failed" mf.out
+	grep -q "the last lines it wrote:" mf.out
 	grep -q "  | reading the input" mf.out
 	grep -q "  | it is not there" mf.out
 	grep -q "rule 1: exceeded its resource allocation (memory 32 MB)" mf.out

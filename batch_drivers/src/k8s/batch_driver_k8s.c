@@ -180,7 +180,8 @@ static void api_thread(void *arg)
 		} else if (c->kind == CMD_LOG_DELETE) {
 			/* a failed rule: its log's last lines, then the pod goes */
 			char *text = NULL;
-			if (k8s_pod_log_tail(d->api, d->ns, c->name, "main", 10, &text, &err) < 0) {
+			if (k8s_pod_log_tail(d->api, d->ns, c->name, "main", BATCH_TAIL_LINES,
+			                     &text, &err) < 0) {
 				text = xasprintf("(the log cannot be read: %s)", err);
 				free(err);
 				err = NULL;
@@ -362,11 +363,15 @@ static void handle(struct kd *d, struct msg *m)
 		break;
 	}
 	case MSG_LOG: {
-		/* the log's last lines, each prefixed, so the failure can be read here */
-		char *text = m->err, *line, *save = NULL;
-		warn("k8s pod %s/%s failed; the last lines of its log:", d->ns, m->name);
-		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-			warn("  | %s", line);
+		/* the log's last lines become the job's stderr_tail, which makeflow prints with
+		 * the rule's failure */
+		char *text = m->err;
+		if (str_has_prefix(text, "(the log cannot be read"))
+			warn("k8s pod %s/%s failed; %s", d->ns, m->name, text);
+		else
+			warn("k8s pod %s/%s failed", d->ns, m->name);
+		if (kj && kj->job && !str_has_prefix(text, "(the log cannot be read"))
+			batch_job_set_stderr_tail(kj->job, text, strlen(text));
 		if (kj && kj->job && kj->log_pending)
 			finish(d, kj);
 		break;
