@@ -3,6 +3,7 @@
  * engine. */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,9 @@ static void refresh_report(void *arg)
 int main(int argc, char **argv)
 {
 	debug_config_program(argv[0]);
+	/* a closed pipe must not kill makeflow before it has stopped its rules: its stderr is its
+	 * parent's pipe when it runs nested (the parent may be gone), and Work Queue's sockets */
+	signal(SIGPIPE, SIG_IGN);
 	struct makeflow_opts o;
 	char err[2048] = "";
 	int r = makeflow_opts_parse(argc, argv, &o, err, sizeof err);

@@ -5,7 +5,8 @@
 # code, a rule over its memory and one over its time limit reported as exhausted, a rule
 # over its first allocation retried at the maximum (--allocation), -B text
 # reaching sbatch, the Slurm-only options, interrupt and restart after kill -9 removing the
-# run's jobs, an unreachable controller, and workers of the factory run as Slurm jobs. Under CI
+# run's jobs, an unreachable controller, a node failure that requeues a running job, and workers
+# of the factory run as Slurm jobs. Under CI
 # a cluster that cannot start fails the suite.
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../slurm/slurm-lib.sh"
@@ -77,9 +78,12 @@ test_expect_success 'a 20-rule workflow runs as Slurm jobs named after the run, 
 
 test_expect_success 'a failing rule reports its exit code; completed rules are kept' '
 	clean_slate
-	printf "ok.txt:\n\techo ok > ok.txt\nbad.txt: ok.txt\n\texit 7\n" >wf.mf
+	printf "ok.txt:\n\techo ok > ok.txt\nbad.txt: ok.txt\n\techo why: no input >&2; exit 7\n" >wf.mf
 	test_must_fail "$MF" -T slurm wf.mf 2>err
 	grep -q "exit code 7" err
+	# the last lines of its output file, under the failure and in INFO.json
+	grep -qx "  | why: no input" err
+	grep -q "\"stderr_tail\": \"why: no input\"" makeflow.failed.1/INFO.json
 	[ -s ok.txt ]
 	grep -q "COMPLETED" <<<"$(squeue -h -t all -n htc-$(run_id wf.mf.makeflowlog) -o %T)"
 '
@@ -243,6 +247,41 @@ test_expect_success 'a rule over its time limit is killed by Slurm and reported 
 	cat err
 	grep -q "ended TIMEOUT" err
 	grep -q "exceeded its wall time limit" err
+'
+
+# node_up: the node takes jobs again.
+node_up() {
+	sinfo -h -n "$SLURM_NODE" -o %t | grep -Eq "^(idle|mix|alloc)"
+}
+# requeued_once JOB: Slurm shows JOB pending again after a restart (Restarts=1).
+requeued_once() {
+	scontrol show job "$1" 2>/dev/null | grep -q "Restarts=1" &&
+		[ "$(squeue -h -j "$1" -o %T)" = PENDING ]
+}
+
+test_expect_success 'a node failure: Slurm requeues the running job, the rule runs again and completes once' '
+	clean_slate
+	printf "n.txt:\n\tif [ ! -e $PWD/ran-once ]; then touch $PWD/ran-once; sleep 600; fi; echo again > n.txt\n" >wf.mf
+	"$MF" -T slurm wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 120 running_is 1
+	test_wait_until 60 test -e ran-once
+	job=$(squeue -h -t R -o %i)
+	# the node fails under the running job; Slurm kills the job and requeues it
+	scontrol update nodename="$SLURM_NODE" state=down reason=e2e-node-failure
+	test_wait_until 120 requeued_once "$job"
+	# back in service (ReturnToService=2 may have done it already, when resume is refused)
+	scontrol update nodename="$SLURM_NODE" state=resume 2>/dev/null || true
+	test_wait_until 60 node_up
+	# a requeued job waits out a begin time first; the test does not wait that long
+	scontrol update jobid="$job" starttime=now
+	wait $mf
+	cat mf.out
+	[ "$(cat n.txt)" = again ]
+	# one rule, one completion; the same Slurm job ran it twice
+	[ "$(grep -c "^N [0-9]* 0 3 " wf.mf.makeflowlog)" = 1 ]
+	scontrol show job "$job" | grep -q "Restarts=1"
 '
 
 test_expect_success 'work_queue_factory -T slurm runs workers as Slurm jobs; the tasks complete' '

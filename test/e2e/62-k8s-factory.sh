@@ -86,6 +86,37 @@ test_expect_success 'work_queue_factory -T k8s: worker pods run 30 tasks of make
 		{ echo "no pod times"; grep -a "k8s pod" factory.debug | tail -5; tail -20 factory.debug; exit 1; }
 '
 
+test_expect_success 'work_queue_factory -T k8s scales down by draining the worker, then its pod goes; pod latency measured' '
+	# six rules through the worker pod, then a LOCAL rule that holds the master up with
+	# nothing for workers to do: the idle worker is drained through the master, leaves, and
+	# its pod is deleted while the run goes on
+	for i in $(seq 1 6); do
+		printf "w.%d:\n\tsleep 1; echo %d > w.%d\n" $i $i $i
+	done >Makeflow
+	printf "hold: w.1 w.2 w.3 w.4 w.5 w.6\n\tLOCAL while [ ! -e $PWD/go ]; do sleep 0.1; done; touch hold\n" >>Makeflow
+	start_master Makeflow
+	"$BIN/work_queue_factory" -T k8s --batch-option "kubeconfig=$KC" --max-workers 1 \
+		--period 0.5 -t 600 -d batch,factory -o factory.debug localhost $port >factory.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	test_wait_until 120 test -s w.6 || { cat mf.out factory.out; exit 1; }
+	test_wait_until 90 grep -q "draining 1 " factory.out || { cat factory.out; tail -30 factory.debug; exit 1; }
+	test_wait_until 60 all_pods_gone || { pods_json | head -c 2000; exit 1; }
+	# the run is still going (held by its LOCAL rule): the pod went because it was drained
+	kill -0 $mf
+	[ ! -e hold ]
+	# its worker left on its own, told by the master (-t 600 would have kept it)
+	grep -q "drain of .*: 1 told" factory.debug
+	not grep -q "ended with" factory.out
+	# the pod preparing latency, request to worker connected, measured for the pod
+	grep -E "connected as .* after [0-9.]+ s \(estimate [0-9.]+ s\)" factory.debug
+	touch go
+	finish
+	[ -e hold ]
+	kill -TERM $fpid
+	wait $fpid || { cat factory.out; exit 1; }
+'
+
 test_expect_success 'work_queue_factory -T k8s restarted after kill -9 deletes the pods of its earlier run' '
 	# no master: the minimum is kept, the worker waits for one
 	"$BIN/work_queue_factory" -T k8s --batch-option "kubeconfig=$KC" --min-workers 1 \
