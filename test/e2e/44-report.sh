@@ -124,15 +124,21 @@ test_expect_success 'makeflow -X DIR --report: the report names the rules of the
 	not grep -q "was not found" sub/r.html
 '
 
-test_expect_success 'makeflow_report on a running workflow shows its running rules' '
+# start_waiting ARGS...: makeflow ARGS in the background (pid in mf) on one rule, line 2 of
+# category wait, that runs until the file go appears.
+start_waiting() {
 	wf Makeflow <<EOF2
 CATEGORY=wait
 w.txt:
     while [ ! -e $PWD/go ]; do sleep 0.05; done; echo > w.txt
 EOF2
-	"$MF" Makeflow >mf.out 2>&1 &
+	"$MF" "$@" Makeflow >mf.out 2>&1 &
 	mf=$!
 	test_track_pid $mf
+}
+
+test_expect_success 'makeflow_report on a running workflow shows its running rules' '
+	start_waiting
 	started() { grep -q "^N [0-9]* 0 2 " Makeflow.makeflowlog 2>/dev/null; }
 	test_wait_until 30 started
 	"$REP" -O r.html Makeflow.makeflowlog
@@ -146,14 +152,7 @@ EOF2
 '
 
 test_expect_success 'makeflow --report is rewritten while the run goes, and the page reloads itself' '
-	wf Makeflow <<EOF2
-CATEGORY=wait
-w.txt:
-    while [ ! -e $PWD/go ]; do sleep 0.05; done; echo > w.txt
-EOF2
-	"$MF" --report live.html --report-interval 1 Makeflow >mf.out 2>&1 &
-	mf=$!
-	test_track_pid $mf
+	start_waiting --report live.html --report-interval 1
 	running_page() { grep -q "rule 0 line 2 (wait): running" live.html 2>/dev/null; }
 	test_wait_until 60 running_page
 	grep -q "<meta http-equiv=\"refresh\" content=\"1\">" live.html

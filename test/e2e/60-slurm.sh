@@ -52,10 +52,16 @@ no_jobs() {
 rule_complete() {
 	grep -qs "^N [0-9]* $2 3 " "$1"
 }
+# node_up: the node takes jobs again.
+node_up() {
+	sinfo -h -n "$SLURM_NODE" -o %t | grep -Eq "^(idle|mix|alloc)"
+}
 # clean_slate: no job of an earlier case is left (a case that failed may leave some).
 clean_slate() {
 	scancel -u "$(id -un)" 2>/dev/null || true
 	test_wait_until 120 no_live_jobs
+	node_up || scontrol update nodename="$SLURM_NODE" state=resume 2>/dev/null || true
+	test_wait_until 60 node_up
 }
 
 test_expect_success 'a 20-rule workflow runs as Slurm jobs named after the run, one per rule' '
@@ -249,10 +255,6 @@ test_expect_success 'a rule over its time limit is killed by Slurm and reported 
 	grep -q "exceeded its wall time limit" err
 '
 
-# node_up: the node takes jobs again.
-node_up() {
-	sinfo -h -n "$SLURM_NODE" -o %t | grep -Eq "^(idle|mix|alloc)"
-}
 # requeued_once JOB: Slurm shows JOB pending again after a restart (Restarts=1).
 requeued_once() {
 	scontrol show job "$1" 2>/dev/null | grep -q "Restarts=1" &&
@@ -271,6 +273,9 @@ test_expect_success 'a node failure: Slurm requeues the running job, the rule ru
 	# the node fails under the running job; Slurm kills the job and requeues it
 	scontrol update nodename="$SLURM_NODE" state=down reason=e2e-node-failure
 	test_wait_until 120 requeued_once "$job"
+	# the killed instance must be gone from the node before the job may start there again
+	# (else slurmd sees a duplicate job id and drains the node)
+	test_wait_until 120 not pgrep -f "slurmstepd: \[$job\."
 	# back in service (ReturnToService=2 may have done it already, when resume is refused)
 	scontrol update nodename="$SLURM_NODE" state=resume 2>/dev/null || true
 	test_wait_until 60 node_up
