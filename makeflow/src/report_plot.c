@@ -76,18 +76,44 @@ static double xpos(const struct report *r, double t_us)
 	       (t_us - (double)r->t0_us) / 1e6 / span_s(r) * (PLOT_W - PLOT_LEFT - PLOT_RIGHT);
 }
 
+/* A tick step for SPAN seconds: 1, 2 or 5 times a power of ten, about five steps in all. */
+static double tick_step(double span)
+{
+	double raw = span / 5;
+	double p = pow(10, floor(log10(raw)));
+	double m = raw / p;
+	return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+/* T seconds as a label in the unit that suits a run of SPAN seconds. */
+static void tick_label(double t, double span, char *buf, size_t len)
+{
+	if (span < 1)
+		snprintf(buf, len, "%.6g ms", t * 1e3);
+	else if (span < 120)
+		snprintf(buf, len, "%.6g s", t);
+	else if (span < 7200)
+		snprintf(buf, len, "%.6g min", t / 60);
+	else
+		snprintf(buf, len, "%.6g h", t / 3600);
+}
+
 static int axis(struct svg *s, const struct report *r, double y)
 {
 	int rc = svg_line(s, PLOT_LEFT, y, PLOT_W - PLOT_RIGHT, y, "#333", 1);
 	double span = span_s(r);
-	for (int k = 0; k <= 5 && rc == 0; k++) {
-		double t = span * k / 5;
-		double x = PLOT_LEFT + (PLOT_W - PLOT_LEFT - PLOT_RIGHT) * k / 5;
+	/* in the unit of the labels, so that steps of minutes and hours are round too */
+	double unit = span < 120 ? 1 : span < 7200 ? 60 : 3600;
+	double step = tick_step(span / unit) * unit;
+	for (int k = 0; k * step <= span * (1 + 1e-9) && rc == 0; k++) {
+		double t = k * step;
+		double x = PLOT_LEFT + (PLOT_W - PLOT_LEFT - PLOT_RIGHT) * t / span;
 		char label[48];
-		snprintf(label, sizeof label, "%.4g s", t);
+		tick_label(t, span, label, sizeof label);
 		rc = svg_line(s, x, y, x, y + 4, "#333", 1);
 		if (rc == 0)
-			rc = svg_text(s, x, y + 16, k == 5 ? "end" : "middle", 11, label);
+			rc = svg_text(s, x, y + 16, x > PLOT_W - PLOT_RIGHT - 30 ? "end" : "middle",
+			              11, label);
 	}
 	return rc;
 }

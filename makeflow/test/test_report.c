@@ -196,6 +196,16 @@ static void test_load_run(void **state)
 	assert_null(strstr(t, "http://www.w3.org/1999")); /* nothing but the SVG namespace */
 	assert_null(strstr(t, "id=\"aggregated\""));
 	buffer_free(&b);
+	/* time axes tick at round steps in a unit that suits the run: 250 s in whole minutes */
+	r->t1_us = r->t0_us + 250 * 1000000LL;
+	buffer_init(&b, REPORT_MAX_HTML);
+	assert_int_equal(report_html(&b, r, &o), 0);
+	t = buffer_tostring(&b);
+	assert_non_null(strstr(t, ">0 min</text>"));
+	assert_non_null(strstr(t, ">4 min</text>"));
+	assert_null(strstr(t, ">5 min</text>"));
+	assert_null(strstr(t, "4.16"));
+	buffer_free(&b);
 	report_delete(r);
 	/* what makeflow captured of the failed try (INFO.json's stderr_tail) comes first */
 	ts_write_file(info, "{\"exit_code\": 3, \"stderr_tail\": \"captured <here>\", "
