@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -96,6 +97,29 @@ static json_t *scaler_worker_row(struct mworker *w, double now)
 	                 idle > 0 ? idle : 0.0, "labels", labels);
 }
 
+static int longer_idle_first(const void *a, const void *b)
+{
+	double x = json_real_value(json_object_get(*(json_t *const *)a, "idle_s"));
+	double y = json_real_value(json_object_get(*(json_t *const *)b, "idle_s"));
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Orders the rows of A by idle time, longest first. */
+static void sort_by_idle(json_t *a)
+{
+	size_t n = json_array_size(a);
+	if (n < 2)
+		return;
+	json_t **v = xcalloc(n, sizeof *v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(a, i));
+	qsort(v, n, sizeof *v, longer_idle_first);
+	json_array_clear(a);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, v[i]);
+	free(v);
+}
+
 /* The `scaler` section: categories (master_scalestat.c) and the workers, summed, with at most
  * SCALER_WORKER_ROWS rows (idle workers first, longest idle first) when ROWS is set. */
 static json_t *scaler_section(struct work_queue *q, bool rows)
@@ -118,17 +142,21 @@ static json_t *scaler_section(struct work_queue *q, bool rows)
 			idle++;
 			idle_cores += w->total.cores;
 		}
-		if (rows &&
-		    json_array_size(idle_rows) + json_array_size(busy_rows) < SCALER_WORKER_ROWS)
-			json_array_append_new(w->assigned ? busy_rows : idle_rows,
-			                      scaler_worker_row(w, now));
+		/* the idle ones are the scaler's candidates to drain: all of them up to the cap,
+		 * whatever their place in the list; busy rows fill what is left */
+		json_t *into = w->assigned ? busy_rows : idle_rows;
+		if (rows && json_array_size(into) < SCALER_WORKER_ROWS)
+			json_array_append_new(into, scaler_worker_row(w, now));
 	}
 	json_t *o = json_pack(
 	    "{s:o,s:{s:I,s:I,s:I,s:f,s:f}}", "categories", master_scalestat_categories(q, now),
 	    "workers_summary", "active", (json_int_t)n, "idle", (json_int_t)idle, "draining",
 	    (json_int_t)draining, "idle_cores", idle_cores, "free_cores", free_cores);
 	if (rows) {
-		json_array_extend(idle_rows, busy_rows);
+		sort_by_idle(idle_rows);
+		size_t room = SCALER_WORKER_ROWS - json_array_size(idle_rows);
+		for (size_t i = 0; i < room && i < json_array_size(busy_rows); i++)
+			json_array_append(idle_rows, json_array_get(busy_rows, i));
 		json_object_set_new(o, "worker_rows", idle_rows);
 		json_object_set_new(o, "worker_rows_truncated",
 		                    json_boolean(n > SCALER_WORKER_ROWS));
