@@ -75,6 +75,12 @@ struct factory {
 	int stopping;
 	int64_t started;  /* workers started in all */
 	char *last_error; /* the last demand error logged, so a repeated one is logged once */
+	/* -M: each master the catalog names is asked for its own status (with its worker rows),
+	 * so that a drain can go to the master that has the worker */
+	int pending;                  /* status answers of this cycle still awaited */
+	struct scaler_input cycle_in; /* this cycle's answers, merged as they come */
+	json_t *cycle_masters;        /* this cycle's worker id -> "PORT HOST" of its master */
+	json_t *worker_masters;       /* the same, of the last complete cycle */
 };
 
 /* Logs a demand error once until it changes or a query succeeds. */
@@ -150,17 +156,29 @@ static void on_drained(json_t *items, const char *err, void *arg)
 	free(id);
 }
 
-/* Asks the master to drain worker ID (only with HOST PORT: with -M the worker's master is not
- * known here). */
+/* Asks the master of worker ID to drain it: HOST PORT, or with -M the master whose status
+ * listed the worker in the last cycle. */
 static void drain_one(struct factory *f, const char *id)
 {
-	if (f->project)
-		return;
+	const char *host = f->host;
+	int port = f->port;
+	if (f->project) {
+		/* -M: the master whose status listed the worker */
+		const char *where = json_string_value(json_object_get(f->worker_masters, id));
+		char *end = NULL;
+		long p = where ? strtol(where, &end, 10) : 0;
+		if (!where || p <= 0 || p > 65535 || *end != ' ') {
+			debug(D_FACTORY, "drain of %s: its master is not known", id);
+			return;
+		}
+		port = (int)p;
+		host = end + 1;
+	}
 	struct wq_status_opts o = {.key = f->key, .timeout_s = f->period, .worker = id};
 	char *err = NULL;
 	char *arg = xstrdup(id);
-	if (!wq_status_query_start(f->loop, f->host, f->port, "drain", &o, on_drained, arg, &err)) {
-		warn("master %s:%d: cannot ask for the drain of %s: %s", f->host, f->port, id,
+	if (!wq_status_query_start(f->loop, host, port, "drain", &o, on_drained, arg, &err)) {
+		warn("master %s:%d: cannot ask for the drain of %s: %s", host, port, id,
 		     err ? err : "");
 		free(arg);
 	} else {
@@ -316,31 +334,117 @@ static void on_status(json_t *items, const char *err, void *arg)
 	decide(f, &in);
 }
 
+/* -M: every master of the cycle has answered (or failed and was taken from its record). */
+static void masters_done(struct factory *f)
+{
+	f->busy = 0;
+	json_decref(f->worker_masters);
+	f->worker_masters = f->cycle_masters;
+	f->cycle_masters = NULL;
+	struct scaler_input in = f->cycle_in;
+	memset(&f->cycle_in, 0, sizeof f->cycle_in);
+	if (f->stopping) {
+		scaler_input_clear(&in);
+		return;
+	}
+	decide(f, &in);
+}
+
+struct master_ask {
+	struct factory *f;
+	json_t *record; /* its catalog record, used when the master does not answer */
+	char *where;    /* "PORT HOST" */
+};
+
+static void on_master_status(json_t *items, const char *err, void *arg)
+{
+	struct master_ask *a = arg;
+	struct factory *f = a->f;
+	json_t *st = json_array_get(items, 0);
+	if (st) {
+		scaler_input_add_status(&f->cycle_in, st, f->prefix);
+		size_t i;
+		json_t *row;
+		json_array_foreach(json_object_get(json_object_get(st, "scaler"), "worker_rows"), i,
+		                   row)
+		{
+			const char *id = json_string_value(json_object_get(row, "id"));
+			if (id)
+				json_object_set_new(f->cycle_masters, id, json_string(a->where));
+		}
+	} else {
+		/* its catalog record still says what it needs; no drains this cycle */
+		debug(D_FACTORY, "master %s: %s; using its catalog record", a->where, err);
+		scaler_input_add_status(&f->cycle_in, a->record, f->prefix);
+	}
+	json_decref(items);
+	json_decref(a->record);
+	free(a->where);
+	free(a);
+	if (--f->pending == 0)
+		masters_done(f);
+}
+
+/* -M: asks the master of catalog record R for its own status; with no address, or when the
+ * query cannot start, the record itself is taken. */
+static void ask_master(struct factory *f, json_t *r)
+{
+	const char *host = json_string_value(json_object_get(r, "address"));
+	if (!host)
+		host = json_string_value(json_object_get(r, "host"));
+	json_int_t port = json_integer_value(json_object_get(r, "port"));
+	char *err = NULL;
+	if (host && port > 0 && port <= 65535) {
+		struct master_ask *a = xcalloc(1, sizeof *a);
+		a->f = f;
+		a->record = json_incref(r);
+		a->where = xasprintf("%d %s", (int)port, host);
+		struct wq_status_opts o = {.key = f->key, .timeout_s = f->period};
+		f->pending++;
+		if (wq_status_query_start(f->loop, host, (int)port, "master", &o, on_master_status,
+		                          a, &err))
+			return;
+		f->pending--;
+		debug(D_FACTORY, "master %s: %s", a->where, err ? err : "cannot query");
+		json_decref(a->record);
+		free(a->where);
+		free(a);
+		free(err);
+	}
+	scaler_input_add_status(&f->cycle_in, r, f->prefix);
+}
+
 static void on_catalog(void *arg, json_t *records, const char *err)
 {
 	struct factory *f = arg;
-	f->busy = 0;
 	if (f->stopping) {
+		f->busy = 0;
 		json_decref(records);
 		return;
 	}
-	struct scaler_input in = {0};
 	if (!records) {
+		f->busy = 0;
 		demand_error(f, "catalog%s: %s", "", err ? err : "no answer");
-	} else {
-		demand_ok(f);
-		size_t i;
-		json_t *r;
-		json_array_foreach(records, i, r)
-		{
-			/* -M is matched here: the catalog is asked only for a plain name */
-			const char *p = json_string_value(json_object_get(r, "project"));
-			if (catalog_project_match(f->project_re, p))
-				scaler_input_add_status(&in, r, f->prefix);
-		}
-		json_decref(records);
+		struct scaler_input in = {0};
+		decide(f, &in);
+		return;
 	}
-	decide(f, &in);
+	demand_ok(f);
+	json_decref(f->cycle_masters);
+	f->cycle_masters = json_object();
+	f->pending = 1; /* until every master has been asked */
+	size_t i;
+	json_t *r;
+	json_array_foreach(records, i, r)
+	{
+		/* -M is matched here: the catalog is asked only for a plain name */
+		const char *p = json_string_value(json_object_get(r, "project"));
+		if (catalog_project_match(f->project_re, p))
+			ask_master(f, r);
+	}
+	json_decref(records);
+	if (--f->pending == 0)
+		masters_done(f);
 }
 
 static void cycle(uv_timer_t *t)
@@ -612,5 +716,8 @@ int wq_factory_run(const struct work_queue_factory_opts *o, char *err, size_t er
 	scaler_input_clear(&f.hook_in);
 	free(f.inputs);
 	free(f.last_error);
+	json_decref(f.worker_masters);
+	json_decref(f.cycle_masters);
+	scaler_input_clear(&f.cycle_in);
 	return rc;
 }

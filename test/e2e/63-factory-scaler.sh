@@ -118,6 +118,26 @@ test_expect_success 'hta drains idle workers through the master while a busy one
 	not grep -q "ended with" factory.out
 '
 
+test_expect_success 'with -M the factory asks each master of the project for its workers, and drains through it' '
+	test_daemon_start cport "$BIN/catalog_server" -p 0 -Z cport
+	cat=localhost:$DAEMON_PORT
+	rules 6 wide 2 >Makeflow
+	printf "CATEGORY=tail\nhold: wide.1 wide.2 wide.3 wide.4 wide.5 wide.6\n\tsleep 6; touch hold\n" >>Makeflow
+	start_master -N e2e-scale-$$ -C $cat Makeflow
+	"$FACTORY" -T local --period 0.5 -t 60 -d factory -o factory.log \
+		-M "e2e-scale-$$" --catalog $cat --max-workers 3 >factory.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	test_wait_until 60 grep -q "pool t=[0-9.]* size=[23] " factory.log
+	# the idle workers are drained by the master that has them, found through the catalog
+	test_wait_until 90 grep -q "draining [12] " factory.out
+	test_wait_until 30 grep -q "drain of .*: 1 told" factory.log
+	finish
+	[ -f hold ]
+	stop_factory
+	not grep -q "ended with" factory.out
+'
+
 test_expect_success 'hpa:50 runs a workflow (the baseline in the same program); bad --scaler values are refused' '
 	rules 4 h 0.1 >Makeflow
 	start_master Makeflow
