@@ -5,6 +5,7 @@
 #include "wq_factory_run.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,6 +78,7 @@ struct factory {
 	char *last_error; /* the last demand error logged, so a repeated one is logged once */
 	/* -M: each master the catalog names is asked for its own status (with its worker rows),
 	 * so that a drain can go to the master that has the worker */
+	char *hook_error;             /* the last reason the hook failed, said once */
 	int pending;                  /* status answers of this cycle still awaited */
 	struct scaler_input cycle_in; /* this cycle's answers, merged as they come */
 	json_t *cycle_masters;        /* this cycle's worker id -> "PORT HOST" of its master */
@@ -242,6 +244,18 @@ static const char *first_line(const char *text, char line[201])
 	return line;
 }
 
+static void debug_factory(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void debug_factory(const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	debug(D_FACTORY, "%s", line);
+}
+
 static void on_hook(const struct scaler_hook_result *r, void *arg)
 {
 	struct factory *f = arg;
@@ -256,15 +270,26 @@ static void on_hook(const struct scaler_hook_result *r, void *arg)
 	if (r->fail)
 		snprintf(why, sizeof why, "%s", r->fail);
 	if (!why[0] && scaler_hook_parse(r->out, in, &d, why, sizeof why) == 0) {
+		if (f->hook_error)
+			notice("--scaler-hook %s answers again", f->hook);
+		free(f->hook_error);
+		f->hook_error = NULL;
 		scaler_apply_limits(in, &d);
 		if (d.next_in > 0)
 			f->next_at = now_s() + d.next_in;
 		apply(f, in, &d);
 	} else {
+		/* said once for each new reason, then only in the debug log, until it answers */
 		char l1[201], l2[201];
-		warn("--scaler-hook %s: %s; it printed \"%s\"%s%s%s; the pool keeps its size",
-		     f->hook, why, first_line(r->out, l1), *r->err ? " and on stderr \"" : "",
-		     *r->err ? first_line(r->err, l2) : "", *r->err ? "\"" : "");
+		int again = f->hook_error && !strcmp(f->hook_error, why);
+		(again ? debug_factory : warn)(
+		    "--scaler-hook %s: %s; it printed \"%s\"%s%s%s; the pool keeps its size",
+		    f->hook, why, first_line(r->out, l1), *r->err ? " and on stderr \"" : "",
+		    *r->err ? first_line(r->err, l2) : "", *r->err ? "\"" : "");
+		if (!again) {
+			free(f->hook_error);
+			f->hook_error = xstrdup(why);
+		}
 		struct scaler_decision none = {0};
 		snprintf(none.reason, sizeof none.reason, "hook failed");
 		apply(f, in, &none);
@@ -716,6 +741,7 @@ int wq_factory_run(const struct work_queue_factory_opts *o, char *err, size_t er
 	scaler_input_clear(&f.hook_in);
 	free(f.inputs);
 	free(f.last_error);
+	free(f.hook_error);
 	json_decref(f.worker_masters);
 	json_decref(f.cycle_masters);
 	scaler_input_clear(&f.cycle_in);

@@ -71,6 +71,10 @@ test_expect_success 'a hook that prints garbage, fails or is too slow is logged 
 	grep -q "the answer is not JSON" factory.out
 	grep -q "the pool keeps its size" factory.out
 	not grep -q "started 1 worker" factory.out
+	# the same failure, cycle after cycle, is said once (then in the debug log)
+	three_cycles() { [ "$(grep -c "this is not json" factory.log)" -ge 3 ]; }
+	test_wait_until 30 three_cycles
+	[ "$(grep -c "this is not json" factory.out)" = 1 ]
 	stop_factory
 	start_factory --scaler-hook "echo partial; exit 3"
 	test_wait_until 30 grep -q "exited with status 3" factory.out
