@@ -694,6 +694,14 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 		snprintf(err, errlen, "--mesos-master %s: expected HOST:PORT", o->mesos_master);
 		return HTC_EUNSUP;
 	}
+	/* what the batch system needs before any worker (a kubeconfig, a Slurm controller that
+	 * answers): a setup error stops the factory now, not one failed worker per period */
+	int rc = batch_queue_start(f->q);
+	if (rc < 0) {
+		snprintf(err, errlen, "the %s batch system cannot be used: %s", o->type,
+		         htc_strerror(rc));
+		return rc;
+	}
 	return 0;
 }
 

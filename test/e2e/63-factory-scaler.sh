@@ -142,6 +142,16 @@ test_expect_success 'with -M the factory asks each master of the project for its
 	not grep -q "ended with" factory.out
 '
 
+test_expect_success 'a batch system that cannot be used stops the factory at once, with the reason' '
+	test_must_fail "$FACTORY" -T k8s --batch-option kubeconfig=$PWD/nowhere.kc --period 0.2 \
+		localhost 9 >out 2>&1
+	cat out
+	grep -q "k8s: $PWD/nowhere.kc: No such file or directory" out
+	grep -q "the k8s batch system cannot be used" out
+	[ "$(grep -c "nowhere.kc" out)" = 1 ]
+	not grep -q "cannot start a worker" out
+'
+
 test_expect_success 'hpa:50 runs a workflow (the baseline in the same program); bad --scaler values are refused' '
 	rules 4 h 0.1 >Makeflow
 	start_master Makeflow
