@@ -356,12 +356,8 @@ int engine_recover(struct engine *e)
 		return 0;
 	}
 	/* Jobs of a run that was killed may still be running: stop them before their rules
-	 * run again. */
-	if (engine_stop_orphans(rp.dead, rp.n_dead) < 0) {
-		replay_free(&rp);
-		return -1;
-	}
-	/* and the jobs they left in a cluster (doc/batch-driver-interface.md section 3b) */
+	 * run again. First those it left in a cluster, through the cluster itself
+	 * (doc/batch-driver-interface.md section 3b), so that it records them cancelled... */
 	for (size_t i = 0; (e->features & BATCH_FEATURE_RUN_LABEL) && i < rp.n_dead; i++)
 		if (batch_queue_set_option(e->queue, "stop-run", rp.dead[i]) < 0) {
 			fprintf(stderr,
@@ -371,6 +367,12 @@ int engine_recover(struct engine *e)
 			replay_free(&rp);
 			return -1;
 		}
+	/* ...then the processes left on this machine (its LOCAL rules, or every rule of a local
+	 * batch type) */
+	if (engine_stop_orphans(rp.dead, rp.n_dead) < 0) {
+		replay_free(&rp);
+		return -1;
+	}
 
 	/* Visit rules parents-first (by depth, a counting sort). */
 	int maxd = d->max_depth < 0 ? 0 : d->max_depth;

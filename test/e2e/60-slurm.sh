@@ -187,6 +187,24 @@ test_expect_success 'a restart after kill -9 removes the jobs the killed run lef
 	[ -s s.txt ]
 '
 
+test_expect_success 'a restart after kill -9 cancels a running job through Slurm first: it is recorded CANCELLED' '
+	clean_slate
+	printf "r.txt:\n\ttest -e $PWD/again || { touch $PWD/again; sleep 600; }; echo r > r.txt\n" >wf.mf
+	"$MF" -T slurm wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 60 test -e again
+	old=$(run_id wf.mf.makeflowlog)
+	test_wait_until 60 has_jobs $old R
+	kill -KILL $mf
+	wait $mf || true
+	"$MF" -T slurm wf.mf 2>err
+	cat err
+	# its processes run on this machine, but Slurm cancelled it before makeflow looked here
+	[ "$(squeue -h -t all -n htc-$old -o %T)" = CANCELLED ]
+	[ "$(cat r.txt)" = r ]
+'
+
 test_expect_success 'makeflow -c after kill -9 cancels the jobs the killed run left in Slurm' '
 	clean_slate
 	printf "s.txt:\n\techo s > s.txt\n" >wf.mf
