@@ -5,7 +5,6 @@
 #include "wq_factory_run.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -244,18 +243,6 @@ static const char *first_line(const char *text, char line[201])
 	return line;
 }
 
-static void debug_factory(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void debug_factory(const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	debug(D_FACTORY, "%s", line);
-}
-
 static void on_hook(const struct scaler_hook_result *r, void *arg)
 {
 	struct factory *f = arg;
@@ -280,12 +267,16 @@ static void on_hook(const struct scaler_hook_result *r, void *arg)
 		apply(f, in, &d);
 	} else {
 		/* said once for each new reason, then only in the debug log, until it answers */
-		char l1[201], l2[201];
+		char l1[201], l2[201], msg[1024];
+		snprintf(msg, sizeof msg,
+		         "--scaler-hook %s: %s; it printed \"%s\"%s%s%s; the pool keeps its size",
+		         f->hook, why, first_line(r->out, l1), *r->err ? " and on stderr \"" : "",
+		         *r->err ? first_line(r->err, l2) : "", *r->err ? "\"" : "");
 		int again = f->hook_error && !strcmp(f->hook_error, why);
-		(again ? debug_factory : warn)(
-		    "--scaler-hook %s: %s; it printed \"%s\"%s%s%s; the pool keeps its size",
-		    f->hook, why, first_line(r->out, l1), *r->err ? " and on stderr \"" : "",
-		    *r->err ? first_line(r->err, l2) : "", *r->err ? "\"" : "");
+		if (again)
+			debug(D_FACTORY, "%s", msg);
+		else
+			warn("%s", msg);
 		if (!again) {
 			free(f->hook_error);
 			f->hook_error = xstrdup(why);

@@ -64,6 +64,18 @@ clean_slate() {
 	test_wait_until 60 node_up
 }
 
+# start_held OUT: makeflow -T slurm in the background (pid in mf) on one rule making OUT whose
+# first run touches first-run and sleeps 600 s, and whose next run writes "again" at once;
+# returns once the first run has begun.
+start_held() {
+	printf "%s:\n\ttest -e $PWD/first-run || { touch $PWD/first-run; sleep 600; }; echo again > %s\n" \
+		"$1" "$1" >wf.mf
+	"$MF" -T slurm wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 120 test -e first-run
+}
+
 test_expect_success 'a 20-rule workflow runs as Slurm jobs named after the run, one per rule' '
 	clean_slate
 	{
@@ -189,11 +201,7 @@ test_expect_success 'a restart after kill -9 removes the jobs the killed run lef
 
 test_expect_success 'a restart after kill -9 cancels a running job through Slurm first: it is recorded CANCELLED' '
 	clean_slate
-	printf "r.txt:\n\ttest -e $PWD/again || { touch $PWD/again; sleep 600; }; echo r > r.txt\n" >wf.mf
-	"$MF" -T slurm wf.mf >mf.out 2>&1 &
-	mf=$!
-	test_track_pid $mf
-	test_wait_until 60 test -e again
+	start_held r.txt
 	old=$(run_id wf.mf.makeflowlog)
 	test_wait_until 60 has_jobs $old R
 	kill -KILL $mf
@@ -202,7 +210,7 @@ test_expect_success 'a restart after kill -9 cancels a running job through Slurm
 	cat err
 	# its processes run on this machine, but Slurm cancelled it before makeflow looked here
 	[ "$(squeue -h -t all -n htc-$old -o %T)" = CANCELLED ]
-	[ "$(cat r.txt)" = r ]
+	[ "$(cat r.txt)" = again ]
 '
 
 test_expect_success 'makeflow -c after kill -9 cancels the jobs the killed run left in Slurm' '
@@ -281,12 +289,8 @@ requeued_once() {
 
 test_expect_success 'a node failure: Slurm requeues the running job, the rule runs again and completes once' '
 	clean_slate
-	printf "n.txt:\n\tif [ ! -e $PWD/ran-once ]; then touch $PWD/ran-once; sleep 600; fi; echo again > n.txt\n" >wf.mf
-	"$MF" -T slurm wf.mf >mf.out 2>&1 &
-	mf=$!
-	test_track_pid $mf
+	start_held n.txt
 	test_wait_until 120 running_is 1
-	test_wait_until 60 test -e ran-once
 	job=$(squeue -h -t R -o %i)
 	# the node fails under the running job; Slurm kills the job and requeues it
 	scontrol update nodename="$SLURM_NODE" state=down reason=e2e-node-failure
