@@ -284,10 +284,9 @@ import json, sys
 print(sum(f["staging"] for f in json.load(sys.stdin).values()))')" = "$1" ]
 }
 
-# The task of the killed run is held in TASK_STAGING by its agent (as while an agent fetches),
-# so no process of it runs on this machine: only the driver can find it (makeflow also stops
-# local processes of a dead run by their HTC_RUN_ID, which remote agents' tasks never are).
-test_expect_success 'a restart after kill -9 kills the tasks the killed run left in Mesos' '
+# kill_held_run: a simulator whose agent holds the one task of a one-rule run in TASK_STAGING,
+# and that run killed with -9 (its run id in old).
+kill_held_run() {
 	sim_start
 	printf "s.txt:\n\techo s > s.txt\n" >wf.mf
 	knob hold n=1
@@ -298,6 +297,13 @@ test_expect_success 'a restart after kill -9 kills the tasks the killed run left
 	old=$(run_id wf.mf.makeflowlog)
 	kill -KILL $mf
 	wait $mf || true
+}
+
+# The task of the killed run is held in TASK_STAGING by its agent (as while an agent fetches),
+# so no process of it runs on this machine: only the driver can find it (makeflow also stops
+# local processes of a dead run by their HTC_RUN_ID, which remote agents' tasks never are).
+test_expect_success 'a restart after kill -9 kills the tasks the killed run left in Mesos' '
+	kill_held_run
 	staging_is 1
 	"$MF" -T mesos --mesos-master $MASTER wf.mf 2>err || { cat err; false; }
 	cat err
@@ -317,16 +323,7 @@ assert kills == [\"htc-$old-1\"], kills
 '
 
 test_expect_success 'makeflow -c after kill -9 kills the tasks the killed run left in Mesos' '
-	sim_start
-	printf "s.txt:\n\techo s > s.txt\n" >wf.mf
-	knob hold n=1
-	"$MF" -T mesos --mesos-master $MASTER wf.mf >mf.out 2>&1 &
-	mf=$!
-	test_track_pid $mf
-	test_wait_until 60 staging_is 1
-	old=$(run_id wf.mf.makeflowlog)
-	kill -KILL $mf
-	wait $mf || true
+	kill_held_run
 	"$MF" -T mesos --mesos-master $MASTER -c wf.mf 2>err
 	cat err
 	grep -q "the tasks of the earlier run $old are gone" err
