@@ -375,6 +375,33 @@ static void test_submit_errors(void **state)
 	assert_true(work_queue_empty(q));
 	assert_null(work_queue_wait(q, WORK_QUEUE_WAITFORTASK)); /* empty: at once */
 	work_queue_task_delete(t);
+	/* a queued task keeps no index of its file names; one given back builds it again, so a
+	 * name added then is still checked against the others */
+	char in[256];
+	snprintf(in, sizeof in, "%s/in.txt", e->dir);
+	FILE *f = fopen(in, "w");
+	assert_non_null(f);
+	fclose(f);
+	t = work_queue_task_create("true");
+	assert_int_equal(work_queue_task_specify_input_file(t, in, "d/in", WORK_QUEUE_NOCACHE), 0);
+	assert_int_equal(work_queue_task_specify_output_file(t, "out", "out", WORK_QUEUE_NOCACHE),
+	                 0);
+	assert_non_null(t->file_names);
+	id = work_queue_submit(q, t);
+	assert_true(id >= 1);
+	assert_null(t->file_names);
+	assert_ptr_equal(work_queue_cancel_by_taskid(q, id), t);
+	assert_true(work_queue_task_specify_input_file(t, in, "d", WORK_QUEUE_NOCACHE) < 0);
+	assert_true(work_queue_task_specify_input_file(t, in, "d/in", WORK_QUEUE_NOCACHE) < 0);
+	assert_true(work_queue_task_specify_output_file(t, "o2", "out/x", WORK_QUEUE_NOCACHE) < 0);
+	work_queue_task_delete(t);
+	t = work_queue_task_create("true");
+	assert_int_equal(work_queue_task_specify_input_file(t, in, "d/in", WORK_QUEUE_NOCACHE), 0);
+	id = work_queue_submit(q, t);
+	assert_ptr_equal(work_queue_cancel_by_taskid(q, id), t);
+	assert_int_equal(work_queue_task_specify_input_file(t, in, "e", WORK_QUEUE_NOCACHE), 0);
+	assert_int_equal(work_queue_task_specify_input_file(t, in, "d/in2", WORK_QUEUE_NOCACHE), 0);
+	work_queue_task_delete(t);
 	/* by tag */
 	struct work_queue_task *a = work_queue_task_create("true");
 	struct work_queue_task *b = work_queue_task_create("true");

@@ -250,6 +250,9 @@ const char *master_queue_tmpdir(struct work_queue *q);
 
 /* Called by master_worker.c. */
 void master_queue_request_pass(struct work_queue *q);
+/* Frees T's index of file names once T is queued: it is rebuilt from T's lists if files are
+ * added again (work_queue_task.c). Saves about 600 bytes per queued task. */
+void master_task_drop_name_index(struct work_queue_task *t);
 struct mtask *master_queue_task_lookup(struct work_queue *q, int64_t id);
 /* The task goes back to READY with the same try (not counted). */
 void master_queue_task_requeue(struct work_queue *q, struct mtask *m);

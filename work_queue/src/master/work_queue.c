@@ -672,6 +672,7 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 	t->try_count = 0;
 	t->time_when_submitted = time_now_us();
 	HASH_ADD_INT(q->tasks, id, m);
+	master_task_drop_name_index(t);
 	master_scalestat_added(q, m);
 	q->stats.tasks_submitted++;
 	if (t->end_time > 0)
