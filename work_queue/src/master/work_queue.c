@@ -712,6 +712,7 @@ static struct work_queue_task *pop_done_tag(struct work_queue *q, const char *ta
 	if (q->done_tail == m)
 		q->done_tail = prev;
 	HASH_DEL(q->tasks, m);
+	master_scalestat_removed(q, m);
 	q->stats.tasks_with_results--;
 	struct work_queue_task *t = m->t;
 	mtask_free(m);
@@ -843,6 +844,7 @@ struct work_queue_task *work_queue_cancel_by_taskid(struct work_queue *q, int id
 			master_txlog_task(q->txlog, m->id, "CANCELED", NULL, NULL);
 	}
 	HASH_DEL(q->tasks, m);
+	master_scalestat_removed(q, m);
 	struct work_queue_task *t = m->t;
 	mtask_free(m);
 	master_queue_request_pass(q);
