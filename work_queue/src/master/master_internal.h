@@ -187,6 +187,7 @@ struct work_queue {
 	uint64_t lost_examined; /* tasks looked at by lost-worker procedures (tests) */
 	int64_t timed_tasks;    /* tasks with an end time, not done (recounted at each tick) */
 	uint64_t ticks, tick_examined; /* ticks, and tasks their end-time check looked at */
+	uint64_t abort_examined;       /* tasks the fast-abort check looked at */
 	uv_loop_t *loop;
 	uv_loop_t own_loop;
 	bool own;
