@@ -191,10 +191,12 @@ static void test_features_docker_debug(void **state)
 	assert_int_equal(o.exit_after_tasks, 0);
 	assert_true(o.keep_cache);
 	assert_false(o.pin_cores);
+	assert_false(o.proc_events);
 	assert_string_equal(o.workdir, "/tmp/w");
 	worker_opts_clear(&o);
-	assert_int_equal(parse(&o, "--pin-cores", "h", "9123", NULL), CLI_DONE);
+	assert_int_equal(parse(&o, "--pin-cores", "--proc-events", "h", "9123", NULL), CLI_DONE);
 	assert_true(o.pin_cores);
+	assert_true(o.proc_events);
 	worker_opts_clear(&o);
 	assert_int_equal(parse(&o, "--exit-after-tasks", "3", "h", "9123", NULL), CLI_DONE);
 	assert_int_equal(o.exit_after_tasks, 3);

@@ -38,6 +38,7 @@ enum {
 	OPT_NOT_HERE, /* a CCTools option this worker does not have */
 	OPT_KEEP_CACHE,
 	OPT_PIN_CORES,
+	OPT_PROC_EVENTS,
 	OPT_SSL,
 	OPT_SSL_CA,
 	OPT_SSL_FINGERPRINT,
@@ -68,6 +69,7 @@ static const struct option longopts[] = {
     {"workdir", required_argument, NULL, 's'},
     {"keep-cache", no_argument, NULL, OPT_KEEP_CACHE},
     {"pin-cores", no_argument, NULL, OPT_PIN_CORES},
+    {"proc-events", no_argument, NULL, OPT_PROC_EVENTS},
     {"password", required_argument, NULL, 'P'},
     {"ssl", no_argument, NULL, OPT_SSL},
     {"ssl-ca", required_argument, NULL, OPT_SSL_CA},
@@ -129,6 +131,9 @@ static const char usage_text[] =
     "      --keep-cache          do not delete the workdir at exit\n"
     "      --pin-cores           run each task on whole cpus of its own (a cpuset:\n"
     "                            nproc in the task is its cores; doc/elasticity.md)\n"
+    "      --proc-events         count every process of a task, also those that live\n"
+    "                            between two samples, when it has a cgroup (costs work\n"
+    "                            in every worker of the machine; doc/resource-monitor.md)\n"
     "Security:\n"
     "  -P, --password FILE       shared password (HMAC both ways; never sent)\n"
     "      --ssl                 TLS, checked against the system trust store and host name\n"
@@ -356,6 +361,7 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		break;
 	case OPT_KEEP_CACHE: o->keep_cache = true; break;
 	case OPT_PIN_CORES: o->pin_cores = true; break;
+	case OPT_PROC_EVENTS: o->proc_events = true; break;
 	case 'P': set(&o->password_file, arg); break;
 	case OPT_SSL: o->ssl = true; break;
 	case OPT_SSL_CA:

@@ -582,6 +582,7 @@ static void start_task(struct wtask *t, int sandbox_err)
 	    .linked_mb = sandbox_err ? 0 : linked_mb(t),
 	    .docker = worker_docker_of(w),
 	    .seccomp = (int)worker_opts_of(w)->seccomp,
+	    .proc_events = worker_opts_of(w)->proc_events,
 	    .cpus = worker_cpus_of(w),
 	};
 	struct worker_sandbox *sb = t->sb;
