@@ -154,6 +154,24 @@ test_expect_success 'a rule over its memory is killed by the agent and reported 
 	grep -q "exceeded its resource allocation (memory 50 MB)" err
 '
 
+test_expect_success 'a rule over its WALL_TIME: max_completion_time in its TaskInfo, stopped by the agent, reported as exhausted' '
+	sim_start
+	printf ".MAKEFLOW CATEGORY slow\n.MAKEFLOW WALL_TIME 2\nt.txt:\n\tsleep 600\n" >wf.mf
+	test_must_fail "$MF" -T mesos --mesos-master $MASTER wf.mf 2>err
+	cat err
+	grep -q "REASON_MAX_COMPLETION_TIME_REACHED" err
+	grep -q "exceeded its wall time limit" err
+	python3 -c "
+import json
+for l in open(\"calls.log\"):
+    c = json.loads(l)[\"call\"]
+    if c and c[\"type\"] == \"ACCEPT\":
+        t = c[\"accept\"][\"operations\"][0][\"launch\"][\"task_infos\"][0]
+        assert t[\"max_completion_time\"] == {\"nanoseconds\": 2000000000}, t
+"
+	[ -z "$(refused)" ]
+'
+
 test_expect_success 'a rule over its first allocation is retried at the maximum and completes' '
 	sim_start --agent a1:cpus=2,mem=4096,disk=1000
 	for i in $(seq 1 25); do
@@ -345,6 +363,73 @@ test_expect_success 'an interrupt kills the run'"'"'s tasks; makeflow exits' '
 	cat mf.out
 	[ $rc != 0 ]
 	test_wait_until 60 running_is 0
+'
+
+test_expect_success 'a master that is not the leader redirects (307 + Location): the framework follows it to the leader' '
+	sim_start
+	test_daemon_start follower.port python3 "$SIM" --port-file follower.port --log follower.log \
+		--work "$PWD/simf" --redirect-to $MASTER
+	follower=127.0.0.1:$DAEMON_PORT
+	printf "a.txt:\n\techo a > a.txt\nb.txt: a.txt\n\techo b > b.txt\n" >wf.mf
+	"$MF" -T mesos --mesos-master $follower wf.mf 2>err || { cat err; false; }
+	cat err
+	grep -q "mesos master $follower is not the leading master; following it to $MASTER" err
+	[ -s b.txt ]
+	# the follower answered one SUBSCRIBE with a redirect; everything else went to the leader
+	[ "$(grep -c "\"status\": 307" follower.log)" = 1 ]
+	[ "$(wc -l <follower.log)" = 1 ]
+	[ "$(calls SUBSCRIBE)" = 1 ]
+	[ "$(launched | wc -l)" = 2 ]
+	[ "$(calls TEARDOWN)" = 1 ]
+	[ -z "$(refused)" ]
+'
+
+test_expect_success 'a redirect loop is reported, not followed forever' '
+	test_daemon_start loop.port python3 "$SIM" --port-file loop.port --log loop.log \
+		--work "$PWD/siml" --redirect-to self
+	printf "a.txt:\n\techo a > a.txt\n" >wf.mf
+	test_must_fail "$MF" -T mesos --mesos-master 127.0.0.1:$DAEMON_PORT wf.mf 2>err
+	cat err
+	grep -q "more than 5 redirects in a row" err
+	[ "$(wc -l <loop.log)" = 6 ]
+	[ ! -e a.txt ]
+'
+
+test_expect_success 'framework authentication: HTTP basic with principal and secret; 401 is a clear error' '
+	sim_start --credential htc-fw:s3cret
+	printf "a.txt:\n\techo a > a.txt\n" >wf.mf
+	# no credentials: refused, named, makeflow ends
+	test_must_fail "$MF" -T mesos --mesos-master $MASTER wf.mf 2>err1
+	cat err1
+	grep -q "mesos master $MASTER refused SUBSCRIBE: 401 Unauthorized: the master requires authentication" err1
+	[ ! -e a.txt ]
+	# a wrong secret
+	rm -f wf.mf.makeflowlog
+	test_must_fail "$MF" -T mesos --mesos-master $MASTER --batch-option principal=htc-fw \
+		--batch-option secret=wrong wf.mf 2>err2
+	grep -q "401 Unauthorized: the principal .htc-fw. and its secret were not accepted" err2
+	# the secret from a file: every call authenticated, the framework carries its principal
+	rm -f wf.mf.makeflowlog
+	printf "s3cret\n" >secret
+	"$MF" -T mesos --mesos-master $MASTER --batch-option principal=htc-fw \
+		--batch-option secret-file=$PWD/secret wf.mf 2>err3 || { cat err3; false; }
+	[ -s a.txt ]
+	python3 -c "
+import json
+ok = 0
+for l in open(\"calls.log\"):
+    r = json.loads(l)
+    c = r[\"call\"]
+    if c and c[\"type\"] == \"SUBSCRIBE\" and r[\"status\"] == 200:
+        assert c[\"subscribe\"][\"framework_info\"][\"principal\"] == \"htc-fw\", c
+        ok += 1
+assert ok == 1, ok
+"
+	# after the two refused SUBSCRIBE, nothing was refused
+	[ "$(refused | grep -vc "^401")" = 0 ]
+	[ "$(calls TEARDOWN)" = 1 ]
+	test_must_fail "$MF" -T mesos --mesos-master $MASTER --batch-option secret-file=/nonexistent wf.mf 2>err4
+	grep -q "cannot read the secret file /nonexistent" err4
 '
 
 test_expect_success 'work_queue_factory -T mesos runs workers as Mesos tasks; the tasks complete' '
