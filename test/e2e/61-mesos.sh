@@ -452,4 +452,24 @@ test_expect_success 'work_queue_factory -T mesos runs workers as Mesos tasks; th
 	[ -z "$(refused)" ]
 '
 
+test_expect_success 'work_queue_factory -T mesos authenticates its framework with --batch-option principal and secret' '
+	sim_start --credential wqf:pw2
+	for i in 1 2; do printf "w.%d:\n\techo %d > w.%d\n" $i $i $i; done >wf.mf
+	"$MF" -T wq -p 0 -Z port wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_for_file port 20
+	"$BIN/work_queue_factory" -T mesos --mesos-master $MASTER --batch-option principal=wqf \
+		--batch-option secret=pw2 --max-workers 1 --period 0.5 -t 10 localhost $(cat port) \
+		>factory.out 2>&1 &
+	f=$!
+	test_track_pid $f
+	wait $mf || { cat mf.out factory.out; false; }
+	[ -s w.2 ]
+	kill -TERM $f
+	wait $f || true
+	[ -z "$(refused)" ]
+	[ "$(calls SUBSCRIBE)" -ge 1 ]
+'
+
 test_done
