@@ -5,8 +5,10 @@
 # a 20-rule workflow, offers too small declined, a failing rule's exit code, a memory-limit kill
 # as exhaustion and the retry at the maximum, a dropped stream (re-subscription, reconcile, no
 # task launched twice), heartbeats that stop, an ERROR event, a malformed stream, a refused
-# call, an unreachable master, a restart after kill -9 killing the old run's tasks, -c, and
-# Work Queue workers started by the factory as Mesos tasks.
+# call, an unreachable master, a restart after kill -9 killing the old run's tasks, -c,
+# Work Queue workers started by the factory as Mesos tasks, a rule's WALL_TIME as the task's
+# max_completion_time, a master that redirects to the leader (and a redirect loop), and
+# framework authentication (makeflow and the factory).
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 test_require_bin makeflow work_queue_factory work_queue_worker
