@@ -852,19 +852,23 @@ static int detect_accounting(struct slurm *s)
 	struct cluster_cmd_result r;
 	int rc = cluster_cmd_run_sync(argv, 60000, &r);
 	const char *said = rc < 0 ? r.fail : cluster_cmd_first_line(r.err, line);
+	int err = 0;
 	if (rc == 0 && r.exit_status == 0) {
 		s->use_sacct = 1;
 		debug(D_BATCH, "slurm: accounting answers: exit codes and measurements from sacct");
 	} else if (s->accounting == 1) {
 		warn("slurm: accounting=yes, but sacct does not answer: %s", said);
-		rc = -EHOSTUNREACH;
-	} else if (rc == 0 && !strstr(said, "accounting storage is disabled")) {
+		err = -EHOSTUNREACH;
+	} else if (rc < 0) {
+		/* no sacct at all (a site without the accounting client): as without accounting */
+		debug(D_BATCH, "slurm: %s: jobs are followed without accounting", said);
+	} else if (!strstr(said, "accounting storage is disabled")) {
 		warn("slurm: Slurm's accounting does not answer (sacct said: %s); jobs are "
 		     "followed without it",
 		     said);
 	}
 	cluster_cmd_result_free(&r);
-	return rc < 0 ? rc : 0;
+	return err;
 }
 
 /* sbatch, squeue and scancel must be there and the controller must answer, so that a

@@ -446,6 +446,28 @@ static void test_without_accounting(void **state)
 	batch_queue_delete(q);
 }
 
+/* A site without sacct at all: with accounting=auto the start succeeds without it. */
+static void test_no_sacct_tool(void **state)
+{
+	(void)state;
+	/* PATH: the stand-ins (sacct removed) and only the tools they use */
+	assert_int_equal(unlink("bin/sacct"), 0);
+	assert_int_equal(mkdir("sys", 0755), 0);
+	assert_int_equal(symlink("/bin/cat", "sys/cat"), 0);
+	assert_int_equal(symlink("/usr/bin/flock", "sys/flock"), 0);
+	char path[8400];
+	snprintf(path, sizeof path, "%s/bin:%s/sys", C.dir, C.dir);
+	setenv("PATH", path, 1);
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_start(q), 0);
+	assert_false(batch_queue_features(q) & BATCH_FEATURE_MEASURE);
+	batch_queue_delete(q);
+	q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "accounting", "yes"), 0);
+	assert_true(batch_queue_start(q) < 0);
+	batch_queue_delete(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +482,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stop_run, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_accounting, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_without_accounting, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_sacct_tool, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
