@@ -64,6 +64,26 @@ test_expect_success 'without --shared-cache each worker receives the input' '
 	[ "$(transfers_of $(object_of big))" = 2 ]
 '
 
+test_expect_success 'an object that cannot enter the store is sent to the worker waiting for it' '
+	head -c 5000000 /dev/urandom >big
+	two_rules >Makeflow
+	mkdir -p store/objects
+	chattr +i store/objects || { say "chattr +i is needed (root, ext4)"; exit 1; }
+	start_master -L tx.log --batch-option prefetch=0 Makeflow
+	start_worker --cores 1 --shared-cache "$PWD/store" -s "$PWD/w1" -d worker -o w1.log localhost $port
+	start_worker --cores 1 --shared-cache "$PWD/store" -s "$PWD/w2" -d worker -o w2.log localhost $port
+	rc=0
+	finish || rc=$?
+	chattr -i store/objects
+	[ $rc = 0 ]
+	want=$(sha256sum big | cut -d" " -f1)
+	[ "$(cut -d" " -f1 a.out)" = "$want" ]
+	[ "$(cut -d" " -f1 b.out)" = "$want" ]
+	[ "$(transfers_of F-$want)" = 2 ]
+	grep -q "F-$want not published" w1.log w2.log workers.out
+	grep -q "could not put F-$want into its shared store" mf.out
+'
+
 # receiving_worker: prints the workdir (w1 or w2) whose cache is receiving an object (a worker
 # given -s DIR works in DIR/worker-UID-PID).
 receiving_worker() {

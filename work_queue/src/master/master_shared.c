@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "debug.h"
+#include "wq_name.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -196,6 +197,28 @@ void master_shared_on_store_have(struct mworker *w, json_t *msg)
 		hand_over(so);
 	}
 	worker_cache_list_free(l);
+	/* objects W received but could not put into the store: the next waiter gets its own */
+	json_t *failed = json_object_get(msg, "failed"), *x;
+	size_t i;
+	if (failed && (!json_is_array(failed) || json_array_size(failed) > WQ_OBJECTS_MAX)) {
+		wq_conn_violation(w->c, "proto",
+		                  "message \"store_have\": key \"failed\": expected an array of at "
+		                  "most %d object names",
+		                  WQ_OBJECTS_MAX);
+		return;
+	}
+	json_array_foreach(failed, i, x)
+	{
+		if (!json_is_string(x) || !wq_name_is_object(json_string_value(x))) {
+			wq_conn_violation(w->c, "proto",
+			                  "message \"store_have\": key \"failed[%zu]\": expected "
+			                  "an object name",
+			                  i);
+			return;
+		}
+		warn("%s: could not put %s into its shared store", w->label, json_string_value(x));
+		master_shared_send_failed(w, json_string_value(x));
+	}
 }
 
 void master_shared_on_taken(struct mworker *w, json_t *msg)

@@ -140,14 +140,19 @@ static void publish_done(uv_work_t *req, int status)
 	worker_shared_cache_unlock(j->lock);
 	struct worker_session *s = worker_session_of(j->w);
 	uint64_t size = 0;
-	if (status == 0 && j->rc >= 0 && s && s->active && !s->closing &&
-	    (s->caps & WQ_CAP_SHARED_CACHE) &&
-	    worker_cache_has(worker_conn_cache(j->w), j->name, &size)) {
-		json_t *objs = json_pack("[[s,I]]", j->name, (json_int_t)size);
-		ws_send(s, json_pack("{s:s,s:o,s:b}", "m", "store_have", "objects", objs, "last",
-		                     true));
-	} else if (j->rc < 0) {
-		warn("shared cache: %s not published: %s", j->name, htc_strerror(j->rc));
+	bool ok =
+	    status == 0 && j->rc >= 0 && worker_cache_has(worker_conn_cache(j->w), j->name, &size);
+	if (!ok)
+		warn("shared cache: %s not published: %s", j->name,
+		     status ? "cancelled" : htc_strerror(j->rc < 0 ? j->rc : -ENOENT));
+	if (s && s->active && !s->closing && (s->caps & WQ_CAP_SHARED_CACHE)) {
+		/* published, or not: then the master sends it to the workers of the store that
+		 * wait for it (protocol 5.12) */
+		json_t *m = ok ? json_pack("{s:s,s:[[s,I]],s:b}", "m", "store_have", "objects",
+		                           j->name, (json_int_t)size, "last", true)
+		               : json_pack("{s:s,s:[],s:b,s:[s]}", "m", "store_have", "objects",
+		                           "last", true, "failed", j->name);
+		ws_send(s, m);
 	}
 	free(j);
 }
