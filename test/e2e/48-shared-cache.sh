@@ -54,6 +54,25 @@ test_expect_success 'an input two workers of one store need is sent once; both t
 	[ "$(cat store/store-id | wc -c)" = 33 ]
 '
 
+test_expect_success 'a later run takes what the store already holds, with no transfer' '
+	head -c 3000000 /dev/urandom >big
+	obj=$(object_of big)
+	printf "a.out: big\n\tsha256sum big > a.out\n" >Makeflow
+	start_master -L tx.log Makeflow
+	start_worker --single-shot --shared-cache "$PWD/store" -s "$PWD/w1" localhost $port
+	finish
+	[ "$(transfers_of $obj)" = 1 ]
+	printf "b.out: big\n\tsha256sum big > b.out\n" >Makeflow2
+	mv tx.log tx1.log
+	start_master -L tx.log Makeflow2
+	start_worker --single-shot --shared-cache "$PWD/store" -s "$PWD/w2" -d worker -o w2.log localhost $port
+	finish
+	[ "$(cut -d" " -f1 b.out)" = "$(sha256sum big | cut -d" " -f1)" ]
+	[ "$(transfers_of $obj)" = 0 ]
+	grep -q "shared cache: 1 objects of the store announced" w2.log
+	grep -q "shared cache: take $obj: done" w2.log
+'
+
 test_expect_success 'without --shared-cache each worker receives the input' '
 	head -c 1000000 /dev/urandom >big
 	two_rules >Makeflow

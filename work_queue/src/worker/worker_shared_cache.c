@@ -462,3 +462,16 @@ int worker_shared_cache_stat(const struct worker_shared_cache *s, uint64_t *coun
 	*count = n;
 	return r;
 }
+
+int worker_shared_cache_foreach(const struct worker_shared_cache *s,
+                                int (*cb)(const char *name, uint64_t size, void *arg), void *arg)
+{
+	struct entry *v;
+	size_t n;
+	uint64_t total;
+	int r = list_objects(s, &v, &n, &total);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = cb(v[i].name, v[i].size, arg);
+	free(v);
+	return r < 0 ? r : 0;
+}

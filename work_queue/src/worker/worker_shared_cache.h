@@ -63,6 +63,11 @@ int worker_shared_cache_users(const struct worker_shared_cache *s, const char *n
  * -errno. */
 int worker_shared_cache_trim(const struct worker_shared_cache *s, uint64_t limit);
 
+/* Calls CB once per object of the store (name, bytes), in no order; stops at CB's first
+ * negative return. Returns 0, that value, or -errno. */
+int worker_shared_cache_foreach(const struct worker_shared_cache *s,
+                                int (*cb)(const char *name, uint64_t size, void *arg), void *arg);
+
 /* Objects in the store and their bytes. Returns 0 or -errno. */
 int worker_shared_cache_stat(const struct worker_shared_cache *s, uint64_t *count, uint64_t *bytes);
 

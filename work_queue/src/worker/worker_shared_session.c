@@ -185,6 +185,47 @@ void worker_shared_recv_end(struct worker *w, const char *name, bool ok)
 	}
 }
 
+/* ---- what the store holds, at connection ---------------------------------------------- */
+
+struct announce {
+	struct worker_session *s;
+	json_t *objs;
+	size_t total;
+};
+
+static void announce_flush(struct announce *a)
+{
+	if (json_array_size(a->objs) == 0)
+		return;
+	ws_send(a->s,
+	        json_pack("{s:s,s:o,s:b}", "m", "store_have", "objects", a->objs, "last", true));
+	a->objs = json_array();
+}
+
+static int announce_one(const char *name, uint64_t size, void *arg)
+{
+	struct announce *a = arg;
+	if (name[0] != 'F')
+		return 0;
+	json_array_append_new(a->objs, json_pack("[s,I]", name, (json_int_t)size));
+	a->total++;
+	if (json_array_size(a->objs) >= WQ_OBJECTS_MAX)
+		announce_flush(a);
+	return 0;
+}
+
+void worker_shared_announce(struct worker_session *s)
+{
+	struct worker_shared *sh = worker_conn_shared(W(s));
+	if (!sh || !(s->caps & WQ_CAP_SHARED_CACHE))
+		return;
+	struct announce a = {s, json_array(), 0};
+	worker_shared_cache_foreach(sh->store, announce_one, &a);
+	announce_flush(&a);
+	json_decref(a.objs);
+	debug(D_WORKER, "shared cache: %zu objects of the store announced", a.total);
+}
+
 /* ---- cache_take ------------------------------------------------------------------------ */
 
 /* Copies object NAME of the store into partial P, hashing it (P's finish checks it against

@@ -31,6 +31,11 @@ void worker_shared_recv_begin(struct worker *w, const char *name);
  * released. */
 void worker_shared_recv_end(struct worker *w, const char *name, bool ok);
 
+/* After cache_have: tells the master of session S (with `shared_cache`) what the store
+ * already holds, in `store_have` messages of at most 1,000 objects. Blocking (reads the
+ * store's directory once). */
+void worker_shared_announce(struct worker_session *s);
+
 /* `cache_take` MSG on session S (with `shared_cache` negotiated; a violation otherwise). */
 void worker_shared_on_take(struct worker_session *s, json_t *msg);
 
