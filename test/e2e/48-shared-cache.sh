@@ -54,6 +54,32 @@ test_expect_success 'an input two workers of one store need is sent once; both t
 	[ "$(cat store/store-id | wc -c)" = 33 ]
 '
 
+test_expect_success 'a store on another file system (tmpfs) than the workers: checked copies' '
+	st=$(stat -c %d /dev/shm 2>/dev/null) || { say "no /dev/shm"; exit 1; }
+	[ "$st" != "$(stat -c %d .)" ] || { say "/dev/shm is this file system"; exit 1; }
+	store=$(mktemp -d /dev/shm/htc-48.XXXXXX)
+	head -c 8000000 /dev/urandom >big
+	two_rules >Makeflow
+	start_master -L tx.log --batch-option prefetch=0 Makeflow
+	start_worker --cores 1 --shared-cache "$store" -s "$PWD/w1" -d worker -o w1.log localhost $port
+	start_worker --cores 1 --shared-cache "$store" -s "$PWD/w2" -d worker -o w2.log localhost $port
+	rc=0
+	finish || rc=$?
+	want=$(sha256sum big | cut -d" " -f1)
+	got=$(sha256sum "$store/objects/F-$want" | cut -d" " -f1)
+	links=$(stat -c %h "$store/objects/F-$want")
+	left=$(ls -A "$store/.partial" | wc -l)
+	rm -rf "$store"
+	[ $rc = 0 ]
+	[ "$(cut -d" " -f1 a.out)" = "$want" ]
+	[ "$(cut -d" " -f1 b.out)" = "$want" ]
+	[ "$(transfers_of F-$want)" = 1 ]
+	[ "$got" = "$want" ]
+	[ "$links" = 1 ]
+	[ "$left" = 0 ]
+	[ "$(cat w1.log w2.log | grep -c "shared cache: take F-$want: done")" = 1 ]
+'
+
 test_expect_success 'a later run takes what the store already holds, with no transfer' '
 	head -c 3000000 /dev/urandom >big
 	obj=$(object_of big)
