@@ -150,6 +150,9 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		                                                      : WORKER_CACHE_KEEP_RUN,
 		                           in->id, in->is_dir ? 0 : (uint64_t)in->size, &p);
 		if (e == HTC_EDUP) {
+			/* the master's store view may wait for it: announce it (protocol 5.12) */
+			if (worker_cache_has(worker_conn_cache(W(s)), tg->object, NULL))
+				worker_shared_recv_end(W(s), tg->object, true);
 			refuse_xfer(r, WQ_XERR_HAVE, "object %s is already here", tg->object);
 			return -1;
 		}

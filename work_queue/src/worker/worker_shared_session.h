@@ -28,7 +28,7 @@ const char *worker_shared_id(const struct worker_shared *sh);
 void worker_shared_recv_begin(struct worker *w, const char *name);
 /* The transfer of NAME ended (OK: it is in the worker's cache): it is published into the store
  * (in a thread), `store_have` follows on the session that is current then, and the lock is
- * released. */
+ * released. Also called for an object the master sends that the cache already holds. */
 void worker_shared_recv_end(struct worker *w, const char *name, bool ok);
 
 /* After cache_have: tells the master of session S (with `shared_cache`) what the store
