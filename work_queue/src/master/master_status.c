@@ -203,6 +203,7 @@ static json_t *master_item(struct work_queue *q, bool rows)
 	                    json_integer(s.tasks_exhausted_attempts));
 	json_object_set_new(o, "bytes_sent", json_integer(s.bytes_sent));
 	json_object_set_new(o, "bytes_received", json_integer(s.bytes_received));
+	json_object_set_new(o, "objects_taken", json_integer(s.objects_taken));
 	json_object_set_new(o, "total_cores", json_real(s.total_cores));
 	json_object_set_new(o, "total_memory", json_integer(s.total_memory));
 	json_object_set_new(o, "total_disk", json_integer(s.total_disk));

@@ -518,6 +518,7 @@ static void queue_free(struct work_queue *q)
 	q->prep = NULL;
 	while (q->workers)
 		master_worker_free(q->workers);
+	master_shared_free(q);
 	struct mtask *m, *tmp;
 	HASH_ITER(hh, q->tasks, m, tmp)
 	{

@@ -45,6 +45,8 @@ struct worker_opts {
 	int64_t exit_after_tasks; /* --exit-after-tasks N: drain after N tasks; 0 = never */
 	char *workdir;            /* -s; NULL = a new directory under TMPDIR */
 	bool keep_cache;
+	char *shared_cache;         /* --shared-cache DIR: a store shared with other workers */
+	int64_t shared_cache_limit; /* --shared-cache-size MB; 0 = no limit */
 
 	char *password_file;
 	bool ssl;
