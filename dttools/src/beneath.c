@@ -236,15 +236,10 @@ static int make_writable(int top, int depth)
 	struct stat st;
 	if (fstat(top, &st) == 0 && (st.st_mode & 0700) != 0700)
 		fchmod(top, (st.st_mode | 0700) & 07777);
-	int fd = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
+	int e = 0;
+	DIR *d = path_opendir_at(top, ".", &e);
+	if (!d)
+		return e;
 	int r = 0;
 	struct dirent *de;
 	while ((errno = 0, de = readdir(d))) {

@@ -159,15 +159,33 @@ int path_mkdir_p(const char *p, mode_t mode)
 	return r;
 }
 
-/* Empties the directory open as DFD (closed here), depth first. */
-static int rm_dir_contents(int dfd)
+DIR *path_fdopendir(int dfd, int *err)
 {
 	DIR *d = fdopendir(dfd);
 	if (!d) {
-		int e = errno;
+		*err = -errno;
 		close(dfd);
-		return -e;
 	}
+	return d;
+}
+
+DIR *path_opendir_at(int dirfd, const char *name, int *err)
+{
+	int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	return path_fdopendir(dfd, err);
+}
+
+/* Empties the directory open as DFD (closed here), depth first. */
+static int rm_dir_contents(int dfd)
+{
+	int e = 0;
+	DIR *d = path_fdopendir(dfd, &e);
+	if (!d)
+		return e;
 	int r = 0;
 	struct dirent *de;
 	while ((errno = 0, de = readdir(d))) {

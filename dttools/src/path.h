@@ -5,6 +5,7 @@
 #ifndef HTC_PATH_H
 #define HTC_PATH_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -64,5 +65,12 @@ int64_t path_file_size(const char *p);
 /* The program NAME: in the directory of the executable BESIDE (when not NULL), else in $PATH.
  * An executable path (caller frees), or NULL. */
 char *path_find_program(const char *beside, const char *name);
+
+/* A directory stream over DFD, which it then owns; when none can be made DFD is closed and
+ * NULL returned with -errno in *ERR. */
+DIR *path_fdopendir(int dfd, int *err);
+/* A stream over directory NAME relative to DIRFD ("." for DIRFD itself, which stays open and
+ * keeps its own offset), or NULL with -errno in *ERR. */
+DIR *path_opendir_at(int dirfd, const char *name, int *err);
 
 #endif

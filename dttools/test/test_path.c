@@ -260,6 +260,46 @@ static void test_exists_size(void **state)
 	free(root);
 }
 
+/* Directory streams: over a directory fd that stays open, and the errors, with the fd of a
+ * failed fdopendir closed. */
+static void test_opendir(void **state)
+{
+	(void)state;
+	char *root = ts_tmpdir_create("test_path");
+	char *f = xasprintf("%s/f", root);
+	ts_write_file(f, "x");
+	int dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	int err = 0;
+	for (int round = 0; round < 2; round++) { /* DFD keeps its own offset: both see f */
+		DIR *d = path_opendir_at(dfd, ".", &err);
+		assert_non_null(d);
+		int seen = 0;
+		struct dirent *de;
+		while ((de = readdir(d)))
+			seen += !strcmp(de->d_name, "f");
+		assert_int_equal(seen, 1);
+		closedir(d);
+	}
+	assert_null(path_opendir_at(dfd, "missing", &err));
+	assert_int_equal(err, -ENOENT);
+	assert_null(path_opendir_at(dfd, "f", &err));
+	assert_int_equal(err, -ENOTDIR);
+	assert_null(path_opendir_at(AT_FDCWD, f, &err));
+	assert_int_equal(err, -ENOTDIR);
+	int ffd = open(f, O_RDONLY | O_CLOEXEC);
+	assert_true(ffd >= 0);
+	assert_null(path_fdopendir(ffd, &err));
+	assert_int_equal(err, -ENOTDIR);
+	assert_int_equal(fcntl(ffd, F_GETFD), -1); /* closed */
+	DIR *d = path_fdopendir(dfd, &err);        /* owns DFD now */
+	assert_non_null(d);
+	closedir(d);
+	assert_int_equal(path_rm_rf(root), 0);
+	free(f);
+	free(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +311,7 @@ int main(void)
 	    cmocka_unit_test(test_mkdir_p),
 	    cmocka_unit_test(test_rm_rf_no_follow),
 	    cmocka_unit_test(test_exists_size),
+	    cmocka_unit_test(test_opendir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

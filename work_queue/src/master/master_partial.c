@@ -123,15 +123,11 @@ int work_queue_clean_partials(const char *dir)
 {
 	if (!dir || !*dir)
 		return -EINVAL;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		int e = errno;
-		close(dfd);
-		return -e;
-	}
+	int err = 0;
+	DIR *d = path_opendir_at(AT_FDCWD, dir, &err);
+	if (!d)
+		return err;
+	int dfd = dirfd(d);
 	unsigned my_host = host_hash();
 	pid_t me = getpid();
 	unsigned long long my_start = rmon_proc_start_ticks(me);

@@ -16,6 +16,7 @@
 
 #include "buffer.h"
 #include "htc_error.h"
+#include "path.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -354,12 +355,10 @@ out:
  * relative path. */
 static int walk_dir(struct walk *w, int dfd, int depth)
 {
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		int e = errno;
-		close(dfd);
-		return fail(w, -e, NULL);
-	}
+	int e = 0;
+	DIR *d = path_fdopendir(dfd, &e);
+	if (!d)
+		return fail(w, e, NULL);
 	size_t base = strlen(w->path);
 	int r = 0;
 	struct dirent *de;

@@ -173,15 +173,10 @@ static int remove_entry(int fd, const char *dirpath, const char *name)
 /* Removes every entry of directory FD (path DIRPATH). */
 static int empty_dir(int fd, const char *dirpath)
 {
-	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		int e = errno;
-		close(dfd);
-		return -e;
-	}
+	int e = 0;
+	DIR *d = path_opendir_at(fd, ".", &e);
+	if (!d)
+		return e;
 	int r = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
@@ -702,15 +697,10 @@ int worker_cache_scan(struct worker_cache *c, bool verify)
 	empty_dir(c->partial_fd, c->partial_path);
 	worker_cache_empty_trash(c->fd, c->path);
 
-	int dfd = openat(c->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		int e = errno;
-		close(dfd);
-		return -e;
-	}
+	int err = 0;
+	DIR *d = path_opendir_at(c->fd, ".", &err);
+	if (!d)
+		return err;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		const char *n = de->d_name;
@@ -737,8 +727,7 @@ int worker_cache_scan(struct worker_cache *c, bool verify)
 	closedir(d);
 
 	/* Markers of objects that are gone. */
-	dfd = openat(c->keep_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0 && (d = fdopendir(dfd))) {
+	if ((d = path_opendir_at(c->keep_fd, ".", &err))) {
 		while ((de = readdir(d))) {
 			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 				continue;
@@ -746,8 +735,6 @@ int worker_cache_scan(struct worker_cache *c, bool verify)
 				unlinkat(c->keep_fd, de->d_name, 0);
 		}
 		closedir(d);
-	} else if (dfd >= 0) {
-		close(dfd);
 	}
 	debug(D_WORKER, "cache scan: %zu objects, %llu bytes, %d deleted", worker_cache_count(c),
 	      (unsigned long long)c->bytes, deleted);

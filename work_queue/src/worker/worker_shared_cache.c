@@ -338,15 +338,10 @@ int worker_shared_cache_await(const struct worker_shared_cache *s, const char *n
 
 int worker_shared_cache_sweep(const struct worker_shared_cache *s)
 {
-	int dfd = openat(s->partial_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		int e = errno;
-		close(dfd);
-		return -e;
-	}
+	int err = 0;
+	DIR *d = path_opendir_at(s->partial_fd, ".", &err);
+	if (!d)
+		return err;
 	int n = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
@@ -386,15 +381,10 @@ static int list_objects(const struct worker_shared_cache *s, struct entry **out,
 	*out = NULL;
 	*count = 0;
 	*total = 0;
-	int dfd = openat(s->objects_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		int e = errno;
-		close(dfd);
-		return -e;
-	}
+	int err = 0;
+	DIR *d = path_opendir_at(s->objects_fd, ".", &err);
+	if (!d)
+		return err;
 	size_t cap = 0;
 	struct entry *v = NULL;
 	struct dirent *de;
