@@ -311,6 +311,8 @@ static void on_sent(struct wq_xfer_out *out, const struct wq_xfer_sent *r, void 
 				o->present = true;
 			else
 				master_worker_object_free(w, o);
+			/* tasks of an image archive wait for its first transfer (master_sched.h) */
+			master_queue_request_pass(q);
 			if (r->outcome == WQ_XFER_REFUSED && r->code == WQ_XERR_DISK_FULL) {
 				/* no room for the object: no task here until the next capacity,
 				 * which the objects dropped now bring (the worker reports a

@@ -145,6 +145,7 @@ struct mworker {
 	struct wq_xfer_out *out;
 	struct wq_xfer_in *in;
 	struct mobject *objects;
+	struct master_images *images; /* its `images` report (master_images.c), or NULL */
 	struct mcancel *cancelling;
 	struct mworker *hs_prev, *hs_next; /* in q->admit.hs_list while counted */
 	int ntasks;                        /* tasks assigned */

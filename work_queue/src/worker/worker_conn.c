@@ -33,6 +33,8 @@
 #include "worker_task.h"
 #include "wq_auth.h"
 #include "worker_cache.h"
+#include "worker_docker.h"
+#include "worker_images.h"
 #include "wq_conn.h"
 #include "wq_handshake.h"
 #include "worker_sandbox.h"
@@ -62,8 +64,8 @@ struct worker {
 	struct worker_ledger *ledger;
 	struct wq_auth_key *key;
 	struct wq_tls_config *tls;
-	const struct worker_docker *docker; /* --docker, or NULL */
-	struct worker_cpus *cpus;           /* --pin-cores, made when first asked for */
+	struct worker_docker *docker; /* --docker, or NULL */
+	struct worker_cpus *cpus;     /* --pin-cores, made when first asked for */
 
 	struct worker_session *s;
 	/* the master being tried */
@@ -115,11 +117,21 @@ uv_loop_t *worker_loop(struct worker *w)
 {
 	return w->loop;
 }
-void worker_set_docker(struct worker *w, const struct worker_docker *d)
+/* An object left the cache: the image loaded from it (an archive) goes too. */
+static void on_object_removed(const char *name, void *arg)
+{
+	struct worker *w = arg;
+	struct worker_images *im = w->docker ? worker_docker_images(w->docker) : NULL;
+	if (im && worker_images_archive_removed(im, name) && w->s)
+		worker_session_images_changed(w->s);
+}
+
+void worker_set_docker(struct worker *w, struct worker_docker *d)
 {
 	w->docker = d;
+	worker_cache_set_removed_fn(w->cache, d ? on_object_removed : NULL, w);
 }
-const struct worker_docker *worker_docker_of(struct worker *w)
+struct worker_docker *worker_docker_of(struct worker *w)
 {
 	return w->docker;
 }
@@ -838,7 +850,7 @@ static void start_session(struct worker *w, uv_tcp_t *tcp)
 	    .host = w->host,
 	    .project = w->o->project ? w->m_project : NULL, /* the one -M chose */
 	    .caps = WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT |
-	            (w->docker ? WQ_CAP_CONTAINERS : 0),
+	            (w->docker ? WQ_CAP_CONTAINERS | WQ_CAP_IMAGES : 0),
 	};
 	char *err = NULL;
 	s->hs = wq_handshake_start(w->loop, s->conn, &cfg, hs_done, s, &err);

@@ -24,7 +24,7 @@ int worker_workdir_fd(struct worker *w);
 const char *worker_hostname(struct worker *w);
 /* The --docker containers set by worker_set_docker, or NULL. */
 struct worker_docker;
-const struct worker_docker *worker_docker_of(struct worker *w);
+struct worker_docker *worker_docker_of(struct worker *w);
 /* With --pin-cores: the cpus the worker's tasks hold (made at the first call); else NULL. */
 struct worker_cpus;
 struct worker_cpus *worker_cpus_of(struct worker *w);

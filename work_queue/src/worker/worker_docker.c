@@ -20,6 +20,7 @@
 #include "stringtools.h"
 #include "timeutil.h"
 #include "docker_api.h"
+#include "worker_images.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -33,6 +34,7 @@ struct worker_docker {
 	bool nest;
 	char *workdir;
 	char *shared_id;
+	struct worker_images *images;
 	char host[256];
 	char exe[PATH_MAX]; /* the runner: this program (resolved /proc/self/exe) */
 };
@@ -157,6 +159,11 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
 	*err = NULL;
 	free(d->workdir);
 	d->workdir = xstrdup(workdir);
+	if (!d->images) {
+		char *state = path_join(workdir, "containers");
+		d->images = worker_images_create(d->api, state);
+		free(state);
+	}
 	if (!d->shared || !d->image)
 		return 0;
 	char *name = xasprintf("wq-worker-%ld", (long)getpid());
@@ -209,6 +216,7 @@ void worker_docker_delete(struct worker_docker *d)
 	/* the stopped containers of runners killed with SIGKILL (a cancelled task, a limit), and
 	 * the shared containers of the images tasks named */
 	remove_stale(d, true);
+	worker_images_delete(d->images); /* those the shared containers used, now */
 	free(d->shared_id);
 	free(d->workdir);
 	free(d->image);
@@ -274,6 +282,11 @@ char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_wor
 void worker_docker_argv_free(char **argv)
 {
 	str_free_argv(argv);
+}
+
+struct worker_images *worker_docker_images(struct worker_docker *d)
+{
+	return d->images;
 }
 
 const char *worker_docker_image(const struct worker_docker *d)

@@ -31,6 +31,10 @@ struct worker_docker *worker_docker_create(const char *image, bool shared, char 
  * container. Returns 0 or a negative code with *ERR. */
 int worker_docker_start(struct worker_docker *d, const char *workdir, char **err);
 
+/* The images held for tasks that name theirs (worker_images.h): made by worker_docker_start,
+ * owned by D. NULL before. */
+struct worker_images *worker_docker_images(struct worker_docker *d);
+
 /* Removes the shared container (if any) and frees D. NULL is accepted. */
 void worker_docker_delete(struct worker_docker *d);
 

@@ -25,6 +25,8 @@
 #include "worker_fetch.h"
 #include "worker_queue.h"
 #include "worker_session_internal.h"
+#include "worker_images.h"
+#include "worker_docker.h"
 #include "worker_task.h"
 #include "worker_watch.h"
 #include "worker_cache.h"
@@ -522,6 +524,12 @@ static void task_done_cb(struct worker_task *wt, void *arg)
 {
 	struct wtask *t = arg;
 	task_ended_cb(wt, arg); /* a task that never started; a no-op after task_ended_cb */
+	const struct worker_task_result *res = worker_task_result(wt);
+	struct worker_docker *dk = worker_docker_of(W(t->s));
+	if (res && res->container && dk && t->msg->has_container &&
+	    worker_images_note(worker_docker_images(dk), t->msg->container_name,
+	                       t->msg->container_image, res->container))
+		worker_session_images_changed(t->s);
 	worker_watch_stop(t->watch);
 	if (worker_task_cancelled(wt) || t->cancelled) {
 		t->cancelled = true;
@@ -983,6 +991,7 @@ void worker_session_begin(struct worker_session *s, const char *master_id, unsig
 	ws_send_identity(s);
 	ws_send_capacity(s);
 	worker_cache_foreach_batch(worker_conn_cache(w), ws_have_batch, s);
+	worker_session_images_changed(s);
 	notice("connected to %s", wq_conn_label(s->conn));
 }
 

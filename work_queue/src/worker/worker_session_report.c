@@ -13,6 +13,7 @@
 #include "timeutil.h"
 #include "worker_conn_internal.h"
 #include "worker_docker.h"
+#include "worker_images.h"
 #include "worker_queue.h"
 #include "worker_session_internal.h"
 #include "worker_task.h"
@@ -85,4 +86,12 @@ void ws_send_identity(struct worker_session *s)
 		                    json_integer(worker_queue_default_max(c.total)));
 	}
 	ws_send(s, m);
+}
+
+void worker_session_images_changed(struct worker_session *s)
+{
+	struct worker_docker *dk = worker_docker_of(W(s));
+	struct worker_images *im = dk ? worker_docker_images(dk) : NULL;
+	if (im && s->active && !s->closing && (s->caps & WQ_CAP_IMAGES))
+		ws_send(s, worker_images_message(im));
 }

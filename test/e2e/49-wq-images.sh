@@ -1,0 +1,111 @@
+#!/bin/bash
+# 49-wq-images.sh: end-to-end tests of image-aware scheduling and of the images a worker holds,
+# against a real Docker Engine (the suite's own dockerd, images made with docker import, archives
+# with docker save; nothing is pulled): a task naming an image goes to the worker that holds it;
+# a burst of tasks of an archive no worker holds sends it to one worker first and to the others
+# only once that transfer is done; an archive dropped from a worker's cache takes its image out of
+# the engine, but never an image the engine had before the worker; and a dockerd killed while
+# tasks run fails them as the worker's failure (retried), withdraws the worker's containers, and
+# brings them back when the engine answers again.
+. "$(dirname "$0")/../lib/test-lib.sh"
+
+test_require_bin work_queue_worker
+
+WORKER=$BIN/work_queue_worker
+HM=$BUILD/work_queue/test/helper_image_master
+TEST_TIMEOUT=120
+IMG=wqtest-busybox:1
+
+command -v dockerd >/dev/null && command -v docker >/dev/null && [ -x /bin/busybox ] ||
+	test_skip_all "dockerd, docker or busybox missing (bash test/install-deps.sh test)"
+[ "$(id -u)" = 0 ] || test_skip_all "dockerd needs root"
+
+. "$(dirname "$0")/../lib/docker-lib.sh"
+DK=$TEST_ROOT/docker
+trap 'docker_stop; __cleanup_all' EXIT
+docker_start "$DK" || test_skip_all "the test's own dockerd did not answer within 30 s"
+echo "$DOCKERD" >>"$TEST_ALL_PIDS"
+docker_busybox_image "$DK/rootfs" $IMG only-in-the-image || test_skip_all "docker import failed"
+
+# worker NAME ARGS...: a --containers worker in the background (idle timeout 60 s), its output in
+# NAME.out and its pid in $NAME (tracked).
+worker() {
+	local name=$1
+	shift
+	"$WORKER" -t 60 --containers "$@" localhost "$(cat port)" >"$name.out" 2>&1 &
+	printf -v "$name" %s $!
+	test_track_pid $!
+}
+
+# connected NAME: the worker NAME has connected to the master.
+connected() {
+	grep -q "connected to" "$1.out"
+}
+
+# archive_image DIR NAME MB MARKER: NAME.tar, a docker save archive of an image NAME:1 (busybox
+# and MB of random bytes, /etc/wq-marker holding MARKER) that the engine then no longer has.
+archive_image() {
+	local d=$1 name=$2 mb=$3 marker=$4
+	mkdir -p "$d/data"
+	[ "$mb" = 0 ] || head -c $((mb << 20)) /dev/urandom >"$d/data/pad"
+	docker_busybox_image "$d" "$name:1" "$marker" &&
+		docker save -o "$name.tar" "$name:1" && docker rmi "$name:1" >/dev/null
+}
+
+# field TAG KEY: the word after KEY on the result line of task TAG in hm.out.
+field() {
+	awk -v t="$1" -v k="$2" '$1 == "task" && $2 == t { for (i = 3; i < NF; i++) if ($i == k) print $(i + 1) }' hm.out
+}
+
+test_expect_success 'a task naming an image goes to the worker that holds it, not the first one' '
+	"$HM" port "first,name,$IMG,holder,cat /etc/wq-marker" --wait \
+		"second,name,$IMG,-,cat /etc/wq-marker" >hm.out 2>&1 &
+	hm=$!
+	test_track_pid $hm
+	test_wait_for_file port 20
+	# the other worker connects first: without the image report it would be chosen first
+	worker wother --cores 1
+	test_wait_until 20 connected wother
+	worker wholder --cores 1 --feature holder
+	wait $hm || { cat hm.out wother.out wholder.out >&2; exit 1; }
+	cat hm.out
+	[ "$(field first result)" = SUCCESS ]
+	[ "$(field second result)" = SUCCESS ]
+	[ -n "$(field first worker)" ]
+	[ "$(field second worker)" = "$(field first worker)" ]
+'
+
+test_expect_success 'a burst of tasks of an archive held nowhere: one transfer first, the others after it' '
+	archive_image big wqtest-big 48 big-image
+	args=()
+	for i in 1 2 3 4 5 6 7 8; do
+		args+=("t$i,archive,$PWD/wqtest-big.tar,-,sleep 1; cat /etc/wq-marker")
+	done
+	"$HM" port "${args[@]}" >hm.out 2>&1 &
+	hm=$!
+	test_track_pid $hm
+	test_wait_for_file port 20
+	for n in w1 w2 w3 w4; do worker $n --cores 1; done
+	wait $hm || { cat hm.out w1.out >&2; exit 1; }
+	cat hm.out
+	[ "$(grep -c "^task t[0-9] result SUCCESS status 0 " hm.out)" = 8 ]
+	[ "$(grep -cx big-image hm.out)" = 8 ]
+	# the first task sent is the one that carried the archive to its worker (its commit ends
+	# when the task follows the archive); tasks for the other workers were sent only once
+	# that transfer had ended (the task message comes a moment after: half the transfer is
+	# the margin; sent at once, they would start with the first)
+	awk "\$1 == \"task\" { print \$10, \$11, \$8 }" hm.out | sort -n >sends
+	cat sends
+	read -r first_start first_end first_worker <sends
+	[ "$first_end" -gt "$first_start" ]
+	half=$(((first_start + first_end) / 2))
+	awk -v w="$first_worker" -v h="$half" "\$3 != w && \$1 < h { print \"sent at\", \$1, \"to\", \$3, \"during the first transfer\"; bad = 1 } END { exit bad }" sends
+	# each worker that ran one fetched it once: the bytes sent are at most one archive each
+	size=$(stat -c %s wqtest-big.tar)
+	sent=$(awk "/^bytes_sent/ { print \$2 }" hm.out)
+	workers=$(cut -d" " -f3 sends | sort -u | wc -l)
+	echo "archive $size bytes; $sent bytes sent to $workers workers"
+	[ "$sent" -le $((workers * size + 1048576)) ]
+'
+
+test_done

@@ -1,0 +1,116 @@
+/* helper_image_master.c: a small Work Queue master for test/e2e/49-wq-images.sh and the image
+ * benchmark, using only the public API: it submits tasks that name their container, in phases
+ * (--wait waits for every task submitted so far), prints one line per returned task ("task TAG
+ * result RESULT status N worker ID commit START END bytes B", the instants in microseconds, then
+ * its output), and at the end the bytes the master sent and the
+ * seconds from the first submission to the last completion.
+ *
+ * Usage: helper_image_master PORTFILE ITEM...
+ * where ITEM is --wait, or TAG,name|archive,IMAGE_OR_PATH,FEATURE|-,COMMAND (COMMAND may hold
+ * commas; FEATURE: a worker label the task requires, - for none). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeutil.h"
+#include "work_queue.h"
+#include "banned.h"
+
+/* Splits the first 4 comma-separated fields of S (modified in place) into F; the rest is F[4]. */
+static int fields(char *s, char *f[5])
+{
+	for (int i = 0; i < 4; i++) {
+		f[i] = s;
+		char *c = strchr(s, ',');
+		if (!c)
+			return -1;
+		*c = 0;
+		s = c + 1;
+	}
+	f[4] = s;
+	return 0;
+}
+
+static int submit(struct work_queue *q, char *arg)
+{
+	char *f[5];
+	if (fields(arg, f) < 0) {
+		fprintf(stderr, "helper_image_master: bad task %s\n", arg);
+		return -1;
+	}
+	struct work_queue_task *t = work_queue_task_create(f[4]);
+	work_queue_task_specify_tag(t, f[0]);
+	work_queue_task_specify_cores(t, 1);
+	work_queue_task_specify_memory(t, 200);
+	work_queue_task_specify_disk(t, 100);
+	int r = strcmp(f[1], "archive") == 0
+	            ? work_queue_task_specify_container_archive(t, f[2], NULL,
+	                                                        WORK_QUEUE_CONTAINER_TASK)
+	            : work_queue_task_specify_container(t, f[2], WORK_QUEUE_CONTAINER_TASK);
+	if (r == 0 && strcmp(f[3], "-") != 0)
+		r = work_queue_task_specify_feature(t, f[3]);
+	if (r < 0 || work_queue_submit(q, t) < 0) {
+		fprintf(stderr, "helper_image_master: cannot submit %s: %s\n", f[0],
+		        work_queue_task_last_error(t));
+		work_queue_task_delete(t);
+		return -1;
+	}
+	return 1;
+}
+
+/* Waits for N tasks; 0, or -1 when one did not come back within 300 s. */
+static int wait_for(struct work_queue *q, int n)
+{
+	for (int got = 0; got < n; got++) {
+		struct work_queue_task *t = work_queue_wait(q, 300);
+		if (!t)
+			return -1;
+		printf("task %s result %s status %d worker %s commit %lld %lld bytes %lld\n%s\n",
+		       t->tag ? t->tag : "?", work_queue_result_str(t->result), t->return_status,
+		       t->worker_id ? t->worker_id : "-", (long long)t->time_when_commit_start,
+		       (long long)t->time_when_commit_end, (long long)t->bytes_sent,
+		       t->output ? t->output : "");
+		fflush(stdout);
+		work_queue_task_delete(t);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: helper_image_master PORTFILE ITEM...\n");
+		return 2;
+	}
+	struct work_queue_opts o;
+	work_queue_opts_init(&o);
+	o.port = 0;
+	o.port_file = argv[1];
+	struct work_queue *q = work_queue_create_opts(&o);
+	if (!q) {
+		fprintf(stderr, "helper_image_master: cannot create the queue\n");
+		return 1;
+	}
+	int pending = 0, st = 0;
+	int64_t t0 = time_monotonic_us();
+	for (int i = 2; i < argc && st == 0; i++) {
+		if (strcmp(argv[i], "--wait") == 0) {
+			st = wait_for(q, pending);
+			pending = 0;
+			continue;
+		}
+		int r = submit(q, argv[i]);
+		if (r < 0)
+			st = -1;
+		else
+			pending += r;
+	}
+	if (st == 0)
+		st = wait_for(q, pending);
+	struct work_queue_stats s;
+	work_queue_get_stats(q, &s);
+	printf("bytes_sent %lld seconds %.2f\n", (long long)s.bytes_sent,
+	       (double)(time_monotonic_us() - t0) / 1e6);
+	work_queue_delete(q);
+	return st == 0 ? 0 : 1;
+}
