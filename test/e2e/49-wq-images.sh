@@ -108,4 +108,38 @@ test_expect_success 'a burst of tasks of an archive held nowhere: one transfer f
 	[ "$sent" -le $((workers * size + 1048576)) ]
 '
 
+test_expect_success 'an archive dropped from the cache takes its image out of the engine, not one the engine had before' '
+	archive_image a wqtest-a 20 image-a
+	archive_image b wqtest-b 40 image-b
+	# an archive of an image the engine already has (it stays in the engine)
+	docker save -o pre.tar $IMG
+	"$HM" port "ta,archive,$PWD/wqtest-a.tar,-,cat /etc/wq-marker" \
+		"tpre,archive,$PWD/pre.tar,-,cat /etc/wq-marker" --wait \
+		"tb,archive,$PWD/wqtest-b.tar,-,cat /etc/wq-marker" >hm.out 2>&1 &
+	hm=$!
+	test_track_pid $hm
+	test_wait_for_file port 20
+	# 64 MB of disk: the third archive fits only once the first two are dropped
+	worker w --cores 1 --disk 64 -d all
+	wait $hm || { cat hm.out w.out >&2; exit 1; }
+	cat hm.out
+	[ "$(field ta result)" = SUCCESS ]
+	[ "$(field tpre result)" = SUCCESS ]
+	[ "$(field tb result)" = SUCCESS ]
+	grep -x image-b hm.out
+	# the master dropped the two archives no task needed; the image of the first went with
+	# it; the image that was there before the worker stays
+	grep "removed image wqtest-a:1" w.out
+	test_must_fail docker image inspect wqtest-a:1 >/dev/null
+	docker image inspect $IMG >/dev/null
+	grep "image $IMG .* was in the engine before the worker: kept" w.out
+	# the last archive'"'"'s image stays while its archive is cached, and goes with the
+	# worker'"'"'s cache when it exits
+	kill -TERM $w 2>/dev/null || true
+	wait $w || true
+	grep "removed image wqtest-b:1" w.out
+	test_must_fail docker image inspect wqtest-b:1 >/dev/null
+	docker image inspect $IMG >/dev/null
+'
+
 test_done

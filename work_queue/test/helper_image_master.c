@@ -42,7 +42,7 @@ static int submit(struct work_queue *q, char *arg)
 	work_queue_task_specify_tag(t, f[0]);
 	work_queue_task_specify_cores(t, 1);
 	work_queue_task_specify_memory(t, 200);
-	work_queue_task_specify_disk(t, 100);
+	work_queue_task_specify_disk(t, 10);
 	int r = strcmp(f[1], "archive") == 0
 	            ? work_queue_task_specify_container_archive(t, f[2], NULL,
 	                                                        WORK_QUEUE_CONTAINER_TASK)

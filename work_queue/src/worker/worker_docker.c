@@ -35,6 +35,7 @@ struct worker_docker {
 	char *workdir;
 	char *shared_id;
 	struct worker_images *images;
+	bool keep_images; /* --keep-cache: the archives stay, their images too */
 	char host[256];
 	char exe[PATH_MAX]; /* the runner: this program (resolved /proc/self/exe) */
 };
@@ -216,7 +217,9 @@ void worker_docker_delete(struct worker_docker *d)
 	/* the stopped containers of runners killed with SIGKILL (a cancelled task, a limit), and
 	 * the shared containers of the images tasks named */
 	remove_stale(d, true);
-	worker_images_delete(d->images); /* those the shared containers used, now */
+	/* those the shared containers used, now, and those loaded from archives of a cache that
+	 * goes with the workspace */
+	worker_images_delete(d->images, !d->keep_images);
 	free(d->shared_id);
 	free(d->workdir);
 	free(d->image);
@@ -282,6 +285,11 @@ char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_wor
 void worker_docker_argv_free(char **argv)
 {
 	str_free_argv(argv);
+}
+
+void worker_docker_keep_images(struct worker_docker *d, bool keep)
+{
+	d->keep_images = keep;
 }
 
 struct worker_images *worker_docker_images(struct worker_docker *d)

@@ -35,6 +35,10 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
  * owned by D. NULL before. */
 struct worker_images *worker_docker_images(struct worker_docker *d);
 
+/* KEEP: the worker's cache outlives it (--keep-cache): the images loaded from its archives are
+ * left in the engine at the end (by default they are removed with the cache). */
+void worker_docker_keep_images(struct worker_docker *d, bool keep);
+
 /* Removes the shared container (if any) and frees D. NULL is accepted. */
 void worker_docker_delete(struct worker_docker *d);
 

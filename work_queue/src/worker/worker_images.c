@@ -22,6 +22,7 @@
 
 struct entry {
 	char *s;
+	char *ref; /* archives: the image loaded from it */
 	UT_hash_handle hh;
 };
 
@@ -35,7 +36,16 @@ struct worker_images {
 	struct entry *pending;  /* image refs whose removal failed (in use): retried at exit */
 };
 
-static bool set_add(struct entry **set, const char *s)
+static void entry_free(struct entry *e)
+{
+	free(e->s);
+	free(e->ref);
+	free(e);
+}
+
+/* Adds S (with REF, may be NULL) to SET: true if it was not there. A full set is not grown
+ * (it is what one message can carry): the image is then just not reported. */
+static bool set_add_ref(struct entry **set, const char *s, const char *ref)
 {
 	struct entry *e;
 	HASH_FIND_STR(*set, s, e);
@@ -43,8 +53,14 @@ static bool set_add(struct entry **set, const char *s)
 		return false;
 	e = xcalloc(1, sizeof *e);
 	e->s = xstrdup(s);
+	e->ref = ref ? xstrdup(ref) : NULL;
 	HASH_ADD_KEYPTR(hh, *set, e->s, strlen(e->s), e);
 	return true;
+}
+
+static bool set_add(struct entry **set, const char *s)
+{
+	return set_add_ref(set, s, NULL);
 }
 
 static bool set_del(struct entry **set, const char *s)
@@ -54,8 +70,7 @@ static bool set_del(struct entry **set, const char *s)
 	if (!e)
 		return false;
 	HASH_DEL(*set, e);
-	free(e->s);
-	free(e);
+	entry_free(e);
 	return true;
 }
 
@@ -72,8 +87,7 @@ static void set_free(struct entry **set)
 	HASH_ITER(hh, *set, e, tmp)
 	{
 		HASH_DEL(*set, e);
-		free(e->s);
-		free(e);
+		entry_free(e);
 	}
 }
 
@@ -151,13 +165,19 @@ static int remove_image(struct worker_images *im, const char *ref)
 	return r;
 }
 
-void worker_images_delete(struct worker_images *im)
+void worker_images_delete(struct worker_images *im, bool drop_loaded)
 {
 	if (!im)
 		return;
 	struct entry *e, *tmp;
 	HASH_ITER(hh, im->pending, e, tmp)
 	remove_image(im, e->s);
+	if (drop_loaded) {
+		/* their archives go with the workspace */
+		HASH_ITER(hh, im->archives, e, tmp)
+		if (e->ref && !set_has(im->pending, e->ref))
+			remove_image(im, e->ref);
+	}
 	set_free(&im->pending);
 	set_free(&im->names);
 	set_free(&im->archives);
@@ -171,8 +191,10 @@ bool worker_images_note(struct worker_images *im, const char *name, const char *
 {
 	if (!rec)
 		return false;
-	if (key)
-		return json_object_get(rec, "image") && set_add(&im->archives, key);
+	if (key) {
+		const char *ref = json_string_value(json_object_get(rec, "image"));
+		return ref && set_add_ref(&im->archives, key, ref);
+	}
 	if (name && json_object_get(rec, "run_s"))
 		return set_add(&im->names, name);
 	return false;

@@ -18,8 +18,9 @@ struct worker_images;
  * kept: those are never removed. Never NULL. */
 struct worker_images *worker_images_create(struct docker_api *api, const char *state_dir);
 /* Removes the images whose removal waited (an image a shared container used; the caller has
- * removed the shared containers first) and frees IM. NULL is ok. */
-void worker_images_delete(struct worker_images *im);
+ * removed the shared containers first), with DROP_LOADED also those loaded from archives (the
+ * worker's cache goes with its workspace; not with --keep-cache), and frees IM. NULL is ok. */
+void worker_images_delete(struct worker_images *im, bool drop_loaded);
 
 /* A task ended: NAME (the image it named, or NULL) or KEY (the cache object of its archive, or
  * NULL) and REC (the runner's record, doc/work-queue-docker.md "Costs"). A named image counts as

@@ -143,6 +143,10 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		if (!in->is_dir && !fits_disk(s, in->size)) {
 			refuse_xfer(r, WQ_XERR_DISK_FULL, "no room for %lld bytes",
 			            (long long)in->size);
+			/* The master drops objects and waits for a capacity that shows the room
+			 * they leave: report the free disk as it is now, or a cache that filled
+			 * since the last report would leave no change to report. */
+			ws_send_capacity(s);
 			return -1;
 		}
 		struct worker_cache_partial *p = NULL;
