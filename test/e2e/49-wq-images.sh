@@ -22,7 +22,20 @@ command -v dockerd >/dev/null && command -v docker >/dev/null && [ -x /bin/busyb
 
 . "$(dirname "$0")/../lib/docker-lib.sh"
 DK=$TEST_ROOT/docker
-trap 'docker_stop; __cleanup_all' EXIT
+# engine_leftovers: the processes still running for the suite's engine (a containerd or shim
+# of the dockerd case 4 kills), by PID.
+engine_leftovers() {
+	ps -eo pid=,args= | awk -v d="$DK/" 'index($0, d) && $2 !~ /awk/ { print $1 }'
+}
+# stop_engine: the engine the suite runs now (case 4 starts another), then what is left of any.
+stop_engine() {
+	[ ! -s "$DK/dockerd.now" ] || DOCKERD=$(cat "$DK/dockerd.now")
+	docker_stop
+	engine_leftovers | while read -r p; do kill -KILL "$p" 2>/dev/null || true; done
+	awk -v d="$DK/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r |
+		while read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
+trap 'stop_engine; __cleanup_all' EXIT
 docker_start "$DK" || test_skip_all "the test's own dockerd did not answer within 30 s"
 echo "$DOCKERD" >>"$TEST_ALL_PIDS"
 docker_busybox_image "$DK/rootfs" $IMG only-in-the-image || test_skip_all "docker import failed"
@@ -140,6 +153,42 @@ test_expect_success 'an archive dropped from the cache takes its image out of th
 	grep "removed image wqtest-b:1" w.out
 	test_must_fail docker image inspect wqtest-b:1 >/dev/null
 	docker image inspect $IMG >/dev/null
+'
+
+# container_running: some container runs in the engine.
+container_running() {
+	[ -n "$(docker ps -q 2>/dev/null)" ]
+}
+
+test_expect_success 'dockerd killed under a running task: the worker'"'"'s failure, containers withdrawn, back when it answers' '
+	"$HM" port "long,name,$IMG,-,sleep 6; cat /etc/wq-marker" >hm.out 2>&1 &
+	hm=$!
+	test_track_pid $hm
+	test_wait_for_file port 20
+	worker w --cores 1 -d all
+	test_wait_until 60 container_running
+	kill -KILL $DOCKERD
+	wait $DOCKERD 2>/dev/null || true
+	# the running task fails naming the engine; the worker says its engine is gone and the
+	# master withdraws its containers; the task is not returned as failed
+	test_wait_until 30 grep -q "task 1.1: the container engine at .* stopped answering" w.out
+	test_wait_until 30 grep -q "the container engine at .* does not answer" w.out
+	test_wait_until 30 grep -q "task 1: the worker could not run it (the container engine at .* stopped answering" hm.out
+	test_wait_until 30 grep -q "its container engine does not answer" hm.out
+	! grep -q "^task long" hm.out
+	kill -0 $w
+	# the engine comes back: the worker offers containers again and the task runs there
+	docker_start "$DK"
+	echo "$DOCKERD" >"$DK/dockerd.now"
+	wait $hm || { cat hm.out >&2; tail -n 30 w.out >&2; exit 1; }
+	cat hm.out
+	grep "answers again" w.out
+	grep "its container engine answers again" hm.out
+	[ "$(field long result)" = SUCCESS ]
+	grep -x only-in-the-image hm.out
+	# the worker lived through it and ends cleanly (it may have left with its master)
+	kill -TERM $w 2>/dev/null || true
+	wait $w
 '
 
 test_done

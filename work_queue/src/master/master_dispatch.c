@@ -1130,6 +1130,8 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 		break;
 	}
 	case WQ_OUTCOME_SANDBOX_ERROR:
+		warn("%s: task %d: the worker could not run it (%s): back to the queue", w->label,
+		     m->id, d->text ? d->text : "-");
 		master_sched_task_release(q->sched, m->st, now);
 		master_worker_back_to_ready(w, m);
 		if (++w->sandbox_errors >= 3)

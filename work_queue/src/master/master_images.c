@@ -111,11 +111,11 @@ void master_images_on_message(struct mworker *w, json_t *msg)
 	      r->narchives, r->engine ? "up" : "down");
 	if (was_down != im->engine_down) {
 		if (im->engine_down)
-			warn("wq: %s: its container engine does not answer: no container task "
+			warn("%s: its container engine does not answer: no container task "
 			     "goes there until it does",
 			     w->label);
 		else
-			notice("wq: %s: its container engine answers again", w->label);
+			notice("%s: its container engine answers again", w->label);
 		apply_features(w);
 	}
 	wq_images_free(r);

@@ -35,6 +35,7 @@
 #include "worker_cache.h"
 #include "worker_docker.h"
 #include "worker_images.h"
+#include "worker_engine.h"
 #include "wq_conn.h"
 #include "wq_handshake.h"
 #include "worker_sandbox.h"
@@ -42,6 +43,8 @@
 #include "xalloc.h"
 
 #include "banned.h"
+
+#define ENGINE_PERIOD_MS 2000 /* how often the container engine is asked */
 
 #define ATTEMPT_TIMEOUT_MS 10000
 #define BACKOFF_MIN_MS     1000
@@ -65,6 +68,7 @@ struct worker {
 	struct wq_auth_key *key;
 	struct wq_tls_config *tls;
 	struct worker_docker *docker; /* --docker, or NULL */
+	struct worker_engine *engine; /* the watch on its engine, with docker */
 	struct worker_cpus *cpus;     /* --pin-cores, made when first asked for */
 
 	struct worker_session *s;
@@ -126,10 +130,36 @@ static void on_object_removed(const char *name, void *arg)
 		worker_session_images_changed(w->s);
 }
 
+/* The engine stopped or started answering: the master hears it (`images`). */
+static void on_engine(bool up, const char *why, void *arg)
+{
+	struct worker *w = arg;
+	const char *sock = worker_docker_socket(w->docker);
+	if (up)
+		notice(
+		    "the container engine at %s answers again: container tasks are welcome again",
+		    sock);
+	else
+		warn("the container engine at %s does not answer (%s): no container task until it "
+		     "does",
+		     sock, why ? why : "-");
+	struct worker_images *im = worker_docker_images(w->docker);
+	if (im && worker_images_set_engine(im, up) && w->s)
+		worker_session_images_changed(w->s);
+}
+
 void worker_set_docker(struct worker *w, struct worker_docker *d)
 {
 	w->docker = d;
 	worker_cache_set_removed_fn(w->cache, d ? on_object_removed : NULL, w);
+	worker_engine_delete(w->engine);
+	w->engine = d ? worker_engine_create(w->loop, worker_docker_socket(d), ENGINE_PERIOD_MS,
+	                                     on_engine, w)
+	              : NULL;
+}
+struct worker_engine *worker_engine_of(struct worker *w)
+{
+	return w->engine;
 }
 struct worker_docker *worker_docker_of(struct worker *w)
 {
@@ -458,6 +488,8 @@ void worker_delete(struct worker *w)
 		free(w->s);
 		w->s = NULL;
 	}
+	worker_engine_delete(w->engine); /* before the loop runs out: a ping may be in flight */
+	w->engine = NULL;
 	stop_all(w);
 	/* let transfers and sandbox removals in the thread pool finish while the cache lives */
 	uv_run(w->loop, UV_RUN_DEFAULT);

@@ -350,3 +350,16 @@ json_t *worker_container_record_read(const char *sandbox)
 	}
 	return j;
 }
+
+const char *worker_container_engine_lost(const json_t *rec)
+{
+	if (!json_is_true(json_object_get(rec, "engine_lost")))
+		return NULL;
+	const char *text = json_string_value(json_object_get(rec, "engine_error"));
+	return text ? text : "the container engine stopped answering";
+}
+
+const char *worker_docker_socket(const struct worker_docker *d)
+{
+	return docker_api_socket(d->api);
+}

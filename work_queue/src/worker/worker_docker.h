@@ -65,6 +65,11 @@ char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbo
 #define WORKER_CONTAINER_RECORD "container.json"
 /* Reads the record in SANDBOX (at most 4 KiB, an object): a new reference, or NULL. */
 json_t *worker_container_record_read(const char *sandbox);
+/* The text of a record REC (may be NULL) whose runner found the engine gone (engine_lost), or
+ * NULL. Borrowed from REC. */
+const char *worker_container_engine_lost(const json_t *rec);
+/* The engine's socket (borrowed from D). */
+const char *worker_docker_socket(const struct worker_docker *d);
 
 /* The worker's own image (--docker IMAGE), or NULL. */
 const char *worker_docker_image(const struct worker_docker *d);

@@ -26,6 +26,7 @@
 #include "worker_queue.h"
 #include "worker_session_internal.h"
 #include "worker_images.h"
+#include "worker_engine.h"
 #include "worker_docker.h"
 #include "worker_task.h"
 #include "worker_watch.h"
@@ -530,10 +531,18 @@ static void task_done_cb(struct worker_task *wt, void *arg)
 	task_ended_cb(wt, arg); /* a task that never started; a no-op after task_ended_cb */
 	const struct worker_task_result *res = worker_task_result(wt);
 	struct worker_docker *dk = worker_docker_of(W(t->s));
-	if (res && res->container && dk && t->msg->has_container &&
-	    worker_images_note(worker_docker_images(dk), t->msg->container_name,
-	                       t->msg->container_image, res->container))
-		worker_session_images_changed(t->s);
+	if (res && res->container && dk) {
+		/* before task_done: the master withdraws the containers, then retries the task */
+		const char *lost = worker_container_engine_lost(res->container);
+		if (lost) {
+			warn("task %lld.%lld: %s: it goes back to the master", (long long)t->id,
+			     (long long)t->try_, lost);
+			worker_engine_down(worker_engine_of(W(t->s)), lost);
+		} else if (t->msg->has_container &&
+		           worker_images_note(worker_docker_images(dk), t->msg->container_name,
+		                              t->msg->container_image, res->container))
+			worker_session_images_changed(t->s);
+	}
 	worker_watch_stop(t->watch);
 	if (worker_task_cancelled(wt) || t->cancelled) {
 		t->cancelled = true;
