@@ -155,9 +155,33 @@ test_expect_success 'an archive dropped from the cache takes its image out of th
 	docker image inspect $IMG >/dev/null
 '
 
-# container_running: some container runs in the engine.
-container_running() {
-	[ -n "$(docker ps -q 2>/dev/null)" ]
+test_expect_success 'an archive dropped while its shared container runs: its image goes when the worker exits' '
+	archive_image a wqtest-a 20 image-a
+	archive_image b wqtest-b 50 image-b
+	"$HM" port "sa,archive-shared,$PWD/wqtest-a.tar,-,cat /etc/wq-marker" --wait \
+		"tb,archive,$PWD/wqtest-b.tar,-,cat /etc/wq-marker" >hm.out 2>&1 &
+	hm=$!
+	test_track_pid $hm
+	test_wait_for_file port 20
+	worker w --cores 1 --disk 64 -d all
+	wait $hm || { cat hm.out w.out >&2; exit 1; }
+	cat hm.out
+	[ "$(field sa result)" = SUCCESS ]
+	[ "$(field tb result)" = SUCCESS ]
+	# dropped, but the shared container of its image still runs: the image stays for now
+	grep "cache: drop" w.out
+	grep "image wqtest-a:1 still in use, removed later" w.out
+	docker image inspect wqtest-a:1 >/dev/null
+	kill -TERM $w 2>/dev/null || true
+	wait $w
+	grep "removed image wqtest-a:1" w.out
+	test_must_fail docker image inspect wqtest-a:1 >/dev/null
+	test_wait_until 30 test -z "$(docker ps -aq)"
+'
+
+# task_container_running: a task's own container runs in the engine (not a shared one).
+task_container_running() {
+	docker ps --format "{{.Names}}" 2>/dev/null | grep -qv "^wq-worker-"
 }
 
 test_expect_success 'dockerd killed under a running task: the worker'"'"'s failure, containers withdrawn, back when it answers' '
@@ -166,7 +190,7 @@ test_expect_success 'dockerd killed under a running task: the worker'"'"'s failu
 	test_track_pid $hm
 	test_wait_for_file port 20
 	worker w --cores 1 -d all
-	test_wait_until 60 container_running
+	test_wait_until 60 task_container_running
 	kill -KILL $DOCKERD
 	wait $DOCKERD 2>/dev/null || true
 	# the running task fails naming the engine; the worker says its engine is gone and the

@@ -6,8 +6,10 @@
  * seconds from the first submission to the last completion.
  *
  * Usage: helper_image_master PORTFILE ITEM...
- * where ITEM is --wait, or TAG,name|archive,IMAGE_OR_PATH,FEATURE|-,COMMAND (COMMAND may hold
- * commas; FEATURE: a worker label the task requires, - for none). */
+ * where ITEM is --wait, or TAG,KIND,IMAGE_OR_PATH,FEATURE|-,COMMAND (KIND: name or archive, in a
+ * container of the task's own, or name-shared or archive-shared, in the worker's shared container
+ * of the image; COMMAND may hold commas; FEATURE: a worker label the task requires, - for
+ * none). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +45,12 @@ static int submit(struct work_queue *q, char *arg)
 	work_queue_task_specify_cores(t, 1);
 	work_queue_task_specify_memory(t, 200);
 	work_queue_task_specify_disk(t, 10);
-	int r = strcmp(f[1], "archive") == 0
-	            ? work_queue_task_specify_container_archive(t, f[2], NULL,
-	                                                        WORK_QUEUE_CONTAINER_TASK)
-	            : work_queue_task_specify_container(t, f[2], WORK_QUEUE_CONTAINER_TASK);
+	/* KIND: name or archive, -shared for the worker's shared container of the image */
+	int mode =
+	    strstr(f[1], "-shared") ? WORK_QUEUE_CONTAINER_SHARED : WORK_QUEUE_CONTAINER_TASK;
+	int r = strncmp(f[1], "archive", 7) == 0
+	            ? work_queue_task_specify_container_archive(t, f[2], NULL, mode)
+	            : work_queue_task_specify_container(t, f[2], mode);
 	if (r == 0 && strcmp(f[3], "-") != 0)
 		r = work_queue_task_specify_feature(t, f[3]);
 	if (r < 0 || work_queue_submit(q, t) < 0) {
