@@ -179,6 +179,33 @@ test_expect_success 'an archive dropped while its shared container runs: its ima
 	test_wait_until 30 test -z "$(docker ps -aq)"
 '
 
+test_expect_success 'a worker going on to another master drops the first one'"'"'s archives and their images, then reports' '
+	archive_image a wqtest-a 0 image-a
+	mkdir m1 m2
+	"$HM" m1/port "ta,archive,$PWD/wqtest-a.tar,-,cat /etc/wq-marker" >m1/hm.out 2>&1 &
+	hm1=$!
+	test_track_pid $hm1
+	"$HM" m2/port "tn,name,$IMG,-,cat /etc/wq-marker" >m2/hm.out 2>&1 &
+	hm2=$!
+	test_track_pid $hm2
+	test_wait_for_file m1/port 20
+	test_wait_for_file m2/port 20
+	"$WORKER" -t 60 --containers --cores 1 -d all "localhost:$(cat m1/port);localhost:$(cat m2/port)" >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	wait $hm1 || { cat m1/hm.out w.out >&2; exit 1; }
+	wait $hm2 || { cat m2/hm.out w.out >&2; exit 1; }
+	cat m1/hm.out m2/hm.out
+	grep -q "^task ta result SUCCESS" m1/hm.out
+	grep -q "^task tn result SUCCESS" m2/hm.out
+	# the new master_id emptied the cache: the archive'"'"'s image went, before the report
+	grep "removed image wqtest-a:1" w.out
+	test_must_fail grep -q "violation\|without the capability\|not expected" w.out m2/hm.out
+	test_must_fail docker image inspect wqtest-a:1 >/dev/null
+	kill -TERM $w 2>/dev/null || true
+	wait $w || true
+'
+
 # task_container_running: a task's own container runs in the engine (not a shared one).
 task_container_running() {
 	docker ps --format "{{.Names}}" 2>/dev/null | grep -qv "^wq-worker-"
@@ -199,7 +226,7 @@ test_expect_success 'dockerd killed under a running task: the worker'"'"'s failu
 	test_wait_until 30 grep -q "the container engine at .* does not answer" w.out
 	test_wait_until 30 grep -q "task 1: the worker could not run it (the container engine at .* stopped answering" hm.out
 	test_wait_until 30 grep -q "its container engine does not answer" hm.out
-	! grep -q "^task long" hm.out
+	test_must_fail grep -q "^task long" hm.out
 	kill -0 $w
 	# the engine comes back: the worker offers containers again and the task runs there
 	docker_start "$DK"

@@ -1004,6 +1004,7 @@ void worker_session_begin(struct worker_session *s, const char *master_id, unsig
 	ws_send_identity(s);
 	ws_send_capacity(s);
 	worker_cache_foreach_batch(worker_conn_cache(w), ws_have_batch, s);
+	s->reported = true;
 	worker_session_images_changed(s);
 	notice("connected to %s", wq_conn_label(s->conn));
 }

@@ -40,6 +40,7 @@ struct worker_session {
 	int64_t last_disk_free;
 	bool last_disk_full;
 	uint64_t last_capacity_ms;
+	bool reported; /* identity and the cache sent: `images` may follow */
 };
 
 /* The handshake succeeded: sets up transfers and sends identity, capacity and cache_have. */

@@ -92,6 +92,8 @@ void worker_session_images_changed(struct worker_session *s)
 {
 	struct worker_docker *dk = worker_docker_of(W(s));
 	struct worker_images *im = dk ? worker_docker_images(dk) : NULL;
-	if (im && s->active && !s->closing && (s->caps & WQ_CAP_IMAGES))
+	/* not before identity and the cache report: a new master_id empties the cache (and
+	 * drops images) before them */
+	if (im && s->reported && !s->closing && (s->caps & WQ_CAP_IMAGES))
 		ws_send(s, worker_images_message(im));
 }
