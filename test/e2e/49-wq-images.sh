@@ -88,6 +88,24 @@ test_expect_success 'a task naming an image goes to the worker that holds it, no
 	[ "$(field second worker)" = "$(field first worker)" ]
 '
 
+test_expect_success 'a worker'"'"'s own --docker image counts as held' '
+	"$HM" port --workers=2 "own,name,$IMG,-,cat /etc/wq-marker" >hm.out 2>&1 &
+	hm=$!
+	test_track_pid $hm
+	test_wait_for_file port 20
+	worker wother --cores 1 -d worker
+	test_wait_until 20 connected wother
+	"$WORKER" -t 60 --docker $IMG --cores 1 -d worker localhost "$(cat port)" >wdocker.out 2>&1 &
+	test_track_pid $!
+	wait $hm || { cat hm.out wother.out wdocker.out >&2; exit 1; }
+	cat hm.out
+	[ "$(field own result)" = SUCCESS ]
+	grep -x only-in-the-image hm.out
+	# the task ran on the --docker worker, which joined second: not on the first one
+	grep -q "task 1.1 received" wdocker.out
+	test_must_fail grep -q "task 1.1 received" wother.out
+'
+
 test_expect_success 'a burst of tasks of an archive held nowhere: one transfer first, the others after it' '
 	archive_image big wqtest-big 48 big-image
 	args=()

@@ -6,10 +6,10 @@
  * seconds from the first submission to the last completion.
  *
  * Usage: helper_image_master PORTFILE ITEM...
- * where ITEM is --wait, or TAG,KIND,IMAGE_OR_PATH,FEATURE|-,COMMAND (KIND: name or archive, in a
- * container of the task's own, or name-shared or archive-shared, in the worker's shared container
- * of the image; COMMAND may hold commas; FEATURE: a worker label the task requires, - for
- * none). */
+ * where ITEM is --wait, --workers=N (wait until N workers are connected), or
+ * TAG,KIND,IMAGE_OR_PATH,FEATURE|-,COMMAND (KIND: name or archive, in a container of the task's
+ * own, or name-shared or archive-shared, in the worker's shared container of the image; COMMAND may
+ * hold commas; FEATURE: a worker label the task requires, - for none). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +80,23 @@ static int wait_for(struct work_queue *q, int n)
 	return 0;
 }
 
+/* Waits until N workers are connected; 0, or -1 after 60 s. */
+static int wait_workers(struct work_queue *q, int n)
+{
+	int64_t end = time_monotonic_us() + 60 * 1000000LL;
+	struct work_queue_stats s;
+	for (;;) {
+		work_queue_get_stats(q, &s);
+		if (s.workers_connected >= n)
+			return 0;
+		if (time_monotonic_us() > end)
+			return -1;
+		struct work_queue_task *t = work_queue_wait(q, 0.05);
+		if (t) /* none is submitted before: not reached */
+			work_queue_task_delete(t);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -98,6 +115,10 @@ int main(int argc, char **argv)
 	int pending = 0, st = 0;
 	int64_t t0 = time_monotonic_us();
 	for (int i = 2; i < argc && st == 0; i++) {
+		if (strncmp(argv[i], "--workers=", 10) == 0) {
+			st = wait_workers(q, atoi(argv[i] + 10));
+			continue;
+		}
 		if (strcmp(argv[i], "--wait") == 0) {
 			st = wait_for(q, pending);
 			pending = 0;

@@ -164,6 +164,8 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
 		char *state = path_join(workdir, "containers");
 		d->images = worker_images_create(d->api, state);
 		free(state);
+		if (d->image) /* checked by worker_docker_create */
+			worker_images_have(d->images, d->image);
 	}
 	if (!d->shared || !d->image)
 		return 0;

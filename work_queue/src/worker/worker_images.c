@@ -200,6 +200,11 @@ bool worker_images_note(struct worker_images *im, const char *name, const char *
 	return false;
 }
 
+bool worker_images_have(struct worker_images *im, const char *name)
+{
+	return set_add(&im->names, name);
+}
+
 /* The image the runners recorded for archive KEY (caller frees), or NULL; the record is
  * removed so that a later task loads the archive again. */
 static char *take_record(const struct worker_images *im, const char *key)

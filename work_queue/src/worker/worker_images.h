@@ -28,6 +28,9 @@ void worker_images_delete(struct worker_images *im, bool drop_loaded);
  * image). True when the report changed. */
 bool worker_images_note(struct worker_images *im, const char *name, const char *key,
                         const json_t *rec);
+/* NAME is an image the engine has (the worker's own --docker image, checked at start): reported
+ * as held. True when the report changed. */
+bool worker_images_have(struct worker_images *im, const char *name);
 /* The cache object KEY left the cache (no task uses it any more): when an image was loaded from
  * it, the image is removed from the engine (DELETE /images/{ref}) unless it was there before the
  * worker started; an image a container still uses is removed when the worker exits. True when
