@@ -3,7 +3,8 @@
 # without image-aware scheduling and one with it). Each run starts a master
 # (work_queue/test/helper_image_master) with N tasks naming one `docker save` archive of MB MB
 # (incompressible), then 4 one-core --containers workers, and prints the archive transfers (bytes
-# the master sent / archive size) and the seconds from the submission to the last completion. A private dockerd is started and stopped by PID (test/lib/docker-lib.sh); the image
+# the master sent / archive size) and the seconds from the submission to the first and to the
+# last completion. A private dockerd is started and stopped by PID (test/lib/docker-lib.sh); the image
 # is made from busybox and random bytes; nothing is pulled. Runs alternate between the builds.
 # Usage: images.sh BUILD_A BUILD_B [RUNS]; IMG_TASKS (default 16), IMG_MB (default 100),
 # IMG_SLEEP (the task's seconds, default 1).
@@ -52,7 +53,7 @@ one() {
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 	awk -v l="$label" -v s="$SIZE" '
 		$1 == "task" && $4 == "SUCCESS" { ok++ }
-		/^bytes_sent/ { printf "%-8s transfers %.2f  last %6.2f s  (%d/%d tasks succeeded)\n", l, $2 / s, $4, ok, n }
+		/^bytes_sent/ { printf "%-8s transfers %.2f  first %6.2f s  last %6.2f s  (%d/%d tasks succeeded)\n", l, $2 / s, $6, $4, ok, n }
 	' n="$N" "$r/hm.out"
 	docker images -q | xargs -r docker rmi -f >/dev/null 2>&1
 }

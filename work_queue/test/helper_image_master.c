@@ -2,8 +2,8 @@
  * benchmark, using only the public API: it submits tasks that name their container, in phases
  * (--wait waits for every task submitted so far), prints one line per returned task ("task TAG
  * result RESULT status N worker ID commit START END bytes B", the instants in microseconds, then
- * its output), and at the end the bytes the master sent and the
- * seconds from the first submission to the last completion.
+ * its output), and at the end the bytes the master sent and the seconds from the first
+ * submission to the last completion and to the first one.
  *
  * Usage: helper_image_master PORTFILE ITEM...
  * where ITEM is --wait, --workers=N (wait until N workers are connected), or
@@ -62,6 +62,8 @@ static int submit(struct work_queue *q, char *arg)
 	return 1;
 }
 
+static int64_t first_done; /* the earliest time_when_done seen (us since the epoch), 0 none */
+
 /* Waits for N tasks; 0, or -1 when one did not come back within 300 s. */
 static int wait_for(struct work_queue *q, int n)
 {
@@ -74,6 +76,8 @@ static int wait_for(struct work_queue *q, int n)
 		       t->worker_id ? t->worker_id : "-", (long long)t->time_when_commit_start,
 		       (long long)t->time_when_commit_end, (long long)t->bytes_sent,
 		       t->output ? t->output : "");
+		if (t->time_when_done > 0 && (first_done == 0 || t->time_when_done < first_done))
+			first_done = t->time_when_done;
 		fflush(stdout);
 		work_queue_task_delete(t);
 	}
@@ -114,6 +118,7 @@ int main(int argc, char **argv)
 	}
 	int pending = 0, st = 0;
 	int64_t t0 = time_monotonic_us();
+	int64_t t0_epoch = time_now_us();
 	for (int i = 2; i < argc && st == 0; i++) {
 		if (strncmp(argv[i], "--workers=", 10) == 0) {
 			st = wait_workers(q, atoi(argv[i] + 10));
@@ -134,8 +139,9 @@ int main(int argc, char **argv)
 		st = wait_for(q, pending);
 	struct work_queue_stats s;
 	work_queue_get_stats(q, &s);
-	printf("bytes_sent %lld seconds %.2f\n", (long long)s.bytes_sent,
-	       (double)(time_monotonic_us() - t0) / 1e6);
+	printf("bytes_sent %lld seconds %.2f first %.2f\n", (long long)s.bytes_sent,
+	       (double)(time_monotonic_us() - t0) / 1e6,
+	       first_done > 0 ? (double)(first_done - t0_epoch) / 1e6 : -1.0);
 	work_queue_delete(q);
 	return st == 0 ? 0 : 1;
 }
