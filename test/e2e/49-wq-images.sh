@@ -224,27 +224,31 @@ test_expect_success 'a worker going on to another master drops the first one'"'"
 	wait $w || true
 '
 
-# task_container_running: a task's own container runs in the engine (not a shared one).
-task_container_running() {
-	docker ps --format "{{.Names}}" 2>/dev/null | grep -qv "^wq-worker-"
+# task_containers_running N: N tasks' own containers run in the engine (not shared ones).
+task_containers_running() {
+	[ "$(docker ps --format "{{.Names}}" 2>/dev/null | grep -cv "^wq-worker-")" -ge "$1" ]
 }
 
 test_expect_success 'dockerd killed under a running task: the worker'"'"'s failure, containers withdrawn, back when it answers' '
-	"$HM" port "long,name,$IMG,-,sleep 6; cat /etc/wq-marker" >hm.out 2>&1 &
+	"$HM" port "long,name,$IMG,-,sleep 6; cat /etc/wq-marker" \
+		"long2,name,$IMG,-,sleep 6; cat /etc/wq-marker" \
+		"long3,name,$IMG,-,sleep 6; cat /etc/wq-marker" >hm.out 2>&1 &
 	hm=$!
 	test_track_pid $hm
 	test_wait_for_file port 20
-	worker w --cores 1 -d all
-	test_wait_until 60 task_container_running
+	# three at once: their three failures together must not dismiss the worker
+	worker w --cores 3 -d all
+	test_wait_until 60 task_containers_running 3
 	kill -KILL $DOCKERD
 	wait $DOCKERD 2>/dev/null || true
 	# the running task fails naming the engine; the worker says its engine is gone and the
 	# master withdraws its containers; the task is not returned as failed
-	test_wait_until 30 grep -q "task 1.1: the container engine at .* stopped answering" w.out
+	test_wait_until 30 grep -q "task [123].1: the container engine at .* stopped answering" w.out
 	test_wait_until 30 grep -q "the container engine at .* does not answer" w.out
-	test_wait_until 30 grep -q "task 1: the worker could not run it (the container engine at .* stopped answering" hm.out
+	test_wait_until 30 grep -q "task [123]: the worker could not run it (the container engine at .* stopped answering" hm.out
 	test_wait_until 30 grep -q "its container engine does not answer" hm.out
 	test_must_fail grep -q "^task long" hm.out
+	test_must_fail grep -q "three sandbox errors" hm.out
 	kill -0 $w
 	# the engine comes back: the worker offers containers again and the task runs there
 	docker_start "$DK"
@@ -254,7 +258,10 @@ test_expect_success 'dockerd killed under a running task: the worker'"'"'s failu
 	grep "answers again" w.out
 	grep "its container engine answers again" hm.out
 	[ "$(field long result)" = SUCCESS ]
-	grep -x only-in-the-image hm.out
+	[ "$(field long2 result)" = SUCCESS ]
+	[ "$(field long3 result)" = SUCCESS ]
+	[ "$(grep -cx only-in-the-image hm.out)" = 3 ]
+	test_must_fail grep -q "three sandbox errors" hm.out w.out
 	# the worker lived through it and ends cleanly (it may have left with its master)
 	kill -TERM $w 2>/dev/null || true
 	wait $w

@@ -3,6 +3,7 @@
  * the outputs and stdout received into temporary files, and task_done turned into a result (or a
  * retry) as doc/work-queue-protocol.md 5.6 and doc/work-queue-api.md 2.3 say. */
 #include "master_internal.h"
+#include "master_images.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1134,7 +1135,9 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 		     m->id, d->text ? d->text : "-");
 		master_sched_task_release(q->sched, m->st, now);
 		master_worker_back_to_ready(w, m);
-		if (++w->sandbox_errors >= 3)
+		/* tasks that fail together because the worker's container engine is down (it
+		 * said so first) do not make a broken worker */
+		if (master_images_engine_up(w) && ++w->sandbox_errors >= 3)
 			master_worker_end(w, false, "three sandbox errors in a row", 60);
 		return;
 	}
