@@ -147,6 +147,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_why(wq_msg_cache_drop_parse(msg, &cl, &why), why);
 	worker_cache_list_free(cl);
 
+	struct wq_images *im = NULL;
+	rc = wq_msg_images_parse(msg, &im, &why);
+	if (rc == 0)
+		for (size_t i = 0; i < im->narchives; i++)
+			if (!wq_name_is_object(im->archives[i]))
+				abort();
+	check_why(rc, why);
+	wq_images_free(im);
+
 	/* every string value of the message as a name */
 	const char *key;
 	json_t *val;

@@ -3,6 +3,7 @@
  * the outputs and stdout received into temporary files, and task_done turned into a result (or a
  * retry) as doc/work-queue-protocol.md 5.6 and doc/work-queue-api.md 2.3 say. */
 #include "master_internal.h"
+#include "master_images.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -308,6 +309,8 @@ void master_dispatch_object_done(struct mworker *w, struct mobject *o, int how, 
 	int nwait = o->nwait;
 	o->wait = NULL;
 	o->nwait = 0;
+	/* tasks of an image archive wait for its first transfer (master_sched.h) */
+	master_queue_request_pass(q);
 	if (how > 0) {
 		o->present = true;
 	} else {
@@ -1153,9 +1156,13 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 		break;
 	}
 	case WQ_OUTCOME_SANDBOX_ERROR:
+		warn("%s: task %d: the worker could not run it (%s): back to the queue", w->label,
+		     m->id, d->text ? d->text : "-");
 		master_sched_task_release(q->sched, m->st, now);
 		master_worker_back_to_ready(w, m);
-		if (++w->sandbox_errors >= 3)
+		/* tasks that fail together because the worker's container engine is down (it
+		 * said so first) do not make a broken worker */
+		if (master_images_engine_up(w) && ++w->sandbox_errors >= 3)
 			master_worker_end(w, false, "three sandbox errors in a row", 60);
 		return;
 	}

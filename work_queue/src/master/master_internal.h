@@ -149,6 +149,7 @@ struct mworker {
 	struct wq_xfer_in *in;
 	struct mobject *objects;
 	struct mstore *store; /* master_shared.c: its shared store (`shared_cache`), or NULL */
+	struct master_images *images; /* its `images` report (master_images.c), or NULL */
 	struct mcancel *cancelling;
 	struct mworker *hs_prev, *hs_next; /* in q->admit.hs_list while counted */
 	int ntasks;                        /* tasks assigned */

@@ -137,6 +137,36 @@ struct master_sched *master_sched_create(void)
 	return s;
 }
 
+static void image_unref(struct master_sched *s, struct simage *im)
+{
+	if (!im || --im->refs > 0)
+		return;
+	HASH_DEL(s->images, im);
+	free(im->key);
+	free(im);
+}
+
+/* The image record of KEY (TRAVELS: an archive), one more reference taken; NULL for no image. */
+static struct simage *image_get(struct master_sched *s, const char *image, int travels)
+{
+	if (!image)
+		return NULL;
+	char *key = xasprintf("%d/%s", travels ? 1 : 0, image);
+	struct simage *im;
+	HASH_FIND_STR(s->images, key, im);
+	if (im) {
+		free(key);
+		im->refs++;
+		return im;
+	}
+	im = xcalloc(1, sizeof *im);
+	im->key = key;
+	im->travels = travels ? 1 : 0;
+	im->refs = 1;
+	HASH_ADD_KEYPTR(hh, s->images, im->key, strlen(im->key), im);
+	return im;
+}
+
 static void class_unref(struct master_sched *s, struct tclass *c)
 {
 	if (!c || --c->refs > 0)
@@ -144,6 +174,7 @@ static void class_unref(struct master_sched *s, struct tclass *c)
 	HASH_DEL(s->classes, c);
 	free(c->key);
 	free_strv(c->features, c->n_features);
+	image_unref(s, c->img);
 	free(c);
 }
 
@@ -176,6 +207,13 @@ void master_sched_delete(struct master_sched *s)
 		free(c->key);
 		free_strv(c->features, c->n_features);
 		free(c);
+	}
+	struct simage *im, *imtmp;
+	HASH_ITER(hh, s->images, im, imtmp)
+	{
+		HASH_DEL(s->images, im);
+		free(im->key);
+		free(im);
 	}
 	struct wcat *wc, *wctmp;
 	HASH_ITER(hh, s->cats, wc, wctmp)
@@ -260,11 +298,19 @@ void master_sched_set_cached_bytes_fn(struct master_sched *s, master_sched_cache
 	s->cached_arg = arg;
 }
 
+void master_sched_set_image_fn(struct master_sched *s, master_sched_image_fn fn, void *arg)
+{
+	s->image_fn = fn;
+	s->image_arg = arg;
+}
+
 /* ---- classes, groups, levels ---- */
 
-/* The class (CAT, LEVEL, REQ, FEATURES sorted), one more reference taken. */
+/* The class (CAT, LEVEL, REQ, FEATURES sorted, the image IMG), one more reference taken (and
+ * one of IMG when the class is new). */
 static struct tclass *class_get(struct master_sched *s, struct wcat *cat, enum category_level level,
-                                const int64_t req[NRES], char *const *features, int n)
+                                const int64_t req[NRES], char *const *features, int n,
+                                struct simage *img)
 {
 	size_t flen = 1;
 	for (int i = 0; i < n; i++)
@@ -279,8 +325,8 @@ static struct tclass *class_get(struct master_sched *s, struct wcat *cat, enum c
 	}
 	fkey[off] = 0;
 	char *key =
-	    xasprintf("%p/%d/%lld/%lld/%lld/%lld/%s", (void *)cat, (int)level, (long long)req[0],
-	              (long long)req[1], (long long)req[2], (long long)req[3], fkey);
+	    xasprintf("%p/%d/%lld/%lld/%lld/%lld/%s/%p", (void *)cat, (int)level, (long long)req[0],
+	              (long long)req[1], (long long)req[2], (long long)req[3], fkey, (void *)img);
 	free(fkey);
 	struct tclass *c;
 	HASH_FIND_STR(s->classes, key, c);
@@ -300,6 +346,9 @@ static struct tclass *class_get(struct master_sched *s, struct wcat *cat, enum c
 			c->features[i] = xstrdup(features[i]);
 	}
 	c->n_features = n;
+	c->img = img;
+	if (img)
+		img->refs++;
 	c->refs = 1;
 	HASH_ADD_KEYPTR(hh, s->classes, c->key, strlen(c->key), c);
 	return c;
@@ -630,6 +679,18 @@ void master_sched_task_spec_from_task(struct master_sched_task_spec *spec,
 	}
 	spec->features = (const char *const *)t->features;
 	spec->n_features = t->feature_count;
+	if (t->container_image) {
+		spec->image = t->container_image;
+	} else if (t->container_archive) {
+		/* the archive's local file names its image (its content is hashed later) */
+		for (const struct work_queue_file *f = t->inputs; f; f = f->next)
+			if (f->remote && f->source &&
+			    strcmp(f->remote, t->container_archive) == 0) {
+				spec->image = f->source;
+				spec->image_travels = 1;
+				break;
+			}
+	}
 	spec->data = (void *)t;
 }
 
@@ -683,7 +744,10 @@ struct master_sched_task *master_sched_task_add(struct master_sched *s,
 	t->seq = ++s->next_seq;
 	t->prio = spec->priority + 0.0; /* -0 and 0 are one level */
 	t->data = spec->data;
-	t->cls = class_get(s, cat_get(s, spec->category), CATEGORY_LEVEL_FIRST, req, feat, nfeat);
+	struct simage *img = image_get(s, spec->image, spec->image_travels);
+	t->cls =
+	    class_get(s, cat_get(s, spec->category), CATEGORY_LEVEL_FIRST, req, feat, nfeat, img);
+	image_unref(s, img);
 	free_strv(feat, nfeat);
 	DL_APPEND2(s->all, t, aprev, anext);
 	enqueue(s, t);
@@ -776,7 +840,8 @@ int master_sched_task_requeue(struct master_sched *s, struct master_sched_task *
 	t->was_queued = 0;
 	if (t->cls->level != level) {
 		struct tclass *old = t->cls;
-		t->cls = class_get(s, old->cat, level, old->req, old->features, old->n_features);
+		t->cls = class_get(s, old->cat, level, old->req, old->features, old->n_features,
+		                   old->img);
 		class_unref(s, old);
 	}
 	enqueue(s, t);
@@ -911,6 +976,19 @@ struct master_sched_worker *master_sched_worker_lookup(struct master_sched *s, c
 	if (id)
 		HASH_FIND_STR(s->workers, id, w);
 	return w;
+}
+
+int master_sched_worker_set_features(struct master_sched *s, struct master_sched_worker *w,
+                                     const char *const *features, int n_features)
+{
+	char **feat;
+	int nfeat;
+	if (!s || !w || copy_features(features, n_features, &feat, &nfeat) < 0)
+		return -EINVAL;
+	free_strv(w->features, w->n_features);
+	w->features = feat;
+	w->n_features = nfeat;
+	return 0;
 }
 
 int master_sched_worker_set_total(struct master_sched *s, struct master_sched_worker *w,

@@ -48,6 +48,11 @@ struct master_sched_task_spec {
 	struct master_sched_box request; /* -1 = unspecified */
 	const char *const *features;     /* required worker labels */
 	int n_features;
+	/* The container image the task names, as a key equal for every task of that image (NULL:
+	 * none), and whether it travels to the worker (an archive sent as a cached input: the
+	 * first-fetch rule below applies) or is only named (an image the engine may have). */
+	const char *image;
+	int image_travels;
 	void *data; /* the caller's (e.g. its work_queue_task); never touched */
 };
 
@@ -71,6 +76,18 @@ struct master_sched_worker_spec {
 /* FILES policy: the bytes of the task's inputs already cached on the worker (called with the
  * data pointers of the worker and the task). */
 typedef int64_t (*master_sched_cached_bytes_fn)(void *worker_data, void *task_data, void *arg);
+
+/* What a worker has of the image of a task that names one (doc/work-queue-docker.md,
+ * "Image-aware scheduling"). */
+enum master_sched_image_state {
+	MASTER_SCHED_IMAGE_ABSENT = 0, /* neither held nor on its way */
+	MASTER_SCHED_IMAGE_COMING,     /* its archive is being sent to the worker */
+	MASTER_SCHED_IMAGE_HELD,       /* loaded in the worker's engine, or its archive cached */
+};
+/* The state of the task's image on the worker (called with the data pointers of the worker and
+ * of a task whose spec named an image). */
+typedef enum master_sched_image_state (*master_sched_image_fn)(void *worker_data, void *task_data,
+                                                               void *arg);
 
 struct master_sched;        /* opaque */
 struct master_sched_task;   /* opaque; owned by the scheduler */
@@ -107,6 +124,16 @@ double master_sched_category_mean_time(struct master_sched *s, const char *name)
 /* The hook of the FILES policy (NULL: every worker has 0 bytes, FILES acts as FCFS). */
 void master_sched_set_cached_bytes_fn(struct master_sched *s, master_sched_cached_bytes_fn fn,
                                       void *arg);
+
+/* The image hook (NULL: no worker holds any image; no preference, no first-fetch rule).
+ *
+ * With it, under every policy, a task whose image travels (spec.image_travels) and that no
+ * worker holds goes to one worker only: while its archive is on its way to that worker (COMING
+ * there, HELD nowhere) the other tasks of the image go only to workers where it is COMING, and
+ * wait otherwise; once one worker holds it, they may go anywhere (each other worker then fetches
+ * it once). Under FILES, a worker that holds the task's image (HELD) comes before one it is
+ * coming to, which comes before the others; cached bytes decide among equals, then FCFS. */
+void master_sched_set_image_fn(struct master_sched *s, master_sched_image_fn fn, void *arg);
 
 /* ---- tasks ---- */
 
@@ -167,6 +194,10 @@ void master_sched_task_box(const struct master_sched_task *t, struct master_sche
 struct master_sched_worker *master_sched_worker_add(struct master_sched *s,
                                                     const struct master_sched_worker_spec *spec);
 struct master_sched_worker *master_sched_worker_lookup(struct master_sched *s, const char *id);
+/* Replaces the worker's labels (e.g. a feature it loses while its container engine is down).
+ * 0, or -EINVAL for a NULL or empty label (W keeps its old ones). */
+int master_sched_worker_set_features(struct master_sched *s, struct master_sched_worker *w,
+                                     const char *const *features, int n_features);
 /* The worker reported new totals (what is committed stays committed; a total below it only
  * means nothing more fits). 0 or -EINVAL. */
 int master_sched_worker_set_total(struct master_sched *s, struct master_sched_worker *w,

@@ -35,6 +35,17 @@ struct wcat {
 	UT_hash_handle hh;
 };
 
+/* An image named by tasks (master_sched_set_image_fn): where it is, computed once per pass. */
+struct simage {
+	char *key;
+	int travels;
+	int64_t refs;                        /* classes */
+	uint64_t pass;                       /* the pass for which WHERE and FIRST hold */
+	enum master_sched_image_state where; /* the best state on any worker */
+	struct master_sched_worker *first;   /* nowhere: the one worker given its first fetch */
+	UT_hash_handle hh;
+};
+
 /* Tasks of one class get the same box on a given worker and fit the same workers. */
 struct tclass {
 	char *key;
@@ -43,6 +54,7 @@ struct tclass {
 	int64_t req[NRES]; /* the task's own values, -1 unset */
 	char **features;   /* sorted */
 	int n_features;
+	struct simage *img;    /* the image its tasks name, or NULL */
 	int64_t refs;          /* tasks and groups */
 	uint64_t blocked_pass; /* pass in which its head fitted nowhere */
 	uint64_t alloc_pass;   /* pass for which alloc/whole were computed */
@@ -135,10 +147,20 @@ struct master_sched {
 	double last_now; /* latest instant given (start of promoted tasks) */
 	master_sched_cached_bytes_fn cached_fn;
 	void *cached_arg;
+	master_sched_image_fn image_fn;
+	void *image_arg;
+	struct simage *images; /* by key */
 	struct heap *pass_heap;
 	struct group *pending;
 };
 
+/* May task T (of class C, whose image's state is fresh for pass PASS) go to W, whose state of
+ * the image is STATE? The first-fetch rule (master_sched.h). */
+int master_sched_image_allows(const struct tclass *c, const struct master_sched_worker *w,
+                              enum master_sched_image_state state);
+/* Brings C's image up to pass PASS (where it is), through T's data. */
+void master_sched_image_refresh(struct master_sched *s, struct tclass *c,
+                                struct master_sched_task *t, uint64_t pass);
 void master_sched_box_from(const int64_t r[NRES], struct master_sched_box *b);
 /* The live head of G (dead heads are freed on the way), or NULL. */
 struct master_sched_task *master_sched_group_head(struct group *g);

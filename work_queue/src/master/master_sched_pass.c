@@ -147,12 +147,67 @@ static uint64_t rng_next(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
+/* ---- images (master_sched_set_image_fn) ---- */
+
+void master_sched_image_refresh(struct master_sched *s, struct tclass *c,
+                                struct master_sched_task *t, uint64_t pass)
+{
+	struct simage *im = c->img;
+	if (!im || !s->image_fn || im->pass == pass)
+		return;
+	im->pass = pass;
+	im->first = NULL;
+	im->where = MASTER_SCHED_IMAGE_ABSENT;
+	if (!im->travels)
+		return; /* only the preference applies */
+	struct master_sched_worker *w, *tmp;
+	HASH_ITER(hh, s->workers, w, tmp)
+	{
+		enum master_sched_image_state st = s->image_fn(w->data, t->data, s->image_arg);
+		if (st > im->where)
+			im->where = st;
+		if (im->where == MASTER_SCHED_IMAGE_HELD)
+			break;
+	}
+}
+
+int master_sched_image_allows(const struct tclass *c, const struct master_sched_worker *w,
+                              enum master_sched_image_state state)
+{
+	const struct simage *im = c->img;
+	if (!im || !im->travels || im->where == MASTER_SCHED_IMAGE_HELD ||
+	    state != MASTER_SCHED_IMAGE_ABSENT)
+		return 1;
+	/* held nowhere: on its way to a worker (or given to one in this pass), others wait */
+	if (im->first)
+		return w == im->first;
+	return im->where == MASTER_SCHED_IMAGE_ABSENT;
+}
+
+/* After T of class C went to W: an image that was nowhere has its one first fetch there. */
+static void image_placed(struct tclass *c, struct master_sched_worker *w)
+{
+	struct simage *im = c->img;
+	if (im && im->travels && im->where == MASTER_SCHED_IMAGE_ABSENT && !im->first)
+		im->first = w;
+}
+
+static enum master_sched_image_state image_state(struct master_sched *s, const struct tclass *c,
+                                                 const struct master_sched_worker *w,
+                                                 const struct master_sched_task *t)
+{
+	if (!c->img || !s->image_fn)
+		return MASTER_SCHED_IMAGE_ABSENT;
+	return s->image_fn(w->data, t->data, s->image_arg);
+}
+
 struct choice {
 	struct master_sched_worker *w;
 	int64_t box[NRES];
-	int64_t bytes; /* FILES */
-	double avg;    /* TIME */
-	int64_t left;  /* WORST: free cores after placement */
+	enum master_sched_image_state img; /* FILES, first */
+	int64_t bytes;                     /* FILES */
+	double avg;                        /* TIME */
+	int64_t left;                      /* WORST: free cores after placement */
 };
 
 /* Is candidate N better than the current choice B under POLICY? */
@@ -163,6 +218,8 @@ static int better(enum master_sched_policy policy, const struct choice *n, const
 	int earlier = n->w->seq < b->w->seq;
 	switch (policy) {
 	case MASTER_SCHED_FILES:
+		if (n->img != b->img)
+			return n->img > b->img;
 		if (n->bytes != b->bytes)
 			return n->bytes > b->bytes;
 		return earlier;
@@ -205,6 +262,9 @@ static int choose(struct master_sched *s, struct tclass *c, struct master_sched_
 			struct choice n;
 			st->workers_examined++;
 			if (!box_on(c, w, n.box) || !fits(w, n.box))
+				continue;
+			n.img = image_state(s, c, w, t);
+			if (!master_sched_image_allows(c, w, n.img))
 				continue;
 			n.w = w;
 			n.bytes = 0;
@@ -342,6 +402,7 @@ int master_sched_pass(struct master_sched *s, const struct master_sched_pass_opt
 			if (c->alloc_pass != pass)
 				class_alloc(c, pass);
 			struct master_sched_task *t = master_sched_group_head(g);
+			master_sched_image_refresh(s, c, t, pass);
 			st.heads_tried++;
 			struct choice ch;
 			if (!choose(s, c, t, opts, maxcand, rng, &ch, &st)) {
@@ -353,6 +414,7 @@ int master_sched_pass(struct master_sched *s, const struct master_sched_pass_opt
 			heap_pop(g->h, NULL);
 			g->live--;
 			s->n_ready--;
+			image_placed(c, ch.w);
 			master_sched_commit(s, t, ch.w, ch.box, whole_mask(c), opts->now);
 			out[n].task = t;
 			out[n].worker = ch.w;
@@ -411,6 +473,7 @@ static int qbucket_limit(const struct master_sched *s, int per_worker)
  * then the one that has had that count longest), with the box in BOX; NULL if none. It walks
  * the index by queued count (master_sched.c), not every worker. */
 static struct master_sched_worker *prefetch_choose(struct master_sched *s, const struct tclass *c,
+                                                   const struct master_sched_task *t,
                                                    int per_worker, int64_t box[NRES])
 {
 	int lim = qbucket_limit(s, per_worker);
@@ -418,7 +481,8 @@ static struct master_sched_worker *prefetch_choose(struct master_sched *s, const
 		for (struct master_sched_worker *w = s->qbuckets[b]; w; w = w->qnext) {
 			s->prefetch_examined++;
 			if (w->n_queued >= queue_limit(w, per_worker) || !box_on(c, w, box) ||
-			    !fits_total(w, box))
+			    !fits_total(w, box) ||
+			    !master_sched_image_allows(c, w, image_state(s, c, w, t)))
 				continue;
 			return w;
 		}
@@ -492,12 +556,14 @@ int master_sched_prefetch(struct master_sched *s, const struct master_sched_pref
 			if (c->alloc_pass != pass)
 				class_alloc(c, pass);
 			int64_t box[NRES];
-			w = prefetch_choose(s, c, opts->per_worker, box);
+			struct master_sched_task *t = master_sched_group_head(g);
+			master_sched_image_refresh(s, c, t, pass);
+			w = prefetch_choose(s, c, t, opts->per_worker, box);
 			if (!w) {
 				c->blocked_pass = pass;
 				continue;
 			}
-			struct master_sched_task *t = master_sched_group_head(g);
+			image_placed(c, w);
 			heap_pop(g->h, NULL);
 			g->live--;
 			s->n_ready--;

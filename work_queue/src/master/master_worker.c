@@ -18,6 +18,7 @@
 
 #include "debug.h"
 #include "htc_error.h"
+#include "master_images.h"
 #include "path.h"
 #include "rmsummary.h"
 #include "timeutil.h"
@@ -30,7 +31,7 @@
 #define SOFTWARE "htc 0.1.0"
 #define MASTER_CAPS                                                                                \
 	(WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT |                \
-	 WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE)
+	 WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE | WQ_CAP_IMAGES)
 #define DISMISS_LINGER_MS 5000
 #define HS_DEADLINE_MS    10000 /* accept -> end of hello and password (protocol 2.4) */
 
@@ -637,6 +638,12 @@ static void on_ping_pong(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 	debug(D_WQ, "%s: %s ignored", w->label, wq_msg_name(mid));
 }
 
+static void on_images(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	master_images_on_message(w, msg);
+}
+
 typedef void msg_handler(struct mworker *w, json_t *msg, enum wq_msg_id mid);
 
 /* The messages of a worker (and of a status client) after the handshake, by id. wq_msg_check has
@@ -648,6 +655,7 @@ static msg_handler *const handlers[WQ_MSG_COUNT] = {
     [WQ_MSG_CACHE_HAVE] = on_cache_have,
     [WQ_MSG_CACHE_TAKEN] = on_cache_taken,
     [WQ_MSG_STORE_HAVE] = on_store_have,
+    [WQ_MSG_IMAGES] = on_images,
     [WQ_MSG_XFER_ERROR] = on_xfer_error,
     [WQ_MSG_XFER_BEGIN] = on_xfer_in,
     [WQ_MSG_XFER_END] = on_xfer_in,
@@ -742,6 +750,8 @@ static void worker_free_now(struct mworker *w)
 	struct mobject *o, *ot;
 	HASH_ITER(hh, w->objects, o, ot)
 	master_worker_object_free(w, o);
+	master_images_free(w->images);
+	w->images = NULL;
 	struct mcancel *mc, *mt;
 	HASH_ITER(hh, w->cancelling, mc, mt)
 	{

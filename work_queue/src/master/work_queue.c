@@ -29,6 +29,7 @@
 #include "master_prepare.h"
 #include "wq_msg.h"
 #include "master_internal.h"
+#include "master_images.h"
 #include "master_url.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -408,6 +409,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 	q->rng = (uint64_t)time_now_us() ^ (uint64_t)getpid();
 	q->stats.time_when_started = time_now_us();
 	master_sched_set_cached_bytes_fn(q->sched, cached_bytes, q);
+	master_sched_set_image_fn(q->sched, master_images_state, q);
 	char hex[80];
 	if (wq_auth_nonce(NULL, hex) < 0) {
 		rc = -EIO;

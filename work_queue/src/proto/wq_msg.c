@@ -215,6 +215,7 @@ static const struct {
     [WQ_MSG_ERROR] = {"error", D_ALL, S_ALL},
     [WQ_MSG_HELLO] = {"hello", D_W2M | D_M2W | D_S2M | D_M2S, S_HELLO},
     [WQ_MSG_IDENTITY] = {"identity", D_W2M, S_INIT},
+    [WQ_MSG_IMAGES] = {"images", D_W2M, S_ANY},
     [WQ_MSG_PING] = {"ping", D_ALL, S_INIT | S_ANY},
     [WQ_MSG_PONG] = {"pong", D_ALL, S_INIT | S_ANY},
     [WQ_MSG_QUERY] = {"query", D_S2M, S_ANY},
@@ -414,8 +415,8 @@ unsigned wq_msg_caps_negotiate(unsigned offered, unsigned ours)
 
 /* ---- hello ----------------------------------------------------------------- */
 
-static const char *const cap_names[] = {"zlib",   "fetch",      "watch",        "queue",
-                                        "dirout", "containers", "shared_cache", NULL};
+static const char *const cap_names[] = {"zlib",       "fetch",        "watch",  "queue", "dirout",
+                                        "containers", "shared_cache", "images", NULL};
 static const char *const role_names[] = {"worker", "status", "master", NULL};
 
 static bool is_hex(const char *s, size_t n)

@@ -139,6 +139,7 @@ enum wq_msg_id {
 	WQ_MSG_ERROR,
 	WQ_MSG_HELLO,
 	WQ_MSG_IDENTITY,
+	WQ_MSG_IMAGES,
 	WQ_MSG_PING,
 	WQ_MSG_PONG,
 	WQ_MSG_QUERY,
@@ -208,9 +209,10 @@ char *wq_msg_encode(const json_t *msg, size_t *len);
 	32u /* a `task` may name its own container: an image of the engine or a cached archive */
 #define WQ_CAP_SHARED_CACHE                                                                        \
 	64u /* workers of one file system share a store (`store`, `cache_take`; protocol 5.12) */
+#define WQ_CAP_IMAGES 128u /* the worker reports its images and its engine (`images`, 5.2) */
 #define WQ_CAPS_KNOWN                                                                              \
-	(WQ_CAPS_ALL | WQ_CAP_QUEUE | WQ_CAP_DIROUT | WQ_CAP_CONTAINERS |                          \
-	 WQ_CAP_SHARED_CACHE) /* every capability this release knows */
+	(WQ_CAPS_ALL | WQ_CAP_QUEUE | WQ_CAP_DIROUT | WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE |    \
+	 WQ_CAP_IMAGES) /* every capability this release knows */
 
 /* Section 2.4: queued tasks one worker may hold (its `queue_max` is 1 .. this). */
 #define WQ_QUEUE_MAX 256
@@ -505,5 +507,18 @@ struct wq_cache_take {
 };
 int wq_msg_cache_take_parse(const json_t *msg, bool taken, struct wq_cache_take **out, char **why);
 void wq_cache_take_free(struct wq_cache_take *t);
+
+/* `images` (section 5.2, capability `images`): the worker's engine answers (ENGINE), the images
+ * named by tasks that it holds (NAMES), and the archives whose image it has loaded (ARCHIVES). */
+struct wq_images {
+	bool engine;
+	const char **names;
+	size_t nnames;
+	const char **archives;
+	size_t narchives;
+	json_t *msg;
+};
+int wq_msg_images_parse(const json_t *msg, struct wq_images **out, char **why);
+void wq_images_free(struct wq_images *im);
 
 #endif

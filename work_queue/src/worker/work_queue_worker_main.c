@@ -104,6 +104,7 @@ static int run(uv_loop_t *loop, const struct worker_opts *o, struct worker_docke
 			uv_run(loop, UV_RUN_DEFAULT);
 			return WORKER_EXIT_LOCAL;
 		}
+		worker_docker_keep_images(*dk, o->keep_cache);
 		worker_set_docker(w, *dk);
 	}
 	uv_signal_t sigterm, sigint;

@@ -52,6 +52,8 @@ struct worker_cache {
 	uint64_t bytes;
 	uint64_t reserved;
 	uint64_t trash_seq;
+	worker_cache_removed_fn removed_fn;
+	void *removed_arg;
 };
 
 struct worker_cache_partial {
@@ -226,8 +228,16 @@ static int remove_object(struct worker_cache *c, struct obj *o)
 	if (o->state == OBJ_COMPLETE)
 		c->bytes -= o->size;
 	HASH_DEL(c->index, o);
+	if (o->state == OBJ_COMPLETE && c->removed_fn)
+		c->removed_fn(o->name, c->removed_arg);
 	free(o);
 	return r;
+}
+
+void worker_cache_set_removed_fn(struct worker_cache *c, worker_cache_removed_fn fn, void *arg)
+{
+	c->removed_fn = fn;
+	c->removed_arg = arg;
 }
 
 /* ---- index -------------------------------------------------------------------------------- */

@@ -93,6 +93,10 @@ void worker_cache_unref(struct worker_cache *c, const char *name);
  * received is discarded when it ends. Unknown names are ignored. Returns 0 or -errno (the
  * object has left the index in any case). Call worker_cache_empty_trash afterwards, in a thread. */
 int worker_cache_drop(struct worker_cache *c, const char *name);
+/* FN(NAME, ARG) is called (on the loop) when a complete object leaves the cache: a cache_drop
+ * after the last sandbox using it let it go, or a new master_id. NULL: nothing is called. */
+typedef void (*worker_cache_removed_fn)(const char *name, void *arg);
+void worker_cache_set_removed_fn(struct worker_cache *c, worker_cache_removed_fn fn, void *arg);
 /* Removes everything in `.trash/`. Thread-safe (disk only). Returns 0 or -errno. */
 int worker_cache_empty_trash(int cache_fd, const char *cache_path);
 

@@ -33,6 +33,9 @@
 #include "worker_task.h"
 #include "wq_auth.h"
 #include "worker_cache.h"
+#include "worker_docker.h"
+#include "worker_images.h"
+#include "worker_engine.h"
 #include "wq_conn.h"
 #include "wq_handshake.h"
 #include "worker_sandbox.h"
@@ -41,6 +44,8 @@
 #include "xalloc.h"
 
 #include "banned.h"
+
+#define ENGINE_PERIOD_MS 2000 /* how often the container engine is asked */
 
 #define ATTEMPT_TIMEOUT_MS 10000
 #define BACKOFF_MIN_MS     1000
@@ -64,8 +69,9 @@ struct worker {
 	struct worker_ledger *ledger;
 	struct wq_auth_key *key;
 	struct wq_tls_config *tls;
-	const struct worker_docker *docker; /* --docker, or NULL */
-	struct worker_cpus *cpus;           /* --pin-cores, made when first asked for */
+	struct worker_docker *docker; /* --docker, or NULL */
+	struct worker_engine *engine; /* the watch on its engine, with docker */
+	struct worker_cpus *cpus;     /* --pin-cores, made when first asked for */
 
 	struct worker_session *s;
 	/* the master being tried */
@@ -117,11 +123,47 @@ uv_loop_t *worker_loop(struct worker *w)
 {
 	return w->loop;
 }
-void worker_set_docker(struct worker *w, const struct worker_docker *d)
+/* An object left the cache: the image loaded from it (an archive) goes too. */
+static void on_object_removed(const char *name, void *arg)
+{
+	struct worker *w = arg;
+	struct worker_images *im = w->docker ? worker_docker_images(w->docker) : NULL;
+	if (im && worker_images_archive_removed(im, name) && w->s)
+		worker_session_images_changed(w->s);
+}
+
+/* The engine stopped or started answering: the master hears it (`images`). */
+static void on_engine(bool up, const char *why, void *arg)
+{
+	struct worker *w = arg;
+	const char *sock = worker_docker_socket(w->docker);
+	if (up)
+		notice(
+		    "the container engine at %s answers again: container tasks are welcome again",
+		    sock);
+	else
+		warn("the container engine at %s does not answer (%s): no container task until it "
+		     "does",
+		     sock, why ? why : "-");
+	struct worker_images *im = worker_docker_images(w->docker);
+	if (im && worker_images_set_engine(im, up) && w->s)
+		worker_session_images_changed(w->s);
+}
+
+void worker_set_docker(struct worker *w, struct worker_docker *d)
 {
 	w->docker = d;
+	worker_cache_set_removed_fn(w->cache, d ? on_object_removed : NULL, w);
+	worker_engine_delete(w->engine);
+	w->engine = d ? worker_engine_create(w->loop, worker_docker_socket(d), ENGINE_PERIOD_MS,
+	                                     on_engine, w)
+	              : NULL;
 }
-const struct worker_docker *worker_docker_of(struct worker *w)
+struct worker_engine *worker_engine_of(struct worker *w)
+{
+	return w->engine;
+}
+struct worker_docker *worker_docker_of(struct worker *w)
 {
 	return w->docker;
 }
@@ -454,6 +496,8 @@ void worker_delete(struct worker *w)
 		free(w->s);
 		w->s = NULL;
 	}
+	worker_engine_delete(w->engine); /* before the loop runs out: a ping may be in flight */
+	w->engine = NULL;
 	stop_all(w);
 	/* let transfers and sandbox removals in the thread pool finish while the cache lives */
 	uv_run(w->loop, UV_RUN_DEFAULT);
@@ -847,7 +891,8 @@ static void start_session(struct worker *w, uv_tcp_t *tcp)
 	    .host = w->host,
 	    .project = w->o->project ? w->m_project : NULL, /* the one -M chose */
 	    .caps = WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT |
-	            (w->docker ? WQ_CAP_CONTAINERS : 0) | (w->shared ? WQ_CAP_SHARED_CACHE : 0),
+	            (w->docker ? WQ_CAP_CONTAINERS | WQ_CAP_IMAGES : 0) |
+	            (w->shared ? WQ_CAP_SHARED_CACHE : 0),
 	};
 	char *err = NULL;
 	s->hs = wq_handshake_start(w->loop, s->conn, &cfg, hs_done, s, &err);

@@ -50,6 +50,6 @@ void worker_delete(struct worker *w);
 struct worker_docker;
 /* The containers tasks run in (--docker), which main sets once it has started them; NULL: none.
  * D must outlive W. */
-void worker_set_docker(struct worker *w, const struct worker_docker *d);
+void worker_set_docker(struct worker *w, struct worker_docker *d);
 
 #endif

@@ -27,7 +27,10 @@ int worker_workdir_fd(struct worker *w);
 const char *worker_hostname(struct worker *w);
 /* The --docker containers set by worker_set_docker, or NULL. */
 struct worker_docker;
-const struct worker_docker *worker_docker_of(struct worker *w);
+struct worker_docker *worker_docker_of(struct worker *w);
+/* The watch on the container engine (worker_engine.h), with docker; else NULL. */
+struct worker_engine;
+struct worker_engine *worker_engine_of(struct worker *w);
 /* With --pin-cores: the cpus the worker's tasks hold (made at the first call); else NULL. */
 struct worker_cpus;
 struct worker_cpus *worker_cpus_of(struct worker *w);

@@ -20,6 +20,7 @@
 #include "stringtools.h"
 #include "timeutil.h"
 #include "docker_api.h"
+#include "worker_images.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -33,6 +34,8 @@ struct worker_docker {
 	bool nest;
 	char *workdir;
 	char *shared_id;
+	struct worker_images *images;
+	bool keep_images; /* --keep-cache: the archives stay, their images too */
 	char host[256];
 	char exe[PATH_MAX]; /* the runner: this program (resolved /proc/self/exe) */
 };
@@ -157,6 +160,13 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
 	*err = NULL;
 	free(d->workdir);
 	d->workdir = xstrdup(workdir);
+	if (!d->images) {
+		char *state = path_join(workdir, "containers");
+		d->images = worker_images_create(d->api, state);
+		free(state);
+		if (d->image) /* checked by worker_docker_create */
+			worker_images_have(d->images, d->image);
+	}
 	if (!d->shared || !d->image)
 		return 0;
 	char *name = xasprintf("wq-worker-%ld", (long)getpid());
@@ -209,6 +219,9 @@ void worker_docker_delete(struct worker_docker *d)
 	/* the stopped containers of runners killed with SIGKILL (a cancelled task, a limit), and
 	 * the shared containers of the images tasks named */
 	remove_stale(d, true);
+	/* those the shared containers used, now, and those loaded from archives of a cache that
+	 * goes with the workspace */
+	worker_images_delete(d->images, !d->keep_images);
 	free(d->shared_id);
 	free(d->workdir);
 	free(d->image);
@@ -276,6 +289,16 @@ void worker_docker_argv_free(char **argv)
 	str_free_argv(argv);
 }
 
+void worker_docker_keep_images(struct worker_docker *d, bool keep)
+{
+	d->keep_images = keep;
+}
+
+struct worker_images *worker_docker_images(struct worker_docker *d)
+{
+	return d->images;
+}
+
 const char *worker_docker_image(const struct worker_docker *d)
 {
 	return d->image;
@@ -328,4 +351,17 @@ json_t *worker_container_record_read(const char *sandbox)
 		j = NULL;
 	}
 	return j;
+}
+
+const char *worker_container_engine_lost(const json_t *rec)
+{
+	if (!json_is_true(json_object_get(rec, "engine_lost")))
+		return NULL;
+	const char *text = json_string_value(json_object_get(rec, "engine_error"));
+	return text ? text : "the container engine stopped answering";
+}
+
+const char *worker_docker_socket(const struct worker_docker *d)
+{
+	return docker_api_socket(d->api);
 }

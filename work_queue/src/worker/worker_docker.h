@@ -31,6 +31,14 @@ struct worker_docker *worker_docker_create(const char *image, bool shared, char 
  * container. Returns 0 or a negative code with *ERR. */
 int worker_docker_start(struct worker_docker *d, const char *workdir, char **err);
 
+/* The images held for tasks that name theirs (worker_images.h): made by worker_docker_start,
+ * owned by D. NULL before. */
+struct worker_images *worker_docker_images(struct worker_docker *d);
+
+/* KEEP: the worker's cache outlives it (--keep-cache): the images loaded from its archives are
+ * left in the engine at the end (by default they are removed with the cache). */
+void worker_docker_keep_images(struct worker_docker *d, bool keep);
+
 /* Removes the shared container (if any) and frees D. NULL is accepted. */
 void worker_docker_delete(struct worker_docker *d);
 
@@ -57,6 +65,11 @@ char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbo
 #define WORKER_CONTAINER_RECORD "container.json"
 /* Reads the record in SANDBOX (at most 4 KiB, an object): a new reference, or NULL. */
 json_t *worker_container_record_read(const char *sandbox);
+/* The text of a record REC (may be NULL) whose runner found the engine gone (engine_lost), or
+ * NULL. Borrowed from REC. */
+const char *worker_container_engine_lost(const json_t *rec);
+/* The engine's socket (borrowed from D). */
+const char *worker_docker_socket(const struct worker_docker *d);
 
 /* The worker's own image (--docker IMAGE), or NULL. */
 const char *worker_docker_image(const struct worker_docker *d);

@@ -116,6 +116,23 @@ static void write_record(const char *workdir, json_t *rec)
 	free(dir);
 }
 
+/* After a failed call: when the engine no longer answers, *ERR says so (naming its socket and
+ * what the call met) and REC gets engine_lost and that text, so that the worker reports the
+ * failure as its own (the task is retried) rather than the task's. */
+static void engine_check(struct docker_api *api, char **err, json_t *rec)
+{
+	char *e = NULL;
+	if (docker_api_ping(api, &e) == 0)
+		return;
+	char *text = xasprintf("the container engine at %s stopped answering (%s; then %s)",
+	                       docker_api_socket(api), *err ? *err : "-", e ? e : "-");
+	free(e);
+	free(*err);
+	*err = text;
+	json_object_set_new(rec, "engine_lost", json_true());
+	json_object_set_new(rec, "engine_error", json_string(text));
+}
+
 /* The task as an exec in the shared container. Takes CMD and ENV. */
 static int run_shared(struct docker_api *api, const struct worker_runner_opts *o,
                       const char *shared, json_t *cmd, json_t *env, const char *user, int *status,
@@ -270,6 +287,8 @@ int worker_runner_main(int argc, char **argv)
 		json_decref(cmd);
 		json_decref(env);
 	}
+	if (r < 0 && !stop_signal)
+		engine_check(api, &err, rec);
 	write_record(o.workdir, rec);
 	json_decref(rec);
 	free(image);

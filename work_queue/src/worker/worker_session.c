@@ -25,6 +25,9 @@
 #include "worker_fetch.h"
 #include "worker_queue.h"
 #include "worker_session_internal.h"
+#include "worker_images.h"
+#include "worker_engine.h"
+#include "worker_docker.h"
 #include "worker_task.h"
 #include "worker_watch.h"
 #include "worker_cache.h"
@@ -142,6 +145,10 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		if (!in->is_dir && !fits_disk(s, in->size)) {
 			refuse_xfer(r, WQ_XERR_DISK_FULL, "no room for %lld bytes",
 			            (long long)in->size);
+			/* The master drops objects and waits for a capacity that shows the room
+			 * they leave: report the free disk as it is now, or a cache that filled
+			 * since the last report would leave no change to report. */
+			ws_send_capacity(s);
 			return -1;
 		}
 		struct worker_cache_partial *p = NULL;
@@ -528,6 +535,20 @@ static void task_done_cb(struct worker_task *wt, void *arg)
 {
 	struct wtask *t = arg;
 	task_ended_cb(wt, arg); /* a task that never started; a no-op after task_ended_cb */
+	const struct worker_task_result *res = worker_task_result(wt);
+	struct worker_docker *dk = worker_docker_of(W(t->s));
+	if (res && res->container && dk) {
+		/* before task_done: the master withdraws the containers, then retries the task */
+		const char *lost = worker_container_engine_lost(res->container);
+		if (lost) {
+			warn("task %lld.%lld: %s: it goes back to the master", (long long)t->id,
+			     (long long)t->try_, lost);
+			worker_engine_down(worker_engine_of(W(t->s)), lost);
+		} else if (t->msg->has_container &&
+		           worker_images_note(worker_docker_images(dk), t->msg->container_name,
+		                              t->msg->container_image, res->container))
+			worker_session_images_changed(t->s);
+	}
 	worker_watch_stop(t->watch);
 	if (worker_task_cancelled(wt) || t->cancelled) {
 		t->cancelled = true;
@@ -1008,6 +1029,8 @@ void worker_session_begin(struct worker_session *s, const char *master_id, unsig
 	ws_send_capacity(s);
 	worker_cache_foreach_batch(worker_conn_cache(w), ws_have_batch, s);
 	worker_shared_announce(s);
+	s->reported = true;
+	worker_session_images_changed(s);
 	notice("connected to %s", wq_conn_label(s->conn));
 }
 

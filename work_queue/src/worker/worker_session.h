@@ -40,6 +40,7 @@ struct worker_session {
 	int64_t last_disk_free;
 	bool last_disk_full;
 	uint64_t last_capacity_ms;
+	bool reported; /* identity and the cache sent: `images` may follow */
 };
 
 /* The handshake succeeded: sets up transfers and sends identity, capacity and cache_have. */
@@ -47,6 +48,8 @@ void worker_session_begin(struct worker_session *s, const char *master_id, unsig
                           int64_t ka_interval, int64_t ka_timeout);
 /* A message of an active session. */
 void worker_session_message(struct worker_session *s, json_t *msg, const char *name);
+/* The worker's images or its engine changed (worker_images.h): sends `images` when negotiated. */
+void worker_session_images_changed(struct worker_session *s);
 void worker_session_data(struct worker_session *s, uint32_t xfer, const uint8_t *b, size_t len);
 void worker_session_writable(struct worker_session *s);
 /* Kills and forgets every task and transfer of S (connection lost, dismiss, shutdown). */

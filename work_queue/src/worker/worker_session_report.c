@@ -13,6 +13,7 @@
 #include "timeutil.h"
 #include "worker_conn_internal.h"
 #include "worker_docker.h"
+#include "worker_images.h"
 #include "worker_queue.h"
 #include "worker_session_internal.h"
 #include "worker_task.h"
@@ -89,4 +90,14 @@ void ws_send_identity(struct worker_session *s)
 	if (m && sh && (s->caps & WQ_CAP_SHARED_CACHE))
 		json_object_set_new(m, "store", json_string(worker_shared_id(sh)));
 	ws_send(s, m);
+}
+
+void worker_session_images_changed(struct worker_session *s)
+{
+	struct worker_docker *dk = worker_docker_of(W(s));
+	struct worker_images *im = dk ? worker_docker_images(dk) : NULL;
+	/* not before identity and the cache report: a new master_id empties the cache (and
+	 * drops images) before them */
+	if (im && s->reported && !s->closing && (s->caps & WQ_CAP_IMAGES))
+		ws_send(s, worker_images_message(im));
 }

@@ -548,6 +548,17 @@ static bool output_wanted(const struct worker_task *t, const struct wq_task_outp
 static void finish_outputs(struct worker_task *t)
 {
 	struct worker_task_result *r = &t->res;
+	if (t->container && !r->container) {
+		/* an engine that died under the task: the worker's failure, not the task's */
+		r->container = worker_container_record_read(worker_sandbox_path(t->sb));
+		const char *lost = worker_container_engine_lost(r->container);
+		if (lost) {
+			r->outcome = WQ_OUTCOME_SANDBOX_ERROR;
+			free(r->text);
+			r->text = xstrdup(lost);
+			return;
+		}
+	}
 	r->outputs = xcalloc(t->nouts + 1, sizeof *r->outputs);
 	r->noutputs = t->nouts;
 	for (size_t i = 0; i < t->nouts; i++) {
@@ -603,8 +614,6 @@ static void finish_outputs(struct worker_task *t)
 	}
 	r->stdout_omitted = size - r->stdout_head - r->stdout_tail;
 
-	if (t->container)
-		r->container = worker_container_record_read(worker_sandbox_path(t->sb));
 	int64_t fs_size = -1, fs_free = -1;
 	if (fs_figures(worker_sandbox_path(t->sb), &fs_size, &fs_free) == 0)
 		r->disk_full = fs_free < worker_disk_reserve_mb(fs_size);

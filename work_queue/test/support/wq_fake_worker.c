@@ -365,6 +365,8 @@ static void fake_hs_done(struct wq_handshake *h, const struct wq_hs_result *r, v
 	json_t *ident = wq_sim_identity_msg("fakehost", "fake 0", f->dir, f->queue_max);
 	if (r->caps & WQ_CAP_SHARED_CACHE)
 		json_object_set_new(ident, "store", json_string(f->store));
+	if (f->containers)
+		json_object_set_new(ident, "docker", json_true());
 	fake_send(f, ident);
 	fake_capacity(f, 0);
 	fake_send(f, json_pack("{s:s,s:[],s:b}", "m", "cache_have", "objects", "last", 1));
@@ -467,7 +469,8 @@ static void fake_connected(uv_connect_t *req, int status)
 	cfg.id = FAKE_WORKER_ID;
 	cfg.host = "fakehost";
 	cfg.caps = (f->queue_max > 0 ? WQ_CAP_QUEUE : 0) | (f->watch ? WQ_CAP_WATCH : 0) |
-	           (f->store[0] ? WQ_CAP_SHARED_CACHE : 0);
+	           (f->store[0] ? WQ_CAP_SHARED_CACHE : 0) |
+	           (f->containers ? WQ_CAP_CONTAINERS | WQ_CAP_IMAGES : 0);
 	char *err = NULL;
 	f->h = wq_handshake_start(f->loop, f->c, &cfg, fake_hs_done, f, &err);
 	assert_non_null(f->h);

@@ -87,10 +87,12 @@ struct fake {
 	int queue_max; /* > 0: offers `queue` with this queue_max (set before the loop runs) */
 	int cores;     /* capacity; 0: 4 */
 	int queued_received;
-	int watch;       /* offers `watch` (set before the loop runs); its sends are not asserted */
-	int watch_sent;  /* sent callbacks seen while WATCH (any outcome) */
-	int watch_fails; /* ... of which not WQ_XFER_SENT */
-	int drop_msgs;   /* cache_drop messages received */
+	int watch;      /* offers `watch` (set before the loop runs); its sends are not asserted */
+	int containers; /* offers `containers` and `images`, docker: true (set before the loop runs)
+	                 */
+	int watch_sent; /* sent callbacks seen while WATCH (any outcome) */
+	int watch_fails;     /* ... of which not WQ_XFER_SENT */
+	int drop_msgs;       /* cache_drop messages received */
 	char dropped[8][80]; /* the names they carried, in order (the first 8) */
 	int ndropped;
 	int dismissed; /* a dismiss arrived, with this reason */
