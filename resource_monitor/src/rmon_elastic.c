@@ -67,7 +67,7 @@ enum rmon_elastic_verdict rmon_elastic_at_limit(const struct rmon_elastic_cfg *c
 	*to = limit_mb;
 	*why = NULL;
 	if (t->throttled) {
-		if (now->short_mem) {
+		if (now->short_mem && (!cfg->protect_neighbours || now->neighbours > 0)) {
 			*why = "throttled while memory is short";
 			return RMON_ELASTIC_WAIT;
 		}
@@ -112,11 +112,12 @@ enum rmon_elastic_action rmon_elastic_tick(const struct rmon_elastic_cfg *cfg,
 	enum rmon_elastic_action a = RMON_ELASTIC_NONE;
 	double mb = now->usage_mb > 0 ? now->usage_mb : 0;
 	*to = t->limit_mb;
-	if (t->throttled && !now->short_mem) {
+	int alone = cfg->protect_neighbours && now->neighbours <= 0;
+	if (t->throttled && (!now->short_mem || alone)) {
 		int done = 0;
 		*to = release_to(cfg, t, t->limit_mb, &done);
 		a = RMON_ELASTIC_UNTHROTTLE;
-	} else if (!t->throttled && cfg->throttle && now->short_mem) {
+	} else if (!t->throttled && cfg->throttle && now->short_mem && !alone) {
 		double rate = rmon_elastic_rate(t, now->ms, mb);
 		/* the reading may be a tick old and the task grows on meanwhile: leave room for
 		 * two ticks of growth, or the kernel refuses a limit below its usage */

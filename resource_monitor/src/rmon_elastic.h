@@ -21,6 +21,10 @@ struct rmon_elastic_cfg {
 	int throttle;               /* 1: runaway tasks are throttled while memory is short */
 	double throttle_rate;       /* MB/s: a growth faster than this is abnormal */
 	int64_t tick_ms;            /* period of the caller's watch (the throttle's margin) */
+	/* 1: a task is throttled only while it has neighbours to protect, and a throttled task
+	 * left alone is released (the worker); 0: whatever runs beside it (the cgroups driver,
+	 * which protects the machine). */
+	int protect_neighbours;
 };
 
 /* One task's state. Initialise with rmon_elastic_task_init. */
@@ -62,6 +66,7 @@ struct rmon_elastic_now {
 	int short_mem;        /* memory is short (rmon_elastic_short) */
 	int64_t room_mb;      /* memory free for this task to grow into */
 	int64_t unlimited_mb; /* the limit a throttled task without one goes back to */
+	int neighbours;       /* other tasks running beside it */
 };
 
 /* T for a task of limit LIMIT_MB (-1: none) that may grow up to MAX_MB (-1: none). */

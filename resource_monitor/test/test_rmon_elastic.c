@@ -174,6 +174,31 @@ static void test_throttle_and_release(void **state)
 	assert_int_equal(t.raises, 0); /* a release is not a growth */
 }
 
+/* With protect_neighbours (the worker): a task alone is never throttled, and a throttled task
+ * whose neighbours have ended is released even while its own use keeps memory short. */
+static void test_throttle_protects_neighbours(void **state)
+{
+	(void)state;
+	struct rmon_elastic_cfg c = worker_cfg();
+	c.protect_neighbours = 1;
+	struct rmon_elastic_task t;
+	rmon_elastic_task_init(&t, 5000, -1);
+	int64_t to = 0;
+	struct rmon_elastic_now n = at(0, 100, 1, 0);
+	rmon_elastic_tick(&c, &t, &n, &to);
+	n = at(1000, 1100, 1, 0); /* alone: not throttled */
+	assert_int_equal(rmon_elastic_tick(&c, &t, &n, &to), RMON_ELASTIC_NONE);
+	n = at(2000, 3200, 1, 0);
+	n.neighbours = 1;
+	assert_int_equal(rmon_elastic_tick(&c, &t, &n, &to), RMON_ELASTIC_THROTTLE);
+	rmon_elastic_applied(&t, RMON_ELASTIC_THROTTLE, to, &n);
+	const char *why = NULL;
+	assert_int_equal(rmon_elastic_at_limit(&c, &t, to, &n, &to, &why), RMON_ELASTIC_WAIT);
+	n = at(2250, 3200, 1, 0); /* the neighbour ended; memory still short */
+	assert_int_equal(rmon_elastic_tick(&c, &t, &n, &to), RMON_ELASTIC_UNTHROTTLE);
+	assert_int_equal(to, 4266 + 256); /* a step towards its own limit */
+}
+
 /* A task without a limit is throttled too, and released to the unlimited figure. */
 static void test_throttle_unlimited(void **state)
 {
@@ -246,6 +271,7 @@ int main(void)
 	    cmocka_unit_test(test_rate),
 	    cmocka_unit_test(test_throttle_and_release),
 	    cmocka_unit_test(test_throttle_unlimited),
+	    cmocka_unit_test(test_throttle_protects_neighbours),
 	    cmocka_unit_test(test_shrink),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

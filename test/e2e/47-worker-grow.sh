@@ -71,4 +71,33 @@ test_expect_success 'without growth: the same rule is killed and run again at th
 	test "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 4
 '
 
+# runaway_workflow: a neighbour holding 250 MB for 6 s beside a runaway that grows by 50 MB
+# every 0.15 s to 1600 MB; both declare their memory and fit a 2000 MB worker together.
+runaway_workflow() {
+	cat >runaway.py <<-\EOF
+	import time
+	chunks = []
+	for i in range(32):
+	    chunks.append(bytearray(50 << 20))
+	    time.sleep(0.15)
+	EOF
+	printf "CATEGORY=neighbour\nCORES=1\nMEMORY=300\nDISK=100\n"
+	printf "n:\n\t%s 250 6 > n\n" "$ALLOC"
+	printf "CATEGORY=runaway\nCORES=1\nMEMORY=1700\nDISK=100\n"
+	printf "r: runaway.py\n\tpython3 runaway.py > r\n"
+}
+
+test_expect_success 'with --memory-throttle on: the runaway is throttled, its neighbour runs on' '
+	runaway_workflow >Makeflow &&
+	start_master --summary-json summary.json Makeflow &&
+	start_worker --cores 2 --memory 2000 --disk 4000 --memory-throttle on \
+		--memory-throttle-rate 100 localhost $port &&
+	finish &&
+	test -f n && test -f r &&
+	grep -q "task [0-9.]*: memory grows at .* throttled at" workers.out &&
+	grep -q "throttle released" workers.out &&
+	! grep -q "memory exhausted" workers.out &&
+	! grep -qi "exhausted\|again" mf.out
+'
+
 test_done

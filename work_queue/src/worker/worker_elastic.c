@@ -58,6 +58,7 @@ struct worker_elastic *worker_elastic_create(uv_loop_t *loop, const struct worke
 	e->cfg.throttle = o->memory_throttle;
 	e->cfg.throttle_rate = (double)o->throttle_rate_mbps;
 	e->cfg.tick_ms = EL_TICK_MS;
+	e->cfg.protect_neighbours = 1;
 	e->tick = xmalloc(sizeof *e->tick);
 	uv_timer_init(loop, e->tick);
 	e->tick->data = e;
@@ -113,6 +114,9 @@ static int memory_short(const struct worker_elastic *e)
 
 static struct rmon_elastic_now figures(const struct worker_elastic_task *t, int short_mem)
 {
+	int n_tasks = 0;
+	const struct worker_elastic_task *x;
+	DL_COUNT(t->e->tasks, x, n_tasks);
 	struct worker_total mem;
 	worker_ledger_totals(t->e->ledger, NULL, &mem, NULL, NULL);
 	struct rmon_elastic_now n = {
@@ -121,6 +125,7 @@ static struct rmon_elastic_now figures(const struct worker_elastic_task *t, int 
 	    .short_mem = short_mem,
 	    .room_mb = worker_ledger_memory_free(t->e->ledger),
 	    .unlimited_mb = (int64_t)mem.total,
+	    .neighbours = n_tasks - 1,
 	};
 	return n;
 }
