@@ -71,14 +71,14 @@ test_expect_success 'without growth: the same rule is killed and run again at th
 	test "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 4
 '
 
-# runaway_workflow: a neighbour holding 250 MB for 6 s beside a runaway that grows by 50 MB
+# runaway_workflow: a neighbour holding 250 MB for 6 s beside a runaway that grows by 100 MB
 # every 0.15 s to 1600 MB; both declare their memory and fit a 2000 MB worker together.
 runaway_workflow() {
 	cat >runaway.py <<-\EOF
 	import time
 	chunks = []
-	for i in range(32):
-	    chunks.append(bytearray(50 << 20))
+	for i in range(16):
+	    chunks.append(bytearray(100 << 20))
 	    time.sleep(0.15)
 	EOF
 	printf "CATEGORY=neighbour\nCORES=1\nMEMORY=300\nDISK=100\n"
