@@ -146,6 +146,18 @@ enum rmon_elastic_action rmon_elastic_tick(const struct rmon_elastic_cfg *cfg,
 	return a;
 }
 
+double rmon_elastic_cpu_quota(double base, double quota, double used, double idle)
+{
+	if (base <= 0)
+		return quota;
+	if (quota > base && idle < 0.5)
+		return base;
+	double whole = floor(idle + 0.15); /* measured rates are noisy: 0.9 idle is a core */
+	if (used >= 0.9 * quota && whole >= 1)
+		return quota + whole;
+	return quota;
+}
+
 void rmon_elastic_applied(struct rmon_elastic_task *t, enum rmon_elastic_action action, int64_t to,
                           const struct rmon_elastic_now *now)
 {

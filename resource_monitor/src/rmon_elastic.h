@@ -101,4 +101,11 @@ enum rmon_elastic_action rmon_elastic_tick(const struct rmon_elastic_cfg *cfg,
 void rmon_elastic_applied(struct rmon_elastic_task *t, enum rmon_elastic_action action, int64_t to,
                           const struct rmon_elastic_now *now);
 
+/* CPU quota growth: the quota of a task of BASE cores that used USED cores over the last
+ * interval with quota QUOTA, when IDLE cores of its worker are unused. Returns the new quota:
+ * a task using at least 90 % of its quota grows by the whole idle cores (at least one; 0.85
+ * idle counts as one, measured rates being noisy); a grown task goes back to BASE as soon as fewer
+ * than half a core is idle (its neighbours need their share); otherwise QUOTA. */
+double rmon_elastic_cpu_quota(double base, double quota, double used, double idle);
+
 #endif

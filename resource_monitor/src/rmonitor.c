@@ -1095,6 +1095,18 @@ int rmonitor_set_memory_limit(struct rmonitor *m, int64_t mb)
 	return 0;
 }
 
+int rmonitor_set_cores(struct rmonitor *m, double cores)
+{
+	if (!m->cg || !m->cg_cpu)
+		return HTC_EUNSUP;
+	if (m->state == ST_DONE)
+		return -ESRCH;
+	int r = rmon_cgroup_set_cpu(m->cg, cores);
+	if (r == 0)
+		m->limits[RM_CORES] = cores;
+	return r;
+}
+
 int rmonitor_kill(struct rmonitor *m, int sig)
 {
 	if (!m || m->state == ST_DONE)

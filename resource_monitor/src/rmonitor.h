@@ -112,6 +112,9 @@ const char *const *rmonitor_files(const struct rmonitor *m);
 
 /* Changes the memory limit of a running task (cgroups only): 0, HTC_EUNSUP, -errno. */
 int rmonitor_set_memory_limit(struct rmonitor *m, int64_t mb);
+/* Changes the CPU quota of a running task whose cores are limited by its cgroup (CORES cores;
+ * the limit the summary reports follows): 0, HTC_EUNSUP (no quota), -ESRCH, -errno. */
+int rmonitor_set_cores(struct rmonitor *m, double cores);
 /* Sends SIG to every process of the task. The task still ends through DONE. */
 int rmonitor_kill(struct rmonitor *m, int sig);
 

@@ -260,6 +260,22 @@ static void test_shrink(void **state)
 	assert_int_equal(rmon_elastic_tick(&c, &t, &n, &to), RMON_ELASTIC_NONE);
 }
 
+/* CPU quota: grows by whole idle cores while the task uses its quota, back to its allocation
+ * when the worker's cores are busy. */
+static void test_cpu_quota(void **state)
+{
+	(void)state;
+	assert_true(rmon_elastic_cpu_quota(1, 1, 0.95, 1.0) == 2); /* busy, one idle core */
+	assert_true(rmon_elastic_cpu_quota(1, 1, 0.95, 0.9) == 2); /* a core, give or take */
+	assert_true(rmon_elastic_cpu_quota(1, 1, 0.95, 0.8) == 1); /* less than a core idle */
+	assert_true(rmon_elastic_cpu_quota(1, 1, 0.5, 3) == 1);    /* not using its quota */
+	assert_true(rmon_elastic_cpu_quota(1, 2, 1.95, 1.2) == 3); /* grows on */
+	assert_true(rmon_elastic_cpu_quota(1, 3, 2.9, 0.2) == 1);  /* back to its allocation */
+	assert_true(rmon_elastic_cpu_quota(1, 3, 1.0, 0.7) == 3);  /* half a core idle: keeps */
+	assert_true(rmon_elastic_cpu_quota(0, 0, 4, 4) == 0);      /* no quota: none grown */
+	assert_true(rmon_elastic_cpu_quota(0.5, 0.5, 0.5, 1.5) == 1.5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +289,7 @@ int main(void)
 	    cmocka_unit_test(test_throttle_unlimited),
 	    cmocka_unit_test(test_throttle_protects_neighbours),
 	    cmocka_unit_test(test_shrink),
+	    cmocka_unit_test(test_cpu_quota),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -286,11 +286,12 @@ static void test_elasticity(void **state)
 	assert_int_equal(o.grow_step_down_mb, 128);
 	assert_int_equal(o.shrink_cooldown_s, 10);
 	assert_int_equal(o.throttle_rate_mbps, 1024);
+	assert_false(o.cpu_grow);
 	worker_opts_clear(&o);
 	assert_int_equal(parse(&o, "--memory-grow", "on", "--grow-step-up", "1G",
 	                       "--grow-step-down", "0", "--shrink-cooldown", "1m",
-	                       "--memory-throttle=yes", "--memory-throttle-rate", "200", "h", "1",
-	                       NULL),
+	                       "--memory-throttle=yes", "--memory-throttle-rate", "200",
+	                       "--cpu-grow", "on", "h", "1", NULL),
 	                 CLI_DONE);
 	assert_true(o.memory_grow);
 	assert_true(o.memory_throttle);
@@ -298,6 +299,7 @@ static void test_elasticity(void **state)
 	assert_int_equal(o.grow_step_down_mb, 0);
 	assert_int_equal(o.shrink_cooldown_s, 60);
 	assert_int_equal(o.throttle_rate_mbps, 200);
+	assert_true(o.cpu_grow);
 	worker_opts_clear(&o);
 	assert_int_equal(parse(&o, "--memory-grow", "maybe", "h", "1", NULL), HTC_EPARSE);
 	assert_string_equal(err, "--memory-grow: \"maybe\" is neither on nor off");

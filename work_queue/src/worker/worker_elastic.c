@@ -25,6 +25,11 @@ struct worker_elastic_task {
 	struct rmonitor *m;
 	struct rmon_elastic_task st;
 	int throttles;
+	/* --cpu-grow: its allocation, its quota now and at most, the CPU time (s) at the start of
+	 * the current window and when it began (ms), the cores it used over the last window */
+	double base_cores, quota, quota_peak, cpu_at, used_cores;
+	uint64_t cpu_ms;
+	int cpu_raises;
 	worker_elastic_resized_fn resized;
 	void *arg;
 	struct worker_elastic_task *prev, *next;
@@ -34,6 +39,7 @@ struct worker_elastic {
 	uv_loop_t *loop;
 	struct worker_ledger *ledger;
 	struct rmon_elastic_cfg cfg;
+	bool cpu_grow;
 	struct worker_elastic_task *tasks;
 	uv_timer_t *tick; /* heap: freed by its close callback */
 };
@@ -46,7 +52,7 @@ static void tick_closed(uv_handle_t *h)
 struct worker_elastic *worker_elastic_create(uv_loop_t *loop, const struct worker_opts *o,
                                              struct worker_ledger *l)
 {
-	if (!o->memory_grow && !o->memory_throttle)
+	if (!o->memory_grow && !o->memory_throttle && !o->cpu_grow)
 		return NULL;
 	struct worker_elastic *e = xcalloc(1, sizeof *e);
 	e->loop = loop;
@@ -59,6 +65,7 @@ struct worker_elastic *worker_elastic_create(uv_loop_t *loop, const struct worke
 	e->cfg.throttle_rate = (double)o->throttle_rate_mbps;
 	e->cfg.tick_ms = EL_TICK_MS;
 	e->cfg.protect_neighbours = 1;
+	e->cpu_grow = o->cpu_grow;
 	e->tick = xmalloc(sizeof *e->tick);
 	uv_timer_init(loop, e->tick);
 	e->tick->data = e;
@@ -207,6 +214,61 @@ static void watch(struct worker_elastic_task *t, int short_mem)
 	}
 }
 
+/* Windows of at least this long (ms) measure the cores a task uses. */
+#define CPU_WINDOW_MS 1000
+
+/* --cpu-grow: once a second, the cores each task used; a task that used its whole quota
+ * grows into the worker's idle cores, and grown tasks go back to their allocation when the
+ * cores are busy (rmon_elastic_cpu_quota). */
+static void watch_cpu(struct worker_elastic *e)
+{
+	uint64_t now = uv_now(e->loop);
+	struct worker_total cores;
+	worker_ledger_totals(e->ledger, &cores, NULL, NULL, NULL);
+	double busy = 0;
+	bool fresh = false;
+	struct worker_elastic_task *t;
+	DL_FOREACH(e->tasks, t)
+	{
+		const struct rmsummary *s = t->m ? rmonitor_current(t->m) : NULL;
+		double cpu = s && s->v[RM_CPU_TIME] >= 0 ? s->v[RM_CPU_TIME] : -1;
+		if (cpu >= 0 && t->cpu_ms == 0) {
+			t->cpu_ms = now;
+			t->cpu_at = cpu;
+		} else if (cpu >= 0 && now - t->cpu_ms >= CPU_WINDOW_MS) {
+			t->used_cores = (cpu - t->cpu_at) * 1000.0 / (double)(now - t->cpu_ms);
+			t->cpu_ms = now;
+			t->cpu_at = cpu;
+			fresh = true;
+		}
+		busy += t->used_cores;
+	}
+	if (!fresh)
+		return;
+	double idle = cores.total - busy;
+	DL_FOREACH(e->tasks, t)
+	{
+		double q = rmon_elastic_cpu_quota(t->base_cores, t->quota, t->used_cores, idle);
+		debug(D_WORKER, "task %s: used %.2f of %g cores, %.2f idle", t->name, t->used_cores,
+		      t->quota, idle);
+		if (q == t->quota || !t->m || rmonitor_set_cores(t->m, q) != 0)
+			continue;
+		if (q > t->quota) {
+			t->cpu_raises++;
+			notice("task %s: uses %.2f of its %g cores while %.2f are idle: CPU quota "
+			       "raised to %g cores",
+			       t->name, t->used_cores, t->quota, idle, q);
+		} else {
+			notice("task %s: the worker's cores are busy: CPU quota back to %g cores",
+			       t->name, q);
+		}
+		idle -= q - t->quota;
+		t->quota = q;
+		if (q > t->quota_peak)
+			t->quota_peak = q;
+	}
+}
+
 static void on_tick(uv_timer_t *h)
 {
 	struct worker_elastic *e = h->data;
@@ -214,6 +276,8 @@ static void on_tick(uv_timer_t *h)
 	struct worker_elastic_task *t, *tmp;
 	DL_FOREACH_SAFE(e->tasks, t, tmp)
 	watch(t, short_mem);
+	if (e->cpu_grow)
+		watch_cpu(e);
 }
 
 struct worker_elastic_task *worker_elastic_task_add(struct worker_elastic *e, const char *name,
@@ -228,6 +292,7 @@ struct worker_elastic_task *worker_elastic_task_add(struct worker_elastic *e, co
 	t->arg = arg;
 	int64_t limit = a->res.memory > 0 ? a->res.memory : -1;
 	rmon_elastic_task_init(&t->st, limit, limit > 0 && max_mb > limit ? max_mb : -1);
+	t->base_cores = t->quota = t->quota_peak = a->res.cores;
 	DL_APPEND(e->tasks, t);
 	if (!uv_is_active((uv_handle_t *)e->tick))
 		uv_timer_start(e->tick, on_tick, EL_TICK_MS, EL_TICK_MS);
@@ -241,11 +306,14 @@ void worker_elastic_task_bind(struct worker_elastic_task *t, struct rmonitor *m)
 
 json_t *worker_elastic_task_json(const struct worker_elastic_task *t)
 {
-	if (!t || (!t->st.raises && !t->throttles))
+	if (!t || (!t->st.raises && !t->throttles && !t->cpu_raises))
 		return NULL;
-	return json_pack("{s:I,s:I,s:i,s:i,s:i}", "memory_mb", (json_int_t)t->st.peak_limit_mb,
-	                 "final_mb", (json_int_t)t->st.limit_mb, "steps", t->st.raises, "shrinks",
-	                 t->st.shrinks, "throttled", t->throttles);
+	json_t *o = json_pack("{s:I,s:I,s:i,s:i,s:i}", "memory_mb", (json_int_t)t->st.peak_limit_mb,
+	                      "final_mb", (json_int_t)t->st.limit_mb, "steps", t->st.raises,
+	                      "shrinks", t->st.shrinks, "throttled", t->throttles);
+	if (o && t->cpu_raises)
+		json_object_set_new(o, "cores", json_real(t->quota_peak));
+	return o;
 }
 
 void worker_elastic_task_remove(struct worker_elastic_task *t)

@@ -54,6 +54,7 @@ enum {
 	OPT_SHRINK_COOLDOWN,
 	OPT_MEMORY_THROTTLE,
 	OPT_THROTTLE_RATE,
+	OPT_CPU_GROW,
 };
 
 static const struct option longopts[] = {
@@ -90,6 +91,7 @@ static const struct option longopts[] = {
     {"shrink-cooldown", required_argument, NULL, OPT_SHRINK_COOLDOWN},
     {"memory-throttle", required_argument, NULL, OPT_MEMORY_THROTTLE},
     {"memory-throttle-rate", required_argument, NULL, OPT_THROTTLE_RATE},
+    {"cpu-grow", required_argument, NULL, OPT_CPU_GROW},
     {"debug", required_argument, NULL, 'd'},
     {"debug-file", required_argument, NULL, 'o'},
     /* CCTools options refused by name (doc/compatibility.md) */
@@ -165,6 +167,8 @@ static const char usage_text[] =
     "      --memory-throttle on|off  hold a task whose memory grows faster than the rate\n"
     "                            while the worker is short of memory (default off)\n"
     "      --memory-throttle-rate MB/s  the rate (default 1024)\n"
+    "      --cpu-grow on|off     raise the CPU quota of a task that uses all of it into the\n"
+    "                            worker's idle cores (default off)\n"
     "Other:\n"
     "  -d, --debug SUBSYS        debug output (worker, net, rmon, all)\n"
     "  -o, --debug-file FILE     debug output to FILE\n"
@@ -443,8 +447,10 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		break;
 	case OPT_MEMORY_GROW:
 	case OPT_MEMORY_THROTTLE:
-		if (parse_on_off(arg,
-		                 c == OPT_MEMORY_GROW ? &o->memory_grow : &o->memory_throttle) < 0)
+	case OPT_CPU_GROW:
+		if (parse_on_off(arg, c == OPT_MEMORY_GROW ? &o->memory_grow
+		                      : c == OPT_CPU_GROW  ? &o->cpu_grow
+		                                           : &o->memory_throttle) < 0)
 			return cli_error(err, errlen, "%s: \"%s\" is neither on nor off", name,
 			                 arg);
 		break;

@@ -71,6 +71,7 @@ struct worker_opts {
 	int64_t shrink_cooldown_s;  /* --shrink-cooldown T (default 10 s) */
 	bool memory_throttle;       /* --memory-throttle on|off (default off) */
 	int64_t throttle_rate_mbps; /* --memory-throttle-rate MB/s (default 1024) */
+	bool cpu_grow;              /* --cpu-grow on|off (default off) */
 
 	char *debug_flags;        /* -d, comma separated, may be repeated (joined) */
 	char *debug_file;         /* -o */
