@@ -1095,6 +1095,11 @@ int rmonitor_set_memory_limit(struct rmonitor *m, int64_t mb)
 	return 0;
 }
 
+double rmonitor_memory_now(const struct rmonitor *m)
+{
+	return m->mem_now > 0 ? m->mem_now : 0;
+}
+
 int rmonitor_set_cores(struct rmonitor *m, double cores)
 {
 	if (!m->cg || !m->cg_cpu)

@@ -102,6 +102,9 @@ const char *rmonitor_cgroup_name(const struct rmonitor *m);
 int rmonitor_cgroup_reused(const struct rmonitor *m);
 /* Current measurements (a snapshot; valid until the next loop iteration). */
 const struct rmsummary *rmonitor_current(const struct rmonitor *m);
+/* The task's memory in use now, in MB (the current sample; rmonitor_current's memory is the
+ * peak so far). 0 before the first sample. */
+double rmonitor_memory_now(const struct rmonitor *m);
 /* How many times the memory limit was raised by at_memory_limit. */
 int rmonitor_limit_raises(const struct rmonitor *m);
 /* The calls the seccomp profile refused, each once in the order first seen, NULL-terminated

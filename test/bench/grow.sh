@@ -20,7 +20,7 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 
 # run NAME MAKEFLOW_FILE WORKER_ARGS...: makeflow -T wq (with MF_ARGS) and one 2-core,
-# 2000 MB worker in $WORK/NAME; sets T (seconds, or "failed").
+# 3000 MB worker in $WORK/NAME; sets T (seconds, or "failed").
 run() {
 	local name=$1 file=$2
 	shift 2
@@ -41,7 +41,7 @@ run() {
 	done
 	local wpid=
 	if [ -s "$d/port" ]; then
-		(cd "$d/worker" && exec "$WORKER" -t 60 --cores 2 --memory 2000 --disk 20000 "$@" \
+		(cd "$d/worker" && exec "$WORKER" -t 60 --cores 2 --memory 3000 --disk 20000 "$@" \
 			localhost "$(cat "$d/port")" >"$d/worker.out" 2>&1) &
 		wpid=$!
 	fi
@@ -96,7 +96,7 @@ PY
 cat >"$WORK/runaway.py" <<'PY'
 import time
 chunks = []
-for i in range(16):
+for i in range(26):
     chunks.append(bytearray(100 << 20))
     time.sleep(0.15)
 PY
@@ -117,11 +117,11 @@ neighbour() {
 neighbour >"$WORK/alone.mf"
 {
 	neighbour
-	printf "CATEGORY=runaway\nCORES=1\nMEMORY=1700\nDISK=100\n"
+	printf "CATEGORY=runaway\nCORES=1\nMEMORY=2700\nDISK=100\n"
 	printf "r: runaway.py\n\tpython3 runaway.py > r\n"
 } >"$WORK/beside.mf"
 
-echo "growth on the worker: makeflow -T wq --allocation warmup, one 2-core 2000 MB worker," \
+echo "growth on the worker: makeflow -T wq --allocation warmup, one 2-core 3000 MB worker," \
 	"median of $R runs (the machine may be shared)"
 MF_ARGS="--allocation warmup"
 g=() ng=()

@@ -71,26 +71,56 @@ test_expect_success 'without growth: the same rule is killed and run again at th
 	test "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 4
 '
 
+test_expect_success 'a grown task whose use falls is shrunk back to its allocation, in steps' '
+	# b grows past its estimate, frees it all and waits until the worker has shrunk it
+	# (the worker notice), then ends; a waits like that too long only when shrinking fails
+	cat >shrink.py <<-EOF &&
+	import sys, time
+	big = bytearray(330 << 20)
+	for i in range(0, len(big), 4096):
+	    big[i] = 1
+	del big
+	end = time.time() + 120
+	while time.time() < end:
+	    if open("$PWD/workers.out").read().count("memory limit shrunk") >= 2:
+	        sys.exit(0)
+	    time.sleep(0.1)
+	sys.exit(1)
+	EOF
+	{
+		echo "CATEGORY=grow"
+		printf "a:\n\t%s 200 0.2 > a\n" "$ALLOC"
+		printf "b: a shrink.py\n\tpython3 shrink.py > b\n"
+	} >Makeflow &&
+	start_master --allocation warmup Makeflow &&
+	start_worker --cores 2 --memory 4000 --disk 4000 --memory-grow on --shrink-cooldown 0 \
+		localhost $port &&
+	finish &&
+	grep -q "memory limit grown from" workers.out &&
+	test "$(grep -c "memory limit shrunk" workers.out)" -ge 2 &&
+	! grep -q "memory exhausted" workers.out
+'
+
 # runaway_workflow: a neighbour holding 250 MB for 6 s beside a runaway that grows by 100 MB
-# every 0.15 s to 1600 MB; both declare their memory and fit a 2000 MB worker together.
+# every 0.15 s to 2600 MB; both declare their memory and fit a 3000 MB worker together.
 runaway_workflow() {
 	cat >runaway.py <<-\EOF
 	import time
 	chunks = []
-	for i in range(16):
+	for i in range(26):
 	    chunks.append(bytearray(100 << 20))
 	    time.sleep(0.15)
 	EOF
 	printf "CATEGORY=neighbour\nCORES=1\nMEMORY=300\nDISK=100\n"
 	printf "n:\n\t%s 250 6 > n\n" "$ALLOC"
-	printf "CATEGORY=runaway\nCORES=1\nMEMORY=1700\nDISK=100\n"
+	printf "CATEGORY=runaway\nCORES=1\nMEMORY=2700\nDISK=100\n"
 	printf "r: runaway.py\n\tpython3 runaway.py > r\n"
 }
 
 test_expect_success 'with --memory-throttle on: the runaway is throttled, its neighbour runs on' '
 	runaway_workflow >Makeflow &&
 	start_master --summary-json summary.json Makeflow &&
-	start_worker --cores 2 --memory 2000 --disk 4000 --memory-throttle on \
+	start_worker --cores 2 --memory 3000 --disk 4000 --memory-throttle on \
 		--memory-throttle-rate 100 localhost $port &&
 	finish &&
 	test -f n && test -f r &&

@@ -95,10 +95,10 @@ double worker_elastic_interval(const struct worker_elastic *e)
 	return EL_TICK_MS / 1000.0;
 }
 
+/* What the task uses now (not its peak: a shrink needs the present use). */
 static double usage_mb(const struct worker_elastic_task *t)
 {
-	const struct rmsummary *now = t->m ? rmonitor_current(t->m) : NULL;
-	return now && now->v[RM_MEMORY] > 0 ? now->v[RM_MEMORY] : 0;
+	return t->m ? rmonitor_memory_now(t->m) : 0;
 }
 
 /* The worker is short of memory: its tasks use more than 3/4 of its memory, or the machine has
