@@ -2,7 +2,7 @@
 # grow.sh: vertical elasticity on the worker (doc/elasticity.md), through makeflow -T wq
 # and one 2-core worker. (1) A rule that works for a while and then needs 1.5 times its
 # category's warm-up estimate: with --memory-grow on it is grown and runs once; without, it
-# is killed at its limit and run again at the maximum. (2) A neighbour (CPU-bound, 250 MB)
+# is killed at its limit and run again at the maximum. (2) A neighbour (CPU-bound, 1000 MB)
 # alone, then beside a runaway allocator with --memory-throttle on: the neighbour's own run
 # time (stamped inside its command) should stay within 10 %, and it must never be killed.
 # Prints the median of GROW_REPEAT runs (default 3) of each.
@@ -86,17 +86,17 @@ except (OSError, ValueError, IndexError):
 
 cat >"$WORK/neighbour.py" <<'PY'
 import time
-held = bytearray(250 << 20)
+held = bytearray(1000 << 20)
 for i in range(0, len(held), 4096):
     held[i] = 1
-end = time.time() + 4
+end = time.time() + 6
 while time.time() < end:
     pass
 PY
 cat >"$WORK/runaway.py" <<'PY'
 import time
 chunks = []
-for i in range(26):
+for i in range(18):
     chunks.append(bytearray(100 << 20))
     time.sleep(0.15)
 PY
@@ -109,15 +109,16 @@ PY
 	printf "c: b\n\t%s/helper_alloc 50 0.2 > c\n" "$H"
 } >"$WORK/grow.mf"
 
-# (2) the neighbour holds 250 MB and burns a core for 4 s, its run time stamped.
+# (2) the neighbour holds 1000 MB and burns a core for 6 s, its run time stamped; the runaway
+# grows by 100 MB every 0.15 s to 1800 MB (the worker is short once it passes 1250 MB).
 neighbour() {
-	printf "CATEGORY=neighbour\nCORES=1\nMEMORY=300\nDISK=100\n"
+	printf "CATEGORY=neighbour\nCORES=1\nMEMORY=1100\nDISK=100\n"
 	printf "n: neighbour.py\n\tdate +%%s%%N > n && python3 neighbour.py && date +%%s%%N >> n\n"
 }
 neighbour >"$WORK/alone.mf"
 {
 	neighbour
-	printf "CATEGORY=runaway\nCORES=1\nMEMORY=2700\nDISK=100\n"
+	printf "CATEGORY=runaway\nCORES=1\nMEMORY=1900\nDISK=100\n"
 	printf "r: runaway.py\n\tpython3 runaway.py > r\n"
 } >"$WORK/beside.mf"
 

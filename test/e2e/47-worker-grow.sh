@@ -101,19 +101,20 @@ test_expect_success 'a grown task whose use falls is shrunk back to its allocati
 	! grep -q "memory exhausted" workers.out
 '
 
-# runaway_workflow: a neighbour holding 250 MB for 6 s beside a runaway that grows by 100 MB
-# every 0.15 s to 2600 MB; both declare their memory and fit a 3000 MB worker together.
+# runaway_workflow: a neighbour holding 1000 MB for 8 s beside a runaway that grows by 100 MB
+# every 0.15 s to 1800 MB; both declare their memory and fit a 3000 MB worker together (the
+# worker is short of memory once the runaway passes 1250 MB).
 runaway_workflow() {
 	cat >runaway.py <<-\EOF
 	import time
 	chunks = []
-	for i in range(26):
+	for i in range(18):
 	    chunks.append(bytearray(100 << 20))
 	    time.sleep(0.15)
 	EOF
-	printf "CATEGORY=neighbour\nCORES=1\nMEMORY=300\nDISK=100\n"
-	printf "n:\n\t%s 250 6 > n\n" "$ALLOC"
-	printf "CATEGORY=runaway\nCORES=1\nMEMORY=2700\nDISK=100\n"
+	printf "CATEGORY=neighbour\nCORES=1\nMEMORY=1100\nDISK=100\n"
+	printf "n:\n\t%s 1000 8 > n\n" "$ALLOC"
+	printf "CATEGORY=runaway\nCORES=1\nMEMORY=1900\nDISK=100\n"
 	printf "r: runaway.py\n\tpython3 runaway.py > r\n"
 }
 
