@@ -2,13 +2,14 @@
 # install-deps.sh: install the Debian packages the project needs, and only
 # those that are missing. Groups: build (compile), test (make check; CCTools
 # for the differential suite 50-compat-diff.sh; etcd, containerd, runc, the CNI
-# plugins and Go for the Kubernetes test cluster of test/k8s/), bench
+# plugins and Go for the Kubernetes test cluster of test/k8s/; slurm-wlm, munge, and
+# mariadb-server and slurmdbd for the Slurm test cluster with accounting), bench
 # (side-by-side comparisons). Without root it prints the apt-get command.
 set -u
 
 declare -A GROUP
 GROUP[build]="gcc make pkg-config libuv1-dev libcurl4-openssl-dev libjansson-dev zlib1g-dev libseccomp-dev libcmocka-dev libssl-dev uthash-dev"
-GROUP[test]="chromium clang-format universal-ctags clang libclang-rt-14-dev coreutils procps graphviz time python3 docker.io busybox-static coop-computing-tools curl python3-venv python3-dev python3-pip openssl etcd-server containerd runc containernetworking-plugins golang-go iproute2 util-linux slurm-wlm munge"
+GROUP[test]="chromium clang-format universal-ctags clang libclang-rt-14-dev coreutils procps graphviz time python3 docker.io busybox-static coop-computing-tools curl python3-venv python3-dev python3-pip openssl etcd-server containerd runc containernetworking-plugins golang-go iproute2 util-linux slurm-wlm munge mariadb-server slurmdbd"
 GROUP[bench]="coop-computing-tools hyperfine time chromium"
 
 groups=("$@")

@@ -38,6 +38,9 @@ struct batch_driver {
 	 * so that a setup error is reported before the first job. 0, or a negative error after
 	 * the reason was reported with warn(). */
 	int (*start)(void *state);
+	/* Optional. After start: feature bits the driver adds once it knows what the system
+	 * offers (slurm: BATCH_FEATURE_MEASURE where accounting answers). */
+	unsigned (*started_features)(void *state);
 	/* Required. Takes the job (already validated and copied); must not call the completion
 	 * path synchronously in a way that re-enters the user (batch_job_complete() only queues).
 	 * Returns 0, or a negative error, in which case the job is dropped and never completed. */

@@ -3,8 +3,10 @@
  * "htc-<run id>" (cluster_run.h). Submissions are throttled (cluster_throttle.h) and run as
  * child processes on the loop, never blocking it; the state of every job of the run comes from
  * one squeue call per interval (cluster_poller.h); a job's exit status comes from its final
- * state in squeue and from the status file its script writes. scancel removes jobs, in one call
- * per loop turn. Options and behaviour: doc/batch-slurm.md and doc/batch-driver-interface.md. */
+ * state in squeue and from the status file its script writes, and where Slurm keeps accounting,
+ * from one sacct call per interval for the jobs that ended since the last (with their measured
+ * wall time, CPU time and memory). scancel removes jobs, in one call per loop turn. Options and
+ * behaviour: doc/batch-slurm.md and doc/batch-driver-interface.md. */
 #include "batch_driver.h"
 
 #include <errno.h>
@@ -27,6 +29,7 @@
 #include "cluster_throttle.h"
 #include "debug.h"
 #include "full_io.h"
+#include "slurm_sacct.h"
 #include "slurm_script.h"
 #include "slurm_status.h"
 #include "stringtools.h"
@@ -39,21 +42,32 @@
 #define SLURM_SBATCH_PARALLEL 8
 /* A command that has not answered in this time is killed and counts as failed. */
 #define SLURM_CMD_TIMEOUT_MS 120000
+/* A job that ended is asked of sacct this many times (one per interval) before it is finished
+ * without accounting: slurmctld sends the end of a job to slurmdbd a moment after squeue
+ * shows it. */
+#define SLURM_SACCT_TRIES 5
+/* At most this many job ids in one sacct command line; the rest go in the next call. */
+#define SLURM_SACCT_MAX_IDS 2000
 
 enum sjob_state {
 	SJ_WAITING,    /* not yet handed to sbatch (throttle) */
 	SJ_SUBMITTING, /* sbatch is running */
 	SJ_QUEUED,     /* Slurm has it; not seen running yet */
 	SJ_RUNNING,    /* seen RUNNING */
+	SJ_ENDED,      /* over in squeue, or gone from it: waiting for its accounting */
 };
 
 struct sjob {
 	struct batch_job *job; /* NULL once completed (removed while sbatch runs) */
 	struct slurm *s;
 	int state;
-	int64_t n;                /* our number for its files */
-	char slurm_id[24];        /* "" until sbatch answers */
-	int missing;              /* consecutive squeue answers without it */
+	int64_t n;         /* our number for its files */
+	char slurm_id[24]; /* "" until sbatch answers */
+	int missing;       /* consecutive squeue answers without it */
+	int have_final;    /* final holds squeue's final state (SJ_ENDED) */
+	struct slurm_job_status final;
+	int acct_tries;           /* sacct answers that did not have it over */
+	struct slurm_acct acct;   /* from the latest sacct answer */
 	struct sjob *prev, *next; /* the list of unfinished jobs, in submission order */
 	UT_hash_handle hh;        /* by slurm_id, once submitted */
 };
@@ -75,6 +89,11 @@ struct slurm {
 	double poll_interval_s;
 	double status_timeout_s;
 	int64_t status_fail_since_us; /* monotonic time of the first failed squeue in a row; 0 */
+	int accounting;               /* option accounting: -1 auto, 0 no, 1 yes */
+	int use_sacct;                /* decided by slurm_start */
+	int sacct_busy;               /* a sacct call is running */
+	int sacct_failing;            /* the last sacct call failed (warned once per streak) */
+	int sacct_bad_warned;         /* a sacct line that cannot be read was named once */
 	struct sjob *head, *tail;     /* unfinished jobs */
 	struct sjob *by_id;
 	int64_t unfinished; /* jobs handed to sbatch and not finished (for max-jobs) */
@@ -237,24 +256,20 @@ static int read_rc_file(struct slurm *s, struct sjob *j)
 	return v;
 }
 
-static void complete_from_status(struct slurm *s, struct sjob *j, const struct slurm_job_status *st)
+/* Completes J, whose result is filled, ended in STATE (REASON; WHY is NULL or an error). */
+static void complete_job(struct slurm *s, struct sjob *j, const char *state, const char *reason,
+                         const char *why)
 {
 	struct batch_result *r = &j->job->result;
-	int64_t now = time_now_us();
-	if (!r->start_us)
-		r->start_us = now;
-	r->end_us = now;
-	r->measured.wall_time_s = (r->end_us - r->start_us + 500000) / 1000000;
-	const char *why = slurm_result_from_status(st, read_rc_file(s, j), r);
 	if (why)
-		batch_job_set_error(j->job, "slurm: job %s ended %s (%s): %s", st->id, st->state,
-		                    st->reason, why);
+		batch_job_set_error(j->job, "slurm: job %s ended %s (%s): %s", j->slurm_id, state,
+		                    reason, why);
 	if (r->exhausted)
-		notice("slurm: job %s ended %s (%s): over its %s", st->id, st->state, st->reason,
+		notice("slurm: job %s ended %s (%s): over its %s", j->slurm_id, state, reason,
 		       (r->exhausted & BATCH_EXHAUSTED_MEMORY) ? "memory" : "wall time");
 	if (why || r->exhausted || !r->exited_normally || r->exit_code != 0) {
 		char *out = job_file(s, j->n, ".out");
-		notice("slurm: job %s of %s: its output is in %s", st->id,
+		notice("slurm: job %s of %s: its output is in %s", j->slurm_id,
 		       j->job->spec.tag ? j->job->spec.tag : "no tag", out);
 		char *tail = full_read_tail(out, BATCH_TAIL_LINES, BATCH_TAIL_BYTES);
 		if (tail)
@@ -265,6 +280,36 @@ static void complete_from_status(struct slurm *s, struct sjob *j, const struct s
 		remove_files(s, j->n);
 	}
 	finish(s, j);
+}
+
+static void complete_from_status(struct slurm *s, struct sjob *j, const struct slurm_job_status *st)
+{
+	struct batch_result *r = &j->job->result;
+	int64_t now = time_now_us();
+	if (!r->start_us)
+		r->start_us = now;
+	r->end_us = now;
+	r->measured.wall_time_s = (r->end_us - r->start_us + 500000) / 1000000;
+	const char *why = slurm_result_from_status(st, read_rc_file(s, j), r);
+	complete_job(s, j, st->state, st->reason, why);
+}
+
+/* Completes J from its final accounting (j->acct): exit status, times and measurements. */
+static void complete_from_acct(struct slurm *s, struct sjob *j)
+{
+	const struct slurm_acct *a = &j->acct;
+	struct batch_result *r = &j->job->result;
+	int64_t now = time_now_us();
+	if (!r->start_us)
+		r->start_us = now;
+	r->end_us = now;
+	debug(D_BATCH,
+	      "slurm: job %s: sacct: %s, exit %d:%d, elapsed %.0f s, CPU %.2f s, MaxRSS %lld KB, "
+	      "ReqMem %lld MB, AllocCPUS %lld",
+	      j->slurm_id, a->state, a->exit_code, a->exit_signal, a->elapsed_s, a->cpu_s,
+	      (long long)a->max_rss_kb, (long long)a->req_mem_mb, (long long)a->alloc_cpus);
+	const char *why = slurm_result_from_acct(j->slurm_id, a, read_rc_file(s, j), r);
+	complete_job(s, j, a->state, "sacct", why);
 }
 
 /* ---- status: one squeue per interval for every job of the run ---- */
@@ -286,12 +331,154 @@ static int complete_from_rc_file(struct slurm *s, struct sjob *j)
 	return 0;
 }
 
+/* Finishes an ended job without accounting: from squeue's final state when squeue showed it,
+ * else from its status file, else as lost. */
+static void finish_without_acct(struct slurm *s, struct sjob *j)
+{
+	if (j->have_final)
+		complete_from_status(s, j, &j->final);
+	else if (complete_from_rc_file(s, j) < 0)
+		fail_job(s, j,
+		         s->use_sacct
+		             ? "slurm: job %s is no longer known to squeue, accounting has "
+		               "no end for it, and its script recorded no exit status (it "
+		               "was removed from Slurm, or its node lost it)"
+		             : "slurm: job %s is no longer known to squeue and its script "
+		               "recorded no exit status (it was removed from Slurm, or its "
+		               "node lost it)",
+		         j->slurm_id);
+}
+
+/* J is over in squeue (ST, its final line) or gone from it (ST NULL): with accounting, it
+ * waits for the next sacct call; without, it is finished now as before. */
+static void job_ended(struct slurm *s, struct sjob *j, const struct slurm_job_status *st)
+{
+	if (st) {
+		j->final = *st;
+		j->have_final = 1;
+	}
+	if (!s->use_sacct) {
+		if (st)
+			complete_from_status(s, j, st);
+		else if (complete_from_rc_file(s, j) < 0 && j->missing >= 3)
+			finish_without_acct(s, j);
+		return;
+	}
+	if (j->state != SJ_ENDED) {
+		j->state = SJ_ENDED;
+		j->acct_tries = 0;
+	}
+}
+
+static void on_sacct_done(const struct cluster_cmd_result *r, void *arg)
+{
+	char line[CLUSTER_CMD_LINE];
+	struct slurm *s = arg;
+	s->in_flight--;
+	s->sacct_busy = 0;
+	if (s->destroyed) {
+		maybe_free(s);
+		return;
+	}
+	if (r->fail || r->exit_status != 0) {
+		if (!s->sacct_failing)
+			warn(
+			    "slurm: sacct failed: %s; the jobs that ended are finished from squeue "
+			    "and their status files, without measurements",
+			    r->fail ? r->fail : cluster_cmd_first_line(r->err, line));
+		s->sacct_failing = 1;
+		for (struct sjob *j = s->head, *nx; j; j = nx) {
+			nx = j->next;
+			if (j->state == SJ_ENDED && j->job)
+				finish_without_acct(s, j);
+		}
+		return;
+	}
+	if (s->sacct_failing)
+		notice("slurm: sacct answers again");
+	s->sacct_failing = 0;
+	for (struct sjob *j = s->head; j; j = j->next)
+		if (j->state == SJ_ENDED)
+			slurm_acct_init(&j->acct);
+	const char *p = r->out;
+	while (*p) {
+		size_t n = strcspn(p, "\n");
+		char *text = xstrndup(p, n);
+		p += n;
+		if (*p)
+			p++;
+		struct slurm_sacct_line l;
+		int pr = slurm_parse_sacct_line(text, &l);
+		if (pr < 0 && !s->sacct_bad_warned++)
+			warn("slurm: sacct printed a line this driver cannot read: '%s' (further "
+			     "ones are in the debug log)",
+			     text);
+		else if (pr < 0)
+			debug(D_BATCH, "slurm: sacct line not read: '%s'", text);
+		free(text);
+		if (pr != 0)
+			continue;
+		struct sjob *j;
+		HASH_FIND_STR(s->by_id, l.job_id, j);
+		if (j && j->state == SJ_ENDED)
+			slurm_acct_merge(&j->acct, &l);
+	}
+	for (struct sjob *j = s->head, *nx; j; j = nx) {
+		nx = j->next;
+		if (j->state != SJ_ENDED || !j->job)
+			continue;
+		if (slurm_acct_final(&j->acct))
+			complete_from_acct(s, j);
+		else if (++j->acct_tries >= SLURM_SACCT_TRIES) {
+			debug(D_BATCH, "slurm: job %s: no end in accounting after %d sacct calls",
+			      j->slurm_id, j->acct_tries);
+			finish_without_acct(s, j);
+		}
+	}
+}
+
+/* One sacct for the jobs that ended (at most SLURM_SACCT_MAX_IDS), unless one is running. */
+static void start_sacct(struct slurm *s)
+{
+	if (s->sacct_busy || !s->use_sacct)
+		return;
+	struct buffer ids;
+	buffer_init(&ids, 0);
+	int n = 0;
+	for (struct sjob *j = s->head; j && n < SLURM_SACCT_MAX_IDS; j = j->next)
+		if (j->state == SJ_ENDED)
+			buffer_printf(&ids, "%s%s", n++ ? "," : "", j->slurm_id);
+	if (n > 0) {
+		char *argv[] = {"env",
+		                "SLURM_TIME_FORMAT=%s",
+		                "sacct",
+		                "-n",
+		                "-P",
+		                "-j",
+		                (char *)buffer_tostring(&ids),
+		                "-o",
+		                SLURM_SACCT_FORMAT,
+		                NULL};
+		debug(D_BATCH, "slurm: sacct for %d jobs", n);
+		if (cluster_cmd_run(s->loop, argv, NULL, SLURM_CMD_TIMEOUT_MS, on_sacct_done, s) ==
+		    0) {
+			s->in_flight++;
+			s->sacct_busy = 1;
+		}
+	}
+	buffer_free(&ids);
+}
+
 /* Slurm cannot be asked any more: the jobs whose script recorded how they ended complete with
  * it (a rule that ran to its end is not lost), the others fail with WHAT. */
 static void all_fail(struct slurm *s, const char *what)
 {
 	while (s->head) {
 		struct sjob *j = s->head;
+		if (j->state == SJ_ENDED && j->job) {
+			finish_without_acct(s, j);
+			continue;
+		}
 		if (j->slurm_id[0] && complete_from_rc_file(s, j) == 0)
 			continue;
 		if (j->slurm_id[0])
@@ -354,7 +541,7 @@ static void on_squeue_done(const struct cluster_cmd_result *r, void *arg)
 			continue;
 		struct sjob *j;
 		HASH_FIND_STR(s->by_id, st.id, j);
-		if (!j)
+		if (!j || j->state == SJ_ENDED)
 			continue;
 		j->missing = 0;
 		switch (slurm_state_phase(st.state)) {
@@ -365,7 +552,7 @@ static void on_squeue_done(const struct cluster_cmd_result *r, void *arg)
 				batch_job_started(s->q, j->job);
 			}
 			break;
-		case SLURM_FINISHED: complete_from_status(s, j, &st); break;
+		case SLURM_FINISHED: job_ended(s, j, &st); break;
 		default:
 			if (!bad++)
 				warn("slurm: job %s is in state %s, which this driver does not "
@@ -378,16 +565,11 @@ static void on_squeue_done(const struct cluster_cmd_result *r, void *arg)
 	 * lost it): its status file says how its command ended, if it ran. */
 	for (struct sjob *j = s->head, *nx; j; j = nx) {
 		nx = j->next;
-		if (!j->slurm_id[0] || j->missing < 2)
+		if (!j->slurm_id[0] || j->missing < 2 || j->state == SJ_ENDED)
 			continue;
-		if (complete_from_rc_file(s, j) < 0 && j->missing >= 3) {
-			fail_job(
-			    s, j,
-			    "slurm: job %s is no longer known to squeue and its script recorded "
-			    "no exit status (it was removed from Slurm, or its node lost it)",
-			    j->slurm_id);
-		}
+		job_ended(s, j, NULL);
 	}
+	start_sacct(s);
 	cluster_poller_done(s->poller, s->head != NULL);
 }
 
@@ -540,6 +722,7 @@ static int slurm_create(struct batch_queue *q, void **state)
 	cluster_throttle_init(&s->throttle, 50, 0);
 	s->poll_interval_s = 1;
 	s->status_timeout_s = 60;
+	s->accounting = -1;
 	buffer_init(&s->cancel, 0);
 	s->poller = cluster_poller_new(s->loop, 1000, poll_status, s);
 	uv_timer_init(s->loop, &s->submit_timer);
@@ -641,6 +824,13 @@ static int slurm_set_option(void *state, const char *key, const char *value)
 		}
 		return 0;
 	}
+	if (strcmp(key, "accounting") == 0) {
+		if (strcmp(value, "auto") == 0)
+			s->accounting = -1;
+		else if (parse_bool(value, &s->accounting) < 0)
+			return -EINVAL;
+		return 0;
+	}
 	if (strcmp(key, "stop-run") == 0) {
 		if (!cluster_run_id_valid(value))
 			return -EINVAL;
@@ -649,12 +839,44 @@ static int slurm_set_option(void *state, const char *key, const char *value)
 	return -EINVAL;
 }
 
+/* Whether sacct answers (once, at start): with accounting=auto a cluster without accounting
+ * (or whose slurmdbd does not answer, said in a warning) is used without it; with
+ * accounting=yes that stops the start. */
+static int detect_accounting(struct slurm *s)
+{
+	char line[CLUSTER_CMD_LINE];
+	s->use_sacct = 0;
+	if (s->accounting == 0)
+		return 0;
+	char *argv[] = {"sacct", "-n", "-P", "-j", "1", "-o", "JobID", NULL};
+	struct cluster_cmd_result r;
+	int rc = cluster_cmd_run_sync(argv, 60000, &r);
+	const char *said = rc < 0 ? r.fail : cluster_cmd_first_line(r.err, line);
+	int err = 0;
+	if (rc == 0 && r.exit_status == 0) {
+		s->use_sacct = 1;
+		debug(D_BATCH, "slurm: accounting answers: exit codes and measurements from sacct");
+	} else if (s->accounting == 1) {
+		warn("slurm: accounting=yes, but sacct does not answer: %s", said);
+		err = -EHOSTUNREACH;
+	} else if (rc < 0) {
+		/* no sacct at all (a site without the accounting client): as without accounting */
+		debug(D_BATCH, "slurm: %s: jobs are followed without accounting", said);
+	} else if (!strstr(said, "accounting storage is disabled")) {
+		warn("slurm: Slurm's accounting does not answer (sacct said: %s); jobs are "
+		     "followed without it",
+		     said);
+	}
+	cluster_cmd_result_free(&r);
+	return err;
+}
+
 /* sbatch, squeue and scancel must be there and the controller must answer, so that a
  * cluster that cannot be used is reported before anything runs. */
 static int slurm_start(void *state)
 {
 	char line[CLUSTER_CMD_LINE];
-	(void)state;
+	struct slurm *s = state;
 	char *argv[] = {"squeue", "-h", "-o", "%i", "-j", "1", NULL};
 	struct cluster_cmd_result r;
 	int rc = cluster_cmd_run_sync(argv, 60000, &r);
@@ -672,7 +894,14 @@ static int slurm_start(void *state)
 		return -EHOSTUNREACH;
 	}
 	cluster_cmd_result_free(&r);
-	return 0;
+	return detect_accounting(s);
+}
+
+/* Where accounting answers, results carry measured cores and memory. */
+static unsigned slurm_started_features(void *state)
+{
+	struct slurm *s = state;
+	return s->use_sacct ? BATCH_FEATURE_MEASURE : 0;
 }
 
 static int slurm_submit(void *state, struct batch_job *job)
@@ -718,7 +947,7 @@ static int slurm_remove(void *state, struct batch_job *job)
 	batch_job_complete(s->q, job);
 	if (j->state == SJ_SUBMITTING)
 		return 0; /* on_sbatch_done cancels it once its id is known */
-	if (j->slurm_id[0])
+	if (j->slurm_id[0] && j->state != SJ_ENDED)
 		cancel_later(s, j->slurm_id);
 	remove_files(s, j->n);
 	finish(s, j);
@@ -732,7 +961,7 @@ static void slurm_destroy(void *state)
 	s->destroyed = 1;
 	/* every job of this run still in Slurm, in one scancel */
 	for (struct sjob *j = s->head; j; j = j->next)
-		if (j->slurm_id[0])
+		if (j->slurm_id[0] && j->state != SJ_ENDED)
 			cancel_later(s, j->slurm_id);
 	if (s->cancel_n > 0) {
 		buffer_printf(&s->cancel, "%s", "");
@@ -800,6 +1029,7 @@ const struct batch_driver batch_driver_slurm = {
     .destroy = slurm_destroy,
     .set_option = slurm_set_option,
     .start = slurm_start,
+    .started_features = slurm_started_features,
     .submit = slurm_submit,
     .remove = slurm_remove,
 };

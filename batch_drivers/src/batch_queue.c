@@ -281,7 +281,8 @@ int batch_queue_start(struct batch_queue *q)
 
 unsigned batch_queue_features(struct batch_queue *q)
 {
-	return q->drv->features;
+	unsigned extra = q->drv->started_features ? q->drv->started_features(q->state) : 0;
+	return q->drv->features | extra;
 }
 
 const char *batch_queue_type(struct batch_queue *q)

@@ -149,6 +149,8 @@ int batch_queue_set_option(struct batch_queue *q, const char *key, const char *v
  * or a negative error; -EBUSY once a job has been submitted. */
 int batch_queue_start(struct batch_queue *q);
 
+/* The batch_feature bits of the queue's driver; after batch_queue_start, also those it added
+ * then (a Slurm cluster with accounting measures). */
 unsigned batch_queue_features(struct batch_queue *q);
 /* The driver's name, e.g. "local" (static string). */
 const char *batch_queue_type(struct batch_queue *q);

@@ -2,8 +2,11 @@
  * first in PATH, which log how they were called and answer what each test writes for them:
  * jobs named after the run id, all jobs of the run read by one squeue per interval, exit codes
  * and exhaustion from final states, a refused submission, a malformed squeue line, squeue
- * failing until status-timeout, removal in one scancel, and stop-run. The real cluster is
- * tested by test/e2e/60-slurm.sh. */
+ * failing until status-timeout, removal in one scancel, stop-run, and accounting: one sacct for
+ * the jobs that ended since the last call, whose answer gives exit codes, exhaustion and
+ * measurements (a stand-in sacct too: without an answer file it says accounting is disabled,
+ * as sacct does on a cluster without it). The real cluster is tested by
+ * test/e2e/60-slurm.sh. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,7 +26,8 @@
 #include "ts_tmpdir.h"
 #include "banned.h"
 
-#define RUN "0123456789abcdef0123456789abcdef"
+#define RUN          "0123456789abcdef0123456789abcdef"
+#define SLURM_FORMAT "JobID,State,ExitCode,Elapsed,TotalCPU,MaxRSS,ReqMem,AllocCPUS,Start,End"
 
 struct ctx {
 	uv_loop_t loop;
@@ -33,6 +37,8 @@ struct ctx {
 	long n_done, n_wall_exhausted, n_ok;
 	struct batch_result last;
 	char last_error[512];
+	struct batch_result by_id[8]; /* by batch job id, for ids below 8 */
+	char error_by_id[8][256];
 };
 
 static struct ctx C;
@@ -40,7 +46,6 @@ static struct ctx C;
 static void on_complete(struct batch_queue *q, int64_t id, const struct batch_result *r, void *arg)
 {
 	(void)q;
-	(void)id;
 	(void)arg;
 	C.n_done++;
 	C.last = *r;
@@ -49,6 +54,11 @@ static void on_complete(struct batch_queue *q, int64_t id, const struct batch_re
 	if (r->exhausted & BATCH_EXHAUSTED_WALL_TIME)
 		C.n_wall_exhausted++;
 	snprintf(C.last_error, sizeof C.last_error, "%s", r->error ? r->error : "");
+	if (id > 0 && id < 8) {
+		C.by_id[id] = *r;
+		snprintf(C.error_by_id[id], sizeof C.error_by_id[id], "%s",
+		         r->error ? r->error : "");
+	}
 }
 
 static bool done_reached(void *arg)
@@ -117,6 +127,13 @@ static int setup(void **state)
 	                     "cat \"$FAKE/squeue.out\" 2>/dev/null\n"
 	                     "exit 0\n");
 	write_tool("scancel", "#!/bin/sh\necho \"$*\" >>\"$FAKE/scancel.log\"\n");
+	/* sacct: logs SLURM_TIME_FORMAT and its arguments; without an answer file, what sacct says
+	 * on a cluster without accounting */
+	write_tool("sacct", "#!/bin/sh\n"
+	                    "echo \"$SLURM_TIME_FORMAT $*\" >>\"$FAKE/sacct.log\"\n"
+	                    "if [ ! -e \"$FAKE/sacct.out\" ]; then\n"
+	                    "  echo 'Slurm accounting storage is disabled' >&2; exit 1; fi\n"
+	                    "cat \"$FAKE/sacct.out\"\n");
 	C.old_path = strdup(getenv("PATH"));
 	char path[8400];
 	snprintf(path, sizeof path, "%s/bin:%s", C.dir, C.old_path);
@@ -333,6 +350,124 @@ static void test_stop_run(void **state)
 	batch_queue_delete(q);
 }
 
+static bool sacct_calls(void *arg)
+{
+	char *log = get("sacct.log");
+	int n = 0;
+	for (char *p = log; (p = strchr(p, '\n')); p++)
+		n++;
+	free(log);
+	return n >= *(int *)arg;
+}
+
+static void test_accounting(void **state)
+{
+	(void)state;
+	put("sacct.out", "1|COMPLETED|0:0|00:00:10|00:00:19.900||100M|2|1000|1010\n"
+	                 "1.batch|COMPLETED|0:0|00:00:10|00:00:19.900|104000K||2|1000|1010\n"
+	                 "1.extern|COMPLETED|0:0|00:00:10|00:00:00|900K||2|1000|1010\n"
+	                 "2|FAILED|3:0|00:00:02|00:00.100||100M|1|1000|1002\n"
+	                 "2.batch|FAILED|3:0|00:00:02|00:00.100|2048K||1|1000|1002\n"
+	                 "3|OUT_OF_MEMORY|0:125|00:00:03|00:00.500||100M|1|1000|1003\n"
+	                 "3.batch|OUT_OF_MEMORY|0:125|00:00:03|00:00.500|102400K||1|1000|1003\n");
+	struct batch_queue *q = make_queue();
+	assert_false(batch_queue_features(q) & BATCH_FEATURE_MEASURE);
+	assert_int_equal(batch_queue_start(q), 0);
+	/* sacct answered at start: results carry measurements */
+	assert_true(batch_queue_features(q) & BATCH_FEATURE_MEASURE);
+	/* pending until the test says otherwise (so that none is missing from squeue early) */
+	put("squeue.out",
+	    "1 PENDING N/A Priority\n2 PENDING N/A Priority\n3 PENDING N/A Priority\n");
+	for (int i = 0; i < 3; i++)
+		submit(q, "true");
+	int three = 3;
+	assert_true(ts_run_until(&C.loop, submitted, &three, TS_WAIT_MS));
+	/* 1 and 2 end in the same squeue answer; 3 is gone from squeue (the controller forgot
+	 * it) */
+	put("squeue.out", "1 COMPLETED 0 None\n2 FAILED 768 NonZeroExitCode\n");
+	run_until_done(3);
+	/* the start's check, then one sacct for 1 and 2 together, then one for 3 */
+	char *log = get("sacct.log");
+	assert_string_equal(log, " -n -P -j 1 -o JobID\n"
+	                         "%s -n -P -j 1,2 -o " SLURM_FORMAT "\n"
+	                         "%s -n -P -j 3 -o " SLURM_FORMAT "\n");
+	free(log);
+	struct batch_result *r = &C.by_id[1];
+	assert_true(r->exited_normally && r->exit_code == 0 && !r->exhausted);
+	assert_true(r->measured.wall_time_s == 10);
+	assert_true(r->measured.cores == 2);
+	assert_true(r->measured.memory_mb == 102);
+	assert_true(r->cpu_time_s > 19.8 && r->cpu_time_s < 20);
+	assert_true(r->end_us == 1010LL * 1000000 && r->start_us == 1000LL * 1000000);
+	r = &C.by_id[2];
+	assert_true(r->exited_normally && r->exit_code == 3);
+	assert_true(r->measured.memory_mb == 2);
+	/* squeue alone could not have said it: sacct's state is memory exhaustion */
+	r = &C.by_id[3];
+	assert_int_equal(r->exhausted, BATCH_EXHAUSTED_MEMORY);
+	assert_true(r->measured.memory_mb == 100);
+	batch_queue_delete(q);
+}
+
+static void test_without_accounting(void **state)
+{
+	(void)state;
+	/* the stand-in says accounting is disabled: squeue alone, nothing measured */
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_start(q), 0);
+	assert_false(batch_queue_features(q) & BATCH_FEATURE_MEASURE);
+	put("squeue.out", "1 PENDING N/A Priority\n");
+	submit(q, "true");
+	int one = 1;
+	assert_true(ts_run_until(&C.loop, submitted, &one, TS_WAIT_MS));
+	put("squeue.out", "1 FAILED 768 NonZeroExitCode\n");
+	run_until_done(1);
+	assert_int_equal(C.last.exit_code, 3);
+	assert_true(C.last.measured.memory_mb == -1 && C.last.measured.cores == -1);
+	assert_true(sacct_calls(&one));
+	char *log = get("sacct.log");
+	assert_string_equal(log, " -n -P -j 1 -o JobID\n"); /* only the start's check */
+	free(log);
+	batch_queue_delete(q);
+	/* accounting=yes on such a cluster: the start fails */
+	q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "accounting", "yes"), 0);
+	assert_true(batch_queue_start(q) < 0);
+	batch_queue_delete(q);
+	/* accounting=no: not even asked */
+	unlink("fake/sacct.log");
+	q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "accounting", "no"), 0);
+	assert_int_equal(batch_queue_set_option(q, "accounting", "maybe"), -EINVAL);
+	assert_int_equal(batch_queue_start(q), 0);
+	log = get("sacct.log");
+	assert_string_equal(log, "");
+	free(log);
+	batch_queue_delete(q);
+}
+
+/* A site without sacct at all: with accounting=auto the start succeeds without it. */
+static void test_no_sacct_tool(void **state)
+{
+	(void)state;
+	/* PATH: the stand-ins (sacct removed) and only the tools they use */
+	assert_int_equal(unlink("bin/sacct"), 0);
+	assert_int_equal(mkdir("sys", 0755), 0);
+	assert_int_equal(symlink("/bin/cat", "sys/cat"), 0);
+	assert_int_equal(symlink("/usr/bin/flock", "sys/flock"), 0);
+	char path[8400];
+	snprintf(path, sizeof path, "%s/bin:%s/sys", C.dir, C.dir);
+	setenv("PATH", path, 1);
+	struct batch_queue *q = make_queue();
+	assert_int_equal(batch_queue_start(q), 0);
+	assert_false(batch_queue_features(q) & BATCH_FEATURE_MEASURE);
+	batch_queue_delete(q);
+	q = make_queue();
+	assert_int_equal(batch_queue_set_option(q, "accounting", "yes"), 0);
+	assert_true(batch_queue_start(q) < 0);
+	batch_queue_delete(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +480,9 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_remove_in_one_scancel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stop_run, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_accounting, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_without_accounting, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_sacct_tool, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "mesos_http.h"
 #include "mesos_proto.h"
 #include "mesos_recordio.h"
 #include "banned.h"
@@ -228,6 +229,15 @@ static void test_task_info(void **st)
 	assert_string_equal(
 	    json_string_value(json_object_get(json_object_get(ti, "agent_id"), "value")),
 	    "agent-a");
+	/* no WALL_TIME: no max_completion_time */
+	assert_null(json_object_get(ti, "max_completion_time"));
+	json_decref(ti);
+	/* WALL_TIME 90 s: the task's max_completion_time, in nanoseconds */
+	spec.resources.wall_time_s = 90;
+	ti = mesos_task_info(&spec, "htc-x-1", "agent-a", &need, "/work dir");
+	json_t *mct = json_object_get(ti, "max_completion_time");
+	assert_non_null(mct);
+	assert_true(json_integer_value(json_object_get(mct, "nanoseconds")) == 90000000000LL);
 	json_decref(ti);
 }
 
@@ -335,6 +345,36 @@ static void test_calls(void **st)
 	json_decref(c);
 }
 
+/* A master that is not the leader answers 307 with Location "//host:port/api/v1/scheduler". */
+static void test_redirect_location(void **st)
+{
+	(void)st;
+	const char *base = "http://10.0.0.5:5050/api/v1/scheduler";
+	struct {
+		const char *loc, *want;
+	} ok[] = {
+	    {"//10.0.0.7:5050/api/v1/scheduler", "http://10.0.0.7:5050/api/v1/scheduler"},
+	    {"http://m2:5050/api/v1/scheduler", "http://m2:5050/api/v1/scheduler"},
+	    {"https://m3/api/v1/scheduler", "https://m3/api/v1/scheduler"},
+	    {"/other/api", "http://10.0.0.5:5050/other/api"},
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		char *u = mesos_http_resolve(base, ok[i].loc);
+		assert_non_null(u);
+		assert_string_equal(u, ok[i].want);
+		char *a = mesos_http_authority(u);
+		assert_true(strlen(a) > 0 && !strchr(a, '/'));
+		free(a);
+		free(u);
+	}
+	const char *bad[] = {"", "api/v1/scheduler", "ftp://x/y", "//a b/c"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_null(mesos_http_resolve(base, bad[i]));
+	char *a = mesos_http_authority("http://10.0.0.7:5050/api/v1/scheduler");
+	assert_string_equal(a, "10.0.0.7:5050");
+	free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -342,7 +382,7 @@ int main(void)
 	    cmocka_unit_test(test_recordio_bad),   cmocka_unit_test(test_recordio_huge),
 	    cmocka_unit_test(test_offer_matching), cmocka_unit_test(test_task_ids),
 	    cmocka_unit_test(test_task_info),      cmocka_unit_test(test_state_mapping),
-	    cmocka_unit_test(test_calls),
+	    cmocka_unit_test(test_calls),          cmocka_unit_test(test_redirect_location),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -982,6 +982,7 @@ int engine_run(struct dag *d, const struct engine_options *o)
 		        type);
 		goto out;
 	}
+	e->features = batch_queue_features(e->queue); /* with what start found */
 	if (!(e->features & (BATCH_FEATURE_LOCAL_EXECUTION | BATCH_FEATURE_VIRTUAL_OUTPUTS))) {
 		e->local_queue = batch_queue_create(&e->loop, "local", on_complete, e);
 		if (!e->local_queue || engine_apply_options(e, e->local_queue, 1) < 0)

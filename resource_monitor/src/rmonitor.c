@@ -910,9 +910,14 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 		}
 	}
 
-	int cn = rmon_cn_add(loop, &m->cn);
+	/* with a cgroup the group holds every process of the tree: the connector only adds the
+	 * count of those that lived between two samples, which a caller may not want to pay for */
+	int cn = spec->no_proc_events && m->cg ? -ECANCELED : rmon_cn_add(loop, &m->cn);
 	if (cn == 0)
 		m->cn_on = 1;
+	else if (cn == -ECANCELED)
+		debug(D_RMON, "in a cgroup without process events: total_processes counts the "
+		              "processes seen at samples");
 	else
 		debug(D_RMON,
 		      "proc connector unavailable (%s): short-lived processes are counted "
@@ -1035,6 +1040,11 @@ pid_t rmonitor_pid(const struct rmonitor *m)
 int rmonitor_uses_cgroups(const struct rmonitor *m)
 {
 	return m && m->used_cgroups;
+}
+
+int rmonitor_uses_proc_events(const struct rmonitor *m)
+{
+	return m && m->cn_on;
 }
 
 const char *rmonitor_cgroup_name(const struct rmonitor *m)

@@ -81,6 +81,13 @@ struct rmonitor_spec {
 	 * are listed in the summary's "seccomp_denied". A filter that cannot be built or
 	 * installed makes the start fail: the task never runs unfiltered. */
 	int seccomp_profile;
+	/* 1: when the task has a cgroup, do not listen to the kernel's process events (the proc
+	 * connector). Its CPU, memory and processes are the group's anyway; total_processes then
+	 * counts the processes seen at samples, not those that started and ended between two.
+	 * The kernel copies every fork and exit of the machine to every listener, so with many
+	 * monitoring processes on one machine (a pool of 1-core workers) each task's events cost
+	 * work in every one of them (doc/resource-monitor.md). Default 0. */
+	int no_proc_events;
 };
 
 /* Initialises SPEC with defaults: fds -1, limits unset, interval 1 s, cgroups AUTO. */
@@ -96,6 +103,8 @@ struct rmonitor *rmonitor_start(uv_loop_t *loop, const struct rmonitor_spec *spe
 pid_t rmonitor_pid(const struct rmonitor *m);
 /* 1 when the task is measured through its own cgroup. */
 int rmonitor_uses_cgroups(const struct rmonitor *m);
+/* 1 if M listens to the kernel's process events (the proc connector). */
+int rmonitor_uses_proc_events(const struct rmonitor *m);
 /* Name of the task's cgroup (htc.<pid>.<start>.<serial>) while it has one, else NULL. */
 const char *rmonitor_cgroup_name(const struct rmonitor *m);
 /* 1 when the task's cgroup was taken from the pool (reused), 0 when freshly made. */

@@ -49,6 +49,7 @@ struct run {
 	int64_t done_us; /* monotonic, when DONE was called */
 	int raises;
 	int uses_cgroups;
+	int uses_proc_events;
 	char **files;
 };
 
@@ -109,6 +110,7 @@ static double run(struct rmonitor_spec *spec, struct run *r)
 	if (!m)
 		fail_msg("rmonitor_start: %s", htc_strerror(err));
 	r->uses_cgroups = rmonitor_uses_cgroups(m);
+	r->uses_proc_events = rmonitor_uses_proc_events(m);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	assert_int_equal(r->done, 1);
 	rmonitor_delete(m);
@@ -363,6 +365,31 @@ static void test_short_children(void **state)
 		if (r.s.v[RM_MAX_CONCURRENT_PROCESSES] != 2)
 			fail_msg("max_concurrent_processes %g, want 2 (cgroups %d)",
 			         r.s.v[RM_MAX_CONCURRENT_PROCESSES], !off);
+		run_free(&r);
+	}
+}
+
+/* no_proc_events: a task in a cgroup is measured without the proc connector (its processes are
+ * the group's), one without a cgroup still with it (it is how its tree is found). */
+static void test_no_proc_events(void **state)
+{
+	(void)state;
+	const char *argv[] = {"sh", "-c", "for i in 1 2 3; do sleep 0.1; done; exit 4", NULL};
+	for (int off = 0; off < 2; off++) {
+		struct rmonitor_spec spec;
+		spec_for(&spec, argv, mode(off));
+		spec.no_proc_events = 1;
+		struct run r;
+		run(&spec, &r);
+		assert_int_equal(r.s.exit_status, 4);
+		if (r.uses_cgroups) {
+			assert_int_equal(r.uses_proc_events, 0);
+		} else if (geteuid() == 0) {
+			assert_int_equal(r.uses_proc_events, 1);
+			assert_true(r.s.v[RM_TOTAL_PROCESSES] == 4); /* sh and the three sleeps */
+		}
+		assert_true(r.s.v[RM_TOTAL_PROCESSES] >= 1);
+		assert_true(r.s.v[RM_WALL_TIME] >= 0.3);
 		run_free(&r);
 	}
 }
@@ -710,6 +737,7 @@ int main(void)
 	    cmocka_unit_test(test_memory_limit),
 	    cmocka_unit_test(test_memory_limit_proc_only),
 	    cmocka_unit_test(test_short_children),
+	    cmocka_unit_test(test_no_proc_events),
 	    cmocka_unit_test(test_cpu_and_time_series),
 	    cmocka_unit_test(test_files_and_disk),
 	    cmocka_unit_test(test_delete_running),

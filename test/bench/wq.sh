@@ -10,8 +10,13 @@
 #   4. 200 idle workers connected to one master: the master's CPU and memory;
 #   5. a ladder of 1-core workers (WQ_LADDER, default "2 4 10 20 50", more workers than cores,
 #      as pools run): WQ_LADDER_TASKS (default 3000) null rules through makeflow -T wq at each
-#      step, ours and CCTools, and ours at the last step against ours at the first.
-# Usage: wq.sh [BUILD]; WQ_TASKS (default 5000) scales part 1, WQ_PARTS picks parts ("1 2 3 4 5"),
+#      step, ours and CCTools, and ours at the last step against ours at the first;
+#   6. the ladder of many real workers (WQ_MANY, default "100 200 500"), WQ_MANY_TASKS (default
+#      5000) null rules, each step capped at WQ_MANY_CAP seconds (default 180): the rules done
+#      and the rate over the step, ours and CCTools (not in the default parts: it needs about
+#      20 minutes and several GB of memory for 1,600 worker processes).
+# Usage: wq.sh [BUILD]; WQ_TASKS (default 5000) scales part 1, WQ_PARTS picks parts ("1 2 3 4 5";
+# 6 is asked for by name),
 # WQ_TMPFS=0 leaves out the tmpfs line of part 1, WQ_SECCOMP=0 its seccomp line, WQ_CCTOOLS=0
 # leaves out CCTools (ab.sh).
 set -u
@@ -78,7 +83,7 @@ run_wq() {
 	cd "$d" || return
 	local s e rc
 	s=$(date +%s.%N)
-	timeout -k 5 "$LIMIT" "$mf" -T wq -p 0 -Z port "$@" Makeflow >out 2>&1 &
+	timeout -k 5 "${RUN_LIMIT:-$LIMIT}" "$mf" -T wq -p 0 -Z port "$@" Makeflow >out 2>&1 &
 	local mpid=$!
 	local i=0
 	while [ ! -s port ] && [ $i -lt 200 ]; do
@@ -100,6 +105,9 @@ run_wq() {
 	e=$(date +%s.%N)
 	for p in "${wpids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
+	# the rules done: their outputs are back in the run directory (both systems)
+	DONE=$(find . -maxdepth 1 -name 'o.*' | wc -l)
+	ELAPSED=$(calc "'%.2f' % ($e - $s)")
 	if [ $rc = 124 ] || [ $rc = 137 ]; then
 		T=timeout
 	elif [ $rc != 0 ]; then
@@ -113,8 +121,8 @@ run_wq() {
 }
 
 rate() { python3 -c "
-try: print('%.0f' % ($1 / float('$2')))
-except ValueError: print('n/a')"; }
+try: print('%.0f' % (float('$1') / float('$2')))
+except (ValueError, ZeroDivisionError): print('n/a')"; }
 
 # null_workflow FILE N: N rules each touching its own empty output, each declaring one core
 # (a task that declares nothing gets a whole worker, in both systems, so it would run one at a
@@ -369,6 +377,31 @@ except ValueError: print('n/a')")"
 	python3 -c "
 try: print('   ours with the most workers: %.0f %% of the rate with the fewest' % (100.0 * float('$first') / float('$last')))
 except ValueError: pass"
+}
+
+part6() {
+	local ladder=${WQ_MANY:-100 200 500} n=${WQ_MANY_TASKS:-5000} cap=${WQ_MANY_CAP:-180}
+	echo ""
+	echo "6. $n null rules through makeflow -T wq with N 1-core real workers, at most $cap s a step"
+	ulimit -n "$(ulimit -Hn)" 2>/dev/null
+	null_workflow "$WORK/ours.mf" "$n"
+	cp "$WORK/ours.mf" "$WORK/cct.mf"
+	for w in $ladder; do
+		local cores=()
+		for _ in $(seq 1 "$w"); do cores+=(1); done
+		RUN_LIMIT=$cap run_wq ours "$MF" "$WORKER" "${cores[@]}" -- --progress=quiet
+		local d_ours=$DONE e_ours=$ELAPSED t_ours=$T d_cct=- e_cct=- t_cct=-
+		if [ $have_cct = 1 ]; then
+			RUN_LIMIT=$cap run_wq cct "$CCT_MF" "$CCT_WORKER" "${cores[@]}" --
+			d_cct=$DONE e_cct=$ELAPSED t_cct=$T
+		fi
+		printf '   %3s workers  ours %5s rules in %7s s%s: %5s/s   CCTools %5s rules in %7s s%s: %5s/s   ours/CCTools %s\n' \
+			"$w" "$d_ours" "$e_ours" "$( [ "$t_ours" = timeout ] && echo ' (cap)')" \
+			"$(rate "$d_ours" "$e_ours")" "$d_cct" "$e_cct" "$( [ "$t_cct" = timeout ] && echo ' (cap)')" \
+			"$(rate "$d_cct" "$e_cct")" "$(python3 -c "
+try: print('%.1fx' % ((float('$d_ours') / float('$e_ours')) / (float('$d_cct') / float('$e_cct'))))
+except (ValueError, ZeroDivisionError): print('n/a')")"
+	done
 }
 
 echo "== Work Queue: ours vs CCTools 9.9, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"

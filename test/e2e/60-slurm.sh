@@ -6,7 +6,9 @@
 # over its first allocation retried at the maximum (--allocation), -B text
 # reaching sbatch, the Slurm-only options, interrupt and restart after kill -9 removing the
 # run's jobs, an unreachable controller, a node failure that requeues a running job, and workers
-# of the factory run as Slurm jobs. Under CI
+# of the factory run as Slurm jobs. The cluster keeps accounting (slurmdbd on its own MariaDB):
+# measured memory and wall time come from sacct, and so does the end of a job the controller
+# forgot; the last cases run it again without accounting. Under CI
 # a cluster that cannot start fails the suite.
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../slurm/slurm-lib.sh"
@@ -19,11 +21,14 @@ TEST_TIMEOUT=240
 SLD=$TEST_ROOT/slurm
 mkdir -p "$SLD"
 trap 'slurm_stop; __cleanup_all' EXIT
+SLURM_ACCOUNTING=1
+t0=$SECONDS
 if ! slurm_start "$SLD" 2>"$TEST_ROOT/slurm-start.err"; then
 	cat "$TEST_ROOT/slurm-start.err" >&2
 	slurm_stop
 	test_skip_all "a Slurm cluster could not be started here ($(tail -n 1 "$TEST_ROOT/slurm-start.err"))"
 fi
+echo "# Slurm with accounting started in $((SECONDS - t0)) s" >&2
 
 # jobs_of RUNID STATES: the ids of the Slurm jobs of run RUNID in one of STATES (squeue -t).
 jobs_of() {
@@ -92,6 +97,47 @@ test_expect_success 'a 20-rule workflow runs as Slurm jobs named after the run, 
 	[ $(squeue -h -t all -n htc-$id -o %i | wc -l) = 21 ]
 	[ -z "$(squeue -h -t all -n htc-$id -o %T | grep -v COMPLETED)" ]
 	[ ! -e .htc-slurm ]
+'
+
+# acct_state JOB: the state accounting has for JOB ("" when none yet).
+acct_state() {
+	sacct -n -P -X -j "$1" -o State 2>/dev/null | cut -d" " -f1
+}
+# acct_final JOB STATE: accounting has JOB over in STATE.
+acct_final() {
+	[ "$(acct_state "$1")" = "$2" ]
+}
+# json_num FILE EXPR: a value from a JSON file (python3 is a test dependency); in EXPR, d is
+# the document and cat(d, NAME) the category NAME of a --summary-json.
+json_num() {
+	python3 -c "import json, sys
+def cat(d, name):
+    return [c for c in d[\"categories\"] if c[\"name\"] == name][0]
+d = json.load(open(sys.argv[1]))
+print($2)" "$1"
+}
+
+test_expect_success 'with accounting, a rule'"'"'s measured memory and wall time come from sacct' '
+	clean_slate
+	# 100 MB written (so resident) and held for 4 s: sampled by jobacct_gather every second
+	printf ".MAKEFLOW CATEGORY hold
+.MAKEFLOW MEMORY 500
+h.txt:
+	python3 -c \"import time; b = b\x27x\x27 * (100 << 20); time.sleep(4)\"; echo ok > h.txt
+" >wf.mf
+	cat wf.mf
+	"$MF" -T slurm -d batch -o dbg.log --summary-json sum.json wf.mf 2>err || { cat err; false; }
+	[ -s h.txt ]
+	job=$(squeue -h -t all -n htc-$(run_id wf.mf.makeflowlog) -o %i)
+	grep "sacct: COMPLETED" dbg.log
+	# MaxRSS of the batch step, in the category summary: about 100 MB
+	mem=$(json_num sum.json "int(cat(d, \"hold\")[\"max_seen\"][\"memory\"])")
+	echo "max seen memory $mem MB; sacct: $(sacct -n -P -j $job -o JobID,MaxRSS,Elapsed | tr "\n" " ")"
+	[ "$mem" -ge 95 ] && [ "$mem" -le 300 ]
+	# wall time: allocated memory x wall time is 500 MB x Elapsed, to the second
+	el=$(sacct -n -P -X -j $job -o ElapsedRaw)
+	[ "$el" -ge 4 ]
+	[ "$(json_num sum.json "cat(d, \"hold\")[\"allocated\"][\"memory\"]")" = "$((500 * el)).0" ]
 '
 
 test_expect_success 'a failing rule reports its exit code; completed rules are kept' '
@@ -311,6 +357,37 @@ test_expect_success 'a node failure: Slurm requeues the running job, the rule ru
 	scontrol show job "$job" | grep -q "Restarts=1"
 '
 
+test_expect_success 'a job the controller forgot gets its end from sacct (here: over its memory)' '
+	clean_slate
+	printf ".MAKEFLOW CATEGORY big
+.MAKEFLOW MEMORY 50
+m.txt:
+	touch started; until test -e go; do sleep 0.1; done; python3 -c \"b = b\x27x\x27 * (400 << 20)\"; echo done > m.txt
+" >wf.mf
+	"$MF" -T slurm wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_until 60 test -e started
+	test_wait_until 60 not running_is 0
+	job=$(squeue -h -t R -o %i)
+	# makeflow does not look while the job ends and the controller forgets it
+	kill -STOP $mf
+	touch go
+	test_wait_until 120 acct_final $job OUT_OF_MEMORY
+	slurm_stop_ctld
+	slurmctld -c -f "$SLURM_CONF" -L "$SLURM_DIR/slurmctld.log"
+	test_wait_until 60 squeue -h
+	[ -z "$(squeue -h -t all -o %i | grep -x "$job")" ]
+	kill -CONT $mf
+	rc=0
+	wait $mf || rc=$?
+	cat mf.out
+	[ $rc != 0 ]
+	grep -q "job $job ended OUT_OF_MEMORY (sacct)" mf.out
+	grep -q "exceeded its resource allocation (memory 50 MB)" mf.out
+	test_wait_until 60 node_up
+'
+
 test_expect_success 'work_queue_factory -T slurm runs workers as Slurm jobs; the tasks complete' '
 	clean_slate
 	for i in 1 2 3 4; do printf "w.%d:\n\techo %d > w.%d\n" $i $i $i; done >wf.mf
@@ -328,6 +405,30 @@ test_expect_success 'work_queue_factory -T slurm runs workers as Slurm jobs; the
 	kill -TERM $f
 	wait $f || true
 	test_wait_until 60 no_live_jobs
+'
+
+test_expect_success 'without accounting: exit codes from squeue and the status files, nothing measured' '
+	clean_slate
+	slurm_accounting_off
+	test_must_fail sacct -n -j 1
+	printf ".MAKEFLOW CATEGORY c
+ok.txt:
+	echo ok > ok.txt
+bad.txt: ok.txt
+	exit 7
+" >wf.mf
+	test_must_fail "$MF" -T slurm -d batch -o dbg.log --summary-json sum.json wf.mf 2>err
+	grep -q "exit code 7" err
+	[ -s ok.txt ]
+	test_must_fail grep -q "sacct" dbg.log
+	# the driver measures nothing: no category report
+	[ "$(json_num sum.json "\"categories\" in d")" = False ]
+	# accounting=yes on a cluster without it stops makeflow before anything runs
+	rm -f ok.txt wf.mf.makeflowlog
+	test_must_fail "$MF" -T slurm --batch-option accounting=yes wf.mf 2>err2
+	cat err2
+	grep -q "slurm: accounting=yes, but sacct does not answer: Slurm accounting storage is disabled" err2
+	[ ! -e ok.txt ]
 '
 
 test_done

@@ -5,8 +5,10 @@
 # a 20-rule workflow, offers too small declined, a failing rule's exit code, a memory-limit kill
 # as exhaustion and the retry at the maximum, a dropped stream (re-subscription, reconcile, no
 # task launched twice), heartbeats that stop, an ERROR event, a malformed stream, a refused
-# call, an unreachable master, a restart after kill -9 killing the old run's tasks, -c, and
-# Work Queue workers started by the factory as Mesos tasks.
+# call, an unreachable master, a restart after kill -9 killing the old run's tasks, -c,
+# Work Queue workers started by the factory as Mesos tasks, a rule's WALL_TIME as the task's
+# max_completion_time, a master that redirects to the leader (and a redirect loop), and
+# framework authentication (makeflow and the factory).
 . "$(dirname "$0")/../lib/test-lib.sh"
 
 test_require_bin makeflow work_queue_factory work_queue_worker
@@ -152,6 +154,24 @@ test_expect_success 'a rule over its memory is killed by the agent and reported 
 	cat err
 	grep -q "REASON_CONTAINER_LIMITATION_MEMORY" err
 	grep -q "exceeded its resource allocation (memory 50 MB)" err
+'
+
+test_expect_success 'a rule over its WALL_TIME: max_completion_time in its TaskInfo, stopped by the agent, reported as exhausted' '
+	sim_start
+	printf ".MAKEFLOW CATEGORY slow\n.MAKEFLOW WALL_TIME 2\nt.txt:\n\tsleep 600\n" >wf.mf
+	test_must_fail "$MF" -T mesos --mesos-master $MASTER wf.mf 2>err
+	cat err
+	grep -q "REASON_MAX_COMPLETION_TIME_REACHED" err
+	grep -q "exceeded its wall time limit" err
+	python3 -c "
+import json
+for l in open(\"calls.log\"):
+    c = json.loads(l)[\"call\"]
+    if c and c[\"type\"] == \"ACCEPT\":
+        t = c[\"accept\"][\"operations\"][0][\"launch\"][\"task_infos\"][0]
+        assert t[\"max_completion_time\"] == {\"nanoseconds\": 2000000000}, t
+"
+	[ -z "$(refused)" ]
 '
 
 test_expect_success 'a rule over its first allocation is retried at the maximum and completes' '
@@ -347,6 +367,73 @@ test_expect_success 'an interrupt kills the run'"'"'s tasks; makeflow exits' '
 	test_wait_until 60 running_is 0
 '
 
+test_expect_success 'a master that is not the leader redirects (307 + Location): the framework follows it to the leader' '
+	sim_start
+	test_daemon_start follower.port python3 "$SIM" --port-file follower.port --log follower.log \
+		--work "$PWD/simf" --redirect-to $MASTER
+	follower=127.0.0.1:$DAEMON_PORT
+	printf "a.txt:\n\techo a > a.txt\nb.txt: a.txt\n\techo b > b.txt\n" >wf.mf
+	"$MF" -T mesos --mesos-master $follower wf.mf 2>err || { cat err; false; }
+	cat err
+	grep -q "mesos master $follower is not the leading master; following it to $MASTER" err
+	[ -s b.txt ]
+	# the follower answered one SUBSCRIBE with a redirect; everything else went to the leader
+	[ "$(grep -c "\"status\": 307" follower.log)" = 1 ]
+	[ "$(wc -l <follower.log)" = 1 ]
+	[ "$(calls SUBSCRIBE)" = 1 ]
+	[ "$(launched | wc -l)" = 2 ]
+	[ "$(calls TEARDOWN)" = 1 ]
+	[ -z "$(refused)" ]
+'
+
+test_expect_success 'a redirect loop is reported, not followed forever' '
+	test_daemon_start loop.port python3 "$SIM" --port-file loop.port --log loop.log \
+		--work "$PWD/siml" --redirect-to self
+	printf "a.txt:\n\techo a > a.txt\n" >wf.mf
+	test_must_fail "$MF" -T mesos --mesos-master 127.0.0.1:$DAEMON_PORT wf.mf 2>err
+	cat err
+	grep -q "more than 5 redirects in a row" err
+	[ "$(wc -l <loop.log)" = 6 ]
+	[ ! -e a.txt ]
+'
+
+test_expect_success 'framework authentication: HTTP basic with principal and secret; 401 is a clear error' '
+	sim_start --credential htc-fw:s3cret
+	printf "a.txt:\n\techo a > a.txt\n" >wf.mf
+	# no credentials: refused, named, makeflow ends
+	test_must_fail "$MF" -T mesos --mesos-master $MASTER wf.mf 2>err1
+	cat err1
+	grep -q "mesos master $MASTER refused SUBSCRIBE: 401 Unauthorized: the master requires authentication" err1
+	[ ! -e a.txt ]
+	# a wrong secret
+	rm -f wf.mf.makeflowlog
+	test_must_fail "$MF" -T mesos --mesos-master $MASTER --batch-option principal=htc-fw \
+		--batch-option secret=wrong wf.mf 2>err2
+	grep -q "401 Unauthorized: the principal .htc-fw. and its secret were not accepted" err2
+	# the secret from a file: every call authenticated, the framework carries its principal
+	rm -f wf.mf.makeflowlog
+	printf "s3cret\n" >secret
+	"$MF" -T mesos --mesos-master $MASTER --batch-option principal=htc-fw \
+		--batch-option secret-file=$PWD/secret wf.mf 2>err3 || { cat err3; false; }
+	[ -s a.txt ]
+	python3 -c "
+import json
+ok = 0
+for l in open(\"calls.log\"):
+    r = json.loads(l)
+    c = r[\"call\"]
+    if c and c[\"type\"] == \"SUBSCRIBE\" and r[\"status\"] == 200:
+        assert c[\"subscribe\"][\"framework_info\"][\"principal\"] == \"htc-fw\", c
+        ok += 1
+assert ok == 1, ok
+"
+	# after the two refused SUBSCRIBE, nothing was refused
+	[ "$(refused | grep -vc "^401")" = 0 ]
+	[ "$(calls TEARDOWN)" = 1 ]
+	test_must_fail "$MF" -T mesos --mesos-master $MASTER --batch-option secret-file=/nonexistent wf.mf 2>err4
+	grep -q "cannot read the secret file /nonexistent" err4
+'
+
 test_expect_success 'work_queue_factory -T mesos runs workers as Mesos tasks; the tasks complete' '
 	sim_start
 	for i in 1 2 3 4; do printf "w.%d:\n\techo %d > w.%d\n" $i $i $i; done >wf.mf
@@ -365,6 +452,26 @@ test_expect_success 'work_queue_factory -T mesos runs workers as Mesos tasks; th
 	wait $f || true
 	test_wait_until 60 running_is 0
 	[ -z "$(refused)" ]
+'
+
+test_expect_success 'work_queue_factory -T mesos authenticates its framework with --batch-option principal and secret' '
+	sim_start --credential wqf:pw2
+	for i in 1 2; do printf "w.%d:\n\techo %d > w.%d\n" $i $i $i; done >wf.mf
+	"$MF" -T wq -p 0 -Z port wf.mf >mf.out 2>&1 &
+	mf=$!
+	test_track_pid $mf
+	test_wait_for_file port 20
+	"$BIN/work_queue_factory" -T mesos --mesos-master $MASTER --batch-option principal=wqf \
+		--batch-option secret=pw2 --max-workers 1 --period 0.5 -t 10 localhost $(cat port) \
+		>factory.out 2>&1 &
+	f=$!
+	test_track_pid $f
+	wait $mf || { cat mf.out factory.out; false; }
+	[ -s w.2 ]
+	kill -TERM $f
+	wait $f || true
+	[ -z "$(refused)" ]
+	[ "$(calls SUBSCRIBE)" -ge 1 ]
 '
 
 test_done

@@ -33,6 +33,8 @@ TASK_INFO = {  # mesos.proto: TaskInfo
     "resources": (False, [RESOURCE]),
     "command": (False, COMMAND),
     "labels": (False, {"labels": (False, [LABEL])}),
+    # mesos.proto: TaskInfo.max_completion_time, a DurationInfo (int64 nanoseconds)
+    "max_completion_time": (False, {"nanoseconds": (True, "num")}),
 }
 FILTERS = {"refuse_seconds": (False, "num")}  # mesos.proto: Filters
 OPERATION = {  # mesos.proto: Offer.Operation (LAUNCH only)

@@ -7,7 +7,14 @@
 # received is appended to a log (one JSON object a line) that tests read.
 #
 # Usage: mesos_sim.py --port-file F --log F --work DIR [--agent NAME:cpus=C,mem=M,disk=D]...
-#        [--heartbeat SECONDS]
+#        [--heartbeat SECONDS] [--credential PRINCIPAL:SECRET] [--redirect-to HOST:PORT]
+# --credential: every scheduler call must carry HTTP basic authentication with that principal and
+# secret, and SUBSCRIBE's framework_info.principal must be that principal ("Authentication" of the
+# document: an unauthenticated request is answered 401 with a WWW-Authenticate challenge, a
+# framework whose principal differs is refused 403). --redirect-to: this master is not the
+# leader: every scheduler call is answered "307 Temporary Redirect" with a Location header
+# naming the leader's endpoint as "//HOST:PORT/api/v1/scheduler" (the document's "Master
+# detection"); "self" names this simulator itself (a redirect loop).
 # Knobs (POST, answer 200): /sim/drop-stream, /sim/stop-heartbeats, /sim/error?message=M,
 # /sim/malformed, /sim/refuse?call=TYPE&status=N&body=TEXT (once), /sim/rescind,
 # /sim/rescind-before-accept (the next ACCEPT meets rescinded offers: TASK_DROPPED),
@@ -65,6 +72,7 @@ class Task:
         self.reason = None
         self.message = None
         self.limit_hit = None
+        self.max_s = None
 
 
 class Framework:
@@ -191,6 +199,9 @@ class Master:
         else:
             argv = [cmd.get("value", "")] + cmd.get("arguments", [])[1:]
         t.argv, t.env, t.sandbox = argv, env, sandbox
+        # mesos.proto TaskInfo.max_completion_time: counted from the task's start by the agent
+        mct = info.get("max_completion_time")
+        t.max_s = mct["nanoseconds"] / 1e9 if mct else None
         if self.hold > 0:  # the agent is slow to start it (fetching, say): it stays STAGING
             self.hold -= 1
             self.held.append(t)
@@ -232,6 +243,7 @@ class Master:
 
     def watch(self, t):
         limit = t.res.get("mem")
+        began = time.monotonic()
         while True:
             try:
                 rc = t.proc.wait(timeout=0.05)
@@ -241,11 +253,18 @@ class Master:
             if limit and self.rss_mb(t.proc.pid) > limit:
                 t.limit_hit = "memory"
                 os.killpg(t.proc.pid, signal.SIGKILL)
+            elif t.max_s is not None and time.monotonic() - began > t.max_s and not t.limit_hit:
+                t.limit_hit = "time"
+                os.killpg(t.proc.pid, signal.SIGKILL)
         with self.lock:
             self.release(t)
             if t.state in TERMINAL:
                 return
-            if t.limit_hit:
+            if t.limit_hit == "time":
+                self.update(t, "TASK_FAILED", "REASON_MAX_COMPLETION_TIME_REACHED",
+                            "Task exceeded its maximum completion time of %g seconds" % t.max_s,
+                            "SOURCE_AGENT")
+            elif t.limit_hit:
                 self.update(t, "TASK_FAILED", "REASON_CONTAINER_LIMITATION_MEMORY",
                             "Memory limit exceeded: Requested: %dMB" % int(limit),
                             "SOURCE_AGENT")
@@ -508,6 +527,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.answer(404, "no such knob")
         self.answer(200, "ok")
 
+    def redirect(self, leader):
+        self.send_response(307)
+        self.send_header("Location", "//%s/api/v1/scheduler" % leader)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    # "Authentication": HTTP basic authentication with the framework's principal and secret
+    def authenticated(self):
+        if not ARGS.credential:
+            return True
+        got = self.headers.get("Authorization", "")
+        want = "Basic " + base64.b64encode(ARGS.credential.encode()).decode()
+        if got == want:
+            return True
+        body = b"Unauthorized"
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="mesos"')
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return False
+
     def do_POST(self):
         if self.path.startswith("/sim/"):
             return self.knob()
@@ -515,6 +557,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         raw = self.rfile.read(n)
         if self.path != "/api/v1/scheduler":
             return self.answer(404, "Not Found")
+        if ARGS.redirect_to:
+            leader = ARGS.redirect_to
+            if leader == "self":  # a loop, for the test of the driver's limit
+                leader = "127.0.0.1:%d" % self.server.server_address[1]
+            with M.lock:
+                M.log_call(None, 307, None, leader)
+            return self.redirect(leader)
+        if not self.authenticated():
+            with M.lock:
+                M.log_call(None, 401, None, "Unauthorized")
+            return
         ctype = self.headers.get("Content-Type", "")
         if ctype.split(";")[0].strip() != "application/json":
             return self.answer(415, "Expecting 'Content-Type' of application/json or "
@@ -543,6 +596,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         accept = self.headers.get("Accept", "application/json")
         if "application/json" not in accept and "*/*" not in accept:
             return self.answer(406, "Expecting 'Accept' to allow application/json")
+        principal = call["subscribe"]["framework_info"].get("principal")
+        if ARGS.credential and principal != ARGS.credential.split(":", 1)[0]:
+            text = "Framework principal '%s' does not match authenticated principal" % principal
+            with M.lock:
+                M.log_call(call, 403, None, text)
+            return self.answer(403, text)
         with M.lock:
             if "SUBSCRIBE" in M.refuse:
                 st, body = M.refuse.pop("SUBSCRIBE")
@@ -599,15 +658,21 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
+ARGS = None
+
+
 def main():
-    global M
+    global M, ARGS
     p = argparse.ArgumentParser()
     p.add_argument("--port-file", required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--agent", action="append")
     p.add_argument("--heartbeat", type=float, default=1.0)
+    p.add_argument("--credential")
+    p.add_argument("--redirect-to")
     args = p.parse_args()
+    ARGS = args
     M = Master(args)
     srv = Server(("127.0.0.1", 0), Handler)
 

@@ -2,13 +2,16 @@
  * one process and one libuv loop, connected to a real master. It runs until the master dismisses
  * them all, --time passes, --tasks are done, or SIGINT/SIGTERM, then prints one JSON line of
  * counts (connected, tasks done, errors) and exits 0 (1 when none ever connected). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <uv.h>
 
@@ -31,6 +34,23 @@ static const char usage[] =
     "  -T, --tasks N          stop once N tasks are done\n"
     "  -o, --stdout TEXT      each task's stdout\n"
     "  -e, --exit-status N    each task's exit status (default 0)\n";
+
+/* Writes HOST's first IPv4 address into IP; says why on stderr and returns -1 when it has none. */
+static int resolve_ipv4(const char *host, char ip[INET_ADDRSTRLEN])
+{
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	int r = getaddrinfo(host, NULL, &hints, &res);
+	if (r != 0 || !res) {
+		fprintf(stderr, "helper_sim_workers: cannot resolve %s to an IPv4 address: %s\n",
+		        host, r ? gai_strerror(r) : "no address");
+		return -1;
+	}
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)res->ai_addr;
+	inet_ntop(AF_INET, &sin->sin_addr, ip, INET_ADDRSTRLEN);
+	freeaddrinfo(res);
+	return 0;
+}
 
 struct run {
 	struct wq_sim *sim;
@@ -154,8 +174,18 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	*colon = 0;
-	o.host = hostport;
-	o.port = atoi(colon + 1);
+	char *end = NULL;
+	long port = strtol(colon + 1, &end, 10);
+	if (!*(colon + 1) || *end || port < 1 || port > 65535) {
+		fprintf(stderr, "helper_sim_workers: bad port in %s\n", argv[optind]);
+		return 2;
+	}
+	/* the simulated workers connect to an IPv4 address: a name is resolved once, here */
+	char ip[INET_ADDRSTRLEN];
+	if (resolve_ipv4(hostport, ip) != 0)
+		return 2;
+	o.host = ip;
+	o.port = (int)port;
 	struct wq_auth_key *key = NULL;
 	if (pwfile) {
 		char *why = NULL;

@@ -375,6 +375,55 @@ static void test_submit_errors(void **state)
 	assert_true(work_queue_empty(q));
 	assert_null(work_queue_wait(q, WORK_QUEUE_WAITFORTASK)); /* empty: at once */
 	work_queue_task_delete(t);
+	/* a queued task keeps no index of its file names; one given back builds it again, so a
+	 * name added then is still checked against the others */
+	char in[256];
+	snprintf(in, sizeof in, "%s/in.txt", e->dir);
+	FILE *f = fopen(in, "w");
+	assert_non_null(f);
+	fclose(f);
+	t = work_queue_task_create("true");
+	assert_int_equal(work_queue_task_specify_input_file(t, in, "d/in", WORK_QUEUE_NOCACHE), 0);
+	assert_int_equal(work_queue_task_specify_output_file(t, "out", "out", WORK_QUEUE_NOCACHE),
+	                 0);
+	assert_non_null(t->file_names);
+	id = work_queue_submit(q, t);
+	assert_true(id >= 1);
+	assert_null(t->file_names);
+	assert_ptr_equal(work_queue_cancel_by_taskid(q, id), t);
+	assert_true(work_queue_task_specify_input_file(t, in, "d", WORK_QUEUE_NOCACHE) < 0);
+	assert_true(work_queue_task_specify_input_file(t, in, "d/in", WORK_QUEUE_NOCACHE) < 0);
+	assert_true(work_queue_task_specify_output_file(t, "o2", "out/x", WORK_QUEUE_NOCACHE) < 0);
+	work_queue_task_delete(t);
+	t = work_queue_task_create("true");
+	assert_int_equal(work_queue_task_specify_input_file(t, in, "d/in", WORK_QUEUE_NOCACHE), 0);
+	id = work_queue_submit(q, t);
+	assert_ptr_equal(work_queue_cancel_by_taskid(q, id), t);
+	assert_int_equal(work_queue_task_specify_input_file(t, in, "e", WORK_QUEUE_NOCACHE), 0);
+	assert_int_equal(work_queue_task_specify_input_file(t, in, "d/in2", WORK_QUEUE_NOCACHE), 0);
+	work_queue_task_delete(t);
+	/* the categories document lists a category while it has tasks in the queue */
+	t = work_queue_task_create("true");
+	work_queue_task_specify_category(t, "gone");
+	id = work_queue_submit(q, t);
+	struct work_queue_task *y = work_queue_task_create("true");
+	work_queue_task_specify_category(y, "kept");
+	int yid = work_queue_submit(q, y);
+	assert_true(yid >= 1);
+	json_t *doc = work_queue_status(q, "categories");
+	assert_int_equal(json_array_size(doc), 2);
+	json_decref(doc);
+	assert_ptr_equal(work_queue_cancel_by_taskid(q, id), t);
+	work_queue_task_delete(t);
+	doc = work_queue_status(q, "categories");
+	assert_int_equal(json_array_size(doc), 1);
+	json_t *only = json_array_get(doc, 0);
+	assert_string_equal(json_string_value(json_object_get(only, "name")), "kept");
+	assert_int_equal(json_integer_value(json_object_get(only, "waiting")), 1);
+	assert_int_equal(json_integer_value(json_object_get(only, "running")), 0);
+	json_decref(doc);
+	assert_ptr_equal(work_queue_cancel_by_taskid(q, yid), y);
+	work_queue_task_delete(y);
 	/* by tag */
 	struct work_queue_task *a = work_queue_task_create("true");
 	struct work_queue_task *b = work_queue_task_create("true");
@@ -627,6 +676,19 @@ static void test_prefetch_fake_worker(void **state)
 	json_decref(doc);
 	assert_int_equal(sw, 2);
 	assert_int_equal(sr, 1);
+	/* the categories document counts the same, from the same counters (no walk over the
+	 * tasks); a1, done and not yet given back, keeps its category listed */
+	doc = work_queue_status(q, "categories");
+	sw = sr = 0;
+	json_array_foreach(doc, ci, cat)
+	{
+		sw += json_integer_value(json_object_get(cat, "waiting"));
+		sr += json_integer_value(json_object_get(cat, "running"));
+	}
+	assert_int_equal(json_array_size(doc), 1);
+	assert_int_equal(sw, 2);
+	assert_int_equal(sr, 1);
+	json_decref(doc);
 	/* queue_max reached: a5 is not sent. */
 	int a5 = pf_submit(e, q, in, 5);
 	assert_false(wait_received(q, f, 5, NULL, 0.3));

@@ -255,12 +255,24 @@ static void test_fast_abort(void **state)
 	}
 	wq_conn_close_now(a->c);
 	wait_workers(q, 0);
-	/* a slow worker: the task is aborted twice, the worker dismissed, its host blocked */
+	/* a slow worker: the task is aborted twice, the worker dismissed, its host blocked; 2,000
+	 * tasks no worker can run wait meanwhile, and the checks look at none of them */
+	for (int i = 0; i < 2000; i++) {
+		struct work_queue_task *big = work_queue_task_create("big");
+		work_queue_task_specify_category(big, "waits");
+		work_queue_task_specify_cores(big, 1000);
+		assert_true(work_queue_submit(q, big) >= 1);
+	}
+	uint64_t ticks0 = q->ticks, examined0 = q->abort_examined;
 	struct fake *b = fake_start(e, q, FAKE_HOLD, NULL);
 	struct work_queue_task *t = work_queue_task_create("slow");
 	work_queue_task_specify_category(t, "fa");
 	int id = work_queue_submit(q, t);
 	assert_true(fake_wait_flag(q, &b->closed, 8));
+	assert_true(q->ticks > ticks0);
+	/* at most the one task on a worker per check (a check runs at each tick) */
+	assert_true(q->abort_examined - examined0 >= 2); /* the slow task, once per abort */
+	assert_true(q->abort_examined - examined0 <= q->ticks - ticks0 + 1);
 	assert_int_equal(b->cancels, 2);
 	assert_int_equal(b->tasks_received, 2);
 	assert_int_equal(t->fast_aborts, 2);

@@ -191,10 +191,12 @@ static void test_features_docker_debug(void **state)
 	assert_int_equal(o.exit_after_tasks, 0);
 	assert_true(o.keep_cache);
 	assert_false(o.pin_cores);
+	assert_false(o.proc_events);
 	assert_string_equal(o.workdir, "/tmp/w");
 	worker_opts_clear(&o);
-	assert_int_equal(parse(&o, "--pin-cores", "h", "9123", NULL), CLI_DONE);
+	assert_int_equal(parse(&o, "--pin-cores", "--proc-events", "h", "9123", NULL), CLI_DONE);
 	assert_true(o.pin_cores);
+	assert_true(o.proc_events);
 	worker_opts_clear(&o);
 	assert_int_equal(parse(&o, "--exit-after-tasks", "3", "h", "9123", NULL), CLI_DONE);
 	assert_int_equal(o.exit_after_tasks, 3);
@@ -351,6 +353,30 @@ static void test_command_line_errors(void **state)
 	assert_non_null(strstr(worker_opts_usage(), "--single-shot"));
 }
 
+static void test_shared_cache(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(parse(&o, "h", "9", NULL), CLI_DONE);
+	assert_null(o.shared_cache);
+	assert_int_equal(o.shared_cache_limit, 0);
+	worker_opts_clear(&o);
+	assert_int_equal(
+	    parse(&o, "--shared-cache", "/scratch/wq", "--shared-cache-size", "2G", "h", "9", NULL),
+	    CLI_DONE);
+	assert_string_equal(o.shared_cache, "/scratch/wq");
+	assert_int_equal(o.shared_cache_limit, 2048);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--shared-cache", "", "h", "9", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "--shared-cache: the directory is empty"));
+	assert_int_equal(
+	    parse(&o, "--shared-cache", "d", "--shared-cache-size", "lots", "h", "9", NULL),
+	    HTC_EPARSE);
+	assert_non_null(strstr(err, "\"lots\" is not a size"));
+	assert_int_equal(parse(&o, "--shared-cache-size", "10", "h", "9", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "--shared-cache-size needs --shared-cache DIR"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -364,6 +390,7 @@ int main(void)
 	    cmocka_unit_test(test_debug_rotate_max),
 	    cmocka_unit_test(test_elasticity),
 	    cmocka_unit_test(test_command_line_errors),
+	    cmocka_unit_test(test_shared_cache),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -317,12 +317,81 @@ static void test_worker_messages(void **state)
 	json_decref(j);
 }
 
+/* Protocol 5.12: `store` in identity, store_have, cache_take and cache_taken. */
+static void test_shared_cache_messages(void **state)
+{
+	(void)state;
+	char *why = NULL;
+	struct wq_identity *id = NULL;
+	json_t *j = load("{\"m\":\"identity\",\"host\":\"n\",\"os\":\"Linux\",\"os_release\":\"6\","
+	                 "\"arch\":\"x86_64\",\"software\":\"htc\",\"pid\":1,\"workdir\":\"/w\","
+	                 "\"labels\":[],\"end_time\":null,\"docker\":false,\"cgroups\":\"v2\","
+	                 "\"store\":\"0123456789abcdef0123456789abcdef\"}");
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
+	assert_string_equal(id->store, "0123456789abcdef0123456789abcdef");
+	wq_identity_free(id);
+	json_object_set_new(j, "store", json_string("0123456789ABCDEF0123456789abcdef"));
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), HTC_EPROTO);
+	expect_why(why, "message \"identity\": key \"store\": expected 32 lowercase hex digits");
+	json_object_del(j, "store");
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
+	assert_null(id->store);
+	wq_identity_free(id);
+	json_decref(j);
+
+	struct worker_cache_list *cl = NULL;
+	j = load("{\"m\":\"store_have\",\"objects\":[[\"" OBJ "\",5]],\"last\":true}");
+	assert_int_equal(wq_msg_store_have_parse(j, &cl, &why), 0);
+	assert_int_equal(cl->n, 1);
+	assert_int_equal(cl->sizes[0], 5);
+	worker_cache_list_free(cl);
+	json_decref(j);
+	j = load("{\"m\":\"store_have\",\"objects\":[[\"D-"
+	         "a4b0723993d3751f3d530e3c20da4c24ccdd32e65820fba897cc5f119e85ca55\",5]],\"last\":"
+	         "true}");
+	assert_int_equal(wq_msg_store_have_parse(j, &cl, &why), HTC_EPROTO);
+	expect_why(why, "message \"store_have\": key \"objects[0]\": expected a file object (F-)");
+	json_decref(j);
+
+	struct wq_cache_take *t = NULL;
+	j = load("{\"m\":\"cache_take\",\"object\":\"" OBJ "\",\"size\":300000000}");
+	assert_int_equal(wq_msg_cache_take_parse(j, false, &t, &why), 0);
+	assert_string_equal(t->object, OBJ);
+	assert_int_equal(t->size, 300000000);
+	wq_cache_take_free(t);
+	assert_int_equal(wq_msg_cache_take_parse(j, true, &t, &why), HTC_EPROTO);
+	expect_why(why, "message \"cache_taken\": missing key \"ok\"");
+	json_object_set_new(j, "ok", json_false());
+	json_object_set_new(j, "text", json_string("not in the shared store: missing"));
+	assert_int_equal(wq_msg_cache_take_parse(j, true, &t, &why), 0);
+	assert_false(t->ok);
+	assert_string_equal(t->text, "not in the shared store: missing");
+	wq_cache_take_free(t);
+	json_object_set_new(j, "object", json_string("U-x"));
+	assert_int_equal(wq_msg_cache_take_parse(j, false, &t, &why), HTC_EPROTO);
+	expect_why(why, "message \"cache_take\": key \"object\": expected a file object name "
+	                "(F- and 64 hex digits)");
+	json_object_set_new(j, "object", json_string(OBJ));
+	json_object_set_new(j, "size", json_integer(-1));
+	assert_int_equal(wq_msg_cache_take_parse(j, false, &t, &why), HTC_EPROTO);
+	free(why);
+	json_decref(j);
+	/* the messages and their directions */
+	assert_int_equal(wq_msg_allowed("cache_take", WQ_DIR_M2W, WQ_STATE_ACTIVE, &why), 0);
+	assert_int_equal(wq_msg_allowed("cache_taken", WQ_DIR_W2M, WQ_STATE_ACTIVE, &why), 0);
+	assert_int_equal(wq_msg_allowed("store_have", WQ_DIR_W2M, WQ_STATE_DRAINING, &why), 0);
+	assert_int_equal(wq_msg_allowed("cache_take", WQ_DIR_W2M, WQ_STATE_ACTIVE, &why),
+	                 HTC_EPROTO);
+	free(why);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_xfer),
 	    cmocka_unit_test(test_task_done),
 	    cmocka_unit_test(test_worker_messages),
+	    cmocka_unit_test(test_shared_cache_messages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

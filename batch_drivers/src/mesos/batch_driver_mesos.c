@@ -44,7 +44,8 @@ struct mesos {
 	uv_loop_t *loop;
 	struct mesos_sched *sched;
 	char *master;
-	char *work_dir; /* where <run id>.framework files go; default <cwd>/.htc-mesos */
+	char *principal, *secret; /* HTTP basic authentication of the framework, or NULL */
+	char *work_dir;           /* where <run id>.framework files go; default <cwd>/.htc-mesos */
 	char cwd[PATH_MAX];
 	char run_id[CLUSTER_RUN_ID_LEN + 1];
 	char name[CLUSTER_JOB_NAME_LEN];
@@ -471,7 +472,9 @@ static int stop_run(struct mesos *m, const char *run)
 	                                 .fid = fid,
 	                                 .failover_timeout = m->failover_s,
 	                                 .heartbeat_misses = m->misses,
-	                                 .reconnect_timeout = 10};
+	                                 .reconnect_timeout = 10,
+	                                 .principal = m->principal,
+	                                 .secret = m->secret};
 	struct mesos_sched_ops ops = {
 	    .subscribed = stop_subscribed, .event = stop_event, .lost = stop_lost};
 	uv_timer_init(&loop, &st.quiet);
@@ -539,6 +542,27 @@ static int set_double(const char *value, double lo, double hi, double *out)
 	return 0;
 }
 
+/* Option secret-file: the secret is the file's first line (without its newline). */
+static int read_secret(struct mesos *m, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		warn("mesos: cannot read the secret file %s: %s", path, strerror(errno));
+		return -EINVAL;
+	}
+	char line[1024];
+	int ok = fgets(line, sizeof line, f) != NULL;
+	fclose(f);
+	line[ok ? strcspn(line, "\r\n") : 0] = 0;
+	if (!line[0]) {
+		warn("mesos: the secret file %s is empty", path);
+		return -EINVAL;
+	}
+	free(m->secret);
+	m->secret = xstrdup(line);
+	return 0;
+}
+
 static int mesos_set_option(void *state, const char *key, const char *value)
 {
 	struct mesos *m = state;
@@ -552,6 +576,16 @@ static int mesos_set_option(void *state, const char *key, const char *value)
 		m->master = xstrdup(value);
 		return 0;
 	}
+	if (strcmp(key, "principal") == 0 || strcmp(key, "secret") == 0) {
+		if (!*value || strchr(value, '\n'))
+			return -EINVAL;
+		char **slot = key[0] == 'p' ? &m->principal : &m->secret;
+		free(*slot);
+		*slot = xstrdup(value);
+		return 0;
+	}
+	if (strcmp(key, "secret-file") == 0)
+		return read_secret(m, value);
 	if (strcmp(key, "work-dir") == 0) {
 		if (value[0] != '/')
 			return -EINVAL;
@@ -594,6 +628,11 @@ static int begin(struct mesos *m, struct batch_job *job)
 		warn("mesos: no master given: --mesos-master HOST:PORT");
 		return -EINVAL;
 	}
+	if (m->secret && !m->principal) {
+		warn(
+		    "mesos: a secret is given without a principal (--batch-option principal=NAME)");
+		return -EINVAL;
+	}
 	if (cluster_run_id_from_env(job->spec.env, m->run_id) < 0) {
 		int r = cluster_run_id_random(m->run_id);
 		if (r < 0)
@@ -606,7 +645,9 @@ static int begin(struct mesos *m, struct batch_job *job)
 	                                 .name = m->name,
 	                                 .failover_timeout = m->failover_s,
 	                                 .heartbeat_misses = m->misses,
-	                                 .reconnect_timeout = m->reconnect_s};
+	                                 .reconnect_timeout = m->reconnect_s,
+	                                 .principal = m->principal,
+	                                 .secret = m->secret};
 	m->sched = mesos_sched_new(m->loop, &cfg, &sched_ops, m);
 	if (!m->sched)
 		return -errno;
@@ -688,6 +729,8 @@ static void mesos_destroy(void *state)
 	}
 	mesos_sched_delete(m->sched);
 	free(m->master);
+	free(m->principal);
+	free(m->secret);
 	free(m->work_dir);
 	free(m->fatal);
 	free(m);
@@ -695,7 +738,8 @@ static void mesos_destroy(void *state)
 
 const struct batch_driver batch_driver_mesos = {
     .name = "mesos",
-    .features = BATCH_FEATURE_ABSOLUTE_PATHS | BATCH_FEATURE_REMOVE | BATCH_FEATURE_RUN_LABEL,
+    .features = BATCH_FEATURE_ABSOLUTE_PATHS | BATCH_FEATURE_REMOVE | BATCH_FEATURE_RUN_LABEL |
+                BATCH_FEATURE_WALL_TIME,
     .create = mesos_create,
     .destroy = mesos_destroy,
     .set_option = mesos_set_option,

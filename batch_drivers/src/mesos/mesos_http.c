@@ -27,7 +27,8 @@ struct mesos_http {
 	struct mesos_http_req *reqs; /* every request not yet ended */
 	int open_handles;            /* polls and the timer not yet closed */
 	int deleted;
-	int dispatching; /* inside check_done */
+	int dispatching;       /* inside check_done */
+	char *user, *password; /* HTTP basic authentication, or NULL */
 };
 
 struct mesos_http_req {
@@ -37,6 +38,7 @@ struct mesos_http_req {
 	char *body;
 	struct buffer reply;
 	char stream_id[MESOS_HTTP_HEADER_MAX];
+	char location[MESOS_HTTP_HEADER_MAX];
 	mesos_http_data_fn data;
 	mesos_http_done_fn done;
 	void *arg;
@@ -54,8 +56,11 @@ struct sock {
 
 static void maybe_free(struct mesos_http *h)
 {
-	if (h->deleted && h->open_handles == 0 && !h->dispatching)
+	if (h->deleted && h->open_handles == 0 && !h->dispatching) {
+		free(h->user);
+		free(h->password);
 		free(h);
+	}
 }
 
 static void on_closed(uv_handle_t *hd)
@@ -103,6 +108,7 @@ static void check_done(struct mesos_http *h)
 		rep.body = buffer_tostring(&r->reply);
 		rep.body_len = buffer_len(&r->reply);
 		rep.stream_id = r->stream_id;
+		rep.location = r->location;
 		int call = !r->stopped && !r->cancelled && r->done;
 		mesos_http_done_fn done = r->done;
 		void *arg = r->arg;
@@ -110,12 +116,14 @@ static void check_done(struct mesos_http *h)
 		 * its answer is read before */
 		char *keep_body = xstrndup(rep.body, rep.body_len);
 		char *keep_err = xstrdup(rep.curl_error);
-		char keep_sid[MESOS_HTTP_HEADER_MAX];
+		char keep_sid[MESOS_HTTP_HEADER_MAX], keep_loc[MESOS_HTTP_HEADER_MAX];
 		snprintf(keep_sid, sizeof keep_sid, "%s", r->stream_id);
+		snprintf(keep_loc, sizeof keep_loc, "%s", r->location);
 		req_free(r);
 		rep.body = keep_body;
 		rep.curl_error = keep_err;
 		rep.stream_id = keep_sid;
+		rep.location = keep_loc;
 		if (call)
 			done(&rep, arg);
 		free(keep_body);
@@ -249,20 +257,36 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
+/* When header line P (LEN bytes) is NAME (lower case, with its colon), its trimmed value
+ * (cut to MESOS_HTTP_HEADER_MAX - 1 bytes) into OUT. */
+static void header_value(const char *p, size_t len, const char *name, char *out)
+{
+	size_t nl = strlen(name);
+	if (len <= nl || strncasecmp(p, name, nl) != 0)
+		return;
+	size_t vl = len - nl;
+	if (vl >= MESOS_HTTP_HEADER_MAX)
+		vl = MESOS_HTTP_HEADER_MAX - 1;
+	char *v = xstrndup(p + nl, vl);
+	snprintf(out, MESOS_HTTP_HEADER_MAX, "%s", str_trim(v));
+	free(v);
+}
+
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
 	struct mesos_http_req *r = arg;
 	size_t len = size * n;
-	static const char name[] = "mesos-stream-id:";
-	if (len > sizeof name - 1 && strncasecmp(p, name, sizeof name - 1) == 0) {
-		size_t vl = len - (sizeof name - 1);
-		if (vl >= sizeof r->stream_id)
-			vl = sizeof r->stream_id - 1;
-		char *v = xstrndup(p + sizeof name - 1, vl);
-		snprintf(r->stream_id, sizeof r->stream_id, "%s", str_trim(v));
-		free(v);
-	}
+	header_value(p, len, "mesos-stream-id:", r->stream_id);
+	header_value(p, len, "location:", r->location);
 	return len;
+}
+
+void mesos_http_set_auth(struct mesos_http *h, const char *user, const char *password)
+{
+	free(h->user);
+	free(h->password);
+	h->user = user ? xstrdup(user) : NULL;
+	h->password = user ? xstrdup(password ? password : "") : NULL;
 }
 
 struct mesos_http_req *mesos_http_post(struct mesos_http *h, const char *url, const char *body,
@@ -312,6 +336,11 @@ struct mesos_http_req *mesos_http_post(struct mesos_http *h, const char *url, co
 		free(hd);
 	}
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->hdrs);
+	if (h->user) {
+		curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(c, CURLOPT_USERNAME, h->user);
+		curl_easy_setopt(c, CURLOPT_PASSWORD, h->password);
+	}
 	if (getenv("HTC_MESOS_CURL_VERBOSE"))
 		curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);
 	if (curl_multi_add_handle(h->multi, c) != CURLM_OK) {
@@ -339,4 +368,31 @@ void mesos_http_cancel(struct mesos_http_req *req)
 	/* never from a curl callback (mesos_http.h): curl is not inside this transfer */
 	req->cancelled = 1;
 	req_free(req);
+}
+
+char *mesos_http_resolve(const char *base, const char *location)
+{
+	const char *sep = strstr(base, "://");
+	if (!*location || strchr(location, ' ') || !sep)
+		return NULL;
+	if (strstr(location, "://")) {
+		if (strncmp(location, "http://", 7) != 0 && strncmp(location, "https://", 8) != 0)
+			return NULL;
+		return xstrdup(location);
+	}
+	if (location[0] == '/' && location[1] == '/') /* //host:port/path: the base's scheme */
+		return xasprintf("%.*s:%s", (int)(sep - base), base, location);
+	if (location[0] == '/') { /* /path: the base's scheme, host and port */
+		const char *path = strchr(sep + 3, '/');
+		int n = path ? (int)(path - base) : (int)strlen(base);
+		return xasprintf("%.*s%s", n, base, location);
+	}
+	return NULL;
+}
+
+char *mesos_http_authority(const char *url)
+{
+	const char *sep = strstr(url, "://");
+	const char *a = sep ? sep + 3 : url;
+	return xstrndup(a, strcspn(a, "/"));
 }

@@ -22,6 +22,7 @@ struct mesos_http_reply {
 	const char *body;       /* the answer (not for a stream's 2xx body); NUL-terminated */
 	size_t body_len;
 	const char *stream_id; /* the Mesos-Stream-Id header, "" when absent */
+	const char *location;  /* the Location header (of a redirect), "" when absent */
 };
 
 /* The end of a request (also a failure to connect). Not called after mesos_http_cancel. */
@@ -36,6 +37,10 @@ struct mesos_http *mesos_http_new(uv_loop_t *loop);
  * from the loop). NULL is ok. May be called from a callback. */
 void mesos_http_delete(struct mesos_http *h);
 
+/* Every later request carries HTTP basic authentication as USER with PASSWORD (copied); USER
+ * NULL: none. */
+void mesos_http_set_auth(struct mesos_http *h, const char *user, const char *password);
+
 /* POST BODY (JSON) to URL, with header "Mesos-Stream-Id: STREAM_ID" when not NULL.
  * DATA NULL: a call, whose answer is collected for DONE, ended after TIMEOUT_MS (> 0).
  * DATA set: a stream (no total timeout). Returns the request (owned by the client), or NULL. */
@@ -47,5 +52,12 @@ const char *mesos_http_stream_id(const struct mesos_http_req *req);
 /* Ends REQ without calling its callbacks. Not from inside a data callback (return non-zero
  * there instead). */
 void mesos_http_cancel(struct mesos_http_req *req);
+
+/* The URL a redirect's LOCATION names, relative to BASE (an absolute http(s) URL): an absolute
+ * http(s) URL as is, "//host:port/path" with BASE's scheme (as a Mesos master names its
+ * leader), "/path" on BASE's host. NULL for anything else. Caller frees. */
+char *mesos_http_resolve(const char *base, const char *location);
+/* The "host:port" of URL (the whole text when it has no scheme). Caller frees. */
+char *mesos_http_authority(const char *url);
 
 #endif

@@ -172,6 +172,12 @@ json_t *mesos_task_info(const struct batch_job_spec *spec, const char *task_id,
 	              "agent_id", mesos_id(agent_id), "resources", mesos_resources_json(need),
 	              "command", "shell", 1, "value", cmd, "environment", "variables", vars);
 	free(cmd);
+	/* mesos.proto TaskInfo.max_completion_time (a DurationInfo): the agent fails a task still
+	 * running after it with REASON_MAX_COMPLETION_TIME_REACHED */
+	if (r->wall_time_s > 0)
+		json_object_set_new(
+		    ti, "max_completion_time",
+		    json_pack("{s:I}", "nanoseconds", (json_int_t)r->wall_time_s * 1000000000));
 	return ti;
 }
 

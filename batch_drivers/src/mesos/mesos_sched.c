@@ -29,6 +29,8 @@
 #define BACKOFF_MIN_MS      250
 #define BACKOFF_MAX_MS      4000
 #define QUOTE_MAX           300
+/* A master that is not the leader answers 307 naming it; more in a row than this is a loop. */
+#define REDIRECTS_MAX 5
 
 struct mesos_sched {
 	uv_loop_t *loop;
@@ -36,6 +38,8 @@ struct mesos_sched {
 	struct mesos_sched_ops ops;
 	void *arg;
 	char *master, *url, *name;
+	char *principal, *secret; /* NULL: no authentication */
+	int redirects;            /* redirects followed since the last SUBSCRIBED */
 	double failover_timeout, reconnect_timeout;
 	int misses;
 	char fid[256];
@@ -71,6 +75,8 @@ static void maybe_free(struct mesos_sched *s)
 	free(s->bad);
 	free(s->master);
 	free(s->url);
+	free(s->principal);
+	free(s->secret);
 	free(s->name);
 	free(s);
 }
@@ -234,6 +240,7 @@ static void handle(struct mesos_sched *s, json_t *ev)
 		int again = s->ever_up;
 		snprintf(s->fid, sizeof s->fid, "%s", fid);
 		s->up = s->ever_up = 1;
+		s->redirects = 0;
 		s->broken_since_us = 0;
 		s->backoff_ms = BACKOFF_MIN_MS;
 		debug(D_BATCH, "mesos: subscribed to %s as framework %s (heartbeat %.3g s)",
@@ -352,6 +359,33 @@ static void broken(struct mesos_sched *s, const char *what)
 	s->backoff_ms = s->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : s->backoff_ms * 2;
 }
 
+/* A master that is not the leader named the leader in LOCATION: subscribe there (and send
+ * every later call there). 0, or -1 when the redirect cannot be followed (then it is reported
+ * as a refused SUBSCRIBE, or the master is lost for a loop). */
+static int follow_redirect(struct mesos_sched *s, const char *location)
+{
+	char *url = mesos_http_resolve(s->url, location);
+	if (!url)
+		return -1;
+	if (++s->redirects > REDIRECTS_MAX) {
+		char *why = xasprintf("mesos master %s: more than %d redirects in a row (the last "
+		                      "to %s); no leading master answers",
+		                      s->master, REDIRECTS_MAX, url);
+		go_lost(s, why);
+		free(why);
+		free(url);
+		return 0;
+	}
+	char *leader = mesos_http_authority(url);
+	notice("mesos master %s is not the leading master; following it to %s", s->master, leader);
+	free(s->url);
+	s->url = url;
+	free(s->master);
+	s->master = leader;
+	uv_timer_start(&s->again_timer, on_again, 0, 0);
+	return 0;
+}
+
 static void on_stream_done(const struct mesos_http_reply *r, void *arg)
 {
 	struct mesos_sched *s = arg;
@@ -362,6 +396,23 @@ static void on_stream_done(const struct mesos_http_reply *r, void *arg)
 	on_dispatch(&s->dispatch_timer);
 	if (s->deleted || s->is_lost)
 		return;
+	if (r->status == 307 && follow_redirect(s, r->location) == 0)
+		return;
+	if (r->status == 401) {
+		char *why =
+		    s->principal
+		        ? xasprintf("mesos master %s refused SUBSCRIBE: 401 Unauthorized: the "
+		                    "principal '%s' and its secret were not accepted",
+		                    s->master, s->principal)
+		        : xasprintf(
+		              "mesos master %s refused SUBSCRIBE: 401 Unauthorized: the master "
+		              "requires authentication (--batch-option principal=NAME and "
+		              "secret=TEXT or secret-file=FILE)",
+		              s->master);
+		go_lost(s, why);
+		free(why);
+		return;
+	}
 	if (r->status != 0 && (r->status < 200 || r->status >= 300)) {
 		char *q = quote(r->body, r->body_len);
 		char *why = xasprintf("mesos master %s refused SUBSCRIBE: %ld: %s", s->master,
@@ -398,6 +449,11 @@ static void subscribe(struct mesos_sched *s)
 		snprintf(user, sizeof user, "%s", pw->pw_name);
 	json_t *call =
 	    mesos_call_subscribe(s->name, user, s->fid[0] ? s->fid : NULL, s->failover_timeout);
+	/* the framework's principal is the one it authenticates as */
+	if (s->principal)
+		json_object_set_new(
+		    json_object_get(json_object_get(call, "subscribe"), "framework_info"),
+		    "principal", json_string(s->principal));
 	char *body = json_dumps(call, JSON_COMPACT);
 	json_decref(call);
 	mesos_recordio_reset(&s->rio);
@@ -435,6 +491,11 @@ struct mesos_sched *mesos_sched_new(uv_loop_t *loop, const struct mesos_sched_co
 	s->url = strstr(cfg->master, "://") ? xasprintf("%s/api/v1/scheduler", cfg->master)
 	                                    : xasprintf("http://%s/api/v1/scheduler", cfg->master);
 	s->name = xstrdup(cfg->name);
+	if (cfg->principal) {
+		s->principal = xstrdup(cfg->principal);
+		s->secret = xstrdup(cfg->secret ? cfg->secret : "");
+		mesos_http_set_auth(s->http, s->principal, s->secret);
+	}
 	if (cfg->fid)
 		snprintf(s->fid, sizeof s->fid, "%s", cfg->fid);
 	s->failover_timeout = cfg->failover_timeout;
@@ -520,6 +581,11 @@ int mesos_sched_teardown_sync(struct mesos_sched *s, long timeout_ms)
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	if (s->principal) {
+		curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(c, CURLOPT_USERNAME, s->principal);
+		curl_easy_setopt(c, CURLOPT_PASSWORD, s->secret);
+	}
 	CURLcode cc = curl_easy_perform(c);
 	long st = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);

@@ -32,6 +32,8 @@ struct mesos_sched_config {
 	double failover_timeout;  /* seconds */
 	int heartbeat_misses;     /* lost after this many intervals without any event */
 	double reconnect_timeout; /* seconds of failed re-subscriptions before giving up */
+	const char *principal;    /* HTTP basic authentication as this principal, or NULL */
+	const char *secret;       /* its secret */
 };
 
 /* Copies CFG's strings. Nothing is sent before mesos_sched_start. NULL with errno set. */

@@ -73,6 +73,34 @@ void master_abort_record(struct work_queue *q, const char *category, double wall
 	c->wall_sum += wall_s;
 }
 
+/* Fast-aborts M, running on W, if it ran longer than its category's multiple of the mean;
+ * true when W was ended for it (its list of tasks is then gone). */
+static bool check_task(struct work_queue *q, struct mworker *w, struct mtask *m, double now)
+{
+	if (m->state != MTASK_RUNNING || m->t->fast_aborts >= FAST_ABORT_MAX)
+		return false;
+	struct wq_abort_cat *c = cat_get(q, m->t->category);
+	double mult = c->multiplier >= 0 ? c->multiplier : q->fast_abort;
+	if (mult <= 0 || c->done < FAST_ABORT_MIN_DONE)
+		return false;
+	double mean = c->wall_sum / (double)c->done;
+	if (now - m->running_since <= mult * mean)
+		return false;
+	notice("%s: task %d fast-aborted after %.1f s (category %s mean %.2f s)", w->label, m->id,
+	       now - m->running_since, c->name, mean);
+	m->t->fast_aborts++;
+	master_sched_task_release(q->sched, m->st, now);
+	master_dispatch_cancel(w, m, "fast abort");
+	/* waits for the worker's task_cancelled before it can run again (7.2) */
+	m->state = MTASK_CANCELLING;
+	if (++w->fast_aborts >= SLOW_WORKER_ABORTS && w->host) {
+		master_abort_block_host(q, w->host, SLOW_WORKER_BLOCK_S);
+		master_worker_end(w, false, "fast abort: slow worker", SLOW_WORKER_BLOCK_S);
+		return true;
+	}
+	return false;
+}
+
 void master_abort_check(struct work_queue *q)
 {
 	bool any = q->fast_abort > 0;
@@ -82,29 +110,15 @@ void master_abort_check(struct work_queue *q)
 	if (!any)
 		return;
 	double now = master_queue_now();
-	struct mtask *m, *tmp;
-	HASH_ITER(hh, q->tasks, m, tmp)
-	{
-		if (m->state != MTASK_RUNNING || !m->w || m->t->fast_aborts >= FAST_ABORT_MAX)
-			continue;
-		c = cat_get(q, m->t->category);
-		double mult = c->multiplier >= 0 ? c->multiplier : q->fast_abort;
-		if (mult <= 0 || c->done < FAST_ABORT_MIN_DONE)
-			continue;
-		double mean = c->wall_sum / (double)c->done;
-		if (now - m->running_since <= mult * mean)
-			continue;
-		struct mworker *w = m->w;
-		notice("%s: task %d fast-aborted after %.1f s (category %s mean %.2f s)", w->label,
-		       m->id, now - m->running_since, c->name, mean);
-		m->t->fast_aborts++;
-		master_sched_task_release(q->sched, m->st, now);
-		master_dispatch_cancel(w, m, "fast abort");
-		/* waits for the worker's task_cancelled before it can run again (7.2) */
-		m->state = MTASK_CANCELLING;
-		if (++w->fast_aborts >= SLOW_WORKER_ABORTS && w->host) {
-			master_abort_block_host(q, w->host, SLOW_WORKER_BLOCK_S);
-			master_worker_end(w, false, "fast abort: slow worker", SLOW_WORKER_BLOCK_S);
+	/* only the tasks on workers can run: walk the workers' lists, not the whole queue (it may
+	 * hold a million tasks waiting) */
+	for (struct mworker *w = q->workers, *wn; w; w = wn) {
+		wn = w->next;
+		for (struct mtask *m = w->assigned, *mn; m; m = mn) {
+			mn = m->wnext;
+			q->abort_examined++;
+			if (check_task(q, w, m, now))
+				break; /* W was ended: its list is gone */
 		}
 	}
 }

@@ -187,6 +187,30 @@ static void send_task(struct mworker *w, struct mtask *m)
 		master_txlog_task(w->q->txlog, m->id, "RUNNING", w->id, m->t->resources_allocated);
 }
 
+int master_dispatch_send_object(struct mworker *w, struct mobject *o, const char *source,
+                                bool is_dir, int64_t task)
+{
+	struct xtag *x = xcalloc(1, sizeof *x);
+	x->kind = XTAG_OBJECT;
+	x->object = xstrdup(o->name);
+	x->task = task;
+	x->start = master_queue_now();
+	json_t *target = wq_xfer_target_object(o->name, WQ_KEEP_RUN);
+	int flags = (w->caps & WQ_CAP_ZLIB) ? WQ_XFER_ZLIB : 0;
+	int rc;
+	if (is_dir)
+		rc =
+		    wq_xfer_send_dir(w->out, source, target, flags | WQ_XFER_FOLLOW_LINKS, x, NULL);
+	else
+		rc = wq_xfer_send_file(w->out, source, -1, -1, target, flags, x, NULL);
+	json_decref(target);
+	if (rc < 0) {
+		free(x->object);
+		free(x);
+	}
+	return rc;
+}
+
 void master_dispatch_task(struct mworker *w, struct mtask *m, const struct master_sched_box *box)
 {
 	struct work_queue_task *t = m->t;
@@ -244,23 +268,12 @@ void master_dispatch_task(struct mworker *w, struct mtask *m, const struct maste
 		m->objects_waiting++;
 		if (!fresh)
 			continue;
-		struct xtag *x = xcalloc(1, sizeof *x);
-		x->kind = XTAG_OBJECT;
-		x->object = xstrdup(o->name);
-		x->task = m->id;
-		x->start = master_queue_now();
-		json_t *target = wq_xfer_target_object(o->name, WQ_KEEP_RUN);
-		int flags = (w->caps & WQ_CAP_ZLIB) ? WQ_XFER_ZLIB : 0;
-		int rc;
-		if (f->kind == WORK_QUEUE_FILE_DIRECTORY)
-			rc = wq_xfer_send_dir(w->out, f->source, target,
-			                      flags | WQ_XFER_FOLLOW_LINKS, x, NULL);
-		else
-			rc = wq_xfer_send_file(w->out, f->source, -1, -1, target, flags, x, NULL);
-		json_decref(target);
+		bool is_dir = f->kind == WORK_QUEUE_FILE_DIRECTORY;
+		if (master_shared_route(w, o, f->source, is_dir, m->id))
+			continue; /* taken from its shared store, or after another worker of it */
+		int rc = master_dispatch_send_object(w, o, f->source, is_dir, m->id);
 		if (rc < 0) {
-			free(x->object);
-			free(x);
+			master_shared_send_failed(w, o->name);
 			master_worker_object_free(w, o);
 			warn("%s: cannot send %s: %s", w->label, f->source, htc_strerror(rc));
 			master_worker_finish(w, m, WORK_QUEUE_RESULT_INPUT_MISSING);
@@ -288,6 +301,47 @@ void master_dispatch_cancel(struct mworker *w, struct mtask *m, const char *reas
 	master_worker_clear_recv(m);
 }
 
+void master_dispatch_object_done(struct mworker *w, struct mobject *o, int how, bool no_room)
+{
+	struct work_queue *q = w->q;
+	struct mtask **wait = o->wait;
+	int nwait = o->nwait;
+	o->wait = NULL;
+	o->nwait = 0;
+	if (how > 0) {
+		o->present = true;
+	} else {
+		if (no_room) {
+			/* no room for the object: no task here until the next capacity, which
+			 * the objects dropped now bring (the worker reports a change of its free
+			 * disk) */
+			debug(D_WQ, "%s: no room for %s", w->label, o->name);
+			if (w->sw)
+				master_sched_worker_set_flags(q->sched, w->sw,
+				                              master_sched_worker_flags(w->sw) |
+				                                  MASTER_SCHED_FULL);
+		}
+		master_worker_object_free(w, o);
+		if (no_room)
+			master_full_no_room(w);
+	}
+	for (int k = 0; k < nwait; k++) {
+		struct mtask *m = wait[k];
+		if (!m || !master_worker_assigned(w, m) || m->state != MTASK_SENDING)
+			continue;
+		if (how > 0) {
+			if (--m->objects_waiting == 0)
+				send_task(w, m);
+		} else if (how == 0) {
+			master_sched_task_release(q->sched, m->st, master_queue_now());
+			master_worker_back_to_ready(w, m);
+		} else {
+			master_worker_finish(w, m, WORK_QUEUE_RESULT_INPUT_MISSING);
+		}
+	}
+	free(wait);
+}
+
 /* Called by the sender when a transfer ends. */
 static void on_sent(struct wq_xfer_out *out, const struct wq_xfer_sent *r, void *user)
 {
@@ -302,44 +356,15 @@ static void on_sent(struct wq_xfer_out *out, const struct wq_xfer_sent *r, void 
 		          (r->outcome == WQ_XFER_REFUSED && r->code == WQ_XERR_HAVE);
 		if (!ok)
 			debug(D_WQ, "%s: object %s not sent: %s", w->label, x->object, r->text);
-		if (o) {
-			struct mtask **wait = o->wait;
-			int nwait = o->nwait;
-			o->wait = NULL;
-			o->nwait = 0;
-			if (ok)
-				o->present = true;
-			else
-				master_worker_object_free(w, o);
-			if (r->outcome == WQ_XFER_REFUSED && r->code == WQ_XERR_DISK_FULL) {
-				/* no room for the object: no task here until the next capacity,
-				 * which the objects dropped now bring (the worker reports a
-				 * change of its free disk) */
-				debug(D_WQ, "%s: no room for %s", w->label, x->object);
-				if (w->sw)
-					master_sched_worker_set_flags(
-					    q->sched, w->sw,
-					    master_sched_worker_flags(w->sw) | MASTER_SCHED_FULL);
-				master_full_no_room(w);
-			}
-			for (int k = 0; k < nwait; k++) {
-				struct mtask *m = wait[k];
-				if (!m || !master_worker_assigned(w, m) ||
-				    m->state != MTASK_SENDING)
-					continue;
-				if (ok) {
-					if (--m->objects_waiting == 0)
-						send_task(w, m);
-				} else if (r->outcome == WQ_XFER_REFUSED) {
-					master_sched_task_release(q->sched, m->st,
-					                          master_queue_now());
-					master_worker_back_to_ready(w, m);
-				} else {
-					master_worker_finish(w, m, WORK_QUEUE_RESULT_INPUT_MISSING);
-				}
-			}
-			free(wait);
-		}
+		if (o && !ok)
+			master_shared_send_failed(w, x->object);
+		if (o)
+			master_dispatch_object_done(w, o,
+			                            ok                              ? 1
+			                            : r->outcome == WQ_XFER_REFUSED ? 0
+			                                                            : -1,
+			                            r->outcome == WQ_XFER_REFUSED &&
+			                                r->code == WQ_XERR_DISK_FULL);
 		if (ok && q->txlog)
 			master_txlog_transfer(q->txlog, 0, x->task, x->object, (int64_t)r->bytes,
 			                      master_queue_now() - x->start, 1);

@@ -101,6 +101,9 @@ struct mobject {
 	double last_use;     /* master_queue_now() when a task last named it here */
 	struct mtask **wait; /* tasks waiting for it while it is being sent */
 	int nwait;
+	char *take_source; /* master_shared.c: being taken from the shared store; its file */
+	bool take_dir;
+	int64_t take_task;
 	UT_hash_handle hh;
 };
 
@@ -145,6 +148,7 @@ struct mworker {
 	struct wq_xfer_out *out;
 	struct wq_xfer_in *in;
 	struct mobject *objects;
+	struct mstore *store; /* master_shared.c: its shared store (`shared_cache`), or NULL */
 	struct mcancel *cancelling;
 	struct mworker *hs_prev, *hs_next; /* in q->admit.hs_list while counted */
 	int ntasks;                        /* tasks assigned */
@@ -171,6 +175,7 @@ struct mworker {
 
 struct wq_abort_cat;
 struct wq_block;
+struct mstore;
 
 /* Connections that have not finished the handshake (master_admit.c). */
 struct master_admit_addr;
@@ -184,9 +189,11 @@ struct master_admit {
 };
 
 struct work_queue {
+	struct mstore *stores;  /* master_shared.c: the shared stores of workers, by id */
 	uint64_t lost_examined; /* tasks looked at by lost-worker procedures (tests) */
 	int64_t timed_tasks;    /* tasks with an end time, not done (recounted at each tick) */
 	uint64_t ticks, tick_examined; /* ticks, and tasks their end-time check looked at */
+	uint64_t abort_examined;       /* tasks the fast-abort check looked at */
 	uv_loop_t *loop;
 	uv_loop_t own_loop;
 	bool own;
@@ -250,6 +257,9 @@ const char *master_queue_tmpdir(struct work_queue *q);
 
 /* Called by master_worker.c. */
 void master_queue_request_pass(struct work_queue *q);
+/* Frees T's index of file names once T is queued: it is rebuilt from T's lists if files are
+ * added again (work_queue_task.c). Saves about 600 bytes per queued task. */
+void master_task_drop_name_index(struct work_queue_task *t);
 struct mtask *master_queue_task_lookup(struct work_queue *q, int64_t id);
 /* The task goes back to READY with the same try (not counted). */
 void master_queue_task_requeue(struct work_queue *q, struct mtask *m);
@@ -265,6 +275,33 @@ bool master_worker_assigned(struct mworker *w,
 struct mobject *master_worker_object_find(struct mworker *w, const char *name);
 struct mobject *master_worker_object_add(struct mworker *w, const char *name, int64_t size);
 void master_worker_object_free(struct mworker *w, struct mobject *o);
+
+/* master_dispatch.c: sends object O to W (for task TASK, the transactions log), from SOURCE (a
+ * directory when IS_DIR). Returns 0 or the sender's error. */
+int master_dispatch_send_object(struct mworker *w, struct mobject *o, const char *source,
+                                bool is_dir, int64_t task);
+/* Object O of W is in place (HOW > 0), refused (0: its tasks go back to READY; NO_ROOM: for
+ * want of disk) or failed (< 0: its tasks fail, input missing); the tasks waiting for it go on.
+ * O is freed unless in place. */
+void master_dispatch_object_done(struct mworker *w, struct mobject *o, int how, bool no_room);
+
+/* master_shared.c: workers that share a store (protocol 5.12, doc/work-queue-shared-cache.md).
+ * W's identity named store ID (32 hex): W joins it. */
+void master_shared_join(struct mworker *w, const char *id);
+/* Object O (fresh in W's view, from SOURCE) is needed on W: true when it will come from W's
+ * shared store (a `cache_take` now, or after the transfer to another worker of the store) and
+ * must not be sent; false: send it (W is then the store's sender of it). */
+bool master_shared_route(struct mworker *w, struct mobject *o, const char *source, bool is_dir,
+                         int64_t task);
+/* The transfer of NAME to W failed: another worker of its store waiting for it gets it. */
+void master_shared_send_failed(struct mworker *w, const char *name);
+/* W is lost: the objects it was receiving for its store go to the workers waiting for them. */
+void master_shared_worker_lost(struct mworker *w);
+/* `store_have` and `cache_taken` from W. */
+void master_shared_on_store_have(struct mworker *w, json_t *msg);
+void master_shared_on_taken(struct mworker *w, json_t *msg);
+/* Frees the stores of Q. */
+void master_shared_free(struct work_queue *q);
 void master_worker_rm_path(const char *p, bool is_dir);
 struct work_queue_file *master_worker_nth_file(struct work_queue_file *f, int i);
 void master_worker_detach(struct mworker *w, struct mtask *m); /* M leaves W (stats) */

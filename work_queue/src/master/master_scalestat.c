@@ -25,6 +25,7 @@ struct mscale_slot {
 
 struct mscale_cat {
 	char *name;
+	int64_t in_queue;   /* submitted, not yet given back or cancelled (done ones included) */
 	int64_t active;     /* submitted, not ended */
 	int64_t on_workers; /* assigned to a worker (sending, queued there, running, receiving) */
 	double start_sum;   /* sum of the assignment times of those */
@@ -52,6 +53,7 @@ void master_scalestat_added(struct work_queue *q, struct mtask *m)
 {
 	struct mscale_cat *c = cat_get(q, m->t->category ? m->t->category : "default");
 	m->scat = c;
+	c->in_queue++;
 	c->active++;
 	const struct rmsummary *r = m->t->resources_requested;
 	if (r) {
@@ -76,6 +78,13 @@ void master_scalestat_ended(struct work_queue *q, const struct mtask *m, double 
 		c->rt_mean += d / (double)c->rt_n;
 		c->rt_m2 += d * (run_s - c->rt_mean);
 	}
+}
+
+void master_scalestat_removed(struct work_queue *q, const struct mtask *m)
+{
+	(void)q;
+	if (m->scat && m->scat->in_queue > 0)
+		m->scat->in_queue--;
 }
 
 /* Counts M as running on a worker from NOW (or stops counting it). */
@@ -192,6 +201,28 @@ json_t *master_scalestat_categories(struct work_queue *q, double now)
 		json_object_set_new(json_object_get(o, "measured"), "cores_avg",
 		                    json_real(st->max_seen.v[RM_CORES_AVG]));
 		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+json_t *master_scalestat_category_items(struct work_queue *q)
+{
+	json_t *a = json_array();
+	struct mscale_cat *c, *tmp;
+	HASH_ITER(hh, q->scale_cats, c, tmp)
+	{
+		if (c->in_queue == 0)
+			continue;
+		struct category *cat = master_sched_category(q->sched, c->name);
+		const struct category_stats *st = category_get_stats(cat);
+		int64_t waiting = c->active - c->on_workers;
+		json_array_append_new(
+		    a, json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "name", c->name, "mode",
+		                 category_mode_name(category_get_mode(cat)), "waiting",
+		                 (json_int_t)(waiting > 0 ? waiting : 0), "running",
+		                 (json_int_t)c->on_workers, "done", (json_int_t)st->tasks_done,
+		                 "failed", (json_int_t)st->tasks_failed, "exhaustions",
+		                 (json_int_t)st->exhaustions));
 	}
 	return a;
 }

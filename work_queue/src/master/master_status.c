@@ -203,6 +203,7 @@ static json_t *master_item(struct work_queue *q, bool rows)
 	                    json_integer(s.tasks_exhausted_attempts));
 	json_object_set_new(o, "bytes_sent", json_integer(s.bytes_sent));
 	json_object_set_new(o, "bytes_received", json_integer(s.bytes_received));
+	json_object_set_new(o, "objects_taken", json_integer(s.objects_taken));
 	json_object_set_new(o, "total_cores", json_real(s.total_cores));
 	json_object_set_new(o, "total_memory", json_integer(s.total_memory));
 	json_object_set_new(o, "total_disk", json_integer(s.total_disk));
@@ -279,42 +280,6 @@ static json_t *tasks_items(struct work_queue *q)
 	return a;
 }
 
-static json_t *categories_items(struct work_queue *q)
-{
-	json_t *a = json_array();
-	json_t *seen = json_object();
-	struct mtask *m, *tmp;
-	HASH_ITER(hh, q->tasks, m, tmp)
-	{
-		const char *name = m->t->category ? m->t->category : "default";
-		json_t *c = json_object_get(seen, name);
-		if (!c) {
-			struct category *cat = master_sched_category(q->sched, name);
-			const struct category_stats *st = category_get_stats(cat);
-			c = json_pack("{s:s,s:s,s:i,s:i,s:I,s:I,s:I}", "name", name, "mode",
-			              category_mode_name(category_get_mode(cat)), "waiting", 0,
-			              "running", 0, "done", (json_int_t)st->tasks_done, "failed",
-			              (json_int_t)st->tasks_failed, "exhaustions",
-			              (json_int_t)st->exhaustions);
-			json_object_set_new(seen, name, c);
-		}
-		/* a task still being prepared, or sent ahead and queued on a worker, is waiting */
-		const char *key = "running";
-		if (m->state == MTASK_DONE)
-			key = NULL;
-		else if (m->state == MTASK_READY || m->state == MTASK_PREPARING || m->queued)
-			key = "waiting";
-		if (key)
-			json_object_set_new(
-			    c, key, json_integer(json_integer_value(json_object_get(c, key)) + 1));
-	}
-	const char *k;
-	json_t *v;
-	json_object_foreach(seen, k, v) json_array_append(a, v);
-	json_decref(seen);
-	return a;
-}
-
 json_t *master_status_items(struct work_queue *q, const char *what)
 {
 	if (!q || !what)
@@ -329,7 +294,7 @@ json_t *master_status_items(struct work_queue *q, const char *what)
 	if (!strcmp(what, "tasks"))
 		return tasks_items(q);
 	if (!strcmp(what, "categories"))
-		return categories_items(q);
+		return master_scalestat_category_items(q);
 	return NULL;
 }
 

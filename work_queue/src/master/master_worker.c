@@ -30,7 +30,7 @@
 #define SOFTWARE "htc 0.1.0"
 #define MASTER_CAPS                                                                                \
 	(WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT |                \
-	 WQ_CAP_CONTAINERS | WQ_CAP_GROW)
+	 WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE | WQ_CAP_GROW)
 #define DISMISS_LINGER_MS 5000
 #define HS_DEADLINE_MS    10000 /* accept -> end of hello and password (protocol 2.4) */
 
@@ -55,6 +55,7 @@ void master_worker_object_free(struct mworker *w, struct mobject *o)
 	HASH_DEL(w->objects, o);
 	free(o->name);
 	free(o->wait);
+	free(o->take_source);
 	free(o);
 }
 
@@ -319,6 +320,15 @@ static void on_identity(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 			w->labels[w->nlabels++] = xstrdup(id->labels[k]);
 	if ((w->caps & WQ_CAP_CONTAINERS) && id->docker)
 		w->labels[w->nlabels++] = xstrdup(WORK_QUEUE_CONTAINERS_FEATURE);
+	if ((w->caps & WQ_CAP_SHARED_CACHE) && !id->store) {
+		wq_identity_free(id);
+		wq_conn_violation(w->c, "proto",
+		                  "message \"identity\": key \"store\" is required with "
+		                  "capability \"shared_cache\"");
+		return;
+	}
+	if (w->caps & WQ_CAP_SHARED_CACHE)
+		master_shared_join(w, id->store);
 	wq_identity_free(id);
 	if (w->deadline)
 		uv_timer_stop(w->deadline);
@@ -629,6 +639,18 @@ static void on_error(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 	wq_msg_error_free(&e);
 }
 
+static void on_cache_taken(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	master_shared_on_taken(w, msg);
+}
+
+static void on_store_have(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	master_shared_on_store_have(w, msg);
+}
+
 static void on_query(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 {
 	(void)mid;
@@ -651,6 +673,8 @@ static msg_handler *const handlers[WQ_MSG_COUNT] = {
     [WQ_MSG_IDENTITY] = on_identity,
     [WQ_MSG_CAPACITY] = on_capacity,
     [WQ_MSG_CACHE_HAVE] = on_cache_have,
+    [WQ_MSG_CACHE_TAKEN] = on_cache_taken,
+    [WQ_MSG_STORE_HAVE] = on_store_have,
     [WQ_MSG_XFER_ERROR] = on_xfer_error,
     [WQ_MSG_XFER_BEGIN] = on_xfer_in,
     [WQ_MSG_XFER_END] = on_xfer_in,
@@ -777,6 +801,7 @@ static void lost(struct mworker *w, enum master_txlog_leave why)
 			master_worker_back_to_ready(w, m);
 		}
 	}
+	master_shared_worker_lost(w); /* after its tasks: they wait for nothing of it now */
 	struct mcancel *mc, *mct;
 	HASH_ITER(hh, w->cancelling, mc, mct)
 	{

@@ -518,6 +518,7 @@ static void queue_free(struct work_queue *q)
 	q->prep = NULL;
 	while (q->workers)
 		master_worker_free(q->workers);
+	master_shared_free(q);
 	struct mtask *m, *tmp;
 	HASH_ITER(hh, q->tasks, m, tmp)
 	{
@@ -672,6 +673,7 @@ int work_queue_submit(struct work_queue *q, struct work_queue_task *t)
 	t->try_count = 0;
 	t->time_when_submitted = time_now_us();
 	HASH_ADD_INT(q->tasks, id, m);
+	master_task_drop_name_index(t);
 	master_scalestat_added(q, m);
 	q->stats.tasks_submitted++;
 	if (t->end_time > 0)
@@ -711,6 +713,7 @@ static struct work_queue_task *pop_done_tag(struct work_queue *q, const char *ta
 	if (q->done_tail == m)
 		q->done_tail = prev;
 	HASH_DEL(q->tasks, m);
+	master_scalestat_removed(q, m);
 	q->stats.tasks_with_results--;
 	struct work_queue_task *t = m->t;
 	mtask_free(m);
@@ -842,6 +845,7 @@ struct work_queue_task *work_queue_cancel_by_taskid(struct work_queue *q, int id
 			master_txlog_task(q->txlog, m->id, "CANCELED", NULL, NULL);
 	}
 	HASH_DEL(q->tasks, m);
+	master_scalestat_removed(q, m);
 	struct work_queue_task *t = m->t;
 	mtask_free(m);
 	master_queue_request_pass(q);

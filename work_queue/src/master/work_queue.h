@@ -371,6 +371,8 @@ struct work_queue_stats {
 	double total_cores, committed_cores;
 	int64_t total_memory, committed_memory, total_disk, committed_disk, total_gpus,
 	    committed_gpus;
+	int64_t objects_taken; /* cached objects workers took from their shared store instead of a
+	                        * transfer (doc/work-queue-shared-cache.md) */
 };
 void work_queue_get_stats(struct work_queue *q, struct work_queue_stats *s);
 

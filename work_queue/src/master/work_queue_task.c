@@ -13,6 +13,7 @@
 #include "docker_name.h"
 #include "htc_error.h"
 #include "path.h"
+#include "master_internal.h"
 #include "task_names.h"
 #include "wq_msg.h"
 #include "wq_name.h"
@@ -190,7 +191,14 @@ int work_queue_task_specify_command(struct work_queue_task *t, const char *comma
 	return 0;
 }
 
-/* The index of T's file names, built from its lists when it has none yet (a clone). */
+void master_task_drop_name_index(struct work_queue_task *t)
+{
+	task_names_free(t->file_names);
+	t->file_names = NULL;
+}
+
+/* The index of T's file names, built from its lists when it has none yet (a clone, or a task
+ * whose index was dropped when it was queued). */
 static struct task_names *names_of(struct work_queue_task *t)
 {
 	if (t->file_names)

@@ -202,6 +202,8 @@ static const struct {
     [WQ_MSG_BYE] = {"bye", D_ALL, S_INIT | S_ANY},
     [WQ_MSG_CACHE_DROP] = {"cache_drop", D_M2W, S_ANY},
     [WQ_MSG_CACHE_HAVE] = {"cache_have", D_W2M, S_INIT | S_ANY},
+    [WQ_MSG_CACHE_TAKE] = {"cache_take", D_M2W, S_ANY},
+    [WQ_MSG_CACHE_TAKEN] = {"cache_taken", D_W2M, S_ANY},
     [WQ_MSG_CAPACITY] = {"capacity", D_W2M, S_INIT | S_ANY},
     [WQ_MSG_DIR_ABORT] = {"dir_abort", D_W2M | D_M2W, S_ANY},
     [WQ_MSG_DIR_BEGIN] = {"dir_begin", D_W2M | D_M2W, S_ANY},
@@ -218,6 +220,7 @@ static const struct {
     [WQ_MSG_QUERY] = {"query", D_S2M, S_ANY},
     [WQ_MSG_QUERY_REPLY] = {"query_reply", D_M2S, S_ANY},
     [WQ_MSG_SHUTDOWN] = {"shutdown", D_M2W, S_ANY},
+    [WQ_MSG_STORE_HAVE] = {"store_have", D_W2M, S_ANY},
     [WQ_MSG_TASK] = {"task", D_M2W, 1u << WQ_STATE_ACTIVE},
     [WQ_MSG_TASK_CANCEL] = {"task_cancel", D_M2W, S_ANY},
     [WQ_MSG_TASK_CANCELLED] = {"task_cancelled", D_W2M, S_ANY},
@@ -412,8 +415,8 @@ unsigned wq_msg_caps_negotiate(unsigned offered, unsigned ours)
 
 /* ---- hello ----------------------------------------------------------------- */
 
-static const char *const cap_names[] = {"zlib",   "fetch",      "watch", "queue",
-                                        "dirout", "containers", "grow",  NULL};
+static const char *const cap_names[] = {"zlib",       "fetch",        "watch", "queue", "dirout",
+                                        "containers", "shared_cache", "grow",  NULL};
 static const char *const role_names[] = {"worker", "status", "master", NULL};
 
 static bool is_hex(const char *s, size_t n)

@@ -126,6 +126,8 @@ enum wq_msg_id {
 	WQ_MSG_BYE,
 	WQ_MSG_CACHE_DROP,
 	WQ_MSG_CACHE_HAVE,
+	WQ_MSG_CACHE_TAKE,
+	WQ_MSG_CACHE_TAKEN,
 	WQ_MSG_CAPACITY,
 	WQ_MSG_DIR_ABORT,
 	WQ_MSG_DIR_BEGIN,
@@ -142,6 +144,7 @@ enum wq_msg_id {
 	WQ_MSG_QUERY,
 	WQ_MSG_QUERY_REPLY,
 	WQ_MSG_SHUTDOWN,
+	WQ_MSG_STORE_HAVE,
 	WQ_MSG_TASK,
 	WQ_MSG_TASK_CANCEL,
 	WQ_MSG_TASK_CANCELLED,
@@ -204,10 +207,12 @@ char *wq_msg_encode(const json_t *msg, size_t *len);
 #define WQ_CAP_DIROUT 16u /* a `dir: false` output made a directory comes back as one (5.6) */
 #define WQ_CAP_CONTAINERS                                                                          \
 	32u /* a `task` may name its own container: an image of the engine or a cached archive */
+#define WQ_CAP_SHARED_CACHE                                                                        \
+	64u /* workers of one file system share a store (`store`, `cache_take`; protocol 5.12) */
 /* a `task` may carry `max_memory`; the worker sends `task_resized` and `grown` (5.6) */
-#define WQ_CAP_GROW 64u
+#define WQ_CAP_GROW 128u
 #define WQ_CAPS_KNOWN                                                                              \
-	(WQ_CAPS_ALL | WQ_CAP_QUEUE | WQ_CAP_DIROUT | WQ_CAP_CONTAINERS |                          \
+	(WQ_CAPS_ALL | WQ_CAP_QUEUE | WQ_CAP_DIROUT | WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE |    \
 	 WQ_CAP_GROW) /* every capability this release knows */
 
 /* Section 2.4: queued tasks one worker may hold (its `queue_max` is 1 .. this). */
@@ -474,6 +479,7 @@ struct wq_identity {
 	int64_t max_tasks; /* tasks the worker will still run (--exit-after-tasks); 0 = no limit */
 	enum wq_cgroups cgroups;
 	int64_t queue_max; /* 1 .. WQ_QUEUE_MAX; 0 when absent (needed only with `queue`) */
+	const char *store; /* 32 hex with `shared_cache` (section 5.12); NULL when absent */
 	json_t *msg;
 };
 int wq_msg_identity_parse(const json_t *msg, struct wq_identity **out, char **why);
@@ -491,5 +497,18 @@ struct worker_cache_list {
 int wq_msg_cache_have_parse(const json_t *msg, struct worker_cache_list **out, char **why);
 int wq_msg_cache_drop_parse(const json_t *msg, struct worker_cache_list **out, char **why);
 void worker_cache_list_free(struct worker_cache_list *c);
+/* `store_have` (section 5.12): the form of `cache_have`, F- names only. */
+int wq_msg_store_have_parse(const json_t *msg, struct worker_cache_list **out, char **why);
+
+/* `cache_take` {object, size} and `cache_taken` {object, ok, size, text} (section 5.12). */
+struct wq_cache_take {
+	const char *object;
+	int64_t size;
+	bool ok;          /* cache_taken */
+	const char *text; /* cache_taken, NULL if absent */
+	json_t *msg;
+};
+int wq_msg_cache_take_parse(const json_t *msg, bool taken, struct wq_cache_take **out, char **why);
+void wq_cache_take_free(struct wq_cache_take *t);
 
 #endif

@@ -277,6 +277,10 @@ int wq_msg_identity_parse(const json_t *msg, struct wq_identity **out, char **wh
 		id->cgroups = (enum wq_cgroups)cg;
 	wq_msg_int(&v, msg, "max_tasks", 0, 1, WQ_MAX_ID, &id->max_tasks);
 	wq_msg_int(&v, msg, "queue_max", 0, 1, WQ_QUEUE_MAX, &id->queue_max);
+	size_t store_len = 0;
+	if (wq_msg_str(&v, msg, "store", 0, 32, &id->store, &store_len) == 0 &&
+	    (store_len != 32 || strspn(id->store, "0123456789abcdef") != 32))
+		wq_msg_fail(&v, "store", "expected 32 lowercase hex digits");
 	FINISH(v, id, msg, wq_identity_free, out, why);
 }
 
@@ -291,10 +295,10 @@ void wq_identity_free(struct wq_identity *i)
 
 /* ---- cache ---------------------------------------------------------------------- */
 
-static int parse_cache_list(const json_t *msg, bool have, struct worker_cache_list **out,
-                            char **why)
+static int parse_cache_list(const json_t *msg, bool have, const char *m,
+                            struct worker_cache_list **out, char **why)
 {
-	struct wq_msg_v v = {.m = have ? "cache_have" : "cache_drop"};
+	struct wq_msg_v v = {.m = m};
 	struct worker_cache_list *c = xcalloc(1, sizeof *c);
 	*out = NULL;
 	*why = NULL;
@@ -342,12 +346,53 @@ static int parse_cache_list(const json_t *msg, bool have, struct worker_cache_li
 
 int wq_msg_cache_have_parse(const json_t *msg, struct worker_cache_list **out, char **why)
 {
-	return parse_cache_list(msg, true, out, why);
+	return parse_cache_list(msg, true, "cache_have", out, why);
+}
+
+int wq_msg_store_have_parse(const json_t *msg, struct worker_cache_list **out, char **why)
+{
+	int r = parse_cache_list(msg, true, "store_have", out, why);
+	for (size_t i = 0; r == 0 && i < (*out)->n; i++) {
+		if ((*out)->names[i][0] != 'F') {
+			*why = xasprintf("message \"store_have\": key \"objects[%zu]\": expected a "
+			                 "file object (F-)",
+			                 i);
+			worker_cache_list_free(*out);
+			*out = NULL;
+			r = HTC_EPROTO;
+		}
+	}
+	return r;
+}
+
+int wq_msg_cache_take_parse(const json_t *msg, bool taken, struct wq_cache_take **out, char **why)
+{
+	struct wq_msg_v v = {.m = taken ? "cache_taken" : "cache_take"};
+	struct wq_cache_take *t = xcalloc(1, sizeof *t);
+	*out = NULL;
+	*why = NULL;
+	if (wq_msg_str(&v, msg, "object", WQ_REQ, 66, &t->object, NULL) == 0 &&
+	    (!wq_name_is_object(t->object) || t->object[0] != 'F'))
+		wq_msg_fail(&v, "object", "expected a file object name (F- and 64 hex digits)");
+	wq_msg_int(&v, msg, "size", WQ_REQ, 0, WQ_MAX_ID, &t->size);
+	if (taken) {
+		wq_msg_bool(&v, msg, "ok", WQ_REQ, &t->ok);
+		wq_msg_str(&v, msg, "text", 0, WQ_TEXT_RECV_MAX, &t->text, NULL);
+	}
+	FINISH(v, t, msg, wq_cache_take_free, out, why);
+}
+
+void wq_cache_take_free(struct wq_cache_take *t)
+{
+	if (!t)
+		return;
+	json_decref(t->msg);
+	free(t);
 }
 
 int wq_msg_cache_drop_parse(const json_t *msg, struct worker_cache_list **out, char **why)
 {
-	return parse_cache_list(msg, false, out, why);
+	return parse_cache_list(msg, false, "cache_drop", out, why);
 }
 
 void worker_cache_list_free(struct worker_cache_list *c)

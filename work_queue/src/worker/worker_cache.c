@@ -526,6 +526,27 @@ int worker_cache_partial_finish_hashed(struct worker_cache_partial *p, const cha
 	return partial_commit(p, hex, sha256hex);
 }
 
+int worker_cache_partial_link(struct worker_cache_partial *p, int src_dirfd, const char *src_name)
+{
+	if (p->is_dir || p->fd < 0 || p->written > 0)
+		return -EBADF;
+	struct stat st;
+	if (fstatat(src_dirfd, src_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		int r = -errno;
+		worker_cache_partial_abort(p);
+		return r;
+	}
+	if (linkat(src_dirfd, src_name, p->cache_fd, p->name, 0) < 0) {
+		int r = -errno;
+		if (r != -EXDEV)
+			worker_cache_partial_abort(p);
+		return r;
+	}
+	worker_cache_partial_abort(p); /* the empty temporary: the object is in place */
+	p->final_size = (uint64_t)st.st_size;
+	return 0;
+}
+
 int worker_cache_partial_finish_dir(struct worker_cache_partial *p, struct wq_listing *listing,
                                     uint64_t entries, const char *listing_hex)
 {

@@ -138,6 +138,13 @@ int worker_cache_partial_finish_hashed(struct worker_cache_partial *p, const cha
 int worker_cache_partial_finish_dir(struct worker_cache_partial *p, struct wq_listing *listing,
                                     uint64_t entries, const char *listing_hex);
 
+/* Thread-safe: completes a file object with a hard link of SRC_NAME in directory SRC_DIRFD (a
+ * shared store's copy, already checked) instead of received bytes: the link is made under the
+ * object's final name, and the partial's empty temporary file is removed. Returns 0, -EXDEV
+ * (another file system: the partial is kept, to be filled with worker_cache_partial_write),
+ * or another -errno (the partial deleted). */
+int worker_cache_partial_link(struct worker_cache_partial *p, int src_dirfd, const char *src_name);
+
 /* Thread-safe: deletes the partial's temporary file or directory (abort, error). */
 int worker_cache_partial_abort(struct worker_cache_partial *p);
 

@@ -37,6 +37,7 @@
 #include "wq_conn.h"
 #include "wq_handshake.h"
 #include "worker_sandbox.h"
+#include "worker_shared_session.h"
 #include "wq_tls.h"
 #include "xalloc.h"
 
@@ -60,6 +61,7 @@ struct worker {
 	int workdir_lock; /* --keep-cache with -s: the lock on the workdir, or -1 */
 	int workdir_fd;
 	struct worker_cache *cache;
+	struct worker_shared *shared;
 	struct worker_ledger *ledger;
 	struct wq_auth_key *key;
 	struct wq_tls_config *tls;
@@ -146,6 +148,10 @@ const struct worker_opts *worker_opts_of(struct worker *w)
 struct worker_cache *worker_conn_cache(struct worker *w)
 {
 	return w->cache;
+}
+struct worker_shared *worker_conn_shared(struct worker *w)
+{
+	return w->shared;
 }
 struct worker_ledger *worker_ledger(struct worker *w)
 {
@@ -312,6 +318,8 @@ struct worker *worker_create(uv_loop_t *loop, const struct worker_opts *o, char 
 		*err = xasprintf("cache in %s: %s", w->workdir, htc_strerror(r));
 		goto fail;
 	}
+	if (o->shared_cache && !(w->shared = worker_shared_open(o, err)))
+		goto fail;
 	char *tasks = path_join(w->workdir, "tasks");
 	worker_sandbox_pool_forget(w->workdir);
 	tree_remove(tasks); /* sandboxes of an earlier run */
@@ -465,6 +473,7 @@ void worker_delete(struct worker *w)
 	free(w->m_tls_name);
 	free(w->m_project);
 	worker_cache_delete(w->cache);
+	worker_shared_delete(w->shared);
 	worker_ledger_delete(w->ledger);
 	wq_auth_key_delete(w->key);
 	wq_tls_config_delete(w->tls);
@@ -849,7 +858,7 @@ static void start_session(struct worker *w, uv_tcp_t *tcp)
 	    .host = w->host,
 	    .project = w->o->project ? w->m_project : NULL, /* the one -M chose */
 	    .caps = WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT |
-	            (w->docker ? WQ_CAP_CONTAINERS : 0) |
+	            (w->docker ? WQ_CAP_CONTAINERS : 0) | (w->shared ? WQ_CAP_SHARED_CACHE : 0) |
 	            (w->o->memory_grow || w->o->memory_throttle ? WQ_CAP_GROW : 0),
 	};
 	char *err = NULL;

@@ -13,12 +13,15 @@
 struct worker_session;
 struct worker_cache;
 struct worker_ledger;
+struct worker_shared;
 
 /* The session of the current connection, or NULL. */
 struct worker_session *worker_session_of(struct worker *w);
 uv_loop_t *worker_loop(struct worker *w);
 const struct worker_opts *worker_opts_of(struct worker *w);
 struct worker_cache *worker_conn_cache(struct worker *w);
+/* The store shared with other workers (--shared-cache), or NULL. */
+struct worker_shared *worker_conn_shared(struct worker *w);
 struct worker_ledger *worker_ledger(struct worker *w);
 int worker_workdir_fd(struct worker *w);
 const char *worker_hostname(struct worker *w);

@@ -38,6 +38,7 @@ enum {
 	OPT_NOT_HERE, /* a CCTools option this worker does not have */
 	OPT_KEEP_CACHE,
 	OPT_PIN_CORES,
+	OPT_PROC_EVENTS,
 	OPT_SSL,
 	OPT_SSL_CA,
 	OPT_SSL_FINGERPRINT,
@@ -48,6 +49,8 @@ enum {
 	OPT_CONTAINERS,
 	OPT_SECCOMP,
 	OPT_DEBUG_ROTATE_MAX,
+	OPT_SHARED_CACHE,
+	OPT_SHARED_CACHE_SIZE,
 	OPT_MEMORY_GROW,
 	OPT_GROW_STEP_UP,
 	OPT_GROW_STEP_DOWN,
@@ -74,7 +77,10 @@ static const struct option longopts[] = {
     {"exit-after-tasks", required_argument, NULL, OPT_EXIT_AFTER_TASKS},
     {"workdir", required_argument, NULL, 's'},
     {"keep-cache", no_argument, NULL, OPT_KEEP_CACHE},
+    {"shared-cache", required_argument, NULL, OPT_SHARED_CACHE},
+    {"shared-cache-size", required_argument, NULL, OPT_SHARED_CACHE_SIZE},
     {"pin-cores", no_argument, NULL, OPT_PIN_CORES},
+    {"proc-events", no_argument, NULL, OPT_PROC_EVENTS},
     {"password", required_argument, NULL, 'P'},
     {"ssl", no_argument, NULL, OPT_SSL},
     {"ssl-ca", required_argument, NULL, OPT_SSL_CA},
@@ -141,8 +147,14 @@ static const char usage_text[] =
     "      --exit-after-tasks N  finish N tasks, then drain and exit\n"
     "  -s, --workdir DIR         where the cache and sandboxes live\n"
     "      --keep-cache          do not delete the workdir at exit\n"
+    "      --shared-cache DIR    keep cached files once in DIR, shared with the other\n"
+    "                            workers that name it (doc/work-queue-shared-cache.md)\n"
+    "      --shared-cache-size MB  delete unused files of DIR beyond MB (default: none)\n"
     "      --pin-cores           run each task on whole cpus of its own (a cpuset:\n"
     "                            nproc in the task is its cores; doc/elasticity.md)\n"
+    "      --proc-events         count every process of a task, also those that live\n"
+    "                            between two samples, when it has a cgroup (costs work\n"
+    "                            in every worker of the machine; doc/resource-monitor.md)\n"
     "Security:\n"
     "  -P, --password FILE       shared password (HMAC both ways; never sent)\n"
     "      --ssl                 TLS, checked against the system trust store and host name\n"
@@ -232,6 +244,7 @@ void worker_opts_clear(struct worker_opts *o)
 	catalog_project_delete(o->project_re);
 	free(o->catalog_hosts);
 	free(o->workdir);
+	free(o->shared_cache);
 	free(o->password_file);
 	free(o->ssl_ca);
 	free(o->ssl_fingerprint);
@@ -398,7 +411,19 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		set(&o->workdir, arg);
 		break;
 	case OPT_KEEP_CACHE: o->keep_cache = true; break;
+	case OPT_SHARED_CACHE:
+		if (!*arg)
+			return cli_error(err, errlen, "%s: the directory is empty", name);
+		set(&o->shared_cache, arg);
+		break;
+	case OPT_SHARED_CACHE_SIZE:
+		if (units_parse_mb(arg, &v) < 0 || v < 1)
+			return cli_error(err, errlen, "%s: \"%s\" is not a size (e.g. 4000, 4G)",
+			                 name, arg);
+		o->shared_cache_limit = v;
+		break;
 	case OPT_PIN_CORES: o->pin_cores = true; break;
+	case OPT_PROC_EVENTS: o->proc_events = true; break;
 	case 'P': set(&o->password_file, arg); break;
 	case OPT_SSL: o->ssl = true; break;
 	case OPT_SSL_CA:
@@ -591,6 +616,10 @@ int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char 
 	}
 	if (o->ssl_ca && o->ssl_fingerprint) {
 		r = cli_error(err, errlen, "give --ssl-ca or --ssl-fingerprint, not both");
+		goto fail;
+	}
+	if (o->shared_cache_limit > 0 && !o->shared_cache) {
+		r = cli_error(err, errlen, "--shared-cache-size needs --shared-cache DIR");
 		goto fail;
 	}
 	return CLI_DONE;

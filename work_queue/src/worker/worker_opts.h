@@ -49,6 +49,8 @@ struct worker_opts {
 	int64_t exit_after_tasks; /* --exit-after-tasks N: drain after N tasks; 0 = never */
 	char *workdir;            /* -s; NULL = a new directory under TMPDIR */
 	bool keep_cache;
+	char *shared_cache;         /* --shared-cache DIR: a store shared with other workers */
+	int64_t shared_cache_limit; /* --shared-cache-size MB; 0 = no limit */
 
 	char *password_file;
 	bool ssl;
@@ -63,7 +65,8 @@ struct worker_opts {
 	bool docker_preserve;              /* one shared container rather than one per task */
 	bool containers;                   /* --containers: tasks may name their images */
 	enum rmon_seccomp_profile seccomp; /* --seccomp; default RMON_SECCOMP_DEFAULT */
-	bool pin_cores; /* --pin-cores: each task on whole cpus of its own (worker_cpus.h) */
+	bool pin_cores;   /* --pin-cores: each task on whole cpus of its own (worker_cpus.h) */
+	bool proc_events; /* --proc-events: count every short-lived process of a task in a cgroup */
 	/* Vertical elasticity (doc/elasticity.md, worker_elastic.h). */
 	bool memory_grow;           /* --memory-grow on|off (default off) */
 	int64_t grow_step_up_mb;    /* --grow-step-up MB (default 256) */

@@ -31,6 +31,7 @@
 #include "wq_conn.h"
 #include "wq_msg.h"
 #include "worker_sandbox.h"
+#include "worker_shared_session.h"
 #include "wq_xfer.h"
 #include "xalloc.h"
 
@@ -149,6 +150,9 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		                                                      : WORKER_CACHE_KEEP_RUN,
 		                           in->id, in->is_dir ? 0 : (uint64_t)in->size, &p);
 		if (e == HTC_EDUP) {
+			/* the master's store view may wait for it: announce it (protocol 5.12) */
+			if (worker_cache_has(worker_conn_cache(W(s)), tg->object, NULL))
+				worker_shared_recv_end(W(s), tg->object, true);
 			refuse_xfer(r, WQ_XERR_HAVE, "object %s is already here", tg->object);
 			return -1;
 		}
@@ -160,6 +164,7 @@ static int recv_begin(struct wq_xfer_in *i, const struct wq_xfer_incoming *in,
 		dest->sink = p;
 		dest->sink_ops = &worker_cache_sink_ops;
 		pending_set(s, tg->object, true);
+		worker_shared_recv_begin(W(s), tg->object);
 		return 0;
 	}
 	if (tg->kind != WQ_TARGET_INPUT) {
@@ -274,6 +279,7 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 	if (in->sink) {
 		/* also called after the receiver was deleted, with S gone */
 		worker_cache_end(worker_conn_cache(w), in->sink, status == 0);
+		worker_shared_recv_end(w, tg->object, status == 0);
 		if (status != 0)
 			debug(D_WORKER, "object %s not stored: %s %s", tg->object,
 			      htc_strerror(status), text ? text : "");
@@ -595,6 +601,7 @@ static void start_task(struct wtask *t, int sandbox_err)
 	    .linked_mb = sandbox_err ? 0 : linked_mb(t),
 	    .docker = worker_docker_of(w),
 	    .seccomp = (int)worker_opts_of(w)->seccomp,
+	    .proc_events = worker_opts_of(w)->proc_events,
 	    .cpus = worker_cpus_of(w),
 	    .elastic = worker_elastic_of(w),
 	    .charged = &t->alloc,
@@ -842,6 +849,22 @@ static void empty_trash_done(uv_work_t *req, int status)
 	free(req);
 }
 
+static void on_cache_take(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
+{
+	(void)mid;
+	worker_shared_on_take(s, msg);
+}
+
+void ws_pending_set(struct worker_session *s, const char *name, bool on)
+{
+	pending_set(s, name, on);
+}
+
+void ws_object_arrived(struct worker_session *s, const char *name)
+{
+	object_arrived(s, name, true);
+}
+
 static void on_cache_drop(struct worker_session *s, json_t *msg, enum wq_msg_id mid)
 {
 	(void)mid;
@@ -969,6 +992,7 @@ static msg_handler *const handlers[WQ_MSG_COUNT] = {
     [WQ_MSG_TASK] = on_task,
     [WQ_MSG_TASK_CANCEL] = on_cancel,
     [WQ_MSG_CACHE_DROP] = on_cache_drop,
+    [WQ_MSG_CACHE_TAKE] = on_cache_take,
     [WQ_MSG_DRAIN] = on_drain,
     [WQ_MSG_DISMISS] = on_dismiss,
     [WQ_MSG_SHUTDOWN] = on_shutdown,
@@ -1000,6 +1024,7 @@ void worker_session_begin(struct worker_session *s, const char *master_id, unsig
 	ws_send_identity(s);
 	ws_send_capacity(s);
 	worker_cache_foreach_batch(worker_conn_cache(w), ws_have_batch, s);
+	worker_shared_announce(s);
 	notice("connected to %s", wq_conn_label(s->conn));
 }
 

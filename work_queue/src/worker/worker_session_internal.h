@@ -103,6 +103,11 @@ void ws_start_fetches(struct wtask *t);
 /* worker_session_report.c. */
 /* Sends `identity` (with queue_max when the queue capability was agreed). */
 void ws_send_identity(struct worker_session *s);
+/* Object NAME is (ON) or is no longer (off) on its way into the cache: a `task` naming it
+ * waits instead of being refused (a transfer or a take from the shared store). */
+void ws_pending_set(struct worker_session *s, const char *name, bool on);
+/* Object NAME is in the cache now: the staging tasks waiting for it link it. */
+void ws_object_arrived(struct worker_session *s, const char *name);
 /* Sends `capacity` and remembers the disk it reported. */
 void ws_send_capacity(struct worker_session *s);
 /* A worker_cache_foreach_batch callback: one `cache_have` per batch (ARG is the session). */

@@ -17,6 +17,7 @@
 #include "worker_session_internal.h"
 #include "worker_task.h"
 #include "worker_cache.h"
+#include "worker_shared_session.h"
 #include "wq_msg.h"
 
 #include "banned.h"
@@ -84,5 +85,8 @@ void ws_send_identity(struct worker_session *s)
 		json_object_set_new(m, "queue_max",
 		                    json_integer(worker_queue_default_max(c.total)));
 	}
+	struct worker_shared *sh = worker_conn_shared(w);
+	if (m && sh && (s->caps & WQ_CAP_SHARED_CACHE))
+		json_object_set_new(m, "store", json_string(worker_shared_id(sh)));
 	ws_send(s, m);
 }

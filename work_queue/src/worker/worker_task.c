@@ -891,6 +891,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	spec.interval_s = p->interval_s;
 	spec.clock = p->clock;
 	spec.seccomp_profile = p->seccomp;
+	spec.no_proc_events = !p->proc_events;
 	const struct wq_resources *res = &t->alloc.res;
 	if (res->memory > 0)
 		spec.limits.v[RM_MEMORY] = (double)res->memory;

@@ -152,6 +152,9 @@ struct worker_task_params {
 	 * monotonic clock. */
 	const struct htc_clock *clock;
 	int seccomp; /* the task's seccomp profile (rmonitor_spec.seccomp_profile); 0 none */
+	/* --proc-events: the monitor listens to the kernel's process events even when the task
+	 * has a cgroup (rmonitor_spec.no_proc_events is its opposite) */
+	bool proc_events;
 	/* --pin-cores: the task takes its cores' worth of whole free cpus as its cpuset (when
 	 * that many are free and the monitor uses cgroups), given back when its tree ends; NULL:
 	 * not pinned. Must outlive the task. */

@@ -363,6 +363,8 @@ static void fake_hs_done(struct wq_handshake *h, const struct wq_hs_result *r, v
 	f->in = wq_xfer_in_create(f->loop, f->c, false, r->caps, &fake_in_cb, f);
 	f->out = wq_xfer_out_create(f->loop, f->c, false, &fake_out_cb, f);
 	json_t *ident = wq_sim_identity_msg("fakehost", "fake 0", f->dir, f->queue_max);
+	if (r->caps & WQ_CAP_SHARED_CACHE)
+		json_object_set_new(ident, "store", json_string(f->store));
 	fake_send(f, ident);
 	fake_capacity(f, 0);
 	fake_send(f, json_pack("{s:s,s:[],s:b}", "m", "cache_have", "objects", "last", 1));
@@ -393,6 +395,10 @@ static void fake_message(struct wq_conn *c, json_t *msg, const char *name, const
 	else if (!strcmp(name, "drain")) {
 		f->drains++;
 		fake_send(f, json_pack("{s:s,s:s}", "m", "draining", "reason", "asked"));
+	} else if (!strcmp(name, "cache_take")) {
+		f->takes++;
+		snprintf(f->last_take, sizeof f->last_take, "%s",
+		         json_string_value(json_object_get(msg, "object")));
 	} else if (!strcmp(name, "cache_drop")) {
 		f->drop_msgs++;
 		json_t *names = json_object_get(msg, "objects"), *x;
@@ -460,7 +466,8 @@ static void fake_connected(uv_connect_t *req, int status)
 	cfg.software = "fake 0";
 	cfg.id = FAKE_WORKER_ID;
 	cfg.host = "fakehost";
-	cfg.caps = (f->queue_max > 0 ? WQ_CAP_QUEUE : 0) | (f->watch ? WQ_CAP_WATCH : 0);
+	cfg.caps = (f->queue_max > 0 ? WQ_CAP_QUEUE : 0) | (f->watch ? WQ_CAP_WATCH : 0) |
+	           (f->store[0] ? WQ_CAP_SHARED_CACHE : 0);
 	char *err = NULL;
 	f->h = wq_handshake_start(f->loop, f->c, &cfg, fake_hs_done, f, &err);
 	assert_non_null(f->h);

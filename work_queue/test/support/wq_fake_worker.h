@@ -95,6 +95,9 @@ struct fake {
 	int ndropped;
 	int dismissed; /* a dismiss arrived, with this reason */
 	char dismiss_reason[64];
+	char store[40];     /* non-empty: offers `shared_cache` with this store (before the loop) */
+	int takes;          /* cache_take messages received; the test answers them */
+	char last_take[80]; /* the object of the last one */
 };
 
 /* Connects a fake worker in MODE to Q (with PASSWORD, NULL for none; over TLS, not checking the

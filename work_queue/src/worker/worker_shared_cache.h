@@ -1,0 +1,74 @@
+/* worker_shared_cache.h: the store that workers on one file system share (`--shared-cache DIR`,
+ * doc/work-queue-shared-cache.md): its identity, one OFD lock per object, objects published
+ * from a worker's cache by a hard link (or a checked copy), taken back the same way, stale
+ * temporaries swept, and unused objects trimmed to a size limit. */
+#ifndef HTC_WORKER_SHARED_CACHE_H
+#define HTC_WORKER_SHARED_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define WORKER_SHARED_CACHE_ID_LEN 32 /* hex digits of a store's identity */
+
+/* THREADING: after worker_shared_cache_open returns, the struct is only read (its fds, paths
+ * and id never change) and its temporary counter is atomic, so every function below except
+ * open and close may run in any thread, several at once. */
+struct worker_shared_cache;
+
+/* Opens the store in DIR, creating DIR, its directories and its identity when missing (the
+ * identity under an OFD lock of DIR/.lock, so that two workers starting together agree), and
+ * sweeps stale temporaries. Refuses a DIR on NFS. LIMIT is the size cap in bytes (0: none).
+ * Returns NULL with *WHY set (caller frees) on failure. Blocking: call it at start. */
+struct worker_shared_cache *worker_shared_cache_open(const char *dir, uint64_t limit, char **why);
+/* Closes S (the store stays). NULL is ok. */
+void worker_shared_cache_close(struct worker_shared_cache *s);
+
+/* The store's identity (32 lowercase hex), its directory, and an fd of DIR/objects (owned by
+ * S). */
+const char *worker_shared_cache_id(const struct worker_shared_cache *s);
+const char *worker_shared_cache_dir(const struct worker_shared_cache *s);
+int worker_shared_cache_objects_fd(const struct worker_shared_cache *s);
+
+/* Takes the write lock of object NAME (an OFD lock of DIR/locks/NAME). With WAIT it blocks
+ * until the lock is free (a thread, never the loop); without, a lock held elsewhere gives
+ * -EAGAIN. Returns the fd that holds the lock (give it to worker_shared_cache_unlock) or
+ * -errno. The kernel releases the lock when the fd is closed or the process dies. */
+int worker_shared_cache_lock(const struct worker_shared_cache *s, const char *name, bool wait);
+/* Releases a lock from worker_shared_cache_lock (closes FD). A negative FD is ignored. */
+void worker_shared_cache_unlock(int fd);
+
+/* Puts object NAME, a complete and checked file in directory SRC_DIRFD, into the store: one
+ * linkat(2), or across file systems a copy into DIR/.partial (locked while written), hashed,
+ * checked against NAME (an F- name) and renamed into place. Returns 1 when added, 0 when the
+ * store already had it, or -errno (HTC_ECORRUPT: the copy does not match NAME). Then trims the
+ * store to its limit. Blocking (a copy may be long): a thread. */
+int worker_shared_cache_publish(struct worker_shared_cache *s, int src_dirfd, const char *name);
+
+/* Waits for object NAME: takes its lock (blocking: a writer of the store holds it while it
+ * receives the object) and looks for it. Returns the lock's fd (>= 0, the object is there with
+ * SIZE bytes, and stays while the lock is held) or -ENOENT (not in the store), -EFBIG (there
+ * with another size) or another -errno, the lock then released. Blocking: a thread. */
+int worker_shared_cache_await(const struct worker_shared_cache *s, const char *name, uint64_t size);
+
+/* Deletes the temporaries of DIR/.partial that no process holds a lock on (their writer died).
+ * Returns how many were deleted, or -errno. */
+int worker_shared_cache_sweep(const struct worker_shared_cache *s);
+
+/* The users of object NAME: its link count less the store's own link (each worker's cache and
+ * each sandbox that links it on this file system). -errno when it is not there. */
+int worker_shared_cache_users(const struct worker_shared_cache *s, const char *name);
+
+/* Deletes objects nobody uses (link count 1, lock free), the one whose links changed least
+ * recently first, until the store holds at most LIMIT bytes. Returns how many were deleted or
+ * -errno. */
+int worker_shared_cache_trim(const struct worker_shared_cache *s, uint64_t limit);
+
+/* Calls CB once per object of the store (name, bytes), in no order; stops at CB's first
+ * negative return. Returns 0, that value, or -errno. */
+int worker_shared_cache_foreach(const struct worker_shared_cache *s,
+                                int (*cb)(const char *name, uint64_t size, void *arg), void *arg);
+
+/* Objects in the store and their bytes. Returns 0 or -errno. */
+int worker_shared_cache_stat(const struct worker_shared_cache *s, uint64_t *count, uint64_t *bytes);
+
+#endif

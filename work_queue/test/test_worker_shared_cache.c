@@ -1,0 +1,408 @@
+/* test_worker_shared_cache.c: unit tests for the shared store: one identity agreed by processes
+ * opening it at once, per-object OFD locks (held, released by kill -9), publication by link and
+ * by a checked copy across file systems, await of a present, missing or wrong-sized object and
+ * of one whose writer died, the sweep of stale temporaries, references and the size limit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "worker_shared_cache.h"
+#include "htc_error.h"
+#include "full_io.h"
+#include "path.h"
+#include "sha256.h"
+#include "ts_tmpdir.h"
+#include "xalloc.h"
+#include "banned.h"
+
+struct fixture {
+	char *dir;   /* the test's directory */
+	char *store; /* DIR/store */
+	char *src;   /* DIR/src: a "worker cache" on the same file system */
+	int src_fd;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = xcalloc(1, sizeof *f);
+	f->dir = ts_tmpdir_create("test_worker_shared_cache");
+	f->store = path_join(f->dir, "store");
+	f->src = path_join(f->dir, "src");
+	assert_int_equal(mkdir(f->src, 0755), 0);
+	f->src_fd = open(f->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(f->src_fd >= 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	close(f->src_fd);
+	free(f->store);
+	free(f->src);
+	ts_tmpdir_remove(f->dir);
+	free(f);
+	return 0;
+}
+
+static struct worker_shared_cache *open_store(const char *dir, uint64_t limit)
+{
+	char *why = NULL;
+	struct worker_shared_cache *s = worker_shared_cache_open(dir, limit, &why);
+	if (!s)
+		fail_msg("open %s: %s", dir, why);
+	return s;
+}
+
+/* Writes CONTENT as an F- object into directory FD; *NAME gets its name (caller frees). */
+static char *put_object(int fd, const char *content)
+{
+	char h[SHA256_HEX_SIZE];
+	assert_int_equal(sha256_buffer(content, strlen(content), h), 0);
+	char *name = xasprintf("F-%s", h);
+	int o = openat(fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0555);
+	assert_true(o >= 0);
+	assert_int_equal(full_write(o, content, strlen(content)), 0);
+	close(o);
+	return name;
+}
+
+static bool exists_at(int fd, const char *name)
+{
+	struct stat st;
+	return fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int count_entries(const char *dir)
+{
+	char *cmd = xasprintf("ls -A '%s' | wc -l", dir);
+	FILE *p = popen(cmd, "r");
+	free(cmd);
+	assert_non_null(p);
+	int n = -1;
+	assert_int_equal(fscanf(p, "%d", &n), 1);
+	pclose(p);
+	return n;
+}
+
+/* Forks a child that runs FN(ARG), writes one byte to a pipe when ready, then waits to be
+ * killed. Returns its pid once it is ready. */
+static pid_t child_ready(void (*fn)(void *), void *arg)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		fn(arg);
+		if (write(p[1], "x", 1) != 1)
+			_exit(3);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	return pid;
+}
+
+static void kill_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+}
+
+/* ---- identity -------------------------------------------------------------------------- */
+
+static void test_identity_once(void **state)
+{
+	struct fixture *f = *state;
+	/* Eight processes open a new store at the same moment: one identity for all. */
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	for (int i = 0; i < 8; i++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			char *why = NULL;
+			struct worker_shared_cache *s = worker_shared_cache_open(f->store, 0, &why);
+			if (!s || write(p[1], worker_shared_cache_id(s), 32) != 32)
+				_exit(1);
+			_exit(0);
+		}
+	}
+	close(p[1]);
+	char first[33] = {0}, id[33] = {0};
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(read(p[0], id, 32), 32);
+		if (i == 0)
+			memcpy(first, id, 32);
+		assert_string_equal(id, first);
+	}
+	close(p[0]);
+	for (int i = 0; i < 8; i++) {
+		int st;
+		assert_true(wait(&st) > 0);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	struct worker_shared_cache *s = open_store(f->store, 0);
+	assert_string_equal(worker_shared_cache_id(s), first);
+	worker_shared_cache_close(s);
+	/* Another directory is another store. */
+	char *other = path_join(f->dir, "other");
+	s = open_store(other, 0);
+	assert_string_not_equal(worker_shared_cache_id(s), first);
+	worker_shared_cache_close(s);
+	free(other);
+}
+
+static void test_bad_identity(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(path_mkdir_p(f->store, 0755), 0);
+	char *id = path_join(f->store, "store-id");
+	ts_write_file(id, "not an id\n");
+	char *why = NULL;
+	assert_null(worker_shared_cache_open(f->store, 0, &why));
+	assert_non_null(strstr(why, "store-id: not a store identity"));
+	free(why);
+	free(id);
+	assert_null(worker_shared_cache_open("relative/dir", 0, &why));
+	assert_non_null(strstr(why, "not an absolute path"));
+	free(why);
+}
+
+/* ---- locks ----------------------------------------------------------------------------- */
+
+struct lock_arg {
+	struct worker_shared_cache *s;
+	const char *name;
+	const char *tmp_content; /* also leave a locked temporary in .partial */
+};
+
+static void hold_lock(void *p)
+{
+	struct lock_arg *a = p;
+	if (worker_shared_cache_lock(a->s, a->name, false) < 0)
+		_exit(2);
+	if (a->tmp_content) {
+		char *t = xasprintf("%s/.partial/%s.999.0", worker_shared_cache_dir(a->s), a->name);
+		int fd = open(t, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+		if (fd < 0 || fcntl(fd, F_OFD_SETLK, &fl) < 0 ||
+		    full_write(fd, a->tmp_content, strlen(a->tmp_content)) < 0)
+			_exit(4);
+	}
+}
+
+static void test_lock_dies_with_holder(void **state)
+{
+	struct fixture *f = *state;
+	struct worker_shared_cache *s = open_store(f->store, 0);
+	char *name = put_object(f->src_fd, "big object");
+	struct lock_arg a = {s, name, "big obj"}; /* killed in the middle of writing */
+	pid_t pid = child_ready(hold_lock, &a);
+	/* held by another process, and also by another open file of this one */
+	assert_int_equal(worker_shared_cache_lock(s, name, false), -EAGAIN);
+	char *partial = path_join(f->store, ".partial");
+	assert_int_equal(worker_shared_cache_sweep(s), 0); /* a live writer's temporary stays */
+	assert_int_equal(count_entries(partial), 1);
+	kill_child(pid);
+	/* the kernel released it: no wait, no timeout */
+	int fd = worker_shared_cache_lock(s, name, false);
+	assert_true(fd >= 0);
+	assert_int_equal(worker_shared_cache_lock(s, name, false),
+	                 -EAGAIN); /* OFD: per open file */
+	worker_shared_cache_unlock(fd);
+	/* the dead writer's object is not in the store, and its temporary is swept */
+	assert_int_equal(worker_shared_cache_await(s, name, 10), -ENOENT);
+	assert_int_equal(worker_shared_cache_sweep(s), 1);
+	assert_int_equal(count_entries(partial), 0);
+	/* and a new opener of the store sweeps too */
+	a.tmp_content = "x";
+	pid = child_ready(hold_lock, &a);
+	kill_child(pid);
+	assert_int_equal(count_entries(partial), 1);
+	worker_shared_cache_close(open_store(f->store, 0));
+	assert_int_equal(count_entries(partial), 0);
+	free(partial);
+	free(name);
+	worker_shared_cache_close(s);
+}
+
+/* ---- publish and await ------------------------------------------------------------------ */
+
+static void test_publish_link_and_await(void **state)
+{
+	struct fixture *f = *state;
+	struct worker_shared_cache *s = open_store(f->store, 0);
+	char *name = put_object(f->src_fd, "hello");
+	assert_int_equal(worker_shared_cache_await(s, name, 5), -ENOENT);
+	assert_int_equal(worker_shared_cache_publish(s, f->src_fd, name), 1);
+	assert_int_equal(worker_shared_cache_publish(s, f->src_fd, name), 0);
+	/* one file: the store's link and the "cache"'s */
+	assert_int_equal(worker_shared_cache_users(s, name), 1);
+	int lock = worker_shared_cache_await(s, name, 5);
+	assert_true(lock >= 0);
+	worker_shared_cache_unlock(lock);
+	assert_int_equal(worker_shared_cache_await(s, name, 6), -EFBIG);
+	/* while the await holds the lock, a trim cannot delete it */
+	lock = worker_shared_cache_await(s, name, 5);
+	assert_true(lock >= 0);
+	unlinkat(f->src_fd, name, 0); /* no user any more */
+	assert_int_equal(worker_shared_cache_users(s, name), 0);
+	assert_int_equal(worker_shared_cache_trim(s, 0), 0);
+	worker_shared_cache_unlock(lock);
+	assert_int_equal(worker_shared_cache_trim(s, 0), 1);
+	assert_false(exists_at(worker_shared_cache_objects_fd(s), name));
+	uint64_t n = 9, b = 9;
+	assert_int_equal(worker_shared_cache_stat(s, &n, &b), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(b, 0);
+	assert_int_equal(worker_shared_cache_publish(s, f->src_fd, "F-short"), -EINVAL);
+	free(name);
+	worker_shared_cache_close(s);
+}
+
+static void publish_then_unlock(void *p)
+{
+	struct lock_arg *a = p;
+	int fd = worker_shared_cache_lock(a->s, a->name, false);
+	if (fd < 0)
+		_exit(2);
+	/* the parent's await blocks on the lock from here on */
+	int src = open(a->tmp_content, O_RDONLY | O_DIRECTORY);
+	if (src < 0 || worker_shared_cache_publish(a->s, src, a->name) != 1)
+		_exit(5);
+	worker_shared_cache_unlock(fd);
+}
+
+static void test_await_sees_what_a_writer_published(void **state)
+{
+	struct fixture *f = *state;
+	struct worker_shared_cache *s = open_store(f->store, 0);
+	char *name = put_object(f->src_fd, "0123456789");
+	struct lock_arg a = {s, name, f->src};
+	pid_t pid = child_ready(publish_then_unlock, &a);
+	int lock = worker_shared_cache_await(s, name, 10);
+	assert_true(lock >= 0);
+	worker_shared_cache_unlock(lock);
+	kill_child(pid);
+	free(name);
+	worker_shared_cache_close(s);
+}
+
+/* A directory on another file system than the test's (tmpfs /dev/shm, when the test's is not
+ * one), or NULL. */
+static char *other_fs_dir(const char *dir)
+{
+	struct statfs a, b;
+	if (statfs(dir, &a) < 0 || statfs("/dev/shm", &b) < 0)
+		return NULL;
+	struct stat x, y;
+	if (stat(dir, &x) < 0 || stat("/dev/shm", &y) < 0 || x.st_dev == y.st_dev)
+		return NULL;
+	return ts_tmpdir_create_in("/dev/shm", "test_worker_shared_cache");
+}
+
+static void test_publish_copy_across_file_systems(void **state)
+{
+	struct fixture *f = *state;
+	char *other = other_fs_dir(f->dir);
+	if (!other)
+		fail_msg("no second file system (/dev/shm) to test copies across file systems");
+	int ofd = open(other, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(ofd >= 0);
+	struct worker_shared_cache *s = open_store(f->store, 0);
+	char *name = put_object(ofd, "copied across");
+	assert_int_equal(worker_shared_cache_publish(s, ofd, name), 1);
+	assert_int_equal(worker_shared_cache_users(s, name), 0); /* a copy: its own file */
+	struct stat st;
+	assert_int_equal(fstatat(worker_shared_cache_objects_fd(s), name, &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0555);
+	assert_int_equal(st.st_size, strlen("copied across"));
+	/* a file whose content is not its name is refused and leaves nothing */
+	char *bad = put_object(ofd, "the real content");
+	int o = openat(ofd, bad, O_WRONLY | O_TRUNC);
+	if (o < 0) { /* mode 0555: make it writable to spoil it */
+		assert_int_equal(fchmodat(ofd, bad, 0755, 0), 0);
+		o = openat(ofd, bad, O_WRONLY | O_TRUNC);
+	}
+	assert_true(o >= 0);
+	assert_int_equal(full_write(o, "spoiled", 7), 0);
+	close(o);
+	assert_int_equal(worker_shared_cache_publish(s, ofd, bad), HTC_ECORRUPT);
+	assert_false(exists_at(worker_shared_cache_objects_fd(s), bad));
+	char *partial = path_join(f->store, ".partial");
+	assert_int_equal(count_entries(partial), 0);
+	free(partial);
+	free(bad);
+	free(name);
+	close(ofd);
+	worker_shared_cache_close(s);
+	ts_tmpdir_remove(other);
+}
+
+/* ---- size limit -------------------------------------------------------------------------- */
+
+static void test_limit_keeps_used_objects(void **state)
+{
+	struct fixture *f = *state;
+	struct worker_shared_cache *s = open_store(f->store, 12); /* bytes */
+	char *a = put_object(f->src_fd, "aaaaaaaa");              /* 8 bytes, will be unused */
+	char *b = put_object(f->src_fd, "bbbbbbbbb");             /* 9 bytes, used */
+	assert_int_equal(worker_shared_cache_publish(s, f->src_fd, a), 1);
+	unlinkat(f->src_fd, a, 0);
+	/* b enters: 17 > 12; a is unused and goes; b stays (it has a user) */
+	assert_int_equal(worker_shared_cache_publish(s, f->src_fd, b), 1);
+	int ofd = worker_shared_cache_objects_fd(s);
+	assert_false(exists_at(ofd, a));
+	assert_true(exists_at(ofd, b));
+	/* over the limit with only used objects: nothing can go */
+	char *c = put_object(f->src_fd, "cccccccccc");
+	assert_int_equal(worker_shared_cache_publish(s, f->src_fd, c), 1);
+	assert_true(exists_at(ofd, b));
+	assert_true(exists_at(ofd, c));
+	/* b loses its user: the one changed least recently goes first, then it fits */
+	unlinkat(f->src_fd, b, 0);
+	unlinkat(f->src_fd, c, 0);
+	assert_int_equal(worker_shared_cache_trim(s, 12), 1);
+	assert_false(exists_at(ofd, b));
+	assert_true(exists_at(ofd, c));
+	free(a);
+	free(b);
+	free(c);
+	worker_shared_cache_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_identity_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_identity, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lock_dies_with_holder, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_publish_link_and_await, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_await_sees_what_a_writer_published, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_publish_copy_across_file_systems, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_limit_keeps_used_objects, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
