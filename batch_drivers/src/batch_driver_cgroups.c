@@ -21,6 +21,7 @@
 #include "batch_local_sched.h"
 #include "debug.h"
 #include "htc_error.h"
+#include "rmon_elastic.h"
 #include "rmonitor.h"
 #include "rmsummary.h"
 #include "shell_words.h"
@@ -29,15 +30,10 @@
 #include "xalloc.h"
 #include "banned.h"
 
-/* Memory samples kept per job for the growth rate (one per tick). */
-#define CG_SAMPLES 8
 /* Period of the watch over running jobs (growth rate, throttle release), ms. */
 #define CG_TICK_MS 250
-/* Below this fraction of free memory the machine is short of memory (throttling applies). */
-#define CG_SHORT_FRACTION 0.25
 /* What at_memory_limit returns to leave a throttled task waiting at its limit (released later
- * with rmonitor_set_memory_limit). rmonitor.h does not define it yet: a monitor without that
- * extension ends the task as memory-exhausted instead. */
+ * with rmonitor_set_memory_limit). */
 #define CG_KEEP_WAITING (-1)
 
 struct cg_job {
@@ -45,14 +41,7 @@ struct cg_job {
 	struct rmonitor *m;
 	cpu_set_t cpus; /* the cores pinned to the job (none when n_cpus is 0) */
 	int n_cpus;
-	int64_t limit_mb; /* current memory limit; -1 = none */
-	int limit_raises;
-	/* growth-rate samples: ring of (time ms, MB) */
-	uint64_t sample_ms[CG_SAMPLES];
-	double sample_mb[CG_SAMPLES];
-	int n_samples, next_sample;
-	int throttled;
-	int64_t restore_mb; /* limit to release a throttled job back to */
+	struct rmon_elastic_task el; /* its limit, growths, throttle (the shared policy) */
 };
 
 struct cg_state {
@@ -60,17 +49,11 @@ struct cg_state {
 	cpu_set_t allowed; /* the cpus this process may use */
 	cpu_set_t used;    /* pinned to running jobs */
 	int null_fd;       /* /dev/null, the jobs' stdin */
-	int grow, throttle, pin_cpus;
-	int64_t throttle_rate; /* MB/s */
-	int64_t pids_max;      /* -1 = none */
-	uv_timer_t *tick;      /* heap: freed by its close callback */
+	int pin_cpus;
+	struct rmon_elastic_cfg el; /* memory-grow, memory-throttle, memory-throttle-rate */
+	int64_t pids_max;           /* -1 = none */
+	uv_timer_t *tick;           /* heap: freed by its close callback */
 };
-
-static int64_t step_of(int64_t limit)
-{
-	int64_t step = limit / 10;
-	return step < 64 ? 64 : step;
-}
 
 static double current_mb(const struct cg_job *cj)
 {
@@ -88,9 +71,9 @@ static int64_t headroom_mb(const struct cg_state *st, const struct cg_job *excep
 	DL_FOREACH(st->s.running, j)
 	{
 		const struct cg_job *cj = (const struct cg_job *)j;
-		if (cj == except || cj->limit_mb < 0)
+		if (cj == except || cj->el.limit_mb < 0)
 			continue;
-		double unused = (double)cj->limit_mb - current_mb(cj);
+		double unused = (double)cj->el.limit_mb - current_mb(cj);
 		if (unused > 0)
 			reserve += unused;
 	}
@@ -104,14 +87,13 @@ static int memory_short(const struct cg_state *st)
 {
 	int64_t total = lsched_meminfo_mb("MemTotal");
 	int64_t avail = lsched_meminfo_mb("MemAvailable");
-	if (total > 0 && (double)avail < CG_SHORT_FRACTION * (double)total)
+	if (rmon_elastic_short(total, (double)(total - avail)))
 		return 1;
 	double used = 0;
 	const struct lsched_job *j;
 	DL_FOREACH(st->s.running, j)
 	used += current_mb((const struct cg_job *)j);
-	return st->s.memory > 0 &&
-	       (double)st->s.memory - used < CG_SHORT_FRACTION * (double)st->s.memory;
+	return rmon_elastic_short(st->s.memory, used);
 }
 
 /* rmonitor's at_memory_limit: grow the job, keep a throttled one waiting, or end it. */
@@ -121,103 +103,64 @@ static int64_t at_memory_limit(struct rmonitor *m, int64_t limit_mb, void *arg)
 	struct cg_job *cj = arg;
 	struct cg_state *st = cj->base.s->arg;
 	int64_t id = cj->base.job->id;
-	if (cj->throttled) {
-		if (memory_short(st)) {
-			debug(D_BATCH, "cgroups job %" PRId64 " throttled at %" PRId64 " MB: waits",
-			      id, limit_mb);
-			return CG_KEEP_WAITING; /* released from the tick */
-		}
-		int64_t to = limit_mb + step_of(limit_mb);
-		if (to >= cj->restore_mb) {
-			to = cj->restore_mb;
-			cj->throttled = 0;
-		}
-		if (to > limit_mb) {
-			notice("cgroups job %" PRId64 ": throttle released to %" PRId64 " MB", id,
-			       to);
-			cj->limit_mb = to;
-			return to;
-		}
+	struct rmon_elastic_now now = {
+	    .ms = uv_now(st->s.loop),
+	    .usage_mb = current_mb(cj),
+	    .short_mem = cj->el.throttled ? memory_short(st) : 0,
+	    .unlimited_mb = st->s.memory,
+	};
+	/* the headroom is read only when growth is possible (it reads /proc/meminfo) */
+	if (st->el.grow && cj->el.max_mb > limit_mb)
+		now.room_mb = headroom_mb(st, cj);
+	int64_t to = 0;
+	const char *why = NULL;
+	switch (rmon_elastic_at_limit(&st->el, &cj->el, limit_mb, &now, &to, &why)) {
+	case RMON_ELASTIC_WAIT:
+		debug(D_BATCH, "cgroups job %" PRId64 " throttled at %" PRId64 " MB: waits", id,
+		      limit_mb);
+		return CG_KEEP_WAITING; /* released from the tick */
+	case RMON_ELASTIC_RELEASE:
+		notice("cgroups job %" PRId64 ": throttle released to %" PRId64 " MB", id, to);
+		return to;
+	case RMON_ELASTIC_GROW:
+		lsched_charge_memory(&st->s, &cj->base, to - limit_mb);
+		notice("cgroups job %" PRId64 ": memory limit raised from %" PRId64 " to %" PRId64
+		       " MB (raise %d, maximum %" PRId64 " MB)",
+		       id, limit_mb, to, cj->el.raises, cj->el.max_mb);
+		return to;
+	case RMON_ELASTIC_GIVE_UP:
+	default: break;
 	}
-	if (!st->grow)
-		return 0;
-	int64_t max = cj->base.job->spec.max_resources.memory_mb;
-	if (max <= limit_mb) {
+	if (st->el.grow)
 		notice("cgroups job %" PRId64 " reached its memory limit of %" PRId64
-		       " MB (maximum %" PRId64 " MB): memory exhausted",
-		       id, limit_mb, max > 0 ? max : limit_mb);
-		return 0;
-	}
-	int64_t inc = step_of(limit_mb);
-	if (inc > max - limit_mb)
-		inc = max - limit_mb;
-	int64_t room = headroom_mb(st, cj);
-	if (inc > room)
-		inc = room;
-	if (inc < 1) {
-		notice("cgroups job %" PRId64 " at its memory limit of %" PRId64
-		       " MB and no memory is free to grow it: memory exhausted",
-		       id, limit_mb);
-		return 0;
-	}
-	lsched_charge_memory(&st->s, &cj->base, inc);
-	cj->limit_mb = limit_mb + inc;
-	cj->limit_raises++;
-	notice("cgroups job %" PRId64 ": memory limit raised from %" PRId64 " to %" PRId64
-	       " MB (raise %d, maximum %" PRId64 " MB)",
-	       id, limit_mb, cj->limit_mb, cj->limit_raises, max);
-	return cj->limit_mb;
-}
-
-/* Growth over the last second or more, in MB/s; 0 until a second of samples exists. */
-static double growth_rate(const struct cg_job *cj, uint64_t now_ms, double now_mb)
-{
-	for (int k = 1; k <= cj->n_samples; k++) {
-		int i = (cj->next_sample - k + CG_SAMPLES) % CG_SAMPLES;
-		uint64_t dt = now_ms - cj->sample_ms[i];
-		if (dt >= 1000)
-			return (now_mb - cj->sample_mb[i]) * 1000.0 / (double)dt;
-	}
+		       " MB (maximum %" PRId64 " MB; %s): memory exhausted",
+		       id, limit_mb, cj->el.max_mb > 0 ? cj->el.max_mb : limit_mb, why);
 	return 0;
 }
 
 static void watch_job(struct cg_state *st, struct cg_job *cj, uint64_t now_ms, int short_mem)
 {
-	double mb = current_mb(cj);
+	struct rmon_elastic_now now = {
+	    .ms = now_ms,
+	    .usage_mb = current_mb(cj),
+	    .short_mem = short_mem,
+	    .unlimited_mb = st->s.memory,
+	};
 	int64_t id = cj->base.job->id;
-	if (cj->throttled && !short_mem) {
-		int64_t to = cj->limit_mb + step_of(cj->limit_mb);
-		if (to >= cj->restore_mb) {
-			to = cj->restore_mb;
-			cj->throttled = 0;
-		}
-		if (rmonitor_set_memory_limit(cj->m, to) == 0) {
-			notice("cgroups job %" PRId64
-			       ": memory is free again, throttle released to "
-			       "%" PRId64 " MB%s",
-			       id, to, cj->throttled ? "" : " (its own limit)");
-			cj->limit_mb = to;
-		}
-	} else if (!cj->throttled && st->throttle && short_mem) {
-		double rate = growth_rate(cj, now_ms, mb);
-		/* the reading may be a tick old and the job grows on meanwhile: leave room for
-		 * two ticks of growth, or the kernel refuses a limit below its usage */
-		int64_t pin = (int64_t)ceil(mb + rate * 2 * CG_TICK_MS / 1000.0) + 16;
-		if (rate > (double)st->throttle_rate && (cj->limit_mb < 0 || pin < cj->limit_mb) &&
-		    rmonitor_set_memory_limit(cj->m, pin) == 0) {
-			notice("cgroups job %" PRId64 ": memory grows at %.0f MB/s while memory is "
-			       "short: throttled at %" PRId64 " MB",
-			       id, rate, pin);
-			cj->restore_mb = cj->limit_mb < 0 ? st->s.memory : cj->limit_mb;
-			cj->limit_mb = pin;
-			cj->throttled = 1;
-		}
-	}
-	cj->sample_ms[cj->next_sample] = now_ms;
-	cj->sample_mb[cj->next_sample] = mb;
-	cj->next_sample = (cj->next_sample + 1) % CG_SAMPLES;
-	if (cj->n_samples < CG_SAMPLES)
-		cj->n_samples++;
+	int64_t to = 0;
+	double rate = rmon_elastic_rate(&cj->el, now_ms, now.usage_mb);
+	enum rmon_elastic_action a = rmon_elastic_tick(&st->el, &cj->el, &now, &to);
+	if (a == RMON_ELASTIC_NONE || rmonitor_set_memory_limit(cj->m, to) != 0)
+		return;
+	rmon_elastic_applied(&cj->el, a, to, &now);
+	if (a == RMON_ELASTIC_UNTHROTTLE)
+		notice("cgroups job %" PRId64 ": memory is free again, throttle released to "
+		       "%" PRId64 " MB%s",
+		       id, to, cj->el.throttled ? "" : " (its own limit)");
+	else if (a == RMON_ELASTIC_THROTTLE)
+		notice("cgroups job %" PRId64 ": memory grows at %.0f MB/s while memory is "
+		       "short: throttled at %" PRId64 " MB",
+		       id, rate, to);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -291,7 +234,7 @@ static void job_done(struct rmonitor *m, const struct rmsummary *sum, void *arg)
 	r->measured.gpus = to_count(sum->v[RM_GPUS], 0);
 	r->measured.wall_time_s = to_count(sum->v[RM_WALL_TIME], 0);
 	r->cpu_time_s = sum->v[RM_CPU_TIME] >= 0 ? sum->v[RM_CPU_TIME] : -1;
-	r->limit_raises = cj->limit_raises;
+	r->limit_raises = cj->el.raises;
 	int64_t status = 0;
 	int sig = 0;
 	switch (sum->exit_type) {
@@ -324,7 +267,7 @@ static void job_done(struct rmonitor *m, const struct rmsummary *sum, void *arg)
 	if (r->exhausted & BATCH_EXHAUSTED_MEMORY)
 		notice("cgroups job %" PRId64 " killed: memory exhausted (limit %" PRId64
 		       " MB, peak %" PRId64 " MB)",
-		       cj->base.job->id, cj->limit_mb, r->measured.memory_mb);
+		       cj->base.job->id, cj->el.limit_mb, r->measured.memory_mb);
 	batch_job_set_seccomp_denied(cj->base.job, rmonitor_seccomp_denied(m));
 	rmonitor_delete(m);
 	cj->m = NULL;
@@ -359,13 +302,13 @@ static int cg_start(void *arg, struct lsched_job *j)
 	spec.cgroups = RMONITOR_CGROUPS_REQUIRED;
 	spec.seccomp_profile = st->s.seccomp;
 	/* the throttle needs fresh memory readings (rmonitor_current is a snapshot) */
-	if (st->throttle)
+	if (st->el.throttle)
 		spec.interval_s = CG_TICK_MS / 1000.0;
 	spec.at_memory_limit = at_memory_limit;
 	spec.at_memory_limit_arg = cj;
-	cj->limit_mb = res->memory_mb >= 0 ? res->memory_mb : -1;
-	if (cj->limit_mb >= 0)
-		spec.limits.v[RM_MEMORY] = (double)cj->limit_mb;
+	rmon_elastic_task_init(&cj->el, res->memory_mb, job->spec.max_resources.memory_mb);
+	if (cj->el.limit_mb >= 0)
+		spec.limits.v[RM_MEMORY] = (double)cj->el.limit_mb;
 	if (j->cores_declared)
 		spec.limits.v[RM_CORES] = (double)j->cores;
 	if (st->pids_max > 0)
@@ -389,7 +332,7 @@ static int cg_start(void *arg, struct lsched_job *j)
 	debug(D_BATCH,
 	      "cgroups job %" PRId64 " started as pid %d (cores %" PRId64 ", memory %" PRId64
 	      " MB, cpus %s)",
-	      job->id, (int)rmonitor_pid(cj->m), j->cores, cj->limit_mb, cpus[0] ? cpus : "any");
+	      job->id, (int)rmonitor_pid(cj->m), j->cores, cj->el.limit_mb, cpus[0] ? cpus : "any");
 	return 0;
 }
 
@@ -468,10 +411,11 @@ static int cg_create(struct batch_queue *q, void **state)
 			CPU_SET((int)c, &st->allowed);
 	}
 	st->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	st->grow = 1;
-	st->throttle = 1;
+	st->el.grow = 1;
+	st->el.throttle = 1;
+	st->el.throttle_rate = 1024;
+	st->el.tick_ms = CG_TICK_MS;
 	st->pin_cpus = 1;
-	st->throttle_rate = 1024;
 	st->pids_max = -1;
 	st->tick = xmalloc(sizeof *st->tick);
 	uv_timer_init(loop, st->tick);
@@ -500,16 +444,16 @@ static int cg_set_option(void *state, const char *key, const char *value)
 	if (rc != -ENOENT)
 		return rc;
 	if (!strcmp(key, "memory-grow"))
-		return parse_bool(value, &st->grow);
+		return parse_bool(value, &st->el.grow);
 	if (!strcmp(key, "memory-throttle"))
-		return parse_bool(value, &st->throttle);
+		return parse_bool(value, &st->el.throttle);
 	if (!strcmp(key, "cpuset"))
 		return parse_bool(value, &st->pin_cpus);
 	int64_t v;
 	if (!strcmp(key, "memory-throttle-rate")) {
 		if (str_to_int64(value, &v) < 0 || v < 1)
 			return -EINVAL;
-		st->throttle_rate = v;
+		st->el.throttle_rate = (double)v;
 		return 0;
 	}
 	if (!strcmp(key, "pids-max")) {

@@ -337,6 +337,9 @@ static struct work_queue_task *make_task(struct wq_state *st, struct batch_job *
 		r = work_queue_task_specify_cores(t, (double)res->cores);
 	if (r == 0 && res->memory_mb >= 0)
 		r = work_queue_task_specify_memory(t, res->memory_mb);
+	/* the category's ceiling: a worker that grows tasks may grow it up to there */
+	if (r == 0 && res->memory_mb > 0 && s->max_resources.memory_mb > res->memory_mb)
+		r = work_queue_task_specify_memory_max(t, s->max_resources.memory_mb);
 	if (r == 0 && res->disk_mb >= 0)
 		r = work_queue_task_specify_disk(t, res->disk_mb);
 	if (r == 0 && res->gpus >= 0)
@@ -456,6 +459,7 @@ static void fill_result(struct batch_job *job, const struct work_queue_task *t)
 		r->cpu_time_s = m->v[RM_CPU_TIME] >= 0 ? m->v[RM_CPU_TIME] : -1;
 		fill_seccomp(job, m);
 	}
+	r->limit_raises = t->memory_grow_steps; /* grown on the worker instead of a kill */
 	switch (t->result) {
 	case WORK_QUEUE_RESULT_SUCCESS:
 		r->exited_normally = 1;

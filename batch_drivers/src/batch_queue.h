@@ -33,6 +33,10 @@ struct batch_resources {
 };
 
 /* What to run. Everything is copied by batch_queue_submit(); the caller keeps ownership. */
+/* A max_resources field with no bound of its own (grown as far as the machine or worker
+ * allows). */
+#define BATCH_RESOURCES_UNBOUNDED INT64_MAX
+
 struct batch_job_spec {
 	const char *command; /* run by /bin/sh -c; required */
 	const struct batch_file *inputs;
@@ -47,7 +51,8 @@ struct batch_job_spec {
 	const char *tag;           /* free text for logs and scripts; may be NULL */
 	/* The most the job may grow to while it runs (cgroups driver, memory-grow): a field
 	 * unset (-1), zero or not above the allocation in resources allows no raise. A
-	 * zero-initialised spec allows none. */
+	 * zero-initialised spec allows none. BATCH_RESOURCES_UNBOUNDED: as far as the machine
+	 * or worker allows (the category has no ceiling of its own; the value was not declared). */
 	struct batch_resources max_resources;
 	/* The job's container, for a driver with BATCH_FEATURE_CONTAINERS (the others get the
 	 * command already wrapped): an image the engine has, or a docker save archive (a local

@@ -339,9 +339,13 @@ char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *com
 			double v = alloc.v[res_map[k].field];
 			*batch_res_field(&spec->resources, k) = v >= 0 ? (int64_t)(v + 0.999) : -1;
 			double m = max.v[res_map[k].field];
-			/* Room to grow only where the task did not fix the value itself. */
+			/* Room to grow only where the task did not fix the value itself; no
+			 * ceiling at all (a Work Queue run: the whole worker) bounds it by the
+			 * worker. */
 			*batch_res_field(&spec->max_resources, k) =
-			    m >= 0 && req.v[res_map[k].field] < 0 ? (int64_t)(m + 0.999) : -1;
+			    req.v[res_map[k].field] >= 0 ? -1
+			    : m >= 0                     ? (int64_t)(m + 0.999)
+			                                 : BATCH_RESOURCES_UNBOUNDED;
 		}
 		debug(D_ALLOC, "rule %d (%s, level %d): cores %lld memory %lld disk %lld", n->id,
 		      n->category->name, x->level, (long long)spec->resources.cores,

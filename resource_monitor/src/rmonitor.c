@@ -1105,6 +1105,23 @@ int rmonitor_set_memory_limit(struct rmonitor *m, int64_t mb)
 	return 0;
 }
 
+double rmonitor_memory_now(const struct rmonitor *m)
+{
+	return m->mem_now > 0 ? m->mem_now : 0;
+}
+
+int rmonitor_set_cores(struct rmonitor *m, double cores)
+{
+	if (!m->cg || !m->cg_cpu)
+		return HTC_EUNSUP;
+	if (m->state == ST_DONE)
+		return -ESRCH;
+	int r = rmon_cgroup_set_cpu(m->cg, cores);
+	if (r == 0)
+		m->limits[RM_CORES] = cores;
+	return r;
+}
+
 int rmonitor_kill(struct rmonitor *m, int sig)
 {
 	if (!m || m->state == ST_DONE)

@@ -111,6 +111,9 @@ const char *rmonitor_cgroup_name(const struct rmonitor *m);
 int rmonitor_cgroup_reused(const struct rmonitor *m);
 /* Current measurements (a snapshot; valid until the next loop iteration). */
 const struct rmsummary *rmonitor_current(const struct rmonitor *m);
+/* The task's memory in use now, in MB (the current sample; rmonitor_current's memory is the
+ * peak so far). 0 before the first sample. */
+double rmonitor_memory_now(const struct rmonitor *m);
 /* How many times the memory limit was raised by at_memory_limit. */
 int rmonitor_limit_raises(const struct rmonitor *m);
 /* The calls the seccomp profile refused, each once in the order first seen, NULL-terminated
@@ -121,6 +124,9 @@ const char *const *rmonitor_files(const struct rmonitor *m);
 
 /* Changes the memory limit of a running task (cgroups only): 0, HTC_EUNSUP, -errno. */
 int rmonitor_set_memory_limit(struct rmonitor *m, int64_t mb);
+/* Changes the CPU quota of a running task whose cores are limited by its cgroup (CORES cores;
+ * the limit the summary reports follows): 0, HTC_EUNSUP (no quota), -ESRCH, -errno. */
+int rmonitor_set_cores(struct rmonitor *m, double cores);
 /* Sends SIG to every process of the task. The task still ends through DONE. */
 int rmonitor_kill(struct rmonitor *m, int sig);
 

@@ -222,6 +222,12 @@ bench_alloc() {
 	ALLOC_TASKS=$(scaled 100) bash "$SRCDIR/test/bench/alloc.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
 }
 
+# ---- 6b. growth and throttling on the worker ---------------------------------------------
+bench_grow() {
+	say ""
+	bash "$SRCDIR/test/bench/grow.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+}
+
 # ---- 7. Work Queue against CCTools' makeflow -T wq and work_queue_worker ----------
 bench_wq() {
 	say ""
@@ -268,7 +274,7 @@ bench_shared_cache() {
 
 say "makeflow benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, scale $SCALE"
 [ $have_cctools = 1 ] || say "(CCTools 9.9 is not installed: its columns are skipped; run 'make bench' as root to install it)"
-for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc wq sim report k8s hta containers shared_cache}; do
+for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc grow wq sim report k8s hta containers shared_cache}; do
 	"bench_$b"
 done
 say ""

@@ -275,6 +275,44 @@ static void test_debug_rotate_max(void **state)
 	assert_non_null(strstr(err, "--debug-rotate-max lots: expected a size"));
 }
 
+/* Elasticity: defaults (growth and throttle off, +256 / -128 MB, 10 s, 1024 MB/s), values and
+ * the error of each bad value. */
+static void test_elasticity(void **state)
+{
+	(void)state;
+	struct worker_opts o;
+	assert_int_equal(parse(&o, "h", "1", NULL), CLI_DONE);
+	assert_false(o.memory_grow);
+	assert_false(o.memory_throttle);
+	assert_int_equal(o.grow_step_up_mb, 256);
+	assert_int_equal(o.grow_step_down_mb, 128);
+	assert_int_equal(o.shrink_cooldown_s, 10);
+	assert_int_equal(o.throttle_rate_mbps, 1024);
+	assert_false(o.cpu_grow);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--memory-grow", "on", "--grow-step-up", "1G",
+	                       "--grow-step-down", "0", "--shrink-cooldown", "1m",
+	                       "--memory-throttle=yes", "--memory-throttle-rate", "200",
+	                       "--cpu-grow", "on", "h", "1", NULL),
+	                 CLI_DONE);
+	assert_true(o.memory_grow);
+	assert_true(o.memory_throttle);
+	assert_int_equal(o.grow_step_up_mb, 1024);
+	assert_int_equal(o.grow_step_down_mb, 0);
+	assert_int_equal(o.shrink_cooldown_s, 60);
+	assert_int_equal(o.throttle_rate_mbps, 200);
+	assert_true(o.cpu_grow);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--memory-grow", "maybe", "h", "1", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--memory-grow: \"maybe\" is neither on nor off");
+	assert_int_equal(parse(&o, "--grow-step-up", "0", "h", "1", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--grow-step-up: \"0\" is not a size in MB above 0");
+	assert_int_equal(parse(&o, "--grow-step-down", "-5", "h", "1", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--shrink-cooldown", "soon", "h", "1", NULL), HTC_EPARSE);
+	assert_int_equal(parse(&o, "--memory-throttle-rate", "0", "h", "1", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--memory-throttle-rate: \"0\" is not a rate in MB/s above 0");
+}
+
 static void test_command_line_errors(void **state)
 {
 	(void)state;
@@ -350,6 +388,7 @@ int main(void)
 	    cmocka_unit_test(test_features_docker_debug),
 	    cmocka_unit_test(test_cctools_options),
 	    cmocka_unit_test(test_debug_rotate_max),
+	    cmocka_unit_test(test_elasticity),
 	    cmocka_unit_test(test_command_line_errors),
 	    cmocka_unit_test(test_shared_cache),
 	};

@@ -678,6 +678,34 @@ static void test_sandbox_gone(void **state)
 	assert_non_null(strstr(r->text, "stdout"));
 }
 
+/* A running task grown or shrunk (--memory-grow): its memory in the ledger follows, a growth
+ * only into memory no other task holds, and its release gives back the grown size. */
+static void test_ledger_resize_memory(void **state)
+{
+	struct fx *f = *state;
+	struct worker_ledger *l = worker_ledger_create(2, 1000, 5000, 0, f->root);
+	worker_ledger_set_fs(l, 100000, 50000);
+	struct worker_alloc a, b;
+	struct wq_resources r = {.cores = 1, .memory = 400, .disk = 10};
+	assert_int_equal(worker_ledger_commit(l, &r, &a, NULL), WORKER_FIT_OK);
+	assert_int_equal(worker_ledger_commit(l, &r, &b, NULL), WORKER_FIT_OK);
+	assert_int_equal(worker_ledger_memory_free(l), 200);
+	assert_int_equal(worker_ledger_resize_memory(l, &a, 656), -ENOSPC);
+	assert_int_equal(worker_ledger_resize_memory(l, &a, 600), 0);
+	assert_int_equal(a.res.memory, 600);
+	assert_int_equal(worker_ledger_memory_free(l), 0);
+	struct wq_resources one = {.cores = 0, .memory = 1};
+	assert_int_equal(worker_ledger_check(l, &one, NULL), WORKER_FIT_OVERCOMMIT);
+	assert_int_equal(worker_ledger_resize_memory(l, &a, 472), 0); /* a shrink */
+	assert_int_equal(worker_ledger_memory_free(l), 128);
+	worker_ledger_release(l, &a);
+	assert_int_equal(worker_ledger_memory_free(l), 600);
+	assert_int_equal(worker_ledger_resize_memory(l, &a, 500), -EINVAL); /* not held */
+	worker_ledger_release(l, &b);
+	assert_true(worker_ledger_idle(l));
+	worker_ledger_delete(l);
+}
+
 static void test_ledger_fit_and_gpus(void **state)
 {
 	struct fx *f = *state;
@@ -987,6 +1015,7 @@ int main(void)
 	setenv("UV_THREADPOOL_SIZE", "1", 1); /* test_recycle_small_here holds the one thread */
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_exit_zero, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ledger_resize_memory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exit_three, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_plain_words, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_outside_signal, setup, teardown),

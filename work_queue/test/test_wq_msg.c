@@ -540,6 +540,35 @@ static void test_task_dirout(void **state)
 	assert_int_equal(wq_msg_caps_negotiate(WQ_CAP_DIROUT, WQ_CAPS_ALL), 0);
 }
 
+/* `grow`: max_memory is parsed only when negotiated (a violation otherwise), absent is 0, and
+ * task_resized is a worker's message. */
+static void test_task_grow(void **state)
+{
+	(void)state;
+	json_t *j = load(task8);
+	struct wq_task_msg *t = NULL;
+	char *why = NULL;
+	assert_int_equal(wq_msg_task_parse(j, WQ_CAPS_ALL | WQ_CAP_GROW, &t, &why), 0);
+	assert_int_equal(t->max_memory, 0);
+	wq_task_msg_free(t);
+	t = NULL;
+	json_object_set_new(j, "max_memory", json_integer(4000));
+	assert_int_equal(wq_msg_task_parse(j, WQ_CAPS_ALL | WQ_CAP_GROW, &t, &why), 0);
+	assert_int_equal(t->max_memory, 4000);
+	wq_task_msg_free(t);
+	expect_task_bad(j, HTC_EPROTO,
+	                "message \"task\": key \"max_memory\": needs the capability \"grow\"");
+	json_object_set_new(j, "max_memory", json_integer(-1));
+	assert_int_equal(task_rc(j, WQ_CAPS_ALL | WQ_CAP_GROW, &why), HTC_EPROTO);
+	free(why);
+	json_decref(j);
+	assert_int_equal(wq_msg_lookup("task_resized"), WQ_MSG_TASK_RESIZED);
+	assert_int_equal(
+	    wq_msg_check(WQ_MSG_TASK_RESIZED, "task_resized", WQ_DIR_M2W, WQ_STATE_ACTIVE, &why),
+	    HTC_EPROTO);
+	free(why);
+}
+
 static void test_task_section8(void **state)
 {
 	(void)state;
@@ -902,13 +931,13 @@ static void test_task_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hello_bytes), cmocka_unit_test(test_hello_parse),
-	    cmocka_unit_test(test_version),     cmocka_unit_test(test_error),
-	    cmocka_unit_test(test_escape),      cmocka_unit_test(test_table),
-	    cmocka_unit_test(test_accessors),   cmocka_unit_test(test_task_section8),
-	    cmocka_unit_test(test_task_dirout), cmocka_unit_test(test_task_limits),
-	    cmocka_unit_test(test_task_env),    cmocka_unit_test(test_task_resources),
-	    cmocka_unit_test(test_task_files),
+	    cmocka_unit_test(test_hello_bytes),    cmocka_unit_test(test_hello_parse),
+	    cmocka_unit_test(test_version),        cmocka_unit_test(test_error),
+	    cmocka_unit_test(test_escape),         cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_accessors),      cmocka_unit_test(test_task_section8),
+	    cmocka_unit_test(test_task_dirout),    cmocka_unit_test(test_task_grow),
+	    cmocka_unit_test(test_task_limits),    cmocka_unit_test(test_task_env),
+	    cmocka_unit_test(test_task_resources), cmocka_unit_test(test_task_files),
 
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

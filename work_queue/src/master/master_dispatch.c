@@ -1042,11 +1042,24 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 		if (json_is_number(ss))
 			t->container_create_time = json_number_value(ss);
 	}
+	t->memory_grown = -1;
+	t->memory_grow_steps = 0;
+	if (d->grown) {
+		json_t *mb = json_object_get(d->grown, "memory_mb");
+		json_t *steps = json_object_get(d->grown, "steps");
+		t->memory_grown = json_is_integer(mb) ? json_integer_value(mb) : -1;
+		t->memory_grow_steps = json_is_integer(steps) && json_integer_value(steps) > 0 &&
+		                               json_integer_value(steps) < 1000000
+		                           ? (int)json_integer_value(steps)
+		                           : 0;
+	}
 	if (m->out_stdout.ok && m->out_stdout.tmp) {
 		free(t->output);
 		t->output = read_stdout(m->out_stdout.tmp, d);
 	}
 	struct category *cat = master_sched_category(q->sched, t->category);
+	for (int i = 0; i < t->memory_grow_steps; i++)
+		category_record_limit_raise(cat); /* the next allocation learns from it */
 	double wall = t->time_workers_execute_last / 1e6;
 	bool was_retry = master_sched_task_level(m->st) == CATEGORY_LEVEL_MAX;
 	/* The category's measured wall time decides whether its tasks are prefetched. */

@@ -907,6 +907,21 @@ struct master_sched_worker *master_sched_task_worker(const struct master_sched_t
 	                                                                                     : NULL;
 }
 
+int master_sched_task_resize_memory(struct master_sched *s, struct master_sched_task *t,
+                                    int64_t memory_mb)
+{
+	if (t->state != MASTER_SCHED_TASK_RUNNING || !t->w || memory_mb < 0)
+		return -EINVAL;
+	struct master_sched_worker *w = t->w;
+	int64_t old = t->box[R_MEMORY];
+	w->used[R_MEMORY] += memory_mb - old;
+	t->box[R_MEMORY] = memory_mb;
+	reindex(s, w);
+	if (memory_mb < old)
+		promote(s, w);
+	return 0;
+}
+
 void master_sched_task_box(const struct master_sched_task *t, struct master_sched_box *box)
 {
 	master_sched_box_from(t->box, box);

@@ -184,6 +184,10 @@ int master_sched_task_started(struct master_sched *s, struct master_sched_task *
 int master_sched_task_was_queued(const struct master_sched_task *t);
 /* The worker of a RUNNING or QUEUED task, else NULL. */
 struct master_sched_worker *master_sched_task_worker(const struct master_sched_task *t);
+/* A RUNNING task was grown or shrunk on its worker to MEMORY_MB: its box and the worker's
+ * use follow (a shrink may commit queued tasks). 0, or -EINVAL when T is not RUNNING. */
+int master_sched_task_resize_memory(struct master_sched *s, struct master_sched_task *t,
+                                    int64_t memory_mb);
 /* The box committed for a RUNNING task (its last box otherwise; zeros before any). */
 void master_sched_task_box(const struct master_sched_task *t, struct master_sched_box *box);
 

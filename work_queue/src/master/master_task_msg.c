@@ -25,6 +25,27 @@ static json_t *container_message(const struct work_queue_task *t, const struct m
 	return json_pack("{s:s,s:s}", "image", "", "mode", mode); /* not reached: it is cached */
 }
 
+/* The memory (MB) a task may be grown to on a worker that grows tasks (`max_memory`, protocol
+ * 5.6): its own memory_max; else, when the master chose its memory, its category's ceiling (the
+ * explicit maximum, else the largest worker), at most this worker's memory; else -1. */
+static int64_t growth_ceiling(const struct mworker *w, const struct mtask *m)
+{
+	const struct work_queue_task *t = m->t;
+	int64_t max = t->memory_max;
+	if (max < 0 && t->resources_requested->v[RM_MEMORY] >= 0)
+		return -1; /* a declared value is a promise (doc/allocation.md) */
+	if (max < 0) {
+		struct rmsummary ceiling;
+		rmsummary_init(&ceiling);
+		category_allocation(master_sched_category(w->q->sched, t->category),
+		                    t->resources_requested, CATEGORY_LEVEL_MAX, &ceiling);
+		max = (int64_t)ceiling.v[RM_MEMORY];
+	}
+	if (max < 0 || max > w->total.memory)
+		max = w->total.memory;
+	return max;
+}
+
 json_t *master_task_message(struct mworker *w, struct mtask *m, const struct master_sched_box *box)
 {
 	struct work_queue_task *t = m->t;
@@ -84,5 +105,8 @@ json_t *master_task_message(struct mworker *w, struct mtask *m, const struct mas
 		json_object_set_new(msg, "queued", json_true());
 	if (msg && (t->container_image || t->container_archive))
 		json_object_set_new(msg, "container", container_message(t, m));
+	int64_t max = memory > 0 && (w->caps & WQ_CAP_GROW) ? growth_ceiling(w, m) : -1;
+	if (msg && max > memory)
+		json_object_set_new(msg, "max_memory", json_integer(max));
 	return msg;
 }

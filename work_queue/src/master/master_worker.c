@@ -31,7 +31,7 @@
 #define SOFTWARE "htc 0.1.0"
 #define MASTER_CAPS                                                                                \
 	(WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT |                \
-	 WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE | WQ_CAP_IMAGES)
+	 WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE | WQ_CAP_IMAGES | WQ_CAP_GROW)
 #define DISMISS_LINGER_MS 5000
 #define HS_DEADLINE_MS    10000 /* accept -> end of hello and password (protocol 2.4) */
 
@@ -528,6 +528,33 @@ static void on_task_running(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 	}
 }
 
+/* `task_resized` (capability `grow`, protocol 5.6): the worker grew or shrank a running task;
+ * its box on this worker follows, so the worker is not sent more than it has free. */
+static void on_task_resized(struct mworker *w, json_t *msg, enum wq_msg_id mid)
+{
+	struct mtask *m = NULL;
+	int64_t tr;
+	bool cancelled;
+	if (!(w->caps & WQ_CAP_GROW)) {
+		wq_conn_violation(w->c, "proto",
+		                  "message \"task_resized\" needs the capability "
+		                  "\"grow\"");
+		return;
+	}
+	json_t *mem = json_object_get(msg, "memory");
+	if (!json_is_integer(mem) || json_integer_value(mem) < 0) {
+		wq_conn_violation(w->c, "proto",
+		                  "message \"task_resized\": \"memory\" is not an integer >= 0");
+		return;
+	}
+	if (msg_task_ref(w, msg, mid, &m, &tr, &cancelled) < 0 || cancelled)
+		return;
+	int64_t mb = json_integer_value(mem);
+	if (master_sched_task_resize_memory(w->q->sched, m->st, mb) == 0)
+		debug(D_WQ, "%s: task %d now holds %lld MB of memory", w->label, m->id,
+		      (long long)mb);
+}
+
 static void on_task_done(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 {
 	struct mtask *m = NULL;
@@ -667,6 +694,7 @@ static msg_handler *const handlers[WQ_MSG_COUNT] = {
     [WQ_MSG_TASK_RUNNING] = on_task_running,
     [WQ_MSG_TASK_DONE] = on_task_done,
     [WQ_MSG_TASK_REFUSED] = on_task_refused,
+    [WQ_MSG_TASK_RESIZED] = on_task_resized,
     [WQ_MSG_TASK_CANCELLED] = on_task_cancelled,
     [WQ_MSG_DRAINING] = on_draining,
     [WQ_MSG_BYE] = on_bye,

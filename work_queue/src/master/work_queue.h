@@ -87,6 +87,10 @@ struct work_queue_task {
 	char *container_image;                 /* the container's image (an engine name), or NULL */
 	char *container_archive; /* the remote name of the image archive input, or NULL */
 	int container_mode;      /* enum work_queue_container_mode */
+	/* MB the task may be grown to on a worker that grows tasks (work_queue_worker
+	 * --memory-grow); -1 (the default): its category's ceiling when the master chose its
+	 * memory, no growth when the task declared its memory. */
+	int64_t memory_max;
 
 	/* Results (valid once the task is returned). */
 	int taskid; /* set by work_queue_submit */
@@ -107,6 +111,10 @@ struct work_queue_task {
 	double container_create_time; /* creating its own container, or starting the shared one */
 	double container_run_time;    /* from the start of its container (or exec) to its end */
 	double container_delete_time; /* deleting its own container */
+	/* Its last try's memory growth on the worker (doc/elasticity.md): the largest limit it
+	 * had in MB (-1: never grown) and the number of growth steps. */
+	int64_t memory_grown;
+	int memory_grow_steps;
 	/* Instants in microseconds since the epoch (0 = did not happen). */
 	int64_t time_when_submitted;
 	int64_t time_when_commit_start;
@@ -156,6 +164,9 @@ int work_queue_task_specify_url(struct work_queue_task *t, const char *url, cons
                                 int flags);
 int work_queue_task_specify_cores(struct work_queue_task *t, double cores);
 int work_queue_task_specify_memory(struct work_queue_task *t, int64_t mb);
+/* The memory (MB) the task may be grown to while it runs (struct work_queue_task's
+ * memory_max); -EINVAL below -1. */
+int work_queue_task_specify_memory_max(struct work_queue_task *t, int64_t mb);
 int work_queue_task_specify_disk(struct work_queue_task *t, int64_t mb);
 int work_queue_task_specify_gpus(struct work_queue_task *t, int64_t gpus);
 /* Copies the cores, memory, disk and gpus of R that are set (>= 0). */

@@ -67,6 +67,8 @@ struct work_queue_task *work_queue_task_create(const char *command)
 	t->result = WORK_QUEUE_RESULT_UNKNOWN;
 	t->container_load_time = t->container_create_time = -1;
 	t->container_run_time = t->container_delete_time = -1;
+	t->memory_max = -1;
+	t->memory_grown = -1;
 	return t;
 }
 
@@ -172,6 +174,7 @@ struct work_queue_task *work_queue_task_clone(const struct work_queue_task *t)
 	set_str(&c->container_image, t->container_image);
 	set_str(&c->container_archive, t->container_archive);
 	c->container_mode = t->container_mode;
+	c->memory_max = t->memory_max;
 	return c;
 }
 
@@ -395,6 +398,14 @@ int work_queue_task_specify_cores(struct work_queue_task *t, double cores)
 int work_queue_task_specify_memory(struct work_queue_task *t, int64_t mb)
 {
 	return set_resource(t, RM_MEMORY, (double)mb, "memory");
+}
+
+int work_queue_task_specify_memory_max(struct work_queue_task *t, int64_t mb)
+{
+	if (mb < -1)
+		return fail(t, -EINVAL, "memory_max %lld is below -1", (long long)mb);
+	t->memory_max = mb;
+	return 0;
 }
 
 int work_queue_task_specify_disk(struct work_queue_task *t, int64_t mb)

@@ -227,6 +227,7 @@ static const struct {
     [WQ_MSG_TASK_CANCELLED] = {"task_cancelled", D_W2M, S_ANY},
     [WQ_MSG_TASK_DONE] = {"task_done", D_W2M, S_ANY},
     [WQ_MSG_TASK_REFUSED] = {"task_refused", D_W2M, S_ANY},
+    [WQ_MSG_TASK_RESIZED] = {"task_resized", D_W2M, S_ANY},
     [WQ_MSG_TASK_RUNNING] = {"task_running", D_W2M, S_ANY},
     [WQ_MSG_XFER_ABORT] = {"xfer_abort", D_W2M | D_M2W, S_ANY},
     [WQ_MSG_XFER_BEGIN] = {"xfer_begin", D_W2M | D_M2W, S_ANY},
@@ -416,7 +417,7 @@ unsigned wq_msg_caps_negotiate(unsigned offered, unsigned ours)
 /* ---- hello ----------------------------------------------------------------- */
 
 static const char *const cap_names[] = {"zlib",       "fetch",        "watch",  "queue", "dirout",
-                                        "containers", "shared_cache", "images", NULL};
+                                        "containers", "shared_cache", "images", "grow",  NULL};
 static const char *const role_names[] = {"worker", "status", "master", NULL};
 
 static bool is_hex(const char *s, size_t n)

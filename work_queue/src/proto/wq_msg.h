@@ -151,6 +151,7 @@ enum wq_msg_id {
 	WQ_MSG_TASK_CANCELLED,
 	WQ_MSG_TASK_DONE,
 	WQ_MSG_TASK_REFUSED,
+	WQ_MSG_TASK_RESIZED,
 	WQ_MSG_TASK_RUNNING,
 	WQ_MSG_XFER_ABORT,
 	WQ_MSG_XFER_BEGIN,
@@ -210,9 +211,11 @@ char *wq_msg_encode(const json_t *msg, size_t *len);
 #define WQ_CAP_SHARED_CACHE                                                                        \
 	64u /* workers of one file system share a store (`store`, `cache_take`; protocol 5.12) */
 #define WQ_CAP_IMAGES 128u /* the worker reports its images and its engine (`images`, 5.2) */
+/* a `task` may carry `max_memory`; the worker sends `task_resized` and `grown` (5.6) */
+#define WQ_CAP_GROW 256u
 #define WQ_CAPS_KNOWN                                                                              \
 	(WQ_CAPS_ALL | WQ_CAP_QUEUE | WQ_CAP_DIROUT | WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE |    \
-	 WQ_CAP_IMAGES) /* every capability this release knows */
+	 WQ_CAP_IMAGES | WQ_CAP_GROW) /* every capability this release knows */
 
 /* Section 2.4: queued tasks one worker may hold (its `queue_max` is 1 .. this). */
 #define WQ_QUEUE_MAX 256
@@ -331,7 +334,8 @@ struct wq_task_msg {
 	const char *container_image; /* a cache object (an image archive), or NULL */
 	const char *container_name;  /* an image the engine has, or NULL (exactly one is set) */
 	enum wq_container_mode container_mode;
-	bool queued; /* `queued: true` (needs `queue`) */
+	bool queued;        /* `queued: true` (needs `queue`) */
+	int64_t max_memory; /* `max_memory` (needs `grow`): MB the task may grow to; 0 = absent */
 	json_t *msg;
 };
 
@@ -445,6 +449,7 @@ struct wq_task_done {
 	size_t noutputs;
 	json_t *summary;   /* borrowed from msg, NULL if absent */
 	json_t *container; /* borrowed from msg, NULL if absent (a task that named a container) */
+	json_t *grown;     /* borrowed from msg, NULL if absent (`grow`: its memory changed) */
 	int64_t t_received, t_inputs_ready, t_started, t_ended, t_reported; /* -1 absent */
 	bool disk_full;
 	json_t *msg;

@@ -274,6 +274,9 @@ int wq_msg_task_parse(const json_t *msg, unsigned caps, struct wq_task_msg **out
 	if (wq_msg_bool(&v, msg, "queued", 0, &t->queued) == 0 && t->queued &&
 	    !(caps & WQ_CAP_QUEUE))
 		wq_msg_fail(&v, "queued", "needs the capability \"queue\"");
+	if (wq_msg_int(&v, msg, "max_memory", 0, 0, WQ_MAX_ID, &t->max_memory) == 0 &&
+	    json_object_get(msg, "max_memory") && !(caps & WQ_CAP_GROW))
+		wq_msg_fail(&v, "max_memory", "needs the capability \"grow\"");
 	if (v.why) {
 		*why = v.why;
 		wq_task_msg_free(t);
@@ -453,6 +456,9 @@ int wq_msg_task_done_parse(const json_t *msg, struct wq_task_done **out, char **
 	json_t *container = NULL;
 	if (wq_msg_object(&v, msg, "container", WQ_NULL, &container) == 0)
 		d->container = container;
+	json_t *grown = NULL;
+	if (wq_msg_object(&v, msg, "grown", WQ_NULL, &grown) == 0)
+		d->grown = grown;
 	if (!v.why)
 		parse_done_times(&v, msg, d);
 	wq_msg_bool(&v, msg, "disk_full", 0, &d->disk_full);

@@ -24,6 +24,7 @@
 #include "debug.h"
 #include "htc_error.h"
 #include "worker_cpus.h"
+#include "worker_elastic.h"
 #include "path.h"
 #include "timeutil.h"
 #include "worker_conn_internal.h"
@@ -69,9 +70,10 @@ struct worker {
 	struct worker_ledger *ledger;
 	struct wq_auth_key *key;
 	struct wq_tls_config *tls;
-	struct worker_docker *docker; /* --docker, or NULL */
-	struct worker_engine *engine; /* the watch on its engine, with docker */
-	struct worker_cpus *cpus;     /* --pin-cores, made when first asked for */
+	struct worker_docker *docker;   /* --docker, or NULL */
+	struct worker_engine *engine;   /* the watch on its engine, with docker */
+	struct worker_cpus *cpus;       /* --pin-cores, made when first asked for */
+	struct worker_elastic *elastic; /* --memory-grow / --memory-throttle, made when asked */
 
 	struct worker_session *s;
 	/* the master being tried */
@@ -166,6 +168,13 @@ struct worker_engine *worker_engine_of(struct worker *w)
 struct worker_docker *worker_docker_of(struct worker *w)
 {
 	return w->docker;
+}
+
+struct worker_elastic *worker_elastic_of(struct worker *w)
+{
+	if (!w->elastic)
+		w->elastic = worker_elastic_create(w->loop, w->o, w->ledger);
+	return w->elastic;
 }
 
 struct worker_cpus *worker_cpus_of(struct worker *w)
@@ -499,6 +508,8 @@ void worker_delete(struct worker *w)
 	worker_engine_delete(w->engine); /* before the loop runs out: a ping may be in flight */
 	w->engine = NULL;
 	stop_all(w);
+	worker_elastic_delete(w->elastic); /* its tasks are gone: its timer closes */
+	w->elastic = NULL;
 	/* let transfers and sandbox removals in the thread pool finish while the cache lives */
 	uv_run(w->loop, UV_RUN_DEFAULT);
 	json_decref(w->masters);
@@ -892,7 +903,8 @@ static void start_session(struct worker *w, uv_tcp_t *tcp)
 	    .project = w->o->project ? w->m_project : NULL, /* the one -M chose */
 	    .caps = WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT |
 	            (w->docker ? WQ_CAP_CONTAINERS | WQ_CAP_IMAGES : 0) |
-	            (w->shared ? WQ_CAP_SHARED_CACHE : 0),
+	            (w->shared ? WQ_CAP_SHARED_CACHE : 0) |
+	            (w->o->memory_grow || w->o->memory_throttle ? WQ_CAP_GROW : 0),
 	};
 	char *err = NULL;
 	s->hs = wq_handshake_start(w->loop, s->conn, &cfg, hs_done, s, &err);

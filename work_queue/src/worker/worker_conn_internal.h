@@ -34,6 +34,10 @@ struct worker_engine *worker_engine_of(struct worker *w);
 /* With --pin-cores: the cpus the worker's tasks hold (made at the first call); else NULL. */
 struct worker_cpus;
 struct worker_cpus *worker_cpus_of(struct worker *w);
+/* With --memory-grow or --memory-throttle: the elasticity of its tasks (made at the first
+ * call); else NULL. */
+struct worker_elastic;
+struct worker_elastic *worker_elastic_of(struct worker *w);
 /* Ends the worker with STATUS after a clean goodbye: kills tasks, sends bye REASON if connected,
  * closes, and stops the loop. */
 void worker_finish(struct worker *w, int status, const char *reason);

@@ -51,6 +51,13 @@ enum {
 	OPT_DEBUG_ROTATE_MAX,
 	OPT_SHARED_CACHE,
 	OPT_SHARED_CACHE_SIZE,
+	OPT_MEMORY_GROW,
+	OPT_GROW_STEP_UP,
+	OPT_GROW_STEP_DOWN,
+	OPT_SHRINK_COOLDOWN,
+	OPT_MEMORY_THROTTLE,
+	OPT_THROTTLE_RATE,
+	OPT_CPU_GROW,
 };
 
 static const struct option longopts[] = {
@@ -84,6 +91,13 @@ static const struct option longopts[] = {
     {"docker-preserve", required_argument, NULL, OPT_DOCKER_PRESERVE},
     {"containers", no_argument, NULL, OPT_CONTAINERS},
     {"seccomp", required_argument, NULL, OPT_SECCOMP},
+    {"memory-grow", required_argument, NULL, OPT_MEMORY_GROW},
+    {"grow-step-up", required_argument, NULL, OPT_GROW_STEP_UP},
+    {"grow-step-down", required_argument, NULL, OPT_GROW_STEP_DOWN},
+    {"shrink-cooldown", required_argument, NULL, OPT_SHRINK_COOLDOWN},
+    {"memory-throttle", required_argument, NULL, OPT_MEMORY_THROTTLE},
+    {"memory-throttle-rate", required_argument, NULL, OPT_THROTTLE_RATE},
+    {"cpu-grow", required_argument, NULL, OPT_CPU_GROW},
     {"debug", required_argument, NULL, 'd'},
     {"debug-file", required_argument, NULL, 'o'},
     /* CCTools options refused by name (doc/compatibility.md) */
@@ -155,6 +169,18 @@ static const char usage_text[] =
     "                            implied by --docker and --docker-preserve\n"
     "      --seccomp PROFILE     system calls tasks may not make: default, strict, nonet, off\n"
     "                            (default: default; doc/seccomp.md)\n"
+    "Elasticity (doc/elasticity.md):\n"
+    "      --memory-grow on|off  grow a task at its memory limit, in steps, into memory no\n"
+    "                            other task holds, up to the maximum its master sent\n"
+    "                            (default off)\n"
+    "      --grow-step-up MB     step of a growth (default 256)\n"
+    "      --grow-step-down MB   step of a shrink of a grown task (default 128; 0: never)\n"
+    "      --shrink-cooldown T   time since a task's last change before a shrink (10 s)\n"
+    "      --memory-throttle on|off  hold a task whose memory grows faster than the rate\n"
+    "                            while the worker is short of memory (default off)\n"
+    "      --memory-throttle-rate MB/s  the rate (default 1024)\n"
+    "      --cpu-grow on|off     raise the CPU quota of a task that uses all of it into the\n"
+    "                            worker's idle cores (default off)\n"
     "Other:\n"
     "  -d, --debug SUBSYS        debug output (worker, net, rmon, all)\n"
     "  -o, --debug-file FILE     debug output to FILE\n"
@@ -188,6 +214,23 @@ static void init(struct worker_opts *o)
 	o->connect_timeout = WORKER_DEFAULT_CONNECT_TIMEOUT;
 	o->seccomp = RMON_SECCOMP_DEFAULT;
 	o->debug_rotate_max = WORKER_DEFAULT_DEBUG_ROTATE_MAX;
+	o->grow_step_up_mb = WORKER_DEFAULT_GROW_STEP_UP;
+	o->grow_step_down_mb = WORKER_DEFAULT_GROW_STEP_DOWN;
+	o->shrink_cooldown_s = WORKER_DEFAULT_SHRINK_COOLDOWN;
+	o->throttle_rate_mbps = WORKER_DEFAULT_THROTTLE_RATE;
+}
+
+/* on|off (also yes/no, true/false, 1/0) into *OUT; -1 for anything else. */
+static int parse_on_off(const char *arg, bool *out)
+{
+	if (!strcmp(arg, "on") || !strcmp(arg, "yes") || !strcmp(arg, "true") || !strcmp(arg, "1"))
+		*out = true;
+	else if (!strcmp(arg, "off") || !strcmp(arg, "no") || !strcmp(arg, "false") ||
+	         !strcmp(arg, "0"))
+		*out = false;
+	else
+		return -1;
+	return 0;
 }
 
 void worker_opts_clear(struct worker_opts *o)
@@ -426,6 +469,34 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 			return cli_error(
 			    err, errlen,
 			    "%s: \"%s\" is not a profile (default, strict, nonet, off)", name, arg);
+		break;
+	case OPT_MEMORY_GROW:
+	case OPT_MEMORY_THROTTLE:
+	case OPT_CPU_GROW:
+		if (parse_on_off(arg, c == OPT_MEMORY_GROW ? &o->memory_grow
+		                      : c == OPT_CPU_GROW  ? &o->cpu_grow
+		                                           : &o->memory_throttle) < 0)
+			return cli_error(err, errlen, "%s: \"%s\" is neither on nor off", name,
+			                 arg);
+		break;
+	case OPT_GROW_STEP_UP:
+	case OPT_GROW_STEP_DOWN:
+		if (units_parse_mb(arg, &v) < 0 || v < (c == OPT_GROW_STEP_UP ? 1 : 0))
+			return cli_error(err, errlen, "%s: \"%s\" is not a size in MB%s", name, arg,
+			                 c == OPT_GROW_STEP_UP ? " above 0" : "");
+		*(c == OPT_GROW_STEP_UP ? &o->grow_step_up_mb : &o->grow_step_down_mb) = v;
+		break;
+	case OPT_SHRINK_COOLDOWN:
+		if (units_parse_seconds(arg, &v) < 0 || v < 0)
+			return cli_error(err, errlen, "%s: \"%s\" is not a time (e.g. 10, 1m)",
+			                 name, arg);
+		o->shrink_cooldown_s = v;
+		break;
+	case OPT_THROTTLE_RATE:
+		if (str_to_int64(arg, &v) < 0 || v < 1)
+			return cli_error(err, errlen, "%s: \"%s\" is not a rate in MB/s above 0",
+			                 name, arg);
+		o->throttle_rate_mbps = v;
 		break;
 	case 'd':
 		if (o->debug_flags) {

@@ -15,6 +15,10 @@
 #define WORKER_DEFAULT_IDLE_TIMEOUT     900
 #define WORKER_DEFAULT_CONNECT_TIMEOUT  900
 #define WORKER_DEFAULT_DEBUG_ROTATE_MAX (10 * 1024 * 1024) /* as CCTools' worker */
+#define WORKER_DEFAULT_GROW_STEP_UP     256                /* MB, ElasticDocker's step up */
+#define WORKER_DEFAULT_GROW_STEP_DOWN   128                /* MB, ElasticDocker's step down */
+#define WORKER_DEFAULT_SHRINK_COOLDOWN  10                 /* s */
+#define WORKER_DEFAULT_THROTTLE_RATE    1024               /* MB/s, as the cgroups driver */
 
 struct catalog_project;
 
@@ -63,6 +67,14 @@ struct worker_opts {
 	enum rmon_seccomp_profile seccomp; /* --seccomp; default RMON_SECCOMP_DEFAULT */
 	bool pin_cores;   /* --pin-cores: each task on whole cpus of its own (worker_cpus.h) */
 	bool proc_events; /* --proc-events: count every short-lived process of a task in a cgroup */
+	/* Vertical elasticity (doc/elasticity.md, worker_elastic.h). */
+	bool memory_grow;           /* --memory-grow on|off (default off) */
+	int64_t grow_step_up_mb;    /* --grow-step-up MB (default 256) */
+	int64_t grow_step_down_mb;  /* --grow-step-down MB (default 128; 0: never shrink) */
+	int64_t shrink_cooldown_s;  /* --shrink-cooldown T (default 10 s) */
+	bool memory_throttle;       /* --memory-throttle on|off (default off) */
+	int64_t throttle_rate_mbps; /* --memory-throttle-rate MB/s (default 1024) */
+	bool cpu_grow;              /* --cpu-grow on|off (default off) */
 
 	char *debug_flags;        /* -d, comma separated, may be repeated (joined) */
 	char *debug_file;         /* -o */

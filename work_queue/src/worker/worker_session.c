@@ -591,6 +591,19 @@ static int64_t linked_mb(struct wtask *t)
 	return (int64_t)((bytes + 1048575) >> 20);
 }
 
+/* A running task was grown or shrunk (worker_elastic.h): the master is told its new memory
+ * (`task_resized`, protocol 5.6), and a shrink may let a queued task start. */
+static void task_resized_cb(void *arg, int64_t memory_mb)
+{
+	struct wtask *t = arg;
+	struct worker_session *s = t->s;
+	if (s->caps & WQ_CAP_GROW)
+		ws_send(s,
+		        json_pack("{s:s,s:I,s:I,s:I}", "m", "task_resized", "id", (json_int_t)t->id,
+		                  "try", (json_int_t)t->try_, "memory", (json_int_t)memory_mb));
+	queue_run(s);
+}
+
 static void start_task(struct wtask *t, int sandbox_err)
 {
 	struct worker_session *s = t->s;
@@ -611,6 +624,10 @@ static void start_task(struct wtask *t, int sandbox_err)
 	    .seccomp = (int)worker_opts_of(w)->seccomp,
 	    .proc_events = worker_opts_of(w)->proc_events,
 	    .cpus = worker_cpus_of(w),
+	    .elastic = worker_elastic_of(w),
+	    .charged = &t->alloc,
+	    .resized = task_resized_cb,
+	    .report_grown = (s->caps & WQ_CAP_GROW) != 0,
 	};
 	struct worker_sandbox *sb = t->sb;
 	t->sb = NULL; /* owned by the task from now on */

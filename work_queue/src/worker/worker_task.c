@@ -26,6 +26,7 @@
 #include "timeutil.h"
 #include "worker_cpus.h"
 #include "worker_docker.h"
+#include "worker_elastic.h"
 #include "xalloc.h"
 #include "vec.h"
 #include "banned.h"
@@ -298,6 +299,24 @@ enum worker_fit worker_ledger_check_total(const struct worker_ledger *l,
 	return why ? WORKER_FIT_OVERCOMMIT : WORKER_FIT_OK;
 }
 
+int64_t worker_ledger_memory_free(const struct worker_ledger *l)
+{
+	int64_t f = (int64_t)l->memory.total - l->used_memory;
+	return f > 0 ? f : 0;
+}
+
+int worker_ledger_resize_memory(struct worker_ledger *l, struct worker_alloc *a, int64_t memory_mb)
+{
+	if (!a->held || a->compute_freed || memory_mb < 0)
+		return -EINVAL;
+	int64_t delta = memory_mb - a->res.memory;
+	if (delta > 0 && delta > worker_ledger_memory_free(l))
+		return -ENOSPC;
+	l->used_memory += delta;
+	a->res.memory = memory_mb;
+	return 0;
+}
+
 bool worker_ledger_idle(const struct worker_ledger *l)
 {
 	return l->used_cores < CORES_EPSILON && l->used_memory == 0 && l->used_disk == 0 &&
@@ -464,8 +483,10 @@ struct worker_task {
 	uv_timer_t *timer; /* defers DONE of a task that could not start */
 	int64_t t_started;
 	struct worker_task_result res;
-	struct worker_cpus *cpus; /* where HELD came from, or NULL */
-	cpu_set_t held;           /* the cpus of its cpuset */
+	struct worker_cpus *cpus;       /* where HELD came from, or NULL */
+	cpu_set_t held;                 /* the cpus of its cpuset */
+	struct worker_elastic_task *el; /* its growth and throttle while it runs, or NULL */
+	bool report_grown;
 };
 
 /* The task's tree is gone (or is being killed): its cpus are free for the next task. */
@@ -490,6 +511,7 @@ static void task_free(struct worker_task *t)
 	free(r->exhausted);
 	free(r->text);
 	json_decref(r->container);
+	json_decref(r->grown);
 	rmsummary_clear(&r->summary);
 	worker_sandbox_delete(t->sb);
 	free(t->stdout_path);
@@ -730,6 +752,12 @@ static void on_monitor_done(struct rmonitor *m, const struct rmsummary *s, void 
 	}
 	rmonitor_delete(m);
 	t->m = NULL;
+	if (t->el) {
+		if (t->report_grown)
+			r->grown = worker_elastic_task_json(t->el);
+		worker_elastic_task_remove(t->el);
+		t->el = NULL;
+	}
 	give_cpus(t);
 	t->state = TS_ENDING;
 	debug(D_WORKER, "task %" PRId64 ".%" PRId64 " ended%s: exit_type %d status %d signal %d",
@@ -891,6 +919,16 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	}
 	char task_id[64];
 	snprintf(task_id, sizeof task_id, "%" PRId64 ".%" PRId64, t->id, t->try_);
+	if (p->elastic && p->charged) {
+		t->el = worker_elastic_task_add(p->elastic, task_id, p->charged, msg->max_memory,
+		                                p->resized, arg);
+		t->report_grown = p->report_grown;
+		spec.at_memory_limit = worker_elastic_at_limit;
+		spec.at_memory_limit_arg = t->el;
+		double iv = worker_elastic_interval(p->elastic);
+		if (spec.interval_s <= 0 || spec.interval_s > iv)
+			spec.interval_s = iv;
+	}
 
 	int err = 0;
 	t->t_started = time_now_us();
@@ -901,6 +939,12 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	free(prog);
 	close(null_fd);
 	close(out_fd);
+	if (t->el && t->m) {
+		worker_elastic_task_bind(t->el, t->m);
+	} else if (t->el) {
+		worker_elastic_task_remove(t->el);
+		t->el = NULL;
+	}
 	if (!t->m) {
 		fail_start(t, xasprintf("cannot start task %s under the resource monitor: %s",
 		                        task_id, htc_strerror(err < 0 ? err : -EIO)));
@@ -938,6 +982,8 @@ void worker_task_delete(struct worker_task *t, bool keep_sandbox)
 		rmonitor_delete(t->m); /* kills the whole tree; DONE is not called */
 		t->m = NULL;
 	}
+	worker_elastic_task_remove(t->el);
+	t->el = NULL;
 	give_cpus(t);
 	if (t->timer) {
 		uv_timer_stop(t->timer);
@@ -1147,5 +1193,7 @@ json_t *worker_task_done_json(const struct worker_task *t, const int64_t *output
 	json_object_set_new(o, "disk_full", json_boolean(r->disk_full));
 	if (r->container)
 		json_object_set(o, "container", r->container);
+	if (r->grown)
+		json_object_set(o, "grown", r->grown);
 	return o;
 }

@@ -107,6 +107,11 @@ void worker_ledger_release_compute(struct worker_ledger *l, struct worker_alloc 
  * WORKER_FIT_OK or WORKER_FIT_OVERCOMMIT with *TEXT (when TEXT is not NULL; caller frees). */
 enum worker_fit worker_ledger_check_total(const struct worker_ledger *l,
                                           const struct wq_resources *r, char **text);
+/* Memory (MB) no task holds: total - held, >= 0. */
+int64_t worker_ledger_memory_free(const struct worker_ledger *l);
+/* Changes the memory A holds to MEMORY_MB (a task grown or shrunk while it runs): 0, or
+ * -ENOSPC when a growth does not fit the free memory, -EINVAL when A holds nothing. */
+int worker_ledger_resize_memory(struct worker_ledger *l, struct worker_alloc *a, int64_t memory_mb);
 /* Whether nothing is held by any task (cores, memory, disk and gpus all zero). */
 bool worker_ledger_idle(const struct worker_ledger *l);
 
@@ -154,6 +159,15 @@ struct worker_task_params {
 	 * that many are free and the monitor uses cgroups), given back when its tree ends; NULL:
 	 * not pinned. Must outlive the task. */
 	struct worker_cpus *cpus;
+	/* --memory-grow / --memory-throttle (worker_elastic.h), or NULL. The task grows up to
+	 * its message's max_memory, charging the growth to CHARGED (the allocation the caller
+	 * holds in the ledger, which must stay valid until the task's tree has ended); RESIZED
+	 * (with DONE's argument) is told of every change of its size. REPORT_GROWN: its
+	 * `task_done` carries `grown` (the master negotiated `grow`). */
+	struct worker_elastic *elastic;
+	struct worker_alloc *charged;
+	void (*resized)(void *arg, int64_t memory_mb);
+	bool report_grown;
 };
 
 /* Starts MSG's command in SB (which the task now owns: it is removed by worker_task_delete
@@ -227,6 +241,7 @@ struct worker_task_result {
 	bool disk_full; /* the file system was below the reserve when the task ended */
 	json_t
 	    *container; /* what the container runner recorded (WORKER_CONTAINER_RECORD), or NULL */
+	json_t *grown;  /* its memory changes (worker_elastic_task_json), or NULL */
 };
 
 /* The result of T; NULL before DONE or for a cancelled task. */

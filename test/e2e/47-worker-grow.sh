@@ -1,0 +1,138 @@
+#!/bin/bash
+# 47-worker-grow.sh: vertical elasticity on the real worker (doc/elasticity.md). With
+# makeflow -T wq in warm-up mode, a rule that needs 1.5 times the estimate of its category is
+# grown by a worker started with --memory-grow on and completes in one try (its growth reported
+# and counted in the category), and is killed and run again at the maximum by a worker without
+# it. With --memory-throttle on, a runaway allocator beside a neighbour is throttled and the
+# neighbour is never killed.
+. "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/wq-lib.sh"
+
+test_require_bin makeflow
+test_require_bin work_queue_worker
+
+MF=$BIN/makeflow
+WORKER=$BIN/work_queue_worker
+ALLOC=$BUILD/resource_monitor/test/helper_alloc
+TEST_TIMEOUT=240
+
+have_cgroups() {
+	[ -w /sys/fs/cgroup/memory ] || grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null
+}
+
+if ! have_cgroups; then
+	say "no writable cgroup hierarchy with the memory controller: cases not run"
+	[ -z "${CI:-}" ] || test_expect_success 'cgroups are needed in CI' 'false'
+	test_done
+	exit 0
+fi
+
+# A chain in one category: a measures 200 MB (the estimate becomes about 218 MB), b needs
+# 330 MB (1.5 times), c is small again.
+grow_workflow() {
+	echo "CATEGORY=grow"
+	printf "a:\n\t%s 200 0.2 > a\n" "$ALLOC"
+	printf "b: a\n\t%s 330 0.5 > b\n" "$ALLOC"
+	printf "c: b\n\t%s 50 0.2 > c\n" "$ALLOC"
+}
+
+# category_is SUMMARY DONE EXHAUSTIONS RETRIES MIN_RAISES
+category_is() {
+	python3 - "$@" <<-\EOF
+	import json, sys
+	path, done, exh, retries, raises = sys.argv[1], *map(int, sys.argv[2:])
+	c = [c for c in json.load(open(path))["categories"] if c["name"] == "grow"][0]
+	assert c["done"] == done and c["failed"] == 0, c
+	assert c["exhaustions"] == exh and c["retries"] == retries, c
+	assert c.get("limit_raises", 0) >= raises, c
+	if raises == 0:
+	    assert c.get("limit_raises", 0) == 0, c
+	EOF
+}
+
+test_expect_success 'with --memory-grow on: the rule over its estimate is grown and runs once' '
+	grow_workflow >Makeflow &&
+	start_master --allocation warmup --summary-json summary.json -d alloc,wq -o mf.dbg \
+		Makeflow &&
+	start_worker --cores 2 --memory 4000 --disk 4000 --memory-grow on -d worker -o w.dbg \
+		localhost $port &&
+	finish &&
+	category_is summary.json 3 0 0 1 &&
+	grown=$(sed -n "s/.*memory limit grown from [0-9]* to \([0-9]*\) MB.*/\1/p" workers.out) &&
+	test -n "$grown" &&
+	# the master counts the grown size against the worker
+	grep -q "task 2 now holds $grown MB of memory" mf.dbg &&
+	test "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 3
+'
+
+test_expect_success 'without growth: the same rule is killed and run again at the maximum' '
+	grow_workflow >Makeflow &&
+	start_master --allocation warmup --summary-json summary.json -d alloc -o mf.dbg Makeflow &&
+	start_worker --cores 2 --memory 4000 --disk 4000 localhost $port &&
+	finish &&
+	category_is summary.json 3 1 1 0 &&
+	! grep -q "memory limit grown" workers.out &&
+	test "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 4
+'
+
+test_expect_success 'a grown task whose use falls is shrunk back to its allocation, in steps' '
+	# b grows past its estimate, frees it all and waits until the worker has shrunk it
+	# (the worker notice), then ends; a waits like that too long only when shrinking fails
+	cat >shrink.py <<-EOF &&
+	import sys, time
+	big = bytearray(330 << 20)
+	for i in range(0, len(big), 4096):
+	    big[i] = 1
+	del big
+	end = time.time() + 120
+	while time.time() < end:
+	    if open("$PWD/workers.out").read().count("memory limit shrunk") >= 2:
+	        sys.exit(0)
+	    time.sleep(0.1)
+	sys.exit(1)
+	EOF
+	{
+		echo "CATEGORY=grow"
+		printf "a:\n\t%s 200 0.2 > a\n" "$ALLOC"
+		printf "b: a shrink.py\n\tpython3 shrink.py > b\n"
+	} >Makeflow &&
+	start_master --allocation warmup Makeflow &&
+	start_worker --cores 2 --memory 4000 --disk 4000 --memory-grow on --shrink-cooldown 0 \
+		localhost $port &&
+	finish &&
+	grep -q "memory limit grown from" workers.out &&
+	test "$(grep -c "memory limit shrunk" workers.out)" -ge 2 &&
+	! grep -q "memory exhausted" workers.out
+'
+
+# runaway_workflow: a neighbour holding 1000 MB for 8 s beside a runaway that grows by 100 MB
+# every 0.15 s to 1800 MB; both declare their memory and fit a 3000 MB worker together (the
+# worker is short of memory once the runaway passes 1250 MB).
+runaway_workflow() {
+	cat >runaway.py <<-\EOF
+	import time
+	chunks = []
+	for i in range(18):
+	    chunks.append(bytearray(100 << 20))
+	    time.sleep(0.15)
+	EOF
+	printf "CATEGORY=neighbour\nCORES=1\nMEMORY=1100\nDISK=100\n"
+	printf "n:\n\t%s 1000 8 > n\n" "$ALLOC"
+	printf "CATEGORY=runaway\nCORES=1\nMEMORY=1900\nDISK=100\n"
+	printf "r: runaway.py\n\tpython3 runaway.py > r\n"
+}
+
+test_expect_success 'with --memory-throttle on: the runaway is throttled, its neighbour runs on' '
+	runaway_workflow >Makeflow &&
+	start_master --summary-json summary.json Makeflow &&
+	start_worker --cores 2 --memory 3000 --disk 4000 --memory-throttle on \
+		--memory-throttle-rate 100 localhost $port &&
+	finish &&
+	test -f n && test -f r &&
+	grep -q "task [0-9.]*: memory grows at .* throttled at" workers.out &&
+	grep -q "throttle released" workers.out &&
+	! grep -q "memory exhausted" workers.out &&
+	! grep -qi "exhausted\|again" mf.out
+'
+
+test_done
