@@ -78,15 +78,21 @@ test_expect_success 'without growth: the same rule is killed and run again at th
 test_expect_success 'a grown task whose use falls is shrunk back to its allocation, in steps' '
 	# b grows past its estimate, frees it all and waits until the worker has shrunk it
 	# (the worker notice), then ends; a waits like that too long only when shrinking fails
+	# it prints its allocation file (the adaptive view) at its start, once grown, and at the end
 	cat >shrink.py <<-EOF &&
-	import sys, time
+	import os, sys, time
+	def view():
+	    return open(os.environ["HTC_ALLOCATION_FILE"]).read().replace("\\n", " ")
+	print("start", view())
 	big = bytearray(330 << 20)
 	for i in range(0, len(big), 4096):
 	    big[i] = 1
+	print("grown", view())
 	del big
 	end = time.time() + 120
 	while time.time() < end:
 	    if open("$PWD/workers.out").read().count("memory limit shrunk") >= 2:
+	        print("end", view())
 	        sys.exit(0)
 	    time.sleep(0.1)
 	sys.exit(1)
@@ -102,7 +108,20 @@ test_expect_success 'a grown task whose use falls is shrunk back to its allocati
 	finish &&
 	grep -q "memory limit grown from" workers.out &&
 	test "$(grep -c "memory limit shrunk" workers.out)" -ge 2 &&
-	! grep -q "memory exhausted" workers.out
+	! grep -q "memory exhausted" workers.out &&
+	cat b &&
+	# the view: the allocation at the start, the grown limit, then smaller again
+	python3 - b <<-\PY
+	import re, sys
+	mem = {}
+	for line in open(sys.argv[1]):
+	    m = re.match(r"(start|grown|end) CORES=\S+ MEMORY=(\d+) DISK=\d+ GPUS=\d+", line)
+	    if m:
+	        mem[m.group(1)] = int(m.group(2))
+	assert set(mem) == {"start", "grown", "end"}, mem
+	assert mem["grown"] > mem["start"] and mem["grown"] >= 330, mem
+	assert mem["start"] <= mem["end"] < mem["grown"], mem
+	PY
 '
 
 # runaway_workflow: a neighbour holding 1000 MB for 8 s beside a runaway that grows by 100 MB

@@ -3,9 +3,13 @@
  * at-limit callback grows a task or holds it, following rmon_elastic.h. */
 #include "worker_elastic.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <utlist.h>
 
@@ -21,6 +25,7 @@
 struct worker_elastic_task {
 	struct worker_elastic *e;
 	char *name;
+	char *view; /* the task's allocation file (HTC_ALLOCATION_FILE), or NULL */
 	struct worker_alloc *a;
 	struct rmonitor *m;
 	struct rmon_elastic_task st;
@@ -137,6 +142,30 @@ static struct rmon_elastic_now figures(const struct worker_elastic_task *t, int 
 	return n;
 }
 
+/* Rewrites T's allocation file (doc/elasticity.md, "The adaptive view") with its cores and
+ * memory now: a new file renamed into place, so a reader sees the old or the new, whole. */
+static void write_view(const struct worker_elastic_task *t)
+{
+	if (!t->view)
+		return;
+	char cores[32];
+	snprintf(cores, sizeof cores, "%g", t->quota);
+	int64_t mem = t->st.limit_mb > 0 ? t->st.limit_mb : t->a->res.memory;
+	char *tmp = xasprintf("%s.new", t->view);
+	FILE *f = fopen(tmp, "we");
+	int ok = f != NULL;
+	if (f) {
+		ok = fprintf(f, "CORES=%s\nMEMORY=%" PRId64 "\nDISK=%" PRId64 "\nGPUS=%d\n", cores,
+		             mem, t->a->res.disk, t->a->ngpus) > 0;
+		ok = fclose(f) == 0 && ok;
+	}
+	if (!ok || rename(tmp, t->view) < 0) {
+		debug(D_WORKER, "task %s: cannot write %s: %s", t->name, t->view, strerror(errno));
+		unlink(tmp);
+	}
+	free(tmp);
+}
+
 /* T's charge in the ledger follows its limit when it is above its allocation. */
 static void charge(struct worker_elastic_task *t, int64_t limit_mb)
 {
@@ -164,6 +193,8 @@ int64_t worker_elastic_at_limit(struct rmonitor *m, int64_t limit_mb, void *arg)
 		return to;
 	case RMON_ELASTIC_GROW:
 		charge(t, to);
+		t->st.limit_mb = to; /* what the monitor sets on return: the view says it first */
+		write_view(t);
 		notice("task %s: memory limit grown from %" PRId64 " to %" PRId64
 		       " MB (growth %d, maximum %" PRId64 " MB)",
 		       t->name, limit_mb, to, t->st.raises, t->st.max_mb);
@@ -205,6 +236,7 @@ static void watch(struct worker_elastic_task *t, int short_mem)
 		break;
 	case RMON_ELASTIC_SHRINK:
 		charge(t, to);
+		write_view(t);
 		notice("task %s: memory limit shrunk from %" PRId64 " to %" PRId64
 		       " MB (uses %.0f MB)",
 		       t->name, from, to, n.usage_mb);
@@ -264,6 +296,7 @@ static void watch_cpu(struct worker_elastic *e)
 		}
 		idle -= q - t->quota;
 		t->quota = q;
+		write_view(t);
 		if (q > t->quota_peak)
 			t->quota_peak = q;
 	}
@@ -282,17 +315,20 @@ static void on_tick(uv_timer_t *h)
 
 struct worker_elastic_task *worker_elastic_task_add(struct worker_elastic *e, const char *name,
                                                     struct worker_alloc *a, int64_t max_mb,
+                                                    const char *view,
                                                     worker_elastic_resized_fn resized, void *arg)
 {
 	struct worker_elastic_task *t = xcalloc(1, sizeof *t);
 	t->e = e;
 	t->name = xstrdup(name);
+	t->view = view ? xstrdup(view) : NULL;
 	t->a = a;
 	t->resized = resized;
 	t->arg = arg;
 	int64_t limit = a->res.memory > 0 ? a->res.memory : -1;
 	rmon_elastic_task_init(&t->st, limit, limit > 0 && max_mb > limit ? max_mb : -1);
 	t->base_cores = t->quota = t->quota_peak = a->res.cores;
+	write_view(t);
 	DL_APPEND(e->tasks, t);
 	if (!uv_is_active((uv_handle_t *)e->tick))
 		uv_timer_start(e->tick, on_tick, EL_TICK_MS, EL_TICK_MS);
@@ -325,5 +361,6 @@ void worker_elastic_task_remove(struct worker_elastic_task *t)
 	if (!e->tasks)
 		uv_timer_stop(e->tick);
 	free(t->name);
+	free(t->view);
 	free(t);
 }

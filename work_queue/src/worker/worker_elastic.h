@@ -35,9 +35,12 @@ typedef void (*worker_elastic_resized_fn)(void *arg, int64_t memory_mb);
 
 /* A task of E named NAME ("ID.TRY", copied) whose allocation A (borrowed: the one held in the
  * ledger, which growth and shrink change; must outlive the task's membership) may grow up to
- * MAX_MB (<= its memory: never). Never NULL. Bind it to its monitor once started. */
+ * MAX_MB (<= its memory: never). VIEW (copied; NULL: none) is the path of its allocation file,
+ * written now and again whenever its memory limit or CPU quota changes (doc/elasticity.md,
+ * "The adaptive view"). Never NULL. Bind it to its monitor once started. */
 struct worker_elastic_task *worker_elastic_task_add(struct worker_elastic *e, const char *name,
                                                     struct worker_alloc *a, int64_t max_mb,
+                                                    const char *view,
                                                     worker_elastic_resized_fn resized, void *arg);
 void worker_elastic_task_bind(struct worker_elastic_task *t, struct rmonitor *m);
 /* The monitor's at_memory_limit for a task (its argument is the task). */

@@ -839,8 +839,21 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		return t;
 	}
 
-	char **env = worker_task_env(p->base_env, &t->alloc, worker_sandbox_tmp_path(sb), msg->env,
-	                             msg->nenv);
+	/* A task whose allocation may change while it runs gets a file that follows it, beside its
+	 * working directory (doc/elasticity.md, "The adaptive view"); the variable comes last, so
+	 * the task's own environment cannot move it. */
+	char *view = p->elastic && p->charged
+	                 ? xasprintf("%s/" WORKER_TASK_VIEW_FILE, worker_sandbox_path(sb))
+	                 : NULL;
+	struct wq_env_var *envs = xcalloc(msg->nenv + 1, sizeof *envs);
+	if (msg->nenv)
+		memcpy(envs, msg->env, msg->nenv * sizeof *envs);
+	size_t nenvs = msg->nenv;
+	if (view)
+		envs[nenvs++] = (struct wq_env_var){"HTC_ALLOCATION_FILE", view};
+	char **env =
+	    worker_task_env(p->base_env, &t->alloc, worker_sandbox_tmp_path(sb), envs, nenvs);
+	free(envs);
 	/* A command of plain words whose program is found is exec'd directly: the same as
 	 * /bin/sh -c, one exec fewer. Anything else (and a program not found, which must give the
 	 * shell's exit status 127) goes through the shell. */
@@ -921,7 +934,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	snprintf(task_id, sizeof task_id, "%" PRId64 ".%" PRId64, t->id, t->try_);
 	if (p->elastic && p->charged) {
 		t->el = worker_elastic_task_add(p->elastic, task_id, p->charged, msg->max_memory,
-		                                p->resized, arg);
+		                                view, p->resized, arg);
 		t->report_grown = p->report_grown;
 		spec.at_memory_limit = worker_elastic_at_limit;
 		spec.at_memory_limit_arg = t->el;
@@ -937,6 +950,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	shell_words_free(words);
 	worker_docker_argv_free(dargv);
 	free(prog);
+	free(view);
 	close(null_fd);
 	close(out_fd);
 	if (t->el && t->m) {

@@ -19,6 +19,9 @@
 #include "wq_msg.h"
 #include "worker_sandbox.h"
 
+/* The name, in the sandbox beside work/, of a task's allocation file when the worker may change
+ * its allocation while it runs (HTC_ALLOCATION_FILE; doc/elasticity.md, "The adaptive view"). */
+#define WORKER_TASK_VIEW_FILE "allocation"
 struct htc_clock;
 
 /* ---- the resource ledger ---------------------------------------------------------------- */
