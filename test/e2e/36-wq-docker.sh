@@ -183,6 +183,33 @@ test_expect_success 'makeflow -T wq with --docker: a rule over its MEMORY is mem
 	test_wait_until 60 no_containers
 '
 
+test_expect_success 'makeflow -T wq with --docker and --memory-grow: a rule over its estimate grows in its container' '
+	# warm-up: a is measured (a few tens of MB), b needs several times that; its container,
+	# nested in the task'"'"'s cgroup, may grow as far as the worker lets the cgroup grow
+	wf Makeflow <<-\EOF
+	CATEGORY=grow
+	a.txt:
+	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 8000000) s = s s; print length(s) }" > a.txt
+	b.txt: a.txt
+	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 64000000) s = s s; print length(s) }" > b.txt
+	EOF
+	start_master --allocation warmup -d alloc -o mf.dbg Makeflow
+	"$WORKER" -t 30 --cores 2 --memory 4000 --disk 4000 --memory-grow on --docker $IMG \
+		localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	wait $mf || { cat mf.out w.out >&2; exit 1; }
+	kill -TERM $w
+	wait $w || true
+	cat w.out
+	[ "$(cat b.txt)" -ge 64000000 ]
+	grep -q "memory limit grown from" w.out
+	not grep -qi "exhausted" mf.out w.out
+	# one try each: the grown rule was not run again
+	[ "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 2 ]
+	test_wait_until 60 no_containers
+'
+
 test_expect_success 'makeflow -T wq with --docker-preserve: one shared container, gone at exit' '
 	wf Makeflow <<-\EOF
 	a.txt:

@@ -3,16 +3,14 @@
  * at-limit callback grows a task or holds it, following rmon_elastic.h. */
 #include "worker_elastic.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <utlist.h>
 
+#include "atomic_file.h"
 #include "debug.h"
 #include "rmon_elastic.h"
 #include "rmon_proc.h"
@@ -148,22 +146,14 @@ static void write_view(const struct worker_elastic_task *t)
 {
 	if (!t->view)
 		return;
-	char cores[32];
-	snprintf(cores, sizeof cores, "%g", t->quota);
 	int64_t mem = t->st.limit_mb > 0 ? t->st.limit_mb : t->a->res.memory;
-	char *tmp = xasprintf("%s.new", t->view);
-	FILE *f = fopen(tmp, "we");
-	int ok = f != NULL;
-	if (f) {
-		ok = fprintf(f, "CORES=%s\nMEMORY=%" PRId64 "\nDISK=%" PRId64 "\nGPUS=%d\n", cores,
-		             mem, t->a->res.disk, t->a->ngpus) > 0;
-		ok = fclose(f) == 0 && ok;
-	}
-	if (!ok || rename(tmp, t->view) < 0) {
-		debug(D_WORKER, "task %s: cannot write %s: %s", t->name, t->view, strerror(errno));
-		unlink(tmp);
-	}
-	free(tmp);
+	char text[160];
+	int n =
+	    snprintf(text, sizeof text, "CORES=%g\nMEMORY=%" PRId64 "\nDISK=%" PRId64 "\nGPUS=%d\n",
+	             t->quota, mem, t->a->res.disk, t->a->ngpus);
+	int r = atomic_file_write(t->view, text, (size_t)n, 0644);
+	if (r < 0)
+		debug(D_WORKER, "task %s: cannot write %s: %s", t->name, t->view, strerror(-r));
 }
 
 /* T's charge in the ledger follows its limit when it is above its allocation. */

@@ -21,6 +21,7 @@
 #include "worker_docker.h"
 #include "worker_runner_image.h"
 #include "worker_runner_opts.h"
+#include "worker_task.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -183,6 +184,11 @@ static int run_own(struct docker_api *api, const struct worker_runner_opts *o, c
 	if (gethostname(host, sizeof host - 1) < 0)
 		snprintf(host, sizeof host, "localhost");
 	char *cg = o->nest ? own_memory_cgroup() : NULL;
+	/* a task the worker may grow: nested in its cgroup, whose limit the worker raises, the
+	 * container's own limit is the most it may grow to (not nested, it keeps its allocation) */
+	double grow_mb = env_number(WORKER_TASK_CONTAINER_MAX_ENV);
+	if (cg && grow_mb > mem_mb)
+		mem_mb = grow_mb;
 	json_t *cfg = json_pack("{s:s,s:o,s:o,s:s,s:s,s:o,s:b,s:b,s:b,s:o}", "Image", image, "Cmd",
 	                        cmd, "Env", env, "WorkingDir", o->workdir, "User", user, "Labels",
 	                        worker_docker_labels(host), "AttachStdout", 1, "AttachStderr", 1,
@@ -219,6 +225,13 @@ static int run_own(struct docker_api *api, const struct worker_runner_opts *o, c
 			free(e2);
 		}
 		json_object_set_new(rec, "delete_s", json_real(now_s() - t0));
+	}
+	/* On cgroup v1 Docker marks OOMKilled on any OOM event of the container's hierarchy: also
+	 * when the task's cgroup above it reached its limit and the worker grew it, the process
+	 * waiting meanwhile, not killed. A command that ended well was not killed. */
+	if (oom && *status == 0) {
+		debug(D_WORKER, "container %.12s: an OOM event, but its command succeeded", id);
+		oom = false;
 	}
 	if (oom) {
 		fprintf(stderr,

@@ -845,12 +845,20 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	char *view = p->elastic && p->charged
 	                 ? xasprintf("%s/" WORKER_TASK_VIEW_FILE, worker_sandbox_path(sb))
 	                 : NULL;
-	struct wq_env_var *envs = xcalloc(msg->nenv + 1, sizeof *envs);
+	struct wq_env_var *envs = xcalloc(msg->nenv + 2, sizeof *envs);
 	if (msg->nenv)
 		memcpy(envs, msg->env, msg->nenv * sizeof *envs);
 	size_t nenvs = msg->nenv;
 	if (view)
 		envs[nenvs++] = (struct wq_env_var){"HTC_ALLOCATION_FILE", view};
+	/* A task that may grow and runs in a container of its own: the container's own memory
+	 * limit is what it may grow to, and the task's cgroup, which the container is nested in
+	 * and which the worker grows, holds it to its allocation meanwhile (worker_runner.c) */
+	char grow_max[32];
+	if (view && p->docker && msg->max_memory > t->alloc.res.memory) {
+		snprintf(grow_max, sizeof grow_max, "%" PRId64, msg->max_memory);
+		envs[nenvs++] = (struct wq_env_var){WORKER_TASK_CONTAINER_MAX_ENV, grow_max};
+	}
 	char **env =
 	    worker_task_env(p->base_env, &t->alloc, worker_sandbox_tmp_path(sb), envs, nenvs);
 	free(envs);

@@ -22,6 +22,9 @@
 /* The name, in the sandbox beside work/, of a task's allocation file when the worker may change
  * its allocation while it runs (HTC_ALLOCATION_FILE; doc/elasticity.md, "The adaptive view"). */
 #define WORKER_TASK_VIEW_FILE "allocation"
+/* The variable that gives the container runner the memory (MB) a task may grow to: its own
+ * container gets that limit when nested in the task's cgroup, which the worker grows. */
+#define WORKER_TASK_CONTAINER_MAX_ENV "HTC_CONTAINER_MEMORY_MAX"
 struct htc_clock;
 
 /* ---- the resource ledger ---------------------------------------------------------------- */
