@@ -107,6 +107,9 @@ def test_categories_and_resources(workers):
     b.specify_cores(1)
     b.specify_memory(100)
     b.specify_disk(50)
+    b.specify_memory_max(300)
+    with pytest.raises(wq.WorkQueueError):
+        b.specify_memory_max(-5)
     q.submit(a)
     q.submit(b)
     cats = {c["name"]: c for c in q.status("categories")}
@@ -120,6 +123,9 @@ def test_categories_and_resources(workers):
     assert a.resources_allocated.cores == 2 and a.resources_allocated.memory == 500
     assert b.resources_requested.cores == 1 and b.resources_requested.memory == 100
     assert b.resources_allocated.cores == 1 and b.resources_allocated.disk == 50
+    # the workers grow nothing here (no --memory-grow), and keep no shared store
+    assert a.memory_grown == -1 and a.memory_grow_steps == 0 and b.memory_grown == -1
+    assert q.stats.objects_taken == 0
 
 
 def test_category_errors_carry_the_message():

@@ -385,7 +385,7 @@ static PyObject *Queue_get_stats(QueueObject *self, void *Py_UNUSED(c))
 	struct work_queue_stats s;
 	work_queue_get_stats(q, &s);
 	PyObject *kw = Py_BuildValue(
-	    "{sisisisisLsLsLsisisisisLsLsLsLsLsLsisLsLsLsdsdsLsLsLsLsLsL}", "workers_connected",
+	    "{sisisisisLsLsLsisisisisLsLsLsLsLsLsisLsLsLsdsdsLsLsLsLsLsLsL}", "workers_connected",
 	    s.workers_connected, "workers_init", s.workers_init, "workers_idle", s.workers_idle,
 	    "workers_busy", s.workers_busy, "workers_joined", (long long)s.workers_joined,
 	    "workers_removed", (long long)s.workers_removed, "workers_lost",
@@ -401,7 +401,8 @@ static PyObject *Queue_get_stats(QueueObject *self, void *Py_UNUSED(c))
 	    "total_cores", s.total_cores, "committed_cores", s.committed_cores, "total_memory",
 	    (long long)s.total_memory, "committed_memory", (long long)s.committed_memory,
 	    "total_disk", (long long)s.total_disk, "committed_disk", (long long)s.committed_disk,
-	    "total_gpus", (long long)s.total_gpus, "committed_gpus", (long long)s.committed_gpus);
+	    "total_gpus", (long long)s.total_gpus, "committed_gpus", (long long)s.committed_gpus,
+	    "objects_taken", (long long)s.objects_taken);
 	if (!kw)
 		return NULL;
 	PyObject *empty = PyTuple_New(0);

@@ -238,6 +238,7 @@ static PyObject *Task_specify_url(TaskObject *self, PyObject *args, PyObject *kw
 
 TASK_SETTER_D(specify_cores)
 TASK_SETTER_L(specify_memory, int64_t)
+TASK_SETTER_L(specify_memory_max, int64_t)
 TASK_SETTER_L(specify_disk, int64_t)
 TASK_SETTER_L(specify_gpus, int64_t)
 TASK_SETTER_S(specify_category)
@@ -375,6 +376,8 @@ enum task_attr {
 	A_T_EXEC_ALL,
 	A_BYTES_SENT,
 	A_BYTES_RECEIVED,
+	A_MEMORY_GROWN,
+	A_MEMORY_GROW_STEPS,
 };
 
 static PyObject *Task_get(TaskObject *self, void *closure)
@@ -411,6 +414,8 @@ static PyObject *Task_get(TaskObject *self, void *closure)
 	case A_T_EXEC_ALL: return PyLong_FromLongLong(t->time_workers_execute_all);
 	case A_BYTES_SENT: return PyLong_FromLongLong(t->bytes_sent);
 	case A_BYTES_RECEIVED: return PyLong_FromLongLong(t->bytes_received);
+	case A_MEMORY_GROWN: return PyLong_FromLongLong(t->memory_grown);
+	case A_MEMORY_GROW_STEPS: return PyLong_FromLong(t->memory_grow_steps);
 	}
 	Py_RETURN_NONE;
 }
@@ -451,6 +456,8 @@ static PyGetSetDef Task_getset[] = {
     GET("time_workers_execute_all", A_T_EXEC_ALL, "microseconds"),
     GET("bytes_sent", A_BYTES_SENT, NULL),
     GET("bytes_received", A_BYTES_RECEIVED, NULL),
+    GET("memory_grown", A_MEMORY_GROWN, "largest memory limit (MB) a worker grew it to, -1 never"),
+    GET("memory_grow_steps", A_MEMORY_GROW_STEPS, "times a worker grew its memory limit"),
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -472,6 +479,7 @@ static PyMethodDef Task_methods[] = {
     M_KW(specify_url),
     M_O(specify_cores),
     M_O(specify_memory),
+    M_O(specify_memory_max),
     M_O(specify_disk),
     M_O(specify_gpus),
     M_O(specify_resources),
