@@ -41,6 +41,11 @@ static void test_engine_down_withdraws_containers(void **state)
 	fake_send(f, images_msg(0));
 	struct log_wait lw = {e, "1 named, 0 archives loaded, engine down"};
 	assert_true(fake_queue_until(q, log_has, &lw, 5));
+	/* the workers document says so */
+	json_t *ws = work_queue_status(q, "workers");
+	assert_int_equal(json_array_size(ws), 1);
+	assert_true(json_is_false(json_object_get(json_array_get(ws, 0), "container_engine")));
+	json_decref(ws);
 	struct work_queue_task *ct = work_queue_task_create("true");
 	work_queue_task_specify_cores(ct, 1);
 	assert_int_equal(
@@ -61,6 +66,9 @@ static void test_engine_down_withdraws_containers(void **state)
 	assert_int_equal(done->result, WORK_QUEUE_RESULT_SUCCESS);
 	assert_int_equal(f->tasks_received, 2);
 	assert_true(fake_log_has(e, "its container engine answers again"));
+	ws = work_queue_status(q, "workers");
+	assert_true(json_is_true(json_object_get(json_array_get(ws, 0), "container_engine")));
+	json_decref(ws);
 	work_queue_task_delete(done);
 	fake_queue_delete(q);
 	fake_free(f);

@@ -2,6 +2,7 @@
  * section 5): `master`, `workers`, `tasks` and `categories` as JSON, returned by
  * work_queue_status() and sent to status clients as `query_reply` batches (protocol 5.11). */
 #include "master_internal.h"
+#include "master_images.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -253,6 +254,10 @@ static json_t *workers_items(struct work_queue *q)
 			used.gpus = w->total.gpus - fr.gpus;
 			json_object_set_new(o, "in_use", box_json(&used));
 		}
+		/* a worker that reports its images says whether its container engine answers */
+		if (w->images)
+			json_object_set_new(o, "container_engine",
+			                    json_boolean(master_images_engine_up(w)));
 		json_array_append_new(a, o);
 	}
 	return a;
