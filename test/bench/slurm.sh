@@ -8,7 +8,9 @@
 # SubmitTime, and from the job's end (the mtime of the output it writes last) to makeflow's
 # 'complete' record. Usage: slurm.sh [N]; BUILD (default ./build); BENCH_NO_CCTOOLS=1 skips
 # CCTools; BENCH_CCTOOLS_N (default N) rules for CCTools; BENCH_OPTS extra options of this
-# project's makeflow (e.g. "--batch-option submit-rate=200").
+# project's makeflow (e.g. "--batch-option submit-rate=200"); SLURM_ACCOUNTING=1 starts the
+# cluster with accounting (slurmdbd on its own MariaDB, test/slurm/README.md), so this project's
+# driver also reads every finished job from sacct.
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$SRCDIR/build}
