@@ -109,11 +109,15 @@ static int setup(void **state)
 	char env[4200];
 	snprintf(env, sizeof env, "%s/fake", C.dir);
 	setenv("FAKE", env, 1);
-	/* sbatch: logs its arguments, refuses when told to, else answers the next id */
+	/* sbatch: logs its arguments, refuses when told to, else answers the number N of the
+	 * driver's job-N.sh as the job id, so that the ids follow the submissions whatever order
+	 * the concurrent sbatch calls finish in (the next id of a counter when there is none) */
 	write_tool("sbatch",
 	           "#!/bin/sh\n"
 	           "echo \"$*\" >>\"$FAKE/sbatch.log\"\n"
 	           "if [ -e \"$FAKE/refuse\" ]; then cat \"$FAKE/refuse\" >&2; exit 1; fi\n"
+	           "n=$(echo \"$*\" | sed -n 's/.*job-\\([0-9][0-9]*\\)\\.sh.*/\\1/p')\n"
+	           "if [ -n \"$n\" ]; then echo \"$n\"; exit 0; fi\n"
 	           "exec 9>>\"$FAKE/lock\"\n"
 	           "flock 9\n"
 	           "n=$(($(cat \"$FAKE/next\" 2>/dev/null || echo 0) + 1))\n"
