@@ -67,6 +67,9 @@ struct worker_ledger *worker_ledger_from_opts(const struct worker_opts *o, const
 /* Frees L; NULL is accepted. */
 void worker_ledger_delete(struct worker_ledger *l);
 
+/* The size and free space (MB, free to unprivileged users) of the file system of DIR: 0, or
+ * -errno. */
+int worker_fs_figures(const char *dir, int64_t *size_mb, int64_t *free_mb);
 /* The disk reserve for a file system of FS_SIZE_MB: max(100, ceil(1 % of it)). */
 int64_t worker_disk_reserve_mb(int64_t fs_size_mb);
 
