@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <uthash.h>
 
+#include "category.h"
 #include "debug.h"
 #include "htc_error.h"
 #include "stringtools.h"
@@ -84,8 +85,15 @@ struct wq_job {
 	UT_hash_handle hh;
 };
 
+/* A category whose sizing the master was given (spec.driver_sizes). */
+struct wq_sized {
+	char *name;
+	UT_hash_handle hh;
+};
+
 struct wq_state {
 	struct batch_queue *q;
+	struct wq_sized *sized; /* categories handed to the master, by name */
 	char *opt[OPT_COUNT];
 	struct work_queue *master; /* created by wq_start or the first submission */
 	uv_check_t *check;         /* heap-allocated: freed by its close callback */
@@ -287,6 +295,40 @@ static int absolute_paths_ok(const struct wq_state *st, struct batch_job *job)
 	return 0;
 }
 
+/* The ceiling of a driver-sized field: -1 (a whole worker) when unbounded or unset. */
+static double ceiling_of(int64_t v)
+{
+	return v > 0 && v != BATCH_RESOURCES_UNBOUNDED ? (double)v : -1;
+}
+
+/* Hands the sizing of the job's category to the master the first time it is seen: warm-up mode
+ * (doc/allocation.md), with the spec's max_resources as its ceiling. 0 or -EINVAL. */
+static int size_category(struct wq_state *st, const struct batch_job_spec *s)
+{
+	const char *name = s->category && *s->category ? s->category : "default";
+	struct wq_sized *c = NULL;
+	HASH_FIND_STR(st->sized, name, c);
+	if (c)
+		return 0;
+	struct rmsummary max;
+	rmsummary_init(&max);
+	max.v[RM_CORES] = ceiling_of(s->max_resources.cores);
+	max.v[RM_MEMORY] = ceiling_of(s->max_resources.memory_mb);
+	max.v[RM_DISK] = ceiling_of(s->max_resources.disk_mb);
+	max.v[RM_GPUS] = ceiling_of(s->max_resources.gpus);
+	int r = work_queue_specify_category_mode(st->master, name, CATEGORY_MODE_WARMUP);
+	if (r == 0)
+		r = work_queue_specify_category_max_resources(st->master, name, &max);
+	rmsummary_clear(&max);
+	if (r < 0)
+		return r;
+	c = xcalloc(1, sizeof *c);
+	c->name = xstrdup(name);
+	HASH_ADD_KEYPTR(hh, st->sized, c->name, strlen(c->name), c);
+	debug(D_BATCH, "wq: category %s sized by the master (warm-up)", name);
+	return 0;
+}
+
 /* Builds the task of JOB; NULL with the reason in the job's error on failure. */
 static struct work_queue_task *make_task(struct wq_state *st, struct batch_job *job, int *err)
 {
@@ -333,6 +375,12 @@ static struct work_queue_task *make_task(struct wq_state *st, struct batch_job *
 		free(name);
 	}
 	const struct batch_resources *res = &s->resources;
+	if (r == 0 && s->driver_sizes) {
+		r = size_category(st, s);
+		if (r < 0)
+			warn("wq: job %" PRId64 ": cannot size category %s", job->id,
+			     s->category ? s->category : "default");
+	}
 	if (r == 0 && res->cores >= 0)
 		r = work_queue_task_specify_cores(t, (double)res->cores);
 	if (r == 0 && res->memory_mb >= 0)
@@ -460,6 +508,16 @@ static void fill_result(struct batch_job *job, const struct work_queue_task *t)
 		fill_seccomp(job, m);
 	}
 	r->limit_raises = t->memory_grow_steps; /* grown on the worker instead of a kill */
+	const struct rmsummary *a = t->resources_allocated;
+	if (job->spec.driver_sizes && a) {
+		r->allocated.cores = a->v[RM_CORES] >= 0 ? (int64_t)(a->v[RM_CORES] + 0.999) : -1;
+		r->allocated_cores = a->v[RM_CORES];
+		r->allocated.memory_mb = a->v[RM_MEMORY] >= 0 ? (int64_t)a->v[RM_MEMORY] : -1;
+		r->allocated.disk_mb = a->v[RM_DISK] >= 0 ? (int64_t)a->v[RM_DISK] : -1;
+		r->allocated.gpus = a->v[RM_GPUS] >= 0 ? (int64_t)a->v[RM_GPUS] : -1;
+		r->allocation_computed = t->allocation_computed;
+		r->driver_retries = t->exhausted_attempts;
+	}
 	switch (t->result) {
 	case WORK_QUEUE_RESULT_SUCCESS:
 		r->exited_normally = 1;
@@ -627,6 +685,13 @@ static void wq_destroy(void *state)
 	struct wq_state *st = state;
 	while (st->jobs)
 		unlink_job(st, st->jobs);
+	struct wq_sized *c, *tmp;
+	HASH_ITER(hh, st->sized, c, tmp)
+	{
+		HASH_DEL(st->sized, c);
+		free(c->name);
+		free(c);
+	}
 	work_queue_delete(st->master);
 	uv_close((uv_handle_t *)st->check, check_closed);
 	for (int i = 0; i < OPT_COUNT; i++)
@@ -649,7 +714,7 @@ const struct batch_driver batch_driver_wq = {
     .name = "wq",
     .features = BATCH_FEATURE_ABSOLUTE_PATHS | BATCH_FEATURE_REMOTE_RENAME | BATCH_FEATURE_REMOVE |
                 BATCH_FEATURE_WALL_TIME | BATCH_FEATURE_MEMORY_LIMIT | BATCH_FEATURE_MEASURE |
-                BATCH_FEATURE_CONTAINERS,
+                BATCH_FEATURE_CONTAINERS | BATCH_FEATURE_CATEGORY_SIZING,
     .create = wq_create,
     .destroy = wq_destroy,
     .set_option = wq_set_option,

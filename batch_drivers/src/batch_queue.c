@@ -63,6 +63,8 @@ void batch_result_init(struct batch_result *r)
 {
 	memset(r, 0, sizeof *r);
 	r->measured = (struct batch_resources){-1, -1, -1, -1, -1};
+	r->allocated = (struct batch_resources){-1, -1, -1, -1, -1};
+	r->allocated_cores = -1;
 	r->cpu_time_s = -1;
 }
 
@@ -352,6 +354,8 @@ static int check_spec(const struct batch_job_spec *s, unsigned features)
 				return -EINVAL;
 	if ((s->container_image || s->container_archive) && !(features & BATCH_FEATURE_CONTAINERS))
 		return HTC_EUNSUP; /* the caller wraps the command instead */
+	if (s->driver_sizes && !(features & BATCH_FEATURE_CATEGORY_SIZING))
+		return HTC_EUNSUP; /* the caller sizes the job instead */
 	int rc = check_files(s->inputs, s->n_inputs, features);
 	if (rc == 0)
 		rc = check_files(s->outputs, s->n_outputs, features);
@@ -395,6 +399,7 @@ static void copy_spec(struct batch_job_spec *d, const struct batch_job_spec *s)
 	d->container_image = xstrdup(s->container_image);
 	d->container_archive = xstrdup(s->container_archive);
 	d->container_shared = s->container_shared;
+	d->driver_sizes = s->driver_sizes;
 }
 
 int64_t batch_queue_submit(struct batch_queue *q, const struct batch_job_spec *spec)

@@ -61,6 +61,15 @@ struct batch_job_spec {
 	const char *container_image;
 	const char *container_archive;
 	int container_shared;
+	/* For a driver with BATCH_FEATURE_CATEGORY_SIZING: 1 hands the sizing of the job's
+	 * category to the driver, in warm-up mode (doc/allocation.md, "Warm-up"). resources then
+	 * holds only what the job declared itself (-1 elsewhere); the driver chooses the rest
+	 * when it dispatches the job, from the category's measurements at that moment, with
+	 * max_resources as the ceiling (BATCH_RESOURCES_UNBOUNDED: a whole worker), holds the
+	 * category's other jobs while its first one is measured, and runs a try that exhausts a
+	 * chosen allocation again at the ceiling itself. result.allocated says what the last try
+	 * got. 0: the resources are the job's allocation. */
+	int driver_sizes;
 };
 
 /* Which limit a job exceeded (bits of batch_result.exhausted). */
@@ -95,6 +104,14 @@ struct batch_result {
 	 * slurm); NULL when it wrote nothing or the driver cannot capture it. At most
 	 * BATCH_TAIL_LINES lines and BATCH_TAIL_BYTES bytes. */
 	const char *stderr_tail;
+	/* For a job the driver sized (spec.driver_sizes): what its last try was given (-1 where
+	 * unknown), whether that was the category's computed allocation (1) rather than the
+	 * ceiling (0: the measuring try, or a try at the ceiling), and how many tries the driver
+	 * stopped for exceeding a chosen allocation and ran again at the ceiling. */
+	struct batch_resources allocated;
+	double allocated_cores; /* the cores of allocated as given (a part of a core), or -1 */
+	int allocation_computed;
+	int driver_retries;
 };
 
 #define BATCH_TAIL_LINES 20
@@ -105,22 +122,24 @@ typedef void (*batch_complete_fn)(struct batch_queue *q, int64_t job_id,
 
 /* What a driver can do (batch_queue_features()). */
 enum batch_feature {
-	BATCH_FEATURE_REMOTE_RENAME = 1 << 0,   /* remote_name may differ from local_name */
-	BATCH_FEATURE_ABSOLUTE_PATHS = 1 << 1,  /* file names may be absolute paths */
-	BATCH_FEATURE_VIRTUAL_OUTPUTS = 1 << 2, /* outputs are not created (dryrun) */
-	BATCH_FEATURE_LOCAL_EXECUTION = 1 << 3, /* jobs run on this host in the cwd */
-	BATCH_FEATURE_WALL_TIME = 1 << 4,       /* enforces resources.wall_time_s */
-	BATCH_FEATURE_ADMISSION = 1 << 5,       /* never overcommits declared resources;
-	                                           rejects jobs that can never fit */
-	BATCH_FEATURE_REMOVE = 1 << 6,          /* batch_queue_remove() is supported */
-	BATCH_FEATURE_MEMORY_LIMIT = 1 << 7,    /* resources.memory_mb is enforced (kill +
-	                                           BATCH_EXHAUSTED_MEMORY), max_resources
-	                                           lets it grow */
-	BATCH_FEATURE_MEASURE = 1 << 8,         /* result.measured has cores and memory */
-	BATCH_FEATURE_RUN_LABEL = 1 << 9,       /* jobs carry the run id (HTC_RUN_ID) as a name
-	                                           or label; option stop-run=ID stops every job
-	                                           of run ID (a run that died) */
-	BATCH_FEATURE_CONTAINERS = 1 << 10,     /* runs the spec's container itself */
+	BATCH_FEATURE_REMOTE_RENAME = 1 << 0,    /* remote_name may differ from local_name */
+	BATCH_FEATURE_ABSOLUTE_PATHS = 1 << 1,   /* file names may be absolute paths */
+	BATCH_FEATURE_VIRTUAL_OUTPUTS = 1 << 2,  /* outputs are not created (dryrun) */
+	BATCH_FEATURE_LOCAL_EXECUTION = 1 << 3,  /* jobs run on this host in the cwd */
+	BATCH_FEATURE_WALL_TIME = 1 << 4,        /* enforces resources.wall_time_s */
+	BATCH_FEATURE_ADMISSION = 1 << 5,        /* never overcommits declared resources;
+	                                            rejects jobs that can never fit */
+	BATCH_FEATURE_REMOVE = 1 << 6,           /* batch_queue_remove() is supported */
+	BATCH_FEATURE_MEMORY_LIMIT = 1 << 7,     /* resources.memory_mb is enforced (kill +
+	                                            BATCH_EXHAUSTED_MEMORY), max_resources
+	                                            lets it grow */
+	BATCH_FEATURE_MEASURE = 1 << 8,          /* result.measured has cores and memory */
+	BATCH_FEATURE_RUN_LABEL = 1 << 9,        /* jobs carry the run id (HTC_RUN_ID) as a name
+	                                            or label; option stop-run=ID stops every job
+	                                            of run ID (a run that died) */
+	BATCH_FEATURE_CONTAINERS = 1 << 10,      /* runs the spec's container itself */
+	BATCH_FEATURE_CATEGORY_SIZING = 1 << 11, /* sizes a category's jobs at dispatch
+	                                            (spec.driver_sizes) */
 };
 
 /* Space-separated names of the compiled-in drivers, e.g. "local dryrun" (static string). */

@@ -284,8 +284,14 @@ static void test_bad_specs(void **state)
 	s.inputs = &renamed;
 	s.n_inputs = 1;
 	assert_int_equal(batch_queue_submit(q, &s), HTC_EUNSUP);
+	/* sizing by the driver: the local driver has no CATEGORY_SIZING */
+	s = spec_of("true");
+	s.driver_sizes = 1;
+	assert_int_equal(batch_queue_submit(q, &s), HTC_EUNSUP);
+	s = spec_of("true");
 	struct batch_file same = {"/etc/hostname", "/etc/hostname"};
 	s.inputs = &same;
+	s.n_inputs = 1;
 	assert_true(batch_queue_submit(q, &s) > 0);
 	run_until_done(1);
 	batch_queue_delete(q);

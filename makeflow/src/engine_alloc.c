@@ -311,7 +311,15 @@ int engine_alloc_is_sized(struct engine *e, const struct dag_node *n)
 int engine_alloc_warming(struct engine *e, const struct dag_node *n)
 {
 	struct category *c = e->sizing ? category_of(e, n->category) : NULL;
-	return c && category_warming(c);
+	return c && category_warming(c) && !engine_alloc_by_driver(e, n);
+}
+
+int engine_alloc_by_driver(struct engine *e, const struct dag_node *n)
+{
+	struct category *c = e->sizing ? category_of(e, n->category) : NULL;
+	return c && category_get_mode(c) == CATEGORY_MODE_WARMUP &&
+	       (e->features & BATCH_FEATURE_CATEGORY_SIZING) &&
+	       e->extra[n->id].level == CATEGORY_LEVEL_FIRST;
 }
 
 char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *command,
@@ -352,9 +360,25 @@ char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *com
 		      (long long)spec->resources.memory_mb, (long long)spec->resources.disk_mb);
 	}
 	x->alloc = spec->resources;
+	x->alloc_cores = -1;
 	x->sized = c && category_get_mode(c) != CATEGORY_MODE_FIXED &&
 	           x->level == CATEGORY_LEVEL_FIRST &&
 	           category_get_stats(c)->first_alloc.v[RM_MEMORY] >= 0;
+	x->driver_sized = engine_alloc_by_driver(e, n);
+	if (x->driver_sized) {
+		/* The driver sizes it when it dispatches it, with the category's measurements of
+		 * that moment: only the rule's own declarations go with it (the ceilings stay). */
+		struct rmsummary req;
+		rmsummary_init(&req);
+		requested_of(n, &req);
+		for (size_t k = 0; k < 4; k++) {
+			double v = req.v[res_map[k].field];
+			*batch_res_field(&spec->resources, k) = v >= 0 ? (int64_t)(v + 0.999) : -1;
+		}
+		spec->driver_sizes = 1;
+		x->alloc = spec->resources; /* until the result says what the try got */
+		x->sized = 0;
+	}
 	if (!s->monitor_dir || n->workflow)
 		return NULL;
 	x->monitored = 1;
@@ -395,6 +419,17 @@ void engine_alloc_result(struct engine *e, struct dag_node *n, const struct batc
 		measured->v[RM_WALL_TIME] = (double)(r->end_us - r->start_us) / 1e6;
 	if (r->cpu_time_s >= 0)
 		measured->v[RM_CPU_TIME] = r->cpu_time_s;
+	if (x->driver_sized) {
+		/* what the driver gave the last try */
+		struct batch_resources got = r->allocated;
+		for (size_t k = 0; k < 4; k++) {
+			int64_t v = *batch_res_field(&got, k);
+			if (v >= 0)
+				*batch_res_field(&x->alloc, k) = v;
+		}
+		x->alloc_cores = (float)r->allocated_cores;
+		x->sized = r->allocation_computed != 0;
+	}
 	if (!x->monitored || r->removed || r->error)
 		return;
 	char *sp = summary_path(e, n);
@@ -464,6 +499,13 @@ int engine_alloc_exhausted(struct engine *e, struct dag_node *n, const struct ba
 	e->sizing->exhaustions++;
 	if (!c)
 		return 0;
+	if (x->driver_sized) {
+		/* The driver ran it at the ceiling already (or it had declared the value that
+		 * was exceeded): nothing larger to give it. */
+		category_accumulate(c, measured);
+		engine_alloc_record(e, n, eff, measured, -1);
+		return 0;
+	}
 	struct rmsummary req, alloc;
 	rmsummary_init(&req);
 	rmsummary_init(&alloc);
@@ -501,7 +543,19 @@ void engine_alloc_record(struct engine *e, struct dag_node *n, const struct batc
 	struct rmsummary alloc;
 	rmsummary_init(&alloc);
 	alloc_summary(&x->alloc, &alloc);
+	if (x->driver_sized && x->alloc_cores >= 0)
+		alloc.v[RM_CORES] = x->alloc_cores;
 	double wall = measured->v[RM_WALL_TIME] >= 0 ? measured->v[RM_WALL_TIME] : 0;
+	int driver_retries = x->driver_sized && eff->driver_retries > 0 ? eff->driver_retries : 0;
+	for (int i = 0; i < driver_retries; i++) {
+		/* tries the driver stopped and ran again at the ceiling: counted, their
+		 * allocation·time unknown here */
+		category_record(c, NULL, NULL, -1, 1, 0, 0);
+		e->sizing->exhaustions++;
+		e->sizing->sizing_retries++;
+	}
+	if (driver_retries)
+		x->sizing_retries += driver_retries;
 	struct sized_category *sc = NULL;
 	HASH_FIND_PTR(e->sizing->cats, &n->category, sc);
 	if (sc && x->sized) {
@@ -522,8 +576,9 @@ void engine_alloc_record(struct engine *e, struct dag_node *n, const struct batc
 		category_accumulate(c, measured);
 	for (int i = 0; i < eff->limit_raises; i++)
 		category_record_limit_raise(c);
-	category_record(c, &alloc, measured, wall, eff->exhausted != 0,
-	                x->level == CATEGORY_LEVEL_MAX && x->sizing_retries > 0, done);
+	category_record(
+	    c, &alloc, measured, wall, eff->exhausted != 0,
+	    (x->level == CATEGORY_LEVEL_MAX && x->sizing_retries > 0) || driver_retries > 0, done);
 }
 
 static int worth_reporting(struct engine *e)

@@ -44,6 +44,8 @@ struct node_extra {
 	uint8_t monitored;            /* the current try is wrapped with resource_monitor */
 	uint8_t sized;                /* the current try runs with a computed first allocation */
 	uint8_t long_cmd;             /* the current try runs its command from a script */
+	uint8_t driver_sized;         /* the driver sizes the current try (spec.driver_sizes) */
+	float alloc_cores;            /* the cores the driver gave it (a part of a core), or -1 */
 	int sizing_retries;           /* re-runs at the maximum after exhaustion (not -r retries) */
 	struct batch_resources alloc; /* what the current try was given */
 };
@@ -144,6 +146,10 @@ int engine_alloc_is_sized(struct engine *e, const struct dag_node *n);
 /* 1 when N's category is in WARMUP mode and has no measurement yet (its first rule must run
  * alone, at the maximum). */
 int engine_alloc_warming(struct engine *e, const struct dag_node *n);
+/* 1 when the batch type sizes N's try itself (a WARMUP category on a driver with
+ * BATCH_FEATURE_CATEGORY_SIZING, at the first level): the engine submits
+ * the rule with its own declarations only and learns the allocation from the result. */
+int engine_alloc_by_driver(struct engine *e, const struct dag_node *n);
 /* Sets SPEC's resources for N's next try; returns the command wrapped with resource_monitor
  * (caller frees), or NULL to run COMMAND as it is. */
 char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *command,

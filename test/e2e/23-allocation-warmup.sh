@@ -139,4 +139,36 @@ test_expect_success '-T wq, one 2-core worker: one rule per category measured al
 	check_estimate summary.json big
 '
 
+# The rules of one category are all ready at once; the master sizes each when
+# it dispatches it, so a rule queued before a larger measurement still gets the
+# estimate that measurement made. Each rule declares one core, the worker has
+# one, and no task is sent ahead into a worker's queue (prefetch=0), so they run
+# one at a time (memory is left to the master): whichever measures first, at
+# most one later rule is above the estimate of its moment. (When makeflow sized
+# the rules as it submitted them, every rule above the first measurement was
+# stopped and run again: 4 or 5 here.)
+test_expect_success '-T wq: rules queued together are sized when dispatched, with the latest estimate' '
+	{
+		echo "CATEGORY=mix"
+		printf "m:\n@CORES=1\n\t%s 40 0.3 > m\n" "$ALLOC"
+		printf "r1:\n@CORES=1\n\t%s 200 0.3 > r1\n" "$ALLOC"
+		for i in 2 3 4 5; do
+			printf "r%d:\n@CORES=1\n\t%s 150 0.3 > r%d\n" $i "$ALLOC" $i
+		done
+	} >Makeflow
+	start_master --allocation warmup --batch-option prefetch=0 \
+		--summary-json summary.json Makeflow
+	start_worker --cores 1 --memory 4000 --disk 4000 localhost $port
+	finish
+	python3 - summary.json <<-\EOF
+	import json, sys
+	c = [c for c in json.load(open(sys.argv[1]))["categories"] if c["name"] == "mix"][0]
+	assert c["done"] == 6 and c["failed"] == 0, c
+	assert c["exhaustions"] <= 1 and c["retries"] == c["exhaustions"], c
+	assert c["first_allocation"]["memory"] >= 210, c
+	# the tries after the measuring one ran at a computed allocation, below the worker
+	assert 0 < c["allocated_sized"]["memory"] < c["allocated"]["memory"], c
+	EOF
+'
+
 test_done

@@ -125,7 +125,30 @@ def test_categories_and_resources(workers):
     assert b.resources_allocated.cores == 1 and b.resources_allocated.disk == 50
     # the workers grow nothing here (no --memory-grow), and keep no shared store
     assert a.memory_grown == -1 and a.memory_grow_steps == 0 and b.memory_grown == -1
+    # at the category's maximum, and at declared values: neither is a computed allocation
+    assert a.allocation_computed is False and b.allocation_computed is False
     assert q.stats.objects_taken == 0
+
+
+def test_warmup_allocation_computed(workers):
+    """WARMUP: the first task is measured at the ceiling; the next ones are sized from it."""
+    q = wq.WorkQueue(port=0)
+    q.specify_category_mode("w", wq.WORK_QUEUE_ALLOCATION_MODE_WARMUP)
+    q.specify_category_max_resources("w", {"memory": 800})
+    ids = []
+    for _ in range(3):
+        t = wq.Task("true")
+        t.specify_category("w")
+        t.specify_cores(1)
+        ids.append(q.submit(t))
+    workers(q, cores=1, memory=1000)
+    done = run_all(q, 3)
+    first, rest = done[ids[0]], [done[i] for i in ids[1:]]
+    # measured alone at the category's ceiling, then the estimate (well below it)
+    assert first.resources_allocated.memory == 800 and first.allocation_computed is False
+    for t in rest:
+        assert t.allocation_computed is True, t.resources_allocated
+        assert 0 < t.resources_allocated.memory < 800
 
 
 def test_category_errors_carry_the_message():

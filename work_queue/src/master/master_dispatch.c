@@ -245,6 +245,12 @@ void master_dispatch_task(struct mworker *w, struct mtask *m, const struct maste
 	t->resources_allocated->v[RM_MEMORY] = (double)box->memory;
 	t->resources_allocated->v[RM_DISK] = (double)box->disk;
 	t->resources_allocated->v[RM_GPUS] = (double)box->gpus;
+	/* computed: chosen by the category at its first level, not declared, not a whole worker */
+	t->allocation_computed = master_sched_task_level(m->st) == CATEGORY_LEVEL_FIRST &&
+	                         t->resources_requested->v[RM_MEMORY] < 0 &&
+	                         !(master_sched_task_chosen(m->st) & (UINT64_C(1) << RM_MEMORY)) &&
+	                         category_get_stats(master_sched_category(q->sched, t->category))
+	                                 ->first_alloc.v[RM_MEMORY] >= 0;
 
 	if (w->max_tasks > 0 && ++w->tasks_sent >= w->max_tasks && w->sw) /* its last task */
 		master_sched_worker_set_flags(

@@ -115,6 +115,10 @@ struct work_queue_task {
 	 * had in MB (-1: never grown) and the number of growth steps. */
 	int64_t memory_grown;
 	int memory_grow_steps;
+	/* 1 when its last try ran at its category's computed allocation (the master chose its
+	 * memory from the category's measurements), 0 when at a declared value, the ceiling or a
+	 * whole worker (doc/allocation.md). */
+	int allocation_computed;
 	/* Instants in microseconds since the epoch (0 = did not happen). */
 	int64_t time_when_submitted;
 	int64_t time_when_commit_start;

@@ -378,6 +378,7 @@ enum task_attr {
 	A_BYTES_RECEIVED,
 	A_MEMORY_GROWN,
 	A_MEMORY_GROW_STEPS,
+	A_ALLOCATION_COMPUTED,
 };
 
 static PyObject *Task_get(TaskObject *self, void *closure)
@@ -416,6 +417,7 @@ static PyObject *Task_get(TaskObject *self, void *closure)
 	case A_BYTES_RECEIVED: return PyLong_FromLongLong(t->bytes_received);
 	case A_MEMORY_GROWN: return PyLong_FromLongLong(t->memory_grown);
 	case A_MEMORY_GROW_STEPS: return PyLong_FromLong(t->memory_grow_steps);
+	case A_ALLOCATION_COMPUTED: return PyBool_FromLong(t->allocation_computed);
 	}
 	Py_RETURN_NONE;
 }
@@ -458,6 +460,8 @@ static PyGetSetDef Task_getset[] = {
     GET("bytes_received", A_BYTES_RECEIVED, NULL),
     GET("memory_grown", A_MEMORY_GROWN, "largest memory limit (MB) a worker grew it to, -1 never"),
     GET("memory_grow_steps", A_MEMORY_GROW_STEPS, "times a worker grew its memory limit"),
+    GET("allocation_computed", A_ALLOCATION_COMPUTED,
+        "the last try ran at its category's computed allocation"),
     {NULL, NULL, NULL, NULL, NULL},
 };
 
