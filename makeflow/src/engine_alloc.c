@@ -317,6 +317,8 @@ int engine_alloc_warming(struct engine *e, const struct dag_node *n)
 int engine_alloc_by_driver(struct engine *e, const struct dag_node *n)
 {
 	struct category *c = e->sizing ? category_of(e, n->category) : NULL;
+	if (n->local && e->local_queue)
+		return 0; /* a LOCAL rule goes to the local queue, which sizes nothing */
 	return c && category_get_mode(c) == CATEGORY_MODE_WARMUP &&
 	       (e->features & BATCH_FEATURE_CATEGORY_SIZING) &&
 	       e->extra[n->id].level == CATEGORY_LEVEL_FIRST;

@@ -171,4 +171,24 @@ test_expect_success '-T wq: rules queued together are sized when dispatched, wit
 	EOF
 '
 
+# A LOCAL rule goes to makeflow's local queue, which sizes nothing itself: makeflow sizes it,
+# while the master sizes the category's other rules.
+test_expect_success '-T wq: a LOCAL rule of a warm-up category runs on the local queue' '
+	{
+		echo "CATEGORY=mixed"
+		printf "a:\n\t%s 30 0.1 > a\n" "$ALLOC"
+		printf "b:\n\tLOCAL %s 30 0.1 > b\n" "$ALLOC"
+		printf "c: a b\n\t%s 30 0.1 > c\n" "$ALLOC"
+	} >Makeflow
+	start_master --allocation warmup --summary-json summary.json Makeflow
+	start_worker --cores 1 --memory 4000 --disk 4000 localhost $port
+	finish
+	test -e a && test -e b && test -e c
+	python3 - summary.json <<-\EOF
+	import json, sys
+	c = [c for c in json.load(open(sys.argv[1]))["categories"] if c["name"] == "mixed"][0]
+	assert c["done"] == 3 and c["failed"] == 0, c
+	EOF
+'
+
 test_done
