@@ -57,10 +57,11 @@ ITER=$(python3 -c "print(int(200000 * $S / max(0.01, $t1 - $t0)))")
 cd "$WORK" || exit 1
 head -c $((20 * 1024 * 1024)) /dev/urandom >ref.dat
 
-# workflow FILE HEAD: N rules after the lines HEAD.
+# workflow FILE HEAD: N rules of one core each after the lines HEAD. (Without CORES a rule
+# takes a whole worker on -T wq, so the 2-core worker would run one at a time.)
 workflow() {
 	{
-		printf '%b' "$2"
+		printf 'CORES=1\n%b' "$2"
 		for i in $(seq 1 "$N"); do
 			printf 'out.%d: ref.dat\n\t/bin/busybox cat ref.dat > /dev/null && /bin/busybox sh -c '"'"'%s'"'"' && echo %d > out.%d\n' \
 				"$i" "$(loop "$ITER")" "$i" "$i"
