@@ -385,8 +385,10 @@ static struct work_queue_task *make_task(struct wq_state *st, struct batch_job *
 		r = work_queue_task_specify_cores(t, (double)res->cores);
 	if (r == 0 && res->memory_mb >= 0)
 		r = work_queue_task_specify_memory(t, res->memory_mb);
-	/* the category's ceiling: a worker that grows tasks may grow it up to there */
-	if (r == 0 && res->memory_mb > 0 && s->max_resources.memory_mb > res->memory_mb)
+	/* the category's ceiling: a worker that grows tasks may grow it up to there (for a task
+	 * the master sizes, the master's category says it; a declared value does not grow) */
+	if (r == 0 && !s->driver_sizes && res->memory_mb > 0 &&
+	    s->max_resources.memory_mb > res->memory_mb)
 		r = work_queue_task_specify_memory_max(t, s->max_resources.memory_mb);
 	if (r == 0 && res->disk_mb >= 0)
 		r = work_queue_task_specify_disk(t, res->disk_mb);

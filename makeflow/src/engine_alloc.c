@@ -331,14 +331,24 @@ char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *com
 	struct node_extra *x = &e->extra[n->id];
 	struct category *c = category_of(e, n->category);
 	x->monitored = 0;
+	x->driver_sized = engine_alloc_by_driver(e, n);
 	if (c && category_get_mode(c) != CATEGORY_MODE_FIXED) {
-		struct rmsummary req, alloc, max;
+		struct rmsummary req, alloc, max, none;
 		rmsummary_init(&req);
 		rmsummary_init(&alloc);
 		rmsummary_init(&max);
+		rmsummary_init(&none);
 		requested_of(n, &req);
-		category_allocation(c, &req, (enum category_level)x->level, &alloc);
-		category_allocation(c, &req, CATEGORY_LEVEL_MAX, &max);
+		if (x->driver_sized) {
+			/* The driver sizes it when it dispatches it, with the category's
+			 * measurements of that moment: only the rule's own declarations go with it,
+			 * and the category's ceiling (whatever this rule declared). */
+			category_allocation(c, &none, CATEGORY_LEVEL_MAX, &max);
+			spec->driver_sizes = 1;
+		} else {
+			category_allocation(c, &req, (enum category_level)x->level, &alloc);
+			category_allocation(c, &req, CATEGORY_LEVEL_MAX, &max);
+		}
 		for (size_t k = 0; k < 4; k++) {
 			if (res_map[k].field == RM_DISK &&
 			    (e->features & BATCH_FEATURE_LOCAL_EXECUTION)) {
@@ -346,41 +356,27 @@ char *engine_alloc_prepare(struct engine *e, struct dag_node *n, const char *com
 				 * rule, so only a declared value is used (for admission). */
 				continue;
 			}
-			double v = alloc.v[res_map[k].field];
+			double v = (x->driver_sized ? &req : &alloc)->v[res_map[k].field];
 			*batch_res_field(&spec->resources, k) = v >= 0 ? (int64_t)(v + 0.999) : -1;
 			double m = max.v[res_map[k].field];
-			/* Room to grow only where the task did not fix the value itself; no
-			 * ceiling at all (a Work Queue run: the whole worker) bounds it by the
-			 * worker. */
+			/* Room to grow only where the task did not fix the value itself (for a
+			 * driver that sizes, the category's ceiling); no ceiling at all (a Work
+			 * Queue run: the whole worker) bounds it by the worker. */
 			*batch_res_field(&spec->max_resources, k) =
-			    req.v[res_map[k].field] >= 0 ? -1
-			    : m >= 0                     ? (int64_t)(m + 0.999)
-			                                 : BATCH_RESOURCES_UNBOUNDED;
+			    req.v[res_map[k].field] >= 0 && !x->driver_sized ? -1
+			    : m >= 0                                         ? (int64_t)(m + 0.999)
+			             : BATCH_RESOURCES_UNBOUNDED;
 		}
-		debug(D_ALLOC, "rule %d (%s, level %d): cores %lld memory %lld disk %lld", n->id,
+		debug(D_ALLOC, "rule %d (%s, level %d): cores %lld memory %lld disk %lld%s", n->id,
 		      n->category->name, x->level, (long long)spec->resources.cores,
-		      (long long)spec->resources.memory_mb, (long long)spec->resources.disk_mb);
+		      (long long)spec->resources.memory_mb, (long long)spec->resources.disk_mb,
+		      x->driver_sized ? " declared, the rest sized by the batch system" : "");
 	}
-	x->alloc = spec->resources;
+	x->alloc = spec->resources; /* for a driver-sized try, until its result says */
 	x->alloc_cores = -1;
-	x->sized = c && category_get_mode(c) != CATEGORY_MODE_FIXED &&
+	x->sized = !x->driver_sized && c && category_get_mode(c) != CATEGORY_MODE_FIXED &&
 	           x->level == CATEGORY_LEVEL_FIRST &&
 	           category_get_stats(c)->first_alloc.v[RM_MEMORY] >= 0;
-	x->driver_sized = engine_alloc_by_driver(e, n);
-	if (x->driver_sized) {
-		/* The driver sizes it when it dispatches it, with the category's measurements of
-		 * that moment: only the rule's own declarations go with it (the ceilings stay). */
-		struct rmsummary req;
-		rmsummary_init(&req);
-		requested_of(n, &req);
-		for (size_t k = 0; k < 4; k++) {
-			double v = req.v[res_map[k].field];
-			*batch_res_field(&spec->resources, k) = v >= 0 ? (int64_t)(v + 0.999) : -1;
-		}
-		spec->driver_sizes = 1;
-		x->alloc = spec->resources; /* until the result says what the try got */
-		x->sized = 0;
-	}
 	if (!s->monitor_dir || n->workflow)
 		return NULL;
 	x->monitored = 1;
