@@ -34,6 +34,7 @@ LIB_batch_drivers := batch
 LIB_makeflow := makeflow
 
 PROGS :=
+STATIC_PROGS :=
 FUZZERS :=
 include $(foreach c,$(COMPONENTS),$(c)/module.mk)
 
@@ -125,6 +126,17 @@ $(B)/bin/$(1): $(call obj,$(call main_of,$(1))) $(call link_libs,$($(1)_COMPONEN
 endef
 $(foreach p,$(PROGS),$(eval $(call prog_rule,$(p))))
 PROG_FILES := $(addprefix $(B)/bin/,$(PROGS))
+
+# Static programs: module.mk says `STATIC_PROGS += name` and `name_COMPONENT := comp`. They
+# include system headers only and link nothing of the tree, without sanitizers (a static
+# binary cannot carry them): they run where no library of ours is (inside any image).
+define static_prog_rule
+$(B)/bin/$(1): $(call main_of,$(1)) config.mk
+	@mkdir -p $$(@D)
+	$$(CC) -std=gnu11 -O2 $$(WARN) -D_GNU_SOURCE -static -o $$@ $$<
+endef
+$(foreach p,$(STATIC_PROGS),$(eval $(call static_prog_rule,$(p))))
+PROG_FILES += $(addprefix $(B)/bin/,$(STATIC_PROGS))
 
 # Scripts: module.mk says `SCRIPTS += name` and `name_SCRIPT := path`; copied into bin/ beside
 # the programs and installed with them.
@@ -259,7 +271,7 @@ install: all
 	$(foreach c,$(API_COMPONENTS),$(call pc_install,$(c)) && ) true
 
 uninstall:
-	rm -f $(addprefix $(BINDIR)/,$(PROGS) $(SCRIPTS))
+	rm -f $(addprefix $(BINDIR)/,$(PROGS) $(STATIC_PROGS) $(SCRIPTS))
 	rm -f $(addprefix $(LIBDIR)/,$(notdir $(INSTALL_LIBFILES)))
 	rm -f $(foreach c,$(API_COMPONENTS),$(LIBDIR)/lib$(LIB_$(c)).so.$(VERSION) \
 		$(LIBDIR)/$(call soname,$(c)) $(LIBDIR)/lib$(LIB_$(c)).so)

@@ -6,6 +6,10 @@ catalog_query_COMPONENT := work_queue
 catalog_update_COMPONENT := work_queue
 PROGS += work_queue_worker
 work_queue_worker_COMPONENT := work_queue
+# The agent of a shared container runs inside any image: linked statically, with nothing of the
+# tree (the Makefile's STATIC_PROGS rule).
+STATIC_PROGS += htc_container_agent
+htc_container_agent_COMPONENT := work_queue
 PROGS += work_queue_status
 work_queue_status_COMPONENT := work_queue
 

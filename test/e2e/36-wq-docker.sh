@@ -97,6 +97,64 @@ test_expect_success 'the runner: SIGTERM kills the container, status 143, nothin
 	test_wait_until 30 no_containers
 '
 
+# shared_run CMD...: the runner in shared mode (the container of the image for owner 4242,
+# state in ./st) on the sandbox sb/work; its words after -- are CMD...
+shared_run() {
+	mkdir -p sb/work sb/tmp st
+	(cd sb/work && exec "$WORKER" --container-run --image $IMG --shared-image \
+		--state "${PWD%/sb/work}/st" --owner 4242 --workdir "$PWD" --bind "${PWD%/sb/work}" \
+		-- "$@")
+}
+
+# no_task_sleep: the shared task below and its sleep are gone.
+no_task_sleep() {
+	! pgrep -f "started; sleep 31" >/dev/null && ! pgrep -fx "sleep 31" >/dev/null
+}
+
+test_expect_success 'the runner, shared mode: the container'"'"'s agent runs the tasks; SIGTERM kills the task, not the container' '
+	rc=0
+	shared_run /bin/sh -c "tr \"\\0\" \" \" </proc/1/cmdline; echo; echo x >/tmp/mark; pwd" \
+		>out 2>err || rc=$?
+	cat out err
+	[ $rc = 0 ]
+	# PID 1 of the shared container is the agent, listening in the state directory
+	grep -q "^/.htc-container-agent $PWD/st wq-worker-4242-[0-9a-f]*.sock" out
+	grep -qx "$PWD/sb/work" out
+	[ "$(docker ps -q | wc -l)" = 1 ]
+	# the next task runs in the same container, with its own status and stderr
+	rc=0
+	shared_run /bin/sh -c "cat /tmp/mark; echo e >&2; exit 7" >out 2>err || rc=$?
+	[ $rc = 7 ]
+	grep -qx x out
+	grep -qx e err
+	rc=0
+	shared_run /bin/sh -c "kill -9 \$\$" || rc=$?
+	[ $rc = 137 ]
+	# a program the image does not have: 125 and the reason
+	rc=0
+	shared_run /no/such/program 2>err || rc=$?
+	[ $rc = 125 ]
+	grep -q "cannot execute /no/such/program in the container: No such file or directory" err
+	# SIGTERM: the task and its children are killed, the container stays for the next task
+	# exec: $! must be the runner itself, not a shell around it
+	(cd sb/work && exec "$WORKER" --container-run --image $IMG --shared-image \
+		--state "${PWD%/sb/work}/st" --owner 4242 --workdir "$PWD" --bind "${PWD%/sb/work}" \
+		-- /bin/sh -c "echo started; sleep 31; echo not-killed") >out 2>&1 &
+	r=$!
+	test_wait_until 60 grep -q started out
+	kill -TERM $r
+	rc=0
+	wait $r || rc=$?
+	[ $rc = 143 ]
+	test_wait_until 30 no_task_sleep
+	test_must_fail grep -q not-killed out
+	[ "$(docker ps -q | wc -l)" = 1 ]
+	shared_run /bin/sh -c "echo still-up" >out
+	grep -qx still-up out
+	docker ps -aq | xargs -r docker rm -f >/dev/null
+	test_wait_until 30 no_containers
+'
+
 test_expect_success 'the runner: a missing image gives 125 and Docker'"'"'s message' '
 	mkdir -p sb/work
 	rc=0
@@ -216,6 +274,8 @@ test_expect_success 'makeflow -T wq with --docker-preserve: one shared container
 	    echo $$ > /tmp/shared-mark && cat /tmp/shared-mark > a.txt
 	b.txt: a.txt
 	    cat /tmp/shared-mark /etc/wq-marker > b.txt
+	pid1.txt:
+	    tr "\0" " " < /proc/1/cmdline > pid1.txt
 	EOF
 	start_master Makeflow
 	"$WORKER" -t 5 --docker-preserve $IMG localhost $port >w.out 2>&1 &
@@ -226,6 +286,8 @@ test_expect_success 'makeflow -T wq with --docker-preserve: one shared container
 	[ -s a.txt ]
 	[ "$(cat a.txt)" = "$(head -n 1 b.txt)" ]
 	[ "$(tail -n 1 b.txt)" = only-in-the-image ]
+	# the tasks were handed to the agent the container runs, not Engine execs
+	grep -q "^/.htc-container-agent .*/containers wq-worker-$w.sock" pid1.txt
 	kill -TERM $w 2>/dev/null || true # it may have left with its master already
 	wait $w || true
 	[ -z "$(docker ps -aq --filter name=wq-worker-$w)" ]

@@ -35,7 +35,8 @@ static int parse(struct worker_runner_opts *o, char **argv, ...)
 }
 
 #define USAGE                                                                                      \
-	"usage: --container-run [--socket S] --image IMG [--shared ID] [--nest] --workdir DIR "    \
+	"usage: --container-run [--socket S] --image IMG [--shared ID [--agent NAME]] [--nest] "   \
+	"--workdir DIR "                                                                           \
 	"[--bind DIR] [--bind-ro DIR] -- CMD..."
 
 /* Expects a parse error with exactly the text WANT. */
@@ -96,6 +97,15 @@ static void test_shared(void **state)
 	assert_int_equal(o.n_cmd, 2);
 	assert_string_equal(o.cmd[0], "--image");
 	worker_runner_opts_clear(&o);
+	/* the shared container's agent: a socket name in the state directory */
+	assert_int_equal(parse(&o, argv, "--image", "img", "--shared", "abc", "--state", "/w/c",
+	                       "--agent", "wq-worker-7.sock", "--workdir", "/w", "--", "true",
+	                       NULL),
+	                 0);
+	assert_string_equal(o.agent, "wq-worker-7.sock");
+	assert_string_equal(o.state, "/w/c");
+	worker_runner_opts_clear(&o);
+	assert_null(o.agent);
 }
 
 static void test_errors(void **state)
@@ -111,6 +121,11 @@ static void test_errors(void **state)
 	assert_fails("--bind rel: not an absolute path", "--bind", "rel");
 	assert_fails("--bind-ro ./c: not an absolute path", "--bind", "/a", "--bind-ro", "./c",
 	             "--image", "i", "--workdir", "/w", "--", "true");
+	assert_fails("--agent needs --shared and --state", "--image", "i", "--state", "/s",
+	             "--agent", "a.sock", "--workdir", "/w", "--", "true");
+	assert_fails("--agent needs --shared and --state", "--image", "i", "--shared", "c",
+	             "--agent", "a.sock", "--workdir", "/w", "--", "true");
+	assert_fails("--agent ../a.sock: a socket name, not a path", "--agent", "../a.sock");
 	struct worker_runner_opts o;
 	char *argv[4];
 	assert_int_equal(parse(&o, argv, NULL), HTC_EPARSE);

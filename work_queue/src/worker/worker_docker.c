@@ -21,6 +21,7 @@
 #include "timeutil.h"
 #include "docker_api.h"
 #include "worker_images.h"
+#include "worker_runner_agent.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -34,6 +35,8 @@ struct worker_docker {
 	bool nest;
 	char *workdir;
 	char *shared_id;
+	char *agent_socket; /* the socket name of the shared container's agent, in
+	                       workdir/containers */
 	struct worker_images *images;
 	bool keep_images; /* --keep-cache: the archives stay, their images too */
 	char host[256];
@@ -170,13 +173,28 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
 	if (!d->shared || !d->image)
 		return 0;
 	char *name = xasprintf("wq-worker-%ld", (long)getpid());
-	char *bind = xasprintf("%s:%s", workdir, workdir);
+	json_t *binds = json_pack("[s]", "");
+	json_array_set_new(binds, 0, json_sprintf("%s:%s", workdir, workdir));
+	/* with the agent, tasks are handed to it (worker_runner_agent.h); else execs in a loop */
+	char *agent = runner_agent_program();
+	json_t *cmd;
+	free(d->agent_socket);
+	d->agent_socket = NULL;
+	char *state = path_join(workdir, "containers");
+	if (agent && (mkdir(state, 0700) == 0 || errno == EEXIST)) {
+		json_array_append_new(binds,
+		                      json_sprintf("%s:%s:ro", agent, RUNNER_AGENT_IN_CONTAINER));
+		d->agent_socket = runner_agent_socket_name(name);
+		cmd = json_pack("[s,s,s]", RUNNER_AGENT_IN_CONTAINER, state, d->agent_socket);
+	} else {
+		cmd = json_pack("[s,s,s]", "/bin/sh", "-c", SHARED_CMD);
+	}
+	free(state);
+	free(agent);
 	char *user = worker_docker_user();
-	json_t *cfg =
-	    json_pack("{s:s,s:[s,s,s],s:s,s:s,s:o,s:{s:[s]}}", "Image", d->image, "Cmd", "/bin/sh",
-	              "-c", SHARED_CMD, "WorkingDir", workdir, "User", user, "Labels",
-	              worker_docker_labels(d->host), "HostConfig", "Binds", bind);
-	free(bind);
+	json_t *cfg = json_pack("{s:s,s:o,s:s,s:s,s:o,s:{s:o}}", "Image", d->image, "Cmd", cmd,
+	                        "WorkingDir", workdir, "User", user, "Labels",
+	                        worker_docker_labels(d->host), "HostConfig", "Binds", binds);
 	free(user);
 	char *e = NULL;
 	int r = docker_api_create_container(d->api, name, cfg, &d->shared_id, &e);
@@ -223,6 +241,7 @@ void worker_docker_delete(struct worker_docker *d)
 	 * goes with the workspace */
 	worker_images_delete(d->images, !d->keep_images);
 	free(d->shared_id);
+	free(d->agent_socket);
 	free(d->workdir);
 	free(d->image);
 	docker_api_delete(d->api);
@@ -275,6 +294,12 @@ char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_wor
 	if (d->shared_id) {
 		v[n++] = xstrdup("--shared");
 		v[n++] = xstrdup(d->shared_id);
+		if (d->agent_socket && d->workdir) {
+			v[n++] = xstrdup("--state");
+			v[n++] = path_join(d->workdir, "containers");
+			v[n++] = xstrdup("--agent");
+			v[n++] = xstrdup(d->agent_socket);
+		}
 	}
 	if (d->nest)
 		v[n++] = xstrdup("--nest");

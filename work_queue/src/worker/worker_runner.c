@@ -4,6 +4,7 @@
 #include "worker_runner.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "stringtools.h"
 #include "timeutil.h"
 #include "worker_docker.h"
+#include "worker_runner_agent.h"
 #include "worker_runner_image.h"
 #include "worker_runner_opts.h"
 #include "worker_task.h"
@@ -144,6 +146,58 @@ static int run_shared(struct docker_api *api, const struct worker_runner_opts *o
 	int r = docker_api_exec(api, shared, cfg, STDOUT_FILENO, STDERR_FILENO, &stop_signal,
 	                        status, err);
 	json_decref(cfg);
+	return r;
+}
+
+static double now_s(void);
+
+/* How long a runner waits for the agent of a shared container it just started to listen. */
+#define AGENT_WAIT_S 10
+
+/* What a task the agent ran adds to the record REC (it started at T0). */
+static void agent_record(json_t *rec, double t0)
+{
+	json_object_set_new(rec, "mode", json_string("shared"));
+	json_object_set_new(rec, "agent", json_true());
+	json_object_set_new(rec, "run_s", json_real(now_s() - t0));
+}
+
+/* A task of the worker's shared container of IMAGE (--shared-image): handed to the container's
+ * agent when there is one (*RAN, *STATUS); else *SHARED gets the container's id, for an exec. */
+static int run_shared_image(struct docker_api *api, const struct worker_runner_opts *o,
+                            const char *image, int *status, char **err, json_t *rec, char **shared,
+                            bool *ran)
+{
+	char *agent = runner_agent_program();
+	char *name = runner_image_shared_name(o->owner, image);
+	char *sock = runner_agent_socket_name(name);
+	double t0 = now_s();
+	int r = -ECONNREFUSED;
+	if (agent)
+		r = runner_agent_run(o->state, sock, o->workdir, o->cmd, 0, &stop_signal, status,
+		                     err);
+	if (r == -ECONNREFUSED) {
+		r = runner_image_shared(api, o, image, agent, &stop_signal, shared, err, rec);
+		if (r == 0 && agent) {
+			t0 = now_s();
+			r = runner_agent_run(o->state, sock, o->workdir, o->cmd, AGENT_WAIT_S,
+			                     &stop_signal, status, err);
+			if (r == -ECONNREFUSED) {
+				debug(D_WORKER, "shared container %s: no agent answers; an exec",
+				      name);
+				r = 0;
+			} else {
+				*ran = true;
+			}
+		}
+	} else {
+		*ran = true;
+	}
+	if (*ran)
+		agent_record(rec, t0);
+	free(sock);
+	free(name);
+	free(agent);
 	return r;
 }
 
@@ -284,9 +338,23 @@ int worker_runner_main(int argc, char **argv)
 	char *image = NULL, *shared = NULL;
 	json_t *rec = json_object();
 	int r = runner_image_ready(api, &o, &stop_signal, &image, &err, rec);
+	bool ran = false;
 	if (r == 0 && o.shared_image)
-		r = runner_image_shared(api, &o, image, &stop_signal, &shared, &err, rec);
-	if (r == 0) {
+		r = run_shared_image(api, &o, image, &status, &err, rec, &shared, &ran);
+	if (r == 0 && o.shared && o.agent) {
+		/* the --docker-preserve container, made by the worker with its agent */
+		double t0 = now_s();
+		r = runner_agent_run(o.state, o.agent, o.workdir, o.cmd, AGENT_WAIT_S, &stop_signal,
+		                     &status, &err);
+		if (r == -ECONNREFUSED) {
+			debug(D_WORKER, "shared container %s: no agent answers; an exec", o.shared);
+			r = 0;
+		} else {
+			ran = true;
+			agent_record(rec, t0);
+		}
+	}
+	if (r == 0 && !ran) {
 		const char *in = o.shared ? o.shared : shared;
 		json_object_set_new(rec, "mode", json_string(in ? "shared" : "task"));
 		if (in) {

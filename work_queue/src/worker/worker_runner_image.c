@@ -20,6 +20,7 @@
 #include "stringtools.h"
 #include "timeutil.h"
 #include "worker_docker.h"
+#include "worker_runner_agent.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -121,8 +122,8 @@ int runner_image_ready(struct docker_api *api, const struct worker_runner_opts *
 	return r;
 }
 
-/* A name for the worker OWNER's shared container of IMAGE (FNV-1a of the image's name). */
-static char *shared_name(const char *owner, const char *image)
+/* FNV-1a of the image's name. */
+char *runner_image_shared_name(const char *owner, const char *image)
 {
 	uint64_t h = 1469598103934665603ULL;
 	for (const unsigned char *p = (const unsigned char *)image; *p; p++)
@@ -155,12 +156,12 @@ static char *running_container(struct docker_api *api, const char *name)
 }
 
 int runner_image_shared(struct docker_api *api, const struct worker_runner_opts *o,
-                        const char *image, volatile sig_atomic_t *stop, char **id, char **err,
-                        json_t *rec)
+                        const char *image, const char *agent, volatile sig_atomic_t *stop,
+                        char **id, char **err, json_t *rec)
 {
 	*id = NULL;
 	*err = NULL;
-	char *name = shared_name(o->owner, image);
+	char *name = runner_image_shared_name(o->owner, image);
 	int fd = lock_state(o->state, name, stop);
 	if (fd < 0) {
 		*err = xasprintf("the shared container of %s: cannot lock %s: %s", image, o->state,
@@ -178,11 +179,20 @@ int runner_image_shared(struct docker_api *api, const struct worker_runner_opts 
 		for (size_t i = 0; i < o->n_binds; i++)
 			json_array_append_new(binds, json_string(o->binds[i]));
 		char *user = worker_docker_user();
-		json_t *cfg =
-		    json_pack("{s:s,s:[s,s,s],s:s,s:s,s:{s:s,s:s},s:{s:o}}", "Image", image, "Cmd",
-		              "/bin/sh", "-c", SHARED_CMD, "WorkingDir", o->workdir, "User", user,
-		              "Labels", WORKER_DOCKER_LABEL_PID, o->owner, WORKER_DOCKER_LABEL_HOST,
-		              host, "HostConfig", "Binds", binds);
+		json_t *cmd;
+		if (agent) {
+			json_array_append_new(
+			    binds, json_sprintf("%s:%s:ro", agent, RUNNER_AGENT_IN_CONTAINER));
+			char *sock = runner_agent_socket_name(name);
+			cmd = json_pack("[s,s,s]", RUNNER_AGENT_IN_CONTAINER, o->state, sock);
+			free(sock);
+		} else {
+			cmd = json_pack("[s,s,s]", "/bin/sh", "-c", SHARED_CMD);
+		}
+		json_t *cfg = json_pack(
+		    "{s:s,s:o,s:s,s:s,s:{s:s,s:s},s:{s:o}}", "Image", image, "Cmd", cmd,
+		    "WorkingDir", o->workdir, "User", user, "Labels", WORKER_DOCKER_LABEL_PID,
+		    o->owner, WORKER_DOCKER_LABEL_HOST, host, "HostConfig", "Binds", binds);
 		free(user);
 		char *e = NULL;
 		double t0 = (double)time_monotonic_us() / 1e6;

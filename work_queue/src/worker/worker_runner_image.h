@@ -20,11 +20,16 @@
 int runner_image_ready(struct docker_api *api, const struct worker_runner_opts *o,
                        volatile sig_atomic_t *stop, char **ref, char **err, json_t *rec);
 
+/* The name of the worker OWNER's shared container of IMAGE. Caller frees. */
+char *runner_image_shared_name(const char *owner, const char *image);
+
 /* The worker's shared container of IMAGE (O->shared_image): found by its name, made and started
  * when missing (binds O->binds, working directory O->workdir, labelled with O->owner so that it
- * goes with its worker). *ID gets its id (caller frees). 0, or a negative code with *ERR. */
+ * goes with its worker). With AGENT (the agent program, worker_runner_agent.h) a new container
+ * runs it, bound read-only at RUNNER_AGENT_IN_CONTAINER, listening in O->state; without, a
+ * shell loop. *ID gets its id (caller frees). 0, or a negative code with *ERR. */
 int runner_image_shared(struct docker_api *api, const struct worker_runner_opts *o,
-                        const char *image, volatile sig_atomic_t *stop, char **id, char **err,
-                        json_t *rec);
+                        const char *image, const char *agent, volatile sig_atomic_t *stop,
+                        char **id, char **err, json_t *rec);
 
 #endif

@@ -32,6 +32,10 @@ static int parse_one(struct worker_runner_opts *o, const char *a, const char *v,
 		o->image = v;
 	} else if (strcmp(a, "--shared") == 0) {
 		o->shared = v;
+	} else if (strcmp(a, "--agent") == 0) {
+		if (strchr(v, '/'))
+			return cli_error(err, errlen, "--agent %s: a socket name, not a path", v);
+		o->agent = v;
 	} else if (strcmp(a, "--load") == 0) {
 		o->load = v;
 	} else if (strcmp(a, "--key") == 0) {
@@ -85,15 +89,19 @@ int worker_runner_opts_parse(int argc, char *argv[], struct worker_runner_opts *
 		r = cli_error(err, errlen, "--load and --shared-image need --state and --owner");
 		goto out;
 	}
+	if (o->agent && (!o->shared || !o->state)) {
+		r = cli_error(err, errlen, "--agent needs --shared and --state");
+		goto out;
+	}
 	if (o->load && !o->key) {
 		r = cli_error(err, errlen, "--load needs --key");
 		goto out;
 	}
 	if ((!o->image && !o->load) || !o->workdir || i >= argc) {
-		r = cli_error(
-		    err, errlen,
-		    "usage: --container-run [--socket S] --image IMG [--shared ID] [--nest] "
-		    "--workdir DIR [--bind DIR] [--bind-ro DIR] -- CMD...");
+		r = cli_error(err, errlen,
+		              "usage: --container-run [--socket S] --image IMG [--shared ID "
+		              "[--agent NAME]] [--nest] "
+		              "--workdir DIR [--bind DIR] [--bind-ro DIR] -- CMD...");
 		goto out;
 	}
 	o->cmd = argv + i;

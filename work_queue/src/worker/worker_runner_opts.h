@@ -13,6 +13,8 @@ struct worker_runner_opts {
 	const char *socket;  /* --socket; NULL: DOCKER_HOST or the default socket */
 	const char *image;   /* --image, required */
 	const char *shared;  /* --shared ID: exec in this container instead of a new one */
+	const char *agent;   /* --agent NAME: with --shared, the container's agent listens on the
+	                      * socket NAME in --state (worker_runner_agent.h) */
 	bool shared_image;   /* --shared-image: exec in the worker's container of the image, made
 	                      * at first use (named after --owner and the image) */
 	const char *load;    /* --load ARCHIVE: a `docker save` archive to load first, once */

@@ -1,0 +1,298 @@
+/* htc_container_agent_main.c: the process a worker's shared container runs (PID 1 in it). It
+ * listens on a Unix socket in the worker's state directory (bind-mounted) and starts each task
+ * the container runner hands it, as a child inside the container, so that a shared-mode task
+ * costs a fork instead of an Engine exec (doc/work-queue-docker.md, "The agent"). Built static:
+ * it runs in any image, with no library of the image. Only system headers: it links nothing of
+ * the tree.
+ *
+ * One connection per task. The runner sends, with SCM_RIGHTS, its stdout and stderr, and a
+ * request: a 4-byte length (host order: both ends are on one machine) then NUL-terminated
+ * strings: the working directory, the number of words N, N words, then the environment. The
+ * agent answers with text lines: "E ERRNO" when the command could not be executed, and at the
+ * end "X STATUS" (the raw wait status); then it closes. A byte from the runner, or the
+ * connection closing, kills the task's process group. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define REQUEST_MAX (16u << 20)
+
+struct running {
+	pid_t pid;
+	int conn;
+	int killed; /* its runner asked: it is no longer listened to, only reaped */
+};
+
+static struct running *tasks;
+static size_t n_tasks, cap_tasks;
+
+static void say(int fd, char kind, long v)
+{
+	char line[32];
+	int n = snprintf(line, sizeof line, "%c %ld\n", kind, v);
+	ssize_t w = write(fd, line, (size_t)n);
+	(void)w;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Receives the two descriptors and the length word; 0, or -1 for a malformed request. */
+static int receive_head(int conn, int fds[2], uint32_t *len)
+{
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = {len, sizeof *len};
+	struct msghdr mh = {0};
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof cbuf;
+	ssize_t n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+		return -1;
+	memcpy(fds, CMSG_DATA(c), 2 * sizeof(int));
+	if (n != (ssize_t)sizeof *len || *len == 0 || *len > REQUEST_MAX) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	return 0;
+}
+
+/* Splits BUF (LEN bytes of NUL-terminated strings) into the directory, the words and the
+ * environment (both NULL-terminated arrays, allocated). 0, or -1 when malformed. */
+static int parse_request(char *buf, uint32_t len, char **dir, char ***argv, char ***envp)
+{
+	if (buf[len - 1] != '\0')
+		return -1;
+	size_t n_str = 0;
+	for (uint32_t i = 0; i < len; i++)
+		n_str += buf[i] == '\0';
+	char **s = calloc(n_str + 2, sizeof *s);
+	if (!s)
+		return -1;
+	size_t k = 0;
+	for (char *p = buf; p < buf + len; p += strlen(p) + 1)
+		s[k++] = p;
+	char *end;
+	long nw = k >= 2 ? strtol(s[1], &end, 10) : -1;
+	if (k < 3 || *end || nw < 1 || (size_t)nw > k - 2) {
+		free(s);
+		return -1;
+	}
+	*dir = s[0];
+	char **words = calloc((size_t)nw + 1, sizeof *words);
+	char **env = calloc(k - 2 - (size_t)nw + 1, sizeof *env);
+	if (!words || !env) {
+		free(words);
+		free(env);
+		free(s);
+		return -1;
+	}
+	memcpy(words, s + 2, (size_t)nw * sizeof *words);
+	memcpy(env, s + 2 + nw, (k - 2 - (size_t)nw) * sizeof *env);
+	free(s);
+	*argv = words;
+	*envp = env;
+	return 0;
+}
+
+/* Starts the task of the request on CONN; on success it is in the table. */
+static void start_task(int conn)
+{
+	struct timeval tv = {5, 0}; /* a runner that stalls mid-request does not stall the agent */
+	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	int fds[2];
+	uint32_t len;
+	if (receive_head(conn, fds, &len) < 0) {
+		say(conn, 'E', EPROTO);
+		close(conn);
+		return;
+	}
+	char *buf = malloc(len);
+	char *dir = NULL, **argv = NULL, **envp = NULL;
+	if (!buf || read_full(conn, buf, len) < 0 ||
+	    parse_request(buf, len, &dir, &argv, &envp) < 0) {
+		say(conn, 'E', EPROTO);
+		goto fail;
+	}
+	if (n_tasks == cap_tasks) {
+		size_t c = cap_tasks ? 2 * cap_tasks : 16;
+		struct running *t = realloc(tasks, c * sizeof *t);
+		if (!t) {
+			say(conn, 'E', ENOMEM);
+			goto fail;
+		}
+		tasks = t;
+		cap_tasks = c;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		say(conn, 'E', errno);
+		goto fail;
+	}
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setsid();
+		int devnull = open("/dev/null", O_RDONLY);
+		if (devnull >= 0)
+			dup2(devnull, 0);
+		dup2(fds[0], 1);
+		dup2(fds[1], 2);
+		fcntl(conn, F_SETFD, FD_CLOEXEC);
+		if (chdir(dir) < 0) {
+			say(conn, 'E', errno);
+			_exit(127);
+		}
+		execve(argv[0], argv, envp);
+		if (!strchr(argv[0], '/')) {
+			/* a bare word is looked for on the task's PATH */
+			for (char **e = envp; *e; e++)
+				if (strncmp(*e, "PATH=", 5) == 0)
+					setenv("PATH", *e + 5, 1);
+			execvpe(argv[0], argv, envp);
+		}
+		say(conn, 'E', errno);
+		_exit(127);
+	}
+	tasks[n_tasks].pid = pid;
+	tasks[n_tasks].conn = conn;
+	tasks[n_tasks].killed = 0;
+	n_tasks++;
+	close(fds[0]);
+	close(fds[1]);
+	free(argv);
+	free(envp);
+	free(buf);
+	return;
+fail:
+	close(fds[0]);
+	close(fds[1]);
+	free(argv);
+	free(envp);
+	free(buf);
+	close(conn);
+}
+
+/* Reaps every child that ended (orphans of the container included) and reports the tasks. */
+static void reap(void)
+{
+	int st;
+	pid_t pid;
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (size_t i = 0; i < n_tasks; i++) {
+			if (tasks[i].pid != pid)
+				continue;
+			say(tasks[i].conn, 'X', st);
+			close(tasks[i].conn);
+			tasks[i] = tasks[--n_tasks];
+			break;
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr,
+		        "usage: htc_container_agent DIR NAME\n"
+		        "(the process of a work_queue_worker's shared container: it listens "
+		        "on the socket NAME in DIR)\n");
+		return 2;
+	}
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(argv[2]) >= sizeof sa.sun_path || strchr(argv[2], '/')) {
+		fprintf(stderr, "htc_container_agent: %s: not a socket name\n", argv[2]);
+		return 2;
+	}
+	if (chdir(argv[1]) < 0) {
+		fprintf(stderr, "htc_container_agent: %s: %s\n", argv[1], strerror(errno));
+		return 1;
+	}
+	strncpy(sa.sun_path, argv[2], sizeof sa.sun_path - 1);
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unlink(argv[2]);
+	mode_t old = umask(077);
+	if (sfd < 0 || lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    listen(lfd, 128) < 0) {
+		fprintf(stderr, "htc_container_agent: %s/%s: %s\n", argv[1], argv[2],
+		        strerror(errno));
+		return 1;
+	}
+	umask(old);
+	for (;;) {
+		size_t n = 2 + n_tasks;
+		struct pollfd *p = calloc(n, sizeof *p);
+		if (!p)
+			return 1;
+		p[0].fd = lfd;
+		p[0].events = POLLIN;
+		p[1].fd = sfd;
+		p[1].events = POLLIN;
+		for (size_t i = 0; i < n_tasks; i++) {
+			p[2 + i].fd = tasks[i].killed ? -1 : tasks[i].conn;
+			p[2 + i].events = POLLIN;
+		}
+		if (poll(p, n, -1) < 0 && errno != EINTR) {
+			free(p);
+			return 1;
+		}
+		/* a byte or a hang-up from a runner: its task is killed (reported when reaped) */
+		for (size_t i = 0; i < n_tasks; i++) {
+			if (p[2 + i].revents) {
+				kill(-tasks[i].pid, SIGKILL);
+				kill(tasks[i].pid, SIGKILL);
+				tasks[i].killed = 1;
+			}
+		}
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+					return 0;
+			reap();
+		}
+		if (p[0].revents & POLLIN) {
+			int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (conn >= 0)
+				start_task(conn);
+		}
+		free(p);
+	}
+}

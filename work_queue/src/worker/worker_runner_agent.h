@@ -1,0 +1,29 @@
+/* worker_runner_agent.h: the container runner's side of the agent of a shared container
+ * (htc_container_agent_main.c): a shared-mode task is handed to the process the container
+ * runs, over a Unix socket in the worker's state directory, instead of being an Engine exec.
+ * See doc/work-queue-docker.md, "The agent". */
+#ifndef HTC_WORKER_RUNNER_AGENT_H
+#define HTC_WORKER_RUNNER_AGENT_H
+
+#include <signal.h>
+
+/* Where the agent program is bound in a shared container. */
+#define RUNNER_AGENT_IN_CONTAINER "/.htc-container-agent"
+
+/* The agent program installed beside this executable (/proc/self/exe), or NULL when there is
+ * none: shared containers then run a shell loop and tasks are execs. Caller frees. */
+char *runner_agent_program(void);
+
+/* The name of the socket of the shared container NAME, in the state directory. Caller frees. */
+char *runner_agent_socket_name(const char *name);
+
+/* Runs CMD (NULL-terminated) with this process's environment, in WORKDIR, in the container
+ * whose agent listens on STATE/SOCKET, with this process's stdout and stderr. Waits up to
+ * WAIT_S seconds for the agent to listen (0: one try). A STOP signal kills the task (and is
+ * waited for). Returns 0 with *STATUS (the exit status, 128+N for a signal); -ECONNREFUSED
+ * when no agent listens; another negative code with *ERR (e.g. the command could not be
+ * executed in the image). */
+int runner_agent_run(const char *state, const char *socket, const char *workdir, char *const *cmd,
+                     double wait_s, volatile sig_atomic_t *stop, int *status, char **err);
+
+#endif
