@@ -171,6 +171,34 @@ test_expect_success '-T wq: rules queued together are sized when dispatched, wit
 	EOF
 '
 
+# The category's ceiling (its MEMORY, 600 MB) bounds the re-runs at the maximum, whatever
+# the rule the master's category was set up with declared: here the first rule declares its
+# own memory, and its small measurement makes the estimate too small for the others, which
+# run again at the ceiling, not at the whole 4000 MB worker.
+test_expect_success '-T wq: re-runs at the category'"'"'s ceiling, also when its first rule declared memory' '
+	{
+		echo "CATEGORY=cap"
+		echo "MEMORY=600"
+		printf "first:\n@MEMORY=100\n@CORES=1\n\t%s 20 0.2 > first\n" "$ALLOC"
+		for i in 1 2 3; do
+			printf "b%d: first\n@CORES=1\n\t%s 100 0.3 > b%d\n" $i "$ALLOC" $i
+		done
+	} >Makeflow
+	start_master --allocation warmup --summary-json summary.json Makeflow
+	start_worker --cores 2 --memory 4000 --disk 4000 -d worker -o w.debug localhost $port
+	finish
+	# the tries and their memory, in the order they started
+	sed -n "s|.*/tasks/\([0-9]*\.[0-9]*\)/work (\([0-9]*\) cores, \([0-9]*\) MB memory.*|\1 \3|p" \
+		w.debug >tries
+	cat tries
+	grep -qx "1.1 100" tries
+	# every re-run (a second try) had the ceiling, and there was at least one
+	grep -q "\.2 " tries
+	[ -z "$(grep "\.2 " tries | grep -v " 600$")" ]
+	# no try of the category had more than its ceiling
+	[ -z "$(awk "\$2 > 600" tries)" ]
+'
+
 # A LOCAL rule goes to makeflow's local queue, which sizes nothing itself: makeflow sizes it,
 # while the master sizes the category's other rules.
 test_expect_success '-T wq: a LOCAL rule of a warm-up category runs on the local queue' '
