@@ -127,13 +127,14 @@ endef
 $(foreach p,$(PROGS),$(eval $(call prog_rule,$(p))))
 PROG_FILES := $(addprefix $(B)/bin/,$(PROGS))
 
-# Static programs: module.mk says `STATIC_PROGS += name` and `name_COMPONENT := comp`. They
-# include system headers only and link nothing of the tree, without sanitizers (a static
-# binary cannot carry them): they run where no library of ours is (inside any image).
+# Static programs: module.mk says `STATIC_PROGS += name`, `name_COMPONENT := comp` and, for
+# sources of the tree compiled in, `name_SRCS := ...` (they must use the C library only). They
+# link none of the tree's libraries, without sanitizers (a static binary cannot carry them):
+# they run where no library of ours is (inside any image).
 define static_prog_rule
-$(B)/bin/$(1): $(call main_of,$(1)) config.mk
+$(B)/bin/$(1): $(call main_of,$(1)) $($(1)_SRCS) config.mk
 	@mkdir -p $$(@D)
-	$$(CC) -std=gnu11 -O2 $$(WARN) -D_GNU_SOURCE -static -o $$@ $$<
+	$$(CC) -std=gnu11 -O2 $$(WARN) -D_GNU_SOURCE $$(INCLUDES) -static -o $$@ $$(filter %.c,$$^)
 endef
 $(foreach p,$(STATIC_PROGS),$(eval $(call static_prog_rule,$(p))))
 PROG_FILES += $(addprefix $(B)/bin/,$(STATIC_PROGS))

@@ -6,10 +6,11 @@ catalog_query_COMPONENT := work_queue
 catalog_update_COMPONENT := work_queue
 PROGS += work_queue_worker
 work_queue_worker_COMPONENT := work_queue
-# The agent of a shared container runs inside any image: linked statically, with nothing of the
-# tree (the Makefile's STATIC_PROGS rule).
+# The agent of a shared container runs inside any image: linked statically, with no library of
+# the tree (the Makefile's STATIC_PROGS rule); its client code is one C-library-only source.
 STATIC_PROGS += htc_container_agent
 htc_container_agent_COMPONENT := work_queue
+htc_container_agent_SRCS := work_queue/src/worker/worker_runner_agent.c
 PROGS += work_queue_status
 work_queue_status_COMPONENT := work_queue
 

@@ -278,7 +278,7 @@ test_expect_success 'makeflow -T wq with --docker-preserve: one shared container
 	    tr "\0" " " < /proc/1/cmdline > pid1.txt
 	EOF
 	start_master Makeflow
-	"$WORKER" -t 5 --docker-preserve $IMG localhost $port >w.out 2>&1 &
+	"$WORKER" -t 5 --docker-preserve $IMG -d all -o w.debug localhost $port >w.out 2>&1 &
 	w=$!
 	test_track_pid $w
 	test_wait_until 60 shared_container_up $w
@@ -288,6 +288,8 @@ test_expect_success 'makeflow -T wq with --docker-preserve: one shared container
 	[ "$(tail -n 1 b.txt)" = only-in-the-image ]
 	# the tasks were handed to the agent the container runs, not Engine execs
 	grep -q "^/.htc-container-agent .*/containers wq-worker-$w.sock" pid1.txt
+	# by the agent'"'"'s client, which the worker starts instead of the runner
+	grep -q "started pid [0-9]* (.*/htc_container_agent --run .*/containers wq-worker-$w.sock $IMG " w.debug
 	kill -TERM $w 2>/dev/null || true # it may have left with its master already
 	wait $w || true
 	[ -z "$(docker ps -aq --filter name=wq-worker-$w)" ]

@@ -5,6 +5,13 @@
  * it runs in any image, with no library of the image. Only system headers: it links nothing of
  * the tree.
  *
+ * With `--run STATE SOCKET IMAGE WORKDIR -- RUNNER...` it is instead the client the worker
+ * starts for a task of a shared container: it hands the task to the agent listening on
+ * STATE/SOCKET (worker_runner_agent.c), writes the task's container record and exits with the
+ * task's status; when no agent listens yet it becomes the container runner RUNNER..., which
+ * makes the container. A static program starts in well under a millisecond, the runner (the
+ * worker with its libraries) in about 12.
+ *
  * One connection per task. The runner sends, with SCM_RIGHTS, its stdout and stderr, and a
  * request: a 4-byte length (host order: both ends are on one machine) then NUL-terminated
  * strings: the working directory, the number of words N, N words, then the environment. The
@@ -25,7 +32,10 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "worker_runner_agent.h"
 
 #define REQUEST_MAX (16u << 20)
 
@@ -219,8 +229,103 @@ static void reap(void)
 	}
 }
 
+/* ---- the client (--run) ------------------------------------------------------------------ */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The task's container record beside WORKDIR (container.json, as the runner writes it): the
+ * image, the mode and the run time. Written under another name, then renamed. */
+static void write_record(const char *workdir, const char *image, double run_s)
+{
+	const char *slash = strrchr(workdir, '/');
+	if (!slash)
+		return;
+	int dl = (int)(slash - workdir);
+	char path[4096], tmp[4096];
+	if (snprintf(path, sizeof path, "%.*s/container.json", dl, workdir) >= (int)sizeof path ||
+	    snprintf(tmp, sizeof tmp, "%.*s/.container.json.%ld", dl, workdir, (long)getpid()) >=
+	        (int)sizeof tmp)
+		return;
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return;
+	fputs("{\"image\":\"", f);
+	for (const char *p = image; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*p >= 0x20)
+			fputc(*p, f);
+	}
+	fprintf(f, "\",\"mode\":\"shared\",\"agent\":true,\"run_s\":%.6f}", run_s);
+	if (fclose(f) == 0)
+		rename(tmp, path);
+	else
+		unlink(tmp);
+}
+
+static int client(int argc, char **argv)
+{
+	char **cmd = NULL;
+	if (argc >= 9 && strcmp(argv[6], "--") == 0)
+		for (char **a = argv + 8; *a; a++)
+			if (strcmp(*a, "--") == 0) {
+				cmd = a + 1;
+				break;
+			}
+	if (!cmd || !*cmd) {
+		fprintf(stderr, "usage: htc_container_agent --run STATE SOCKET IMAGE WORKDIR -- "
+		                "RUNNER... -- CMD...\n");
+		return 2;
+	}
+	const char *state = argv[2], *sock = argv[3], *image = argv[4], *workdir = argv[5];
+	char **runner = argv + 7;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	double t0 = now_s();
+	int status;
+	char *err = NULL;
+	int r = runner_agent_run(state, sock, workdir, cmd, 0, &stop_signal, &status, &err);
+	if (r == -ECONNREFUSED && !stop_signal) {
+		/* no agent yet: the runner makes the container (its agent runs the task) */
+		signal(SIGPIPE, SIG_DFL);
+		execv(runner[0], runner);
+		fprintf(stderr, "work_queue_worker --container-run: %s: %s\n", runner[0],
+		        strerror(errno));
+		return 125;
+	}
+	write_record(workdir, image, now_s() - t0);
+	if (r < 0) {
+		fprintf(stderr, "work_queue_worker --container-run: %s\n",
+		        err ? err : "no agent answers");
+		free(err);
+		return stop_signal ? 128 + stop_signal : 125;
+	}
+	return stop_signal ? 128 + stop_signal : status;
+}
+
+/* ---- the agent -------------------------------------------------------------------------- */
+
 int main(int argc, char **argv)
 {
+	if (argc >= 2 && strcmp(argv[1], "--run") == 0)
+		return client(argc, argv);
 	if (argc != 3) {
 		fprintf(stderr,
 		        "usage: htc_container_agent DIR NAME\n"

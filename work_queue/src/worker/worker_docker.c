@@ -22,6 +22,7 @@
 #include "docker_api.h"
 #include "worker_images.h"
 #include "worker_runner_agent.h"
+#include "worker_runner_image.h"
 #include "xalloc.h"
 
 #include "banned.h"
@@ -41,6 +42,7 @@ struct worker_docker {
 	bool keep_images; /* --keep-cache: the archives stay, their images too */
 	char host[256];
 	char exe[PATH_MAX]; /* the runner: this program (resolved /proc/self/exe) */
+	char *agent;        /* htc_container_agent beside it, or NULL (worker_runner_agent.h) */
 };
 
 const char *worker_docker_runner_path(const struct worker_docker *d)
@@ -132,6 +134,7 @@ struct worker_docker *worker_docker_create(const char *image, bool shared, char 
 	d->image = image ? xstrdup(image) : NULL;
 	d->shared = shared;
 	find_runner(d);
+	d->agent = runner_agent_program();
 	if (gethostname(d->host, sizeof d->host - 1) < 0)
 		snprintf(d->host, sizeof d->host, "localhost");
 	if (docker_api_nestable(api, &d->nest, &e) < 0) {
@@ -176,7 +179,7 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
 	json_t *binds = json_pack("[s]", "");
 	json_array_set_new(binds, 0, json_sprintf("%s:%s", workdir, workdir));
 	/* with the agent, tasks are handed to it (worker_runner_agent.h); else execs in a loop */
-	char *agent = runner_agent_program();
+	const char *agent = d->agent;
 	json_t *cmd;
 	free(d->agent_socket);
 	d->agent_socket = NULL;
@@ -190,7 +193,6 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
 		cmd = json_pack("[s,s,s]", "/bin/sh", "-c", SHARED_CMD);
 	}
 	free(state);
-	free(agent);
 	char *user = worker_docker_user();
 	json_t *cfg = json_pack("{s:s,s:o,s:s,s:s,s:o,s:{s:o}}", "Image", d->image, "Cmd", cmd,
 	                        "WorkingDir", workdir, "User", user, "Labels",
@@ -242,6 +244,7 @@ void worker_docker_delete(struct worker_docker *d)
 	worker_images_delete(d->images, !d->keep_images);
 	free(d->shared_id);
 	free(d->agent_socket);
+	free(d->agent);
 	free(d->workdir);
 	free(d->image);
 	docker_api_delete(d->api);
@@ -282,6 +285,29 @@ static void argv_tail(const struct worker_docker *d, char **v, int *n, const cha
 	v[*n] = NULL;
 }
 
+/* V (a runner argv of N words) behind the agent's client: `htc_container_agent --run STATE
+ * SOCKET IMAGE WORKDIR -- V...`, which hands the task to the shared container's agent without
+ * starting the runner (12 ms of the worker's start-up), or becomes the runner when no agent
+ * answers yet. Takes V; returns the new argv. */
+static char **behind_client(const struct worker_docker *d, char **v, int n, const char *socket,
+                            const char *image, const char *sandbox_work_dir)
+{
+	char **w = xcalloc((size_t)n + 8, sizeof *w);
+	int k = 0;
+	w[k++] = xstrdup(d->agent);
+	w[k++] = xstrdup("--run");
+	w[k++] = path_join(d->workdir, "containers");
+	w[k++] = xstrdup(socket);
+	w[k++] = xstrdup(image);
+	w[k++] = xstrdup(sandbox_work_dir);
+	w[k++] = xstrdup("--");
+	for (int i = 0; i < n; i++)
+		w[k++] = v[i];
+	w[k] = NULL;
+	free(v);
+	return w;
+}
+
 char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_work_dir,
                           const char *const *env, const char *command)
 {
@@ -306,6 +332,8 @@ char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_wor
 	v[n++] = xstrdup("--workdir");
 	v[n++] = xstrdup(sandbox_work_dir);
 	argv_tail(d, v, &n, sandbox_work_dir, !d->shared_id, command);
+	if (d->shared_id && d->agent_socket && d->workdir && d->agent)
+		v = behind_client(d, v, n, d->agent_socket, d->image, sandbox_work_dir);
 	return v;
 }
 
@@ -359,6 +387,17 @@ char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbo
 		v[n++] = xstrdup(d->workdir ? d->workdir : sandbox_work_dir);
 	}
 	argv_tail(d, v, &n, sandbox_work_dir, !c->shared, command);
+	if (c->shared && !c->archive && d->agent && d->workdir) {
+		/* an image by name: its container's name, hence its agent's socket, is known here
+		 */
+		char owner[32];
+		snprintf(owner, sizeof owner, "%ld", (long)getpid());
+		char *name = runner_image_shared_name(owner, c->image);
+		char *sock = runner_agent_socket_name(name);
+		v = behind_client(d, v, n, sock, c->image, sandbox_work_dir);
+		free(sock);
+		free(name);
+	}
 	return v;
 }
 

@@ -1,11 +1,12 @@
 /* worker_runner_agent.c: handing a shared-mode task to its container's agent (see
  * worker_runner_agent.h): connect, send the two output descriptors and the request, read the
- * agent's lines until the task's status. */
+ * agent's lines until the task's status. C library only. */
 #include "worker_runner_agent.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,17 +15,26 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
-
-#include "buffer.h"
-#include "htc_error.h"
-#include "path.h"
-#include "timeutil.h"
-#include "xalloc.h"
 
 #include "banned.h"
 
 extern char **environ;
+
+/* A formatted string; aborts without memory. */
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+	va_list ap;
+	va_start(ap, f);
+	char *s = NULL;
+	int n = vasprintf(&s, f, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	return s;
+}
 
 char *runner_agent_program(void)
 {
@@ -33,9 +43,11 @@ char *runner_agent_program(void)
 	if (n <= 0)
 		return NULL;
 	self[n] = '\0';
-	char *dir = path_dirname(self);
-	char *p = path_join(dir, "htc_container_agent");
-	free(dir);
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	char *p = fmt("%s/htc_container_agent", self);
 	if (access(p, X_OK) < 0) {
 		free(p);
 		return NULL;
@@ -45,7 +57,7 @@ char *runner_agent_program(void)
 
 char *runner_agent_socket_name(const char *name)
 {
-	return xasprintf("%s.sock", name);
+	return fmt("%s.sock", name);
 }
 
 /* A connection to the agent at STATE/SOCKET, through the directory's descriptor so that a long
@@ -72,28 +84,46 @@ static int agent_connect(const char *state, const char *socket_name)
 	return fd;
 }
 
+/* Appends N bytes of S to *BUF (of *LEN bytes, *CAP allocated). */
+static void put(char **buf, size_t *len, size_t *cap, const void *s, size_t n)
+{
+	if (*len + n > *cap) {
+		size_t c = *cap ? *cap : 4096;
+		while (c < *len + n)
+			c *= 2;
+		char *b = realloc(*buf, c);
+		if (!b)
+			abort();
+		*buf = b;
+		*cap = c;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+}
+
 /* The request: the length word, then the directory, the number of words, the words and the
  * environment, each NUL-terminated. Caller frees; *LEN gets its size. */
 static char *build_request(const char *workdir, char *const *cmd, size_t *len)
 {
-	struct buffer b;
-	buffer_init(&b, 0);
+	char *b = NULL;
+	size_t cap = 0;
+	*len = 0;
 	uint32_t word = 0;
-	buffer_putlstring(&b, (const char *)&word, sizeof word);
-	buffer_putlstring(&b, workdir, strlen(workdir) + 1);
+	put(&b, len, &cap, &word, sizeof word);
+	put(&b, len, &cap, workdir, strlen(workdir) + 1);
 	int n = 0;
 	while (cmd[n])
 		n++;
-	buffer_printf(&b, "%d", n);
-	buffer_putc(&b, '\0');
+	char num[16];
+	int k = snprintf(num, sizeof num, "%d", n);
+	put(&b, len, &cap, num, (size_t)k + 1);
 	for (int i = 0; i < n; i++)
-		buffer_putlstring(&b, cmd[i], strlen(cmd[i]) + 1);
+		put(&b, len, &cap, cmd[i], strlen(cmd[i]) + 1);
 	for (char **e = environ; *e; e++)
-		buffer_putlstring(&b, *e, strlen(*e) + 1);
-	char *data = buffer_steal(&b, len);
+		put(&b, len, &cap, *e, strlen(*e) + 1);
 	word = (uint32_t)(*len - sizeof word);
-	memcpy(data, &word, sizeof word);
-	return data;
+	memcpy(b, &word, sizeof word);
+	return b;
 }
 
 /* Sends the length word with the two descriptors, then the rest. 0 or -errno. */
@@ -126,39 +156,19 @@ static int send_request(int fd, const char *data, size_t len)
 	return 0;
 }
 
-int runner_agent_run(const char *state, const char *socket_name, const char *workdir,
-                     char *const *cmd, double wait_s, volatile sig_atomic_t *stop, int *status,
-                     char **err)
+static double now_s(void)
 {
-	*status = -1;
-	*err = NULL;
-	int64_t until = time_monotonic_us() + (int64_t)(wait_s * 1e6);
-	int fd;
-	for (;;) {
-		fd = agent_connect(state, socket_name);
-		if (fd >= 0 || fd != -ECONNREFUSED || time_monotonic_us() >= until || *stop)
-			break;
-		usleep(10000);
-	}
-	if (fd < 0) {
-		if (fd != -ECONNREFUSED)
-			*err = xasprintf("the shared container's agent %s/%s: %s", state,
-			                 socket_name, htc_strerror(fd));
-		return fd;
-	}
-	size_t len;
-	char *req = build_request(workdir, cmd, &len);
-	int r = send_request(fd, req, len);
-	free(req);
-	if (r < 0) {
-		*err = xasprintf("the shared container's agent %s/%s: cannot send the task: %s",
-		                 state, socket_name, htc_strerror(r));
-		close(fd);
-		return r;
-	}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Reads the agent's lines until "X STATUS" (or the end). 0, or -EPIPE when the agent went
+ * away first; *EXEC_ERRNO gets the errno of an "E" line. */
+static int await_status(int fd, volatile sig_atomic_t *stop, int *status, int *exec_errno)
+{
 	char line[256];
 	size_t have = 0;
-	int exec_errno = 0;
 	bool asked = false;
 	while (*status < 0) {
 		if (*stop && !asked) {
@@ -172,10 +182,8 @@ int runner_agent_run(const char *state, const char *socket_name, const char *wor
 		ssize_t n = read(fd, line + have, sizeof line - 1 - have);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			r = -EPIPE;
-			break;
-		}
+		if (n <= 0)
+			return -EPIPE;
 		have += (size_t)n;
 		line[have] = '\0';
 		char *nl;
@@ -183,7 +191,7 @@ int runner_agent_run(const char *state, const char *socket_name, const char *wor
 			*nl = '\0';
 			long v = strtol(line + 1, NULL, 10);
 			if (line[0] == 'E')
-				exec_errno = (int)v;
+				*exec_errno = (int)v;
 			else if (line[0] == 'X')
 				*status = WIFEXITED(v)     ? WEXITSTATUS(v)
 				          : WIFSIGNALED(v) ? 128 + WTERMSIG(v)
@@ -194,15 +202,49 @@ int runner_agent_run(const char *state, const char *socket_name, const char *wor
 		if (have == sizeof line - 1)
 			have = 0; /* not the agent's lines */
 	}
+	return 0;
+}
+
+int runner_agent_run(const char *state, const char *socket_name, const char *workdir,
+                     char *const *cmd, double wait_s, volatile sig_atomic_t *stop, int *status,
+                     char **err)
+{
+	*status = -1;
+	*err = NULL;
+	double until = now_s() + wait_s;
+	int fd;
+	for (;;) {
+		fd = agent_connect(state, socket_name);
+		if (fd >= 0 || fd != -ECONNREFUSED || now_s() >= until || *stop)
+			break;
+		usleep(10000);
+	}
+	if (fd < 0) {
+		if (fd != -ECONNREFUSED)
+			*err = fmt("the shared container's agent %s/%s: %s", state, socket_name,
+			           strerror(-fd));
+		return fd;
+	}
+	size_t len;
+	char *req = build_request(workdir, cmd, &len);
+	int r = send_request(fd, req, len);
+	free(req);
+	if (r < 0) {
+		*err = fmt("the shared container's agent %s/%s: cannot send the task: %s", state,
+		           socket_name, strerror(-r));
+		close(fd);
+		return r;
+	}
+	int exec_errno = 0;
+	r = await_status(fd, stop, status, &exec_errno);
 	close(fd);
 	if (r < 0) {
-		*err = xasprintf("the shared container's agent %s/%s ended before the task did",
-		                 state, socket_name);
+		*err = fmt("the shared container's agent %s/%s ended before the task did", state,
+		           socket_name);
 		return r;
 	}
 	if (exec_errno) {
-		*err = xasprintf("cannot execute %s in the container: %s", cmd[0],
-		                 strerror(exec_errno));
+		*err = fmt("cannot execute %s in the container: %s", cmd[0], strerror(exec_errno));
 		return -exec_errno;
 	}
 	return 0;

@@ -1,7 +1,10 @@
-/* worker_runner_agent.h: the container runner's side of the agent of a shared container
+/* worker_runner_agent.h: the client side of the agent of a shared container
  * (htc_container_agent_main.c): a shared-mode task is handed to the process the container
  * runs, over a Unix socket in the worker's state directory, instead of being an Engine exec.
- * See doc/work-queue-docker.md, "The agent". */
+ * Used by the container runner and by the agent's own client mode (`--run`), which the worker
+ * starts instead of the runner when the container is up. It uses the C library only (the
+ * agent is linked statically, without the tree's libraries). See doc/work-queue-docker.md,
+ * "The agent of a shared container". */
 #ifndef HTC_WORKER_RUNNER_AGENT_H
 #define HTC_WORKER_RUNNER_AGENT_H
 
@@ -14,15 +17,16 @@
  * none: shared containers then run a shell loop and tasks are execs. Caller frees. */
 char *runner_agent_program(void);
 
-/* The name of the socket of the shared container NAME, in the state directory. Caller frees. */
+/* The name of the socket of the shared container NAME, in the state directory (NAME.sock).
+ * Caller frees. */
 char *runner_agent_socket_name(const char *name);
 
 /* Runs CMD (NULL-terminated) with this process's environment, in WORKDIR, in the container
  * whose agent listens on STATE/SOCKET, with this process's stdout and stderr. Waits up to
  * WAIT_S seconds for the agent to listen (0: one try). A STOP signal kills the task (and is
  * waited for). Returns 0 with *STATUS (the exit status, 128+N for a signal); -ECONNREFUSED
- * when no agent listens; another negative code with *ERR (e.g. the command could not be
- * executed in the image). */
+ * when no agent listens; another negative code with *ERR (caller frees; e.g. the command could
+ * not be executed in the image). */
 int runner_agent_run(const char *state, const char *socket, const char *workdir, char *const *cmd,
                      double wait_s, volatile sig_atomic_t *stop, int *status, char **err);
 

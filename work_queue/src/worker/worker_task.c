@@ -594,7 +594,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		t->container = true;
 		argv = (const char *const *)dargv;
 		free(prog);
-		prog = xstrdup(worker_docker_runner_path(dk));
+		prog = xstrdup(dargv[0]); /* the runner, or the agent's client before it */
 	}
 	const char *dirs[] = {worker_sandbox_path(sb), NULL};
 	struct rmonitor_spec spec;
