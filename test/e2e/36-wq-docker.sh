@@ -135,6 +135,17 @@ test_expect_success 'the runner, shared mode: the container'"'"'s agent runs the
 	shared_run /no/such/program 2>err || rc=$?
 	[ $rc = 125 ]
 	grep -q "cannot execute /no/such/program in the container: No such file or directory" err
+	# a container whose agent no longer answers (its socket is gone) is replaced, once
+	old=$(docker ps -q)
+	rm st/*.sock
+	rc=0
+	shared_run /bin/sh -c "cat /tmp/mark 2>/dev/null; echo fresh" >out 2>err || rc=$?
+	[ $rc = 0 ]
+	grep -q "its agent does not answer; replacing it" err
+	[ "$(cat out)" = fresh ]
+	[ "$(docker ps -q | wc -l)" = 1 ]
+	[ "$(docker ps -q)" != "$old" ]
+	[ -S st/*.sock ]
 	# SIGTERM: the task and its children are killed, the container stays for the next task
 	# exec: $! must be the runner itself, not a shell around it
 	(cd sb/work && exec "$WORKER" --container-run --image $IMG --shared-image \

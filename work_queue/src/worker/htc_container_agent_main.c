@@ -171,6 +171,7 @@ static void start_task(int conn)
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL); /* an ignored signal would stay ignored in the task */
 		setsid();
 		int devnull = open("/dev/null", O_RDONLY);
 		if (devnull >= 0)

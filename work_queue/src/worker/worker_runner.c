@@ -176,23 +176,33 @@ static int run_shared_image(struct docker_api *api, const struct worker_runner_o
 	if (agent)
 		r = runner_agent_run(o->state, sock, o->workdir, o->cmd, 0, &stop_signal, status,
 		                     err);
-	if (r == -ECONNREFUSED) {
+	/* No agent answers: the container is made (or found) and its agent waited for. One found
+	 * running whose agent never answers (its socket went with the worker's state, say) is
+	 * replaced once, removed by its id, so that a container another runner has just made in
+	 * its place is never removed. Without an agent, an exec in *SHARED. */
+	for (int attempt = 0; r == -ECONNREFUSED; attempt++) {
+		free(*shared);
+		*shared = NULL;
 		r = runner_image_shared(api, o, image, agent, &stop_signal, shared, err, rec);
-		if (r == 0 && agent) {
-			t0 = now_s();
-			r = runner_agent_run(o->state, sock, o->workdir, o->cmd, AGENT_WAIT_S,
-			                     &stop_signal, status, err);
-			if (r == -ECONNREFUSED) {
-				debug(D_WORKER, "shared container %s: no agent answers; an exec",
-				      name);
-				r = 0;
-			} else {
-				*ran = true;
-			}
+		if (r < 0 || !agent)
+			break;
+		t0 = now_s();
+		r = runner_agent_run(o->state, sock, o->workdir, o->cmd, AGENT_WAIT_S, &stop_signal,
+		                     status, err);
+		if (r != -ECONNREFUSED)
+			break;
+		if (attempt > 0 || json_object_get(rec, "shared_start_s") || stop_signal) {
+			debug(D_WORKER, "shared container %s: no agent answers; an exec", name);
+			r = 0;
+			break;
 		}
-	} else {
-		*ran = true;
+		warn("shared container %s: its agent does not answer; replacing it", name);
+		char *e2 = NULL;
+		if (docker_api_remove(api, *shared, &e2) < 0)
+			debug(D_WORKER, "%s", e2);
+		free(e2);
 	}
+	*ran = r == 0 && *status >= 0; /* else an error, or an exec in *SHARED */
 	if (*ran)
 		agent_record(rec, t0);
 	free(sock);
