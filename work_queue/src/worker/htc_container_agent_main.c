@@ -232,13 +232,6 @@ static void reap(void)
 
 /* ---- the client (--run) ------------------------------------------------------------------ */
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop(int sig)
-{
-	stop_signal = sig;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -292,18 +285,12 @@ static int client(int argc, char **argv)
 	}
 	const char *state = argv[2], *sock = argv[3], *image = argv[4], *workdir = argv[5];
 	char **runner = argv + 7;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	runner_agent_catch_stops();
 	double t0 = now_s();
 	int status;
 	char *err = NULL;
-	int r = runner_agent_run(state, sock, workdir, cmd, 0, &stop_signal, &status, &err);
-	if (r == -ECONNREFUSED && !stop_signal) {
+	int r = runner_agent_run(state, sock, workdir, cmd, 0, &runner_agent_stop, &status, &err);
+	if (r == -ECONNREFUSED && !runner_agent_stop) {
 		/* no agent yet: the runner makes the container (its agent runs the task) */
 		signal(SIGPIPE, SIG_DFL);
 		execv(runner[0], runner);
@@ -316,9 +303,9 @@ static int client(int argc, char **argv)
 		fprintf(stderr, "work_queue_worker --container-run: %s\n",
 		        err ? err : "no agent answers");
 		free(err);
-		return stop_signal ? 128 + stop_signal : 125;
+		return runner_agent_stop ? 128 + runner_agent_stop : 125;
 	}
-	return stop_signal ? 128 + stop_signal : status;
+	return runner_agent_stop ? 128 + runner_agent_stop : status;
 }
 
 /* ---- the agent -------------------------------------------------------------------------- */

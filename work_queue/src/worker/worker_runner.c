@@ -32,15 +32,6 @@ extern char **environ;
 
 #define PIDS_LIMIT 4096
 
-/* The signal that asks the runner to stop: a signal handler has no other way to say it, so this
- * is the one piece of process-wide state here (the runner is a process of its own). */
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop(int sig)
-{
-	stop_signal = sig;
-}
-
 /* Prints MSG as the runner's error and returns the exit status that says Docker failed. */
 static int fail(const char *msg)
 {
@@ -143,7 +134,7 @@ static int run_shared(struct docker_api *api, const struct worker_runner_opts *o
 {
 	json_t *cfg = json_pack("{s:b,s:b,s:o,s:o,s:s,s:s}", "AttachStdout", 1, "AttachStderr", 1,
 	                        "Cmd", cmd, "Env", env, "WorkingDir", o->workdir, "User", user);
-	int r = docker_api_exec(api, shared, cfg, STDOUT_FILENO, STDERR_FILENO, &stop_signal,
+	int r = docker_api_exec(api, shared, cfg, STDOUT_FILENO, STDERR_FILENO, &runner_agent_stop,
 	                        status, err);
 	json_decref(cfg);
 	return r;
@@ -174,8 +165,8 @@ static int run_shared_image(struct docker_api *api, const struct worker_runner_o
 	double t0 = now_s();
 	int r = -ECONNREFUSED;
 	if (agent)
-		r = runner_agent_run(o->state, sock, o->workdir, o->cmd, 0, &stop_signal, status,
-		                     err);
+		r = runner_agent_run(o->state, sock, o->workdir, o->cmd, 0, &runner_agent_stop,
+		                     status, err);
 	/* No agent answers: the container is made (or found) and its agent waited for. One found
 	 * running whose agent never answers (its socket went with the worker's state, say) is
 	 * replaced once, removed by its id, so that a container another runner has just made in
@@ -183,15 +174,15 @@ static int run_shared_image(struct docker_api *api, const struct worker_runner_o
 	for (int attempt = 0; r == -ECONNREFUSED; attempt++) {
 		free(*shared);
 		*shared = NULL;
-		r = runner_image_shared(api, o, image, agent, &stop_signal, shared, err, rec);
+		r = runner_image_shared(api, o, image, agent, &runner_agent_stop, shared, err, rec);
 		if (r < 0 || !agent)
 			break;
 		t0 = now_s();
-		r = runner_agent_run(o->state, sock, o->workdir, o->cmd, AGENT_WAIT_S, &stop_signal,
-		                     status, err);
+		r = runner_agent_run(o->state, sock, o->workdir, o->cmd, AGENT_WAIT_S,
+		                     &runner_agent_stop, status, err);
 		if (r != -ECONNREFUSED)
 			break;
-		if (attempt > 0 || json_object_get(rec, "shared_start_s") || stop_signal) {
+		if (attempt > 0 || json_object_get(rec, "shared_start_s") || runner_agent_stop) {
 			debug(D_WORKER, "shared container %s: no agent answers; an exec", name);
 			r = 0;
 			break;
@@ -266,7 +257,7 @@ static int run_own(struct docker_api *api, const struct worker_runner_opts *o, c
 	      cg ? cg : "");
 	if (r == 0) {
 		t0 = now_s();
-		r = docker_api_run(api, id, false, STDOUT_FILENO, STDERR_FILENO, &stop_signal,
+		r = docker_api_run(api, id, false, STDOUT_FILENO, STDERR_FILENO, &runner_agent_stop,
 		                   status, err);
 		json_object_set_new(rec, "run_s", json_real(now_s() - t0));
 		if (r < 0) {
@@ -317,13 +308,7 @@ int worker_runner_main(int argc, char **argv)
 	char msg[1024];
 	if (worker_runner_opts_parse(argc, argv, &o, msg, sizeof msg) < 0)
 		return fail(msg);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_stop;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	runner_agent_catch_stops();
 	/* the worker's -d flags do not reach the runner; DOCKER_API_DEBUG=all turns them on */
 	const char *dbg = getenv("DOCKER_API_DEBUG");
 	if (dbg && *dbg)
@@ -347,15 +332,15 @@ int worker_runner_main(int argc, char **argv)
 	int status = -1;
 	char *image = NULL, *shared = NULL;
 	json_t *rec = json_object();
-	int r = runner_image_ready(api, &o, &stop_signal, &image, &err, rec);
+	int r = runner_image_ready(api, &o, &runner_agent_stop, &image, &err, rec);
 	bool ran = false;
 	if (r == 0 && o.shared_image)
 		r = run_shared_image(api, &o, image, &status, &err, rec, &shared, &ran);
 	if (r == 0 && o.shared && o.agent) {
 		/* the --docker-preserve container, made by the worker with its agent */
 		double t0 = now_s();
-		r = runner_agent_run(o.state, o.agent, o.workdir, o.cmd, AGENT_WAIT_S, &stop_signal,
-		                     &status, &err);
+		r = runner_agent_run(o.state, o.agent, o.workdir, o.cmd, AGENT_WAIT_S,
+		                     &runner_agent_stop, &status, &err);
 		if (r == -ECONNREFUSED) {
 			debug(D_WORKER, "shared container %s: no agent answers; an exec", o.shared);
 			r = 0;
@@ -378,7 +363,7 @@ int worker_runner_main(int argc, char **argv)
 		json_decref(cmd);
 		json_decref(env);
 	}
-	if (r < 0 && !stop_signal)
+	if (r < 0 && !runner_agent_stop)
 		engine_check(api, &err, rec);
 	write_record(o.workdir, rec);
 	json_decref(rec);
@@ -390,9 +375,9 @@ int worker_runner_main(int argc, char **argv)
 	if (r < 0) {
 		int st = fail(err);
 		free(err);
-		return stop_signal ? 128 + stop_signal : st;
+		return runner_agent_stop ? 128 + runner_agent_stop : st;
 	}
-	if (stop_signal)
-		return 128 + stop_signal;
+	if (runner_agent_stop)
+		return 128 + runner_agent_stop;
 	return status < 0 || status > 255 ? WORKER_DOCKER_EXIT_DOCKER : status;
 }

@@ -22,6 +22,24 @@
 
 extern char **environ;
 
+volatile sig_atomic_t runner_agent_stop;
+
+static void on_stop(int sig)
+{
+	runner_agent_stop = sig;
+}
+
+void runner_agent_catch_stops(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
 /* A formatted string; aborts without memory. */
 static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 static char *fmt(const char *f, ...)

@@ -21,6 +21,14 @@ char *runner_agent_program(void);
  * Caller frees. */
 char *runner_agent_socket_name(const char *name);
 
+/* The signal that asked the process to stop (SIGTERM or SIGINT), 0 until one did: a signal
+ * handler has no other way to say it (set by runner_agent_catch_stops). */
+extern volatile sig_atomic_t runner_agent_stop;
+
+/* Makes SIGTERM and SIGINT set runner_agent_stop (without SA_RESTART, so that a blocking call
+ * returns), and ignores SIGPIPE. */
+void runner_agent_catch_stops(void);
+
 /* Runs CMD (NULL-terminated) with this process's environment, in WORKDIR, in the container
  * whose agent listens on STATE/SOCKET, with this process's stdout and stderr. Waits up to
  * WAIT_S seconds for the agent to listen (0: one try). A STOP signal kills the task (and is
