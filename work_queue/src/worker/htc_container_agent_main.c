@@ -377,8 +377,11 @@ int main(int argc, char **argv)
 		if (p[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+					free(p);
+					free(tasks);
 					return 0;
+				}
 			reap();
 		}
 		if (p[0].revents & POLLIN) {
