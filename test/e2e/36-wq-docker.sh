@@ -166,6 +166,36 @@ test_expect_success 'the runner, shared mode: the container'"'"'s agent runs the
 	test_wait_until 30 no_containers
 '
 
+# agent_up: the agent started below listens.
+agent_up() {
+	[ -S ag/a.sock ]
+}
+
+test_expect_success 'the agent: a malformed request is answered E EPROTO, and the agent serves the next' '
+	mkdir -p ag sb/work
+	"$BIN/htc_container_agent" "$PWD/ag" a.sock 2>agent.err &
+	a=$!
+	test_track_pid $a
+	test_wait_until 20 agent_up
+	python3 -c "
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b\"not a request\")
+s.shutdown(socket.SHUT_WR)
+print(s.recv(64).decode().strip())
+" "$PWD/ag/a.sock" >reply
+	[ "$(cat reply)" = "E 71" ]
+	rc=0
+	(cd sb/work && "$BIN/htc_container_agent" --run "${PWD%/sb/work}/ag" a.sock img "$PWD" \
+		-- /bin/false --container-run -- /bin/sh -c "echo served; exit 4") >out || rc=$?
+	[ $rc = 4 ]
+	grep -qx served out
+	grep -q "\"mode\":\"shared\"" sb/container.json
+	kill -TERM $a
+	wait $a
+'
+
 test_expect_success 'the runner: a missing image gives 125 and Docker'"'"'s message' '
 	mkdir -p sb/work
 	rc=0

@@ -349,11 +349,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	umask(old);
+	struct pollfd *p = NULL; /* the listener, the signals, then one per task; kept */
+	size_t cap_p = 0;
 	for (;;) {
 		size_t n = 2 + n_tasks;
-		struct pollfd *p = calloc(n, sizeof *p);
-		if (!p)
-			return 1;
+		if (n > cap_p) {
+			struct pollfd *q = realloc(p, 2 * n * sizeof *q);
+			if (!q)
+				return 1;
+			p = q;
+			cap_p = 2 * n;
+		}
+		memset(p, 0, n * sizeof *p);
 		p[0].fd = lfd;
 		p[0].events = POLLIN;
 		p[1].fd = sfd;
@@ -389,6 +396,5 @@ int main(int argc, char **argv)
 			if (conn >= 0)
 				start_task(conn);
 		}
-		free(p);
 	}
 }

@@ -156,6 +156,18 @@ json_t *worker_docker_labels(const char *host)
 	return json_pack("{s:s,s:s}", WORKER_DOCKER_LABEL_PID, pid, WORKER_DOCKER_LABEL_HOST, host);
 }
 
+json_t *worker_docker_shared_cmd(const char *agent, const char *state, const char *name,
+                                 json_t *binds)
+{
+	if (!agent)
+		return json_pack("[s,s,s]", "/bin/sh", "-c", SHARED_CMD);
+	json_array_append_new(binds, json_sprintf("%s:%s:ro", agent, RUNNER_AGENT_IN_CONTAINER));
+	char *sock = runner_agent_socket_name(name);
+	json_t *cmd = json_pack("[s,s,s]", RUNNER_AGENT_IN_CONTAINER, state, sock);
+	free(sock);
+	return cmd;
+}
+
 char *worker_docker_user(void)
 {
 	return xasprintf("%ld:%ld", (long)getuid(), (long)getgid());
@@ -176,22 +188,17 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
 	if (!d->shared || !d->image)
 		return 0;
 	char *name = xasprintf("wq-worker-%ld", (long)getpid());
-	json_t *binds = json_pack("[s]", "");
-	json_array_set_new(binds, 0, json_sprintf("%s:%s", workdir, workdir));
+	json_t *binds = json_array();
+	json_array_append_new(binds, json_sprintf("%s:%s", workdir, workdir));
 	/* with the agent, tasks are handed to it (worker_runner_agent.h); else execs in a loop */
-	const char *agent = d->agent;
-	json_t *cmd;
 	free(d->agent_socket);
 	d->agent_socket = NULL;
 	char *state = path_join(workdir, "containers");
-	if (agent && (mkdir(state, 0700) == 0 || errno == EEXIST)) {
-		json_array_append_new(binds,
-		                      json_sprintf("%s:%s:ro", agent, RUNNER_AGENT_IN_CONTAINER));
+	const char *agent =
+	    d->agent && (mkdir(state, 0700) == 0 || errno == EEXIST) ? d->agent : NULL;
+	json_t *cmd = worker_docker_shared_cmd(agent, state, name, binds);
+	if (agent)
 		d->agent_socket = runner_agent_socket_name(name);
-		cmd = json_pack("[s,s,s]", RUNNER_AGENT_IN_CONTAINER, state, d->agent_socket);
-	} else {
-		cmd = json_pack("[s,s,s]", "/bin/sh", "-c", SHARED_CMD);
-	}
 	free(state);
 	char *user = worker_docker_user();
 	json_t *cfg = json_pack("{s:s,s:o,s:s,s:s,s:o,s:{s:o}}", "Image", d->image, "Cmd", cmd,

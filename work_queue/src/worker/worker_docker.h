@@ -83,4 +83,10 @@ const char *worker_docker_runner_path(const struct worker_docker *d);
 json_t *worker_docker_labels(const char *host);
 char *worker_docker_user(void);
 
+/* The command of the shared container NAME whose state directory is STATE: AGENT (the agent
+ * program, worker_runner_agent.h), appended read-only to BINDS at RUNNER_AGENT_IN_CONTAINER,
+ * listening on NAME.sock in STATE; without AGENT, a shell loop (tasks are then execs). */
+json_t *worker_docker_shared_cmd(const char *agent, const char *state, const char *name,
+                                 json_t *binds);
+
 #endif

@@ -20,12 +20,9 @@
 #include "stringtools.h"
 #include "timeutil.h"
 #include "worker_docker.h"
-#include "worker_runner_agent.h"
 #include "xalloc.h"
 
 #include "banned.h"
-
-#define SHARED_CMD "while :; do sleep 3600; done"
 
 /* Takes the lock file STATE/NAME.lock, waiting for another runner that holds it. The fd, or a
  * negative code (-EINTR when STOP is set meanwhile). */
@@ -179,16 +176,7 @@ int runner_image_shared(struct docker_api *api, const struct worker_runner_opts 
 		for (size_t i = 0; i < o->n_binds; i++)
 			json_array_append_new(binds, json_string(o->binds[i]));
 		char *user = worker_docker_user();
-		json_t *cmd;
-		if (agent) {
-			json_array_append_new(
-			    binds, json_sprintf("%s:%s:ro", agent, RUNNER_AGENT_IN_CONTAINER));
-			char *sock = runner_agent_socket_name(name);
-			cmd = json_pack("[s,s,s]", RUNNER_AGENT_IN_CONTAINER, o->state, sock);
-			free(sock);
-		} else {
-			cmd = json_pack("[s,s,s]", "/bin/sh", "-c", SHARED_CMD);
-		}
+		json_t *cmd = worker_docker_shared_cmd(agent, o->state, name, binds);
 		json_t *cfg = json_pack(
 		    "{s:s,s:o,s:s,s:s,s:{s:s,s:s},s:{s:o}}", "Image", image, "Cmd", cmd,
 		    "WorkingDir", o->workdir, "User", user, "Labels", WORKER_DOCKER_LABEL_PID,
