@@ -3,7 +3,8 @@
 # (test/lib/k8s-lib.sh): the worker image is made by htc_worker_image and loaded into the
 # cluster's containerd; the factory's worker pods (host network, one large worker sized from
 # the node) run 30 tasks of makeflow -T wq and go away when the factory stops; a factory
-# restarted after kill -9 deletes the pods of its earlier run.
+# restarted after kill -9 deletes the pods of its earlier run; with request-fraction, worker pods
+# whose limits add up to more than the node has all run.
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../lib/k8s-lib.sh"
 . "$(dirname "$0")/../lib/wq-lib.sh"
@@ -139,6 +140,36 @@ test_expect_success 'work_queue_factory -T k8s restarted after kill -9 deletes t
 	kill -TERM $fpid
 	wait $fpid || { cat f2.out; exit 1; }
 	test_wait_until 30 all_pods_gone
+'
+
+test_expect_success 'work_queue_factory -T k8s with request-fraction: three 2-core worker pods run at once on the 2-core node' '
+	# each pod is limited to 2 cores and 1000 MiB but requests a quarter of that (Burstable);
+	# with full requests the scheduler would place one of them and leave two Pending
+	"$BIN/work_queue_factory" -T k8s --batch-option "kubeconfig=$KC" \
+		--batch-option request-fraction=0.25 --cores 2 --memory 1000 --min-workers 3 \
+		--max-workers 3 --period 0.5 -t 600 localhost 1 >f3.out 2>&1 &
+	fpid=$!
+	test_track_pid $fpid
+	three_running() { [ "$(pods_json | grep -c "\"phase\": \"Running\"")" = 3 ]; }
+	test_wait_until 120 three_running || { pods_json | grep -E "phase|message" | head; cat f3.out; exit 1; }
+	pods_json >pods3.json
+	python3 -c "
+import json
+for p in json.load(open(\"pods3.json\"))[\"items\"]:
+    r = p[\"spec\"][\"containers\"][0][\"resources\"]
+    assert r[\"limits\"] == {\"cpu\": \"2\", \"memory\": \"1000Mi\"}, r
+    assert r[\"requests\"] == {\"cpu\": \"500m\", \"memory\": \"250Mi\"}, r
+    assert p[\"status\"][\"qosClass\"] == \"Burstable\", p[\"status\"]
+print(\"3 pods: limits 2 cores 1000Mi, requests 500m 250Mi, Burstable\")
+"
+	# a fraction outside (0, 1] is refused with the key named
+	test_must_fail "$BIN/work_queue_factory" -T k8s --batch-option "kubeconfig=$KC" \
+		--batch-option request-fraction=1.5 --max-workers 1 localhost 1 >bad.out 2>&1
+	cat bad.out
+	grep -q "request-fraction" bad.out
+	kill -TERM $fpid
+	wait $fpid || { cat f3.out; exit 1; }
+	test_wait_until 60 all_pods_gone
 '
 
 test_expect_success 'stopped: the cluster is down' '

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,8 @@ struct kd {
 	bool host_network, whole_node, started, have_run, in_submit;
 	int64_t node_cores, node_memory_mb;       /* whole-node: the largest node's allocatable */
 	int64_t default_cores, default_memory_mb; /* jobs that declare none */
-	struct k8s_client *api, *wapi;            /* the API thread's and the watch thread's */
+	double request_fraction; /* requests = this fraction of the limits (1: Guaranteed QoS) */
+	struct k8s_client *api, *wapi; /* the API thread's and the watch thread's */
 	char run_id[CLUSTER_RUN_ID_LEN + 1], selector[64];
 	struct cluster_throttle throttle;
 	uv_timer_t *timer;                   /* the throttle's wait; freed by its close callback */
@@ -471,6 +473,7 @@ static int k8s_create(struct batch_queue *q, void **state)
 	struct kd *d = xcalloc(1, sizeof *d);
 	d->q = q;
 	d->pull_policy = xstrdup("IfNotPresent");
+	d->request_fraction = 1;
 	cluster_throttle_init(&d->throttle, K8S_DEFAULT_RATE, K8S_DEFAULT_MAX_PODS);
 	uv_mutex_init(&d->mu);
 	uv_cond_init(&d->cv);
@@ -574,6 +577,13 @@ static int k8s_set_option(void *state, const char *key, const char *value)
 		if (str_to_int64(value, &v) < 0 || v < 1)
 			return -EINVAL;
 		*(key[8] == 'c' ? &d->default_cores : &d->default_memory_mb) = v;
+		return 0;
+	}
+	if (!strcmp(key, "request-fraction")) {
+		double f;
+		if (str_to_double(value, &f) < 0 || !(f > 0 && f <= 1))
+			return -EINVAL;
+		d->request_fraction = f;
 		return 0;
 	}
 	if (!strcmp(key, "mount")) {
@@ -736,6 +746,26 @@ static void add_env(json_t *env, const char *name, const char *value)
 	json_array_append_new(env, json_pack("{s:s,s:s}", "name", name, "value", value));
 }
 
+/* The pod's requests: its limits (Guaranteed QoS), or with request-fraction F < 1 that
+ * fraction of them, rounded up to whole millicores and MiB (Burstable QoS: the scheduler
+ * packs pods by their requests, the limits still hold each one). A new reference. */
+static json_t *pod_requests(const struct kd *d, int64_t cores, int64_t memory, json_t *limits)
+{
+	double f = d->request_fraction;
+	if (f >= 1)
+		return json_incref(limits);
+	json_t *r = json_object();
+	if (cores > 0)
+		json_object_set_new(
+		    r, "cpu",
+		    json_sprintf("%" PRId64 "m", (int64_t)ceil((double)cores * 1000 * f - 1e-6)));
+	if (memory > 0)
+		json_object_set_new(
+		    r, "memory",
+		    json_sprintf("%" PRId64 "Mi", (int64_t)ceil((double)memory * f - 1e-6)));
+	return r;
+}
+
 static json_t *pod_of(struct kd *d, struct kjob *kj, const char *image)
 {
 	const struct batch_job_spec *s = &kj->job->spec;
@@ -773,6 +803,7 @@ static json_t *pod_of(struct kd *d, struct kjob *kj, const char *image)
 		snprintf(num, sizeof num, "%" PRId64, memory);
 		add_env(env, "MEMORY", num);
 	}
+	json_t *requests = pod_requests(d, cores, memory, limits);
 	json_t *mounts = json_pack("[{s:s,s:s}]", "name", "shared", "mountPath", d->shared_fs);
 	json_t *volumes =
 	    json_pack("[{s:s,s:{s:s}}]", "name", "shared", "hostPath", "path", d->shared_fs);
@@ -788,8 +819,9 @@ static json_t *pod_of(struct kd *d, struct kjob *kj, const char *image)
 	    json_pack("{s:s,s:s,s:s,s:[s,s,s],s:s,s:o,s:{s:O,s:O},s:o}", "name", "main", "image",
 	              image, "imagePullPolicy", d->pull_policy, "command", "/bin/sh", "-c",
 	              s->command, "workingDir", cwd, "env", env, "resources", "limits", limits,
-	              "requests", limits, "volumeMounts", mounts);
+	              "requests", requests, "volumeMounts", mounts);
 	json_decref(limits);
+	json_decref(requests);
 	json_t *spec =
 	    json_pack("{s:s,s:i,s:[o],s:o}", "restartPolicy", "Never",
 	              "terminationGracePeriodSeconds", 1, "containers", c, "volumes", volumes);
