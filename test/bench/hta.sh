@@ -12,9 +12,21 @@
 # moment each is requested, minus core-s allocated to tasks) and accumulated shortage (core-s
 # of tasks waiting to be dispatched), from the factory's pool log and the master's transactions
 # log; one SVG per run of pool size, waiting and running tasks over time.
-# Usage: hta.sh [BUILD]; HTA_DELAY, HTA_SCALE (task counts, default 1), HTA_POLICIES.
+# HTA_DRIVER=k8s: instead, both workflows under every policy with the start latency of real
+# Kubernetes worker pods: work_queue_factory -T k8s on the single-node test cluster
+# (test/lib/k8s-lib.sh, started and stopped here), the worker image made by htc_worker_image,
+# the same 4-core workers with request-fraction=0.02 (each pod requests 80m of its 4 cores and
+# 80Mi of its 4000 MB, so that all 20 fit on the 2-core node at once), no modelled delay.
+# Usage: hta.sh [BUILD]; HTA_DELAY, HTA_SCALE (task counts, default 1), HTA_POLICIES,
+# HTA_DRIVER (local or k8s).
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
+DRIVER=${HTA_DRIVER:-local}
+if [ "$DRIVER" = k8s ] && [ -z "${HTC_CONTAINERD_LOCKED:-}" ]; then
+	# the cluster shares containerd's paths with the Docker suites and benchmarks
+	export HTC_CONTAINERD_LOCKED=1
+	exec flock /tmp/htc-containerd.lock bash "$0" "$@"
+fi
 BUILD=${1:-$SRCDIR/build}
 case "$BUILD" in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
 BIN=$BUILD/bin
@@ -22,6 +34,27 @@ DELAY=${HTA_DELAY:-4}
 SCALE=${HTA_SCALE:-1}
 POLICIES=${HTA_POLICIES:-queue hpa:20:8 hpa:50:8 hta}
 WORK=$BUILD/bench/hta
+DRIVER_OPTS=(-T local --batch-option cores=80 --batch-option max-jobs=20)
+case "$DRIVER" in
+local) ;;
+k8s)
+	WORK=$BUILD/bench/hta-k8s
+	. "$SRCDIR/test/lib/k8s-lib.sh"
+	K8S_TMP=$(mktemp -d "${TMPDIR:-/tmp}/htc-bench-hta-k8s.XXXXXX")
+	export K8S_HOME=$K8S_TMP/k8s
+	trap 'k8s_stop; rm -rf "$K8S_TMP"' EXIT
+	k8s_build >&2 || exit 1
+	k8s_start || exit 1
+	"$BIN/htc_worker_image" -o "$K8S_TMP/worker.tar" --import \
+		--address "$K8S_HOME/run/containerd.sock" >/dev/null || exit 1
+	DRIVER_OPTS=(-T k8s --batch-option "kubeconfig=$K8S_HOME/conf/kubeconfig"
+		--batch-option request-fraction=0.02)
+	;;
+*)
+	echo "hta.sh: HTA_DRIVER=$DRIVER: local or k8s" >&2
+	exit 2
+	;;
+esac
 rm -rf "$WORK"
 mkdir -p "$WORK"
 
@@ -79,10 +112,9 @@ run() {
 		local mf=$!
 		for _ in $(seq 1 200); do [ -s port ] && break; sleep 0.1; done
 		local wrap=()
-		[ "$delay" != 0 ] && wrap=(--wrapper "sleep $delay;")
-		"$BIN/work_queue_factory" -T local --cores 4 --memory 4000 --max-workers 20 \
+		case "$delay" in 0 | pod) ;; *) wrap=(--wrapper "sleep $delay;") ;; esac
+		"$BIN/work_queue_factory" "${DRIVER_OPTS[@]}" --cores 4 --memory 4000 --max-workers 20 \
 			--workers-per-cycle 20 --period 1 -t 10 --scaler "$policy" \
-			--batch-option cores=80 --batch-option max-jobs=20 \
 			--modelled-load "$WORK/load.model" --pool-record "$dir/pool.rec" "${wrap[@]}" \
 			-d factory -o factory.log localhost "$(cat port)" >factory.out 2>&1 &
 		local fac=$!
@@ -94,16 +126,27 @@ run() {
 	python3 "$SRCDIR/test/bench/hta_report.py" "$dir" "$trace" "$policy" "$delay" 4
 }
 
-echo "Autoscaling (test/bench/hta.sh): workers of 4 nominal cores, at most 20, period 1 s;"
+echo "Autoscaling (test/bench/hta.sh, $DRIVER driver): workers of 4 nominal cores, at most 20," \
+	"period 1 s;"
 echo "  $(nproc) real cores; load average at the start: $(cut -d" " -f1-3 /proc/loadavg)"
-printf "%-8s %-10s %6s %9s %11s %13s %s\n" trace policy delay makespan "waste c*s" \
-	"shortage c*s" "max pool"
-for trace in blast iobound; do
-	for policy in $POLICIES; do
-		run $trace "$policy" "$DELAY"
+echo "  start delay: pod = Kubernetes worker pods, 0 = local processes, N = local processes" \
+	"behind 'sleep N'; latency = mean request -> connected the factory measured"
+printf "%-8s %-10s %6s %9s %11s %13s %8s %s\n" trace policy delay makespan "waste c*s" \
+	"shortage c*s" latency "max pool"
+if [ "$DRIVER" = k8s ]; then
+	for trace in blast iobound; do
+		for policy in $POLICIES; do
+			run $trace "$policy" pod
+		done
 	done
-done
-for policy in $POLICIES; do
-	run blast "$policy" 0
-done
+else
+	for trace in blast iobound; do
+		for policy in $POLICIES; do
+			run $trace "$policy" "$DELAY"
+		done
+	done
+	for policy in $POLICIES; do
+		run blast "$policy" 0
+	done
+fi
 echo "SVG plots: $WORK/*/plot.svg"

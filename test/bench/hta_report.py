@@ -3,7 +3,8 @@
 # "pool t=..." line per cycle, wall-clock stamped) and the master's transactions log (TASK ID
 # WAITING / RUNNING {resources} / DONE, microseconds since the epoch) it computes the makespan,
 # the accumulated waste (core-s the factory's workers offered from their request, minus core-s
-# allocated to tasks) and shortage (core-s of tasks waiting to be dispatched), prints one line,
+# allocated to tasks) and shortage (core-s of tasks waiting to be dispatched), the mean preparing
+# latency the factory measured (request -> worker connected), prints one line,
 # and writes plot.svg: pool size (workers), waiting and running tasks over time.
 # Usage: hta_report.py DIR TRACE POLICY DELAY WORKER_CORES
 import datetime
@@ -52,6 +53,16 @@ with open(os.path.join(d, "factory.log")) as f:
         t = ts.replace(tzinfo=datetime.timezone.utc).timestamp()
         pool.append((t, int(m.group(2)), int(m.group(6)), int(m.group(7))))
 
+# the preparing latency the factory measured for each worker: request -> connected
+lat = []
+conn = re.compile(r" connected as \S+ after ([0-9.]+) s \(estimate")
+with open(os.path.join(d, "factory.log")) as f:
+    for line in f:
+        m = conn.search(line)
+        if m:
+            lat.append(float(m.group(1)))
+latency = f"{sum(lat) / len(lat):7.1f}s" if lat else "     n/a"
+
 if first is None or not pool:
     print(f"{trace:8} {policy:10} {delay:>6} no record (see {d})")
     sys.exit(0)
@@ -83,7 +94,7 @@ for rec in tasks.values():
         shortage += rec["cores"] * max(0.0, disp - wt)
 waste = offered - allocated
 maxpool = max(s for (_, s, _, _) in pool)
-print(f"{trace:8} {policy:10} {delay:>6} {makespan:8.1f}s {waste:11.0f} {shortage:13.0f} {maxpool:4d}")
+print(f"{trace:8} {policy:10} {delay:>6} {makespan:8.1f}s {waste:11.0f} {shortage:13.0f} {latency} {maxpool:4d}")
 
 # plot.svg: three lines over time
 W, H, L, B = 640, 300, 50, 30

@@ -336,6 +336,66 @@ test_expect_success 'makeflow -T wq with --docker-preserve: one shared container
 	[ -z "$(docker ps -aq --filter name=wq-worker-$w)" ]
 '
 
+test_expect_success 'makeflow -T wq with --docker-preserve: a task of the shared container is in its own task cgroup, held to its MEMORY' '
+	wf Makeflow <<-\EOF
+	MEMORY=40
+	cg.txt:
+	    cat /proc/self/cgroup > cg.txt
+	big.txt:
+	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 120000000) s = s s; print length(s) }" && echo done > big.txt
+	small.txt:
+	    echo small > small.txt
+	EOF
+	start_master Makeflow
+	"$WORKER" -t 30 --docker-preserve $IMG localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	rc=0
+	wait $mf || rc=$?
+	cat mf.out cg.txt
+	# the task, forked by the agent in the container, was moved into the cgroup the worker
+	# made for it (not the container'"'"'s), in the memory hierarchy at least
+	grep -Eq "^[0-9]+:([a-z_]+,)*memory(,[a-z_]+)*:/.*/htc\.[^/]*$" cg.txt
+	# the devices hierarchy stays the container'"'"'s
+	not grep -Eq "^[0-9]+:devices:/.*/htc\." cg.txt
+	# its memory limit held it: exhausted, not done; the others ran
+	[ $rc != 0 ]
+	test ! -e big.txt
+	[ "$(cat small.txt)" = small ]
+	grep -Eqi "memory exhausted|exceeded its (resource|memory)|exhaust" mf.out
+	# the shared container survived the task'"'"'s kill
+	[ -n "$(docker ps -q --filter name=wq-worker-$w)" ]
+	kill -TERM $w
+	wait $w || true
+	test_wait_until 60 no_containers
+'
+
+test_expect_success 'makeflow -T wq with --docker-preserve and --memory-grow: a rule over its estimate grows in the shared container' '
+	# as with --docker above: a is measured, b needs several times that; its task cgroup,
+	# which the agent'"'"'s task joined, is grown instead of the rule being killed
+	wf Makeflow <<-\EOF
+	CATEGORY=grow
+	a.txt:
+	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 8000000) s = s s; print length(s) }" > a.txt
+	b.txt: a.txt
+	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 64000000) s = s s; print length(s) }" > b.txt
+	EOF
+	start_master --allocation warmup -d alloc -o mf.dbg Makeflow
+	"$WORKER" -t 30 --cores 2 --memory 4000 --disk 4000 --memory-grow on \
+		--docker-preserve $IMG localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	wait $mf || { cat mf.out w.out >&2; exit 1; }
+	kill -TERM $w
+	wait $w || true
+	cat w.out
+	[ "$(cat b.txt)" -ge 64000000 ]
+	grep -q "memory limit grown from" w.out
+	not grep -qi "exhausted" mf.out w.out
+	[ "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 2 ]
+	test_wait_until 60 no_containers
+'
+
 # make_img2: img2.tar, a docker save archive of a second image (wqtest-two:1, whose
 # /etc/wq-marker says image-two) that the engine does not have.
 make_img2() {

@@ -16,8 +16,11 @@
  * request: a 4-byte length (host order: both ends are on one machine) then NUL-terminated
  * strings: the working directory, the number of words N, N words, then the environment. The
  * agent answers with text lines: "E ERRNO" when the command could not be executed, and at the
- * end "X STATUS" (the raw wait status); then it closes. A byte from the runner, or the
- * connection closing, kills the task's process group. */
+ * end "X STATUS" (the raw wait status); then it closes. Before the task executes its command,
+ * the forked task itself writes "P" (so the client, with SO_PASSCRED, learns its pid as seen
+ * from the client's side) and waits until the client answers "G": meanwhile the client may
+ * move it into the cgroups the worker made for the task. Any other byte from the client, or
+ * the connection closing, kills the task's process group. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -42,7 +45,8 @@
 struct running {
 	pid_t pid;
 	int conn;
-	int killed; /* its runner asked: it is no longer listened to, only reaped */
+	int release; /* the task waits for a byte here before it executes; -1 once released */
+	int killed;  /* its runner asked: it is no longer listened to, only reaped */
 };
 
 static struct running *tasks;
@@ -162,9 +166,16 @@ static void start_task(int conn)
 		tasks = t;
 		cap_tasks = c;
 	}
+	int rel[2];
+	if (pipe2(rel, O_CLOEXEC) < 0) {
+		say(conn, 'E', errno);
+		goto fail;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		say(conn, 'E', errno);
+		close(rel[0]);
+		close(rel[1]);
 		goto fail;
 	}
 	if (pid == 0) {
@@ -173,6 +184,19 @@ static void start_task(int conn)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL); /* an ignored signal would stay ignored in the task */
 		setsid();
+		/* the client learns who the task is from this line's credentials, and may move it
+		 * into the task's cgroups before it runs anything (and allocates anything) */
+		close(rel[1]);
+		char go;
+		ssize_t r;
+		if (write(conn, "P\n", 2) != 2)
+			_exit(127);
+		do
+			r = read(rel[0], &go, 1);
+		while (r < 0 && errno == EINTR);
+		if (r != 1)
+			_exit(127); /* killed before it was released */
+		close(rel[0]);
 		int devnull = open("/dev/null", O_RDONLY);
 		if (devnull >= 0)
 			dup2(devnull, 0);
@@ -194,8 +218,10 @@ static void start_task(int conn)
 		say(conn, 'E', errno);
 		_exit(127);
 	}
+	close(rel[0]);
 	tasks[n_tasks].pid = pid;
 	tasks[n_tasks].conn = conn;
+	tasks[n_tasks].release = rel[1];
 	tasks[n_tasks].killed = 0;
 	n_tasks++;
 	close(fds[0]);
@@ -224,6 +250,8 @@ static void reap(void)
 				continue;
 			say(tasks[i].conn, 'X', st);
 			close(tasks[i].conn);
+			if (tasks[i].release >= 0)
+				close(tasks[i].release);
 			tasks[i] = tasks[--n_tasks];
 			break;
 		}
@@ -373,12 +401,27 @@ int main(int argc, char **argv)
 			free(p);
 			return 1;
 		}
-		/* a byte or a hang-up from a runner: its task is killed (reported when reaped) */
+		/* "G" from a runner releases its task; any other byte or a hang-up kills it
+		 * (reported when reaped) */
 		for (size_t i = 0; i < n_tasks; i++) {
-			if (p[2 + i].revents) {
-				kill(-tasks[i].pid, SIGKILL);
-				kill(tasks[i].pid, SIGKILL);
-				tasks[i].killed = 1;
+			if (!p[2 + i].revents)
+				continue;
+			struct running *t = &tasks[i];
+			char b = 0;
+			ssize_t r = (p[2 + i].revents & POLLIN) ? read(t->conn, &b, 1) : 0;
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r == 1 && b == 'G' && t->release >= 0) {
+				ssize_t w = write(t->release, "g", 1);
+				(void)w;
+			} else {
+				kill(-t->pid, SIGKILL);
+				kill(t->pid, SIGKILL);
+				t->killed = 1;
+			}
+			if (t->release >= 0) {
+				close(t->release);
+				t->release = -1;
 			}
 		}
 		if (p[1].revents & POLLIN) {

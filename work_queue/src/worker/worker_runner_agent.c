@@ -1,6 +1,7 @@
 /* worker_runner_agent.c: handing a shared-mode task to its container's agent (see
- * worker_runner_agent.h): connect, send the two output descriptors and the request, read the
- * agent's lines until the task's status. C library only. */
+ * worker_runner_agent.h): connect, send the two output descriptors and the request, move the
+ * task into this process's task cgroups when it says who it is, read the agent's lines until
+ * the task's status. C library only. */
 #include "worker_runner_agent.h"
 
 #include <errno.h>
@@ -90,7 +91,9 @@ static int agent_connect(const char *state, const char *socket_name)
 	int fd = -ENAMETOOLONG;
 	if (n > 0 && (size_t)n < sizeof sa.sun_path) {
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		int on = 1; /* the task's "P" line carries its pid, as seen from here */
+		if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) < 0 ||
+		                connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)) {
 			int e = errno;
 			close(fd);
 			fd = e == ENOENT ? -ECONNREFUSED : -e;
@@ -181,8 +184,88 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Reads the agent's lines until "X STATUS" (or the end). 0, or -EPIPE when the agent went
- * away first; *EXEC_ERRNO gets the errno of an "E" line. */
+/* The resource controllers whose task cgroup a shared container's task joins: those the
+ * resource monitor measures and limits with (rmon_cgroup_layout.c). Not devices (the
+ * container's device rules stay), not the named and v2 hierarchies. */
+static const char *const task_controllers[] = {"memory", "cpu",     "cpuacct", "pids",
+                                               "cpuset", "freezer", "blkio"};
+
+static bool joined_controller(const char *w, size_t n)
+{
+	for (size_t i = 0; i < sizeof task_controllers / sizeof *task_controllers; i++)
+		if (strlen(task_controllers[i]) == n && strncmp(task_controllers[i], w, n) == 0)
+			return true;
+	return false;
+}
+
+/* Moves PID into the cgroups of this process that the resource monitor made for the task
+ * (cgroup v1; their last component is htc.OWNER...): then the task in the shared container is
+ * measured, limited and grown with its own cgroup, as any other task of the worker. Returns
+ * the number of hierarchies it was moved in (0: this process is not in a task cgroup, cgroup
+ * v2, or the moves failed: the task stays in the container's cgroup). */
+int runner_agent_join_cgroups(pid_t pid)
+{
+	char buf[8192];
+	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char num[24];
+	int len = snprintf(num, sizeof num, "%ld", (long)pid);
+	int moved = 0;
+	for (char *line = buf, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		/* ID:CONTROLLERS:PATH */
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2 || c2 == c1 + 1)
+			continue; /* v2 (0::PATH) or malformed */
+		const char *path = c2 + 1, *leaf = strrchr(path, '/');
+		if (!leaf || strncmp(leaf + 1, "htc.", 4) != 0)
+			continue;
+		for (const char *w = c1 + 1; w < c2;) {
+			const char *e = memchr(w, ',', (size_t)(c2 - w));
+			size_t wl = (size_t)((e ? e : c2) - w);
+			if (joined_controller(w, wl)) {
+				char *procs =
+				    fmt("/sys/fs/cgroup/%.*s%s/cgroup.procs", (int)wl, w, path);
+				int pf = open(procs, O_WRONLY | O_CLOEXEC);
+				free(procs);
+				bool ok = pf >= 0 && write(pf, num, (size_t)len) == len;
+				if (pf >= 0)
+					close(pf);
+				if (ok) {
+					moved++;
+					break; /* one write moves it in the whole hierarchy */
+				}
+			}
+			w += wl + 1;
+		}
+	}
+	return moved;
+}
+
+/* The pid in the credentials of MH (SO_PASSCRED), or 0. */
+static pid_t sender_pid(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred u;
+			memcpy(&u, CMSG_DATA(c), sizeof u);
+			return u.pid;
+		}
+	return 0;
+}
+
+/* Reads the agent's lines until "X STATUS" (or the end). "P" (the task, before it executes)
+ * is answered "G" once the task is in this process's task cgroups. 0, or -EPIPE when the
+ * agent went away first; *EXEC_ERRNO gets the errno of an "E" line. */
 static int await_status(int fd, volatile sig_atomic_t *stop, int *status, int *exec_errno)
 {
 	char line[256];
@@ -197,18 +280,32 @@ static int await_status(int fd, volatile sig_atomic_t *stop, int *status, int *e
 		struct pollfd p = {fd, POLLIN, 0};
 		if (poll(&p, 1, -1) < 0)
 			continue; /* a signal: *stop is looked at again */
-		ssize_t n = read(fd, line + have, sizeof line - 1 - have);
+		char cbuf[CMSG_SPACE(sizeof(struct ucred))];
+		struct iovec iov = {line + have, sizeof line - 1 - have};
+		struct msghdr mh = {0};
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof cbuf;
+		ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -EPIPE;
+		pid_t from = sender_pid(&mh);
 		have += (size_t)n;
 		line[have] = '\0';
 		char *nl;
 		while ((nl = strchr(line, '\n'))) {
 			*nl = '\0';
 			long v = strtol(line + 1, NULL, 10);
-			if (line[0] == 'E')
+			if (line[0] == 'P' && !asked) {
+				/* the task's own line: its credentials say who it is here */
+				if (from > 0)
+					runner_agent_join_cgroups(from);
+				ssize_t w = send(fd, "G", 1, MSG_NOSIGNAL);
+				(void)w;
+			} else if (line[0] == 'E')
 				*exec_errno = (int)v;
 			else if (line[0] == 'X')
 				*status = WIFEXITED(v)     ? WEXITSTATUS(v)

@@ -9,6 +9,7 @@
 #define HTC_WORKER_RUNNER_AGENT_H
 
 #include <signal.h>
+#include <sys/types.h>
 
 /* Where the agent program is bound in a shared container. */
 #define RUNNER_AGENT_IN_CONTAINER "/.htc-container-agent"
@@ -29,8 +30,17 @@ extern volatile sig_atomic_t runner_agent_stop;
  * returns), and ignores SIGPIPE. */
 void runner_agent_catch_stops(void);
 
+/* Moves PID into the cgroups the resource monitor made for this process's task (cgroup v1:
+ * memory, cpu, cpuacct, pids, cpuset, freezer, blkio; not devices), so that a task of a shared
+ * container is measured, limited and grown as its own. Returns the number of hierarchies it
+ * was moved in: 0 when this process is not in a task cgroup (htc.*), on cgroup v2 (where a
+ * move would also take the task out of the container's device rules), or when the moves
+ * failed; the task then stays in the container's cgroup. */
+int runner_agent_join_cgroups(pid_t pid);
+
 /* Runs CMD (NULL-terminated) with this process's environment, in WORKDIR, in the container
- * whose agent listens on STATE/SOCKET, with this process's stdout and stderr. Waits up to
+ * whose agent listens on STATE/SOCKET, with this process's stdout and stderr; the task joins
+ * this process's task cgroups (runner_agent_join_cgroups) before it executes CMD. Waits up to
  * WAIT_S seconds for the agent to listen (0: one try). A STOP signal kills the task (and is
  * waited for). Returns 0 with *STATUS (the exit status, 128+N for a signal); -ECONNREFUSED
  * when no agent listens; another negative code with *ERR (caller frees; e.g. the command could
