@@ -57,6 +57,7 @@ struct factory {
 	char prefix[64]; /* the token prefix of this run's workers */
 	struct scaler_vec worker_size;
 	double last_action;          /* now of the last start or drain, -1 before */
+	double last_start;           /* now of the last start, -1 before */
 	double next_at;              /* a hook's next_in: no decision before this */
 	double t0;                   /* the factory's start, for the pool log */
 	struct scaler_input hook_in; /* the input a running hook was shown */
@@ -202,6 +203,8 @@ static void apply(struct factory *f, const struct scaler_input *in, struct scale
 	}
 	for (size_t i = 0; i < d->n_drain; i++)
 		drain_one(f, d->drain[i]);
+	if (started > 0)
+		f->last_start = now;
 	if (started > 0 || d->n_drain > 0) {
 		f->last_action = now;
 		notice("%s: started %d worker%s, draining %zu (%d running)", d->reason, started,
@@ -228,6 +231,7 @@ static void fill_factory_state(struct factory *f, struct scaler_input *in)
 	in->worker_size = f->worker_size;
 	in->latency = f->period;
 	in->last_action = f->last_action;
+	in->last_start = f->last_start;
 	in->period = f->period;
 	wq_factory_pool_observe(&f->pool, in, in->now);
 }
@@ -602,6 +606,7 @@ static int setup(struct factory *f, const struct work_queue_factory_opts *o, cha
 	f->hook = o->scaler_hook;
 	f->hook_timeout = o->hook_timeout;
 	f->last_action = -1;
+	f->last_start = -1;
 	f->t0 = now_s();
 	f->worker_size = (struct scaler_vec){{o->limits.worker_cores, o->memory_mb, o->disk_mb}};
 	wq_factory_pool_init(&f->pool, 2 * f->period);

@@ -34,6 +34,7 @@ static void base(struct scaler_input *in)
 	in->worker_size = (struct scaler_vec){{4, 8000, 10000}};
 	in->latency = 10;
 	in->last_action = -1;
+	in->last_start = -1;
 	in->period = 1;
 }
 
@@ -239,6 +240,48 @@ static void test_hta_scale_up_and_fit(void **state)
 	scaler_input_clear(&in);
 }
 
+static void test_hta_waves_within_latency(void **state)
+{
+	(void)state;
+	struct scaler_input in;
+	base(&in);
+	/* 41 waiting tasks of 1 core, 6 s each; six idle 4-core workers: 24 run now and end at
+	 * 6 s, the other 17 start then, before a worker requested now (L = 10 s) could arrive */
+	add_cat(&in, "s", 41, 0, 1, 10, 6);
+	for (int i = 0; i < 6; i++) {
+		char id[8];
+		snprintf(id, sizeof id, "w%d", i);
+		add_worker(&in, id, 4, 0, 0, true);
+	}
+	struct scaler_decision d;
+	decide("hta", &in, &d);
+	assert_int_equal(d.start, 0);
+	assert_int_equal(d.n_drain, 0);
+	scaler_decision_clear(&d);
+	/* with a latency shorter than the run time, the 17 still wait when new workers arrive:
+	 * 5 workers (17 / 4, rounded up; the pool may reach 20) */
+	in.latency = 5;
+	in.per_cycle = 100;
+	in.max_workers = 20;
+	decide("hta", &in, &d);
+	assert_int_equal(d.start, 5);
+	scaler_decision_clear(&d);
+	/* many short waves: 1 s tasks on one worker, 4 at a time, 11 moments up to L = 10 s: 40
+	 * fit, 45 do not (one more worker) */
+	scaler_input_clear(&in);
+	base(&in);
+	add_cat(&in, "q", 40, 0, 1, 10, 1);
+	add_worker(&in, "w", 4, 0, 0, true);
+	decide("hta", &in, &d);
+	assert_int_equal(d.start, 0);
+	scaler_decision_clear(&d);
+	in.cats[0].waiting = 48;
+	decide("hta", &in, &d);
+	assert_int_equal(d.start, 1);
+	scaler_decision_clear(&d);
+	scaler_input_clear(&in);
+}
+
 static void test_hta_drain_and_gap(void **state)
 {
 	(void)state;
@@ -263,12 +306,26 @@ static void test_hta_drain_and_gap(void **state)
 	assert_int_equal(d.n_drain, 1);
 	scaler_decision_clear(&d);
 	in.min_workers = 0;
-	/* within one latency of the last action, nothing is done */
-	in.last_action = in.now - 3;
+	/* within one latency of the last start, nothing is drained */
+	in.last_action = in.last_start = in.now - 3;
 	decide("hta", &in, &d);
 	assert_int_equal(d.n_drain, 0);
 	assert_true(d.next_in > 6.9 && d.next_in < 7.1);
 	scaler_decision_clear(&d);
+	/* within one latency of a drain, more idle workers are drained */
+	in.last_start = in.now - 30;
+	decide("hta", &in, &d);
+	assert_int_equal(d.n_drain, 2);
+	scaler_decision_clear(&d);
+	/* but workers are not started within one latency of a drain */
+	in.cats[0].waiting = 40;
+	in.tasks_waiting = 40;
+	decide("hta", &in, &d);
+	assert_int_equal(d.start, 0);
+	assert_true(d.next_in > 6.9 && d.next_in < 7.1);
+	scaler_decision_clear(&d);
+	in.cats[0].waiting = 0;
+	in.tasks_waiting = 0;
 	/* a task waits (but fits on the idle workers): nothing is drained */
 	in.last_action = -1;
 	in.cats[0].waiting = 1;
@@ -429,6 +486,7 @@ int main(void)
 	    cmocka_unit_test(test_hpa),
 	    cmocka_unit_test(test_hta_warm_up),
 	    cmocka_unit_test(test_hta_scale_up_and_fit),
+	    cmocka_unit_test(test_hta_waves_within_latency),
 	    cmocka_unit_test(test_hta_drain_and_gap),
 	    cmocka_unit_test(test_status_input),
 	    cmocka_unit_test(test_hook_answers),

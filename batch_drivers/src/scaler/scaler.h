@@ -57,6 +57,7 @@ struct scaler_input {
 	struct scaler_vec worker_size; /* what one new worker offers (-1: unknown) */
 	double latency;                /* resource-preparing latency estimate, seconds (> 0) */
 	double last_action;            /* now of the last start or drain, or -1 */
+	double last_start;             /* now of the last start, or -1 */
 	double period;                 /* the factory's cycle */
 };
 

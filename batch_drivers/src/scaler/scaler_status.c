@@ -135,13 +135,13 @@ json_t *scaler_input_json(const struct scaler_input *in)
 		                                    w->idle_s, "draining", w->draining, "ours",
 		                                    w->ours));
 	}
-	return json_pack("{s:f,s:I,s:I,s:I,s:o,s:o,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:o,s:f,s:f,s:f}}",
-	                 "now", in->now, "tasks_waiting", (json_int_t)in->tasks_waiting,
-	                 "tasks_running", (json_int_t)in->tasks_running, "workers_active",
-	                 (json_int_t)in->workers_active, "categories", cats, "workers", ws,
-	                 "factory", "pool", in->pool, "pending", in->pending, "draining",
-	                 in->draining, "min_workers", in->min_workers, "max_workers",
-	                 in->max_workers, "workers_per_cycle", in->per_cycle, "worker_size",
-	                 vec_json(&in->worker_size), "latency", in->latency, "last_action",
-	                 in->last_action, "cpu_load", scaler_cpu_load(in));
+	return json_pack(
+	    "{s:f,s:I,s:I,s:I,s:o,s:o,s:{s:i,s:i,s:i,s:i,s:i,s:i,s:o,s:f,s:f,s:f,s:f}}", "now",
+	    in->now, "tasks_waiting", (json_int_t)in->tasks_waiting, "tasks_running",
+	    (json_int_t)in->tasks_running, "workers_active", (json_int_t)in->workers_active,
+	    "categories", cats, "workers", ws, "factory", "pool", in->pool, "pending", in->pending,
+	    "draining", in->draining, "min_workers", in->min_workers, "max_workers",
+	    in->max_workers, "workers_per_cycle", in->per_cycle, "worker_size",
+	    vec_json(&in->worker_size), "latency", in->latency, "last_action", in->last_action,
+	    "last_start", in->last_start, "cpu_load", scaler_cpu_load(in));
 }
