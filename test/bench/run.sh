@@ -255,9 +255,14 @@ bench_k8s() {
 }
 
 # ---- 11. autoscaling policies of work_queue_factory (hta, queue, hpa) ------------------
+# local workers (their own start, and a modelled node start), then Kubernetes worker pods on
+# the test cluster (the latency a real driver gives)
 bench_hta() {
 	say ""
 	HTA_SCALE=$SCALE bash "$SRCDIR/test/bench/hta.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+	say ""
+	HTA_SCALE=$SCALE HTA_DRIVER=k8s bash "$SRCDIR/test/bench/hta.sh" "$BUILD" 2>&1 |
+		tee -a "$RESULTS"
 }
 
 # ---- 12. what containers cost: five ways of running the same rules (root, dockerd) -------
