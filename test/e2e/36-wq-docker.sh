@@ -282,9 +282,10 @@ test_expect_success 'makeflow -T wq with --docker: a rule over its MEMORY is mem
 	test_wait_until 60 no_containers
 '
 
-test_expect_success 'makeflow -T wq with --docker and --memory-grow: a rule over its estimate grows in its container' '
-	# warm-up: a is measured (a few tens of MB), b needs several times that; its container,
-	# nested in the task'"'"'s cgroup, may grow as far as the worker lets the cgroup grow
+# grows_in_container DOCKER-OPTION...: a warm-up category whose first rule (a) is measured at a
+# few tens of MB and whose second (b) needs several times that, on a --memory-grow worker with
+# the options given: b is grown, not killed and run again.
+grows_in_container() {
 	wf Makeflow <<-\EOF
 	CATEGORY=grow
 	a.txt:
@@ -293,20 +294,26 @@ test_expect_success 'makeflow -T wq with --docker and --memory-grow: a rule over
 	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 64000000) s = s s; print length(s) }" > b.txt
 	EOF
 	start_master --allocation warmup -d alloc -o mf.dbg Makeflow
-	"$WORKER" -t 30 --cores 2 --memory 4000 --disk 4000 --memory-grow on --docker $IMG \
+	"$WORKER" -t 30 --cores 2 --memory 4000 --disk 4000 --memory-grow on "$@" \
 		localhost $port >w.out 2>&1 &
 	w=$!
 	test_track_pid $w
-	wait $mf || { cat mf.out w.out >&2; exit 1; }
+	wait $mf || { cat mf.out w.out >&2; return 1; }
 	kill -TERM $w
 	wait $w || true
 	cat w.out
-	[ "$(cat b.txt)" -ge 64000000 ]
-	grep -q "memory limit grown from" w.out
-	not grep -qi "exhausted" mf.out w.out
-	# one try each: the grown rule was not run again
-	[ "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 2 ]
-	test_wait_until 60 no_containers
+	[ "$(cat b.txt)" -ge 64000000 ] &&
+		grep -q "memory limit grown from" w.out &&
+		not grep -qi "exhausted" mf.out w.out &&
+		# one try each: the grown rule was not run again
+		[ "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 2 ] &&
+		test_wait_until 60 no_containers
+}
+
+test_expect_success 'makeflow -T wq with --docker and --memory-grow: a rule over its estimate grows in its container' '
+	# its container, nested in the task'"'"'s cgroup, may grow as far as the worker lets the
+	# cgroup grow
+	grows_in_container --docker $IMG
 '
 
 test_expect_success 'makeflow -T wq with --docker-preserve: one shared container, gone at exit' '
@@ -371,29 +378,8 @@ test_expect_success 'makeflow -T wq with --docker-preserve: a task of the shared
 '
 
 test_expect_success 'makeflow -T wq with --docker-preserve and --memory-grow: a rule over its estimate grows in the shared container' '
-	# as with --docker above: a is measured, b needs several times that; its task cgroup,
-	# which the agent'"'"'s task joined, is grown instead of the rule being killed
-	wf Makeflow <<-\EOF
-	CATEGORY=grow
-	a.txt:
-	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 8000000) s = s s; print length(s) }" > a.txt
-	b.txt: a.txt
-	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 64000000) s = s s; print length(s) }" > b.txt
-	EOF
-	start_master --allocation warmup -d alloc -o mf.dbg Makeflow
-	"$WORKER" -t 30 --cores 2 --memory 4000 --disk 4000 --memory-grow on \
-		--docker-preserve $IMG localhost $port >w.out 2>&1 &
-	w=$!
-	test_track_pid $w
-	wait $mf || { cat mf.out w.out >&2; exit 1; }
-	kill -TERM $w
-	wait $w || true
-	cat w.out
-	[ "$(cat b.txt)" -ge 64000000 ]
-	grep -q "memory limit grown from" w.out
-	not grep -qi "exhausted" mf.out w.out
-	[ "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 2 ]
-	test_wait_until 60 no_containers
+	# the task cgroup that the agent'"'"'s task joined is grown instead of the rule being killed
+	grows_in_container --docker-preserve $IMG
 '
 
 # make_img2: img2.tar, a docker save archive of a second image (wqtest-two:1, whose

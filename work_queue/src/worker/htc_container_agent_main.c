@@ -15,7 +15,8 @@
  * One connection per task. The runner sends, with SCM_RIGHTS, its stdout and stderr, and a
  * request: a 4-byte length (host order: both ends are on one machine) then NUL-terminated
  * strings: the working directory, the number of words N, N words, then the environment. The
- * agent answers with text lines: "E ERRNO" when the command could not be executed, and at the
+ * agent answers with text lines: "E ERRNO" when the command could not be executed ("D ERRNO"
+ * when the task could not change to the working directory), and at the
  * end "X STATUS" (the raw wait status); then it closes. Before the task executes its command,
  * the forked task itself writes "P" (so the client, with SO_PASSCRED, learns its pid as seen
  * from the client's side) and waits until the client answers "G": meanwhile the client may
@@ -204,7 +205,7 @@ static void start_task(int conn)
 		dup2(fds[1], 2);
 		fcntl(conn, F_SETFD, FD_CLOEXEC);
 		if (chdir(dir) < 0) {
-			say(conn, 'E', errno);
+			say(conn, 'D', errno);
 			_exit(127);
 		}
 		execve(argv[0], argv, envp);

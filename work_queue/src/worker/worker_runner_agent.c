@@ -265,8 +265,10 @@ static pid_t sender_pid(struct msghdr *mh)
 
 /* Reads the agent's lines until "X STATUS" (or the end). "P" (the task, before it executes)
  * is answered "G" once the task is in this process's task cgroups. 0, or -EPIPE when the
- * agent went away first; *EXEC_ERRNO gets the errno of an "E" line. */
-static int await_status(int fd, volatile sig_atomic_t *stop, int *status, int *exec_errno)
+ * agent went away first; *EXEC_ERRNO gets the errno of an "E" line, *DIR_ERRNO that of a "D"
+ * line (the working directory). */
+static int await_status(int fd, volatile sig_atomic_t *stop, int *status, int *exec_errno,
+                        int *dir_errno)
 {
 	char line[256];
 	size_t have = 0;
@@ -307,6 +309,8 @@ static int await_status(int fd, volatile sig_atomic_t *stop, int *status, int *e
 				(void)w;
 			} else if (line[0] == 'E')
 				*exec_errno = (int)v;
+			else if (line[0] == 'D')
+				*dir_errno = (int)v;
 			else if (line[0] == 'X')
 				*status = WIFEXITED(v)     ? WEXITSTATUS(v)
 				          : WIFSIGNALED(v) ? 128 + WTERMSIG(v)
@@ -350,13 +354,18 @@ int runner_agent_run(const char *state, const char *socket_name, const char *wor
 		close(fd);
 		return r;
 	}
-	int exec_errno = 0;
-	r = await_status(fd, stop, status, &exec_errno);
+	int exec_errno = 0, dir_errno = 0;
+	r = await_status(fd, stop, status, &exec_errno, &dir_errno);
 	close(fd);
 	if (r < 0) {
 		*err = fmt("the shared container's agent %s/%s ended before the task did", state,
 		           socket_name);
 		return r;
+	}
+	if (dir_errno) {
+		*err =
+		    fmt("cannot change to %s in the container: %s", workdir, strerror(dir_errno));
+		return -dir_errno;
 	}
 	if (exec_errno) {
 		*err = fmt("cannot execute %s in the container: %s", cmd[0], strerror(exec_errno));
