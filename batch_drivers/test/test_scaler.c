@@ -249,7 +249,7 @@ static void test_hta_waves_within_latency(void **state)
 	 * 6 s, the other 17 start then, before a worker requested now (L = 10 s) could arrive */
 	add_cat(&in, "s", 41, 0, 1, 10, 6);
 	for (int i = 0; i < 6; i++) {
-		char id[8];
+		char id[16];
 		snprintf(id, sizeof id, "w%d", i);
 		add_worker(&in, id, 4, 0, 0, true);
 	}
