@@ -256,29 +256,36 @@ test_expect_success 'makeflow -T wq with --docker: a failing rule gives its stat
 	[ ! -e never.txt ]
 '
 
-test_expect_success 'makeflow -T wq with --docker: a rule over its MEMORY is memory exhausted' '
+# exhausted_in_container DOCKER-OPTION...: rules of MEMORY=40 through a worker with the options
+# given (its pid in $w, left running): big.txt, over its memory, is memory exhausted and not
+# done; small.txt and cg.txt (the task's /proc/self/cgroup) are done.
+exhausted_in_container() {
 	wf Makeflow <<-\EOF
 	MEMORY=40
+	cg.txt:
+	    cat /proc/self/cgroup > cg.txt
 	big.txt:
 	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 120000000) s = s s; print length(s) }" && echo done > big.txt
 	small.txt:
 	    echo small > small.txt
 	EOF
 	start_master Makeflow
-	"$WORKER" -t 30 --docker $IMG localhost $port >w.out 2>&1 &
+	"$WORKER" -t 30 "$@" localhost $port >w.out 2>&1 &
 	w=$!
 	test_track_pid $w
 	rc=0
 	wait $mf || rc=$?
-	cat mf.out
+	cat mf.out cg.txt
+	[ $rc != 0 ] && test ! -e big.txt && [ "$(cat small.txt)" = small ] &&
+		grep -Eqi "memory exhausted|exceeded its (resource|memory)|exhaust" mf.out
+}
+
+test_expect_success 'makeflow -T wq with --docker: a rule over its MEMORY is memory exhausted' '
+	exhausted_in_container --docker $IMG
 	# the monitor killed the runner with the task: its stopped container goes when the
 	# worker ends
 	kill -TERM $w
 	wait $w || true
-	[ $rc != 0 ]
-	test ! -e big.txt
-	[ "$(cat small.txt)" = small ]
-	grep -Eqi "memory exhausted|exceeded its (resource|memory)|exhaust" mf.out
 	test_wait_until 60 no_containers
 '
 
@@ -344,32 +351,12 @@ test_expect_success 'makeflow -T wq with --docker-preserve: one shared container
 '
 
 test_expect_success 'makeflow -T wq with --docker-preserve: a task of the shared container is in its own task cgroup, held to its MEMORY' '
-	wf Makeflow <<-\EOF
-	MEMORY=40
-	cg.txt:
-	    cat /proc/self/cgroup > cg.txt
-	big.txt:
-	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 120000000) s = s s; print length(s) }" && echo done > big.txt
-	small.txt:
-	    echo small > small.txt
-	EOF
-	start_master Makeflow
-	"$WORKER" -t 30 --docker-preserve $IMG localhost $port >w.out 2>&1 &
-	w=$!
-	test_track_pid $w
-	rc=0
-	wait $mf || rc=$?
-	cat mf.out cg.txt
+	exhausted_in_container --docker-preserve $IMG
 	# the task, forked by the agent in the container, was moved into the cgroup the worker
 	# made for it (not the container'"'"'s), in the memory hierarchy at least
 	grep -Eq "^[0-9]+:([a-z_]+,)*memory(,[a-z_]+)*:/.*/htc\.[^/]*$" cg.txt
 	# the devices hierarchy stays the container'"'"'s
 	not grep -Eq "^[0-9]+:devices:/.*/htc\." cg.txt
-	# its memory limit held it: exhausted, not done; the others ran
-	[ $rc != 0 ]
-	test ! -e big.txt
-	[ "$(cat small.txt)" = small ]
-	grep -Eqi "memory exhausted|exceeded its (resource|memory)|exhaust" mf.out
 	# the shared container survived the task'"'"'s kill
 	[ -n "$(docker ps -q --filter name=wq-worker-$w)" ]
 	kill -TERM $w
