@@ -817,6 +817,47 @@ static void test_prefetch_measure(void **state)
 	master_sched_delete(s);
 }
 
+/* Tasks in a container of their own go ahead up to container_task_seconds (their worker makes
+ * the container while they wait); the same category's other tasks keep the general limit. */
+static void test_prefetch_own_container(void **state)
+{
+	(void)state;
+	struct master_sched *s = master_sched_create();
+	struct master_sched_worker *w = qworker(s, "w", 1, 4);
+	struct master_sched_assignment *out = xcalloc(MAXA, sizeof *out);
+	task(s, 0, "sim", 1, 10, 10, 0, 1); /* runs */
+	struct master_sched_task *plain = task(s, 0, "sim", 1, 10, 10, 0, 2);
+	struct master_sched_task_spec ts;
+	master_sched_task_spec_init(&ts);
+	ts.category = "sim";
+	ts.request = (struct master_sched_box){1, 10, 10, 0};
+	ts.image = "busybox:1";
+	ts.own_container = 1;
+	ts.data = (void *)3;
+	struct master_sched_task *own = master_sched_task_add(s, &ts);
+	assert_non_null(own);
+	assert_int_equal(run_pass(s, MASTER_SCHED_FCFS, 0, out, NULL), 1);
+	master_sched_category_record_time(s, "sim", 5.0);
+	/* 5 s: above the general 1 s, below the default 10 s for own containers */
+	struct master_sched_prefetch_opts o;
+	master_sched_prefetch_opts_init(&o);
+	assert_true(o.container_task_seconds == MASTER_SCHED_CONTAINER_PREFETCH_S);
+	o.container_task_seconds = 4.0;
+	assert_int_equal(master_sched_prefetch(s, &o, out, MAXA), 0);
+	o.container_task_seconds = 6.0;
+	assert_int_equal(master_sched_prefetch(s, &o, out, MAXA), 1);
+	assert_ptr_equal(out[0].task, own);
+	assert_ptr_equal(out[0].worker, w);
+	assert_int_equal(master_sched_task_state(plain), MASTER_SCHED_TASK_READY);
+	/* a negative or NaN limit is refused */
+	o.container_task_seconds = -1;
+	assert_int_equal(master_sched_prefetch(s, &o, out, MAXA), -EINVAL);
+	o.container_task_seconds = NAN;
+	assert_int_equal(master_sched_prefetch(s, &o, out, MAXA), -EINVAL);
+	free(out);
+	master_sched_delete(s);
+}
+
 static void test_prefetch_room_priority(void **state)
 {
 	(void)state;
@@ -969,6 +1010,7 @@ int main(void)
 	    cmocka_unit_test(test_pass_cost),
 	    cmocka_unit_test(test_pass_cost_blocked),
 	    cmocka_unit_test(test_prefetch_measure),
+	    cmocka_unit_test(test_prefetch_own_container),
 	    cmocka_unit_test(test_prefetch_no_scan),
 	    cmocka_unit_test(test_prefetch_room_priority),
 	    cmocka_unit_test(test_prefetch_promotion),

@@ -236,6 +236,7 @@ struct work_queue {
 	double fast_abort;       /* default multiplier, 0 = off */
 	int prefetch_per_worker; /* work_queue_specify_prefetch: -1 queue_max, 0 off */
 	double prefetch_max_s;
+	double prefetch_ctr_s;      /* work_queue_specify_prefetch_containers */
 	double full_worker_timeout; /* work_queue_specify_full_worker_timeout */
 	struct wq_abort_cat *abort_cats;
 	struct wq_block *blocked;

@@ -310,7 +310,7 @@ void master_sched_set_image_fn(struct master_sched *s, master_sched_image_fn fn,
  * one of IMG when the class is new). */
 static struct tclass *class_get(struct master_sched *s, struct wcat *cat, enum category_level level,
                                 const int64_t req[NRES], char *const *features, int n,
-                                struct simage *img)
+                                struct simage *img, int own_container)
 {
 	size_t flen = 1;
 	for (int i = 0; i < n; i++)
@@ -324,9 +324,9 @@ static struct tclass *class_get(struct master_sched *s, struct wcat *cat, enum c
 		fkey[off++] = FEATURE_SEP;
 	}
 	fkey[off] = 0;
-	char *key =
-	    xasprintf("%p/%d/%lld/%lld/%lld/%lld/%s/%p", (void *)cat, (int)level, (long long)req[0],
-	              (long long)req[1], (long long)req[2], (long long)req[3], fkey, (void *)img);
+	char *key = xasprintf("%p/%d/%lld/%lld/%lld/%lld/%s/%p/%d", (void *)cat, (int)level,
+	                      (long long)req[0], (long long)req[1], (long long)req[2],
+	                      (long long)req[3], fkey, (void *)img, own_container);
 	free(fkey);
 	struct tclass *c;
 	HASH_FIND_STR(s->classes, key, c);
@@ -347,6 +347,7 @@ static struct tclass *class_get(struct master_sched *s, struct wcat *cat, enum c
 	}
 	c->n_features = n;
 	c->img = img;
+	c->own_container = own_container;
 	if (img)
 		img->refs++;
 	c->refs = 1;
@@ -691,6 +692,8 @@ void master_sched_task_spec_from_task(struct master_sched_task_spec *spec,
 				break;
 			}
 	}
+	spec->own_container = (t->container_image || t->container_archive) &&
+	                      t->container_mode == WORK_QUEUE_CONTAINER_TASK;
 	spec->data = (void *)t;
 }
 
@@ -745,8 +748,8 @@ struct master_sched_task *master_sched_task_add(struct master_sched *s,
 	t->prio = spec->priority + 0.0; /* -0 and 0 are one level */
 	t->data = spec->data;
 	struct simage *img = image_get(s, spec->image, spec->image_travels);
-	t->cls =
-	    class_get(s, cat_get(s, spec->category), CATEGORY_LEVEL_FIRST, req, feat, nfeat, img);
+	t->cls = class_get(s, cat_get(s, spec->category), CATEGORY_LEVEL_FIRST, req, feat, nfeat,
+	                   img, spec->own_container != 0);
 	image_unref(s, img);
 	free_strv(feat, nfeat);
 	DL_APPEND2(s->all, t, aprev, anext);
@@ -841,7 +844,7 @@ int master_sched_task_requeue(struct master_sched *s, struct master_sched_task *
 	if (t->cls->level != level) {
 		struct tclass *old = t->cls;
 		t->cls = class_get(s, old->cat, level, old->req, old->features, old->n_features,
-		                   old->img);
+		                   old->img, old->own_container);
 		class_unref(s, old);
 	}
 	enqueue(s, t);

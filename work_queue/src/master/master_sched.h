@@ -53,6 +53,9 @@ struct master_sched_task_spec {
 	 * first-fetch rule below applies) or is only named (an image the engine may have). */
 	const char *image;
 	int image_travels;
+	/* The task runs in a container of its own (its worker makes one for it): worth queuing
+	 * ahead for longer (master_sched_prefetch_opts.container_task_seconds). */
+	int own_container;
 	void *data; /* the caller's (e.g. its work_queue_task); never touched */
 };
 
@@ -273,13 +276,19 @@ int master_sched_box_for(struct master_sched *s, const struct master_sched_task 
 
 /* ---- prefetch (doc/work-queue-api.md 6) ---- */
 
+/* The default of master_sched_prefetch_opts.container_task_seconds (seconds). */
+#define MASTER_SCHED_CONTAINER_PREFETCH_S 10.0
+
 struct master_sched_prefetch_opts {
 	int per_worker; /* queued tasks per worker: -1 its queue_max, 0 off, N: min(N, it) */
 	double max_task_seconds; /* only categories whose mean wall time is at most this */
-	int max_assignments;     /* budget; <= 0: 1,000 */
+	/* for tasks in a container of their own, at most the larger of this and the above: the
+	 * worker makes such a task's container while it waits in its queue */
+	double container_task_seconds;
+	int max_assignments; /* budget; <= 0: 1,000 */
 	double now;
 };
-/* Per worker -1, 1.0 s, default budget, now 0. */
+/* Per worker -1, 1.0 s (10 s in a container of its own), default budget, now 0. */
 void master_sched_prefetch_opts_init(struct master_sched_prefetch_opts *o);
 
 /* The second phase, after a pass that could place nothing more: takes ready tasks in priority

@@ -55,6 +55,7 @@ struct tclass {
 	char **features;   /* sorted */
 	int n_features;
 	struct simage *img;    /* the image its tasks name, or NULL */
+	int own_container;     /* its tasks each run in a container of their own */
 	int64_t refs;          /* tasks and groups */
 	uint64_t blocked_pass; /* pass in which its head fitted nowhere */
 	uint64_t alloc_pass;   /* pass for which alloc/whole were computed */

@@ -440,6 +440,7 @@ void master_sched_prefetch_opts_init(struct master_sched_prefetch_opts *o)
 	memset(o, 0, sizeof *o);
 	o->per_worker = -1;
 	o->max_task_seconds = 1.0;
+	o->container_task_seconds = MASTER_SCHED_CONTAINER_PREFETCH_S;
 }
 
 /* How many queued tasks W may hold under PER_WORKER (0: none). */
@@ -503,12 +504,15 @@ static int prefetch_room(struct master_sched *s, int per_worker)
 	return 0;
 }
 
-/* A class may be prefetched: its category is measured and short, and has no concurrency cap. */
-static int prefetchable(const struct tclass *c, double max_s)
+/* A class may be prefetched: its category is measured and short (MAX_S; CTR_S when longer, for
+ * tasks in a container of their own), and has no concurrency cap. */
+static int prefetchable(const struct tclass *c, double max_s, double ctr_s)
 {
 	const struct wcat *wc = c->cat;
 	if (wc->wall_n <= 0 || wc->max_concurrent >= 0)
 		return 0;
+	if (c->own_container && ctr_s > max_s)
+		max_s = ctr_s;
 	return wc->wall_sum / (double)wc->wall_n <= max_s;
 }
 
@@ -516,7 +520,7 @@ int master_sched_prefetch(struct master_sched *s, const struct master_sched_pref
                           struct master_sched_assignment *out, size_t max_out)
 {
 	if (!s || !opts || (!out && max_out > 0) || opts->per_worker < -1 ||
-	    !(opts->max_task_seconds >= 0))
+	    !(opts->max_task_seconds >= 0) || !(opts->container_task_seconds >= 0))
 		return -EINVAL;
 	if (isfinite(opts->now) && opts->now > s->last_now)
 		s->last_now = opts->now;
@@ -548,7 +552,8 @@ int master_sched_prefetch(struct master_sched *s, const struct master_sched_pref
 			struct tclass *c = g->key.cls;
 			if (c->blocked_pass == pass)
 				continue;
-			if (!prefetchable(c, opts->max_task_seconds) ||
+			if (!prefetchable(c, opts->max_task_seconds,
+			                  opts->container_task_seconds) ||
 			    category_warming(c->cat->cat)) {
 				c->blocked_pass = pass;
 				continue;

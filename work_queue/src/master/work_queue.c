@@ -182,6 +182,7 @@ static void on_sched_idle(uv_idle_t *h)
 		master_sched_prefetch_opts_init(&po);
 		po.per_worker = q->prefetch_per_worker;
 		po.max_task_seconds = q->prefetch_max_s;
+		po.container_task_seconds = q->prefetch_ctr_s;
 		po.now = o.now;
 		po.max_assignments = PASS_BATCH - n;
 		np = master_sched_prefetch(q->sched, &po, as + n, (size_t)(PASS_BATCH - n));
@@ -402,6 +403,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 	q->keepalive_interval = 30;
 	q->prefetch_per_worker = -1;
 	q->prefetch_max_s = 1.0;
+	q->prefetch_ctr_s = MASTER_SCHED_CONTAINER_PREFETCH_S;
 	q->full_worker_timeout = 60;
 	q->keepalive_timeout = 120;
 	q->algorithm = WORK_QUEUE_SCHEDULE_FILES;
@@ -1036,6 +1038,15 @@ int work_queue_specify_prefetch(struct work_queue *q, int per_worker, double max
 	q->prefetch_max_s = max_task_seconds;
 	if (per_worker != 0)
 		master_queue_request_pass(q);
+	return 0;
+}
+
+int work_queue_specify_prefetch_containers(struct work_queue *q, double max_task_seconds)
+{
+	if (!q || !isfinite(max_task_seconds) || max_task_seconds < 0)
+		return -EINVAL;
+	q->prefetch_ctr_s = max_task_seconds;
+	master_queue_request_pass(q);
 	return 0;
 }
 

@@ -546,6 +546,18 @@ static PyObject *Queue_specify_prefetch(QueueObject *self, PyObject *args)
 	                "specify_prefetch");
 }
 
+static PyObject *Queue_specify_prefetch_containers(QueueObject *self, PyObject *args)
+{
+	double max_seconds;
+	if (!PyArg_ParseTuple(args, "d", &max_seconds))
+		return NULL;
+	struct work_queue *q = queue_get(self);
+	if (!q)
+		return NULL;
+	return queue_rc(work_queue_specify_prefetch_containers(q, max_seconds),
+	                "specify_prefetch_containers");
+}
+
 static PyObject *Queue_specify_sync_outputs(QueueObject *self, PyObject *arg)
 {
 	struct work_queue *q = queue_get(self);
@@ -684,6 +696,7 @@ static PyMethodDef Queue_methods[] = {
     QM_O(specify_sync_outputs),
     QM_O(specify_full_worker_timeout),
     QM_V(specify_prefetch),
+    QM_V(specify_prefetch_containers),
     QM_V(specify_category_mode),
     QM_V(specify_category_max_resources),
     QM_V(specify_category_min_resources),
