@@ -7,7 +7,9 @@
 #   wrapper         makeflow -T local --docker IMAGE: each rule wrapped in a container of its own
 #   none (wq)       makeflow -T wq, one worker of CORES cores on the host
 #   worker in ctr   the same worker running inside a container (host network)
-#   per task        makeflow -T wq, CONTAINER=IMAGE: the worker makes a container per task
+#   per task        makeflow -T wq, CONTAINER=IMAGE: the worker makes a container per task,
+#                   while the task waits in its queue (made ahead)
+#   per task, at start  the same with --no-containers-ahead: made when the task starts
 #   shared          the same with CONTAINER_MODE=shared: one container per image, tasks exec'd
 # and prints the makespan of each, its ratio to the run without containers on the same driver,
 # and the time added per task (makespan difference x cores / tasks). A private dockerd is
@@ -122,14 +124,16 @@ wq plain yes
 t_inctr=$T
 wq pertask no --containers
 t_task=$T
+wq pertask no --containers --no-containers-ahead
+t_task0=$T
 wq shared no --containers
 t_shared=$T
 
 echo "containers: $N rules of about $S s of CPU each, reading one 20 MB file, $CORES cores"
-python3 - "$N" "$CORES" "$t_local" "$t_wrap" "$t_wq" "$t_inctr" "$t_task" "$t_shared" <<'PY'
+python3 - "$N" "$CORES" "$t_local" "$t_wrap" "$t_wq" "$t_inctr" "$t_task" "$t_shared" "$t_task0" <<'PY'
 import sys
 n, cores = int(sys.argv[1]), int(sys.argv[2])
-loc, wrap, wq, inctr, task, shared = sys.argv[3:9]
+loc, wrap, wq, inctr, task, shared, task0 = sys.argv[3:10]
 def row(name, t, base):
     try:
         t, b = float(t), float(base)
@@ -141,5 +145,38 @@ row("wrapper per task", wrap, loc)
 row("none (-T wq)", wq, wq)
 row("worker in ctr", inctr, wq)
 row("per task (wq)", task, wq)
+row("per task, at start", task0, wq)
 row("shared (wq)", shared, wq)
+PY
+
+# The same on a node with idle CPU: L rules that sleep 1 s on a 1-core worker, so that what a
+# container adds to each task's path shows, not the engine's CPU, which the rules above compete
+# with (doc/work-queue-docker.md, "Containers made ahead").
+L=${CONT_LATENCY_TASKS:-20}
+sleepers() {
+	{
+		printf 'CORES=1\n%b' "$2"
+		for i in $(seq 1 "$L"); do printf 'out.%d:\n\tsleep 1 && echo %d > out.%d\n' "$i" "$i" "$i"; done
+	} >"$1"
+}
+sleepers sleep.mf ""
+sleepers sleeptask.mf "CONTAINER=$IMG\n"
+CORES=1
+wq sleep no
+l_none=$T
+wq sleeptask no --containers
+l_task=$T
+wq sleeptask no --containers --no-containers-ahead
+l_task0=$T
+echo "containers: $L rules of sleep 1 s, one 1-core worker (idle CPU beside it)"
+python3 - "$L" "$l_none" "$l_task" "$l_task0" <<'PY'
+import sys
+n = int(sys.argv[1])
+base, task, task0 = sys.argv[2:5]
+for name, t in (("none (-T wq)", base), ("per task (wq)", task), ("per task, at start", task0)):
+    try:
+        t, b = float(t), float(base)
+        print(f"  {name:<18} {t:8.2f} s  {t / b:5.2f}x  {(t - b) / n * 1000:7.0f} ms per task")
+    except ValueError:
+        print(f"  {name:<18} {t}")
 PY

@@ -3,8 +3,8 @@
 # the suite starts its own dockerd (own socket, data-root, exec-root, pidfile), makes a busybox
 # image with docker import, then runs the container runner directly (marker file, sandbox
 # files, exit status, stderr, SIGTERM), and makeflow -T wq with workers in --docker and
-# --docker-preserve modes (shared container seen by two tasks, gone at exit), and a missing
-# image refused with status 1.
+# --docker-preserve modes (shared container seen by two tasks, gone at exit), containers made
+# ahead of their tasks, and a missing image refused with status 1.
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../lib/wq-lib.sh"
 
@@ -323,6 +323,91 @@ test_expect_success 'makeflow -T wq with --docker and --memory-grow: a rule over
 	grows_in_container --docker $IMG
 '
 
+# ahead_rules N SECONDS: N rules of one core each, in a container of their own (CONTAINER=),
+# each writing what it sees (PID 1 of its container, its hostname, the image's marker, its
+# cgroups) to cN.txt; all but the first two then sleep SECONDS (the first two end at once, so
+# that the category is measured and the master queues the others on the worker).
+ahead_rules() {
+	{
+		printf 'CORES=1\nCONTAINER=%s\n' $IMG
+		for i in $(seq 1 "$1"); do
+			printf 'c%d.txt:\n\t(tr "\\0" " " < /proc/1/cmdline; echo; hostname; cat /etc/wq-marker /proc/self/cgroup) > c%d.tmp && sleep %s && mv c%d.tmp c%d.txt\n' \
+				"$i" "$i" "$([ "$i" -le 2 ] && echo 0 || echo "$2")" "$i" "$i"
+		done
+	} >Makeflow
+}
+
+# ahead_containers: how many containers made ahead (running `htc_container_agent --once`)
+# exist.
+ahead_containers() {
+	docker ps -a --no-trunc --format "{{.Command}}" | grep -c -- "--once" || true
+}
+no_ahead_containers() {
+	[ "$(ahead_containers)" = 0 ]
+}
+some_ahead_container() {
+	[ "$(ahead_containers)" -gt 0 ]
+}
+
+test_expect_success 'makeflow -T wq, tasks in containers of their own: containers made ahead while the tasks wait, one per task' '
+	ahead_rules 10 1
+	start_master Makeflow
+	"$WORKER" -t 30 --cores 2 --containers -d all -o w.debug localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	wait $mf || { cat mf.out w.out >&2; exit 1; }
+	kill -TERM $w 2>/dev/null || true
+	wait $w || true
+	# the tasks queued on the worker had their containers made while they waited ...
+	grep -q "making a container ahead in .*/containers/ahead\." w.debug
+	# ... and ran in them: PID 1 of the container was the one-task agent, and the task joined
+	# the cgroups the worker made for it (memory), not the container'"'"'s
+	ahead=0
+	for i in $(seq 1 10); do
+		[ "$(sed -n 3p c$i.txt)" = only-in-the-image ]
+		if grep -q "^/.htc-container-agent --once .*/containers/ahead\.[0-9]* agent.sock" c$i.txt; then
+			grep -Eq "^[0-9]+:([a-z_]+,)*memory(,[a-z_]+)*:/.*/htc\.[^/]*$" c$i.txt
+			ahead=$((ahead + 1))
+		fi
+	done
+	echo "$ahead of 10 tasks ran in containers made ahead"
+	[ $ahead -ge 1 ]
+	# every task had a container of its own (ten host names)
+	[ "$(for i in $(seq 1 10); do sed -n 2p c$i.txt; done | sort -u | wc -l)" = 10 ]
+	# each made-ahead container went with its task; the worker left none behind
+	test_wait_until 60 no_containers
+'
+
+test_expect_success 'makeflow -T wq, containers made ahead: --no-containers-ahead makes them at the start' '
+	ahead_rules 4 0
+	start_master Makeflow
+	"$WORKER" -t 30 --cores 2 --containers --no-containers-ahead -d all -o w.debug \
+		localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	wait $mf || { cat mf.out w.out >&2; exit 1; }
+	kill -TERM $w 2>/dev/null || true
+	wait $w || true
+	not grep -q "making a container ahead" w.debug
+	not grep -q -- "--once" c1.txt c2.txt c3.txt c4.txt
+	test_wait_until 60 no_containers
+'
+
+test_expect_success 'makeflow -T wq, containers made ahead: a worker killed with -9 leaves none behind' '
+	ahead_rules 8 20
+	start_master Makeflow
+	"$WORKER" -t 30 --cores 2 --containers localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	test_wait_until 40 some_ahead_container
+	kill -KILL $w $mf
+	wait $w $mf 2>/dev/null || true
+	# each runner making one had the worker as its parent-death signal: it removed its
+	# container (a task that had started in it is killed with it)
+	test_wait_until 40 no_ahead_containers
+	docker ps -aq | xargs -r docker rm -f >/dev/null
+'
+
 test_expect_success 'makeflow -T wq with --docker-preserve: one shared container, gone at exit' '
 	wf Makeflow <<-\EOF
 	a.txt:
@@ -413,11 +498,13 @@ test_expect_success 'tasks name their containers: images by name and as cached a
 	# the second task ran in the same container as the first, which left /tmp/mark there
 	grep -q "^task shared2 result SUCCESS status 0" hm.out
 	task_block shared2 | grep -qx one
-	# the archive was loaded once for the two tasks that needed it
-	[ "$(grep -c "loaded image wqtest-two:1 from" hm.out)" = 1 ]
-	# what each container cost comes back with the task: a task of its own was created,
-	# run and deleted; a shared one was run (and one of the two started the container)
-	task_block byname | grep -Eq "^container costs: load -1.000 create [0-9.]+ run [0-9.]+ delete [0-9.]+$"
+	# the archive was loaded once for the two tasks that needed it (by a task'"'"'s runner, on
+	# its stderr, or by the runner that made a container ahead, on the worker'"'"'s)
+	[ "$(cat hm.out w.out | grep -c "loaded image wqtest-two:1 from")" = 1 ]
+	# what each container cost comes back with the task: a task of its own was created and
+	# run (and deleted, unless its container was made ahead: then after its result); a
+	# shared one was run (and one of the two started the container)
+	task_block byname | grep -Eq "^container costs: load -1.000 create [0-9.]+ run [0-9.]+ delete (-1.000|[0-9.]+)$"
 	task_block shared2 | grep -Eq "^container costs: load -1.000 create [-0-9.]+ run [0-9.]+ delete -1.000$"
 	[ "$( (task_block shared1; task_block shared2) | grep -Ec "^container costs: load -1.000 create [0-9]")" = 1 ]
 	[ "$( (task_block tar1; task_block tar2) | grep -Ec "^container costs: load [0-9]")" = 1 ]

@@ -35,7 +35,8 @@ static int parse(struct worker_runner_opts *o, char **argv, ...)
 }
 
 #define USAGE                                                                                      \
-	"usage: --container-run [--socket S] --image IMG [--shared ID [--agent NAME]] [--nest] "   \
+	"usage: --container-run [--socket S] --image IMG [--shared ID [--agent NAME]] [--ahead "   \
+	"DIR] [--nest] "                                                                           \
 	"--workdir DIR "                                                                           \
 	"[--bind DIR] [--bind-ro DIR] -- CMD..."
 
@@ -108,6 +109,30 @@ static void test_shared(void **state)
 	assert_null(o.agent);
 }
 
+/* --ahead DIR: the task's own container, made before the task (worker_runner_ahead.h) */
+static void test_ahead(void **state)
+{
+	(void)state;
+	struct worker_runner_opts o;
+	char *argv[64];
+	assert_int_equal(parse(&o, argv, "--ahead", "/w/containers/ahead.3", "--image", "img",
+	                       "--workdir", "/w/t1/work", "--bind", "/w/t1", "--", "/bin/sh", "-c",
+	                       "true", NULL),
+	                 0);
+	assert_string_equal(o.ahead, "/w/containers/ahead.3");
+	assert_null(o.shared);
+	assert_int_equal(o.n_binds, 1);
+	worker_runner_opts_clear(&o);
+	assert_null(o.ahead);
+	assert_fails("--ahead d: not an absolute path", "--ahead", "d", "--image", "i", "--workdir",
+	             "/w", "--", "true");
+	assert_fails("--ahead makes a task's own container, not a shared one", "--ahead", "/d",
+	             "--image", "i", "--shared", "x", "--workdir", "/w", "--", "true");
+	assert_fails("--ahead makes a task's own container, not a shared one", "--ahead", "/d",
+	             "--image", "i", "--shared-image", "--state", "/s", "--owner", "1", "--workdir",
+	             "/w", "--", "true");
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -137,6 +162,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_per_task),
 	    cmocka_unit_test(test_shared),
+	    cmocka_unit_test(test_ahead),
 	    cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,12 +5,19 @@
  * it runs in any image, with no library of the image. Only system headers: it links nothing of
  * the tree.
  *
+ * With `--once DIR NAME` it is the process of a task's own container made ahead of the task
+ * (doc/work-queue-docker.md, "Containers made ahead"): it serves one connection, stops
+ * listening at once, and exits when that task has ended, which ends the container.
+ *
  * With `--run STATE SOCKET IMAGE WORKDIR -- RUNNER...` it is instead the client the worker
  * starts for a task of a shared container: it hands the task to the agent listening on
  * STATE/SOCKET (worker_runner_agent.c), writes the task's container record and exits with the
  * task's status; when no agent listens yet it becomes the container runner RUNNER..., which
  * makes the container. A static program starts in well under a millisecond, the runner (the
- * worker with its libraries) in about 12.
+ * worker with its libraries) in about 12. `--run-task PID STATE SOCKET WORKDIR -- RUNNER...`
+ * is the client of a task whose own container the process PID is making: it waits for that
+ * container's agent while PID lives, and becomes RUNNER... (which makes a container the usual
+ * way) when PID ends without one.
  *
  * One connection per task. The runner sends, with SCM_RIGHTS, its stdout and stderr, and a
  * request: a 4-byte length (host order: both ends are on one machine) then NUL-terminated
@@ -42,6 +49,10 @@
 #include "worker_runner_agent.h"
 
 #define REQUEST_MAX (16u << 20)
+
+/* How long an agent of one task (--once) waits for it: a task waits in its worker's queue for
+ * seconds, not for this long. */
+#define ONCE_IDLE_S 1800
 
 struct running {
 	pid_t pid;
@@ -269,8 +280,10 @@ static double now_s(void)
 }
 
 /* The task's container record beside WORKDIR (container.json, as the runner writes it): the
- * image, the mode and the run time. Written under another name, then renamed. */
-static void write_record(const char *workdir, const char *image, double run_s)
+ * image (IMAGE, or none when NULL: the record of the container made ahead has it), the mode,
+ * the run time and, for a container made ahead (WAIT_S >= 0), how long the task waited for it.
+ * Written under another name, then renamed. */
+static void write_record(const char *workdir, const char *image, double run_s, double wait_s)
 {
 	const char *slash = strrchr(workdir, '/');
 	if (!slash)
@@ -284,22 +297,55 @@ static void write_record(const char *workdir, const char *image, double run_s)
 	FILE *f = fopen(tmp, "we");
 	if (!f)
 		return;
-	fputs("{\"image\":\"", f);
-	for (const char *p = image; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fputc('\\', f);
-		if ((unsigned char)*p >= 0x20)
-			fputc(*p, f);
+	fputc('{', f);
+	if (image) {
+		fputs("\"image\":\"", f);
+		for (const char *p = image; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				fputc('\\', f);
+			if ((unsigned char)*p >= 0x20)
+				fputc(*p, f);
+		}
+		fputs("\",", f);
 	}
-	fprintf(f, "\",\"mode\":\"shared\",\"agent\":true,\"run_s\":%.6f}", run_s);
+	if (wait_s >= 0)
+		fprintf(f, "\"mode\":\"task\",\"made_ahead\":true,\"wait_s\":%.6f,", wait_s);
+	else
+		fputs("\"mode\":\"shared\",", f);
+	fprintf(f, "\"agent\":true,\"run_s\":%.6f}", run_s);
 	if (fclose(f) == 0)
 		rename(tmp, path);
 	else
 		unlink(tmp);
 }
 
+/* Whether the process PID is alive (not gone, not a zombie its parent has not reaped). */
+static int alive(pid_t pid)
+{
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return 0;
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* the name may hold anything */
+	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+/* How long the client of a container made ahead waits for its agent at most, while the
+ * process making it lives (an engine under load may take this long to start one). */
+#define MADE_AHEAD_WAIT_S 600
+
 static int client(int argc, char **argv)
 {
+	/* --run STATE SOCKET IMAGE WORKDIR -- ..., or --run-task PID STATE SOCKET WORKDIR -- ... */
+	int task = strcmp(argv[1], "--run-task") == 0;
 	char **cmd = NULL;
 	if (argc >= 9 && strcmp(argv[6], "--") == 0)
 		for (char **a = argv + 8; *a; a++)
@@ -307,27 +353,47 @@ static int client(int argc, char **argv)
 				cmd = a + 1;
 				break;
 			}
-	if (!cmd || !*cmd) {
+	char *end = NULL;
+	long maker = task ? strtol(argv[2], &end, 10) : 0;
+	if (!cmd || !*cmd || (task && (*end || maker <= 0))) {
 		fprintf(stderr, "usage: htc_container_agent --run STATE SOCKET IMAGE WORKDIR -- "
+		                "RUNNER... -- CMD...\n"
+		                "       htc_container_agent --run-task PID STATE SOCKET WORKDIR -- "
 		                "RUNNER... -- CMD...\n");
 		return 2;
 	}
-	const char *state = argv[2], *sock = argv[3], *image = argv[4], *workdir = argv[5];
+	const char *state = argv[task ? 3 : 2], *sock = argv[task ? 4 : 3];
+	const char *image = task ? NULL : argv[4], *workdir = argv[5];
 	char **runner = argv + 7;
 	runner_agent_catch_stops();
 	double t0 = now_s();
 	int status;
 	char *err = NULL;
-	int r = runner_agent_run(state, sock, workdir, cmd, 0, &runner_agent_stop, &status, &err);
+	int r;
+	double waited = 0; /* until the last try that found no agent */
+	for (;;) {
+		r = runner_agent_run(state, sock, workdir, cmd, 0, &runner_agent_stop, &status,
+		                     &err);
+		if (!task || r != -ECONNREFUSED || runner_agent_stop)
+			break;
+		waited = now_s() - t0;
+		if (waited > MADE_AHEAD_WAIT_S || !alive((pid_t)maker))
+			break;
+		usleep(2000);
+	}
 	if (r == -ECONNREFUSED && !runner_agent_stop) {
-		/* no agent yet: the runner makes the container (its agent runs the task) */
+		/* no agent (yet): the runner makes the container; a maker still at work after all
+		 * this time is stopped, so that its container does not wait for ever */
+		if (task && alive((pid_t)maker))
+			kill((pid_t)maker, SIGTERM);
 		signal(SIGPIPE, SIG_DFL);
 		execv(runner[0], runner);
 		fprintf(stderr, "work_queue_worker --container-run: %s: %s\n", runner[0],
 		        strerror(errno));
 		return 125;
 	}
-	write_record(workdir, image, now_s() - t0);
+	double t1 = now_s();
+	write_record(workdir, image, t1 - t0 - waited, task ? waited : -1);
 	if (r < 0) {
 		fprintf(stderr, "work_queue_worker --container-run: %s\n",
 		        err ? err : "no agent answers");
@@ -341,13 +407,18 @@ static int client(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	if (argc >= 2 && strcmp(argv[1], "--run") == 0)
+	if (argc >= 2 && (strcmp(argv[1], "--run") == 0 || strcmp(argv[1], "--run-task") == 0))
 		return client(argc, argv);
+	int once = argc >= 2 && strcmp(argv[1], "--once") == 0;
+	if (once) {
+		argv++;
+		argc--;
+	}
 	if (argc != 3) {
 		fprintf(stderr,
-		        "usage: htc_container_agent DIR NAME\n"
-		        "(the process of a work_queue_worker's shared container: it listens "
-		        "on the socket NAME in DIR)\n");
+		        "usage: htc_container_agent [--once] DIR NAME\n"
+		        "(the process of a work_queue_worker's container: it listens on the socket "
+		        "NAME in DIR; with --once, for one task)\n");
 		return 2;
 	}
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -398,9 +469,17 @@ int main(int argc, char **argv)
 			p[2 + i].fd = tasks[i].killed ? -1 : tasks[i].conn;
 			p[2 + i].events = POLLIN;
 		}
-		if (poll(p, n, -1) < 0 && errno != EINTR) {
+		/* a container made ahead whose task never comes (its worker gone without a word)
+		 * ends by itself */
+		int pr = poll(p, n, once && lfd >= 0 ? ONCE_IDLE_S * 1000 : -1);
+		if (pr < 0 && errno != EINTR) {
 			free(p);
 			return 1;
+		}
+		if (pr == 0) {
+			fprintf(stderr, "htc_container_agent: no task came in %d s\n", ONCE_IDLE_S);
+			free(p);
+			return 0;
 		}
 		/* "G" from a runner releases its task; any other byte or a hang-up kills it
 		 * (reported when reaped) */
@@ -435,10 +514,21 @@ int main(int argc, char **argv)
 				}
 			reap();
 		}
-		if (p[0].revents & POLLIN) {
+		if (lfd >= 0 && (p[0].revents & POLLIN)) {
 			int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (conn >= 0 && once) {
+				/* nobody else gets in: the socket goes before the task starts */
+				unlink(argv[2]);
+				close(lfd);
+				lfd = -1;
+			}
 			if (conn >= 0)
 				start_task(conn);
+		}
+		if (lfd < 0 && n_tasks == 0) {
+			free(p);
+			free(tasks);
+			return 0; /* the one task ended (or its request was refused) */
 		}
 	}
 }

@@ -19,6 +19,7 @@
 #include "rmon_seccomp.h"
 #include "rmonitor.h"
 #include "worker_conn.h"
+#include "worker_ahead.h"
 #include "worker_docker.h"
 #include "worker_opts.h"
 #include "worker_runner.h"
@@ -105,6 +106,7 @@ static int run(uv_loop_t *loop, const struct worker_opts *o, struct worker_docke
 			return WORKER_EXIT_LOCAL;
 		}
 		worker_docker_keep_images(*dk, o->keep_cache);
+		worker_docker_set_no_ahead(*dk, o->no_containers_ahead);
 		worker_set_docker(w, *dk);
 	}
 	uv_signal_t sigterm, sigint;
@@ -139,6 +141,8 @@ static int run(uv_loop_t *loop, const struct worker_opts *o, struct worker_docke
 	uv_close((uv_handle_t *)&sigterm, NULL);
 	uv_close((uv_handle_t *)&sigint, NULL);
 	worker_delete(w);
+	if (*dk)
+		worker_aheads_stop_all(worker_docker_aheads(*dk)); /* each removes its container */
 	uv_run(loop, UV_RUN_DEFAULT);
 	return status;
 }

@@ -20,8 +20,10 @@
 #include "stringtools.h"
 #include "timeutil.h"
 #include "docker_api.h"
+#include "worker_ahead.h"
 #include "worker_images.h"
 #include "worker_runner_agent.h"
+#include "worker_runner_ahead.h"
 #include "worker_runner_image.h"
 #include "xalloc.h"
 
@@ -39,7 +41,9 @@ struct worker_docker {
 	char *agent_socket; /* the socket name of the shared container's agent, in
 	                       workdir/containers */
 	struct worker_images *images;
-	bool keep_images; /* --keep-cache: the archives stay, their images too */
+	bool keep_images;             /* --keep-cache: the archives stay, their images too */
+	bool no_ahead;                /* --no-containers-ahead */
+	struct worker_aheads *aheads; /* containers made ahead (worker_ahead.h) */
 	char host[256];
 	char exe[PATH_MAX]; /* the runner: this program (resolved /proc/self/exe) */
 	char *agent;        /* htc_container_agent beside it, or NULL (worker_runner_agent.h) */
@@ -181,6 +185,7 @@ int worker_docker_start(struct worker_docker *d, const char *workdir, char **err
 	if (!d->images) {
 		char *state = path_join(workdir, "containers");
 		d->images = worker_images_create(d->api, state);
+		d->aheads = worker_aheads_create(state);
 		free(state);
 		if (d->image) /* checked by worker_docker_create */
 			worker_images_have(d->images, d->image);
@@ -249,6 +254,7 @@ void worker_docker_delete(struct worker_docker *d)
 	/* those the shared containers used, now, and those loaded from archives of a cache that
 	 * goes with the workspace */
 	worker_images_delete(d->images, !d->keep_images);
+	worker_aheads_delete(d->aheads);
 	free(d->shared_id);
 	free(d->agent_socket);
 	free(d->agent);
@@ -315,6 +321,43 @@ static char **behind_client(const struct worker_docker *d, char **v, int n, cons
 	return w;
 }
 
+bool worker_docker_can_make_ahead(const struct worker_docker *d)
+{
+	return d->agent && d->nest && d->aheads && !d->no_ahead;
+}
+
+void worker_docker_set_no_ahead(struct worker_docker *d, bool no)
+{
+	d->no_ahead = no;
+}
+
+char **worker_docker_ahead_argv(const struct worker_docker *d, char **v, pid_t maker,
+                                const char *dir, const char *sandbox_work_dir)
+{
+	int n = 0;
+	while (v[n])
+		n++;
+	char **w = xcalloc((size_t)n + 8, sizeof *w);
+	int k = 0;
+	w[k++] = xstrdup(d->agent);
+	w[k++] = xstrdup("--run-task");
+	w[k++] = xasprintf("%ld", (long)maker);
+	w[k++] = xstrdup(dir);
+	w[k++] = xstrdup(RUNNER_AHEAD_SOCKET);
+	w[k++] = xstrdup(sandbox_work_dir);
+	w[k++] = xstrdup("--");
+	for (int i = 0; i < n; i++)
+		w[k++] = v[i];
+	w[k] = NULL;
+	free(v);
+	return w;
+}
+
+struct worker_aheads *worker_docker_aheads(struct worker_docker *d)
+{
+	return d->aheads;
+}
+
 char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_work_dir,
                           const char *const *env, const char *command)
 {
@@ -364,6 +407,11 @@ const char *worker_docker_image(const struct worker_docker *d)
 	return d->image;
 }
 
+bool worker_docker_shared(const struct worker_docker *d)
+{
+	return d->shared_id != NULL;
+}
+
 char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbox_work_dir,
                                const char *command, const struct worker_container_spec *c)
 {
@@ -408,9 +456,10 @@ char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbo
 	return v;
 }
 
-json_t *worker_container_record_read(const char *sandbox)
+/* The JSON object in the file NAME of SANDBOX (at most 4 KiB), or NULL. */
+static json_t *read_object(const char *sandbox, const char *name)
 {
-	char *p = path_join(sandbox, WORKER_CONTAINER_RECORD);
+	char *p = path_join(sandbox, name);
 	json_error_t e;
 	json_t *j = NULL;
 	struct stat st;
@@ -421,6 +470,20 @@ json_t *worker_container_record_read(const char *sandbox)
 		json_decref(j);
 		j = NULL;
 	}
+	return j;
+}
+
+json_t *worker_container_record_read(const char *sandbox)
+{
+	json_t *j = read_object(sandbox, WORKER_CONTAINER_RECORD);
+	/* a container made ahead: its maker's record (image, create_s), completed by the task's */
+	json_t *ahead = read_object(sandbox, RUNNER_AHEAD_RECORD);
+	if (ahead && j && json_is_true(json_object_get(j, "made_ahead"))) {
+		json_object_update(ahead, j);
+		json_decref(j);
+		return ahead;
+	}
+	json_decref(ahead);
 	return j;
 }
 

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* Exit statuses of the runner besides the command's own. */
 #define WORKER_DOCKER_EXIT_DOCKER 125 /* Docker refused or failed: message on stderr */
@@ -18,6 +19,7 @@
 #define WORKER_DOCKER_LABEL_HOST "org.htc.wq.host"
 
 struct worker_docker;
+struct worker_aheads;
 
 /* Checks that the engine answers (DOCKER_HOST or the default socket) and that IMAGE is on this
  * machine, finds whether containers can nest in the task's cgroup, and removes containers left
@@ -49,6 +51,21 @@ void worker_docker_delete(struct worker_docker *d);
 char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_work_dir,
                           const char *const *env, const char *command);
 
+/* Whether a task's own container may be made ahead of the task (worker_ahead.h): the agent
+ * is installed, the engine nests containers in the tasks' cgroups (cgroupfs on cgroup v1, where
+ * the task joins its task cgroups from the container: worker_runner_agent.h), and it was not
+ * turned off. */
+bool worker_docker_can_make_ahead(const struct worker_docker *d);
+/* --no-containers-ahead: every task's own container is made when the task starts. */
+void worker_docker_set_no_ahead(struct worker_docker *d, bool no);
+/* The worker's containers made ahead (worker_ahead.h); NULL before worker_docker_start. */
+struct worker_aheads *worker_docker_aheads(struct worker_docker *d);
+/* The argv of a task whose own container the process MAKER makes ahead, its agent in DIR: the
+ * agent's client (`--run-task`), which becomes the runner argv V when no container comes.
+ * Takes V. */
+char **worker_docker_ahead_argv(const struct worker_docker *d, char **v, pid_t maker,
+                                const char *dir, const char *sandbox_work_dir);
+
 /* The container a task names (protocol `containers`). */
 struct worker_container_spec {
 	const char *image;   /* an image the engine has, or NULL */
@@ -73,6 +90,9 @@ const char *worker_docker_socket(const struct worker_docker *d);
 
 /* The worker's own image (--docker IMAGE), or NULL. */
 const char *worker_docker_image(const struct worker_docker *d);
+/* Whether the tasks of the worker's own image (worker_docker_image) run in its one shared
+ * container (--docker-preserve), not each in its own (--docker). */
+bool worker_docker_shared(const struct worker_docker *d);
 void worker_docker_argv_free(char **argv);
 /* The worker's own executable (resolved /proc/self/exe when D was made). Owned by D. */
 const char *worker_docker_runner_path(const struct worker_docker *d);

@@ -47,6 +47,7 @@ enum {
 	OPT_DOCKER,
 	OPT_DOCKER_PRESERVE,
 	OPT_CONTAINERS,
+	OPT_NO_CONTAINERS_AHEAD,
 	OPT_SECCOMP,
 	OPT_DEBUG_ROTATE_MAX,
 	OPT_SHARED_CACHE,
@@ -90,6 +91,7 @@ static const struct option longopts[] = {
     {"docker", required_argument, NULL, OPT_DOCKER},
     {"docker-preserve", required_argument, NULL, OPT_DOCKER_PRESERVE},
     {"containers", no_argument, NULL, OPT_CONTAINERS},
+    {"no-containers-ahead", no_argument, NULL, OPT_NO_CONTAINERS_AHEAD},
     {"seccomp", required_argument, NULL, OPT_SECCOMP},
     {"memory-grow", required_argument, NULL, OPT_MEMORY_GROW},
     {"grow-step-up", required_argument, NULL, OPT_GROW_STEP_UP},
@@ -167,6 +169,8 @@ static const char usage_text[] =
     "      --docker-preserve IMAGE  every task in one container of IMAGE kept for the worker\n"
     "      --containers          run the tasks that name a container image in it (Docker);\n"
     "                            implied by --docker and --docker-preserve\n"
+    "      --no-containers-ahead  make a task's own container when it starts, not while\n"
+    "                            it waits in the queue\n"
     "      --seccomp PROFILE     system calls tasks may not make: default, strict, nonet, off\n"
     "                            (default: default; doc/seccomp.md)\n"
     "Elasticity (doc/elasticity.md):\n"
@@ -464,6 +468,7 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		o->docker_preserve = c == OPT_DOCKER_PRESERVE;
 		break;
 	case OPT_CONTAINERS: o->containers = true; break;
+	case OPT_NO_CONTAINERS_AHEAD: o->no_containers_ahead = true; break;
 	case OPT_SECCOMP:
 		if (rmon_seccomp_parse(arg, &o->seccomp) < 0)
 			return cli_error(

@@ -64,6 +64,7 @@ struct worker_opts {
 	char *docker_image;                /* --docker IMAGE or --docker-preserve IMAGE */
 	bool docker_preserve;              /* one shared container rather than one per task */
 	bool containers;                   /* --containers: tasks may name their images */
+	bool no_containers_ahead;          /* --no-containers-ahead (worker_ahead.h) */
 	enum rmon_seccomp_profile seccomp; /* --seccomp; default RMON_SECCOMP_DEFAULT */
 	bool pin_cores;   /* --pin-cores: each task on whole cpus of its own (worker_cpus.h) */
 	bool proc_events; /* --proc-events: count every short-lived process of a task in a cgroup */

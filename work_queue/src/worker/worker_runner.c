@@ -21,6 +21,7 @@
 #include "timeutil.h"
 #include "worker_docker.h"
 #include "worker_runner_agent.h"
+#include "worker_runner_ahead.h"
 #include "worker_runner_image.h"
 #include "worker_runner_opts.h"
 #include "worker_task.h"
@@ -309,6 +310,10 @@ int worker_runner_main(int argc, char **argv)
 	if (worker_runner_opts_parse(argc, argv, &o, msg, sizeof msg) < 0)
 		return fail(msg);
 	runner_agent_catch_stops();
+	if (o.ahead && runner_ahead_bind_to_worker() < 0) {
+		worker_runner_opts_clear(&o);
+		return fail("--ahead: the worker is gone");
+	}
 	/* the worker's -d flags do not reach the runner; DOCKER_API_DEBUG=all turns them on */
 	const char *dbg = getenv("DOCKER_API_DEBUG");
 	if (dbg && *dbg)
@@ -333,6 +338,24 @@ int worker_runner_main(int argc, char **argv)
 	char *image = NULL, *shared = NULL;
 	json_t *rec = json_object();
 	int r = runner_image_ready(api, &o, &runner_agent_stop, &image, &err, rec);
+	if (o.ahead) {
+		/* the task's own container, made before the task: not the task's process */
+		if (r == 0)
+			r = runner_ahead(api, &o, image,
+			                 host_config(&o, env_number("MEMORY"), NULL), rec, &err);
+		if (r < 0 && !runner_agent_stop)
+			fprintf(stderr, "work_queue_worker --container-run --ahead %s: %s\n",
+			        o.ahead, err);
+		free(err);
+		json_decref(rec);
+		json_decref(cmd);
+		json_decref(env);
+		free(image);
+		free(user);
+		docker_api_delete(api);
+		worker_runner_opts_clear(&o);
+		return r < 0 ? WORKER_DOCKER_EXIT_DOCKER : 0;
+	}
 	bool ran = false;
 	if (r == 0 && o.shared_image)
 		r = run_shared_image(api, &o, image, &status, &err, rec, &shared, &ran);

@@ -46,6 +46,10 @@ static int parse_one(struct worker_runner_opts *o, const char *a, const char *v,
 		o->owner = v;
 	} else if (strcmp(a, "--workdir") == 0) {
 		o->workdir = v;
+	} else if (strcmp(a, "--ahead") == 0) {
+		if (!path_is_absolute(v))
+			return cli_error(err, errlen, "--ahead %s: not an absolute path", v);
+		o->ahead = v;
 	} else if (strcmp(a, "--bind") == 0 || strcmp(a, "--bind-ro") == 0) {
 		if (!path_is_absolute(v))
 			return cli_error(err, errlen, "%s %s: not an absolute path", a, v);
@@ -93,6 +97,11 @@ int worker_runner_opts_parse(int argc, char *argv[], struct worker_runner_opts *
 		r = cli_error(err, errlen, "--agent needs --shared and --state");
 		goto out;
 	}
+	if (o->ahead && (o->shared || o->shared_image)) {
+		r = cli_error(err, errlen,
+		              "--ahead makes a task's own container, not a shared one");
+		goto out;
+	}
 	if (o->load && !o->key) {
 		r = cli_error(err, errlen, "--load needs --key");
 		goto out;
@@ -100,7 +109,7 @@ int worker_runner_opts_parse(int argc, char *argv[], struct worker_runner_opts *
 	if ((!o->image && !o->load) || !o->workdir || i >= argc) {
 		r = cli_error(err, errlen,
 		              "usage: --container-run [--socket S] --image IMG [--shared ID "
-		              "[--agent NAME]] [--nest] "
+		              "[--agent NAME]] [--ahead DIR] [--nest] "
 		              "--workdir DIR [--bind DIR] [--bind-ro DIR] -- CMD...");
 		goto out;
 	}

@@ -22,6 +22,8 @@ struct worker_runner_opts {
 	const char *state;   /* --state DIR: the worker's records of loaded images, and locks */
 	const char *owner;   /* --owner PID: the worker, whose containers these are */
 	bool nest;           /* --nest: the container's cgroup under the task's memory group */
+	const char *ahead;   /* --ahead DIR: make the task's own container ahead of the task, its
+	                      * agent listening in DIR, and wait until it ends (worker_runner.h) */
 	const char *workdir; /* --workdir, required */
 	char **binds;        /* "DIR:DIR" (--bind) and "DIR:DIR:ro" (--bind-ro), in order; owned */
 	size_t n_binds;

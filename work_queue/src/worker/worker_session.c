@@ -20,6 +20,7 @@
 #include "debug.h"
 #include "htc_error.h"
 #include "path.h"
+#include "stringtools.h"
 #include "timeutil.h"
 #include "worker_conn_internal.h"
 #include "worker_fetch.h"
@@ -27,6 +28,7 @@
 #include "worker_session_internal.h"
 #include "worker_images.h"
 #include "worker_engine.h"
+#include "worker_ahead.h"
 #include "worker_docker.h"
 #include "worker_task.h"
 #include "worker_watch.h"
@@ -260,6 +262,29 @@ static void queue_run(struct worker_session *s)
 	worker_queue_run(sp->queue, worker_ledger(w), alloc_of, committed, s);
 }
 
+/* T waits in the FIFO with its inputs in place: when it runs in a container of its own, that
+ * container is made now, while T waits (worker_ahead.h). */
+static void make_ahead(struct wtask *t)
+{
+	struct worker *w = W(t->s);
+	struct worker_docker *dk = worker_docker_of(w);
+	if (!dk || t->ahead || !t->sb || !worker_docker_can_make_ahead(dk))
+		return;
+	bool own = false;
+	char **argv = worker_task_container_argv(dk, t->msg, worker_sandbox_work_path(t->sb), &own);
+	if (argv && own) {
+		char *err = NULL;
+		t->ahead =
+		    worker_ahead_start(worker_docker_aheads(dk), worker_loop(w), argv,
+		                       t->msg->resources.cores, t->msg->resources.memory, &err);
+		if (!t->ahead) {
+			warn("task %lld: %s", (long long)t->id, err);
+			free(err);
+		}
+	}
+	str_free_argv(argv);
+}
+
 /* Every input of T is in place (ERR 0), or cannot be (ERR): T starts, unless it still waits in
  * the FIFO; a failure ends it at once (outcome sandbox_error), queued or not. */
 void ws_inputs_in_place(struct wtask *t, int err)
@@ -267,6 +292,7 @@ void ws_inputs_in_place(struct wtask *t, int err)
 	if (t->queued) {
 		if (!err) {
 			t->inputs_ready = true;
+			make_ahead(t);
 			return;
 		}
 		worker_queue_remove(fifo(t->s), t);
@@ -346,6 +372,8 @@ void ws_task_free(struct wtask *t)
 	for (size_t i = 0; t->fetching && i < t->msg->ninputs; i++)
 		if (t->fetching[i])
 			worker_fetch_release(ws_priv(s)->fetch, t->msg->inputs[i].object);
+	worker_ahead_release(t->ahead, true); /* never started: its container goes */
+	t->ahead = NULL;
 	if (t->t) {
 		worker_task_delete(t->t, false);
 	} else if (t->sb) {
@@ -632,7 +660,11 @@ static void start_task(struct wtask *t, int sandbox_err)
 	struct worker_sandbox *sb = t->sb;
 	t->sb = NULL; /* owned by the task from now on */
 	t->state = WT_RUNNING;
+	p.ahead = t->ahead;
 	t->t = worker_task_start(&p, t->msg, sb, &t->alloc, task_done_cb, t);
+	/* the container made ahead now serves the task and ends with it; without a task it goes */
+	worker_ahead_release(t->ahead, worker_task_pid(t->t) <= 0);
+	t->ahead = NULL;
 	if (worker_task_pid(t->t) > 0) {
 		ws_send(s, worker_task_running_json(t->t));
 		start_watch(t);

@@ -55,6 +55,7 @@ struct wtask {
 	char **dir_refs;
 	size_t ndir_refs;
 	int64_t t_received;
+	struct worker_ahead *ahead; /* its own container, being made while it waits, or NULL */
 	UT_hash_handle hh;
 };
 

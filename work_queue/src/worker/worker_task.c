@@ -24,6 +24,7 @@
 #include "stringtools.h"
 #include "timeutil.h"
 #include "worker_cpus.h"
+#include "worker_ahead.h"
 #include "worker_docker.h"
 #include "worker_elastic.h"
 #include "xalloc.h"
@@ -474,6 +475,30 @@ static char *worker_task_container_archive(const struct wq_task_msg *msg, const 
 	return NULL; /* the parser checked that it is an input */
 }
 
+char **worker_task_container_argv(const struct worker_docker *dk, const struct wq_task_msg *msg,
+                                  const char *work, bool *own)
+{
+	*own = false;
+	if (dk && msg->has_container) {
+		char *archive = worker_task_container_archive(msg, work);
+		struct worker_container_spec cs = {
+		    .image = msg->container_name,
+		    .archive = archive,
+		    .key = msg->container_image,
+		    .shared = msg->container_mode == WQ_CONTAINER_SHARED,
+		};
+		char **v = worker_docker_argv_spec(dk, work, msg->command, &cs);
+		free(archive);
+		*own = !cs.shared;
+		return v;
+	}
+	if (dk && worker_docker_image(dk)) {
+		*own = !worker_docker_shared(dk);
+		return worker_docker_argv(dk, work, NULL, msg->command);
+	}
+	return NULL;
+}
+
 struct worker_task *worker_task_start(const struct worker_task_params *p,
                                       const struct wq_task_msg *msg, struct worker_sandbox *sb,
                                       const struct worker_alloc *alloc, worker_task_done_fn done,
@@ -572,24 +597,14 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	}
 	/* --docker/--docker-preserve: the monitored process is the runner (the worker binary in
 	 * its --container-run mode), which runs the command in a container nested in the task's
-	 * cgroup (doc/work-queue-docker.md). */
-	char **dargv = NULL;
-	const struct worker_docker *dk = p->docker;
-	if (dk && msg->has_container) {
-		char *archive = worker_task_container_archive(msg, worker_sandbox_work_path(sb));
-		struct worker_container_spec cs = {
-		    .image = msg->container_name,
-		    .archive = archive,
-		    .key = msg->container_image,
-		    .shared = msg->container_mode == WQ_CONTAINER_SHARED,
-		};
-		dargv =
-		    worker_docker_argv_spec(dk, worker_sandbox_work_path(sb), msg->command, &cs);
-		free(archive);
-	} else if (dk && worker_docker_image(dk)) {
-		dargv = worker_docker_argv(dk, worker_sandbox_work_path(sb),
-		                           (const char *const *)env, msg->command);
-	}
+	 * cgroup (doc/work-queue-docker.md); with a container made ahead, the agent's client. */
+	bool own = false;
+	char **dargv =
+	    worker_task_container_argv(p->docker, msg, worker_sandbox_work_path(sb), &own);
+	if (dargv && own && worker_ahead_alive(p->ahead))
+		dargv = worker_docker_ahead_argv(p->docker, dargv, worker_ahead_pid(p->ahead),
+		                                 worker_ahead_dir(p->ahead),
+		                                 worker_sandbox_work_path(sb));
 	if (dargv) {
 		t->container = true;
 		argv = (const char *const *)dargv;

@@ -19,6 +19,9 @@
 #include "wq_msg.h"
 #include "worker_sandbox.h"
 
+struct worker_ahead;
+struct worker_docker;
+
 /* The name, in the sandbox beside work/, of a task's allocation file when the worker may change
  * its allocation while it runs (HTC_ALLOCATION_FILE; doc/elasticity.md, "The adaptive view"). */
 #define WORKER_TASK_VIEW_FILE "allocation"
@@ -175,9 +178,18 @@ struct worker_task_params {
 	 * `task_done` carries `grown` (the master negotiated `grow`). */
 	struct worker_elastic *elastic;
 	struct worker_alloc *charged;
+	/* The task's own container, made ahead (worker_ahead.h), or NULL: used when its process
+	 * still runs. The caller keeps it (and releases it after the start). */
+	const struct worker_ahead *ahead;
 	void (*resized)(void *arg, int64_t memory_mb);
 	bool report_grown;
 };
+
+/* The runner argv of MSG's container (worker_docker.h) for the work directory WORK, or NULL
+ * when the task runs on the host (no DK, no container named, none of the worker's own). *OWN:
+ * the task has a container of its own (not a shared one). str_free_argv frees it. */
+char **worker_task_container_argv(const struct worker_docker *dk, const struct wq_task_msg *msg,
+                                  const char *work, bool *own);
 
 /* Starts MSG's command in SB (which the task now owns: it is removed by worker_task_delete
  * or by a cancel) with the allocation ALLOC (copied; the caller releases it in its ledger
