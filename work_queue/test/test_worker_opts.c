@@ -375,6 +375,18 @@ static void test_shared_cache(void **state)
 	assert_non_null(strstr(err, "\"lots\" is not a size"));
 	assert_int_equal(parse(&o, "--shared-cache-size", "10", "h", "9", NULL), HTC_EPARSE);
 	assert_non_null(strstr(err, "--shared-cache-size needs --shared-cache DIR"));
+	/* lease locks (the NFS way) */
+	assert_int_equal(
+	    parse(&o, "--shared-cache", "/s", "--shared-cache-leases", "20", "h", "9", NULL),
+	    CLI_DONE);
+	assert_true(o.shared_cache_leases == 20);
+	worker_opts_clear(&o);
+	assert_int_equal(
+	    parse(&o, "--shared-cache", "/s", "--shared-cache-leases", "0.5", "h", "9", NULL),
+	    HTC_EPARSE);
+	assert_non_null(strstr(err, "\"0.5\" is not a number of seconds (1 .. 3600)"));
+	assert_int_equal(parse(&o, "--shared-cache-leases", "30", "h", "9", NULL), HTC_EPARSE);
+	assert_non_null(strstr(err, "--shared-cache-leases needs --shared-cache DIR"));
 }
 
 int main(void)

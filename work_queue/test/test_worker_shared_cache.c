@@ -62,7 +62,7 @@ static int teardown(void **state)
 static struct worker_shared_cache *open_store(const char *dir, uint64_t limit)
 {
 	char *why = NULL;
-	struct worker_shared_cache *s = worker_shared_cache_open(dir, limit, &why);
+	struct worker_shared_cache *s = worker_shared_cache_open(dir, limit, 0, &why);
 	if (!s)
 		fail_msg("open %s: %s", dir, why);
 	return s;
@@ -142,7 +142,8 @@ static void test_identity_once(void **state)
 		assert_true(pid >= 0);
 		if (pid == 0) {
 			char *why = NULL;
-			struct worker_shared_cache *s = worker_shared_cache_open(f->store, 0, &why);
+			struct worker_shared_cache *s =
+			    worker_shared_cache_open(f->store, 0, 0, &why);
 			if (!s || write(p[1], worker_shared_cache_id(s), 32) != 32)
 				_exit(1);
 			_exit(0);
@@ -180,11 +181,11 @@ static void test_bad_identity(void **state)
 	char *id = path_join(f->store, "store-id");
 	ts_write_file(id, "not an id\n");
 	char *why = NULL;
-	assert_null(worker_shared_cache_open(f->store, 0, &why));
+	assert_null(worker_shared_cache_open(f->store, 0, 0, &why));
 	assert_non_null(strstr(why, "store-id: not a store identity"));
 	free(why);
 	free(id);
-	assert_null(worker_shared_cache_open("relative/dir", 0, &why));
+	assert_null(worker_shared_cache_open("relative/dir", 0, 0, &why));
 	assert_non_null(strstr(why, "not an absolute path"));
 	free(why);
 }
@@ -230,7 +231,7 @@ static void test_lock_dies_with_holder(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(worker_shared_cache_lock(s, name, false),
 	                 -EAGAIN); /* OFD: per open file */
-	worker_shared_cache_unlock(fd);
+	worker_shared_cache_unlock(s, fd);
 	/* the dead writer's object is not in the store, and its temporary is swept */
 	assert_int_equal(worker_shared_cache_await(s, name, 10), -ENOENT);
 	assert_int_equal(worker_shared_cache_sweep(s), 1);
@@ -244,6 +245,86 @@ static void test_lock_dies_with_holder(void **state)
 	assert_int_equal(count_entries(partial), 0);
 	free(partial);
 	free(name);
+	worker_shared_cache_close(s);
+}
+
+/* ---- leases (where fcntl locks are not trusted) ------------------------------------------ */
+
+static struct worker_shared_cache *open_leased(const char *dir, double timeout_s)
+{
+	char *why = NULL;
+	struct worker_shared_cache *s = worker_shared_cache_open(dir, 0, timeout_s, &why);
+	if (!s)
+		fail_msg("open %s with leases: %s", dir, why);
+	return s;
+}
+
+struct lease_arg {
+	const char *store, *name;
+};
+
+/* In the child: its own store (and heartbeat thread: threads do not survive fork) holds NAME. */
+static void hold_lease(void *p)
+{
+	struct lease_arg *a = p;
+	struct worker_shared_cache *s = open_leased(a->store, 1.0);
+	if (worker_shared_cache_lock(s, a->name, false) < 0)
+		_exit(2);
+}
+
+static void test_leases(void **state)
+{
+	struct fixture *f = *state;
+	/* the holder below renews every 1/6 s; this taker calls a lease dead after 3 s, so that
+	 * a busy machine does not make a live holder look dead */
+	struct worker_shared_cache *s = open_leased(f->store, 3.0);
+	assert_true(worker_shared_cache_lease_timeout(s) == 3.0);
+	/* the identity is made without a lock, and the same for every opener */
+	struct worker_shared_cache *s2 = open_leased(f->store, 3600);
+	assert_string_equal(worker_shared_cache_id(s), worker_shared_cache_id(s2));
+	char *a = put_object(f->src_fd, "leased a"), *b = put_object(f->src_fd, "leased b");
+	char *c = put_object(f->src_fd, "leased c");
+	/* a lease is one holder's, per name: the same process cannot take it twice */
+	int fd = worker_shared_cache_lock(s, a, false);
+	assert_true(fd >= 0);
+	assert_int_equal(worker_shared_cache_lock(s, a, false), -EAGAIN);
+	assert_int_equal(worker_shared_cache_lock(s2, a, false), -EAGAIN);
+	char *lease = xasprintf("%s/leases/%s", f->store, a);
+	assert_int_equal(access(lease, F_OK), 0);
+	worker_shared_cache_unlock(s, fd);
+	assert_int_equal(access(lease, F_OK), -1); /* dropped: deleted */
+	fd = worker_shared_cache_lock(s2, a, false);
+	assert_true(fd >= 0);
+	worker_shared_cache_unlock(s2, fd);
+	/* a holder killed with -9 renews no more: its lease is broken once it is older than the
+	 * timeout, by the server's time (a waiter polls until then) */
+	struct lease_arg la = {f->store, b};
+	pid_t pid = child_ready(hold_lease, &la);
+	assert_int_equal(worker_shared_cache_lock(s, b, false), -EAGAIN);
+	kill_child(pid);
+	fd = worker_shared_cache_lock(s, b, true);
+	assert_true(fd >= 0);
+	worker_shared_cache_unlock(s, fd);
+	/* a holder whose lease was broken as dead (made old here by hand: S2 renews it only every
+	 * 600 s) does not delete the new holder's lease when it lets go */
+	int old = worker_shared_cache_lock(s2, c, false);
+	assert_true(old >= 0);
+	char *lease_c = xasprintf("%s/leases/%s", f->store, c);
+	struct timespec past[2] = {{1000000000, 0}, {1000000000, 0}};
+	assert_int_equal(utimensat(AT_FDCWD, lease_c, past, 0), 0);
+	int now = worker_shared_cache_lock(s, c, false);
+	assert_true(now >= 0);
+	worker_shared_cache_unlock(s2, old);
+	assert_int_equal(access(lease_c, F_OK), 0);
+	assert_int_equal(worker_shared_cache_lock(s2, c, false), -EAGAIN);
+	worker_shared_cache_unlock(s, now);
+	assert_int_equal(access(lease_c, F_OK), -1);
+	free(lease_c);
+	free(lease);
+	free(a);
+	free(b);
+	free(c);
+	worker_shared_cache_close(s2);
 	worker_shared_cache_close(s);
 }
 
@@ -261,7 +342,7 @@ static void test_publish_link_and_await(void **state)
 	assert_int_equal(worker_shared_cache_users(s, name), 1);
 	int lock = worker_shared_cache_await(s, name, 5);
 	assert_true(lock >= 0);
-	worker_shared_cache_unlock(lock);
+	worker_shared_cache_unlock(s, lock);
 	assert_int_equal(worker_shared_cache_await(s, name, 6), -EFBIG);
 	/* while the await holds the lock, a trim cannot delete it */
 	lock = worker_shared_cache_await(s, name, 5);
@@ -269,7 +350,7 @@ static void test_publish_link_and_await(void **state)
 	unlinkat(f->src_fd, name, 0); /* no user any more */
 	assert_int_equal(worker_shared_cache_users(s, name), 0);
 	assert_int_equal(worker_shared_cache_trim(s, 0), 0);
-	worker_shared_cache_unlock(lock);
+	worker_shared_cache_unlock(s, lock);
 	assert_int_equal(worker_shared_cache_trim(s, 0), 1);
 	assert_false(exists_at(worker_shared_cache_objects_fd(s), name));
 	uint64_t n = 9, b = 9;
@@ -291,7 +372,7 @@ static void publish_then_unlock(void *p)
 	int src = open(a->tmp_content, O_RDONLY | O_DIRECTORY);
 	if (src < 0 || worker_shared_cache_publish(a->s, src, a->name) != 1)
 		_exit(5);
-	worker_shared_cache_unlock(fd);
+	worker_shared_cache_unlock(a->s, fd);
 }
 
 static void test_await_sees_what_a_writer_published(void **state)
@@ -303,7 +384,7 @@ static void test_await_sees_what_a_writer_published(void **state)
 	pid_t pid = child_ready(publish_then_unlock, &a);
 	int lock = worker_shared_cache_await(s, name, 10);
 	assert_true(lock >= 0);
-	worker_shared_cache_unlock(lock);
+	worker_shared_cache_unlock(s, lock);
 	kill_child(pid);
 	free(name);
 	worker_shared_cache_close(s);
@@ -398,6 +479,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_identity_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_identity, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lock_dies_with_holder, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_leases, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_publish_link_and_await, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_await_sees_what_a_writer_published, setup,
 	                                    teardown),

@@ -52,6 +52,7 @@ enum {
 	OPT_DEBUG_ROTATE_MAX,
 	OPT_SHARED_CACHE,
 	OPT_SHARED_CACHE_SIZE,
+	OPT_SHARED_CACHE_LEASES,
 	OPT_MEMORY_GROW,
 	OPT_GROW_STEP_UP,
 	OPT_GROW_STEP_DOWN,
@@ -80,6 +81,7 @@ static const struct option longopts[] = {
     {"keep-cache", no_argument, NULL, OPT_KEEP_CACHE},
     {"shared-cache", required_argument, NULL, OPT_SHARED_CACHE},
     {"shared-cache-size", required_argument, NULL, OPT_SHARED_CACHE_SIZE},
+    {"shared-cache-leases", required_argument, NULL, OPT_SHARED_CACHE_LEASES},
     {"pin-cores", no_argument, NULL, OPT_PIN_CORES},
     {"proc-events", no_argument, NULL, OPT_PROC_EVENTS},
     {"password", required_argument, NULL, 'P'},
@@ -152,6 +154,8 @@ static const char usage_text[] =
     "      --shared-cache DIR    keep cached files once in DIR, shared with the other\n"
     "                            workers that name it (doc/work-queue-shared-cache.md)\n"
     "      --shared-cache-size MB  delete unused files of DIR beyond MB (default: none)\n"
+    "      --shared-cache-leases S  lock DIR's objects with lease files renewed by a\n"
+    "                            heartbeat, dead after S seconds (default on NFS: 30)\n"
     "      --pin-cores           run each task on whole cpus of its own (a cpuset:\n"
     "                            nproc in the task is its cores; doc/elasticity.md)\n"
     "      --proc-events         count every process of a task, also those that live\n"
@@ -426,6 +430,13 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 			                 name, arg);
 		o->shared_cache_limit = v;
 		break;
+	case OPT_SHARED_CACHE_LEASES:
+		if (str_to_double(arg, &d) < 0 || !(d >= 1 && d <= 3600))
+			return cli_error(err, errlen,
+			                 "%s: \"%s\" is not a number of seconds (1 .. 3600)", name,
+			                 arg);
+		o->shared_cache_leases = d;
+		break;
 	case OPT_PIN_CORES: o->pin_cores = true; break;
 	case OPT_PROC_EVENTS: o->proc_events = true; break;
 	case 'P': set(&o->password_file, arg); break;
@@ -625,6 +636,10 @@ int worker_opts_parse(int argc, char *const argv[], struct worker_opts *o, char 
 	}
 	if (o->shared_cache_limit > 0 && !o->shared_cache) {
 		r = cli_error(err, errlen, "--shared-cache-size needs --shared-cache DIR");
+		goto fail;
+	}
+	if (o->shared_cache_leases > 0 && !o->shared_cache) {
+		r = cli_error(err, errlen, "--shared-cache-leases needs --shared-cache DIR");
 		goto fail;
 	}
 	return CLI_DONE;

@@ -51,6 +51,7 @@ struct worker_opts {
 	bool keep_cache;
 	char *shared_cache;         /* --shared-cache DIR: a store shared with other workers */
 	int64_t shared_cache_limit; /* --shared-cache-size MB; 0 = no limit */
+	double shared_cache_leases; /* --shared-cache-leases S: lease locks; 0 = OFD (not NFS) */
 
 	char *password_file;
 	bool ssl;

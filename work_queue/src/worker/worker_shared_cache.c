@@ -1,7 +1,8 @@
 /* worker_shared_cache.c: the store shared by the workers of one file system
  * (doc/work-queue-shared-cache.md). Everything that several processes may race on is settled by
- * the file system itself: OFD locks (which die with their process), linkat(2) and
- * renameat2(RENAME_NOREPLACE) (which make an object appear whole or not at all). */
+ * the file system itself: OFD locks (which die with their process; on NFS, lease files with a
+ * heartbeat instead, worker_shared_lease.h), linkat(2) and renameat2(RENAME_NOREPLACE) (which
+ * make an object appear whole or not at all). */
 #include "worker_shared_cache.h"
 
 #include <dirent.h>
@@ -22,6 +23,7 @@
 #include "path.h"
 #include "sha256.h"
 #include "worker_cache.h"
+#include "worker_shared_lease.h"
 #include "vec.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -39,7 +41,14 @@ struct worker_shared_cache {
 	uint64_t limit;
 	int dir_fd, objects_fd, locks_fd, partial_fd;
 	atomic_uint_fast64_t seq;
+	struct shared_leases *leases; /* lease files in DIR/leases instead of OFD locks, or NULL */
+	int leases_fd;
+	double lease_timeout_s;
 };
+
+/* Temporaries of the store untouched this long (in lease mode, where their writers hold no
+ * lock on them) belong to dead writers. */
+#define LEASE_STALE_TEMP_S 600
 
 static int open_sub(int fd, const char *name)
 {
@@ -92,15 +101,19 @@ static int read_id(struct worker_shared_cache *s)
 	return 0;
 }
 
-/* Creates the identity once: under the lock of DIR/.lock, the first opener writes it. */
+/* Creates the identity once: under the lock of DIR/.lock, the first opener writes it. With
+ * leases (whose file systems' locks are not trusted) no lock is taken: the identity is written
+ * to a temporary and linked into place, which fails for all but the first. */
 static int make_id(struct worker_shared_cache *s, char **why)
 {
-	int lfd = openat(s->dir_fd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (lfd < 0) {
+	int lfd = s->leases
+	              ? -1
+	              : openat(s->dir_fd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (lfd < 0 && !s->leases) {
 		*why = xasprintf("%s/.lock: %s", s->dir, strerror(errno));
 		return -1;
 	}
-	int r = ofd_lock(lfd, true);
+	int r = s->leases ? 0 : ofd_lock(lfd, true);
 	if (r == 0)
 		r = read_id(s);
 	if (r == -ENOENT) {
@@ -120,15 +133,22 @@ static int make_id(struct worker_shared_cache *s, char **why)
 			r = fd < 0 ? -errno : full_write(fd, line, WORKER_SHARED_CACHE_ID_LEN + 1);
 			if (fd >= 0 && close(fd) < 0 && r == 0)
 				r = -errno;
-			if (r == 0 && renameat(s->dir_fd, tmp, s->dir_fd, ID_FILE) < 0)
+			if (r == 0 && s->leases) {
+				if (linkat(s->dir_fd, tmp, s->dir_fd, ID_FILE, 0) < 0 &&
+				    errno != EEXIST)
+					r = -errno;
+				unlinkat(s->dir_fd, tmp, 0);
+			} else if (r == 0 && renameat(s->dir_fd, tmp, s->dir_fd, ID_FILE) < 0) {
 				r = -errno;
+			}
 			if (r < 0)
 				unlinkat(s->dir_fd, tmp, 0);
 			else
 				r = read_id(s);
 		}
 	}
-	close(lfd); /* releases the lock */
+	if (lfd >= 0)
+		close(lfd); /* releases the lock */
 	if (r < 0)
 		*why = xasprintf("%s/%s: %s", s->dir, ID_FILE,
 		                 r == HTC_ECORRUPT ? "not a store identity (32 hex digits)"
@@ -136,7 +156,8 @@ static int make_id(struct worker_shared_cache *s, char **why)
 	return r < 0 ? -1 : 0;
 }
 
-struct worker_shared_cache *worker_shared_cache_open(const char *dir, uint64_t limit, char **why)
+struct worker_shared_cache *worker_shared_cache_open(const char *dir, uint64_t limit,
+                                                     double lease_timeout_s, char **why)
 {
 	*why = NULL;
 	if (!dir || !path_is_absolute(dir)) {
@@ -146,27 +167,30 @@ struct worker_shared_cache *worker_shared_cache_open(const char *dir, uint64_t l
 	struct worker_shared_cache *s = xcalloc(1, sizeof *s);
 	s->dir = xstrdup(dir);
 	s->limit = limit;
-	s->dir_fd = s->objects_fd = s->locks_fd = s->partial_fd = -1;
+	s->dir_fd = s->objects_fd = s->locks_fd = s->partial_fd = s->leases_fd = -1;
 	int r = path_mkdir_p(dir, 0755);
 	if (r == 0) {
 		s->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		r = s->dir_fd < 0 ? -errno : 0;
 	}
+	/* NFS: a dead client's fcntl lock lives on until its lease on the server ends, so its
+	 * objects are locked with lease files instead */
 	struct statfs fs;
-	if (r == 0 && fstatfs(s->dir_fd, &fs) == 0 && fs.f_type == NFS_SUPER_MAGIC) {
-		*why =
-		    xasprintf("%s is on NFS, whose fcntl locks are not trusted here (a lock of a "
-		              "dead client lives on until its lease ends); use a local file "
-		              "system",
-		              dir);
-		goto fail;
-	}
+	if (r == 0 && lease_timeout_s <= 0 && fstatfs(s->dir_fd, &fs) == 0 &&
+	    fs.f_type == NFS_SUPER_MAGIC)
+		lease_timeout_s = WORKER_SHARED_CACHE_LEASE_S;
 	if (r == 0)
 		r = s->objects_fd = open_sub(s->dir_fd, "objects");
 	if (r >= 0)
 		r = s->locks_fd = open_sub(s->dir_fd, "locks");
 	if (r >= 0)
 		r = s->partial_fd = open_sub(s->dir_fd, ".partial");
+	if (r >= 0 && lease_timeout_s > 0)
+		r = s->leases_fd = open_sub(s->dir_fd, "leases");
+	if (r >= 0 && lease_timeout_s > 0) {
+		s->leases = shared_leases_create(s->leases_fd, lease_timeout_s, &r);
+		s->lease_timeout_s = lease_timeout_s;
+	}
 	if (r < 0) {
 		*why = xasprintf("%s: %s", dir, strerror(-r));
 		goto fail;
@@ -186,7 +210,8 @@ void worker_shared_cache_close(struct worker_shared_cache *s)
 {
 	if (!s)
 		return;
-	int fds[] = {s->dir_fd, s->objects_fd, s->locks_fd, s->partial_fd};
+	shared_leases_delete(s->leases);
+	int fds[] = {s->dir_fd, s->objects_fd, s->locks_fd, s->partial_fd, s->leases_fd};
 	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -209,10 +234,17 @@ int worker_shared_cache_objects_fd(const struct worker_shared_cache *s)
 	return s->objects_fd;
 }
 
+double worker_shared_cache_lease_timeout(const struct worker_shared_cache *s)
+{
+	return s->leases ? s->lease_timeout_s : 0;
+}
+
 int worker_shared_cache_lock(const struct worker_shared_cache *s, const char *name, bool wait)
 {
 	if (!worker_cache_name_valid(name))
 		return -EINVAL;
+	if (s->leases)
+		return shared_lease_take(s->leases, name, wait);
 	int fd = openat(s->locks_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
@@ -224,9 +256,11 @@ int worker_shared_cache_lock(const struct worker_shared_cache *s, const char *na
 	return fd;
 }
 
-void worker_shared_cache_unlock(int fd)
+void worker_shared_cache_unlock(const struct worker_shared_cache *s, int fd)
 {
-	if (fd >= 0)
+	if (fd >= 0 && s->leases)
+		shared_lease_drop(s->leases, fd);
+	else if (fd >= 0)
 		close(fd);
 }
 
@@ -330,7 +364,7 @@ int worker_shared_cache_await(const struct worker_shared_cache *s, const char *n
 	else if ((uint64_t)st.st_size != size)
 		r = -EFBIG;
 	if (r < 0) {
-		worker_shared_cache_unlock(lock);
+		worker_shared_cache_unlock(s, lock);
 		return r;
 	}
 	return lock;
@@ -344,9 +378,22 @@ int worker_shared_cache_sweep(const struct worker_shared_cache *s)
 		return err;
 	int n = 0;
 	struct dirent *de;
+	struct timespec now = {0, 0};
+	if (s->leases && shared_leases_now(s->leases, &now) < 0)
+		now.tv_sec = 0; /* no server time: nothing is old */
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (s->leases) {
+			/* with leases, a temporary is its writer's while it changes */
+			struct stat st;
+			if (now.tv_sec > 0 &&
+			    fstatat(s->partial_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    now.tv_sec - st.st_mtim.tv_sec > LEASE_STALE_TEMP_S &&
+			    unlinkat(s->partial_fd, de->d_name, 0) == 0)
+				n++;
+			continue;
+		}
 		int fd = openat(s->partial_fd, de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
@@ -356,6 +403,8 @@ int worker_shared_cache_sweep(const struct worker_shared_cache *s)
 		close(fd);
 	}
 	closedir(d);
+	if (s->leases)
+		shared_leases_sweep(s->leases, LEASE_STALE_TEMP_S);
 	return n;
 }
 
@@ -437,7 +486,7 @@ int worker_shared_cache_trim(const struct worker_shared_cache *s, uint64_t limit
 			debug(D_WORKER, "shared cache: %s deleted (unused; store over its limit)",
 			      v[i].name);
 		}
-		worker_shared_cache_unlock(lock);
+		worker_shared_cache_unlock(s, lock);
 	}
 	free(v);
 	return deleted;

@@ -15,11 +15,19 @@
  * open and close may run in any thread, several at once. */
 struct worker_shared_cache;
 
+/* The lease timeout on NFS when none is given (seconds). */
+#define WORKER_SHARED_CACHE_LEASE_S 30.0
+
 /* Opens the store in DIR, creating DIR, its directories and its identity when missing (the
  * identity under an OFD lock of DIR/.lock, so that two workers starting together agree), and
- * sweeps stale temporaries. Refuses a DIR on NFS. LIMIT is the size cap in bytes (0: none).
- * Returns NULL with *WHY set (caller frees) on failure. Blocking: call it at start. */
-struct worker_shared_cache *worker_shared_cache_open(const char *dir, uint64_t limit, char **why);
+ * sweeps stale temporaries. LIMIT is the size cap in bytes (0: none). With LEASE_TIMEOUT_S > 0,
+ * and on NFS (with WORKER_SHARED_CACHE_LEASE_S when 0), objects are locked with lease files
+ * in DIR/leases (worker_shared_lease.h) instead of OFD locks. Returns NULL with *WHY set
+ * (caller frees) on failure. Blocking: call it at start. */
+struct worker_shared_cache *worker_shared_cache_open(const char *dir, uint64_t limit,
+                                                     double lease_timeout_s, char **why);
+/* The lease timeout in force, or 0 with OFD locks. */
+double worker_shared_cache_lease_timeout(const struct worker_shared_cache *s);
 /* Closes S (the store stays). NULL is ok. */
 void worker_shared_cache_close(struct worker_shared_cache *s);
 
@@ -29,13 +37,14 @@ const char *worker_shared_cache_id(const struct worker_shared_cache *s);
 const char *worker_shared_cache_dir(const struct worker_shared_cache *s);
 int worker_shared_cache_objects_fd(const struct worker_shared_cache *s);
 
-/* Takes the write lock of object NAME (an OFD lock of DIR/locks/NAME). With WAIT it blocks
- * until the lock is free (a thread, never the loop); without, a lock held elsewhere gives
- * -EAGAIN. Returns the fd that holds the lock (give it to worker_shared_cache_unlock) or
- * -errno. The kernel releases the lock when the fd is closed or the process dies. */
+/* Takes the write lock of object NAME (an OFD lock of DIR/locks/NAME, or the lease
+ * DIR/leases/NAME). With WAIT it blocks until the lock is free (a thread, never the loop);
+ * without, a lock held elsewhere gives -EAGAIN. Returns the fd that holds the lock (give it to
+ * worker_shared_cache_unlock) or -errno. The kernel releases an OFD lock when the fd is closed
+ * or the process dies; a lease of a dead process is broken after its timeout. */
 int worker_shared_cache_lock(const struct worker_shared_cache *s, const char *name, bool wait);
 /* Releases a lock from worker_shared_cache_lock (closes FD). A negative FD is ignored. */
-void worker_shared_cache_unlock(int fd);
+void worker_shared_cache_unlock(const struct worker_shared_cache *s, int fd);
 
 /* Puts object NAME, a complete and checked file in directory SRC_DIRFD, into the store: one
  * linkat(2), or across file systems a copy into DIR/.partial (locked while written), hashed,

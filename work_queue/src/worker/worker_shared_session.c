@@ -67,8 +67,8 @@ struct worker_shared *worker_shared_open(const struct worker_opts *o, char **err
 		dir = path_join(cwd, o->shared_cache);
 	}
 	char *why = NULL;
-	struct worker_shared_cache *store =
-	    worker_shared_cache_open(dir, (uint64_t)o->shared_cache_limit << 20, &why);
+	struct worker_shared_cache *store = worker_shared_cache_open(
+	    dir, (uint64_t)o->shared_cache_limit << 20, o->shared_cache_leases, &why);
 	if (!store) {
 		*err = xasprintf("--shared-cache %s: %s", o->shared_cache, why);
 		free(why);
@@ -77,9 +77,10 @@ struct worker_shared *worker_shared_open(const struct worker_opts *o, char **err
 	}
 	uint64_t n = 0, bytes = 0;
 	worker_shared_cache_stat(store, &n, &bytes);
-	notice("shared cache %s: store %s, %llu objects, %llu MB", dir,
+	double lease = worker_shared_cache_lease_timeout(store);
+	notice("shared cache %s: store %s, %llu objects, %llu MB%s", dir,
 	       worker_shared_cache_id(store), (unsigned long long)n,
-	       (unsigned long long)(bytes >> 20));
+	       (unsigned long long)(bytes >> 20), lease > 0 ? ", lease locks" : "");
 	free(dir);
 	struct worker_shared *sh = xcalloc(1, sizeof *sh);
 	sh->store = store;
@@ -94,7 +95,7 @@ void worker_shared_delete(struct worker_shared *sh)
 	HASH_ITER(hh, sh->held, h, tmp)
 	{
 		HASH_DEL(sh->held, h);
-		worker_shared_cache_unlock(h->fd);
+		worker_shared_cache_unlock(sh->store, h->fd);
 		free(h);
 	}
 	worker_shared_cache_close(sh->store);
@@ -137,7 +138,7 @@ static void publish_work(uv_work_t *req)
 static void publish_done(uv_work_t *req, int status)
 {
 	struct job *j = req->data;
-	worker_shared_cache_unlock(j->lock);
+	worker_shared_cache_unlock(worker_conn_shared(j->w)->store, j->lock);
 	struct worker_session *s = worker_session_of(j->w);
 	uint64_t size = 0;
 	bool ok =
@@ -171,7 +172,7 @@ void worker_shared_recv_end(struct worker *w, const char *name, bool ok)
 		free(h);
 	}
 	if (!ok) {
-		worker_shared_cache_unlock(lock);
+		worker_shared_cache_unlock(sh->store, lock);
 		return;
 	}
 	struct job *j = xcalloc(1, sizeof *j);
@@ -180,7 +181,7 @@ void worker_shared_recv_end(struct worker *w, const char *name, bool ok)
 	j->lock = lock;
 	memcpy(j->name, name, sizeof j->name);
 	if (uv_queue_work(worker_loop(w), &j->req, publish_work, publish_done) < 0) {
-		worker_shared_cache_unlock(lock);
+		worker_shared_cache_unlock(sh->store, lock);
 		free(j);
 	}
 }
@@ -267,7 +268,7 @@ static void take_work(uv_work_t *req)
 	j->rc = worker_cache_partial_link(j->p, ofd, j->name);
 	if (j->rc == -EXDEV)
 		j->rc = copy_into(ofd, j->name, j->p);
-	worker_shared_cache_unlock(lock);
+	worker_shared_cache_unlock(sh->store, lock);
 }
 
 static void send_taken(struct worker_session *s, const char *name, bool ok, uint64_t size,
