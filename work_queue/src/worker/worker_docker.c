@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "atomic_file.h"
 #include "debug.h"
 #include "path.h"
 #include "stringtools.h"
@@ -298,6 +299,23 @@ static void argv_tail(const struct worker_docker *d, char **v, int *n, const cha
 	v[*n] = NULL;
 }
 
+/* The agent's client (D->agent) with the words HEAD (NH, taken), "--", then the runner argv V
+ * of N words (taken). */
+static char **client_before(const struct worker_docker *d, char **head, int nh, char **v, int n)
+{
+	char **w = xcalloc((size_t)(n + nh + 3), sizeof *w);
+	int k = 0;
+	w[k++] = xstrdup(d->agent);
+	for (int i = 0; i < nh; i++)
+		w[k++] = head[i];
+	w[k++] = xstrdup("--");
+	for (int i = 0; i < n; i++)
+		w[k++] = v[i];
+	w[k] = NULL;
+	free(v);
+	return w;
+}
+
 /* V (a runner argv of N words) behind the agent's client: `htc_container_agent --run STATE
  * SOCKET IMAGE WORKDIR -- V...`, which hands the task to the shared container's agent without
  * starting the runner (12 ms of the worker's start-up), or becomes the runner when no agent
@@ -305,20 +323,9 @@ static void argv_tail(const struct worker_docker *d, char **v, int *n, const cha
 static char **behind_client(const struct worker_docker *d, char **v, int n, const char *socket,
                             const char *image, const char *sandbox_work_dir)
 {
-	char **w = xcalloc((size_t)n + 8, sizeof *w);
-	int k = 0;
-	w[k++] = xstrdup(d->agent);
-	w[k++] = xstrdup("--run");
-	w[k++] = path_join(d->workdir, "containers");
-	w[k++] = xstrdup(socket);
-	w[k++] = xstrdup(image);
-	w[k++] = xstrdup(sandbox_work_dir);
-	w[k++] = xstrdup("--");
-	for (int i = 0; i < n; i++)
-		w[k++] = v[i];
-	w[k] = NULL;
-	free(v);
-	return w;
+	char *head[] = {xstrdup("--run"), path_join(d->workdir, "containers"), xstrdup(socket),
+	                xstrdup(image), xstrdup(sandbox_work_dir)};
+	return client_before(d, head, 5, v, n);
 }
 
 bool worker_docker_can_make_ahead(const struct worker_docker *d)
@@ -337,20 +344,9 @@ char **worker_docker_ahead_argv(const struct worker_docker *d, char **v, pid_t m
 	int n = 0;
 	while (v[n])
 		n++;
-	char **w = xcalloc((size_t)n + 8, sizeof *w);
-	int k = 0;
-	w[k++] = xstrdup(d->agent);
-	w[k++] = xstrdup("--run-task");
-	w[k++] = xasprintf("%ld", (long)maker);
-	w[k++] = xstrdup(dir);
-	w[k++] = xstrdup(RUNNER_AHEAD_SOCKET);
-	w[k++] = xstrdup(sandbox_work_dir);
-	w[k++] = xstrdup("--");
-	for (int i = 0; i < n; i++)
-		w[k++] = v[i];
-	w[k] = NULL;
-	free(v);
-	return w;
+	char *head[] = {xstrdup("--run-task"), xasprintf("%ld", (long)maker), xstrdup(dir),
+	                xstrdup(RUNNER_AHEAD_SOCKET), xstrdup(sandbox_work_dir)};
+	return client_before(d, head, 5, v, n);
 }
 
 struct worker_aheads *worker_docker_aheads(struct worker_docker *d)
@@ -454,6 +450,18 @@ char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbo
 		free(name);
 	}
 	return v;
+}
+
+void worker_container_record_write(const char *workdir, const char *name, json_t *rec)
+{
+	char *dir = path_dirname(workdir);
+	char *p = path_join(dir, name);
+	char *text = json_dumps(rec, JSON_COMPACT);
+	if (text && atomic_file_write(p, text, strlen(text), 0644) < 0)
+		debug(D_WORKER, "cannot write %s", p);
+	free(text);
+	free(p);
+	free(dir);
 }
 
 /* The JSON object in the file NAME of SANDBOX (at most 4 KiB), or NULL. */

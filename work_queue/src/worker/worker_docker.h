@@ -80,6 +80,9 @@ char **worker_docker_argv_spec(const struct worker_docker *d, const char *sandbo
  * work directory): what it cost, as a JSON object (doc/work-queue-protocol.md, `task_done`
  * `container`). */
 #define WORKER_CONTAINER_RECORD "container.json"
+/* Writes REC as the record NAME (WORKER_CONTAINER_RECORD, or the record of a container made
+ * ahead) beside the task's work directory WORKDIR, atomically. */
+void worker_container_record_write(const char *workdir, const char *name, json_t *rec);
 /* Reads the record in SANDBOX (at most 4 KiB, an object): a new reference, or NULL. */
 json_t *worker_container_record_read(const char *sandbox);
 /* The text of a record REC (may be NULL) whose runner found the engine gone (engine_lost), or

@@ -13,10 +13,8 @@
 
 #include <jansson.h>
 
-#include "atomic_file.h"
 #include "debug.h"
 #include "docker_api.h"
-#include "path.h"
 #include "stringtools.h"
 #include "timeutil.h"
 #include "worker_docker.h"
@@ -95,20 +93,6 @@ static double env_number(const char *name)
 	if (!s || str_to_double(s, &v) < 0)
 		return 0;
 	return v;
-}
-
-/* Writes REC as the task's container record, beside its work directory WORKDIR
- * (WORKER_CONTAINER_RECORD; read by the worker at the task's end). */
-static void write_record(const char *workdir, json_t *rec)
-{
-	char *dir = path_dirname(workdir);
-	char *p = path_join(dir, WORKER_CONTAINER_RECORD);
-	char *text = json_dumps(rec, JSON_COMPACT);
-	if (text && atomic_file_write(p, text, strlen(text), 0644) < 0)
-		debug(D_WORKER, "cannot write %s", p);
-	free(text);
-	free(p);
-	free(dir);
 }
 
 /* After a failed call: when the engine no longer answers, *ERR says so (naming its socket and
@@ -388,7 +372,7 @@ int worker_runner_main(int argc, char **argv)
 	}
 	if (r < 0 && !runner_agent_stop)
 		engine_check(api, &err, rec);
-	write_record(o.workdir, rec);
+	worker_container_record_write(o.workdir, WORKER_CONTAINER_RECORD, rec);
 	json_decref(rec);
 	free(image);
 	free(shared);

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
 #include "debug.h"
 #include "path.h"
 #include "timeutil.h"
@@ -24,19 +23,6 @@
 static double now_s(void)
 {
 	return (double)time_monotonic_us() / 1e6;
-}
-
-/* REC beside WORKDIR, as RUNNER_AHEAD_RECORD. */
-static void write_ahead_record(const char *workdir, json_t *rec)
-{
-	char *dir = path_dirname(workdir);
-	char *p = path_join(dir, RUNNER_AHEAD_RECORD);
-	char *text = json_dumps(rec, JSON_COMPACT);
-	if (text && atomic_file_write(p, text, strlen(text), 0644) < 0)
-		debug(D_WORKER, "cannot write %s", p);
-	free(text);
-	free(p);
-	free(dir);
 }
 
 /* Removes what the agent left in DIR, then DIR. */
@@ -104,7 +90,7 @@ int runner_ahead(struct docker_api *api, const struct worker_runner_opts *o, con
 	json_object_set_new(rec, "create_s", json_real(now_s() - t0));
 	json_object_set_new(rec, "mode", json_string("task"));
 	json_object_set_new(rec, "made_ahead", json_true());
-	write_ahead_record(o->workdir, rec);
+	worker_container_record_write(o->workdir, RUNNER_AHEAD_RECORD, rec);
 	/* starts it and waits for its end: the agent's one task done, or a stop (SIGTERM from the
 	 * worker: the task will not come), which kills it */
 	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
