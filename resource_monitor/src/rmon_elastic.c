@@ -150,7 +150,10 @@ double rmon_elastic_cpu_quota(double base, double quota, double used, double idl
 {
 	if (base <= 0)
 		return quota;
-	if (quota > base && idle < 0.5)
+	/* what it borrowed itself is no neighbour's need: count it as idle, or a grown task
+	 * that uses its loan would be put back by its own use at once */
+	double borrowed = used > base ? used - base : 0;
+	if (quota > base && idle + borrowed < 0.5)
 		return base;
 	double whole = floor(idle + 0.15); /* measured rates are noisy: 0.9 idle is a core */
 	if (used >= 0.9 * quota && whole >= 1)

@@ -105,7 +105,8 @@ void rmon_elastic_applied(struct rmon_elastic_task *t, enum rmon_elastic_action 
  * interval with quota QUOTA, when IDLE cores of its worker are unused. Returns the new quota:
  * a task using at least 90 % of its quota grows by the whole idle cores (at least one; 0.85
  * idle counts as one, measured rates being noisy); a grown task goes back to BASE as soon as fewer
- * than half a core is idle (its neighbours need their share); otherwise QUOTA. */
+ * than half a core is idle besides what it uses above BASE itself (its neighbours need their
+ * share); otherwise QUOTA. */
 double rmon_elastic_cpu_quota(double base, double quota, double used, double idle);
 
 #endif

@@ -270,9 +270,16 @@ static void test_cpu_quota(void **state)
 	assert_true(rmon_elastic_cpu_quota(1, 1, 0.95, 0.8) == 1); /* less than a core idle */
 	assert_true(rmon_elastic_cpu_quota(1, 1, 0.5, 3) == 1);    /* not using its quota */
 	assert_true(rmon_elastic_cpu_quota(1, 2, 1.95, 1.2) == 3); /* grows on */
-	assert_true(rmon_elastic_cpu_quota(1, 3, 2.9, 0.2) == 1);  /* back to its allocation */
-	assert_true(rmon_elastic_cpu_quota(1, 3, 1.0, 0.7) == 3);  /* half a core idle: keeps */
-	assert_true(rmon_elastic_cpu_quota(0, 0, 4, 4) == 0);      /* no quota: none grown */
+	/* squeezed back to its own core by a busy neighbour: back to its allocation */
+	assert_true(rmon_elastic_cpu_quota(1, 3, 1.05, 0.2) == 1);
+	assert_true(rmon_elastic_cpu_quota(1, 2, 0.7, 0.1) == 1);
+	/* alone, using what it was lent: its own use is not a neighbour's need */
+	assert_true(rmon_elastic_cpu_quota(1, 2, 1.62, 0.38) == 2);
+	assert_true(rmon_elastic_cpu_quota(1, 3, 2.9, 0.2) == 3);
+	/* a neighbour took some of the loan back: more than half a core is still spare */
+	assert_true(rmon_elastic_cpu_quota(1, 3, 1.6, 0.0) == 3);
+	assert_true(rmon_elastic_cpu_quota(1, 3, 1.0, 0.7) == 3); /* half a core idle: keeps */
+	assert_true(rmon_elastic_cpu_quota(0, 0, 4, 4) == 0);     /* no quota: none grown */
 	assert_true(rmon_elastic_cpu_quota(0.5, 0.5, 0.5, 1.5) == 1.5);
 }
 

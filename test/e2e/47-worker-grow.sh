@@ -4,7 +4,8 @@
 # grown by a worker started with --memory-grow on and completes in one try (its growth reported
 # and counted in the category), and is killed and run again at the maximum by a worker without
 # it. With --memory-throttle on, a runaway allocator beside a neighbour is throttled and the
-# neighbour is never killed.
+# neighbour is never killed. With --cpu-grow on, a busy one-core task is lent the idle core,
+# keeps it while its neighbour idles and gives it back when a third task is placed.
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../lib/wq-lib.sh"
 
@@ -156,6 +157,63 @@ test_expect_success 'with --memory-throttle on: the runaway is throttled, its ne
 	grep -q "throttle released" workers.out &&
 	! grep -q "memory exhausted" workers.out &&
 	! grep -qi "exhausted\|again" mf.out
+'
+
+# cpu_workflow: a (one core) burns two cores' worth until its view says it was lent the idle
+# core, checks the loan outlasts two more measurements while its neighbour c idles, then lets c
+# end; c's end releases b, whose core is lent to a, and a waits until it is taken back.
+cpu_workflow() {
+	cat >burn.py <<-EOF
+	import os, re, subprocess, sys, time
+	def cores():
+	    text = open(os.environ["HTC_ALLOCATION_FILE"]).read()
+	    return float(re.search(r"CORES=(\S+)", text).group(1))
+	def measured():
+	    return len(re.findall(r"used [0-9.]+ of 2 cores", open("$PWD/workers.out").read()))
+	def wait(cond, what):
+	    end = time.time() + 150
+	    while not cond():
+	        if time.time() > end:
+	            print("timed out waiting for", what)
+	            sys.exit(1)
+	        time.sleep(0.05)
+	spin = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+	print("start", cores())
+	wait(lambda: cores() == 2, "the loan")
+	print("grown", cores())
+	seen = measured()
+	wait(lambda: measured() >= seen + 2 or cores() != 2, "two more measurements")
+	print("kept", cores())
+	open("$PWD/grown", "w").close()
+	wait(lambda: cores() == 1, "the loan taken back")
+	print("back", cores())
+	open("$PWD/back", "w").close()
+	for p in spin:
+	    p.kill()
+	EOF
+	printf "CATEGORY=burn\nCORES=1\nMEMORY=200\nDISK=100\n"
+	printf "a: burn.py\n\tpython3 burn.py > a\n"
+	printf "c:\n\twhile [ ! -e %s/grown ]; do sleep 0.1; done; echo > c\n" "$PWD"
+	printf "b: c\n\twhile [ ! -e %s/back ]; do :; done; echo > b\n" "$PWD"
+}
+
+test_expect_success 'with --cpu-grow on: a busy task is lent the idle core, keeps it, gives it back' '
+	test -w /sys/fs/cgroup/cpu || grep -qw cpu /sys/fs/cgroup/cgroup.controllers || {
+		say "no cpu controller"
+		false
+	} &&
+	cpu_workflow >Makeflow &&
+	start_master -d wq -o mf.dbg Makeflow &&
+	start_worker --cores 2 --memory 2000 --disk 4000 --cpu-grow on -d worker localhost $port &&
+	finish &&
+	cat a &&
+	printf "start 1.0\ngrown 2.0\nkept 2.0\nback 1.0\n" >expect &&
+	diff -u expect a &&
+	grep -q "CPU quota raised to 2 cores" workers.out &&
+	grep -q "claims the cores it was lent: CPU quota back to 1 cores" workers.out &&
+	# while its neighbour idled, a was never put back by its own use of the loan
+	! grep -q "the worker.s cores are busy" workers.out &&
+	grep -q "task [0-9]* was lent idle cores: its CPU quota reached 2 cores" mf.dbg
 '
 
 test_done

@@ -1050,10 +1050,19 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 	}
 	t->memory_grown = -1;
 	t->memory_grow_steps = 0;
+	t->cores_grown = -1;
 	if (d->grown) {
 		json_t *mb = json_object_get(d->grown, "memory_mb");
 		json_t *steps = json_object_get(d->grown, "steps");
+		json_t *cores = json_object_get(d->grown, "cores");
 		t->memory_grown = json_is_integer(mb) ? json_integer_value(mb) : -1;
+		if (json_is_number(cores) && json_number_value(cores) > 0 &&
+		    json_number_value(cores) < 1e6) {
+			t->cores_grown = json_number_value(cores);
+			debug(D_WQ,
+			      "%s: task %d was lent idle cores: its CPU quota reached %g cores",
+			      w->label, m->id, t->cores_grown);
+		}
 		t->memory_grow_steps = json_is_integer(steps) && json_integer_value(steps) > 0 &&
 		                               json_integer_value(steps) < 1000000
 		                           ? (int)json_integer_value(steps)

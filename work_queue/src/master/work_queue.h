@@ -115,6 +115,9 @@ struct work_queue_task {
 	 * had in MB (-1: never grown) and the number of growth steps. */
 	int64_t memory_grown;
 	int memory_grow_steps;
+	/* The largest CPU quota (cores) a worker lent its last try beyond its allocation
+	 * (work_queue_worker --cpu-grow on; doc/elasticity.md); -1: never lent. */
+	double cores_grown;
 	/* 1 when its last try ran at its category's computed allocation (the master chose its
 	 * memory from the category's measurements), 0 when at a declared value, the ceiling or a
 	 * whole worker (doc/allocation.md). */

@@ -69,6 +69,7 @@ struct work_queue_task *work_queue_task_create(const char *command)
 	t->container_run_time = t->container_delete_time = -1;
 	t->memory_max = -1;
 	t->memory_grown = -1;
+	t->cores_grown = -1;
 	return t;
 }
 

@@ -29,7 +29,8 @@ struct worker_elastic_task {
 	struct rmon_elastic_task st;
 	int throttles;
 	/* --cpu-grow: its allocation, its quota now and at most, the CPU time (s) at the start of
-	 * the current window and when it began (ms), the cores it used over the last window */
+	 * the current window and when it began (ms), the cores it used over the last window (-1
+	 * before its first window: it counts as using its allocation) */
 	double base_cores, quota, quota_peak, cpu_at, used_cores;
 	uint64_t cpu_ms;
 	int cpu_raises;
@@ -239,9 +240,22 @@ static void watch(struct worker_elastic_task *t, int short_mem)
 /* Windows of at least this long (ms) measure the cores a task uses. */
 #define CPU_WINDOW_MS 1000
 
+/* Sets T's CPU quota to Q cores and its view; false when the monitor refuses. */
+static bool set_quota(struct worker_elastic_task *t, double q)
+{
+	if (!t->m || rmonitor_set_cores(t->m, q) != 0)
+		return false;
+	t->quota = q;
+	write_view(t);
+	if (q > t->quota_peak)
+		t->quota_peak = q;
+	return true;
+}
+
 /* --cpu-grow: once a second, the cores each task used; a task that used its whole quota
  * grows into the worker's idle cores, and grown tasks go back to their allocation when the
- * cores are busy (rmon_elastic_cpu_quota). */
+ * cores are busy (rmon_elastic_cpu_quota). A task not measured yet counts as using its
+ * allocation, so a task just placed is not lent away before it had a chance to run. */
 static void watch_cpu(struct worker_elastic *e)
 {
 	uint64_t now = uv_now(e->loop);
@@ -263,32 +277,55 @@ static void watch_cpu(struct worker_elastic *e)
 			t->cpu_at = cpu;
 			fresh = true;
 		}
-		busy += t->used_cores;
+		busy += t->used_cores >= 0 ? t->used_cores : t->base_cores;
 	}
 	if (!fresh)
 		return;
 	double idle = cores.total - busy;
 	DL_FOREACH(e->tasks, t)
 	{
+		if (t->used_cores < 0)
+			continue;
 		double q = rmon_elastic_cpu_quota(t->base_cores, t->quota, t->used_cores, idle);
 		debug(D_WORKER, "task %s: used %.2f of %g cores, %.2f idle", t->name, t->used_cores,
 		      t->quota, idle);
-		if (q == t->quota || !t->m || rmonitor_set_cores(t->m, q) != 0)
+		double was = t->quota;
+		if (q == was || !set_quota(t, q))
 			continue;
-		if (q > t->quota) {
+		if (q > was) {
 			t->cpu_raises++;
 			notice("task %s: uses %.2f of its %g cores while %.2f are idle: CPU quota "
 			       "raised to %g cores",
-			       t->name, t->used_cores, t->quota, idle, q);
+			       t->name, t->used_cores, was, idle, q);
 		} else {
 			notice("task %s: the worker's cores are busy: CPU quota back to %g cores",
 			       t->name, q);
 		}
-		idle -= q - t->quota;
-		t->quota = q;
-		write_view(t);
-		if (q > t->quota_peak)
-			t->quota_peak = q;
+		idle -= q - was;
+	}
+}
+
+/* A task placed on the worker claims cores: when the quotas of the running tasks add up to
+ * more than the worker's cores, the cores lent to grown tasks are taken back at once (they
+ * may be lent again once the newcomer is measured and leaves them idle). */
+static void reclaim_cpu(struct worker_elastic *e, const struct worker_elastic_task *newcomer)
+{
+	struct worker_total cores;
+	worker_ledger_totals(e->ledger, &cores, NULL, NULL, NULL);
+	double quotas = 0;
+	struct worker_elastic_task *t;
+	DL_FOREACH(e->tasks, t)
+	quotas += t->quota;
+	if (quotas <= cores.total + 0.01)
+		return;
+	DL_FOREACH(e->tasks, t)
+	{
+		if (t->quota <= t->base_cores || !set_quota(t, t->base_cores))
+			continue;
+		t->used_cores = -1; /* its window measured the loan: start again */
+		t->cpu_ms = 0;
+		notice("task %s: task %s claims the cores it was lent: CPU quota back to %g cores",
+		       t->name, newcomer->name, t->base_cores);
 	}
 }
 
@@ -318,8 +355,11 @@ struct worker_elastic_task *worker_elastic_task_add(struct worker_elastic *e, co
 	int64_t limit = a->res.memory > 0 ? a->res.memory : -1;
 	rmon_elastic_task_init(&t->st, limit, limit > 0 && max_mb > limit ? max_mb : -1);
 	t->base_cores = t->quota = t->quota_peak = a->res.cores;
+	t->used_cores = -1;
 	write_view(t);
 	DL_APPEND(e->tasks, t);
+	if (e->cpu_grow)
+		reclaim_cpu(e, t);
 	if (!uv_is_active((uv_handle_t *)e->tick))
 		uv_timer_start(e->tick, on_tick, EL_TICK_MS, EL_TICK_MS);
 	return t;

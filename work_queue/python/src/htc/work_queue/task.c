@@ -377,6 +377,7 @@ enum task_attr {
 	A_BYTES_SENT,
 	A_BYTES_RECEIVED,
 	A_MEMORY_GROWN,
+	A_CORES_GROWN,
 	A_MEMORY_GROW_STEPS,
 	A_ALLOCATION_COMPUTED,
 };
@@ -416,6 +417,7 @@ static PyObject *Task_get(TaskObject *self, void *closure)
 	case A_BYTES_SENT: return PyLong_FromLongLong(t->bytes_sent);
 	case A_BYTES_RECEIVED: return PyLong_FromLongLong(t->bytes_received);
 	case A_MEMORY_GROWN: return PyLong_FromLongLong(t->memory_grown);
+	case A_CORES_GROWN: return PyFloat_FromDouble(t->cores_grown);
 	case A_MEMORY_GROW_STEPS: return PyLong_FromLong(t->memory_grow_steps);
 	case A_ALLOCATION_COMPUTED: return PyBool_FromLong(t->allocation_computed);
 	}
@@ -460,6 +462,7 @@ static PyGetSetDef Task_getset[] = {
     GET("bytes_received", A_BYTES_RECEIVED, NULL),
     GET("memory_grown", A_MEMORY_GROWN, "largest memory limit (MB) a worker grew it to, -1 never"),
     GET("memory_grow_steps", A_MEMORY_GROW_STEPS, "times a worker grew its memory limit"),
+    GET("cores_grown", A_CORES_GROWN, "largest CPU quota (cores) a worker lent it, -1 never"),
     GET("allocation_computed", A_ALLOCATION_COMPUTED,
         "the last try ran at its category's computed allocation"),
     {NULL, NULL, NULL, NULL, NULL},
