@@ -235,6 +235,10 @@ static void job_done(struct rmonitor *m, const struct rmsummary *sum, void *arg)
 	r->measured.wall_time_s = to_count(sum->v[RM_WALL_TIME], 0);
 	r->cpu_time_s = sum->v[RM_CPU_TIME] >= 0 ? sum->v[RM_CPU_TIME] : -1;
 	r->limit_raises = cj->el.raises;
+	if (cj->el.raises || cj->el.shrinks) {
+		double held = rmon_elastic_mean_held(&cj->el, uv_now(st->s.loop));
+		r->memory_held_mb = held > 0 ? held : 0;
+	}
 	int64_t status = 0;
 	int sig = 0;
 	switch (sum->exit_type) {
@@ -307,6 +311,7 @@ static int cg_start(void *arg, struct lsched_job *j)
 	spec.at_memory_limit = at_memory_limit;
 	spec.at_memory_limit_arg = cj;
 	rmon_elastic_task_init(&cj->el, res->memory_mb, job->spec.max_resources.memory_mb);
+	rmon_elastic_start(&cj->el, uv_now(st->s.loop));
 	if (cj->el.limit_mb >= 0)
 		spec.limits.v[RM_MEMORY] = (double)cj->el.limit_mb;
 	if (j->cores_declared)

@@ -510,6 +510,7 @@ static void fill_result(struct batch_job *job, const struct work_queue_task *t)
 		fill_seccomp(job, m);
 	}
 	r->limit_raises = t->memory_grow_steps; /* grown on the worker instead of a kill */
+	r->memory_held_mb = t->memory_held_avg > 0 ? t->memory_held_avg : 0;
 	const struct rmsummary *a = t->resources_allocated;
 	if (job->spec.driver_sizes && a) {
 		r->allocated.cores = a->v[RM_CORES] >= 0 ? (int64_t)(a->v[RM_CORES] + 0.999) : -1;

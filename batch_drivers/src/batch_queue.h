@@ -95,6 +95,10 @@ struct batch_result {
 	struct batch_resources measured; /* -1 where unknown */
 	const char *error; /* driver-level failure text (e.g. spawn failed), or NULL */
 	int limit_raises;  /* times the driver raised the job's memory limit while it ran */
+	/* When the driver changed the job's memory limit while it ran (growth, shrink): the
+	 * time-average of the memory it held, MB, so that its allocated memory-time is this times
+	 * its wall time; 0 otherwise. */
+	double memory_held_mb;
 	double cpu_time_s; /* CPU time of the job's processes, s, where measured; else -1 */
 	/* The calls the job's seccomp profile refused (option seccomp, doc/seccomp.md), joined
 	 * with ", ", or NULL when none was. */

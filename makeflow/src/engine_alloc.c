@@ -543,6 +543,15 @@ void engine_alloc_record(struct engine *e, struct dag_node *n, const struct batc
 	alloc_summary(&x->alloc, &alloc);
 	if (x->driver_sized && x->alloc_cores >= 0)
 		alloc.v[RM_CORES] = x->alloc_cores;
+	/* a limit the driver grew or shrank while the rule ran: its allocated memory-time is the
+	 * integral of that limit, the time-average held times the wall time */
+	if (eff->memory_held_mb > 0 && alloc.v[RM_MEMORY] >= 0) {
+		debug(D_ALLOC,
+		      "rule %d (%s): its memory limit changed while it ran: %.0f MB held on "
+		      "average (%.0f MB allocated at its start)",
+		      n->id, n->category->name, eff->memory_held_mb, alloc.v[RM_MEMORY]);
+		alloc.v[RM_MEMORY] = eff->memory_held_mb;
+	}
 	double wall = measured->v[RM_WALL_TIME] >= 0 ? measured->v[RM_WALL_TIME] : 0;
 	int driver_retries = x->driver_sized && eff->driver_retries > 0 ? eff->driver_retries : 0;
 	for (int i = 0; i < driver_retries; i++) {

@@ -17,6 +17,35 @@ void rmon_elastic_task_init(struct rmon_elastic_task *t, int64_t limit_mb, int64
 	t->max_mb = max_mb >= 0 ? max_mb : -1;
 	t->last_change_ms = -1;
 	t->restore_mb = -1;
+	t->held_mb = t->limit_mb;
+	t->started_ms = t->held_since_ms = -1;
+}
+
+/* T holds MB from NOW_MS on. */
+static void hold(struct rmon_elastic_task *t, uint64_t now_ms, int64_t mb)
+{
+	if (t->held_since_ms >= 0 && t->held_mb >= 0 && (int64_t)now_ms > t->held_since_ms) {
+		t->held_mb_ms += (double)t->held_mb * (double)((int64_t)now_ms - t->held_since_ms);
+		t->held_since_ms = (int64_t)now_ms;
+	}
+	t->held_mb = mb;
+}
+
+void rmon_elastic_start(struct rmon_elastic_task *t, uint64_t now_ms)
+{
+	t->started_ms = t->held_since_ms = (int64_t)now_ms;
+	t->held_mb_ms = 0;
+}
+
+double rmon_elastic_mean_held(const struct rmon_elastic_task *t, uint64_t now_ms)
+{
+	if (t->started_ms < 0 || t->held_mb < 0)
+		return -1;
+	int64_t now = (int64_t)now_ms, span = now - t->started_ms;
+	if (span <= 0)
+		return (double)t->held_mb;
+	double open = now > t->held_since_ms ? (double)(now - t->held_since_ms) : 0;
+	return (t->held_mb_ms + (double)t->held_mb * open) / (double)span;
 }
 
 int64_t rmon_elastic_step_up(const struct rmon_elastic_cfg *cfg, int64_t limit_mb)
@@ -100,6 +129,8 @@ enum rmon_elastic_verdict rmon_elastic_at_limit(const struct rmon_elastic_cfg *c
 	t->limit_mb = *to = limit_mb + inc;
 	if (t->limit_mb > t->peak_limit_mb)
 		t->peak_limit_mb = t->limit_mb;
+	if (t->limit_mb > t->held_mb)
+		hold(t, now->ms, t->limit_mb);
 	t->raises++;
 	t->last_change_ms = (int64_t)now->ms;
 	return RMON_ELASTIC_GROW;
@@ -177,6 +208,7 @@ void rmon_elastic_applied(struct rmon_elastic_task *t, enum rmon_elastic_action 
 		break;
 	case RMON_ELASTIC_SHRINK:
 		t->limit_mb = to;
+		hold(t, now->ms, to > t->base_mb ? to : t->base_mb);
 		t->shrinks++;
 		t->last_change_ms = (int64_t)now->ms;
 		break;

@@ -41,7 +41,20 @@ struct rmon_elastic_task {
 	uint64_t sample_ms[RMON_ELASTIC_SAMPLES];
 	double sample_mb[RMON_ELASTIC_SAMPLES];
 	int n_samples, next_sample;
+	/* The memory it holds (its allocation, raised by each growth and lowered by each shrink;
+	 * a throttle holds nothing back), integrated over time since it started (MB·ms):
+	 * allocated memory-time is this integral when the limit changes while a task runs. */
+	int64_t held_mb;
+	double held_mb_ms;
+	int64_t started_ms, held_since_ms; /* -1: not started */
 };
+
+/* T starts running at NOW_MS: the integral of the memory it holds begins. */
+void rmon_elastic_start(struct rmon_elastic_task *t, uint64_t now_ms);
+
+/* The time-average of the memory T held from its start to NOW_MS (MB), or -1 when it was
+ * not started or holds no limit. */
+double rmon_elastic_mean_held(const struct rmon_elastic_task *t, uint64_t now_ms);
 
 /* What happens to a task at its limit. */
 enum rmon_elastic_verdict {

@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <cmocka.h>
 
@@ -76,6 +77,41 @@ static void test_grow_steps_to_max(void **state)
 	assert_int_equal(rmon_elastic_at_limit(&c, &t, 1500, &n, &to, &why), RMON_ELASTIC_GIVE_UP);
 	assert_string_equal(why, "it is at its maximum");
 	assert_int_equal(t.raises, 2);
+}
+
+/* The memory a task held, integrated over its life: its allocation, then each growth and
+ * shrink from the moment it happened; a throttle holds nothing back. */
+static void test_mean_held(void **state)
+{
+	(void)state;
+	struct rmon_elastic_cfg c = worker_cfg();
+	c.shrink_cooldown_ms = 0;
+	struct rmon_elastic_task t;
+	rmon_elastic_task_init(&t, 1000, 2000);
+	assert_true(rmon_elastic_mean_held(&t, 5000) == -1); /* not started */
+	rmon_elastic_start(&t, 1000);
+	assert_true(rmon_elastic_mean_held(&t, 1000) == 1000);
+	assert_true(rmon_elastic_mean_held(&t, 3000) == 1000);
+	/* grown to 1256 at 2000 ms: 1 s at 1000, then 1256 */
+	struct rmon_elastic_now n = at(2000, 1000, 0, 10000);
+	int64_t to = 0;
+	const char *why = NULL;
+	assert_int_equal(rmon_elastic_at_limit(&c, &t, 1000, &n, &to, &why), RMON_ELASTIC_GROW);
+	assert_true(fabs(rmon_elastic_mean_held(&t, 4000) - (1000.0 + 2 * 1256.0) / 3) < 1e-9);
+	/* shrunk at 4000 ms to 1128 (a step of 128): use far below */
+	n = at(4000, 100, 0, 10000);
+	assert_int_equal(rmon_elastic_tick(&c, &t, &n, &to), RMON_ELASTIC_SHRINK);
+	rmon_elastic_applied(&t, RMON_ELASTIC_SHRINK, to, &n);
+	assert_int_equal(to, 1128);
+	double want = (1000.0 + 2 * 1256.0 + 2 * 1128.0) / 5;
+	assert_true(fabs(rmon_elastic_mean_held(&t, 6000) - want) < 1e-9);
+	/* a throttle below its allocation does not change what it holds */
+	rmon_elastic_applied(&t, RMON_ELASTIC_THROTTLE, 600, &n);
+	assert_true(fabs(rmon_elastic_mean_held(&t, 6000) - want) < 1e-9);
+	/* no limit: nothing held */
+	rmon_elastic_task_init(&t, -1, -1);
+	rmon_elastic_start(&t, 0);
+	assert_true(rmon_elastic_mean_held(&t, 1000) == -1);
 }
 
 /* The room bounds a step; no room at all ends the task. */
@@ -290,6 +326,7 @@ int main(void)
 	    cmocka_unit_test(test_short),
 	    cmocka_unit_test(test_grow_steps_to_max),
 	    cmocka_unit_test(test_grow_bounded_by_room),
+	    cmocka_unit_test(test_mean_held),
 	    cmocka_unit_test(test_no_growth),
 	    cmocka_unit_test(test_rate),
 	    cmocka_unit_test(test_throttle_and_release),

@@ -63,6 +63,11 @@ test_expect_success 'with --memory-grow on: the rule over its estimate is grown 
 	test -n "$grown" &&
 	# the master counts the grown size against the worker
 	grep -q "task 2 now holds $grown MB of memory" mf.dbg &&
+	# its allocated memory-time is the integral of its limit: the time-average it held lies
+	# between its allocation and the grown limit
+	held=$(sed -n "s/.*rule [0-9]* (grow): its memory limit changed while it ran: \([0-9]*\) MB held on average.*/\1/p" mf.dbg) &&
+	from=$(sed -n "s/.*memory limit grown from \([0-9]*\) to.*/\1/p" workers.out | head -1) &&
+	test -n "$held" && test "$held" -ge "$from" && test "$held" -lt "$grown" &&
 	test "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 3
 '
 

@@ -1051,10 +1051,15 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 	t->memory_grown = -1;
 	t->memory_grow_steps = 0;
 	t->cores_grown = -1;
+	t->memory_held_avg = -1;
 	if (d->grown) {
 		json_t *mb = json_object_get(d->grown, "memory_mb");
 		json_t *steps = json_object_get(d->grown, "steps");
 		json_t *cores = json_object_get(d->grown, "cores");
+		json_t *held = json_object_get(d->grown, "memory_avg_mb");
+		if (json_is_number(held) && json_number_value(held) > 0 &&
+		    json_number_value(held) < 1e12)
+			t->memory_held_avg = json_number_value(held);
 		t->memory_grown = json_is_integer(mb) ? json_integer_value(mb) : -1;
 		if (json_is_number(cores) && json_number_value(cores) > 0 &&
 		    json_number_value(cores) < 1e6) {

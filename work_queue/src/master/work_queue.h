@@ -115,6 +115,9 @@ struct work_queue_task {
 	 * had in MB (-1: never grown) and the number of growth steps. */
 	int64_t memory_grown;
 	int memory_grow_steps;
+	/* The time-average of the memory (MB) its last try held on a worker that grew or shrank
+	 * it while it ran (its allocated memory-time over its run time); -1: never changed. */
+	double memory_held_avg;
 	/* The largest CPU quota (cores) a worker lent its last try beyond its allocation
 	 * (work_queue_worker --cpu-grow on; doc/elasticity.md); -1: never lent. */
 	double cores_grown;

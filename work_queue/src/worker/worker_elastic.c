@@ -354,6 +354,7 @@ struct worker_elastic_task *worker_elastic_task_add(struct worker_elastic *e, co
 	t->arg = arg;
 	int64_t limit = a->res.memory > 0 ? a->res.memory : -1;
 	rmon_elastic_task_init(&t->st, limit, limit > 0 && max_mb > limit ? max_mb : -1);
+	rmon_elastic_start(&t->st, uv_now(e->loop));
 	t->base_cores = t->quota = t->quota_peak = a->res.cores;
 	t->used_cores = -1;
 	write_view(t);
@@ -377,6 +378,9 @@ json_t *worker_elastic_task_json(const struct worker_elastic_task *t)
 	json_t *o = json_pack("{s:I,s:I,s:i,s:i,s:i}", "memory_mb", (json_int_t)t->st.peak_limit_mb,
 	                      "final_mb", (json_int_t)t->st.limit_mb, "steps", t->st.raises,
 	                      "shrinks", t->st.shrinks, "throttled", t->throttles);
+	double held = rmon_elastic_mean_held(&t->st, uv_now(t->e->loop));
+	if (o && held > 0 && (t->st.raises || t->st.shrinks))
+		json_object_set_new(o, "memory_avg_mb", json_real(held));
 	if (o && t->cpu_raises)
 		json_object_set_new(o, "cores", json_real(t->quota_peak));
 	return o;

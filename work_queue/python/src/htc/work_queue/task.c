@@ -378,6 +378,7 @@ enum task_attr {
 	A_BYTES_RECEIVED,
 	A_MEMORY_GROWN,
 	A_CORES_GROWN,
+	A_MEMORY_HELD_AVG,
 	A_MEMORY_GROW_STEPS,
 	A_ALLOCATION_COMPUTED,
 };
@@ -418,6 +419,7 @@ static PyObject *Task_get(TaskObject *self, void *closure)
 	case A_BYTES_RECEIVED: return PyLong_FromLongLong(t->bytes_received);
 	case A_MEMORY_GROWN: return PyLong_FromLongLong(t->memory_grown);
 	case A_CORES_GROWN: return PyFloat_FromDouble(t->cores_grown);
+	case A_MEMORY_HELD_AVG: return PyFloat_FromDouble(t->memory_held_avg);
 	case A_MEMORY_GROW_STEPS: return PyLong_FromLong(t->memory_grow_steps);
 	case A_ALLOCATION_COMPUTED: return PyBool_FromLong(t->allocation_computed);
 	}
@@ -463,6 +465,8 @@ static PyGetSetDef Task_getset[] = {
     GET("memory_grown", A_MEMORY_GROWN, "largest memory limit (MB) a worker grew it to, -1 never"),
     GET("memory_grow_steps", A_MEMORY_GROW_STEPS, "times a worker grew its memory limit"),
     GET("cores_grown", A_CORES_GROWN, "largest CPU quota (cores) a worker lent it, -1 never"),
+    GET("memory_held_avg", A_MEMORY_HELD_AVG,
+        "time-average memory (MB) held while a worker grew or shrank it, -1 never"),
     GET("allocation_computed", A_ALLOCATION_COMPUTED,
         "the last try ran at its category's computed allocation"),
     {NULL, NULL, NULL, NULL, NULL},
