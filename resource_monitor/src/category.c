@@ -51,8 +51,13 @@ struct category {
 	int have_alloc;      /* computed[] holds a computed first allocation */
 	double computed[CATEGORY_N_SIZED]; /* before clipping; -1 = none */
 	struct histogram hist[CATEGORY_N_SIZED];
+	struct histogram fine_mem; /* memory peaks in FINE_MB steps, for category_growth_start */
 	struct category_stats stats;
 };
+
+/* The grain (MB) of the memory peaks kept for the growth start, and the most starts tried. */
+#define FINE_MB           4
+#define GROWTH_CANDIDATES 64
 
 int category_mode_parse(const char *s, enum category_mode *mode)
 {
@@ -107,6 +112,7 @@ void category_delete(struct category *c)
 		return;
 	for (int k = 0; k < CATEGORY_N_SIZED; k++)
 		free(c->hist[k].b);
+	free(c->fine_mem.b);
 	rmsummary_clear(&c->max);
 	rmsummary_clear(&c->min);
 	rmsummary_clear(&c->worker);
@@ -212,6 +218,13 @@ static double compute_max(const struct category *c, int k)
 	return bucket_value(k, seen + bucket_size[k] / 3.0);
 }
 
+/* A value plus the warm-up margin (memory, disk): 5 %, at least 16 MB. */
+static double warmup_margin(double mb)
+{
+	double m = mb * 0.05;
+	return ceil(mb + (m < 16 ? 16 : m));
+}
+
 /* WARMUP: the largest value seen plus a margin. Memory and disk get 5 % (at least 16 MB): a
  * try below its need is stopped and run again at the ceiling, which costs far more than the
  * margin. Cores are not stopped when exceeded (a quota slows the task), so the peak is only
@@ -229,13 +242,49 @@ static double compute_warmup(const struct category *c, int k)
 		return q < 0.25 ? 0.25 : q;
 	}
 	case RM_GPUS: return ceil(seen - 1e-9);
-	default: {
-		double margin = seen * 0.05;
-		if (margin < 16)
-			margin = 16;
-		return ceil(seen + margin);
+	default: return warmup_margin(seen);
 	}
+}
+
+/* The memory held over the fine histogram of C, time-weighted, when tasks start with START
+ * MB and one above it is grown in steps of STEP MB (at most up to TOP, the ceiling). */
+static double held_cost(const struct category *c, double start, double step, double top)
+{
+	const struct histogram *h = &c->fine_mem;
+	double cost = 0;
+	for (size_t j = 0; j < h->n; j++) {
+		double v = h->b[j].value, held = start;
+		if (v > start) {
+			held = start + step * ceil((v - start) / step - 1e-9);
+			if (top > 0 && held > top && v <= top)
+				held = top;
+		}
+		cost += held * h->b[j].time;
 	}
+	return cost;
+}
+
+double category_growth_start(const struct category *c, double step_mb)
+{
+	double est = c->stats.first_alloc.v[RM_MEMORY];
+	if (c->mode != CATEGORY_MODE_WARMUP || !(step_mb > 0) || c->fine_mem.n == 0 || !(est > 0) ||
+	    !c->have_alloc)
+		return -1;
+	double top = hard_max(c, RM_MEMORY);
+	double best = est, best_cost = held_cost(c, est, step_mb, top);
+	double limit = best_cost * 0.98;
+	size_t n = c->fine_mem.n, stride = n / GROWTH_CANDIDATES + 1;
+	for (size_t i = 0; i < n; i += stride) {
+		double s = clip(c, RM_MEMORY, warmup_margin(c->fine_mem.b[i].value));
+		if (s >= est)
+			break;
+		double cost = held_cost(c, s, step_mb, top);
+		if (cost < best_cost && cost <= limit) {
+			best = s;
+			best_cost = cost;
+		}
+	}
+	return best;
 }
 
 /* MIN_WASTE and MAX_THROUGHPUT over the histogram of sized field K (not empty). */
@@ -390,6 +439,8 @@ void category_accumulate(struct category *c, const struct rmsummary *measured)
 		    bucket_value(k, v) > bucket_value(k, c->stats.max_seen.v[f]))
 			new_max = 1;
 		hist_add(&c->hist[k], bucket_value(k, v), wall);
+		if (f == RM_MEMORY)
+			hist_add(&c->fine_mem, ceil(v / FINE_MB - 1e-9) * FINE_MB, wall);
 	}
 	for (int i = 0; i < RM_N_FIELDS; i++) {
 		double v = measured->v[i];
@@ -419,6 +470,11 @@ void category_accumulate(struct category *c, const struct rmsummary *measured)
 	} else if (c->mode == CATEGORY_MODE_WARMUP) {
 		recompute(c); /* refined on every measurement, whatever the interval */
 	}
+}
+
+int64_t category_measurements(const struct category *c)
+{
+	return c->n_measured;
 }
 
 int category_warming(const struct category *c)

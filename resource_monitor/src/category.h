@@ -79,6 +79,17 @@ void category_set_update_interval(struct category *c, int n);
  * caller holds the category's other tasks back while one of them runs), at the ceiling. */
 int category_warming(const struct category *c);
 
+/* WARMUP on a worker that grows a task's memory in steps of STEP_MB while it runs
+ * (doc/allocation.md, "Warm-up on a worker that grows"): the memory a task of C starts with,
+ * at most the warm-up estimate. Among the measured peaks (each plus the warm-up margin), the
+ * start that minimises the expected memory held, a task above it being grown in whole steps,
+ * weighting each peak by its wall time; the estimate itself unless that saves at least 2 %.
+ * -1 when C is not in WARMUP, has no estimate yet, or STEP_MB is not positive. */
+double category_growth_start(const struct category *c, double step_mb);
+
+/* The measurements C has accumulated, ever (changes whenever its estimates may). */
+int64_t category_measurements(const struct category *c);
+
 /* Records the measured peaks of one finished task (a success, or an exhausted try whose
  * measurement is a lower bound). Updates max_seen, the histograms, and every update_interval
  * measurements the first allocation. Does not touch the task counters (see category_record). */

@@ -658,6 +658,49 @@ static void test_warmup_learns_from_exhaustion(void **state)
 	category_delete(c);
 }
 
+/* The start of a task on a worker that grows: the measured peak (plus the margin) that
+ * minimises the memory held, tasks above it grown in whole steps, weighted by wall time. */
+static void test_growth_start(void **state)
+{
+	(void)state;
+	struct category *c = category_create("g");
+	assert_true(category_growth_start(c, 256) == -1); /* not WARMUP */
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	set_worker(c, 2, 24000);
+	assert_true(category_growth_start(c, 256) == -1); /* nothing measured */
+	for (int i = 0; i < 7; i++)
+		add(c, 1, 900 + 40 * i, 1);
+	assert_close(first(c, RM_MEMORY), 1197);
+	/* from 945 (900 + 45), the five above grow once to 1201: 7,895 MB·s against 8,379 at
+	 * the estimate; from 1029: 7,971 */
+	assert_close(category_growth_start(c, 256), 945);
+	assert_close(category_growth_start(c, 64), 945);
+	assert_true(category_growth_start(c, 0) == -1);
+	category_delete(c);
+
+	/* one size: nothing below the estimate */
+	c = category_create("g");
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	set_worker(c, 2, 24000);
+	for (int i = 0; i < 5; i++)
+		add(c, 1, 1000, 1);
+	assert_close(category_growth_start(c, 256), 1050);
+	category_delete(c);
+
+	/* weighted by time: the large peak runs 100 times as long, so growing it costs more than
+	 * starting the small one high */
+	c = category_create("g");
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	set_worker(c, 2, 24000);
+	add(c, 1, 900, 1);
+	add(c, 1, 1140, 100);
+	assert_close(category_growth_start(c, 256), 1197);
+	/* and the other way round: the small one dominates */
+	add(c, 1, 900, 200);
+	assert_close(category_growth_start(c, 256), 945);
+	category_delete(c);
+}
+
 /* Leaving WARMUP before the update interval is reached: the other modes have computed nothing
  * yet, and WARMUP's estimate must not stand in for their allocation. Back to WARMUP, the
  * estimate returns at once. */
@@ -723,6 +766,7 @@ int main(void)
 	    cmocka_unit_test(test_warmup_margins),
 	    cmocka_unit_test(test_warmup_learns_from_exhaustion),
 	    cmocka_unit_test(test_warmup_mode_switch),
+	    cmocka_unit_test(test_growth_start),
 	    cmocka_unit_test(test_waste_cpu_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

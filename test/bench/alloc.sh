@@ -8,9 +8,13 @@
 # measured alone, then packed). Prints the wall times, the speedup over the
 # whole machine, and the used share of allocated core-time and memory-time
 # (allocation x wall time per try), over all tries and over the tries that ran
-# with a computed allocation.
+# with a computed allocation. On -T wq a fourth way, "grow": warm-up with a
+# worker started with --memory-grow on (the master starts a rule below the
+# estimate and the worker grows the ones that need more; doc/allocation.md).
 # Usage: alloc.sh [BUILD]; N from ALLOC_TASKS (default 100 per category);
-# ALLOC_DRIVERS (default "cgroups wq"), ALLOC_MODES (default "whole waste warmup").
+# ALLOC_DRIVERS (default "cgroups wq"), ALLOC_MODES (default "whole waste
+# warmup grow"; grow runs on wq only), ALLOC_GROW_STEP (the worker's
+# --grow-step-up, default 256).
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRCDIR/build}
@@ -75,7 +79,7 @@ run() {
 		if [ -s "$d/port" ]; then
 			mkdir -p "$d/worker"
 			(cd "$d/worker" && exec "$WORKER" -t 60 --cores 2 --memory "$mem" --disk 20000 \
-				localhost "$(cat "$d/port")" >"$d/worker.out" 2>&1) &
+				${WORKER_ARGS:-} localhost "$(cat "$d/port")" >"$d/worker.out" 2>&1) &
 			wpid=$!
 		fi
 		wait $mfpid || rc=$?
@@ -130,9 +134,15 @@ echo "per-category sizing: $((3 * N)) rules in 3 categories, $cores cores, $mem 
 	"(used share of allocated resource-time: all tries / tries with a computed allocation)"
 for driver in ${ALLOC_DRIVERS:-cgroups wq}; do
 	t_whole=
-	for mode in ${ALLOC_MODES:-whole waste warmup}; do
+	for mode in ${ALLOC_MODES:-whole waste warmup grow}; do
 		case $mode in
 		whole) run "$driver-whole" "$driver" whole; label="every rule gets the whole machine" ;;
+		grow)
+			[ "$driver" = wq ] || continue
+			WORKER_ARGS="--memory-grow on --grow-step-up ${ALLOC_GROW_STEP:-256}" \
+				run "$driver-$mode" "$driver" sized --allocation warmup
+			label="warmup, worker --memory-grow on"
+			;;
 		*) run "$driver-$mode" "$driver" sized --allocation "$mode"; label="--allocation $mode" ;;
 		esac
 		[ "$mode" = whole ] && t_whole=$T

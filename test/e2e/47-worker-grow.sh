@@ -71,6 +71,28 @@ test_expect_success 'with --memory-grow on: the rule over its estimate is grown 
 	test "$(grep -c "rule [0-9]* (grow, level" mf.dbg)" = 3
 '
 
+test_expect_success 'on a worker that grows: warm-up starts a rule below the estimate' '
+	# two rules of 100 MB, one of 300 MB (grown), then three of 100 MB: the estimate is
+	# about 320 MB, but starting near 120 MB and growing the odd large one holds less
+	{
+		echo "CATEGORY=start"
+		printf "r1:\n\t%s 100 0.2 > r1\n" "$ALLOC"
+		printf "r2: r1\n\t%s 100 0.2 > r2\n" "$ALLOC"
+		printf "r3: r2\n\t%s 300 0.2 > r3\n" "$ALLOC"
+		for i in 4 5 6; do printf "r$i: r3\n\t%s 100 0.2 > r$i\n" "$ALLOC"; done
+	} >Makeflow &&
+	start_master --allocation warmup --summary-json summary.json -d alloc,wq -o mf.dbg \
+		Makeflow &&
+	start_worker --cores 2 --memory 4000 --disk 4000 --memory-grow on localhost $port &&
+	finish &&
+	grep -q "category start: tasks start with 1[0-4][0-9] MB of memory (estimate 3[0-4][0-9] MB) on workers that grow in steps of 256 MB" mf.dbg &&
+	python3 - summary.json <<-\EOF
+	import json, sys
+	c = [c for c in json.load(open(sys.argv[1]))["categories"] if c["name"] == "start"][0]
+	assert c["done"] == 6 and c["failed"] == 0 and c["retries"] == 0, c
+	EOF
+'
+
 test_expect_success 'without growth: the same rule is killed and run again at the maximum' '
 	grow_workflow >Makeflow &&
 	start_master --allocation warmup --summary-json summary.json -d alloc,wq -o mf.dbg \

@@ -129,12 +129,53 @@ static void test_no_prefetch_while_warming(void **state)
 	master_sched_delete(s);
 }
 
+/* On a worker that grows a task's memory while it runs, a task of a measured WARMUP category
+ * starts below the estimate (category_growth_start); elsewhere it gets the estimate, and a
+ * declared memory is kept everywhere. */
+static void test_growth_start(void **state)
+{
+	(void)state;
+	struct master_sched *s = master_sched_create();
+	struct master_sched_worker_spec ws = {
+	    .id = "g", .total = {8, 24000, 10000, 0}, .grow_step_mb = 256, .data = "g"};
+	struct master_sched_worker *g = master_sched_worker_add(s, &ws);
+	assert_non_null(g);
+	struct category *c = master_sched_category(s, "wu");
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	for (int i = 0; i < 7; i++)
+		measure(c, 1, 900 + 40 * i, 1);
+	task(s, "wu", 1);
+	struct master_sched_assignment out[MAXA];
+	assert_int_equal(run_pass(s, out), 1);
+	assert_ptr_equal(out[0].worker, g);
+	assert_int_equal(out[0].box.memory, 945); /* the estimate is 1197 */
+	/* a worker that does not grow: the estimate */
+	master_sched_worker_set_flags(s, g, MASTER_SCHED_DRAINING);
+	struct master_sched_worker *n = worker(s, "n", 8, 24000, 0);
+	task(s, "wu", 2);
+	assert_int_equal(run_pass(s, out), 1);
+	assert_int_equal(out[0].box.memory, 1197);
+	master_sched_worker_set_flags(s, g, 0);
+	master_sched_worker_set_flags(s, n, MASTER_SCHED_DRAINING);
+	/* a declared memory is a promise */
+	struct master_sched_task_spec ts;
+	master_sched_task_spec_init(&ts);
+	ts.category = "wu";
+	ts.request.memory = 1100;
+	ts.data = (void *)3;
+	assert_non_null(master_sched_task_add(s, &ts));
+	assert_int_equal(run_pass(s, out), 1);
+	assert_int_equal(out[0].box.memory, 1100);
+	master_sched_delete(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_first_task_alone),
 	    cmocka_unit_test(test_failed_measurer),
 	    cmocka_unit_test(test_no_prefetch_while_warming),
+	    cmocka_unit_test(test_growth_start),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

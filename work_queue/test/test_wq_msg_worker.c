@@ -236,7 +236,17 @@ static void test_worker_messages(void **state)
 	assert_int_equal(id->max_tasks, 0);
 	assert_int_equal(id->end_time, -1);
 	assert_int_equal(id->cgroups, WQ_CGROUPS_V2);
+	assert_int_equal(id->memory_grow_step, 0); /* absent: it does not grow memory */
 	wq_identity_free(id);
+	json_object_set_new(j, "memory_grow_step", json_integer(256));
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
+	assert_int_equal(id->memory_grow_step, 256);
+	wq_identity_free(id);
+	json_object_set_new(j, "memory_grow_step", json_integer(0));
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), HTC_EPROTO);
+	free(why);
+	why = NULL;
+	json_object_del(j, "memory_grow_step");
 	json_t *labels = json_object_get(j, "labels");
 	char *l = filled(129);
 	for (int i = 0; i < 64; i++)

@@ -979,6 +979,7 @@ struct master_sched_worker *master_sched_worker_add(struct master_sched *s,
 	w->features = feat;
 	w->n_features = nfeat;
 	w->queue_max = spec->queue_max > 0 ? spec->queue_max : 0;
+	w->grow_step_mb = spec->grow_step_mb > 0 ? spec->grow_step_mb : 0;
 	w->bucket = -1;
 	w->qbucket = -1;
 	HASH_ADD_KEYPTR(hh, s->workers, w->id, strlen(w->id), w);

@@ -73,7 +73,10 @@ struct master_sched_worker_spec {
 	const char *const *features;   /* labels (--feature) */
 	int n_features;
 	int queue_max; /* queued tasks it accepts beyond its free resources; 0: no prefetch */
-	void *data;    /* the caller's (e.g. its connection); never touched */
+	/* > 0: it grows a running task's memory in steps of this (MB), so a WARMUP task may start
+	 * there below its category's estimate (category_growth_start); 0: it does not */
+	int64_t grow_step_mb;
+	void *data; /* the caller's (e.g. its connection); never touched */
 };
 
 /* FILES policy: the bytes of the task's inputs already cached on the worker (called with the

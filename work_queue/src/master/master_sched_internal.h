@@ -61,6 +61,9 @@ struct tclass {
 	uint64_t alloc_pass;   /* pass for which alloc/whole were computed */
 	int64_t alloc[NRES];   /* explicit or category values, -1 still open */
 	unsigned whole;        /* open fields that take the whole worker (non-FIXED modes) */
+	/* the memory its tasks start with on a worker growing in steps of grow_step (-1: alloc),
+	 * computed for that step, the category's measurements and alloc of that moment */
+	int64_t grow_step, grow_measured, grow_alloc, grow_start;
 	UT_hash_handle hh;
 };
 
@@ -122,7 +125,8 @@ struct master_sched_worker {
 	struct master_sched_task *queue; /* QUEUED tasks, in the order sent */
 	int64_t n_queued;
 	int queue_max;
-	int qbucket; /* index by queued count, -1 when not indexed (queue_max 0) */
+	int64_t grow_step_mb; /* master_sched_worker_spec */
+	int qbucket;          /* index by queued count, -1 when not indexed (queue_max 0) */
 	struct master_sched_worker *qprev, *qnext;
 	UT_hash_handle hh;
 };

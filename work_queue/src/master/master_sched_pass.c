@@ -5,6 +5,7 @@
 #include "master_sched.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 #include <uthash.h>
@@ -45,6 +46,33 @@ static void class_alloc(struct tclass *c, uint64_t pass)
 	c->alloc_pass = pass;
 }
 
+/* The memory a task of C starts with on a worker that grows in steps of STEP (MB), below its
+ * computed WARMUP estimate (category_growth_start); -1 when it starts at alloc. Only for a
+ * first try whose memory the category computed (a declared value is a promise). */
+static int64_t growth_start(struct tclass *c, int64_t step)
+{
+	if (step <= 0 || c->req[R_MEMORY] >= 0 || c->alloc[R_MEMORY] <= 0 ||
+	    c->level != CATEGORY_LEVEL_FIRST)
+		return -1;
+	int64_t measured = category_measurements(c->cat->cat);
+	if (c->grow_step != step || c->grow_measured != measured ||
+	    c->grow_alloc != c->alloc[R_MEMORY]) {
+		c->grow_step = step;
+		c->grow_measured = measured;
+		c->grow_alloc = c->alloc[R_MEMORY];
+		double s = category_growth_start(c->cat->cat, (double)step);
+		c->grow_start =
+		    s > 0 && s < (double)c->alloc[R_MEMORY] ? (int64_t)ceil(s - 1e-9) : -1;
+		if (c->grow_start > 0)
+			debug(D_WQ,
+			      "sched: category %s: tasks start with %" PRId64
+			      " MB of memory (estimate "
+			      "%" PRId64 " MB) on workers that grow in steps of %" PRId64 " MB",
+			      category_name(c->cat->cat), c->grow_start, c->alloc[R_MEMORY], step);
+	}
+	return c->grow_start;
+}
+
 static int has_features(const struct tclass *c, const struct master_sched_worker *w)
 {
 	/* Both lists are sorted: one merge. */
@@ -61,7 +89,7 @@ static int has_features(const struct tclass *c, const struct master_sched_worker
 
 /* The box of class C on worker W in BOX; 0 if it can have none there (missing feature, or a
  * request larger than the worker). Whether it fits the free resources is not checked. */
-static int box_on(const struct tclass *c, const struct master_sched_worker *w, int64_t box[NRES])
+static int box_on(struct tclass *c, const struct master_sched_worker *w, int64_t box[NRES])
 {
 	if (c->n_features && !has_features(c, w))
 		return 0;
@@ -75,6 +103,9 @@ static int box_on(const struct tclass *c, const struct master_sched_worker *w, i
 		else
 			open = 1;
 	}
+	int64_t start = growth_start(c, w->grow_step_mb);
+	if (start > 0)
+		box[R_MEMORY] = start; /* the worker grows it to its need while it runs */
 	if (!any && !c->whole) {
 		/* Nothing specified anywhere: the whole worker. */
 		memcpy(box, w->total, sizeof w->total);
@@ -473,7 +504,7 @@ static int qbucket_limit(const struct master_sched *s, int per_worker)
 /* The worker with room in its queue whose total fits class C (the fewest queued tasks first,
  * then the one that has had that count longest), with the box in BOX; NULL if none. It walks
  * the index by queued count (master_sched.c), not every worker. */
-static struct master_sched_worker *prefetch_choose(struct master_sched *s, const struct tclass *c,
+static struct master_sched_worker *prefetch_choose(struct master_sched *s, struct tclass *c,
                                                    const struct master_sched_task *t,
                                                    int per_worker, int64_t box[NRES])
 {

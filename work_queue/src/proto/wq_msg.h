@@ -482,6 +482,9 @@ struct wq_identity {
 	enum wq_cgroups cgroups;
 	int64_t queue_max; /* 1 .. WQ_QUEUE_MAX; 0 when absent (needed only with `queue`) */
 	const char *store; /* 32 hex with `shared_cache` (section 5.12); NULL when absent */
+	/* with `grow`: the step (MB) in which the worker grows a task's memory; 0 when absent
+	 * (it does not grow memory) */
+	int64_t memory_grow_step;
 	json_t *msg;
 };
 int wq_msg_identity_parse(const json_t *msg, struct wq_identity **out, char **why);

@@ -86,6 +86,9 @@ void ws_send_identity(struct worker_session *s)
 		json_object_set_new(m, "queue_max",
 		                    json_integer(worker_queue_default_max(c.total)));
 	}
+	if (m && o->memory_grow && (s->caps & WQ_CAP_GROW))
+		json_object_set_new(m, "memory_grow_step",
+		                    json_integer(o->grow_step_up_mb > 0 ? o->grow_step_up_mb : 1));
 	struct worker_shared *sh = worker_conn_shared(w);
 	if (m && sh && (s->caps & WQ_CAP_SHARED_CACHE))
 		json_object_set_new(m, "store", json_string(worker_shared_id(sh)));
