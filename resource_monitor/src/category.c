@@ -52,8 +52,12 @@ struct category {
 	double computed[CATEGORY_N_SIZED]; /* before clipping; -1 = none */
 	struct histogram hist[CATEGORY_N_SIZED];
 	struct histogram fine_mem; /* memory peaks in FINE_MB steps, for category_growth_start */
+	double max_avg_cores;      /* largest CPU time / wall time seen (-1: none), ditto */
 	struct category_stats stats;
 };
+
+/* Tries shorter than this (s) say nothing of a task's average use of cores. */
+#define LENT_MIN_WALL 0.1
 
 /* The grain (MB) of the memory peaks kept for the growth start, and the most starts tried. */
 #define FINE_MB           4
@@ -95,6 +99,7 @@ struct category *category_create(const char *name)
 	struct category *c = xcalloc(1, sizeof *c);
 	c->name = xstrdup(name ? name : "default");
 	c->mode = CATEGORY_MODE_FIXED;
+	c->max_avg_cores = -1;
 	rmsummary_init(&c->max);
 	rmsummary_init(&c->min);
 	rmsummary_init(&c->worker);
@@ -442,6 +447,10 @@ void category_accumulate(struct category *c, const struct rmsummary *measured)
 		if (f == RM_MEMORY)
 			hist_add(&c->fine_mem, ceil(v / FINE_MB - 1e-9) * FINE_MB, wall);
 	}
+	double cpu = measured->v[RM_CPU_TIME], w = measured->v[RM_WALL_TIME];
+	if (isfinite(cpu) && cpu >= 0 && isfinite(w) && w >= LENT_MIN_WALL &&
+	    cpu / w > c->max_avg_cores)
+		c->max_avg_cores = cpu / w;
 	for (int i = 0; i < RM_N_FIELDS; i++) {
 		double v = measured->v[i];
 		if (isfinite(v) && v >= 0 && v > c->stats.max_seen.v[i])
@@ -470,6 +479,18 @@ void category_accumulate(struct category *c, const struct rmsummary *measured)
 	} else if (c->mode == CATEGORY_MODE_WARMUP) {
 		recompute(c); /* refined on every measurement, whatever the interval */
 	}
+}
+
+double category_lent_cores(const struct category *c)
+{
+	double est = c->stats.first_alloc.v[RM_CORES];
+	if (c->mode != CATEGORY_MODE_WARMUP || !c->have_alloc || !(est > 0) || c->max_avg_cores < 0)
+		return -1;
+	double v = ceil(c->max_avg_cores * 1.05 / 0.05 - 1e-9) * 0.05;
+	if (v < 0.05)
+		v = 0.05;
+	v = clip(c, RM_CORES, v);
+	return v < est ? v : est;
 }
 
 int64_t category_measurements(const struct category *c)

@@ -87,6 +87,14 @@ int category_warming(const struct category *c);
  * -1 when C is not in WARMUP, has no estimate yet, or STEP_MB is not positive. */
 double category_growth_start(const struct category *c, double step_mb);
 
+/* WARMUP on a worker that lends its idle cores to the tasks that use all of theirs (doc/
+ * allocation.md, "Warm-up on a worker that lends cores"): the cores a task of C is allocated,
+ * at most the warm-up estimate. The largest average use measured (CPU time over wall time,
+ * tries of at least 0.1 s), plus 5 %, rounded up to a twentieth of a core (at least that): a
+ * burst above it runs on lent cores. -1 when C is not in WARMUP, has no estimate yet, or no
+ * such measurement. */
+double category_lent_cores(const struct category *c);
+
 /* The measurements C has accumulated, ever (changes whenever its estimates may). */
 int64_t category_measurements(const struct category *c);
 

@@ -701,6 +701,42 @@ static void test_growth_start(void **state)
 	category_delete(c);
 }
 
+/* The cores of a task on a worker that lends cores: the largest average use (CPU time over
+ * wall time) plus 5 %, in twentieths of a core, at most the estimate from the peaks. */
+static void test_lent_cores(void **state)
+{
+	(void)state;
+	struct category *c = category_create("l");
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	set_worker(c, 4, 8000);
+	assert_true(category_lent_cores(c) == -1); /* nothing measured */
+	struct rmsummary m;
+	rmsummary_init(&m);
+	m.v[RM_CORES] = 1; /* bursts to a whole core */
+	m.v[RM_MEMORY] = 100;
+	m.v[RM_WALL_TIME] = 10;
+	m.v[RM_CPU_TIME] = 3; /* 0.3 on average */
+	category_accumulate(c, &m);
+	assert_close(first(c, RM_CORES), 1);
+	assert_close(category_lent_cores(c), 0.35); /* 0.315, rounded up */
+	m.v[RM_CPU_TIME] = 0.01;
+	m.v[RM_WALL_TIME] = 0.05; /* too short to say anything */
+	category_accumulate(c, &m);
+	assert_close(category_lent_cores(c), 0.35);
+	m.v[RM_WALL_TIME] = 1;
+	m.v[RM_CPU_TIME] = 2; /* two threads, more than its peak says */
+	category_accumulate(c, &m);
+	assert_close(category_lent_cores(c), 1); /* never above the estimate */
+	rmsummary_clear(&m);
+	category_delete(c);
+	/* not WARMUP */
+	c = category_create("l");
+	category_set_mode(c, CATEGORY_MODE_MAX);
+	add(c, 1, 100, 10);
+	assert_true(category_lent_cores(c) == -1);
+	category_delete(c);
+}
+
 /* Leaving WARMUP before the update interval is reached: the other modes have computed nothing
  * yet, and WARMUP's estimate must not stand in for their allocation. Back to WARMUP, the
  * estimate returns at once. */
@@ -767,6 +803,7 @@ int main(void)
 	    cmocka_unit_test(test_warmup_learns_from_exhaustion),
 	    cmocka_unit_test(test_warmup_mode_switch),
 	    cmocka_unit_test(test_growth_start),
+	    cmocka_unit_test(test_lent_cores),
 	    cmocka_unit_test(test_waste_cpu_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,13 +8,15 @@
 # measured alone, then packed). Prints the wall times, the speedup over the
 # whole machine, and the used share of allocated core-time and memory-time
 # (allocation x wall time per try), over all tries and over the tries that ran
-# with a computed allocation. On -T wq a fourth way, "grow": warm-up with a
+# with a computed allocation. On -T wq two more ways: "grow", warm-up with a
 # worker started with --memory-grow on (the master starts a rule below the
-# estimate and the worker grows the ones that need more; doc/allocation.md).
+# estimate and the worker grows the ones that need more; doc/allocation.md),
+# and "lend", the same worker also with --cpu-grow on (the master allocates a
+# rule its category's average use of cores, bursts run on lent cores).
 # Usage: alloc.sh [BUILD]; N from ALLOC_TASKS (default 100 per category);
 # ALLOC_DRIVERS (default "cgroups wq"), ALLOC_MODES (default "whole waste
-# warmup grow"; grow runs on wq only), ALLOC_GROW_STEP (the worker's
-# --grow-step-up, default 256).
+# warmup grow lend"; grow and lend run on wq only), ALLOC_GROW_STEP (the
+# worker's --grow-step-up, default 256).
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRCDIR/build}
@@ -134,7 +136,7 @@ echo "per-category sizing: $((3 * N)) rules in 3 categories, $cores cores, $mem 
 	"(used share of allocated resource-time: all tries / tries with a computed allocation)"
 for driver in ${ALLOC_DRIVERS:-cgroups wq}; do
 	t_whole=
-	for mode in ${ALLOC_MODES:-whole waste warmup grow}; do
+	for mode in ${ALLOC_MODES:-whole waste warmup grow lend}; do
 		case $mode in
 		whole) run "$driver-whole" "$driver" whole; label="every rule gets the whole machine" ;;
 		grow)
@@ -142,6 +144,12 @@ for driver in ${ALLOC_DRIVERS:-cgroups wq}; do
 			WORKER_ARGS="--memory-grow on --grow-step-up ${ALLOC_GROW_STEP:-256}" \
 				run "$driver-$mode" "$driver" sized --allocation warmup
 			label="warmup, worker --memory-grow on"
+			;;
+		lend)
+			[ "$driver" = wq ] || continue
+			WORKER_ARGS="--memory-grow on --grow-step-up ${ALLOC_GROW_STEP:-256} --cpu-grow on" \
+				run "$driver-$mode" "$driver" sized --allocation warmup
+			label="warmup, --memory-grow, --cpu-grow on"
 			;;
 		*) run "$driver-$mode" "$driver" sized --allocation "$mode"; label="--allocation $mode" ;;
 		esac

@@ -93,6 +93,20 @@ test_expect_success 'on a worker that grows: warm-up starts a rule below the est
 	EOF
 '
 
+test_expect_success 'on a worker that lends cores: warm-up allocates the average use' '
+	# rules that mostly sleep: the first is measured alone, the others get a twentieth of a
+	# core each (their average use), not the quarter core their peak rounds to
+	{
+		echo "CATEGORY=nap"
+		for i in 1 2 3 4; do printf "n$i:\n\tsleep 0.3; echo > n$i\n"; done
+	} >Makeflow &&
+	start_master --allocation warmup -d wq -o mf.dbg Makeflow &&
+	start_worker --cores 2 --memory 4000 --disk 4000 --cpu-grow on localhost $port &&
+	finish &&
+	test -f n4 &&
+	grep -q "category nap: tasks get 0.05 cores (estimate 0.25) on workers that lend idle cores" mf.dbg
+'
+
 test_expect_success 'without growth: the same rule is killed and run again at the maximum' '
 	grow_workflow >Makeflow &&
 	start_master --allocation warmup --summary-json summary.json -d alloc,wq -o mf.dbg \

@@ -169,6 +169,42 @@ static void test_growth_start(void **state)
 	master_sched_delete(s);
 }
 
+/* On a worker that lends idle cores, a task of a measured WARMUP category is allocated its
+ * category's average use of cores; elsewhere the estimate from the peaks. */
+static void test_lent_cores(void **state)
+{
+	(void)state;
+	struct master_sched *s = master_sched_create();
+	struct master_sched_worker_spec ws = {
+	    .id = "l", .total = {2, 8000, 10000, 0}, .lends_cores = 1, .data = "l"};
+	struct master_sched_worker *l = master_sched_worker_add(s, &ws);
+	assert_non_null(l);
+	struct category *c = master_sched_category(s, "wu");
+	category_set_mode(c, CATEGORY_MODE_WARMUP);
+	struct rmsummary m;
+	rmsummary_init(&m);
+	m.v[RM_CORES] = 1;
+	m.v[RM_MEMORY] = 500;
+	m.v[RM_DISK] = 10;
+	m.v[RM_GPUS] = 0;
+	m.v[RM_WALL_TIME] = 1;
+	m.v[RM_CPU_TIME] = 0.4;
+	category_accumulate(c, &m);
+	rmsummary_clear(&m);
+	for (int i = 0; i < 5; i++)
+		task(s, "wu", i + 1);
+	struct master_sched_assignment out[MAXA];
+	/* 0.45 cores each: four fit two cores (memory 525 each) */
+	assert_int_equal(run_pass(s, out), 4);
+	for (int i = 0; i < 4; i++)
+		assert_true(out[i].box.cores > 0.449 && out[i].box.cores < 0.451);
+	master_sched_worker_set_flags(s, l, MASTER_SCHED_DRAINING);
+	worker(s, "n", 2, 8000, 0);
+	assert_int_equal(run_pass(s, out), 1);
+	assert_true(out[0].box.cores == 1);
+	master_sched_delete(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +212,7 @@ int main(void)
 	    cmocka_unit_test(test_failed_measurer),
 	    cmocka_unit_test(test_no_prefetch_while_warming),
 	    cmocka_unit_test(test_growth_start),
+	    cmocka_unit_test(test_lent_cores),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

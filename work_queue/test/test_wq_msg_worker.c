@@ -247,6 +247,15 @@ static void test_worker_messages(void **state)
 	free(why);
 	why = NULL;
 	json_object_del(j, "memory_grow_step");
+	json_object_set_new(j, "cpu_grow", json_true());
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
+	assert_true(id->cpu_grow);
+	wq_identity_free(id);
+	json_object_set_new(j, "cpu_grow", json_integer(1));
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), HTC_EPROTO);
+	free(why);
+	why = NULL;
+	json_object_del(j, "cpu_grow");
 	json_t *labels = json_object_get(j, "labels");
 	char *l = filled(129);
 	for (int i = 0; i < 64; i++)

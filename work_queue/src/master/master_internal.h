@@ -144,6 +144,7 @@ struct mworker {
 	int64_t tasks_sent; /* tasks dispatched to it (counted against max_tasks) */
 	int queue_max;      /* from identity, with `queue` negotiated; else 0 */
 	int64_t grow_step;  /* from identity, with `grow`: its memory growth step (MB); else 0 */
+	bool cpu_grow;      /* from identity, with `grow`: it lends idle cores */
 	bool status_client; /* a status client (role status), not a worker */
 	struct master_sched_worker *sw;
 	struct wq_xfer_out *out;

@@ -980,6 +980,8 @@ struct master_sched_worker *master_sched_worker_add(struct master_sched *s,
 	w->n_features = nfeat;
 	w->queue_max = spec->queue_max > 0 ? spec->queue_max : 0;
 	w->grow_step_mb = spec->grow_step_mb > 0 ? spec->grow_step_mb : 0;
+	w->lends_cores = spec->lends_cores != 0;
+	s->n_lenders += w->lends_cores;
 	w->bucket = -1;
 	w->qbucket = -1;
 	HASH_ADD_KEYPTR(hh, s->workers, w->id, strlen(w->id), w);
@@ -1056,6 +1058,7 @@ double master_sched_worker_average_time(const struct master_sched_worker *w)
 
 int master_sched_worker_remove(struct master_sched *s, struct master_sched_worker *w)
 {
+	s->n_lenders -= w->lends_cores;
 	index_out(s, w);
 	qindex_out(s, w);
 	int n = 0;

@@ -76,6 +76,9 @@ struct master_sched_worker_spec {
 	/* > 0: it grows a running task's memory in steps of this (MB), so a WARMUP task may start
 	 * there below its category's estimate (category_growth_start); 0: it does not */
 	int64_t grow_step_mb;
+	/* it lends idle cores to tasks that use all of theirs, so a WARMUP task may be allocated
+	 * its category's average use of cores there (category_lent_cores) */
+	int lends_cores;
 	void *data; /* the caller's (e.g. its connection); never touched */
 };
 

@@ -64,6 +64,9 @@ struct tclass {
 	/* the memory its tasks start with on a worker growing in steps of grow_step (-1: alloc),
 	 * computed for that step, the category's measurements and alloc of that moment */
 	int64_t grow_step, grow_measured, grow_alloc, grow_start;
+	/* its cores on a worker that lends cores (millicores, -1: alloc), computed for the
+	 * category's measurements and alloc of that moment */
+	int64_t lent_measured, lent_alloc, lent_cores;
 	UT_hash_handle hh;
 };
 
@@ -126,6 +129,7 @@ struct master_sched_worker {
 	int64_t n_queued;
 	int queue_max;
 	int64_t grow_step_mb; /* master_sched_worker_spec */
+	int lends_cores;      /* master_sched_worker_spec */
 	int qbucket;          /* index by queued count, -1 when not indexed (queue_max 0) */
 	struct master_sched_worker *qprev, *qnext;
 	UT_hash_handle hh;
@@ -145,6 +149,7 @@ struct master_sched {
 	 */
 	struct master_sched_worker *qbuckets[QUEUE_BUCKETS];
 	int max_queue_max; /* the largest queue_max seen */
+	int64_t n_lenders; /* workers that lend cores (lends_cores) */
 	int64_t prefetch_examined;
 	struct master_sched_task *all;
 	uint64_t next_seq, next_worker_seq, pass_id;

@@ -89,6 +89,32 @@ static int has_features(const struct tclass *c, const struct master_sched_worker
 
 /* The box of class C on worker W in BOX; 0 if it can have none there (missing feature, or a
  * request larger than the worker). Whether it fits the free resources is not checked. */
+/* The cores (millicores) of a task of C on a worker that lends idle cores: its category's
+ * average use (category_lent_cores), below the computed WARMUP estimate; -1 when it gets
+ * alloc. Only for a first try whose cores the category computed. */
+static int64_t lent_cores(struct tclass *c)
+{
+	if (c->req[R_CORES] >= 0 || c->alloc[R_CORES] <= 0 || c->level != CATEGORY_LEVEL_FIRST)
+		return -1;
+	int64_t measured = category_measurements(c->cat->cat);
+	if (c->lent_measured != measured || c->lent_alloc != c->alloc[R_CORES] ||
+	    c->lent_cores == 0) {
+		c->lent_measured = measured;
+		c->lent_alloc = c->alloc[R_CORES];
+		double v = category_lent_cores(c->cat->cat);
+		int64_t m = v > 0 ? (int64_t)ceil(v * MILLI - 1e-6) : -1;
+		c->lent_cores = m > 0 && m < c->alloc[R_CORES] ? m : -1;
+		if (c->lent_cores > 0)
+			debug(
+			    D_WQ,
+			    "sched: category %s: tasks get %g cores (estimate %g) on workers that "
+			    "lend idle cores",
+			    category_name(c->cat->cat), (double)c->lent_cores / MILLI,
+			    (double)c->alloc[R_CORES] / MILLI);
+	}
+	return c->lent_cores;
+}
+
 static int box_on(struct tclass *c, const struct master_sched_worker *w, int64_t box[NRES])
 {
 	if (c->n_features && !has_features(c, w))
@@ -106,6 +132,9 @@ static int box_on(struct tclass *c, const struct master_sched_worker *w, int64_t
 	int64_t start = growth_start(c, w->grow_step_mb);
 	if (start > 0)
 		box[R_MEMORY] = start; /* the worker grows it to its need while it runs */
+	int64_t cores = w->lends_cores ? lent_cores(c) : -1;
+	if (cores > 0)
+		box[R_CORES] = cores; /* a burst above it runs on lent cores */
 	if (!any && !c->whole) {
 		/* Nothing specified anywhere: the whole worker. */
 		memcpy(box, w->total, sizeof w->total);
@@ -279,8 +308,12 @@ static int choose(struct master_sched *s, struct tclass *c, struct master_sched_
 	memset(best, 0, sizeof *best);
 	if (s->n_buckets == 0)
 		return 0;
-	/* Workers with fewer free cores than the box's cores cannot fit it. */
-	int64_t lb = c->alloc[R_CORES] > 0 ? c->alloc[R_CORES] / MILLI : 0;
+	/* Workers with fewer free cores than the box's cores cannot fit it (the smaller box of a
+	 * worker that lends cores, if there is one). */
+	int64_t need = c->alloc[R_CORES], lent = s->n_lenders > 0 ? lent_cores(c) : -1;
+	if (lent > 0 && lent < need)
+		need = lent;
+	int64_t lb = need > 0 ? need / MILLI : 0;
 	if (lb >= s->n_buckets)
 		lb = s->n_buckets - 1;
 	int worst = o->policy == MASTER_SCHED_WORST;

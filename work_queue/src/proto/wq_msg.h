@@ -485,6 +485,8 @@ struct wq_identity {
 	/* with `grow`: the step (MB) in which the worker grows a task's memory; 0 when absent
 	 * (it does not grow memory) */
 	int64_t memory_grow_step;
+	/* with `grow`: the worker lends its idle cores to tasks that use all of theirs */
+	bool cpu_grow;
 	json_t *msg;
 };
 int wq_msg_identity_parse(const json_t *msg, struct wq_identity **out, char **why);

@@ -278,6 +278,7 @@ int wq_msg_identity_parse(const json_t *msg, struct wq_identity **out, char **wh
 	wq_msg_int(&v, msg, "max_tasks", 0, 1, WQ_MAX_ID, &id->max_tasks);
 	wq_msg_int(&v, msg, "queue_max", 0, 1, WQ_QUEUE_MAX, &id->queue_max);
 	wq_msg_int(&v, msg, "memory_grow_step", 0, 1, 1 << 24, &id->memory_grow_step);
+	wq_msg_bool(&v, msg, "cpu_grow", 0, &id->cpu_grow);
 	size_t store_len = 0;
 	if (wq_msg_str(&v, msg, "store", 0, 32, &id->store, &store_len) == 0 &&
 	    (store_len != 32 || strspn(id->store, "0123456789abcdef") != 32))

@@ -89,6 +89,8 @@ void ws_send_identity(struct worker_session *s)
 	if (m && o->memory_grow && (s->caps & WQ_CAP_GROW))
 		json_object_set_new(m, "memory_grow_step",
 		                    json_integer(o->grow_step_up_mb > 0 ? o->grow_step_up_mb : 1));
+	if (m && o->cpu_grow && (s->caps & WQ_CAP_GROW))
+		json_object_set_new(m, "cpu_grow", json_true());
 	struct worker_shared *sh = worker_conn_shared(w);
 	if (m && sh && (s->caps & WQ_CAP_SHARED_CACHE))
 		json_object_set_new(m, "store", json_string(worker_shared_id(sh)));
