@@ -45,7 +45,8 @@ static int run_pass(struct master_sched *s, struct master_sched_assignment *out)
 	return n;
 }
 
-static void measure(struct category *c, double cores, double mem, double wall)
+/* A measurement of a task of C; CPU time CPU (s; -1: not measured). */
+static void measure_cpu(struct category *c, double cores, double mem, double wall, double cpu)
 {
 	struct rmsummary m;
 	rmsummary_init(&m);
@@ -54,7 +55,13 @@ static void measure(struct category *c, double cores, double mem, double wall)
 	m.v[RM_DISK] = 10;
 	m.v[RM_GPUS] = 0;
 	m.v[RM_WALL_TIME] = wall;
+	m.v[RM_CPU_TIME] = cpu;
 	category_accumulate(c, &m);
+}
+
+static void measure(struct category *c, double cores, double mem, double wall)
+{
+	measure_cpu(c, cores, mem, wall, -1);
 }
 
 static void test_first_task_alone(void **state)
@@ -181,16 +188,7 @@ static void test_lent_cores(void **state)
 	assert_non_null(l);
 	struct category *c = master_sched_category(s, "wu");
 	category_set_mode(c, CATEGORY_MODE_WARMUP);
-	struct rmsummary m;
-	rmsummary_init(&m);
-	m.v[RM_CORES] = 1;
-	m.v[RM_MEMORY] = 500;
-	m.v[RM_DISK] = 10;
-	m.v[RM_GPUS] = 0;
-	m.v[RM_WALL_TIME] = 1;
-	m.v[RM_CPU_TIME] = 0.4;
-	category_accumulate(c, &m);
-	rmsummary_clear(&m);
+	measure_cpu(c, 1, 500, 1, 0.4);
 	for (int i = 0; i < 5; i++)
 		task(s, "wu", i + 1);
 	struct master_sched_assignment out[MAXA];

@@ -221,6 +221,18 @@ static void test_task_done(void **state)
 
 /* ---- worker description --------------------------------------------------------------- */
 
+/* The identity J with KEY set to BAD (stolen) is refused; KEY is then removed. */
+static void identity_refuses(json_t *j, const char *key, json_t *bad)
+{
+	struct wq_identity *id = NULL;
+	char *why = NULL;
+	json_object_set_new(j, key, bad);
+	assert_int_equal(wq_msg_identity_parse(j, &id, &why), HTC_EPROTO);
+	assert_null(id);
+	free(why);
+	json_object_del(j, key);
+}
+
 static void test_worker_messages(void **state)
 {
 	(void)state;
@@ -242,20 +254,12 @@ static void test_worker_messages(void **state)
 	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
 	assert_int_equal(id->memory_grow_step, 256);
 	wq_identity_free(id);
-	json_object_set_new(j, "memory_grow_step", json_integer(0));
-	assert_int_equal(wq_msg_identity_parse(j, &id, &why), HTC_EPROTO);
-	free(why);
-	why = NULL;
-	json_object_del(j, "memory_grow_step");
+	identity_refuses(j, "memory_grow_step", json_integer(0));
 	json_object_set_new(j, "cpu_grow", json_true());
 	assert_int_equal(wq_msg_identity_parse(j, &id, &why), 0);
 	assert_true(id->cpu_grow);
 	wq_identity_free(id);
-	json_object_set_new(j, "cpu_grow", json_integer(1));
-	assert_int_equal(wq_msg_identity_parse(j, &id, &why), HTC_EPROTO);
-	free(why);
-	why = NULL;
-	json_object_del(j, "cpu_grow");
+	identity_refuses(j, "cpu_grow", json_integer(1));
 	json_t *labels = json_object_get(j, "labels");
 	char *l = filled(129);
 	for (int i = 0; i < 64; i++)
