@@ -61,9 +61,10 @@ static int64_t growth_start(struct tclass *c, int64_t step)
 		c->grow_measured = measured;
 		c->grow_alloc = c->alloc[R_MEMORY];
 		double s = category_growth_start(c->cat->cat, (double)step);
+		int64_t was = c->grow_start;
 		c->grow_start =
 		    s > 0 && s < (double)c->alloc[R_MEMORY] ? (int64_t)ceil(s - 1e-9) : -1;
-		if (c->grow_start > 0)
+		if (c->grow_start > 0 && c->grow_start != was)
 			debug(D_WQ,
 			      "sched: category %s: tasks start with %" PRId64
 			      " MB of memory (estimate "
@@ -102,9 +103,9 @@ static int64_t lent_cores(struct tclass *c)
 		c->lent_measured = measured;
 		c->lent_alloc = c->alloc[R_CORES];
 		double v = category_lent_cores(c->cat->cat);
-		int64_t m = v > 0 ? (int64_t)ceil(v * MILLI - 1e-6) : -1;
+		int64_t m = v > 0 ? (int64_t)ceil(v * MILLI - 1e-6) : -1, was = c->lent_cores;
 		c->lent_cores = m > 0 && m < c->alloc[R_CORES] ? m : -1;
-		if (c->lent_cores > 0)
+		if (c->lent_cores > 0 && c->lent_cores != was)
 			debug(
 			    D_WQ,
 			    "sched: category %s: tasks get %g cores (estimate %g) on workers that "
