@@ -173,6 +173,15 @@ static void test_growth_start(void **state)
 	assert_non_null(master_sched_task_add(s, &ts));
 	assert_int_equal(run_pass(s, out), 1);
 	assert_int_equal(out[0].box.memory, 1100);
+	/* a task in a container of its own, on a worker whose growth does not reach it (not
+	 * cgroup v1): the estimate */
+	master_sched_task_spec_init(&ts);
+	ts.category = "wu";
+	ts.own_container = 1;
+	ts.data = (void *)4;
+	assert_non_null(master_sched_task_add(s, &ts));
+	assert_int_equal(run_pass(s, out), 1);
+	assert_int_equal(out[0].box.memory, 1197);
 	master_sched_delete(s);
 }
 

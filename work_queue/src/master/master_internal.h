@@ -145,6 +145,7 @@ struct mworker {
 	int queue_max;      /* from identity, with `queue` negotiated; else 0 */
 	int64_t grow_step;  /* from identity, with `grow`: its memory growth step (MB); else 0 */
 	bool cpu_grow;      /* from identity, with `grow`: it lends idle cores */
+	bool cgroups_v1;    /* from identity: its tasks are measured in cgroup v1 */
 	bool status_client; /* a status client (role status), not a worker */
 	struct master_sched_worker *sw;
 	struct wq_xfer_out *out;

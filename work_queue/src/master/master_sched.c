@@ -981,6 +981,7 @@ struct master_sched_worker *master_sched_worker_add(struct master_sched *s,
 	w->queue_max = spec->queue_max > 0 ? spec->queue_max : 0;
 	w->grow_step_mb = spec->grow_step_mb > 0 ? spec->grow_step_mb : 0;
 	w->lends_cores = spec->lends_cores != 0;
+	w->grows_containers = spec->grows_containers != 0;
 	s->n_lenders += w->lends_cores;
 	w->bucket = -1;
 	w->qbucket = -1;

@@ -79,6 +79,9 @@ struct master_sched_worker_spec {
 	/* it lends idle cores to tasks that use all of theirs, so a WARMUP task may be allocated
 	 * its category's average use of cores there (category_lent_cores) */
 	int lends_cores;
+	/* its growth reaches a task in a container of its own (cgroup v1: the container is nested
+	 * in the task's cgroup; doc/elasticity.md); else such a task starts at the estimate */
+	int grows_containers;
 	void *data; /* the caller's (e.g. its connection); never touched */
 };
 

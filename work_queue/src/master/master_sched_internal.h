@@ -130,6 +130,7 @@ struct master_sched_worker {
 	int queue_max;
 	int64_t grow_step_mb; /* master_sched_worker_spec */
 	int lends_cores;      /* master_sched_worker_spec */
+	int grows_containers; /* master_sched_worker_spec */
 	int qbucket;          /* index by queued count, -1 when not indexed (queue_max 0) */
 	struct master_sched_worker *qprev, *qnext;
 	UT_hash_handle hh;

@@ -130,7 +130,8 @@ static int box_on(struct tclass *c, const struct master_sched_worker *w, int64_t
 		else
 			open = 1;
 	}
-	int64_t start = growth_start(c, w->grow_step_mb);
+	int64_t start =
+	    !c->own_container || w->grows_containers ? growth_start(c, w->grow_step_mb) : -1;
 	if (start > 0)
 		box[R_MEMORY] = start; /* the worker grows it to its need while it runs */
 	int64_t cores = w->lends_cores ? lent_cores(c) : -1;

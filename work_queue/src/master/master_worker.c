@@ -256,6 +256,7 @@ static void activate(struct mworker *w)
 	spec.queue_max = (w->caps & WQ_CAP_QUEUE) ? w->queue_max : 0;
 	spec.grow_step_mb = w->grow_step;
 	spec.lends_cores = w->cpu_grow;
+	spec.grows_containers = w->cgroups_v1;
 	spec.data = w;
 	w->sw = master_sched_worker_add(q->sched, &spec);
 	if (!w->sw) {
@@ -309,6 +310,7 @@ static void on_identity(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 	w->queue_max = (int)id->queue_max;
 	w->grow_step = (w->caps & WQ_CAP_GROW) ? id->memory_grow_step : 0;
 	w->cpu_grow = (w->caps & WQ_CAP_GROW) && id->cpu_grow;
+	w->cgroups_v1 = id->cgroups == WQ_CGROUPS_V1;
 	if ((w->caps & WQ_CAP_QUEUE) && w->queue_max < 1) {
 		wq_identity_free(id);
 		wq_conn_violation(w->c, "proto",
