@@ -55,8 +55,11 @@ static int64_t growth_start(struct tclass *c, int64_t step)
 	    c->level != CATEGORY_LEVEL_FIRST)
 		return -1;
 	int64_t measured = category_measurements(c->cat->cat);
-	if (c->grow_step != step || c->grow_measured != measured ||
-	    c->grow_alloc != c->alloc[R_MEMORY]) {
+	/* each measurement may move the start, but after the first few hundred it moves little:
+	 * then recomputed once the count has grown by 1/32 (the search is O(64 x peaks kept)) */
+	int64_t since = measured - c->grow_measured;
+	int stale = since != 0 && (measured < 256 || since >= measured / 32);
+	if (c->grow_step != step || stale || c->grow_alloc != c->alloc[R_MEMORY]) {
 		c->grow_step = step;
 		c->grow_measured = measured;
 		c->grow_alloc = c->alloc[R_MEMORY];
