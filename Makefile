@@ -225,7 +225,7 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all $(B)/work_queue/test/helper_sim_workers \
-		$(B)/work_queue/test/helper_master_bench
+		$(B)/work_queue/test/helper_master_bench $(B)/work_queue/test/helper_url_master
 	@bash test/bench/run.sh $(B)
 
 fuzz: deps

@@ -277,9 +277,15 @@ bench_shared_cache() {
 	SC_MB=$(scaled 200) bash "$SRCDIR/test/bench/shared-cache.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
 }
 
+# ---- 14. 8 workers needing one URL: one shared store against 8 private caches -------------
+bench_shared_url() {
+	say ""
+	SU_MB=$(scaled 200) bash "$SRCDIR/test/bench/shared-url.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+}
+
 say "makeflow benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, scale $SCALE"
 [ $have_cctools = 1 ] || say "(CCTools 9.9 is not installed: its columns are skipped; run 'make bench' as root to install it)"
-for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc grow wq sim report k8s hta containers shared_cache}; do
+for b in ${BENCHES:-independent dryrun analyze levels rmonitor alloc grow wq sim report k8s hta containers shared_cache shared_url}; do
 	"bench_$b"
 done
 say ""

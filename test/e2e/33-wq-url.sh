@@ -6,6 +6,7 @@
 # HEAD request, in the thread pool) gives INPUT_MISSING with the HTTP status and the URL in the
 # master's warning without any GET, and master and worker stay up afterwards.
 . "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/http-lib.sh"
 
 test_require_bin work_queue_worker
 HELPER=$BUILD/work_queue/test/helper_url_master
@@ -13,26 +14,10 @@ HELPER=$BUILD/work_queue/test/helper_url_master
 command -v python3 >/dev/null || test_skip_all "python3 is not installed"
 TEST_TIMEOUT=120
 
-# serve DIR: an HTTP server for DIR on a free loopback port (its PID is tracked); its access
-# log is daemon.N.log. Sets HTTP_PORT.
-serve() {
-	test_daemon_start http.port python3 -u -c '
-import functools, http.server, sys
-h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
-with open("http.port.tmp", "w") as f:
-    f.write(str(s.server_address[1]))
-import os; os.rename("http.port.tmp", "http.port")
-s.serve_forever()
-' "$1"
-	HTTP_PORT=$DAEMON_PORT
-	HTTP_LOG=$(ls daemon.*.log | tail -n 1)
-}
-
 test_expect_success 'URL inputs: content, one GET for two tasks, 404 is INPUT_MISSING' '
 	mkdir www
 	printf "ACGT from the web\n" >www/data.txt
-	serve www
+	serve_http www
 	test_daemon_start port "$HELPER" port \
 		"http://127.0.0.1:$HTTP_PORT/data.txt" "http://127.0.0.1:$HTTP_PORT/nothing.txt"
 	master=$DAEMON_PID

@@ -1,17 +1,21 @@
 #!/bin/bash
 # 48-shared-cache.sh: end-to-end tests of workers that share a store (work_queue_worker
 # --shared-cache DIR, doc/work-queue-shared-cache.md) with makeflow -T wq and separate worker
-# processes on one directory: an input both workers need crosses the network once; a worker
+# processes on one directory: an input both workers need crosses the network once, and a URL
+# input both need is fetched from its server once (work_queue/test/helper_url_master); a worker
 # killed with kill -9 in the middle of receiving a large object leaves nothing in the store and
 # the other worker gets the whole object; a dead writer's temporary and lock stall nobody.
 . "$(dirname "$0")/../lib/test-lib.sh"
 . "$(dirname "$0")/../lib/wq-lib.sh"
+. "$(dirname "$0")/../lib/http-lib.sh"
 
 test_require_bin makeflow
 test_require_bin work_queue_worker
 
 MF=$BIN/makeflow
 WORKER=$BIN/work_queue_worker
+URL_MASTER=$BUILD/work_queue/test/helper_url_master
+[ -x "$URL_MASTER" ] || test_skip_all "$URL_MASTER is not built (make tests)"
 TEST_TIMEOUT=180
 
 # object_of FILE: the cache name of FILE.
@@ -107,6 +111,33 @@ test_expect_success 'without --shared-cache each worker receives the input' '
 	start_worker --cores 1 -s "$PWD/w2" localhost $port
 	finish
 	[ "$(transfers_of $(object_of big))" = 2 ]
+'
+
+test_expect_success 'a URL input two workers of one store need is fetched once; the other takes it' '
+	mkdir www started
+	head -c 3000000 /dev/urandom >www/data.bin
+	serve_http www
+	test_daemon_start port "$URL_MASTER" together port "http://127.0.0.1:$HTTP_PORT/data.bin" \
+		"$PWD/started" 2
+	master=$DAEMON_PID
+	mlog=$(ls daemon.*.log | tail -n 1)
+	port=$DAEMON_PORT
+	start_worker --cores 1 --shared-cache "$PWD/store" -s "$PWD/w1" -d worker -o w1.log localhost $port
+	start_worker --cores 1 --shared-cache "$PWD/store" -s "$PWD/w2" -d worker -o w2.log localhost $port
+	rc=0
+	wait $master || rc=$?
+	cat $mlog
+	[ $rc = 0 ]
+	grep -q "^task t1 result SUCCESS status 0" $mlog
+	grep -q "^task t2 result SUCCESS status 0" $mlog
+	[ "$(cat t1.txt)" = 3000000 ]
+	[ "$(cat t2.txt)" = 3000000 ]
+	# one GET: one worker fetched it into the store, the other took it from there
+	[ "$(grep -c "\"GET /data.bin " $HTTP_LOG)" = 1 ]
+	[ "$(cat w1.log w2.log | grep -c "data.bin: taken from the shared cache as U-")" = 1 ]
+	[ "$(cat w1.log w2.log | grep -c "data.bin: stored as U-")" = 1 ]
+	obj=$(ls store/objects | grep "^U-")
+	cmp store/objects/$obj www/data.bin
 '
 
 test_expect_success 'an object that cannot enter the store is sent to the worker waiting for it' '

@@ -3,7 +3,14 @@
  * then one plain task, and prints one line per returned task ("task TAG result RESULT status N")
  * so the suite can check contents, results and that master and worker stayed up.
  *
- * Usage: helper_url_master PORTFILE URL_OK URL_MISSING */
+ * Usage: helper_url_master PORTFILE URL_OK URL_MISSING
+ *
+ * With `together` (test/e2e/48-shared-cache.sh, test/bench/shared-url.sh): N tasks (1 core
+ * each) whose input is URL, each waiting until all N have started (files in STARTED_DIR), so
+ * that N 1-core workers run one each; task I writes the input's size to tI.txt, and its line
+ * says "task tI result ...".
+ *
+ * Usage: helper_url_master together PORTFILE URL STARTED_DIR N */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +61,47 @@ static int collect(struct work_queue *q, int n)
 	return got;
 }
 
+/* The `together` mode. */
+static int together(const char *portfile, const char *url, const char *started, int n)
+{
+	struct work_queue_opts o;
+	work_queue_opts_init(&o);
+	o.port = 0;
+	o.port_file = portfile;
+	struct work_queue *q = work_queue_create_opts(&o);
+	if (!q) {
+		fprintf(stderr, "helper_url_master: cannot create the queue\n");
+		return 1;
+	}
+	work_queue_specify_prefetch(q, 0, 0);
+	int rc = 0;
+	for (int i = 1; i <= n && rc == 0; i++) {
+		char tag[16], cmd[1024], out[32];
+		snprintf(tag, sizeof tag, "t%d", i);
+		snprintf(cmd, sizeof cmd,
+		         "touch %s/%s; until [ `ls %s | wc -l` -ge %d ]; do sleep 0.05; done; "
+		         "stat -c %%s in.txt > %s.txt",
+		         started, tag, started, n, tag);
+		snprintf(out, sizeof out, "%s.txt", tag);
+		if (submit(q, tag, cmd, url, "in.txt", out) < 0)
+			rc = 1;
+	}
+	if (rc == 0 && collect(q, n) != n)
+		rc = 1;
+	work_queue_delete(q);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 6 && !strcmp(argv[1], "together")) {
+		int n = atoi(argv[5]);
+		if (n < 1 || n > 1000) {
+			fprintf(stderr, "helper_url_master: N must be 1 to 1000\n");
+			return 2;
+		}
+		return together(argv[2], argv[3], argv[4], n);
+	}
 	if (argc != 4) {
 		fprintf(stderr, "usage: helper_url_master PORTFILE URL_OK URL_MISSING\n");
 		return 2;

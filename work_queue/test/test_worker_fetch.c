@@ -2,8 +2,8 @@
  * validator and object naming (master_url), against a tiny HTTP server running on the test's own
  * libuv loop: a file, a 404, a refused connection, redirects (followed, looping, to file://),
  * bodies over the size limit with and without Content-Length, schemes other than http(s),
- * concurrent users of one object sharing one GET, cancels, deletion during a download, and the
- * low-speed timeout. */
+ * concurrent users of one object sharing one GET, cancels, deletion during a download, the
+ * low-speed timeout, and two workers' fetchers on one shared store fetching an object once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -29,6 +30,7 @@
 #include "ts_tmpdir.h"
 #include "worker_cache.h"
 #include "worker_sandbox.h"
+#include "worker_shared_cache.h"
 #include "master_url.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -659,6 +661,198 @@ static void test_low_speed(void **state)
 	assert_true(partial_empty(x));
 }
 
+/* ---- two workers on one shared store -------------------------------------------------------- */
+
+/* The second worker of a store: its own cache (and workspace) and fetcher. */
+struct peer {
+	char *dir;
+	struct worker_cache *cache;
+	struct fx *rx; /* its results (done_cb's) */
+	struct worker_fetch *f;
+};
+
+static struct worker_shared_cache *open_store(struct fx *x)
+{
+	char *d = path_join(x->dir, "store");
+	char *why = NULL;
+	struct worker_shared_cache *st = worker_shared_cache_open(d, 0, 0, &why);
+	if (!st)
+		fail_msg("%s", why);
+	free(d);
+	return st;
+}
+
+static void peer_start(struct peer *p, struct fx *x, struct worker_shared_cache *st)
+{
+	p->dir = path_join(x->dir, "peer");
+	p->cache = worker_cache_create(p->dir);
+	assert_non_null(p->cache);
+	p->rx = xcalloc(1, sizeof *p->rx);
+	p->f = worker_fetch_create(&x->loop, p->cache, NULL, done_cb, p->rx);
+	worker_fetch_set_store(p->f, st);
+}
+
+static void peer_stop(struct peer *p, struct fx *x)
+{
+	worker_fetch_delete(p->f);
+	ts_run_for(&x->loop, 50);
+	worker_cache_delete(p->cache);
+	free(p->rx);
+	free(p->dir);
+}
+
+static char *peer_content(struct peer *p, const char *name)
+{
+	char *path = path_join(worker_cache_path(p->cache), name);
+	FILE *fp = fopen(path, "r");
+	free(path);
+	if (!fp)
+		return NULL;
+	char buf[256];
+	size_t n = fread(buf, 1, sizeof buf - 1, fp);
+	fclose(fp);
+	buf[n] = 0;
+	return xstrdup(buf);
+}
+
+static bool peer_result(void *arg)
+{
+	struct peer *p = arg;
+	return p->rx->nres >= 1;
+}
+
+static void test_store_taken(void **state)
+{
+	struct fx *x = *state;
+	struct worker_shared_cache *st = open_store(x);
+	worker_fetch_set_store(x->f, st);
+	url_of(x, "/file");
+	assert_int_equal(worker_fetch_want_shared(x->f, x->url, x->name, 1 << 20, true), 0);
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
+	assert_int_equal(x->res[0].status, 0);
+	assert_int_equal(x->srv.gets_file, 1);
+	/* published: the store holds it, a hard link of the first worker's copy */
+	struct stat sb;
+	assert_int_equal(fstatat(worker_shared_cache_objects_fd(st), x->name, &sb, 0), 0);
+	assert_int_equal(sb.st_size, 10);
+
+	struct peer p;
+	peer_start(&p, x, st);
+	assert_int_equal(worker_fetch_want_shared(p.f, x->url, x->name, 1 << 20, true), 0);
+	assert_true(ts_run_until(&x->loop, peer_result, &p, TS_WAIT_MS));
+	assert_int_equal(p.rx->res[0].status, 0);
+	assert_int_equal(p.rx->res[0].size, 10);
+	assert_int_equal(x->srv.gets_file, 1); /* no second request */
+	char *got = peer_content(&p, x->name);
+	assert_non_null(got);
+	assert_string_equal(got, "hello url\n");
+	free(got);
+	/* one file on disk: the store, the first cache and the second cache link it */
+	assert_int_equal(worker_shared_cache_users(st, x->name), 2);
+
+	/* larger than the second worker's room: refused without a request */
+	worker_cache_drop(p.cache, x->name);
+	assert_int_equal(worker_fetch_want_shared(p.f, x->url, x->name, 5, true), 0);
+	p.rx->nres = 0;
+	assert_true(ts_run_until(&x->loop, peer_result, &p, TS_WAIT_MS));
+	assert_int_equal(p.rx->res[0].status, HTC_ETOOBIG);
+	assert_int_equal(x->srv.gets_file, 1);
+	peer_stop(&p, x);
+	worker_fetch_set_store(x->f, NULL);
+	worker_shared_cache_close(st);
+}
+
+/* The store on another file system than the caches (tmpfs): the fetched object is copied into
+ * the store, and copied (and hashed) from it into the second cache. */
+static void test_store_other_fs(void **state)
+{
+	struct fx *x = *state;
+	struct stat a, b;
+	if (stat("/dev/shm", &b) < 0 || stat(x->dir, &a) < 0 || a.st_dev == b.st_dev)
+		skip();
+	char *sdir = ts_tmpdir_create_in("/dev/shm", "test_worker_fetch");
+	char *why = NULL;
+	struct worker_shared_cache *st = worker_shared_cache_open(sdir, 0, 0, &why);
+	assert_non_null(st);
+	worker_fetch_set_store(x->f, st);
+	url_of(x, "/file");
+	assert_int_equal(worker_fetch_want_shared(x->f, x->url, x->name, 1 << 20, true), 0);
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
+	assert_int_equal(x->res[0].status, 0);
+	struct stat sb;
+	assert_int_equal(fstatat(worker_shared_cache_objects_fd(st), x->name, &sb, 0), 0);
+	assert_int_equal(sb.st_size, 10);
+	assert_int_equal(sb.st_nlink, 1); /* a copy, not a link */
+
+	struct peer p;
+	peer_start(&p, x, st);
+	assert_int_equal(worker_fetch_want_shared(p.f, x->url, x->name, 1 << 20, true), 0);
+	assert_true(ts_run_until(&x->loop, peer_result, &p, TS_WAIT_MS));
+	assert_int_equal(p.rx->res[0].status, 0);
+	assert_int_equal(p.rx->res[0].size, 10);
+	assert_int_equal(x->srv.gets_file, 1);
+	char *got = peer_content(&p, x->name);
+	assert_non_null(got);
+	assert_string_equal(got, "hello url\n");
+	free(got);
+	peer_stop(&p, x);
+	worker_fetch_set_store(x->f, NULL);
+	worker_shared_cache_close(st);
+	ts_tmpdir_remove(sdir);
+}
+
+/* A URL cached under its URL alone (no validator: not shared) neither enters the store nor is
+ * taken from it. */
+static void test_store_not_shared(void **state)
+{
+	struct fx *x = *state;
+	struct worker_shared_cache *st = open_store(x);
+	worker_fetch_set_store(x->f, st);
+	url_of(x, "/file");
+	assert_int_equal(worker_fetch_want_shared(x->f, x->url, x->name, 1 << 20, false), 0);
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
+	assert_int_equal(x->res[0].status, 0);
+	struct stat sb;
+	assert_int_equal(fstatat(worker_shared_cache_objects_fd(st), x->name, &sb, 0), -1);
+	struct peer p;
+	peer_start(&p, x, st);
+	assert_int_equal(worker_fetch_want_shared(p.f, x->url, x->name, 1 << 20, false), 0);
+	assert_true(ts_run_until(&x->loop, peer_result, &p, TS_WAIT_MS));
+	assert_int_equal(p.rx->res[0].status, 0);
+	assert_int_equal(x->srv.gets_file, 2);
+	peer_stop(&p, x);
+	worker_fetch_set_store(x->f, NULL);
+	worker_shared_cache_close(st);
+}
+
+static void test_store_concurrent(void **state)
+{
+	struct fx *x = *state;
+	struct worker_shared_cache *st = open_store(x);
+	worker_fetch_set_store(x->f, st);
+	struct peer p;
+	peer_start(&p, x, st);
+	url_of(x, "/delayed");
+	/* both workers want it at once: one fetches, the other waits for the lock and takes it */
+	assert_int_equal(worker_fetch_want_shared(x->f, x->url, x->name, 1 << 20, true), 0);
+	assert_int_equal(worker_fetch_want_shared(p.f, x->url, x->name, 1 << 20, true), 0);
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
+	assert_true(ts_run_until(&x->loop, peer_result, &p, TS_WAIT_MS));
+	assert_int_equal(x->res[0].status, 0);
+	assert_int_equal(p.rx->res[0].status, 0);
+	assert_int_equal(x->srv.gets_delayed, 1);
+	char *got = peer_content(&p, x->name);
+	assert_non_null(got);
+	assert_string_equal(got, "delayed!\n");
+	free(got);
+	got = cached_content(x, x->name);
+	assert_string_equal(got, "delayed!\n");
+	free(got);
+	peer_stop(&p, x);
+	worker_fetch_set_store(x->f, NULL);
+	worker_shared_cache_close(st);
+}
+
 /* ---- master_url (the master's HEAD request), run in a thread so the server can answer ----------
  */
 
@@ -765,6 +959,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cancel_queued, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_delete_while_running, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_low_speed, setup_slow, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_taken, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_not_shared, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_concurrent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_other_fs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_validator, setup, teardown),
 	    cmocka_unit_test(test_object_name),
 	};

@@ -872,6 +872,21 @@ static void test_task_files(void **state)
 	assert_int_equal(task_rc(j, WQ_CAP_ZLIB, &why), HTC_EPROTO);
 	expect_why(why, "message \"task\": key \"inputs[0].from\": \"url\" needs the fetch "
 	                "capability");
+	/* `validated`: absent is false; a boolean when present */
+	{
+		struct wq_task_msg *u = NULL;
+		assert_int_equal(wq_msg_task_parse(j, WQ_CAPS_ALL, &u, &why), 0);
+		assert_false(u->inputs[0].validated);
+		wq_task_msg_free(u);
+		json_object_set_new(json_array_get(in, 0), "validated", json_true());
+		assert_int_equal(wq_msg_task_parse(j, WQ_CAPS_ALL, &u, &why), 0);
+		assert_true(u->inputs[0].validated);
+		wq_task_msg_free(u);
+		json_object_set_new(json_array_get(in, 0), "validated", json_string("yes"));
+		expect_task_bad(
+		    j, HTC_EPROTO,
+		    "message \"task\": key \"inputs[0].validated\": expected true or false");
+	}
 	json_array_clear(in);
 	json_array_append_new(in, json_integer(3));
 	expect_task_bad(j, HTC_EPROTO, "message \"task\": key \"inputs[0]\": expected an object");

@@ -65,6 +65,7 @@ struct job {
 	char *why;
 	char hex[SHA256_HEX_SIZE];
 	char name[MASTER_URL_OBJECT_SIZE];
+	bool validated; /* JOB_URL: the server gave a validator */
 	int64_t size;
 	dev_t dev;
 	ino_t ino;
@@ -236,6 +237,7 @@ static int work_url(struct job *j)
 	if (rc < 0)
 		return rc;
 	rc = master_url_object_name(j->what, v, j->name);
+	j->validated = v && *v;
 	free(v);
 	if (rc < 0)
 		j->why = xasprintf("cannot name its object: %s", htc_strerror(rc));
@@ -372,7 +374,10 @@ static void job_after(uv_work_t *req, int status)
 		case JOB_FILE: m->objects[w->input] = xasprintf("F-%s", j->hex); break;
 		case JOB_DIR: m->objects[w->input] = xasprintf("D-%s", j->hex); break;
 		case JOB_DIR_NOHASH: break;
-		case JOB_URL: m->objects[w->input] = xstrdup(j->name); break;
+		case JOB_URL:
+			m->objects[w->input] = xstrdup(j->name);
+			m->validated[w->input] = j->validated;
+			break;
 		}
 		m->obj_size[w->input] = j->size;
 		if (--m->prep_pending == 0)
@@ -428,6 +433,7 @@ int master_prepare_inputs(struct work_queue *q, struct mtask *m)
 	m->n_inputs = n;
 	m->objects = xcalloc((size_t)n + 1, sizeof *m->objects);
 	m->obj_size = xcalloc((size_t)n + 1, sizeof *m->obj_size);
+	m->validated = xcalloc((size_t)n + 1, sizeof *m->validated);
 	m->prep_pending = 0;
 	int i = 0;
 	for (struct work_queue_file *f = t->inputs; f; f = f->next, i++) {

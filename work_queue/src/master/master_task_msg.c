@@ -61,6 +61,8 @@ json_t *master_task_message(struct mworker *w, struct mtask *m, const struct mas
 			json_object_set_new(in, "from", json_string("url"));
 			json_object_set_new(in, "url", json_string(f->source));
 			json_object_set_new(in, "object", json_string(m->objects[i]));
+			if (m->validated && m->validated[i])
+				json_object_set_new(in, "validated", json_true());
 		} else if (m->objects[i]) {
 			json_object_set_new(in, "from", json_string("cache"));
 			json_object_set_new(in, "object", json_string(m->objects[i]));

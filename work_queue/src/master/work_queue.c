@@ -506,6 +506,7 @@ static void mtask_free(struct mtask *m)
 		free(m->objects[i]);
 	free(m->objects);
 	free(m->obj_size);
+	free(m->validated);
 	free(m->outs);
 	free(m);
 }

@@ -301,6 +301,7 @@ struct wq_task_input {
 	enum wq_input_from from;
 	const char *object; /* cache and url */
 	const char *url;    /* url */
+	bool validated;     /* url: the object's name holds the server's validator */
 	bool dir;           /* task */
 };
 

@@ -151,6 +151,7 @@ static void parse_inputs(struct wq_msg_v *v, const json_t *msg, unsigned caps,
 			} else {
 				nonempty_str(v, x, "url", WQ_REQ, MASTER_URL_MAX, &in->url);
 				object_name(v, x, "object", "U", &in->object);
+				wq_msg_bool(v, x, "validated", 0, &in->validated);
 			}
 		}
 		v->where = NULL;

@@ -4,6 +4,10 @@
  * to a spool file under cache/.partial as it arrives, hashed on the way, and is then stored as a
  * cache object through worker_cache_begin / worker_cache_partial_* / worker_cache_end, whose
  * partials need their size up front. Cancelling sets a flag the transfer's progress callback reads.
+ * With a shared store (--shared-cache), a download first takes the object's lock in the store:
+ * an object already there is linked into the cache instead of fetched, and one fetched is
+ * published into the store before the lock is released, so the workers of one store fetch
+ * each URL object once (doc/work-queue-shared-cache.md).
  */
 #include "worker_fetch.h"
 
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -29,6 +34,7 @@
 #include "sha256.h"
 #include "worker_cache.h"
 #include "worker_sandbox.h"
+#include "worker_shared_cache.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -53,6 +59,8 @@ struct job {
 	int cache_fd;
 	char spool[64]; /* relative to the cache directory */
 	struct worker_fetch_opts o;
+	struct worker_shared_cache *store; /* NULL: none, or not shared */
+	int lock;                          /* the object's lock in the store, or -1 */
 	/* Written by the thread, read on the loop after it. */
 	int status;
 	char *text;
@@ -60,6 +68,7 @@ struct job {
 	int spool_fd;
 	struct sha256_ctx *ctx;
 	uint64_t size;
+	bool from_store; /* the store has the object: no download */
 	char sha[SHA256_HEX_SIZE];
 	struct worker_cache_partial *p;
 	UT_hash_handle hh;
@@ -70,6 +79,7 @@ struct worker_fetch {
 	uv_loop_t *loop;
 	struct worker_cache *cache;
 	struct worker_fetch_opts o;
+	struct worker_shared_cache *store;
 	worker_fetch_done_fn done;
 	void *arg;
 	struct job *index;  /* jobs with users, by object */
@@ -81,6 +91,8 @@ struct worker_fetch {
 
 static void job_free(struct job *j)
 {
+	if (j->lock >= 0)
+		worker_shared_cache_unlock(j->store, j->lock);
 	free(j->url);
 	free(j->text);
 	free(j);
@@ -195,6 +207,36 @@ static int run_curl(struct job *j)
 	return 0;
 }
 
+/* With a store: waits for the object's lock (a worker of the store fetching it holds it) and
+ * looks for the object. True when that decided the job: the store has it (j->from_store, its
+ * size in j->size) or it is larger than the limit (j->status). The lock is kept either way, until
+ * the object is in the cache, or published after this worker fetched it, so that the store's
+ * other workers wait for it rather than fetch it too. */
+static bool store_lookup(struct job *j)
+{
+	j->lock = worker_shared_cache_lock(j->store, j->object, true);
+	if (j->lock < 0) {
+		debug(D_WORKER, "fetch %s: no lock in the shared cache (%s): fetched privately",
+		      j->url, htc_strerror(j->lock));
+		j->lock = -1;
+		return false;
+	}
+	struct stat st;
+	if (fstatat(worker_shared_cache_objects_fd(j->store), j->object, &st, AT_SYMLINK_NOFOLLOW) <
+	        0 ||
+	    !S_ISREG(st.st_mode))
+		return false;
+	if ((uint64_t)st.st_size > j->limit) {
+		set_text(j, "%s: larger than the %llu bytes free on the worker", j->url,
+		         (unsigned long long)j->limit);
+		j->status = HTC_ETOOBIG;
+		return true;
+	}
+	j->from_store = true;
+	j->size = (uint64_t)st.st_size;
+	return true;
+}
+
 static void fetch_work(uv_work_t *req)
 {
 	struct job *j = req->data;
@@ -217,6 +259,8 @@ static void fetch_work(uv_work_t *req)
 		j->status = HTC_ETOOBIG;
 		return;
 	}
+	if (j->store && store_lookup(j))
+		return;
 	j->ctx = sha256_ctx_create();
 	j->spool_fd = openat(j->cache_fd, j->spool, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (!j->ctx || j->spool_fd < 0) {
@@ -244,44 +288,108 @@ out:
 	j->ctx = NULL;
 }
 
-/* Copies the spool into the cache partial and finishes it; removes the spool in every case. */
+/* Copies the spool into the cache partial and finishes it. */
+static int store_spool(struct job *j)
+{
+	int r = 0;
+	int fd = openat(j->cache_fd, j->spool, O_RDONLY | O_CLOEXEC);
+	char *buf = fd >= 0 ? malloc(COPY_CHUNK) : NULL;
+	if (fd < 0 || !buf)
+		r = fd < 0 ? -errno : -ENOMEM;
+	while (r == 0) {
+		if (atomic_load(&j->cancel)) {
+			r = -ECANCELED;
+			break;
+		}
+		ssize_t n = read(fd, buf, COPY_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : 1;
+			break;
+		}
+		r = worker_cache_partial_write(j->p, buf, (size_t)n);
+	}
+	if (r == 1)
+		r = worker_cache_partial_finish(j->p, j->sha);
+	else
+		worker_cache_partial_abort(j->p);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return r < 0 ? r : 0;
+}
+
+/* Copies the store's object into the cache partial (another file system), hashing what it
+ * stores. */
+static int copy_from_store(struct job *j, int objects_fd)
+{
+	int fd = openat(objects_fd, j->object, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct sha256_ctx *ctx = fd >= 0 ? sha256_ctx_create() : NULL;
+	char *buf = ctx ? malloc(COPY_CHUNK) : NULL;
+	int r = fd < 0 ? -errno : buf ? 0 : -ENOMEM;
+	while (r == 0) {
+		ssize_t n = read(fd, buf, COPY_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : 1;
+			break;
+		}
+		r = sha256_ctx_update(ctx, buf, (size_t)n);
+		if (r == 0)
+			r = worker_cache_partial_store(j->p, buf, (size_t)n);
+	}
+	char hex[SHA256_HEX_SIZE];
+	if (r == 1)
+		r = sha256_ctx_final(ctx, hex);
+	if (r == 0)
+		r = worker_cache_partial_finish_hashed(j->p, hex, hex);
+	else
+		worker_cache_partial_abort(j->p);
+	free(buf);
+	sha256_ctx_delete(ctx);
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/* Stores the download in the cache: from the spool (removed in every case), or from the store;
+ * an object this worker fetched is then published into the store, and the store's lock is
+ * released. */
 static void store_work(uv_work_t *req)
 {
 	struct job *j = req->data;
-	if (j->p) {
-		int r = 0;
-		int fd = openat(j->cache_fd, j->spool, O_RDONLY | O_CLOEXEC);
-		char *buf = fd >= 0 ? malloc(COPY_CHUNK) : NULL;
-		if (fd < 0 || !buf)
-			r = fd < 0 ? -errno : -ENOMEM;
-		while (r == 0) {
-			if (atomic_load(&j->cancel)) {
-				r = -ECANCELED;
-				break;
-			}
-			ssize_t n = read(fd, buf, COPY_CHUNK);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				r = n < 0 ? -errno : 1;
-				break;
-			}
-			r = worker_cache_partial_write(j->p, buf, (size_t)n);
+	int r = 0;
+	if (j->p && j->from_store) {
+		int ofd = worker_shared_cache_objects_fd(j->store);
+		r = worker_cache_partial_link(j->p, ofd, j->object);
+		if (r == -EXDEV)
+			r = copy_from_store(j, ofd);
+		if (r < 0) {
+			j->status = r;
+			set_text(j, "%s: cannot take it from the shared cache: %s", j->url,
+			         htc_strerror(r));
 		}
-		if (r == 1)
-			r = worker_cache_partial_finish(j->p, j->sha);
-		else
-			worker_cache_partial_abort(j->p);
-		free(buf);
-		if (fd >= 0)
-			close(fd);
+	} else if (j->p) {
+		r = store_spool(j);
 		if (r < 0) {
 			j->status = r;
 			set_text(j, "%s: cannot store it in the cache: %s", j->url,
 			         htc_strerror(r));
 		}
 	}
-	unlinkat(j->cache_fd, j->spool, 0);
+	if (!j->from_store)
+		unlinkat(j->cache_fd, j->spool, 0);
+	if (j->p && !j->from_store && j->status == 0 && j->lock >= 0) {
+		r = worker_shared_cache_publish(j->store, j->cache_fd, j->object);
+		if (r < 0)
+			debug(D_WORKER, "fetch %s: not published in the shared cache: %s", j->url,
+			      htc_strerror(r));
+	}
+	if (j->lock >= 0)
+		worker_shared_cache_unlock(j->store, j->lock);
+	j->lock = -1;
 }
 
 /* ---- on the loop ---------------------------------------------------------------------------- */
@@ -306,7 +414,8 @@ static void job_end(struct job *j)
 	if (!j->orphan)
 		HASH_DEL(f->index, j);
 	if (j->status == 0)
-		debug(D_WORKER, "fetch %s: stored as %s (%llu bytes)", j->url, j->object,
+		debug(D_WORKER, "fetch %s: %s as %s (%llu bytes)", j->url,
+		      j->from_store ? "taken from the shared cache" : "stored", j->object,
 		      (unsigned long long)j->size);
 	else
 		debug(D_WORKER, "fetch %s: failed: %s", j->url, j->text ? j->text : "");
@@ -413,6 +522,12 @@ struct worker_fetch *worker_fetch_create(uv_loop_t *loop, struct worker_cache *c
 int worker_fetch_want(struct worker_fetch *f, const char *url, const char *object,
                       uint64_t size_limit)
 {
+	return worker_fetch_want_shared(f, url, object, size_limit, false);
+}
+
+int worker_fetch_want_shared(struct worker_fetch *f, const char *url, const char *object,
+                             uint64_t size_limit, bool share)
+{
 	if (!f || !url || !*url || !worker_cache_name_valid(object) || object[0] != 'U')
 		return -EINVAL;
 	struct job *j = NULL;
@@ -434,6 +549,8 @@ int worker_fetch_want(struct worker_fetch *f, const char *url, const char *objec
 	j->id = ID_BIT | (f->base + ++f->seq);
 	j->cache_fd = worker_cache_fd(f->cache);
 	j->spool_fd = -1;
+	j->store = share ? f->store : NULL;
+	j->lock = -1;
 	snprintf(j->spool, sizeof j->spool, ".partial/url.%llu", (unsigned long long)j->id);
 	atomic_init(&j->cancel, 0);
 	HASH_ADD_STR(f->index, object, j);
@@ -462,6 +579,11 @@ void worker_fetch_release(struct worker_fetch *f, const char *object)
 	debug(D_WORKER, "fetch %s: no longer wanted: cancelled", j->url);
 	j->orphan = true;
 	atomic_store(&j->cancel, 1);
+}
+
+void worker_fetch_set_store(struct worker_fetch *f, struct worker_shared_cache *store)
+{
+	f->store = store;
 }
 
 bool worker_fetch_busy(const struct worker_fetch *f, const char *object)

@@ -12,6 +12,7 @@
 
 struct worker_cache;
 struct worker_fetch;
+struct worker_shared_cache;
 
 /* Defaults of struct worker_fetch_opts (a field left 0 takes its default). */
 #define WORKER_FETCH_CONNECT_TIMEOUT_S 30 /* TCP and TLS connection set-up */
@@ -44,6 +45,14 @@ struct worker_fetch *worker_fetch_create(uv_loop_t *loop, struct worker_cache *c
                                          const struct worker_fetch_opts *o,
                                          worker_fetch_done_fn done, void *arg);
 
+/* Shared downloads (worker_fetch_want_shared) started from now on go through STORE (borrowed,
+ * NULL: none; it must outlive every download, like the cache): an object the store holds is
+ * linked (or copied) from it into the cache without a request, and one fetched is published
+ * into it. While one worker of
+ * the store fetches an object, the others' downloads of it wait in their threads for its lock
+ * (a cancel takes effect once the lock is obtained), then take it. Loop thread. */
+void worker_fetch_set_store(struct worker_fetch *f, struct worker_shared_cache *store);
+
 /* One more user of OBJECT (a valid `U-` name) fetched from URL: starts the download, or joins
  * the one already running for OBJECT. SIZE_LIMIT is the most bytes the download may store (the
  * worker's free disk; 0 fails it). Every error, including a URL whose scheme is not http or
@@ -52,6 +61,11 @@ struct worker_fetch *worker_fetch_create(uv_loop_t *loop, struct worker_cache *c
  * callback. */
 int worker_fetch_want(struct worker_fetch *f, const char *url, const char *object,
                       uint64_t size_limit);
+/* The same; with SHARE (the master said the object's name holds the server's validator, so it
+ * names one version of the content) the download goes through the store, if one is set. A URL
+ * cached under its URL alone is never shared: it would outlive the run in the store. */
+int worker_fetch_want_shared(struct worker_fetch *f, const char *url, const char *object,
+                             uint64_t size_limit, bool share);
 
 /* One user less of OBJECT: the last one cancels the download (its partial data is deleted).
  * Unknown names are ignored. NULL F is accepted. */

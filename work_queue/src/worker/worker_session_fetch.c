@@ -15,6 +15,7 @@
 #include "worker_conn_internal.h"
 #include "worker_fetch.h"
 #include "worker_session_internal.h"
+#include "worker_shared_session.h"
 #include "worker_task.h"
 #include "worker_cache.h"
 #include "wq_msg.h"
@@ -106,9 +107,13 @@ void ws_start_fetches(struct wtask *t)
 	struct worker_session *s = t->s;
 	struct worker *w = W(s);
 	struct session_priv *sp = ws_priv(s);
-	if (!sp->fetch)
+	if (!sp->fetch) {
 		sp->fetch =
 		    worker_fetch_create(worker_loop(w), worker_conn_cache(w), NULL, fetched, s);
+		struct worker_shared *sh = worker_conn_shared(w);
+		if (sh)
+			worker_fetch_set_store(sp->fetch, worker_shared_store(sh));
+	}
 	struct worker_ledger *l = worker_ledger(w);
 	worker_ledger_refresh_disk(l);
 	int64_t room = worker_ledger_disk_full(l)
@@ -119,8 +124,8 @@ void ws_start_fetches(struct wtask *t)
 		if (!t->fetching[i])
 			continue;
 		const struct wq_task_input *in = &t->msg->inputs[i];
-		if (worker_fetch_want(sp->fetch, in->url, in->object,
-		                      room > 0 ? (uint64_t)room : 0) < 0)
+		if (worker_fetch_want_shared(sp->fetch, in->url, in->object,
+		                             room > 0 ? (uint64_t)room : 0, in->validated) < 0)
 			t->fetching[i] = false; /* cannot happen: the message was validated */
 		debug(D_WORKER, "task %lld.%lld: input %s from %s", (long long)t->id,
 		      (long long)t->try_, in->name, in->url);

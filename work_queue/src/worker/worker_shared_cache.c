@@ -316,7 +316,7 @@ static int publish_copy(struct worker_shared_cache *s, int src_dirfd, const char
 	close(src);
 	if (r < 0)
 		return r;
-	if (name[0] != 'F' || strcmp(hex, name + 2))
+	if (name[0] == 'F' && strcmp(hex, name + 2))
 		r = HTC_ECORRUPT;
 	else if (fchmod(fd, 0555) < 0)
 		r = -errno;
@@ -332,7 +332,7 @@ static int publish_copy(struct worker_shared_cache *s, int src_dirfd, const char
 
 int worker_shared_cache_publish(struct worker_shared_cache *s, int src_dirfd, const char *name)
 {
-	if (!worker_cache_name_valid(name) || name[0] != 'F')
+	if (!worker_cache_name_valid(name) || (name[0] != 'F' && name[0] != 'U'))
 		return -EINVAL;
 	int r;
 	if (linkat(src_dirfd, name, s->objects_fd, name, 0) == 0)

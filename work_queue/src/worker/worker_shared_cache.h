@@ -46,9 +46,10 @@ int worker_shared_cache_lock(const struct worker_shared_cache *s, const char *na
 /* Releases a lock from worker_shared_cache_lock (closes FD). A negative FD is ignored. */
 void worker_shared_cache_unlock(const struct worker_shared_cache *s, int fd);
 
-/* Puts object NAME, a complete and checked file in directory SRC_DIRFD, into the store: one
- * linkat(2), or across file systems a copy into DIR/.partial (locked while written), hashed,
- * checked against NAME (an F- name) and renamed into place. Returns 1 when added, 0 when the
+/* Puts object NAME (an F- or U- file object), complete and checked in directory SRC_DIRFD,
+ * into the store: one linkat(2), or across file systems a copy into DIR/.partial (locked while
+ * written), hashed, checked against NAME when it is an F- name (a U- name is not a content
+ * hash) and renamed into place. Returns 1 when added, 0 when the
  * store already had it, or -errno (HTC_ECORRUPT: the copy does not match NAME). Then trims the
  * store to its limit. Blocking (a copy may be long): a thread. */
 int worker_shared_cache_publish(struct worker_shared_cache *s, int src_dirfd, const char *name);

@@ -107,6 +107,11 @@ const char *worker_shared_id(const struct worker_shared *sh)
 	return worker_shared_cache_id(sh->store);
 }
 
+struct worker_shared_cache *worker_shared_store(const struct worker_shared *sh)
+{
+	return sh->store;
+}
+
 /* ---- objects the master sends --------------------------------------------------------- */
 
 void worker_shared_recv_begin(struct worker *w, const char *name)

@@ -14,6 +14,7 @@ struct worker;
 struct worker_opts;
 struct worker_session;
 struct worker_shared;
+struct worker_shared_cache;
 
 /* Opens the store of --shared-cache (O->shared_cache, made absolute) with its size limit.
  * Returns NULL with *ERR set (caller frees). Blocking: at start. */
@@ -22,6 +23,8 @@ struct worker_shared *worker_shared_open(const struct worker_opts *o, char **err
 void worker_shared_delete(struct worker_shared *sh);
 /* The store's identity (32 hex). */
 const char *worker_shared_id(const struct worker_shared *sh);
+/* The store itself (owned by SH), for the URL fetcher (worker_fetch_set_store). */
+struct worker_shared_cache *worker_shared_store(const struct worker_shared *sh);
 
 /* The master began sending object NAME (accepted into the cache): its lock is taken when free,
  * so that workers told to take it wait for it. Nothing for a D- or U- object. */
