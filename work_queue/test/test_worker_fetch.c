@@ -801,6 +801,30 @@ static void test_store_other_fs(void **state)
 	ts_tmpdir_remove(sdir);
 }
 
+/* Another worker of the store holds the object's lock (it is fetching it) and then dies or
+ * fails without publishing: the download waits for the lock, then fetches the object itself. */
+static void test_store_holder_fails(void **state)
+{
+	struct fx *x = *state;
+	struct worker_shared_cache *st = open_store(x);
+	worker_fetch_set_store(x->f, st);
+	url_of(x, "/file");
+	int held = worker_shared_cache_lock(st, x->name, false);
+	assert_true(held >= 0);
+	assert_int_equal(worker_fetch_want_shared(x->f, x->url, x->name, 1 << 20, true), 0);
+	ts_run_for(&x->loop, 300);
+	assert_int_equal(x->nres, 0); /* waiting for the lock */
+	assert_int_equal(x->srv.gets_file, 0);
+	worker_shared_cache_unlock(st, held);
+	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
+	assert_int_equal(x->res[0].status, 0);
+	assert_int_equal(x->srv.gets_file, 1);
+	struct stat sb;
+	assert_int_equal(fstatat(worker_shared_cache_objects_fd(st), x->name, &sb, 0), 0);
+	worker_fetch_set_store(x->f, NULL);
+	worker_shared_cache_close(st);
+}
+
 /* A URL cached under its URL alone (no validator: not shared) neither enters the store nor is
  * taken from it. */
 static void test_store_not_shared(void **state)
@@ -960,6 +984,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_delete_while_running, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_low_speed, setup_slow, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_taken, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_store_holder_fails, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_not_shared, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_concurrent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_store_other_fs, setup, teardown),
