@@ -47,6 +47,33 @@ test_expect_success 'URL inputs: content, one GET for two tasks, 404 is INPUT_MI
 	not grep -q "protocol violation" worker.log
 '
 
+test_expect_success 'a URL input that is not cached is fetched for each task and dropped after it' '
+	mkdir www
+	printf "fresh\n" >www/data.txt
+	serve_http www
+	test_daemon_start port "$HELPER" nocache port "http://127.0.0.1:$HTTP_PORT/data.txt"
+	master=$DAEMON_PID
+	mlog=$(ls daemon.*.log | tail -n 1)
+	"$BIN/work_queue_worker" -d worker -t 60 --cores 2 -s "$PWD/wd" 127.0.0.1 "$DAEMON_PORT" \
+		>worker.log 2>&1 &
+	test_track_pid $!
+	rc=0
+	wait $master || rc=$?
+	cat $mlog
+	[ $rc = 0 ]
+	for t in n1 n2 c1 c2; do
+		grep -q "^task $t result SUCCESS status 0" $mlog
+		[ "$(cat $t.txt)" = fresh ]
+	done
+	cat $HTTP_LOG
+	# n1 and n2, which may run at once, each fetch it (as CCTools does without
+	# WORK_QUEUE_CACHE); c1 fetches it once more under its cached name, c2 finds it cached
+	[ "$(grep -c "\"GET /data.txt " $HTTP_LOG)" = 3 ]
+	# each per-task object is dropped from the worker once its task is done
+	[ "$(grep -c "cache: drop U-" worker.log)" = 2 ]
+	not grep -q "protocol violation" worker.log
+'
+
 test_expect_success 'a file:// URL is refused at submission with a clear text' '
 	printf "secret\n" >secret.txt
 	rc=0

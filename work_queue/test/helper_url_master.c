@@ -10,7 +10,13 @@
  * that N 1-core workers run one each; task I writes the input's size to tI.txt, and its line
  * says "task tI result ...".
  *
- * Usage: helper_url_master together PORTFILE URL STARTED_DIR N */
+ * Usage: helper_url_master together PORTFILE URL STARTED_DIR N
+ *
+ * With `nocache` (33-wq-url.sh): two tasks submitted together, n1 and n2, whose input is URL
+ * given WORK_QUEUE_NOCACHE, then c1 and after it c2 with the same URL cached; each writes the
+ * input to TAG.txt.
+ *
+ * Usage: helper_url_master nocache PORTFILE URL */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +24,15 @@
 #include "work_queue.h"
 #include "banned.h"
 
-static int submit(struct work_queue *q, const char *tag, const char *cmd, const char *url,
-                  const char *remote, const char *out)
+static int submit_flags(struct work_queue *q, const char *tag, const char *cmd, const char *url,
+                        const char *remote, const char *out, int flags)
 {
 	struct work_queue_task *t = work_queue_task_create(cmd);
 	work_queue_task_specify_tag(t, tag);
 	work_queue_task_specify_cores(t, 1);
 	work_queue_task_specify_memory(t, 100);
 	work_queue_task_specify_disk(t, 100);
-	if (url && work_queue_task_specify_url(t, url, remote, WORK_QUEUE_CACHE) < 0) {
+	if (url && work_queue_task_specify_url(t, url, remote, flags) < 0) {
 		fprintf(stderr, "helper_url_master: %s: %s\n", tag, work_queue_task_last_error(t));
 		work_queue_task_delete(t);
 		return -1;
@@ -42,6 +48,12 @@ static int submit(struct work_queue *q, const char *tag, const char *cmd, const 
 		work_queue_task_delete(t);
 	}
 	return id;
+}
+
+static int submit(struct work_queue *q, const char *tag, const char *cmd, const char *url,
+                  const char *remote, const char *out)
+{
+	return submit_flags(q, tag, cmd, url, remote, out, WORK_QUEUE_CACHE);
 }
 
 /* Waits for N tasks; returns how many came back. */
@@ -92,8 +104,37 @@ static int together(const char *portfile, const char *url, const char *started, 
 	return rc;
 }
 
+/* The `nocache` mode. */
+static int nocache(const char *portfile, const char *url)
+{
+	struct work_queue_opts o;
+	work_queue_opts_init(&o);
+	o.port = 0;
+	o.port_file = portfile;
+	struct work_queue *q = work_queue_create_opts(&o);
+	if (!q) {
+		fprintf(stderr, "helper_url_master: cannot create the queue\n");
+		return 1;
+	}
+	static const char *const tags[] = {"n1", "n2", "c1", "c2"};
+	int rc = 0;
+	for (int i = 0; i < 4 && rc == 0; i++) {
+		char cmd[64], out[16];
+		snprintf(cmd, sizeof cmd, "cat in.txt > %s.txt", tags[i]);
+		snprintf(out, sizeof out, "%s.txt", tags[i]);
+		if (submit_flags(q, tags[i], cmd, url, "in.txt", out,
+		                 i < 2 ? WORK_QUEUE_NOCACHE : WORK_QUEUE_CACHE) < 0 ||
+		    (i != 0 && collect(q, i == 1 ? 2 : 1) != (i == 1 ? 2 : 1)))
+			rc = 1;
+	}
+	work_queue_delete(q);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "nocache"))
+		return nocache(argv[2], argv[3]);
 	if (argc == 6 && !strcmp(argv[1], "together")) {
 		int n = atoi(argv[5]);
 		if (n < 1 || n > 1000) {

@@ -1015,10 +1015,38 @@ static void own_failure(struct mworker *w, struct mtask *m, enum work_queue_resu
 	master_queue_task_requeue(w->q, m);
 }
 
+/* The objects of M's URL inputs that are not cached (WORK_QUEUE_NOCACHE: named for M alone,
+ * master_prepare.c) leave W's cache now that M is done there: one `cache_drop`. */
+static void drop_per_task_urls(struct mworker *w, struct mtask *m)
+{
+	json_t *names = NULL;
+	int i = 0;
+	for (struct work_queue_file *f = m->t->inputs; f; f = f->next, i++) {
+		if (f->kind != WORK_QUEUE_FILE_URL || (f->flags & WORK_QUEUE_CACHE) ||
+		    !m->objects || i >= m->n_inputs || !m->objects[i])
+			continue;
+		if (!names)
+			names = json_array();
+		json_array_append_new(names, json_string(m->objects[i]));
+		struct mobject *o = master_worker_object_find(w, m->objects[i]);
+		if (o && o->nwait == 0)
+			master_worker_object_free(w, o);
+	}
+	if (!names)
+		return;
+	json_t *msg = json_pack("{s:s,s:o,s:s}", "m", "cache_drop", "objects", names, "reason",
+	                        "a URL input that is not cached");
+	int rc = msg ? wq_conn_send_msg(w->c, msg) : -ENOMEM;
+	json_decref(msg);
+	if (rc < 0)
+		debug(D_WQ, "%s: cache_drop: %s", w->label, htc_strerror(rc));
+}
+
 void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_done *d)
 {
 	struct work_queue *q = w->q;
 	struct work_queue_task *t = m->t;
+	drop_per_task_urls(w, m);
 	double now = master_queue_now();
 	t->time_when_retrieval = time_now_us();
 	if (d->t_started >= 0 && d->t_ended >= d->t_started) {

@@ -65,7 +65,8 @@ struct job {
 	char *why;
 	char hex[SHA256_HEX_SIZE];
 	char name[MASTER_URL_OBJECT_SIZE];
-	bool validated; /* JOB_URL: the server gave a validator */
+	bool validated;  /* JOB_URL: the server gave a validator */
+	char *validator; /* JOB_URL: that validator ("" without) */
 	int64_t size;
 	dev_t dev;
 	ino_t ino;
@@ -238,7 +239,7 @@ static int work_url(struct job *j)
 		return rc;
 	rc = master_url_object_name(j->what, v, j->name);
 	j->validated = v && *v;
-	free(v);
+	j->validator = v ? v : xstrdup("");
 	if (rc < 0)
 		j->why = xasprintf("cannot name its object: %s", htc_strerror(rc));
 	return rc;
@@ -269,6 +270,7 @@ static void job_free(struct job *j)
 	free(j->key);
 	free(j->what);
 	free(j->why);
+	free(j->validator);
 	free(j);
 }
 
@@ -325,6 +327,18 @@ static void task_failed(struct work_queue *q, struct mtask *m, const struct work
 	master_queue_task_finish(q, m);
 }
 
+/* The object of a URL input that is not cached (WORK_QUEUE_NOCACHE): named for task M alone,
+ * so that no other task uses it and the worker fetches it for M; it is dropped from the worker
+ * once M is done there (master_dispatch.c). NULL on failure. */
+static char *per_task_url(const struct job *j, const struct mtask *m)
+{
+	char *v = xasprintf("%s\nper-task %d", j->validator ? j->validator : "", m->id);
+	char name[MASTER_URL_OBJECT_SIZE];
+	int rc = master_url_object_name(j->what, v, name);
+	free(v);
+	return rc < 0 ? NULL : xstrdup(name);
+}
+
 static void task_named(struct work_queue *q, struct mtask *m)
 {
 	struct master_sched_task_spec spec;
@@ -375,8 +389,13 @@ static void job_after(uv_work_t *req, int status)
 		case JOB_DIR: m->objects[w->input] = xasprintf("D-%s", j->hex); break;
 		case JOB_DIR_NOHASH: break;
 		case JOB_URL:
-			m->objects[w->input] = xstrdup(j->name);
-			m->validated[w->input] = j->validated;
+			if (f->flags & WORK_QUEUE_CACHE) {
+				m->objects[w->input] = xstrdup(j->name);
+				m->validated[w->input] = j->validated;
+			} else if ((m->objects[w->input] = per_task_url(j, m)) == NULL) {
+				task_failed(q, m, f, "cannot name its object");
+				continue;
+			}
 			break;
 		}
 		m->obj_size[w->input] = j->size;
