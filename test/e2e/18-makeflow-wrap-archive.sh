@@ -7,6 +7,7 @@
 # -T wq and a real worker (the wrapper input is sent, an archived run needs no worker), with
 # each kind of bad input refused by a message naming the file and line.
 . "$(dirname "$0")/../lib/test-lib.sh"
+. "$(dirname "$0")/../lib/http-lib.sh"
 . "$(dirname "$0")/../lib/wq-lib.sh"
 
 test_require_bin makeflow work_queue_worker
@@ -199,22 +200,6 @@ test_expect_success '-T wq: the wrapper input travels to the worker; a second ru
 	[ "$(cat trace.1)" = "rule 1" ]
 '
 
-# serve DIR: an HTTP server for DIR on a free loopback port (its PID is tracked and stopped
-# when the case ends); its access log is daemon.N.log. Sets HTTP_PORT and HTTP_LOG.
-serve() {
-	test_daemon_start http.port python3 -u -c '
-import functools, http.server, os, sys
-h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
-with open("http.port.tmp", "w") as f:
-    f.write(str(s.server_address[1]))
-os.rename("http.port.tmp", "http.port")
-s.serve_forever()
-' "$1"
-	HTTP_PORT=$DAEMON_PORT
-	HTTP_LOG=$(ls daemon.*.log | tail -n 1)
-}
-
 mount_wf() {
 	wf Makeflow <<-\EOF
 	out.txt: ref/local.txt ref/web.txt
@@ -228,7 +213,7 @@ test_expect_success '--mounts: a local file and a URL reach the rule; the URL is
 	mount_wf
 	mkdir www
 	echo "from the web" >www/web.txt
-	serve www
+	serve_http www
 	printf "# reference data\nref/local.txt src.txt\nref/web.txt http://127.0.0.1:%s/web.txt\n" \
 		"$HTTP_PORT" >mounts
 	"$MF" --mounts mounts Makeflow
@@ -278,7 +263,7 @@ test_expect_success '--mounts: a URL that answers 404, an unreachable URL, bad l
 	command -v python3 >/dev/null || { echo "python3 is needed" >&2; false; }
 	mount_wf
 	mkdir www
-	serve www
+	serve_http www
 	printf "ref/local.txt src.txt\n\nref/web.txt http://127.0.0.1:%s/none.txt\n" \
 		"$HTTP_PORT" >mounts
 	test_must_fail "$MF" --mounts mounts Makeflow 2>err

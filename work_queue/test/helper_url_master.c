@@ -73,18 +73,25 @@ static int collect(struct work_queue *q, int n)
 	return got;
 }
 
-/* The `together` mode. */
-static int together(const char *portfile, const char *url, const char *started, int n)
+/* A queue on a free port written to PORTFILE, or NULL (said on stderr). */
+static struct work_queue *open_queue(const char *portfile)
 {
 	struct work_queue_opts o;
 	work_queue_opts_init(&o);
 	o.port = 0;
 	o.port_file = portfile;
 	struct work_queue *q = work_queue_create_opts(&o);
-	if (!q) {
+	if (!q)
 		fprintf(stderr, "helper_url_master: cannot create the queue\n");
+	return q;
+}
+
+/* The `together` mode. */
+static int together(const char *portfile, const char *url, const char *started, int n)
+{
+	struct work_queue *q = open_queue(portfile);
+	if (!q)
 		return 1;
-	}
 	work_queue_specify_prefetch(q, 0, 0);
 	int rc = 0;
 	for (int i = 1; i <= n && rc == 0; i++) {
@@ -107,15 +114,9 @@ static int together(const char *portfile, const char *url, const char *started, 
 /* The `nocache` mode. */
 static int nocache(const char *portfile, const char *url)
 {
-	struct work_queue_opts o;
-	work_queue_opts_init(&o);
-	o.port = 0;
-	o.port_file = portfile;
-	struct work_queue *q = work_queue_create_opts(&o);
-	if (!q) {
-		fprintf(stderr, "helper_url_master: cannot create the queue\n");
+	struct work_queue *q = open_queue(portfile);
+	if (!q)
 		return 1;
-	}
 	static const char *const tags[] = {"n1", "n2", "c1", "c2"};
 	int rc = 0;
 	for (int i = 0; i < 4 && rc == 0; i++) {
@@ -147,15 +148,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: helper_url_master PORTFILE URL_OK URL_MISSING\n");
 		return 2;
 	}
-	struct work_queue_opts o;
-	work_queue_opts_init(&o);
-	o.port = 0;
-	o.port_file = argv[1];
-	struct work_queue *q = work_queue_create_opts(&o);
-	if (!q) {
-		fprintf(stderr, "helper_url_master: cannot create the queue\n");
+	struct work_queue *q = open_queue(argv[1]);
+	if (!q)
 		return 1;
-	}
 	int rc = 0;
 	if (submit(q, "first", "cat in.txt > first.txt", argv[2], "in.txt", "first.txt") < 0 ||
 	    submit(q, "second", "cat data > second.txt", argv[2], "data", "second.txt") < 0 ||

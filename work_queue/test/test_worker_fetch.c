@@ -374,9 +374,10 @@ static void url_of(struct fx *x, const char *path)
 	assert_int_equal(master_url_object_name(x->url, "", x->name), 0);
 }
 
-static char *cached_content(struct fx *x, const char *name)
+/* The first bytes of object NAME in CACHE, or NULL. Caller frees. */
+static char *content_in(struct worker_cache *cache, const char *name)
 {
-	char *p = path_join(worker_cache_path(x->cache), name);
+	char *p = path_join(worker_cache_path(cache), name);
 	FILE *fp = fopen(p, "r");
 	free(p);
 	if (!fp)
@@ -386,6 +387,11 @@ static char *cached_content(struct fx *x, const char *name)
 	fclose(fp);
 	buf[n] = 0;
 	return xstrdup(buf);
+}
+
+static char *cached_content(struct fx *x, const char *name)
+{
+	return content_in(x->cache, name);
 }
 
 /* ---- fetcher tests ------------------------------------------------------------------------- */
@@ -703,16 +709,7 @@ static void peer_stop(struct peer *p, struct fx *x)
 
 static char *peer_content(struct peer *p, const char *name)
 {
-	char *path = path_join(worker_cache_path(p->cache), name);
-	FILE *fp = fopen(path, "r");
-	free(path);
-	if (!fp)
-		return NULL;
-	char buf[256];
-	size_t n = fread(buf, 1, sizeof buf - 1, fp);
-	fclose(fp);
-	buf[n] = 0;
-	return xstrdup(buf);
+	return content_in(p->cache, name);
 }
 
 static bool peer_result(void *arg)
@@ -721,32 +718,43 @@ static bool peer_result(void *arg)
 	return p->rx->nres >= 1;
 }
 
-static void test_store_taken(void **state)
+/* The first worker (x->f, on store ST) fetches /file: one GET, and the store then holds it
+ * (its stat in *SB). */
+static void first_fetch(struct fx *x, struct worker_shared_cache *st, struct stat *sb)
 {
-	struct fx *x = *state;
-	struct worker_shared_cache *st = open_store(x);
 	worker_fetch_set_store(x->f, st);
 	url_of(x, "/file");
 	assert_int_equal(worker_fetch_want_shared(x->f, x->url, x->name, 1 << 20, true), 0);
 	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
 	assert_int_equal(x->res[0].status, 0);
 	assert_int_equal(x->srv.gets_file, 1);
-	/* published: the store holds it, a hard link of the first worker's copy */
-	struct stat sb;
-	assert_int_equal(fstatat(worker_shared_cache_objects_fd(st), x->name, &sb, 0), 0);
-	assert_int_equal(sb.st_size, 10);
+	assert_int_equal(fstatat(worker_shared_cache_objects_fd(st), x->name, sb, 0), 0);
+	assert_int_equal(sb->st_size, 10);
+}
 
-	struct peer p;
-	peer_start(&p, x, st);
-	assert_int_equal(worker_fetch_want_shared(p.f, x->url, x->name, 1 << 20, true), 0);
-	assert_true(ts_run_until(&x->loop, peer_result, &p, TS_WAIT_MS));
-	assert_int_equal(p.rx->res[0].status, 0);
-	assert_int_equal(p.rx->res[0].size, 10);
-	assert_int_equal(x->srv.gets_file, 1); /* no second request */
-	char *got = peer_content(&p, x->name);
+/* The second worker P then wants it: taken from the store, with no second request. */
+static void peer_takes(struct fx *x, struct peer *p)
+{
+	assert_int_equal(worker_fetch_want_shared(p->f, x->url, x->name, 1 << 20, true), 0);
+	assert_true(ts_run_until(&x->loop, peer_result, p, TS_WAIT_MS));
+	assert_int_equal(p->rx->res[0].status, 0);
+	assert_int_equal(p->rx->res[0].size, 10);
+	assert_int_equal(x->srv.gets_file, 1);
+	char *got = peer_content(p, x->name);
 	assert_non_null(got);
 	assert_string_equal(got, "hello url\n");
 	free(got);
+}
+
+static void test_store_taken(void **state)
+{
+	struct fx *x = *state;
+	struct worker_shared_cache *st = open_store(x);
+	struct stat sb;
+	first_fetch(x, st, &sb); /* published: a hard link of the first worker's copy */
+	struct peer p;
+	peer_start(&p, x, st);
+	peer_takes(x, &p);
 	/* one file on disk: the store, the first cache and the second cache link it */
 	assert_int_equal(worker_shared_cache_users(st, x->name), 2);
 
@@ -774,27 +782,12 @@ static void test_store_other_fs(void **state)
 	char *why = NULL;
 	struct worker_shared_cache *st = worker_shared_cache_open(sdir, 0, 0, &why);
 	assert_non_null(st);
-	worker_fetch_set_store(x->f, st);
-	url_of(x, "/file");
-	assert_int_equal(worker_fetch_want_shared(x->f, x->url, x->name, 1 << 20, true), 0);
-	assert_true(ts_run_until(&x->loop, one_result, x, TS_WAIT_MS));
-	assert_int_equal(x->res[0].status, 0);
 	struct stat sb;
-	assert_int_equal(fstatat(worker_shared_cache_objects_fd(st), x->name, &sb, 0), 0);
-	assert_int_equal(sb.st_size, 10);
+	first_fetch(x, st, &sb);
 	assert_int_equal(sb.st_nlink, 1); /* a copy, not a link */
-
 	struct peer p;
 	peer_start(&p, x, st);
-	assert_int_equal(worker_fetch_want_shared(p.f, x->url, x->name, 1 << 20, true), 0);
-	assert_true(ts_run_until(&x->loop, peer_result, &p, TS_WAIT_MS));
-	assert_int_equal(p.rx->res[0].status, 0);
-	assert_int_equal(p.rx->res[0].size, 10);
-	assert_int_equal(x->srv.gets_file, 1);
-	char *got = peer_content(&p, x->name);
-	assert_non_null(got);
-	assert_string_equal(got, "hello url\n");
-	free(got);
+	peer_takes(x, &p);
 	peer_stop(&p, x);
 	worker_fetch_set_store(x->f, NULL);
 	worker_shared_cache_close(st);

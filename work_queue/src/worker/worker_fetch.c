@@ -288,14 +288,13 @@ out:
 	j->ctx = NULL;
 }
 
-/* Copies the spool into the cache partial and finishes it. */
-static int store_spool(struct job *j)
+/* Reads FD to its end into the cache partial of J: with CTX, hashing each chunk into CTX and
+ * storing it unhashed (worker_cache_partial_store), else with worker_cache_partial_write. A
+ * cancel stops it. 1 at the end, or a negative error. */
+static int read_into_partial(struct job *j, int fd, struct sha256_ctx *ctx)
 {
-	int r = 0;
-	int fd = openat(j->cache_fd, j->spool, O_RDONLY | O_CLOEXEC);
-	char *buf = fd >= 0 ? malloc(COPY_CHUNK) : NULL;
-	if (fd < 0 || !buf)
-		r = fd < 0 ? -errno : -ENOMEM;
+	char *buf = malloc(COPY_CHUNK);
+	int r = buf ? 0 : -ENOMEM;
 	while (r == 0) {
 		if (atomic_load(&j->cancel)) {
 			r = -ECANCELED;
@@ -308,13 +307,24 @@ static int store_spool(struct job *j)
 			r = n < 0 ? -errno : 1;
 			break;
 		}
-		r = worker_cache_partial_write(j->p, buf, (size_t)n);
+		if (!ctx)
+			r = worker_cache_partial_write(j->p, buf, (size_t)n);
+		else if ((r = sha256_ctx_update(ctx, buf, (size_t)n)) == 0)
+			r = worker_cache_partial_store(j->p, buf, (size_t)n);
 	}
+	free(buf);
+	return r;
+}
+
+/* Copies the spool into the cache partial and finishes it. */
+static int store_spool(struct job *j)
+{
+	int fd = openat(j->cache_fd, j->spool, O_RDONLY | O_CLOEXEC);
+	int r = fd < 0 ? -errno : read_into_partial(j, fd, NULL);
 	if (r == 1)
 		r = worker_cache_partial_finish(j->p, j->sha);
 	else
 		worker_cache_partial_abort(j->p);
-	free(buf);
 	if (fd >= 0)
 		close(fd);
 	return r < 0 ? r : 0;
@@ -326,20 +336,7 @@ static int copy_from_store(struct job *j, int objects_fd)
 {
 	int fd = openat(objects_fd, j->object, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct sha256_ctx *ctx = fd >= 0 ? sha256_ctx_create() : NULL;
-	char *buf = ctx ? malloc(COPY_CHUNK) : NULL;
-	int r = fd < 0 ? -errno : buf ? 0 : -ENOMEM;
-	while (r == 0) {
-		ssize_t n = read(fd, buf, COPY_CHUNK);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = n < 0 ? -errno : 1;
-			break;
-		}
-		r = sha256_ctx_update(ctx, buf, (size_t)n);
-		if (r == 0)
-			r = worker_cache_partial_store(j->p, buf, (size_t)n);
-	}
+	int r = fd < 0 ? -errno : !ctx ? -ENOMEM : read_into_partial(j, fd, ctx);
 	char hex[SHA256_HEX_SIZE];
 	if (r == 1)
 		r = sha256_ctx_final(ctx, hex);
@@ -347,7 +344,6 @@ static int copy_from_store(struct job *j, int objects_fd)
 		r = worker_cache_partial_finish_hashed(j->p, hex, hex);
 	else
 		worker_cache_partial_abort(j->p);
-	free(buf);
 	sha256_ctx_delete(ctx);
 	if (fd >= 0)
 		close(fd);
