@@ -317,6 +317,7 @@ void master_worker_list_del(struct mtask *m);
 void master_dispatch_release_held(struct mworker *w); /* sends the queued tasks held (w->held) */
 void master_worker_back_to_ready(struct mworker *w, struct mtask *m); /* same try, not counted */
 void master_worker_finish(struct mworker *w, struct mtask *m, enum work_queue_result result);
+/* master_task_done.c: task_done. */
 bool master_dispatch_done_ready(struct mtask *m, const struct wq_task_done *d);
 /* 0 when every transfer D names was opened for M on its connection; -1 (a violation) with the
  * text in WHY otherwise. */

@@ -329,7 +329,7 @@ static void task_failed(struct work_queue *q, struct mtask *m, const struct work
 
 /* The object of a URL input that is not cached (WORK_QUEUE_NOCACHE): named for task M alone,
  * so that no other task uses it and the worker fetches it for M; it is dropped from the worker
- * once M is done there (master_dispatch.c). NULL on failure. */
+ * once M is done there (master_task_done.c). NULL on failure. */
 static char *per_task_url(const struct job *j, const struct mtask *m)
 {
 	char *v = xasprintf("%s\nper-task %d", j->validator ? j->validator : "", m->id);

@@ -3,7 +3,7 @@
  * cache_have, then ACTIVE: its resources in the scheduler, its cache view, the dispatch of its
  * messages (task_running, task_done, task_refused, draining, bye, error) through a table of
  * handlers indexed by message id, drain, and the lost-worker procedure. The task transfers and
- * results are in master_dispatch.c. */
+ * results are in master_dispatch.c and master_task_done.c. */
 #include "master_internal.h"
 
 #include <errno.h>
