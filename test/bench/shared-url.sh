@@ -50,7 +50,7 @@ URL="http://127.0.0.1:$(cat "$WORK/http.port")/data.bin"
 run() {
 	local mode=$1 d=$WORK/$1
 	mkdir -p "$d/started"
-	local extra=()
+	local extra=() workers=()
 	[ "$mode" = shared ] && extra=(--shared-cache "$d/store")
 	local gets0 s e
 	gets0=$(grep -c '"GET /data.bin ' "$WORK/http.log")
@@ -72,6 +72,7 @@ run() {
 		"$BUILD/bin/work_queue_worker" -t 60 --single-shot --cores 1 --keep-cache \
 			-s "$d/w$i" "${extra[@]}" localhost "$port" >>"$d/workers.out" 2>&1 &
 		pids+=("$!")
+		workers+=("$!")
 	done
 	if ! wait "$m"; then
 		echo "shared-url: the $mode run failed; see $d/master.out" >&2
@@ -79,7 +80,7 @@ run() {
 		return 1
 	fi
 	e=$(date +%s.%N)
-	wait "${pids[@]:2}" 2>/dev/null
+	wait "${workers[@]}"
 	for i in $(seq 1 "$N"); do
 		[ "$(cat "$d/t$i.txt")" = $((MB * 1000000)) ] || {
 			echo "shared-url: $mode: task $i did not see the whole input" >&2

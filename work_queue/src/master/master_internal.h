@@ -70,7 +70,8 @@ struct mtask {
 	int n_inputs, n_outputs;
 	char **objects;    /* per input: cache object name, or NULL for a per-task input */
 	int64_t *obj_size; /* per input: bytes of the object */
-	bool *validated;   /* per input: a URL whose object name holds the server's validator */
+	bool *validated;   /* per input: a URL whose object name holds the server's validator (NULL
+	                    * until one has) */
 	int objects_waiting;
 	int prep_pending;        /* MTASK_PREPARING: inputs still being named */
 	struct mtask_recv *outs; /* per output */

@@ -391,7 +391,11 @@ static void job_after(uv_work_t *req, int status)
 		case JOB_URL:
 			if (f->flags & WORK_QUEUE_CACHE) {
 				m->objects[w->input] = xstrdup(j->name);
-				m->validated[w->input] = j->validated;
+				if (j->validated && !m->validated)
+					m->validated =
+					    xcalloc((size_t)m->n_inputs + 1, sizeof *m->validated);
+				if (j->validated)
+					m->validated[w->input] = true;
 			} else if ((m->objects[w->input] = per_task_url(j, m)) == NULL) {
 				task_failed(q, m, f, "cannot name its object");
 				continue;
@@ -452,7 +456,6 @@ int master_prepare_inputs(struct work_queue *q, struct mtask *m)
 	m->n_inputs = n;
 	m->objects = xcalloc((size_t)n + 1, sizeof *m->objects);
 	m->obj_size = xcalloc((size_t)n + 1, sizeof *m->obj_size);
-	m->validated = xcalloc((size_t)n + 1, sizeof *m->validated);
 	m->prep_pending = 0;
 	int i = 0;
 	for (struct work_queue_file *f = t->inputs; f; f = f->next, i++) {

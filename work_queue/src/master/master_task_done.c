@@ -335,7 +335,7 @@ static void drop_per_task_urls(struct mworker *w, struct mtask *m)
 			names = json_array();
 		json_array_append_new(names, json_string(m->objects[i]));
 		struct mobject *o = master_worker_object_find(w, m->objects[i]);
-		if (o && o->nwait == 0)
+		if (o)
 			master_worker_object_free(w, o);
 	}
 	if (!names)

@@ -48,9 +48,9 @@ struct worker_fetch *worker_fetch_create(uv_loop_t *loop, struct worker_cache *c
 /* Shared downloads (worker_fetch_want_shared) started from now on go through STORE (borrowed,
  * NULL: none; it must outlive every download, like the cache): an object the store holds is
  * linked (or copied) from it into the cache without a request, and one fetched is published
- * into it. While one worker of
- * the store fetches an object, the others' downloads of it wait in their threads for its lock
- * (a cancel takes effect once the lock is obtained), then take it. Loop thread. */
+ * into it. While one worker of the store fetches an object, the others' downloads of it wait
+ * in their threads for its lock (a cancel takes effect once the lock is obtained), then take
+ * it. Loop thread. */
 void worker_fetch_set_store(struct worker_fetch *f, struct worker_shared_cache *store);
 
 /* One more user of OBJECT (a valid `U-` name) fetched from URL: starts the download, or joins
