@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -12,6 +13,22 @@
 #include "banned.h"
 
 #define SHA256_CHUNK (64 * 1024)
+
+/* The digest fetched once for the process: EVP_sha256() makes every EVP_DigestInit_ex look
+ * it up among the providers again (OpenSSL 3), which costs more than hashing a small file. */
+static pthread_once_t md_once = PTHREAD_ONCE_INIT;
+static EVP_MD *md_fetched;
+
+static void md_fetch(void)
+{
+	md_fetched = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static const EVP_MD *sha256_md(void)
+{
+	pthread_once(&md_once, md_fetch);
+	return md_fetched ? md_fetched : EVP_sha256();
+}
 
 struct sha256_ctx {
 	EVP_MD_CTX *md;
@@ -30,7 +47,7 @@ struct sha256_ctx *sha256_ctx_create(void)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (EVP_DigestInit_ex(ctx->md, EVP_sha256(), NULL) != 1) {
+	if (EVP_DigestInit_ex(ctx->md, sha256_md(), NULL) != 1) {
 		EVP_MD_CTX_free(ctx->md);
 		free(ctx);
 		errno = EIO;
@@ -54,7 +71,7 @@ int sha256_ctx_final(struct sha256_ctx *ctx, char out_hex[SHA256_HEX_SIZE])
 	if (EVP_DigestFinal_ex(ctx->md, digest, &n) != 1 || n != 32)
 		return -EIO;
 	str_hex_encode(digest, n, out_hex);
-	if (EVP_DigestInit_ex(ctx->md, EVP_sha256(), NULL) != 1)
+	if (EVP_DigestInit_ex(ctx->md, sha256_md(), NULL) != 1)
 		return -EIO;
 	return 0;
 }

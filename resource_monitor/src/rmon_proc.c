@@ -14,6 +14,7 @@
 #include <linux/netlink.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -291,13 +292,31 @@ void rmon_proc_final(struct rmon_proc *p, pid_t pid)
 		e->wbytes = w;
 }
 
-void rmon_proc_root_exited(struct rmon_proc *p, double cpu_s)
+int rmon_proc_alone(const struct rmon_proc *p)
+{
+	return p->t.total_processes <= 1;
+}
+
+void rmon_proc_root_exited(struct rmon_proc *p, const struct rusage *ru)
 {
 	struct pentry *e;
 	HASH_FIND_INT(p->tab, &p->root, e);
 	if (!e)
 		return;
-	e->own_cpu = cpu_s;
+	if (rmon_proc_alone(p)) {
+		/* ru_inblock/ru_oublock are /proc/PID/io's read_bytes and write_bytes (less the
+		 * writes cancelled by truncation) in 512-byte units. */
+		int64_t r = (int64_t)ru->ru_inblock * 512, w = (int64_t)ru->ru_oublock * 512;
+		int64_t ctx = (int64_t)ru->ru_nvcsw + (int64_t)ru->ru_nivcsw;
+		if (r > e->rbytes)
+			e->rbytes = r;
+		if (w > e->wbytes)
+			e->wbytes = w;
+		if (ctx > e->ctx)
+			e->ctx = ctx;
+	}
+	e->own_cpu = (double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec / 1e6 +
+	             (double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec / 1e6;
 	e->child_cpu = 0;
 	vanish(p, e, 0);
 	rmon_proc_totals(p, &p->t);

@@ -49,11 +49,17 @@ void rmon_proc_totals(const struct rmon_proc *p, struct rmon_proc_totals *out);
 /* Adds PID (child of PPID) to the tree, e.g. the root right after it was started. */
 void rmon_proc_add(struct rmon_proc *p, pid_t pid, pid_t ppid);
 /* Reads the final figures (CPU, I/O, context switches) of PID, a zombie not reaped yet, into
- * its entry: for a process a sample cannot list (a cgroup lists no zombie). */
+ * its entry: for a process a sample cannot list (a cgroup lists no zombie). Not needed for a
+ * root that was alone (rmon_proc_alone): its wait4 figures are the same. */
 void rmon_proc_final(struct rmon_proc *p, pid_t pid);
-/* The root was reaped by us with CPU_S seconds (its own and its waited-for children's, from
- * wait4): it leaves the tree with that exact figure. */
-void rmon_proc_root_exited(struct rmon_proc *p, double cpu_s);
+/* 1 when no process of the tree other than the root was ever seen. */
+int rmon_proc_alone(const struct rmon_proc *p);
+/* The root was reaped by us with RU (wait4: its own figures and its waited-for children's):
+ * it leaves the tree with that exact CPU time. When it was alone (rmon_proc_alone), its
+ * storage I/O and context switches are taken from RU too (the same kernel counters as
+ * /proc/PID/io; no child seen, so none is counted twice). */
+struct rusage;
+void rmon_proc_root_exited(struct rmon_proc *p, const struct rusage *ru);
 /* Live processes known to belong to the tree (refreshed by the last sample and by connector
  * events). *PIDS allocated, caller frees. */
 size_t rmon_proc_live(struct rmon_proc *p, pid_t **pids);

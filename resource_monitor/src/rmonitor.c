@@ -31,11 +31,15 @@
 #include "xalloc.h"
 #include "banned.h"
 
-#define MB        (1024.0 * 1024.0)
-#define WIN_MAX   512
-#define FAST_S    0.05 /* limit checks without cgroups */
-#define DRAIN_MS  20   /* polling for the rest of the tree after the first process exits */
-#define MAX_CGFDS 8
+#define MB      (1024.0 * 1024.0)
+#define WIN_MAX 512
+#define FAST_S  0.05 /* limit checks without cgroups */
+/* How fast a task is assumed to be able to fill its directories at most (MB/s): a light
+ * check of a disk limit walks them only once the room left at the last walk could have been
+ * filled since. */
+#define DISK_FILL_MB_S 4096.0
+#define DRAIN_MS       20 /* polling for the rest of the tree after the first process exits */
+#define MAX_CGFDS      8
 
 enum state { ST_RUNNING, ST_DRAINING, ST_DONE };
 
@@ -105,6 +109,7 @@ struct rmonitor {
 	double mem_now, vm_now, swap_now, disk_now;
 	int procs_now;
 	int64_t disk_next_mono, disk_cost_us;
+	int64_t disk_at_mono; /* when the directories were last walked; 0: never */
 	int machine_cpus;
 	struct rmon_proc_totals tot;
 };
@@ -214,12 +219,30 @@ static void measure_disk(struct rmonitor *m, int force)
 	int64_t bytes = rmon_disk_usage(dirs);
 	int64_t cost = time_monotonic_us() - now;
 	m->disk_cost_us = cost;
+	m->disk_at_mono = now;
 	/* Never spend more than a tenth of the time walking directories. */
 	m->disk_next_mono = now + 10 * cost;
 	if (bytes >= 0) {
 		m->disk_now = (double)bytes / MB;
 		set_peak(m, RM_DISK, m->disk_now);
 	}
+}
+
+/* 1 when a light check of the disk limit should walk the directories: never walked yet, or
+ * the room left under the limit at the last walk could have been filled since (at
+ * DISK_FILL_MB_S), or a full interval has passed. A task with a lot of room left is then
+ * walked at the samples (and at its end), not every FAST_S. */
+static int disk_check_due(struct rmonitor *m)
+{
+	double lim = m->limits[RM_DISK];
+	if (lim < 0)
+		return 0;
+	if (m->disk_at_mono == 0)
+		return 1;
+	double room_s = (lim - m->disk_now) / DISK_FILL_MB_S;
+	if (room_s > m->interval)
+		room_s = m->interval;
+	return time_monotonic_us() >= m->disk_at_mono + (int64_t)(room_s * 1e6);
 }
 
 /* Peak of delta-cpu / delta-wall over a window of at least max(1 s, interval). */
@@ -393,7 +416,7 @@ static void sample(struct rmonitor *m, int light)
 		m->cur.v[RM_CORES] = m->cores_peak;
 	else if (wall > 0)
 		m->cur.v[RM_CORES] = fmin(m->cur.v[RM_CORES_AVG], m->machine_cpus);
-	if (!light || m->limits[RM_DISK] >= 0)
+	if (!light || disk_check_due(m))
 		measure_disk(m, 0);
 	if (!light) {
 		set_peak(m, RM_BYTES_READ, (double)t->read_bytes / MB);
@@ -608,7 +631,7 @@ static void check_child(struct rmonitor *m)
 	 * by finish() or below.) */
 	if (!m->cg)
 		sample(m, 0);
-	else
+	else if (!rmon_proc_alone(m->proc))
 		rmon_proc_final(m->proc, m->pid);
 	struct rusage ru;
 	int status;
@@ -617,9 +640,7 @@ static void check_child(struct rmonitor *m)
 		return;
 	m->reaped = 1;
 	m->wstatus = status;
-	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	             (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-	rmon_proc_root_exited(m->proc, cpu);
+	rmon_proc_root_exited(m->proc, &ru);
 	/* The largest RSS of the first process and of the children it waited for. */
 	if ((int64_t)ru.ru_maxrss * 1024 > m->rss_peak)
 		m->rss_peak = (int64_t)ru.ru_maxrss * 1024;
@@ -665,6 +686,10 @@ static void on_fast(uv_timer_t *t)
 {
 	struct rmonitor *m = t->data;
 	if (m->state != ST_RUNNING)
+		return;
+	/* Checking only the disk limit, and it is not due: nothing to look at. */
+	int for_memory = m->limits[RM_MEMORY] >= 0 && !m->cg_mem;
+	if (!for_memory && !disk_check_due(m))
 		return;
 	sample(m, 1);
 }

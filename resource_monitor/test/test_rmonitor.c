@@ -535,6 +535,42 @@ static void test_files_and_disk(void **state)
 	ts_tmpdir_remove(dir);
 }
 
+/* A disk limit acts on the light checks, which walk the directories only once the room left
+ * at the last walk could have been filled: a small limit is still caught long before the
+ * task's end, and a task with a lot of room is measured at its end all the same. */
+static void test_disk_limit(void **state)
+{
+	(void)state;
+	char *dir = ts_tmpdir_create("rmon-disk");
+	char *script = xasprintf("head -c 3000000 /dev/zero >%s/out; sleep 5", dir);
+	const char *argv[] = {"sh", "-c", script, NULL};
+	const char *dirs[] = {dir, NULL};
+	struct rmonitor_spec spec;
+	spec_for(&spec, argv, RMONITOR_CGROUPS_AUTO);
+	spec.measure_dirs = dirs;
+	spec.limits.v[RM_DISK] = 1;
+	struct run r;
+	double t = run(&spec, &r);
+	assert_int_equal(r.s.exit_type, RM_EXIT_LIMITS);
+	assert_true(r.s.limits_exceeded[RM_DISK] == 1);
+	assert_true(t < 4);
+	run_free(&r);
+
+	free(script);
+	script = xasprintf("%s/out", dir);
+	unlink(script);
+	free(script);
+	script = xasprintf("head -c 3000000 /dev/zero >%s/out2; sleep 0.3", dir);
+	argv[2] = script;
+	spec.limits.v[RM_DISK] = 100000;
+	run(&spec, &r);
+	expect_exit(&r, 0);
+	assert_true(r.s.v[RM_DISK] > 2.8 && r.s.v[RM_DISK] < 3.5);
+	run_free(&r);
+	free(script);
+	ts_tmpdir_remove(dir);
+}
+
 static void on_delete_timer(uv_timer_t *t)
 {
 	rmonitor_delete(t->data);
@@ -740,6 +776,7 @@ int main(void)
 	    cmocka_unit_test(test_no_proc_events),
 	    cmocka_unit_test(test_cpu_and_time_series),
 	    cmocka_unit_test(test_files_and_disk),
+	    cmocka_unit_test(test_disk_limit),
 	    cmocka_unit_test(test_delete_running),
 	    cmocka_unit_test(test_required_unavailable),
 	    cmocka_unit_test(test_resolved_path),
