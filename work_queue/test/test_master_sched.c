@@ -992,6 +992,97 @@ static void test_prefetch_worker_lost(void **state)
 	master_sched_delete(s);
 }
 
+/* The sums the master's status and hungry read (master_sched_sums) equal a walk of every
+ * worker after any sequence of adds, passes, prefetches, releases, removals, resizes, flag,
+ * total, queue and cap changes. */
+static void check_sums(struct master_sched *s, struct master_sched_worker **ws, int nw, int cap)
+{
+	double used_cores = 0, free_cores = 0;
+	int64_t used_mem = 0, room = 0;
+	for (int i = 0; i < nw; i++) {
+		struct master_sched_box tot, fr;
+		master_sched_worker_total(ws[i], &tot);
+		master_sched_worker_free(ws[i], &fr);
+		used_cores += tot.cores - fr.cores;
+		used_mem += tot.memory - fr.memory;
+		if (fr.cores > 0)
+			free_cores += fr.cores;
+		int64_t lim = master_sched_worker_queue_max(ws[i]);
+		if (master_sched_worker_flags(ws[i]) || lim <= 0 || cap == 0)
+			continue;
+		if (cap > 0 && cap < lim)
+			lim = cap;
+		if (lim > master_sched_worker_queued(ws[i]))
+			room += lim - master_sched_worker_queued(ws[i]);
+	}
+	struct master_sched_box c;
+	double f = -1;
+	int64_t r = -1;
+	master_sched_sums(s, &c, &f, &r);
+	assert_true(fabs(c.cores - used_cores) < 1e-6);
+	assert_int_equal(c.memory, used_mem);
+	assert_true(fabs(f - free_cores) < 1e-6);
+	assert_int_equal(r, room);
+}
+
+static void test_sums_follow_changes(void **state)
+{
+	(void)state;
+	struct master_sched *s = master_sched_create();
+	struct master_sched_assignment *out = xcalloc(MAXA, sizeof *out);
+	struct master_sched_worker *ws[64];
+	struct master_sched_task *ts[512];
+	char id[16];
+	int nw = 0, nt = 0, serial = 0, cap = -1;
+	unsigned seed = 7;
+	master_sched_category_record_time(s, "c", 0.1);
+	for (int step = 0; step < 3000; step++) {
+		int op = rand_r(&seed) % 11;
+		if (op == 0 && nw < 64) {
+			snprintf(id, sizeof id, "w%d", serial++);
+			struct master_sched_worker_spec sp = {
+			    .id = id,
+			    .total = {1 + rand_r(&seed) % 4, 1000, 1000, 0},
+			    .queue_max = rand_r(&seed) % 3};
+			ws[nw] = master_sched_worker_add(s, &sp);
+			assert_non_null(ws[nw]);
+			nw++;
+		} else if (op == 1 && nt < 512) {
+			ts[nt] = task(s, 0, "c", 1 + rand_r(&seed) % 2, 10, 10, 0, nt);
+			nt++;
+		} else if (op == 2) {
+			run_pass(s, MASTER_SCHED_FCFS, 0, out, NULL);
+		} else if (op == 3) {
+			run_prefetch(s, cap, 1.0, out);
+		} else if (op == 4 && nt > 0) {
+			master_sched_task_release(s, ts[rand_r(&seed) % nt], step);
+		} else if (op == 5 && nt > 0) {
+			int i = rand_r(&seed) % nt;
+			master_sched_task_remove(s, ts[i]);
+			ts[i] = ts[--nt];
+		} else if (op == 6 && nw > 0) {
+			int i = rand_r(&seed) % nw;
+			master_sched_worker_remove(s, ws[i]);
+			ws[i] = ws[--nw];
+		} else if (op == 7 && nw > 0) {
+			master_sched_worker_set_flags(s, ws[rand_r(&seed) % nw],
+			                              rand_r(&seed) % 2 ? MASTER_SCHED_FULL : 0);
+		} else if (op == 8 && nw > 0) {
+			struct master_sched_box b = {1 + rand_r(&seed) % 4, 1000, 1000, 0};
+			master_sched_worker_set_total(s, ws[rand_r(&seed) % nw], &b);
+		} else if (op == 9 && nw > 0) {
+			master_sched_worker_set_queue_max(s, ws[rand_r(&seed) % nw],
+			                                  rand_r(&seed) % 3);
+		} else if (op == 10) {
+			cap = (int)(rand_r(&seed) % 4) - 1;
+			master_sched_set_room_cap(s, cap);
+		}
+		check_sums(s, ws, nw, cap);
+	}
+	free(out);
+	master_sched_delete(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1015,6 +1106,7 @@ int main(void)
 	    cmocka_unit_test(test_prefetch_room_priority),
 	    cmocka_unit_test(test_prefetch_promotion),
 	    cmocka_unit_test(test_prefetch_worker_lost),
+	    cmocka_unit_test(test_sums_follow_changes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -170,7 +170,9 @@ void master_dispatch_task(struct mworker *w, struct mtask *m, const struct maste
 	m->unsent = !m->queued;
 	m->held = false;
 	w->unsent_running += m->unsent;
+	master_worker_count(w, -1);
 	w->ntasks++;
+	master_worker_count(w, +1);
 	master_worker_list_add(w, m);
 	q->stats.tasks_on_workers++;
 	q->stats.tasks_dispatched++;

@@ -218,6 +218,7 @@ struct work_queue {
 	struct mworker *workers;
 	struct master_admit admit;
 	struct work_queue_stats stats;
+	int64_t n_known, n_busy; /* workers known to the scheduler, and those with a task */
 	int next_taskid;
 	int worker_serial;
 	char master_id[33];
@@ -407,5 +408,13 @@ void master_partial_sweep(struct work_queue *q, const struct work_queue_task *t)
 void master_partial_sweep_tmpdirs(struct work_queue *q, const char *base);
 /* Frees Q's list of swept directories. */
 void master_partial_forget(struct work_queue *q);
+
+/* W's part of q->n_known and q->n_busy: SIGN -1 before a change of W's scheduler record or
+ * task count, +1 after it (the status counts workers without walking them). */
+static inline void master_worker_count(struct mworker *w, int sign)
+{
+	w->q->n_known += sign * (w->sw != NULL);
+	w->q->n_busy += sign * (w->sw != NULL && w->ntasks > 0);
+}
 
 #endif

@@ -134,6 +134,7 @@ struct master_sched *master_sched_create(void)
 {
 	struct master_sched *s = xcalloc(1, sizeof *s);
 	s->pass_heap = heap_create(64);
+	s->room_cap = -1;
 	return s;
 }
 
@@ -488,10 +489,28 @@ static void index_in(struct master_sched *s, struct master_sched_worker *w)
 	}
 }
 
+/* W's part of the sums (free cores, queue room) is brought up to date. */
+static void sums_update(struct master_sched *s, struct master_sched_worker *w)
+{
+	int64_t f = w->total[R_CORES] - w->used[R_CORES];
+	int64_t room = 0;
+	if (!w->flags && w->queue_max > 0 && s->room_cap != 0) {
+		int64_t lim = w->queue_max;
+		if (s->room_cap > 0 && s->room_cap < lim)
+			lim = s->room_cap;
+		room = lim > w->n_queued ? lim - w->n_queued : 0;
+	}
+	s->agg_free += (f > 0 ? f : 0) - w->agg_free;
+	w->agg_free = f > 0 ? f : 0;
+	s->agg_room += room - w->agg_room;
+	w->agg_room = room;
+}
+
 static void reindex(struct master_sched *s, struct master_sched_worker *w)
 {
 	index_out(s, w);
 	index_in(s, w);
+	sums_update(s, w);
 }
 
 /* The index of workers by queued count, for master_sched_prefetch (no scan of every worker). */
@@ -517,6 +536,7 @@ static void qreindex(struct master_sched *s, struct master_sched_worker *w)
 {
 	qindex_out(s, w);
 	qindex_in(s, w);
+	sums_update(s, w);
 }
 
 /* Makes the bucket array long enough for a worker of TOTAL_MILLI cores (rebuilding it). */
@@ -549,6 +569,7 @@ void master_sched_commit(struct master_sched *s, struct master_sched_task *t,
 {
 	for (int k = 0; k < NRES; k++) {
 		w->used[k] += box[k];
+		s->agg_used[k] += box[k];
 		t->box[k] = box[k];
 	}
 	t->whole = whole;
@@ -629,8 +650,10 @@ void master_sched_enqueue_on(struct master_sched *s, struct master_sched_task *t
 static void uncommit(struct master_sched *s, struct master_sched_task *t)
 {
 	struct master_sched_worker *w = t->w;
-	for (int k = 0; k < NRES; k++)
+	for (int k = 0; k < NRES; k++) {
 		w->used[k] -= t->box[k];
+		s->agg_used[k] -= t->box[k];
+	}
 	DL_DELETE2(w->running, t, wprev, wnext);
 	w->n_running--;
 	t->cls->cat->running--;
@@ -918,6 +941,7 @@ int master_sched_task_resize_memory(struct master_sched *s, struct master_sched_
 	struct master_sched_worker *w = t->w;
 	int64_t old = t->box[R_MEMORY];
 	w->used[R_MEMORY] += memory_mb - old;
+	s->agg_used[R_MEMORY] += memory_mb - old;
 	t->box[R_MEMORY] = memory_mb;
 	reindex(s, w);
 	if (memory_mb < old)
@@ -989,6 +1013,7 @@ struct master_sched_worker *master_sched_worker_add(struct master_sched *s,
 	buckets_fit(s, total[R_CORES]);
 	index_in(s, w);
 	qindex_in(s, w);
+	sums_update(s, w);
 	return w;
 }
 
@@ -1062,6 +1087,10 @@ int master_sched_worker_remove(struct master_sched *s, struct master_sched_worke
 	s->n_lenders -= w->lends_cores;
 	index_out(s, w);
 	qindex_out(s, w);
+	for (int k = 0; k < NRES; k++)
+		s->agg_used[k] -= w->used[k];
+	s->agg_free -= w->agg_free;
+	s->agg_room -= w->agg_room;
 	int n = 0;
 	struct master_sched_task *t, *tmp;
 	DL_FOREACH_SAFE2(w->running, t, tmp, wnext)
@@ -1140,7 +1169,30 @@ int master_sched_worker_queue_max(const struct master_sched_worker *w)
 	return w->queue_max;
 }
 
-void master_sched_worker_set_queue_max(struct master_sched_worker *w, int queue_max)
+void master_sched_worker_set_queue_max(struct master_sched *s, struct master_sched_worker *w,
+                                       int queue_max)
 {
 	w->queue_max = queue_max > 0 ? queue_max : 0;
+	qreindex(s, w);
+}
+
+void master_sched_set_room_cap(struct master_sched *s, int cap)
+{
+	s->room_cap = cap;
+	struct master_sched_worker *w, *tmp;
+	HASH_ITER(hh, s->workers, w, tmp)
+	{
+		sums_update(s, w);
+	}
+}
+
+void master_sched_sums(const struct master_sched *s, struct master_sched_box *committed,
+                       double *free_cores, int64_t *queue_room)
+{
+	if (committed)
+		master_sched_box_from(s->agg_used, committed);
+	if (free_cores)
+		*free_cores = (double)s->agg_free / MILLI;
+	if (queue_room)
+		*queue_room = s->agg_room;
 }

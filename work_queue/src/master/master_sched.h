@@ -241,7 +241,8 @@ int64_t master_sched_worker_running(const struct master_sched_worker *w);
 int64_t master_sched_worker_queued(const struct master_sched_worker *w);
 int master_sched_worker_queue_max(const struct master_sched_worker *w);
 /* Changes the queue_max (0: no more prefetch to W; tasks already queued stay). */
-void master_sched_worker_set_queue_max(struct master_sched_worker *w, int queue_max);
+void master_sched_worker_set_queue_max(struct master_sched *s, struct master_sched_worker *w,
+                                       int queue_max);
 
 /* ---- the pass ---- */
 
@@ -316,5 +317,15 @@ int64_t master_sched_running_count(const struct master_sched *s);
 int64_t master_sched_queued_count(const struct master_sched *s);
 /* Workers looked at by master_sched_prefetch so far: its cost, for tests and benchmarks. */
 int64_t master_sched_prefetch_examined(const struct master_sched *s);
+
+/* Sums over every worker, kept as tasks and workers change (no walk): COMMITTED, what the
+ * workers' running tasks hold; FREE_CORES, the free cores of the workers that have some; and
+ * QUEUE_ROOM, the tasks that the queues of unflagged workers taking queued tasks could still
+ * take, each capped at the room cap. Any may be NULL. */
+void master_sched_sums(const struct master_sched *s, struct master_sched_box *committed,
+                       double *free_cores, int64_t *queue_room);
+/* Caps each worker's queue room in QUEUE_ROOM at CAP (> 0), none (< 0, the default), or makes
+ * it 0 (0: no prefetch). Walks the workers once. */
+void master_sched_set_room_cap(struct master_sched *s, int cap);
 
 #endif

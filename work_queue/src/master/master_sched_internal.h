@@ -133,6 +133,7 @@ struct master_sched_worker {
 	int grows_containers; /* master_sched_worker_spec */
 	int qbucket;          /* index by queued count, -1 when not indexed (queue_max 0) */
 	struct master_sched_worker *qprev, *qnext;
+	int64_t agg_free, agg_room; /* what this worker adds to the sums (sums_update) */
 	UT_hash_handle hh;
 };
 
@@ -152,6 +153,11 @@ struct master_sched {
 	int max_queue_max; /* the largest queue_max seen */
 	int64_t n_lenders; /* workers that lend cores (lends_cores) */
 	int64_t prefetch_examined;
+	/* Sums over the workers, kept as they change, so that the master's status and hungry
+	 * walk no list: committed resources; free cores (milli, workers with some only); room in
+	 * the queues of workers that take queued tasks (each capped at room_cap when > 0). */
+	int64_t agg_used[NRES], agg_free, agg_room;
+	int room_cap;
 	struct master_sched_task *all;
 	uint64_t next_seq, next_worker_seq, pass_id;
 	int64_t n_ready, n_running, n_queued;

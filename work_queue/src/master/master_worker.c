@@ -162,7 +162,9 @@ void master_worker_detach(struct mworker *w, struct mtask *m)
 	m->held = false;
 	if (m->w == w) {
 		m->w = NULL;
+		master_worker_count(w, -1);
 		w->ntasks--;
+		master_worker_count(w, +1);
 		master_worker_list_del(m);
 		w->q->stats.tasks_on_workers--;
 		if (m->queued) {
@@ -258,7 +260,9 @@ static void activate(struct mworker *w)
 	spec.lends_cores = w->cpu_grow;
 	spec.grows_containers = w->cgroups_v1;
 	spec.data = w;
+	master_worker_count(w, -1);
 	w->sw = master_sched_worker_add(q->sched, &spec);
+	master_worker_count(w, +1);
 	if (!w->sw) {
 		wq_conn_violation(w->c, "proto", "unusable capacity");
 		return;
@@ -459,7 +463,7 @@ static void on_task_refused(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 		 * loop of sends and refusals. */
 		warn("%s: queued task %d refused (%s): no more prefetch to this worker", w->label,
 		     m->id, codes[code]);
-		master_sched_worker_set_queue_max(w->sw, 0);
+		master_sched_worker_set_queue_max(w->q->sched, w->sw, 0);
 	}
 	if (code == 3) { /* bad_name */
 		master_worker_finish(w, m, WORK_QUEUE_RESULT_INVALID_TASK);
@@ -829,7 +833,9 @@ static void lost(struct mworker *w, enum master_txlog_leave why)
 		struct master_sched_box zero = {0, 0, 0, 0};
 		master_queue_worker_resources(q, &w->total, &zero);
 		master_sched_worker_remove(q->sched, w->sw);
+		master_worker_count(w, -1);
 		w->sw = NULL;
+		master_worker_count(w, +1);
 	}
 	if (w->counted) {
 		q->stats.workers_connected--;

@@ -792,26 +792,13 @@ int work_queue_hungry(struct work_queue *q)
 	if (!q->stats.workers_connected) {
 		want = 10;
 	} else {
+		/* The scheduler's sums, kept as workers and tasks change: no walk per call. */
 		double free_cores = 0;
-		for (struct mworker *w = q->workers; w; w = w->next)
-			if (w->sw) {
-				struct master_sched_box b;
-				master_sched_worker_free(w->sw, &b);
-				if (b.cores > 0)
-					free_cores += b.cores;
-			}
+		int64_t room = 0;
+		master_sched_sums(q->sched, NULL, &free_cores, &room);
 		want = (int64_t)ceil(2 * free_cores);
 		/* Free room in the prefetch queues, so that a client that asks keeps them fed. */
-		for (struct mworker *w = q->workers; w; w = w->next) {
-			if (!w->sw || master_sched_worker_flags(w->sw) ||
-			    q->prefetch_per_worker == 0)
-				continue;
-			int64_t lim = master_sched_worker_queue_max(w->sw);
-			if (q->prefetch_per_worker > 0 && q->prefetch_per_worker < lim)
-				lim = q->prefetch_per_worker;
-			if (lim > master_sched_worker_queued(w->sw))
-				want += lim - master_sched_worker_queued(w->sw);
-		}
+		want += room;
 	}
 	return ready < want ? (int)(want - ready) : 0;
 }
@@ -1036,6 +1023,7 @@ int work_queue_specify_prefetch(struct work_queue *q, int per_worker, double max
 	if (!q || per_worker < -1 || !isfinite(max_task_seconds) || max_task_seconds < 0)
 		return -EINVAL;
 	q->prefetch_per_worker = per_worker;
+	master_sched_set_room_cap(q->sched, per_worker);
 	q->prefetch_max_s = max_task_seconds;
 	if (per_worker != 0)
 		master_queue_request_pass(q);
@@ -1055,24 +1043,15 @@ void work_queue_get_stats(struct work_queue *q, struct work_queue_stats *s)
 {
 	*s = q->stats;
 	s->tasks_waiting = (int)(master_sched_ready_count(q->sched) + master_prepare_count(q));
-	s->workers_idle = s->workers_busy = 0;
-	s->committed_cores = 0;
-	s->committed_memory = s->committed_disk = s->committed_gpus = 0;
-	for (struct mworker *w = q->workers; w; w = w->next) {
-		if (!w->sw)
-			continue;
-		if (w->ntasks)
-			s->workers_busy++;
-		else
-			s->workers_idle++;
-		struct master_sched_box tot, fr;
-		master_sched_worker_total(w->sw, &tot);
-		master_sched_worker_free(w->sw, &fr);
-		s->committed_cores += tot.cores - fr.cores;
-		s->committed_memory += tot.memory - fr.memory;
-		s->committed_disk += tot.disk - fr.disk;
-		s->committed_gpus += tot.gpus - fr.gpus;
-	}
+	/* Counts and sums kept as workers and tasks change: no walk of the workers. */
+	s->workers_busy = (int)q->n_busy;
+	s->workers_idle = (int)(q->n_known - q->n_busy);
+	struct master_sched_box c;
+	master_sched_sums(q->sched, &c, NULL, NULL);
+	s->committed_cores = c.cores;
+	s->committed_memory = c.memory;
+	s->committed_disk = c.disk;
+	s->committed_gpus = c.gpus;
 }
 
 /* ---- fast abort, blocked hosts, drain and status (master_abort.c, master_worker.c,
