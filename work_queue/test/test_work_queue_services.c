@@ -299,6 +299,49 @@ static void test_fast_abort(void **state)
 	unlink(out);
 }
 
+/* The fast-abort check looks at the oldest running task of a category, not at every running
+ * one: twelve tasks held on a worker, all under the limit, cost one look per check. */
+static void test_fast_abort_looks_at_oldest(void **state)
+{
+	struct fake_env *e = *state;
+	struct work_queue *q = fake_queue(e, NULL);
+	assert_int_equal(work_queue_activate_fast_abort_category(q, "fb", 100.0), 0);
+	struct fake *a = fake_start(e, q, FAKE_RUN, NULL);
+	for (int i = 0; i < 10; i++) {
+		struct work_queue_task *t = work_queue_task_create("quick");
+		work_queue_task_specify_category(t, "fb");
+		assert_true(work_queue_submit(q, t) >= 1);
+	}
+	for (int i = 0; i < 10; i++) {
+		struct work_queue_task *t = fake_wait_task(q, 5);
+		assert_non_null(t);
+		work_queue_task_delete(t);
+	}
+	wq_conn_close_now(a->c);
+	wait_workers(q, 0);
+	struct fake *b = fake_start(e, q, FAKE_HOLD, NULL);
+	b->cores = 12;
+	for (int i = 0; i < 12; i++) {
+		struct work_queue_task *t = work_queue_task_create("held");
+		work_queue_task_specify_category(t, "fb");
+		work_queue_task_specify_cores(t, 1);
+		assert_true(work_queue_submit(q, t) >= 1);
+	}
+	for (int i = 0; i < 500 && q->stats.tasks_running < 12; i++)
+		assert_null(work_queue_wait(q, 0.02));
+	assert_int_equal(q->stats.tasks_running, 12);
+	uint64_t ticks0 = q->ticks, examined0 = q->abort_examined;
+	while (q->ticks < ticks0 + 3)
+		assert_null(work_queue_wait(q, 0.05));
+	/* a walk of the running tasks would look at 12 per check */
+	assert_true(q->abort_examined - examined0 >= 1);
+	assert_true(q->abort_examined - examined0 <= q->ticks - ticks0 + 1);
+	assert_int_equal(b->cancels, 0);
+	fake_queue_delete(q);
+	fake_free(a);
+	fake_free(b);
+}
+
 /* A drained worker gets no new task; the next one goes to another worker. */
 static void test_drain(void **state)
 {
@@ -452,9 +495,13 @@ static void test_scaler_status(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_tls),          cmocka_unit_test(test_catalog_and_port_file),
-	    cmocka_unit_test(test_status_query), cmocka_unit_test(test_fast_abort),
-	    cmocka_unit_test(test_drain),        cmocka_unit_test(test_scaler_status),
+	    cmocka_unit_test(test_tls),
+	    cmocka_unit_test(test_catalog_and_port_file),
+	    cmocka_unit_test(test_status_query),
+	    cmocka_unit_test(test_fast_abort),
+	    cmocka_unit_test(test_fast_abort_looks_at_oldest),
+	    cmocka_unit_test(test_drain),
+	    cmocka_unit_test(test_scaler_status),
 	};
 	return cmocka_run_group_tests(tests, fake_env_setup, fake_env_teardown);
 }

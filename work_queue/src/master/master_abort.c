@@ -18,11 +18,23 @@
 #define SLOW_WORKER_ABORTS  2   /* fast aborts on one worker before it is dismissed */
 #define SLOW_WORKER_BLOCK_S 600 /* and its host refused for this long */
 
+/* A task that started running, as the category's list has it (the task may have ended since:
+ * the entry is then stale, known by its task's state and start). */
+struct started {
+	int id;
+	double since;
+};
+
 struct wq_abort_cat {
 	char *name;
 	double multiplier; /* < 0: the queue's default */
 	int64_t done;
 	double wall_sum;
+	/* The tasks of the category that started running, oldest first (starts come in time
+	 * order): the check looks at the oldest ones only, never at every running task. Stale
+	 * entries leave at the head, or when the list has doubled since the last compaction. */
+	struct started *run;
+	size_t head, tail, cap, compact_at;
 	UT_hash_handle hh;
 };
 
@@ -62,6 +74,43 @@ int master_abort_set_category_multiplier(struct work_queue *q, const char *categ
 		return -EINVAL;
 	cat_get(q, category)->multiplier = multiplier > 0 ? multiplier : 0;
 	return 0;
+}
+
+/* 1 when the entry E still stands for a running task (the same run: its start matches). */
+static struct mtask *live(struct work_queue *q, const struct started *e)
+{
+	struct mtask *m = master_queue_task_lookup(q, e->id);
+	return m && m->state == MTASK_RUNNING && m->w && m->running_since == e->since ? m : NULL;
+}
+
+/* Drops the stale entries of C (amortised: called when the list has doubled). */
+static void compact(struct work_queue *q, struct wq_abort_cat *c)
+{
+	size_t n = 0;
+	for (size_t i = c->head; i < c->tail; i++)
+		if (live(q, &c->run[i]))
+			c->run[n++] = c->run[i];
+	c->head = 0;
+	c->tail = n;
+	c->compact_at = 2 * n + 64;
+}
+
+void master_abort_started(struct work_queue *q, struct mtask *m)
+{
+	struct wq_abort_cat *c = cat_get(q, m->t->category);
+	if (c->tail - c->head >= c->compact_at)
+		compact(q, c);
+	if (c->tail == c->cap) {
+		if (c->head > 0) { /* room at the front: move the entries down */
+			memmove(c->run, c->run + c->head, (c->tail - c->head) * sizeof *c->run);
+			c->tail -= c->head;
+			c->head = 0;
+		} else {
+			c->cap = c->cap ? 2 * c->cap : 64;
+			c->run = xrealloc(c->run, c->cap * sizeof *c->run);
+		}
+	}
+	c->run[c->tail++] = (struct started){m->id, m->running_since};
 }
 
 void master_abort_record(struct work_queue *q, const char *category, double wall_s)
@@ -110,15 +159,27 @@ void master_abort_check(struct work_queue *q)
 	if (!any)
 		return;
 	double now = master_queue_now();
-	/* only the tasks on workers can run: walk the workers' lists, not the whole queue (it may
-	 * hold a million tasks waiting) */
-	for (struct mworker *w = q->workers, *wn; w; w = wn) {
-		wn = w->next;
-		for (struct mtask *m = w->assigned, *mn; m; m = mn) {
-			mn = m->wnext;
-			q->abort_examined++;
-			if (check_task(q, w, m, now))
-				break; /* W was ended: its list is gone */
+	/* Per category, the oldest running tasks only: the first one under the limit ends the
+	 * look (every later one started after it). Neither the queue (it may hold a million
+	 * tasks waiting) nor every running task is walked. */
+	HASH_ITER(hh, q->abort_cats, c, ct)
+	{
+		double mult = c->multiplier >= 0 ? c->multiplier : q->fast_abort;
+		if (mult <= 0 || c->done < FAST_ABORT_MIN_DONE)
+			continue;
+		double limit = mult * (c->wall_sum / (double)c->done);
+		while (c->head < c->tail) {
+			struct started e = c->run[c->head];
+			struct mtask *m = live(q, &e);
+			if (m) {
+				q->abort_examined++;
+				if (now - e.since <= limit)
+					break;
+				/* over the limit: aborted now, or never again (it was aborted
+				 * twice) */
+				check_task(q, m->w, m, now);
+			}
+			c->head++;
 		}
 	}
 }
@@ -198,6 +259,7 @@ void master_abort_free(struct work_queue *q, bool categories)
 	{
 		HASH_DEL(q->abort_cats, c);
 		free(c->name);
+		free(c->run);
 		free(c);
 	}
 }

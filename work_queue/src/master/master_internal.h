@@ -339,7 +339,8 @@ int master_abort_set_category_multiplier(struct work_queue *q, const char *categ
 int master_abort_block_workers(struct work_queue *q, const char *host, double seconds);
 int master_abort_unblock(struct work_queue *q, const char *host);
 void master_abort_record(struct work_queue *q, const char *category, double wall_s);
-void master_abort_check(struct work_queue *q); /* every second */
+void master_abort_check(struct work_queue *q);                    /* every second */
+void master_abort_started(struct work_queue *q, struct mtask *m); /* M began running */
 void master_abort_block_host(struct work_queue *q, const char *host, double seconds);
 double master_abort_blocked_for(struct work_queue *q, const char *host); /* seconds left, 0 */
 void master_abort_free(struct work_queue *q, bool categories);

@@ -533,6 +533,7 @@ static void on_task_running(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 	if (m->state == MTASK_SENDING) {
 		m->state = MTASK_RUNNING;
 		m->running_since = now;
+		master_abort_started(w->q, m);
 		w->q->stats.tasks_running++;
 		m->t->time_when_commit_end = time_now_us();
 	}
