@@ -2,8 +2,9 @@
  * The child starts inside its own cgroup when one can be made (exact memory peak, CPU time,
  * kernel-enforced memory, CPU quota and process limits); /proc sampling adds what cgroups do
  * not give (virtual memory, swap, I/O, files, context switches) and replaces them when
- * cgroups are off. Wall time is enforced by a timer and memory by kernel notification. */
-#include "rmonitor.h"
+ * cgroups are off. Wall time is enforced by a timer and memory by kernel notification.
+ * Sampling, the limits it checks and killing the tree are in rmonitor_sample.c. */
+#include "rmonitor_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,95 +32,7 @@
 #include "xalloc.h"
 #include "banned.h"
 
-#define MB      (1024.0 * 1024.0)
-#define WIN_MAX 512
-#define FAST_S  0.05 /* limit checks without cgroups */
-/* How fast a task is assumed to be able to fill its directories at most (MB/s): a light
- * check of a disk limit walks them only once the room left at the last walk could have been
- * filled since. */
-#define DISK_FILL_MB_S 4096.0
-#define DRAIN_MS       20 /* polling for the rest of the tree after the first process exits */
-#define MAX_CGFDS      8
-
-enum state { ST_RUNNING, ST_DRAINING, ST_DONE };
-
-struct win_sample {
-	int64_t t;  /* monotonic us */
-	double cpu; /* s */
-	int threads;
-};
-
-struct rmonitor {
-	uv_loop_t *loop;
-	rmonitor_done_fn done;
-	void *arg;
-
-	/* Owned copy of the spec. */
-	char **argv, **env, *cwd, *cpuset, **measure_dirs, *cgroup_root, *path;
-	int stdio[3];
-	int new_session;
-	int measure_only;
-	double interval;
-	FILE *time_series;
-	int report_files;
-	enum rmonitor_cgroups cg_mode;
-	rmonitor_memory_fn at_memory_limit;
-	void *at_memory_limit_arg;
-	double limits[RM_N_FIELDS];
-	int pool, cg_reused;           /* reuse cgroups (spec.no_pool == 0); this one was reused */
-	int spawn_async;               /* spec.spawn_async */
-	const struct htc_clock *clock; /* spec.clock: of the wall time */
-	const struct rmon_seccomp_prog *seccomp; /* NULL = no filter */
-	struct rmon_seccomp_watch *seccomp_watch;
-	char **seccomp_denied; /* the watch's names, kept once it is gone */
-
-	pid_t pid;
-	enum state state;
-	int wstatus;
-	int reaped;
-	struct rmon_cgroup *cg;
-	struct rmon_cg_stats st;     /* the cgroup's figures at the last sample */
-	int cg_mem, cg_cpu, cg_pids; /* limits the kernel enforces */
-	int used_cgroups;
-	struct rmon_proc *proc;
-	int cn_on; /* on the loop's shared proc connector (cn) */
-	struct rmon_cn_entry cn;
-
-	struct rmon_sigchld_entry sigchld; /* on the loop's shared SIGCHLD handle */
-	uv_timer_t sample_timer, fast_timer, wall_timer, drain_timer;
-	uv_poll_t mem_poll;
-	int mem_poll_on, fast_on, wall_on;
-	int n_handles;
-	int deleting;
-
-	int64_t start_us, start_mono, end_us; /* start_mono: on the clock */
-	struct rmsummary cur;
-	int64_t mem_limit_mb; /* current memory limit (may be raised) */
-	int limit_raises;
-	int killed_for_limits;
-	double exceeded[RM_N_FIELDS];
-	int64_t prev_high, prev_oom_kills;
-
-	struct win_sample win[WIN_MAX];
-	int nwin;
-	double cores_peak; /* -1 until a full window was seen */
-	double cores_now;
-	int64_t rss_peak, peak_bytes, cache_now;
-	uint64_t next_ms; /* delay of the next sample: doubles from 50 ms up to the interval */
-	double mem_now, vm_now, swap_now, disk_now;
-	int procs_now;
-	int64_t disk_next_mono, disk_cost_us;
-	int64_t disk_at_mono; /* when the directories were last walked; 0: never */
-	int machine_cpus;
-	struct rmon_proc_totals tot;
-};
-
 /* ---- small helpers ------------------------------------------------------------------ */
-
-static double now_wall(const struct rmonitor *m)
-{
-	return (double)(htc_clock_now_us(m->clock) - m->start_mono) / 1e6;
-}
 
 /* argv as one line, words quoted for the shell only when they need it. */
 static char *command_line(char *const *argv)
@@ -141,292 +54,6 @@ static char *command_line(char *const *argv)
 	char *line = str_join(words, " ");
 	str_free_argv(words);
 	return line;
-}
-
-static void set_peak(struct rmonitor *m, int f, double v)
-{
-	if (v < 0)
-		return;
-	if (m->cur.v[f] < 0 || v > m->cur.v[f]) {
-		m->cur.v[f] = v;
-		m->cur.peak_times[f] = now_wall(m);
-	}
-}
-
-/* ---- killing -------------------------------------------------------------------------- */
-
-static void signal_tracked(struct rmonitor *m, int sig)
-{
-	pid_t *pids = NULL;
-	size_t n = m->proc ? rmon_proc_live(m->proc, &pids) : 0;
-	for (size_t i = 0; i < n; i++)
-		kill(pids[i], sig);
-	free(pids);
-	if (!m->reaped && m->pid > 0)
-		kill(m->pid, sig);
-	if (m->new_session && m->pid > 0)
-		kill(-m->pid, sig);
-}
-
-/* Samples /proc without a cgroup: the forks the connector has reported are taken in first
- * (the tracker then reads only the known processes instead of the whole of /proc). */
-static void proc_sample(struct rmonitor *m, int light, struct rmon_proc_totals *out)
-{
-	if (m->cn_on)
-		rmon_cn_drain(&m->cn);
-	rmon_proc_sample(m->proc, NULL, 0, light, out);
-}
-
-/* Kills every process of the task, as fast as possible. */
-static void kill_tree(struct rmonitor *m)
-{
-	if (m->cg)
-		rmon_cgroup_kill_all(m->cg, 0);
-	if (!m->cg && m->proc) {
-		/* Stop first so nobody forks while we go through the list, then kill. */
-		proc_sample(m, 1, NULL);
-		signal_tracked(m, SIGSTOP);
-		proc_sample(m, 1, NULL);
-	}
-	signal_tracked(m, SIGKILL);
-}
-
-static void limit_kill(struct rmonitor *m, int field, double limit)
-{
-	if (m->state == ST_DONE)
-		return;
-	if (!m->killed_for_limits)
-		debug(D_RMON, "pid %ld: %s limit %g exceeded, killing the task", (long)m->pid,
-		      rmsummary_field_name(field), limit);
-	m->killed_for_limits = 1;
-	if (m->exceeded[field] < 0)
-		m->exceeded[field] = limit;
-	kill_tree(m);
-}
-
-/* ---- sampling ------------------------------------------------------------------------- */
-
-static void measure_disk(struct rmonitor *m, int force)
-{
-	int64_t now = time_monotonic_us();
-	if (!force && now < m->disk_next_mono)
-		return;
-	const char *cwd_only[2] = {m->cwd, NULL};
-	char here[4096];
-	if (!m->cwd)
-		cwd_only[0] = getcwd(here, sizeof here) ? here : ".";
-	const char *const *dirs = m->measure_dirs ? (const char *const *)m->measure_dirs : cwd_only;
-	int64_t bytes = rmon_disk_usage(dirs);
-	int64_t cost = time_monotonic_us() - now;
-	m->disk_cost_us = cost;
-	m->disk_at_mono = now;
-	/* Never spend more than a tenth of the time walking directories. */
-	m->disk_next_mono = now + 10 * cost;
-	if (bytes >= 0) {
-		m->disk_now = (double)bytes / MB;
-		set_peak(m, RM_DISK, m->disk_now);
-	}
-}
-
-/* 1 when a light check of the disk limit should walk the directories: never walked yet, or
- * the room left under the limit at the last walk could have been filled since (at
- * DISK_FILL_MB_S), or a full interval has passed. A task with a lot of room left is then
- * walked at the samples (and at its end), not every FAST_S. */
-static int disk_check_due(struct rmonitor *m)
-{
-	double lim = m->limits[RM_DISK];
-	if (lim < 0)
-		return 0;
-	if (m->disk_at_mono == 0)
-		return 1;
-	double room_s = (lim - m->disk_now) / DISK_FILL_MB_S;
-	if (room_s > m->interval)
-		room_s = m->interval;
-	return time_monotonic_us() >= m->disk_at_mono + (int64_t)(room_s * 1e6);
-}
-
-/* Peak of delta-cpu / delta-wall over a window of at least max(1 s, interval). */
-static void update_cores(struct rmonitor *m, double cpu, int threads)
-{
-	int64_t now = time_monotonic_us();
-	if (m->nwin == WIN_MAX) {
-		memmove(m->win, m->win + 1, (WIN_MAX - 1) * sizeof *m->win);
-		m->nwin--;
-	}
-	m->win[m->nwin++] = (struct win_sample){now, cpu, threads};
-	int64_t w = (int64_t)(fmax(1.0, m->interval) * 1e6);
-	int base = -1;
-	for (int i = m->nwin - 1; i >= 0; i--)
-		if (m->win[i].t <= now - w) {
-			base = i;
-			break;
-		}
-	if (base < 0)
-		return;
-	double dt = (double)(now - m->win[base].t) / 1e6;
-	double rate = dt > 0 ? (cpu - m->win[base].cpu) / dt : 0;
-	int maxthreads = 1;
-	for (int i = base; i < m->nwin; i++)
-		if (m->win[i].threads > maxthreads)
-			maxthreads = m->win[i].threads;
-	if (rate > maxthreads)
-		rate = maxthreads;
-	if (rate > m->machine_cpus)
-		rate = m->machine_cpus;
-	if (rate < 0)
-		rate = 0;
-	m->cores_now = rate;
-	if (rate > m->cores_peak) {
-		m->cores_peak = rate;
-		m->cur.peak_times[RM_CORES] = now_wall(m);
-	}
-	/* Keep one sample older than the window. */
-	if (base > 0) {
-		memmove(m->win, m->win + base, (size_t)(m->nwin - base) * sizeof *m->win);
-		m->nwin -= base;
-	}
-}
-
-static void check_sampled_limits(struct rmonitor *m)
-{
-	if (m->measure_only || m->state == ST_DONE)
-		return;
-	for (int f = 0; f < RM_N_FIELDS; f++) {
-		double lim = m->limits[f];
-		if (lim < 0 || m->cur.v[f] < 0)
-			continue;
-		switch (f) {
-		case RM_START:
-		case RM_END:
-		case RM_MACHINE_CPUS:
-		case RM_MACHINE_LOAD:
-		case RM_CORES_AVG:
-		case RM_GPUS: continue;
-		case RM_MEMORY:
-			if (m->cg_mem)
-				continue;
-			break;
-		case RM_MAX_CONCURRENT_PROCESSES:
-			if (m->cg_pids)
-				continue;
-			break;
-		case RM_CORES:
-			/* Sampled CPU rates are noisy: allow 10% over without a quota. */
-			if (m->cg_cpu || m->cur.v[f] <= lim * 1.1 + 0.05)
-				continue;
-			break;
-		default: break;
-		}
-		if (m->cur.v[f] > lim)
-			limit_kill(m, f, lim);
-	}
-}
-
-static void time_series_row(struct rmonitor *m)
-{
-	if (!m->time_series)
-		return;
-	fprintf(m->time_series, "%lld %.3f %.3f %.3f %.3f %.3f %.3f %.3f %d %.3f\n",
-	        (long long)time_now_us(), m->cur.v[RM_CPU_TIME] < 0 ? 0 : m->cur.v[RM_CPU_TIME],
-	        m->cores_now, m->mem_now, m->vm_now, m->swap_now,
-	        m->cur.v[RM_BYTES_READ] < 0 ? 0 : m->cur.v[RM_BYTES_READ],
-	        m->cur.v[RM_BYTES_WRITTEN] < 0 ? 0 : m->cur.v[RM_BYTES_WRITTEN], m->procs_now,
-	        m->disk_now);
-	fflush(m->time_series);
-}
-
-/* Memory of a cgroup task: the cgroup's peak charge minus the page cache charged at the time
- * of reading (files the task wrote or read stay cached and charged, but they are not what
- * the task needs to run), never below the peak of the summed RSS from /proc. A task that only
- * allocates is measured exactly; one that writes a big file does not look big. */
-static double cgroup_memory_mb(struct rmonitor *m)
-{
-	int64_t cache = m->cache_now > 0 ? m->cache_now : 0;
-	int64_t v = m->peak_bytes - cache;
-	if (v < m->rss_peak)
-		v = m->rss_peak;
-	return (double)v / MB;
-}
-
-/* Takes one sample. LIGHT: only what the limit checks need. */
-static void sample(struct rmonitor *m, int light)
-{
-	struct rmon_cg_stats st;
-	pid_t *pids = NULL;
-	size_t n = 0;
-	if (m->cg) {
-		/* What the samples use: the OOM figures only with a memory limit (finish()
-		 * looks at them), no block I/O (the /proc figures are used for it). */
-		unsigned what = RMON_CGS_MEMORY | RMON_CGS_CPU | RMON_CGS_PIDS;
-		if (m->mem_limit_mb >= 0)
-			what |= RMON_CGS_OOM;
-		rmon_cgroup_stats_some(m->cg, &st, what);
-		m->st = st;
-		/* The forks the connector holds first, as without a cgroup: a process this sample
-		 * finds is then already known, not counted again when its fork is read later. */
-		if (m->cn_on)
-			rmon_cn_drain(&m->cn);
-		rmon_cgroup_pids(m->cg, &pids, &n);
-		rmon_proc_sample(m->proc, pids, n, light, &m->tot);
-	} else {
-		proc_sample(m, light, &m->tot);
-	}
-	free(pids);
-	struct rmon_proc_totals *t = &m->tot;
-
-	if (t->rss > m->rss_peak)
-		m->rss_peak = t->rss;
-	double cpu = t->cpu_s;
-	if (m->cg) {
-		if (st.mem_peak > m->peak_bytes)
-			m->peak_bytes = st.mem_peak;
-		if (st.mem_current > m->peak_bytes)
-			m->peak_bytes = st.mem_current;
-		m->cache_now = st.mem_cache;
-		int64_t cur = st.mem_current - (st.mem_cache > 0 ? st.mem_cache : 0);
-		m->mem_now = (double)(cur > t->rss ? cur : t->rss) / MB;
-		set_peak(m, RM_MEMORY, cgroup_memory_mb(m));
-		if (st.cpu_ns >= 0)
-			cpu = (double)st.cpu_ns / 1e9;
-		if (st.pids_current > 0)
-			set_peak(m, RM_MAX_CONCURRENT_PROCESSES, (double)st.pids_current);
-		if (st.io_read >= 0 && st.io_read > t->read_bytes)
-			t->read_bytes = st.io_read;
-		if (st.io_write >= 0 && st.io_write > t->write_bytes)
-			t->write_bytes = st.io_write;
-	} else {
-		m->mem_now = (double)t->rss / MB;
-		set_peak(m, RM_MEMORY, (double)m->rss_peak / MB);
-	}
-	if (m->cur.v[RM_CPU_TIME] < 0 || cpu > m->cur.v[RM_CPU_TIME])
-		m->cur.v[RM_CPU_TIME] = cpu;
-	double wall = now_wall(m);
-	m->cur.v[RM_WALL_TIME] = wall;
-	if (wall > 0)
-		m->cur.v[RM_CORES_AVG] = m->cur.v[RM_CPU_TIME] / wall;
-	m->vm_now = (double)t->vm / MB;
-	m->swap_now = (double)t->swap / MB;
-	m->procs_now = t->nprocs;
-	set_peak(m, RM_VIRTUAL_MEMORY, m->vm_now);
-	set_peak(m, RM_SWAP_MEMORY, m->swap_now);
-	set_peak(m, RM_MAX_CONCURRENT_PROCESSES, (double)t->max_concurrent);
-	set_peak(m, RM_TOTAL_PROCESSES, (double)t->total_processes);
-	update_cores(m, m->cur.v[RM_CPU_TIME], t->nthreads);
-	if (m->cores_peak >= 0)
-		m->cur.v[RM_CORES] = m->cores_peak;
-	else if (wall > 0)
-		m->cur.v[RM_CORES] = fmin(m->cur.v[RM_CORES_AVG], m->machine_cpus);
-	if (!light || disk_check_due(m))
-		measure_disk(m, 0);
-	if (!light) {
-		set_peak(m, RM_BYTES_READ, (double)t->read_bytes / MB);
-		set_peak(m, RM_BYTES_WRITTEN, (double)t->write_bytes / MB);
-		set_peak(m, RM_CONTEXT_SWITCHES, (double)t->ctx_switches);
-		set_peak(m, RM_MACHINE_LOAD, rmon_machine_load());
-		if (m->report_files)
-			set_peak(m, RM_TOTAL_FILES, (double)rmon_proc_nfiles(m->proc));
-	}
-	check_sampled_limits(m);
 }
 
 /* ---- ending --------------------------------------------------------------------------- */
@@ -515,9 +142,9 @@ static void finish(struct rmonitor *m)
 	if (m->state == ST_DONE)
 		return;
 	/* The last walk of the directories, then no other one in the last sample. */
-	measure_disk(m, 1);
+	rmonitor_measure_disk(m, 1);
 	m->disk_next_mono = INT64_MAX;
-	sample(m, 0);
+	rmonitor_sample(m, 0);
 	m->state = ST_DONE;
 	m->end_us = time_now_us();
 	double wall = (double)(m->end_us - m->start_us) / 1e6;
@@ -529,7 +156,7 @@ static void finish(struct rmonitor *m)
 			m->peak_bytes = st.mem_peak;
 		m->cache_now = st.mem_cache;
 		/* The final figure replaces the running peak: cache at the end is known now. */
-		s->v[RM_MEMORY] = cgroup_memory_mb(m);
+		s->v[RM_MEMORY] = rmonitor_cgroup_memory_mb(m);
 		if (st.cpu_ns >= 0 && (double)st.cpu_ns / 1e9 > s->v[RM_CPU_TIME])
 			s->v[RM_CPU_TIME] = (double)st.cpu_ns / 1e9;
 		if (st.oom_kills > m->prev_oom_kills && m->mem_limit_mb >= 0) {
@@ -580,7 +207,7 @@ static void finish(struct rmonitor *m)
 		s->exit_status = WEXITSTATUS(m->wstatus);
 		s->signal = 0;
 	}
-	time_series_row(m);
+	rmonitor_time_series_row(m);
 	debug(D_RMON, "pid %ld done: wall %.3f s, cpu %.3f s, memory %.1f MB, %d processes",
 	      (long)m->pid, wall, s->v[RM_CPU_TIME], s->v[RM_MEMORY],
 	      (int)s->v[RM_TOTAL_PROCESSES]);
@@ -595,7 +222,7 @@ static int tree_empty(struct rmonitor *m)
 		return e != 0; /* an unreadable group counts as empty */
 	}
 	struct rmon_proc_totals t;
-	proc_sample(m, 1, &t);
+	rmonitor_proc_sample(m, 1, &t);
 	return t.nprocs == 0;
 }
 
@@ -605,7 +232,7 @@ static void on_drain(uv_timer_t *t)
 	if (m->state != ST_DRAINING)
 		return;
 	if (m->killed_for_limits)
-		kill_tree(m);
+		rmonitor_kill_tree(m);
 	if (tree_empty(m)) {
 		uv_timer_stop(&m->drain_timer);
 		finish(m);
@@ -630,7 +257,7 @@ static void check_child(struct rmonitor *m)
 	 * any more, and its counters keep everything: the sample is taken after the reaping,
 	 * by finish() or below.) */
 	if (!m->cg)
-		sample(m, 0);
+		rmonitor_sample(m, 0);
 	else if (!rmon_proc_alone(m->proc))
 		rmon_proc_final(m->proc, m->pid);
 	struct rusage ru;
@@ -652,7 +279,7 @@ static void check_child(struct rmonitor *m)
 		finish(m);
 	} else {
 		if (m->cg)
-			sample(m, 0);
+			rmonitor_sample(m, 0);
 		uv_timer_start(&m->drain_timer, on_drain, DRAIN_MS, DRAIN_MS);
 	}
 }
@@ -669,8 +296,8 @@ static void on_sample(uv_timer_t *t)
 	struct rmonitor *m = t->data;
 	if (m->state != ST_RUNNING)
 		return;
-	sample(m, 0);
-	time_series_row(m);
+	rmonitor_sample(m, 0);
+	rmonitor_time_series_row(m);
 	check_child(m);
 	if (m->state != ST_RUNNING)
 		return;
@@ -689,9 +316,9 @@ static void on_fast(uv_timer_t *t)
 		return;
 	/* Checking only the disk limit, and it is not due: nothing to look at. */
 	int for_memory = m->limits[RM_MEMORY] >= 0 && !m->cg_mem;
-	if (!for_memory && !disk_check_due(m))
+	if (!for_memory && !rmonitor_disk_check_due(m))
 		return;
-	sample(m, 1);
+	rmonitor_sample(m, 1);
 }
 
 static void on_wall(uv_timer_t *t)
@@ -699,7 +326,7 @@ static void on_wall(uv_timer_t *t)
 	struct rmonitor *m = t->data;
 	if (m->state == ST_DONE)
 		return;
-	limit_kill(m, RM_WALL_TIME, m->limits[RM_WALL_TIME]);
+	rmonitor_limit_kill(m, RM_WALL_TIME, m->limits[RM_WALL_TIME]);
 	check_child(m);
 }
 
@@ -723,7 +350,7 @@ static void at_limit(struct rmonitor *m)
 		       (long)m->pid, (long long)lim, (long long)more);
 		return;
 	}
-	limit_kill(m, RM_MEMORY, (double)lim);
+	rmonitor_limit_kill(m, RM_MEMORY, (double)lim);
 }
 
 static void on_mem_event(uv_poll_t *h, int status, int events)
@@ -751,7 +378,7 @@ static void on_mem_event(uv_poll_t *h, int status, int events)
 	int64_t unreclaimable = st.mem_current - (st.mem_cache > 0 ? st.mem_cache : 0);
 	if (st.oom_kills > m->prev_oom_kills) {
 		m->prev_oom_kills = st.oom_kills;
-		limit_kill(m, RM_MEMORY, (double)m->mem_limit_mb);
+		rmonitor_limit_kill(m, RM_MEMORY, (double)m->mem_limit_mb);
 	} else if (st.high_events > m->prev_high && unreclaimable >= lim - lim / 50) {
 		m->prev_high = st.high_events;
 		at_limit(m);
@@ -1157,7 +784,7 @@ int rmonitor_kill(struct rmonitor *m, int sig)
 		else
 			rmon_cgroup_signal(m->cg, sig);
 	}
-	signal_tracked(m, sig);
+	rmonitor_signal_tracked(m, sig);
 	return 0;
 }
 
@@ -1168,7 +795,7 @@ void rmonitor_delete(struct rmonitor *m)
 	m->deleting = 1;
 	if (m->state != ST_DONE) {
 		debug(D_RMON, "pid %ld: deleted while running, killing the task", (long)m->pid);
-		kill_tree(m);
+		rmonitor_kill_tree(m);
 		if (!m->reaped) {
 			int st;
 			/* SIGKILLed just now: this returns at once. */
