@@ -300,12 +300,12 @@ static void test_fast_abort(void **state)
 }
 
 /* The fast-abort check looks at the oldest running task of a category, not at every running
- * one: twelve tasks held on a worker, all under the limit, cost one look per check. */
+ * one: twelve tasks held on a worker, all under the limit, cost one look per check. Fast abort
+ * is turned on while they run: it takes in the tasks running then. */
 static void test_fast_abort_looks_at_oldest(void **state)
 {
 	struct fake_env *e = *state;
 	struct work_queue *q = fake_queue(e, NULL);
-	assert_int_equal(work_queue_activate_fast_abort_category(q, "fb", 100.0), 0);
 	struct fake *a = fake_start(e, q, FAKE_RUN, NULL);
 	for (int i = 0; i < 10; i++) {
 		struct work_queue_task *t = work_queue_task_create("quick");
@@ -330,9 +330,11 @@ static void test_fast_abort_looks_at_oldest(void **state)
 	for (int i = 0; i < 500 && q->stats.tasks_running < 12; i++)
 		assert_null(work_queue_wait(q, 0.02));
 	assert_int_equal(q->stats.tasks_running, 12);
+	assert_int_equal(work_queue_activate_fast_abort_category(q, "fb", 100.0), 0);
 	uint64_t ticks0 = q->ticks, examined0 = q->abort_examined;
-	while (q->ticks < ticks0 + 3)
+	for (int i = 0; i < 1200 && q->ticks < ticks0 + 3; i++)
 		assert_null(work_queue_wait(q, 0.05));
+	assert_true(q->ticks >= ticks0 + 3);
 	/* a walk of the running tasks would look at 12 per check */
 	assert_true(q->abort_examined - examined0 >= 1);
 	assert_true(q->abort_examined - examined0 <= q->ticks - ticks0 + 1);

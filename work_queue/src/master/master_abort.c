@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "debug.h"
@@ -59,24 +60,8 @@ static struct wq_abort_cat *cat_get(struct work_queue *q, const char *name)
 	return c;
 }
 
-int master_abort_set_multiplier(struct work_queue *q, double multiplier)
-{
-	if (!q || isnan(multiplier))
-		return -EINVAL;
-	q->fast_abort = multiplier > 0 ? multiplier : 0;
-	return 0;
-}
-
-int master_abort_set_category_multiplier(struct work_queue *q, const char *category,
-                                         double multiplier)
-{
-	if (!q || isnan(multiplier))
-		return -EINVAL;
-	cat_get(q, category)->multiplier = multiplier > 0 ? multiplier : 0;
-	return 0;
-}
-
-/* 1 when the entry E still stands for a running task (the same run: its start matches). */
+/* The task of entry E when it still stands for a running task (the same run: its start
+ * matches); NULL when the entry is stale. */
 static struct mtask *live(struct work_queue *q, const struct started *e)
 {
 	struct mtask *m = master_queue_task_lookup(q, e->id);
@@ -95,7 +80,7 @@ static void compact(struct work_queue *q, struct wq_abort_cat *c)
 	c->compact_at = 2 * n + 64;
 }
 
-void master_abort_started(struct work_queue *q, struct mtask *m)
+static void push(struct work_queue *q, struct mtask *m)
 {
 	struct wq_abort_cat *c = cat_get(q, m->t->category);
 	if (c->tail - c->head >= c->compact_at)
@@ -111,6 +96,78 @@ void master_abort_started(struct work_queue *q, struct mtask *m)
 		}
 	}
 	c->run[c->tail++] = (struct started){m->id, m->running_since};
+}
+
+void master_abort_started(struct work_queue *q, struct mtask *m)
+{
+	/* Nothing is kept while fast abort is off: turning it on takes in what runs then. */
+	if (q->abort_on)
+		push(q, m);
+}
+
+static int by_start(const void *a, const void *b)
+{
+	double x = (*(struct mtask *const *)a)->running_since;
+	double y = (*(struct mtask *const *)b)->running_since;
+	return x < y ? -1 : x > y;
+}
+
+/* Fast abort was just turned on: the lists are made anew from the tasks running now, in the
+ * order they started (one walk of the workers, at this rare call only). */
+static void seed(struct work_queue *q)
+{
+	struct wq_abort_cat *c, *ct;
+	HASH_ITER(hh, q->abort_cats, c, ct)
+	c->head = c->tail = 0;
+	size_t n = 0, cap = 0;
+	struct mtask **run = NULL;
+	for (struct mworker *w = q->workers; w; w = w->next)
+		for (struct mtask *m = w->assigned; m; m = m->wnext)
+			if (m->state == MTASK_RUNNING) {
+				if (n == cap) {
+					cap = cap ? 2 * cap : 64;
+					run = xrealloc(run, cap * sizeof *run);
+				}
+				run[n++] = m;
+			}
+	if (n)
+		qsort(run, n, sizeof *run, by_start);
+	for (size_t i = 0; i < n; i++)
+		push(q, run[i]);
+	free(run);
+}
+
+/* Whether fast abort applies to some category now; seeds the lists when it becomes so. */
+static void refresh_on(struct work_queue *q)
+{
+	bool on = q->fast_abort > 0;
+	struct wq_abort_cat *c, *ct;
+	HASH_ITER(hh, q->abort_cats, c, ct)
+	on = on || c->multiplier > 0;
+	if (on && !q->abort_on) {
+		q->abort_on = true;
+		seed(q);
+	}
+	q->abort_on = on;
+}
+
+int master_abort_set_multiplier(struct work_queue *q, double multiplier)
+{
+	if (!q || isnan(multiplier))
+		return -EINVAL;
+	q->fast_abort = multiplier > 0 ? multiplier : 0;
+	refresh_on(q);
+	return 0;
+}
+
+int master_abort_set_category_multiplier(struct work_queue *q, const char *category,
+                                         double multiplier)
+{
+	if (!q || isnan(multiplier))
+		return -EINVAL;
+	cat_get(q, category)->multiplier = multiplier > 0 ? multiplier : 0;
+	refresh_on(q);
+	return 0;
 }
 
 void master_abort_record(struct work_queue *q, const char *category, double wall_s)
@@ -152,12 +209,9 @@ static bool check_task(struct work_queue *q, struct mworker *w, struct mtask *m,
 
 void master_abort_check(struct work_queue *q)
 {
-	bool any = q->fast_abort > 0;
-	struct wq_abort_cat *c, *ct;
-	HASH_ITER(hh, q->abort_cats, c, ct)
-	any = any || c->multiplier > 0;
-	if (!any)
+	if (!q->abort_on)
 		return;
+	struct wq_abort_cat *c, *ct;
 	double now = master_queue_now();
 	/* Per category, the oldest running tasks only: the first one under the limit ends the
 	 * look (every later one started after it). Neither the queue (it may hold a million

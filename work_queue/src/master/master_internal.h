@@ -240,6 +240,7 @@ struct work_queue {
 	struct catalog_updater *catalog;
 	char *catalog_hosts;     /* given with work_queue_specify_catalog_servers, or NULL */
 	double fast_abort;       /* default multiplier, 0 = off */
+	bool abort_on;           /* fast abort applies to some category (master_abort.c) */
 	int prefetch_per_worker; /* work_queue_specify_prefetch: -1 queue_max, 0 off */
 	double prefetch_max_s;
 	double prefetch_ctr_s;      /* work_queue_specify_prefetch_containers */
