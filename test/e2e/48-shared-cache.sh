@@ -1,7 +1,8 @@
 #!/bin/bash
 # 48-shared-cache.sh: end-to-end tests of workers that share a store (work_queue_worker
 # --shared-cache DIR, doc/work-queue-shared-cache.md) with makeflow -T wq and separate worker
-# processes on one directory: an input both workers need crosses the network once, and a URL
+# processes on one directory: an input both workers need crosses the network once (a file or a
+# directory), and a URL
 # input both need is fetched from its server once (work_queue/test/helper_url_master); a worker
 # killed with kill -9 in the middle of receiving a large object leaves nothing in the store and
 # the other worker gets the whole object; a dead writer's temporary and lock stall nobody.
@@ -56,6 +57,39 @@ test_expect_success 'an input two workers of one store need is sent once; both t
 	# the store holds it, and its content is its name
 	[ "$(sha256sum store/objects/$obj | cut -d" " -f1)" = "$want" ]
 	[ "$(cat store/store-id | wc -c)" = 33 ]
+'
+
+test_expect_success 'a cached directory two workers of one store need is sent once; both read it whole' '
+	mkdir -p refdir/sub/empty started
+	head -c 3000000 /dev/urandom >refdir/a
+	head -c 2000000 /dev/urandom >refdir/sub/b
+	echo small >refdir/sub/c
+	test_daemon_start port "$URL_MASTER" together-dir port "$PWD/refdir" "$PWD/started" 2
+	master=$DAEMON_PID
+	mlog=$(ls daemon.*.log | tail -n 1)
+	port=$DAEMON_PORT
+	start_worker --cores 1 --shared-cache "$PWD/store" -s "$PWD/w1" -d worker -o w1.log localhost $port
+	start_worker --cores 1 --shared-cache "$PWD/store" -s "$PWD/w2" -d worker -o w2.log localhost $port
+	rc=0
+	wait $master || rc=$?
+	cat $mlog
+	[ $rc = 0 ]
+	grep -q "^task t1 result SUCCESS status 0" $mlog
+	grep -q "^task t2 result SUCCESS status 0" $mlog
+	want=$(cat refdir/a refdir/sub/b refdir/sub/c | sha256sum | cut -d" " -f1)
+	[ "$(cut -d" " -f1 t1.txt)" = "$want" ]
+	[ "$(cut -d" " -f1 t2.txt)" = "$want" ]
+	# published by the worker it was sent to, taken by the other
+	obj=$(ls store/objects | grep "^D-")
+	[ "$(cat w1.log w2.log | grep -c "shared cache: $obj published")" = 1 ]
+	[ "$(cat w1.log w2.log | grep -c "shared cache: take $obj: done")" = 1 ]
+	# the tree in the store, read-only (the workers, gone now, linked its files)
+	cmp store/objects/$obj/a refdir/a
+	cmp store/objects/$obj/sub/b refdir/sub/b
+	[ -d store/objects/$obj/sub/empty ]
+	[ "$(stat -c %a store/objects/$obj)" = 555 ]
+	[ "$(stat -c %a store/objects/$obj/sub/b)" = 444 ]
+	[ "$(ls -A store/.partial | wc -l)" = 0 ]
 '
 
 test_expect_success 'a store on another file system (tmpfs) than the workers: checked copies' '

@@ -12,11 +12,18 @@
  *
  * Usage: helper_url_master together PORTFILE URL STARTED_DIR N
  *
+ * With `together-dir` (48-shared-cache.sh): the same, but the input is the local directory DIR
+ * given as a cached directory (a D- object), named "in" in the sandbox; task I writes the
+ * SHA-256 of its files' contents (in the order of their sorted paths) to tI.txt.
+ *
+ * Usage: helper_url_master together-dir PORTFILE DIR STARTED_DIR N
+ *
  * With `nocache` (33-wq-url.sh): two tasks submitted together, n1 and n2, whose input is URL
  * given WORK_QUEUE_NOCACHE, then c1 and after it c2 with the same URL cached; each writes the
  * input to TAG.txt.
  *
  * Usage: helper_url_master nocache PORTFILE URL */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +39,13 @@ static int submit_flags(struct work_queue *q, const char *tag, const char *cmd, 
 	work_queue_task_specify_cores(t, 1);
 	work_queue_task_specify_memory(t, 100);
 	work_queue_task_specify_disk(t, 100);
-	if (url && work_queue_task_specify_url(t, url, remote, flags) < 0) {
+	if (url && url[0] == '/' &&
+	    work_queue_task_specify_directory(t, url, remote, WORK_QUEUE_INPUT, flags, 1) < 0) {
+		fprintf(stderr, "helper_url_master: %s: %s\n", tag, work_queue_task_last_error(t));
+		work_queue_task_delete(t);
+		return -1;
+	}
+	if (url && url[0] != '/' && work_queue_task_specify_url(t, url, remote, flags) < 0) {
 		fprintf(stderr, "helper_url_master: %s: %s\n", tag, work_queue_task_last_error(t));
 		work_queue_task_delete(t);
 		return -1;
@@ -86,8 +99,8 @@ static struct work_queue *open_queue(const char *portfile)
 	return q;
 }
 
-/* The `together` mode. */
-static int together(const char *portfile, const char *url, const char *started, int n)
+/* The `together` mode; with DIR, `together-dir` (URL is then the directory's path). */
+static int together(const char *portfile, const char *url, const char *started, int n, bool dir)
 {
 	struct work_queue *q = open_queue(portfile);
 	if (!q)
@@ -98,11 +111,14 @@ static int together(const char *portfile, const char *url, const char *started, 
 		char tag[16], cmd[1024], out[32];
 		snprintf(tag, sizeof tag, "t%d", i);
 		snprintf(cmd, sizeof cmd,
-		         "touch %s/%s; until [ `ls %s | wc -l` -ge %d ]; do sleep 0.05; done; "
-		         "stat -c %%s in.txt > %s.txt",
-		         started, tag, started, n, tag);
+		         "touch %s/%s; until [ `ls %s | wc -l` -ge %d ]; do sleep 0.05; done; %s > "
+		         "%s.txt",
+		         started, tag, started, n,
+		         dir ? "find in/ -type f | LC_ALL=C sort | xargs cat | sha256sum"
+		             : "stat -c %s in.txt",
+		         tag);
 		snprintf(out, sizeof out, "%s.txt", tag);
-		if (submit(q, tag, cmd, url, "in.txt", out) < 0)
+		if (submit(q, tag, cmd, url, dir ? "in" : "in.txt", out) < 0)
 			rc = 1;
 	}
 	if (rc == 0 && collect(q, n) != n)
@@ -136,13 +152,18 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "nocache"))
 		return nocache(argv[2], argv[3]);
-	if (argc == 6 && !strcmp(argv[1], "together")) {
+	if (argc == 6 && (!strcmp(argv[1], "together") || !strcmp(argv[1], "together-dir"))) {
 		int n = atoi(argv[5]);
 		if (n < 1 || n > 1000) {
 			fprintf(stderr, "helper_url_master: N must be 1 to 1000\n");
 			return 2;
 		}
-		return together(argv[2], argv[3], argv[4], n);
+		bool dir = !strcmp(argv[1], "together-dir");
+		if (dir && argv[3][0] != '/') {
+			fprintf(stderr, "helper_url_master: DIR must be an absolute path\n");
+			return 2;
+		}
+		return together(argv[2], argv[3], argv[4], n, dir);
 	}
 	if (argc != 4) {
 		fprintf(stderr, "usage: helper_url_master PORTFILE URL_OK URL_MISSING\n");

@@ -1,7 +1,8 @@
 /* test_worker_shared_cache.c: unit tests for the shared store: one identity agreed by processes
  * opening it at once, per-object OFD locks (held, released by kill -9), publication by link and
  * by a checked copy across file systems, await of a present, missing or wrong-sized object and
- * of one whose writer died, the sweep of stale temporaries, references and the size limit. */
+ * of one whose writer died, the sweep of stale temporaries, references and the size limit;
+ * directory objects (D-) published, taken, trimmed and swept the same way. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,12 +15,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "worker_shared_cache.h"
+#include "beneath.h"
+#include "wq_listing.h"
 #include "htc_error.h"
 #include "full_io.h"
 #include "path.h"
@@ -32,6 +36,7 @@ struct fixture {
 	char *dir;   /* the test's directory */
 	char *store; /* DIR/store */
 	char *src;   /* DIR/src: a "worker cache" on the same file system */
+	char *dir2;  /* DIR/dst: another worker's partial directory (made by a test) */
 	int src_fd;
 };
 
@@ -41,6 +46,7 @@ static int setup(void **state)
 	f->dir = ts_tmpdir_create("test_worker_shared_cache");
 	f->store = path_join(f->dir, "store");
 	f->src = path_join(f->dir, "src");
+	f->dir2 = path_join(f->dir, "dst");
 	assert_int_equal(mkdir(f->src, 0755), 0);
 	f->src_fd = open(f->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(f->src_fd >= 0);
@@ -54,6 +60,7 @@ static int teardown(void **state)
 	close(f->src_fd);
 	free(f->store);
 	free(f->src);
+	free(f->dir2);
 	ts_tmpdir_remove(f->dir);
 	free(f);
 	return 0;
@@ -473,6 +480,210 @@ static void test_limit_keeps_used_objects(void **state)
 	worker_shared_cache_close(s);
 }
 
+/* ---- directory objects ------------------------------------------------------------------- */
+
+/* Writes CONTENT to PATH of directory FD with MODE. */
+static void put_file(int fd, const char *path, const char *content, mode_t mode)
+{
+	int o = openat(fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	assert_true(o >= 0);
+	assert_int_equal(full_write(o, content, strlen(content)), 0);
+	close(o);
+}
+
+/* Makes a D- object in directory FD: "x" (2 bytes), "sub/y" (3 bytes, executable), "sub/empty/"
+ * and, when SPOIL, another "x" changed after naming the tree. Returns its name (caller frees). */
+static char *put_dir_object(int fd, bool spoil)
+{
+	assert_int_equal(mkdirat(fd, "tree", 0755), 0);
+	int t = openat(fd, "tree", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(t >= 0);
+	put_file(t, "x", spoil ? "ww" : "xx", 0444);
+	assert_int_equal(mkdirat(t, "sub", 0755), 0);
+	assert_int_equal(mkdirat(t, "sub/empty", 0755), 0);
+	put_file(t, "sub/y", "yyy", 0555);
+	struct wq_listing *l = NULL;
+	char *why = NULL;
+	assert_int_equal(wq_listing_walk(t, "tree", 0, &l, &why), 0);
+	char hex[SHA256_HEX_SIZE];
+	assert_int_equal(wq_listing_hash(l, hex), 0);
+	wq_listing_delete(l);
+	if (spoil) {
+		assert_int_equal(fchmodat(t, "x", 0644, 0), 0);
+		put_file(t, "x", "zz", 0644);
+	}
+	close(t);
+	char *name = xasprintf("D-%s", hex);
+	assert_int_equal(renameat(fd, "tree", fd, name), 0);
+	return name;
+}
+
+static ino_t ino_at(int fd, const char *path)
+{
+	struct stat st;
+	assert_int_equal(fstatat(fd, path, &st, AT_SYMLINK_NOFOLLOW), 0);
+	return st.st_ino;
+}
+
+static void remove_at(const char *dir, const char *name)
+{
+	char *p = path_join(dir, name);
+	assert_int_equal(tree_remove(p), 0);
+	free(p);
+}
+
+static void test_dir_publish_take_and_trim(void **state)
+{
+	struct fixture *f = *state;
+	struct worker_shared_cache *s = open_store(f->store, 0);
+	char *name = put_dir_object(f->src_fd, false);
+	int ofd = worker_shared_cache_objects_fd(s);
+	assert_int_equal(worker_shared_cache_await(s, name, 5), -ENOENT);
+	assert_int_equal(worker_shared_cache_publish(s, f->src_fd, name), 1);
+	assert_int_equal(worker_shared_cache_publish(s, f->src_fd, name), 0);
+	/* the files are the cache's, hard-linked; the directories read-only */
+	char *x = xasprintf("%s/x", name), *y = xasprintf("%s/sub/y", name);
+	char *empty = xasprintf("%s/sub/empty", name);
+	assert_true(ino_at(ofd, x) == ino_at(f->src_fd, x));
+	assert_true(ino_at(ofd, y) == ino_at(f->src_fd, y));
+	struct stat st;
+	assert_int_equal(fstatat(ofd, name, &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0555);
+	assert_int_equal(fstatat(ofd, empty, &st, 0), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(worker_shared_cache_users(s, name), 1);
+	uint64_t n = 0, b = 0;
+	assert_int_equal(worker_shared_cache_stat(s, &n, &b), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(b, 5);
+
+	/* a second worker takes it: its tree links the same files */
+	assert_int_equal(mkdir(f->dir2, 0700), 0);
+	int dfd = open(f->dir2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	int lock = worker_shared_cache_await(s, name, 5);
+	assert_true(lock >= 0);
+	struct wq_listing *l = NULL;
+	assert_int_equal(worker_shared_cache_take_dir(s, name, 6, dfd, &l), -EFBIG);
+	assert_null(l);
+	assert_int_equal(worker_shared_cache_take_dir(s, name, 5, dfd, &l), 0);
+	worker_shared_cache_unlock(s, lock);
+	char hex[SHA256_HEX_SIZE];
+	assert_int_equal(wq_listing_hash(l, hex), 0);
+	assert_string_equal(hex, name + 2);
+	assert_int_equal(wq_listing_count(l), 4);
+	wq_listing_delete(l);
+	assert_true(ino_at(dfd, "x") == ino_at(ofd, x));
+	assert_true(ino_at(dfd, "sub/y") == ino_at(ofd, y));
+	assert_int_equal(worker_shared_cache_users(s, name), 2);
+
+	/* in use: never trimmed; unused: trimmed, and nothing is left behind */
+	assert_int_equal(worker_shared_cache_trim(s, 0), 0);
+	remove_at(f->src, name);
+	assert_int_equal(worker_shared_cache_trim(s, 0), 0);
+	close(dfd);
+	assert_int_equal(tree_remove(f->dir2), 0);
+	assert_int_equal(worker_shared_cache_users(s, name), 0);
+	assert_int_equal(worker_shared_cache_trim(s, 0), 1);
+	assert_false(exists_at(ofd, name));
+	char *partial = path_join(f->store, ".partial");
+	assert_int_equal(count_entries(partial), 0);
+	free(partial);
+	free(x);
+	free(y);
+	free(empty);
+	free(name);
+	worker_shared_cache_close(s);
+}
+
+static void test_dir_copy_across_file_systems(void **state)
+{
+	struct fixture *f = *state;
+	char *other = other_fs_dir(f->dir);
+	if (!other)
+		fail_msg("no second file system (/dev/shm) to test copies across file systems");
+	int ofd2 = open(other, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(ofd2 >= 0);
+	struct worker_shared_cache *s = open_store(f->store, 0);
+	int ofd = worker_shared_cache_objects_fd(s);
+	char *name = put_dir_object(ofd2, false);
+	assert_int_equal(worker_shared_cache_publish(s, ofd2, name), 1);
+	assert_int_equal(worker_shared_cache_users(s, name), 0); /* copies: its own files */
+	char *y = xasprintf("%s/sub/y", name);
+	struct stat st;
+	assert_int_equal(fstatat(ofd, y, &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0555);
+	assert_int_equal(st.st_size, 3);
+	/* taken back across file systems: copied */
+	char *dst = path_join(other, "taken");
+	assert_int_equal(mkdir(dst, 0700), 0);
+	int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct wq_listing *l = NULL;
+	assert_int_equal(worker_shared_cache_take_dir(s, name, 5, dfd, &l), 0);
+	wq_listing_delete(l);
+	assert_int_equal(fstatat(dfd, "sub/y", &st, 0), 0);
+	assert_int_equal(st.st_size, 3);
+	close(dfd);
+	/* a tree whose content is not its name is refused and leaves nothing */
+	remove_at(other, name);
+	char *bad = put_dir_object(ofd2, true);
+	assert_int_equal(worker_shared_cache_publish(s, ofd2, bad), HTC_ECORRUPT);
+	assert_false(exists_at(ofd, bad));
+	char *partial = path_join(f->store, ".partial");
+	assert_int_equal(count_entries(partial), 0);
+	free(partial);
+	free(bad);
+	free(dst);
+	free(y);
+	free(name);
+	close(ofd2);
+	worker_shared_cache_close(s);
+	ts_tmpdir_remove(other);
+}
+
+struct flock_arg {
+	const char *path;
+};
+
+static void hold_flock(void *p)
+{
+	struct flock_arg *a = p;
+	int fd = open(a->path, O_RDONLY | O_DIRECTORY);
+	if (fd < 0 || flock(fd, LOCK_EX) < 0)
+		_exit(2);
+}
+
+/* A directory left in DIR/.partial by a writer that died (no flock) is swept when a worker
+ * opens the store, read-only directories and all; one whose writer lives is kept. */
+static void test_dir_sweep(void **state)
+{
+	struct fixture *f = *state;
+	worker_shared_cache_close(open_store(f->store, 0));
+	char *dead = xasprintf("%s/.partial/D-dead.1.1", f->store);
+	char *live = xasprintf("%s/.partial/D-live.1.2", f->store);
+	assert_int_equal(mkdir(dead, 0755), 0);
+	char *sub = path_join(dead, "sub");
+	assert_int_equal(mkdir(sub, 0755), 0);
+	int dfd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	put_file(dfd, "f", "data", 0444);
+	close(dfd);
+	assert_int_equal(chmod(sub, 0555), 0);
+	assert_int_equal(mkdir(live, 0755), 0);
+	struct flock_arg a = {live};
+	pid_t pid = child_ready(hold_flock, &a);
+	struct worker_shared_cache *s = open_store(f->store, 0);
+	struct stat st;
+	assert_int_equal(stat(dead, &st), -1);
+	assert_int_equal(stat(live, &st), 0);
+	kill_child(pid);
+	assert_int_equal(worker_shared_cache_sweep(s), 1);
+	assert_int_equal(stat(live, &st), -1);
+	worker_shared_cache_close(s);
+	free(sub);
+	free(dead);
+	free(live);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +696,9 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_publish_copy_across_file_systems, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_limit_keeps_used_objects, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dir_publish_take_and_trim, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dir_copy_across_file_systems, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dir_sweep, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

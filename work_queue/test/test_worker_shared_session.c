@@ -2,7 +2,8 @@
  * scripted fake master (wq_fake_master.h) over a socketpair: the store's identity in `identity`,
  * the store's objects listed in `store_have` after `cache_have`, and `cache_take` answered for an
  * object in the store (linked: one file), a missing one, one of another size and one already
- * held; without the capability `cache_take` is a violation. */
+ * held; without the capability `cache_take` is a violation. With `shared_dirs` a directory
+ * object of the store is listed and taken too (its files linked), and never without. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +29,7 @@
 #include "worker_conn.h"
 #include "worker_opts.h"
 #include "wq_fake_master.h"
+#include "wq_listing.h"
 #include "wq_msg.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -37,6 +39,7 @@ struct fx {
 	char *dir;
 	char *store;
 	char obj[80]; /* an object put into the store before the worker starts */
+	char *dobj;   /* a directory object put there too, or NULL */
 	struct worker_opts o;
 	struct worker *w;
 	struct fake_master *m;
@@ -44,9 +47,11 @@ struct fx {
 
 static const char content[] = "an image archive, in small";
 
-/* A worker with --shared-cache DIR/store, whose store holds one object, talking to a fake
- * master that offers CAPS. */
-static struct fx *start(unsigned caps)
+static char *store_dir(struct fx *f, const char *two);
+
+/* A worker with --shared-cache DIR/store, whose store holds one file object (and a directory
+ * object whose "a/two" is DIR_TWO, unless NULL), talking to a fake master that offers CAPS. */
+static struct fx *start(unsigned caps, const char *dir_two)
 {
 	struct fx *f = xcalloc(1, sizeof *f);
 	assert_int_equal(uv_loop_init(&f->loop), 0);
@@ -64,6 +69,8 @@ static struct fx *start(unsigned caps)
 	close(fd);
 	free(p);
 	free(objects);
+	if (dir_two)
+		f->dobj = store_dir(f, dir_two);
 	f->o.host = xstrdup("127.0.0.1");
 	f->o.port = 1;
 	f->o.cores = 1;
@@ -101,6 +108,7 @@ static void stop(struct fx *f)
 	free(f->o.shared_cache);
 	ts_tmpdir_remove(f->dir);
 	free(f->store);
+	free(f->dobj);
 	free(f);
 }
 
@@ -123,7 +131,7 @@ static json_t *take(struct fx *f, const char *name, int64_t size, int n)
 static void test_identity_and_store_have(void **state)
 {
 	(void)state;
-	struct fx *f = start(WQ_CAP_SHARED_CACHE);
+	struct fx *f = start(WQ_CAP_SHARED_CACHE, NULL);
 	assert_true(f->m->caps & WQ_CAP_SHARED_CACHE);
 	json_t *ident = fake_master_msg(f->m, "identity", 1);
 	char *idp = path_join(f->store, "store-id");
@@ -149,7 +157,7 @@ static void test_identity_and_store_have(void **state)
 static void test_cache_take(void **state)
 {
 	(void)state;
-	struct fx *f = start(WQ_CAP_SHARED_CACHE);
+	struct fx *f = start(WQ_CAP_SHARED_CACHE, NULL);
 	/* in the store: linked into the cache, one file */
 	json_t *t = take(f, f->obj, (int64_t)strlen(content), 1);
 	assert_true(json_is_true(json_object_get(t, "ok")));
@@ -181,7 +189,7 @@ static void test_cache_take(void **state)
 static void test_take_without_capability(void **state)
 {
 	(void)state;
-	struct fx *f = start(0);
+	struct fx *f = start(0, NULL);
 	assert_false(f->m->caps & WQ_CAP_SHARED_CACHE);
 	assert_int_equal(fake_master_count(f->m, "store_have"), 0);
 	assert_null(json_object_get(fake_master_msg(f->m, "identity", 1), "store"));
@@ -194,12 +202,96 @@ static void test_take_without_capability(void **state)
 	stop(f);
 }
 
+/* Puts a directory object into F's store: "one" (4 bytes) and "a/two" (the 3 bytes TWO);
+ * returns its name (caller frees). */
+static char *store_dir(struct fx *f, const char *two)
+{
+	char *tree = xasprintf("%s/objects/tree", f->store);
+	char *sub = path_join(tree, "a");
+	assert_int_equal(path_mkdir_p(sub, 0755), 0);
+	char *p1 = path_join(tree, "one"), *p2 = path_join(sub, "two");
+	ts_write_file(p1, "1234");
+	ts_write_file(p2, two);
+	int fd = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct wq_listing *l = NULL;
+	char *why = NULL;
+	assert_int_equal(wq_listing_walk(fd, "tree", 0, &l, &why), 0);
+	close(fd);
+	char hex[SHA256_HEX_SIZE];
+	assert_int_equal(wq_listing_hash(l, hex), 0);
+	wq_listing_delete(l);
+	char *name = xasprintf("D-%s", hex);
+	char *final = xasprintf("%s/objects/%s", f->store, name);
+	assert_int_equal(rename(tree, final), 0);
+	free(final);
+	free(p1);
+	free(p2);
+	free(sub);
+	free(tree);
+	return name;
+}
+
+/* Whether the store_have messages F's master received list NAME. */
+static bool announced(struct fx *f, const char *name)
+{
+	for (int k = 1; k <= fake_master_count(f->m, "store_have"); k++) {
+		json_t *objs = json_object_get(fake_master_msg(f->m, "store_have", k), "objects");
+		for (size_t i = 0; i < json_array_size(objs); i++)
+			if (!strcmp(json_string_value(json_array_get(json_array_get(objs, i), 0)),
+			            name))
+				return true;
+	}
+	return false;
+}
+
+static void test_dir_take(void **state)
+{
+	(void)state;
+	struct fx *f = start(WQ_CAP_SHARED_CACHE | WQ_CAP_SHARED_DIRS, "567");
+	assert_true(f->m->caps & WQ_CAP_SHARED_DIRS);
+	fake_master_wait_msg(f->m, "store_have", 1);
+	assert_true(announced(f, f->dobj));
+	json_t *t = take(f, f->dobj, 7, 1);
+	assert_true(json_is_true(json_object_get(t, "ok")));
+	assert_int_equal(json_integer_value(json_object_get(t, "size")), 7);
+	char *two = xasprintf("%s/objects/%s/a/two", f->store, f->dobj);
+	struct stat st;
+	assert_int_equal(stat(two, &st), 0);
+	assert_int_equal(st.st_nlink, 2); /* the store's and the worker's cache */
+	free(two);
+	/* another directory, asked for with the wrong size: refused */
+	char *other = store_dir(f, "89a");
+	t = take(f, other, 8, 2);
+	assert_true(json_is_false(json_object_get(t, "ok")));
+	assert_string_equal(str(t, "text"), "not in the shared store: another size");
+	free(other);
+	stop(f);
+}
+
+static void test_dirs_need_their_capability(void **state)
+{
+	(void)state;
+	struct fx *f = start(WQ_CAP_SHARED_CACHE, "567");
+	assert_false(f->m->caps & WQ_CAP_SHARED_DIRS);
+	fake_master_wait_msg(f->m, "store_have", 1);
+	assert_false(announced(f, f->dobj));
+	assert_true(announced(f, f->obj));
+	fake_master_send(
+	    f->m, json_pack("{s:s,s:s,s:i}", "m", "cache_take", "object", f->dobj, "size", 7));
+	json_t *e = fake_master_wait_msg(f->m, "error", 1);
+	assert_string_equal(str(e, "text"),
+	                    "message \"cache_take\": key \"object\": expected a file object name "
+	                    "(F- and 64 hex digits)");
+	fake_master_wait_closed(f->m);
+	stop(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_identity_and_store_have),
-	    cmocka_unit_test(test_cache_take),
-	    cmocka_unit_test(test_take_without_capability),
+	    cmocka_unit_test(test_identity_and_store_have),    cmocka_unit_test(test_cache_take),
+	    cmocka_unit_test(test_take_without_capability),    cmocka_unit_test(test_dir_take),
+	    cmocka_unit_test(test_dirs_need_their_capability),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -364,7 +364,7 @@ static void test_shared_cache_messages(void **state)
 
 	struct worker_cache_list *cl = NULL;
 	j = load("{\"m\":\"store_have\",\"objects\":[[\"" OBJ "\",5]],\"last\":true}");
-	assert_int_equal(wq_msg_store_have_parse(j, &cl, &why), 0);
+	assert_int_equal(wq_msg_store_have_parse(j, false, &cl, &why), 0);
 	assert_int_equal(cl->n, 1);
 	assert_int_equal(cl->sizes[0], 5);
 	worker_cache_list_free(cl);
@@ -372,31 +372,55 @@ static void test_shared_cache_messages(void **state)
 	j = load("{\"m\":\"store_have\",\"objects\":[[\"D-"
 	         "a4b0723993d3751f3d530e3c20da4c24ccdd32e65820fba897cc5f119e85ca55\",5]],\"last\":"
 	         "true}");
-	assert_int_equal(wq_msg_store_have_parse(j, &cl, &why), HTC_EPROTO);
+	assert_int_equal(wq_msg_store_have_parse(j, false, &cl, &why), HTC_EPROTO);
 	expect_why(why, "message \"store_have\": key \"objects[0]\": expected a file object (F-)");
+	/* with shared_dirs a directory object is announced too; a U- object never */
+	assert_int_equal(wq_msg_store_have_parse(j, true, &cl, &why), 0);
+	assert_int_equal(cl->names[0][0], 'D');
+	worker_cache_list_free(cl);
+	json_decref(j);
+	j = load("{\"m\":\"store_have\",\"objects\":[[\"U-"
+	         "a4b0723993d3751f3d530e3c20da4c24ccdd32e65820fba897cc5f119e85ca55\",5]],\"last\":"
+	         "true}");
+	assert_int_equal(wq_msg_store_have_parse(j, true, &cl, &why), HTC_EPROTO);
+	expect_why(why, "message \"store_have\": key \"objects[0]\": expected a file or directory "
+	                "object (F-, D-)");
 	json_decref(j);
 
 	struct wq_cache_take *t = NULL;
 	j = load("{\"m\":\"cache_take\",\"object\":\"" OBJ "\",\"size\":300000000}");
-	assert_int_equal(wq_msg_cache_take_parse(j, false, &t, &why), 0);
+	assert_int_equal(wq_msg_cache_take_parse(j, false, false, &t, &why), 0);
 	assert_string_equal(t->object, OBJ);
 	assert_int_equal(t->size, 300000000);
 	wq_cache_take_free(t);
-	assert_int_equal(wq_msg_cache_take_parse(j, true, &t, &why), HTC_EPROTO);
+	assert_int_equal(wq_msg_cache_take_parse(j, true, false, &t, &why), HTC_EPROTO);
 	expect_why(why, "message \"cache_taken\": missing key \"ok\"");
 	json_object_set_new(j, "ok", json_false());
 	json_object_set_new(j, "text", json_string("not in the shared store: missing"));
-	assert_int_equal(wq_msg_cache_take_parse(j, true, &t, &why), 0);
+	assert_int_equal(wq_msg_cache_take_parse(j, true, false, &t, &why), 0);
 	assert_false(t->ok);
 	assert_string_equal(t->text, "not in the shared store: missing");
 	wq_cache_take_free(t);
 	json_object_set_new(j, "object", json_string("U-x"));
-	assert_int_equal(wq_msg_cache_take_parse(j, false, &t, &why), HTC_EPROTO);
+	assert_int_equal(wq_msg_cache_take_parse(j, false, false, &t, &why), HTC_EPROTO);
 	expect_why(why, "message \"cache_take\": key \"object\": expected a file object name "
 	                "(F- and 64 hex digits)");
+	/* a directory object: only with shared_dirs */
+	json_object_set_new(j, "object",
+	                    json_string("D-a4b0723993d3751f3d530e3c20da4c24ccdd32e65820fba897cc5f1"
+	                                "19e85ca55"));
+	assert_int_equal(wq_msg_cache_take_parse(j, false, false, &t, &why), HTC_EPROTO);
+	free(why);
+	assert_int_equal(wq_msg_cache_take_parse(j, false, true, &t, &why), 0);
+	assert_int_equal(t->object[0], 'D');
+	wq_cache_take_free(t);
+	json_object_set_new(j, "object", json_string("U-x"));
+	assert_int_equal(wq_msg_cache_take_parse(j, false, true, &t, &why), HTC_EPROTO);
+	expect_why(why, "message \"cache_take\": key \"object\": expected a file or directory "
+	                "object name (F- or D- and 64 hex digits)");
 	json_object_set_new(j, "object", json_string(OBJ));
 	json_object_set_new(j, "size", json_integer(-1));
-	assert_int_equal(wq_msg_cache_take_parse(j, false, &t, &why), HTC_EPROTO);
+	assert_int_equal(wq_msg_cache_take_parse(j, false, false, &t, &why), HTC_EPROTO);
 	free(why);
 	json_decref(j);
 	/* the messages and their directions */

@@ -98,7 +98,8 @@ static void send_direct(struct mworker *w, struct mobject *o, const char *source
 bool master_shared_route(struct mworker *w, struct mobject *o, const char *source, bool is_dir,
                          int64_t task)
 {
-	if (!w->store || is_dir || o->name[0] != 'F')
+	if (!w->store ||
+	    !(o->name[0] == 'F' || (o->name[0] == 'D' && (w->caps & WQ_CAP_SHARED_DIRS))))
 		return false;
 	struct sobj *so = sobj_get(w->store, o->name);
 	if (so->published) {
@@ -184,7 +185,7 @@ void master_shared_on_store_have(struct mworker *w, json_t *msg)
 	}
 	struct worker_cache_list *l = NULL;
 	char *why = NULL;
-	if (wq_msg_store_have_parse(msg, &l, &why) < 0) {
+	if (wq_msg_store_have_parse(msg, (w->caps & WQ_CAP_SHARED_DIRS) != 0, &l, &why) < 0) {
 		wq_conn_violation(w->c, "proto", "%s", why);
 		free(why);
 		return;
@@ -230,7 +231,7 @@ void master_shared_on_taken(struct mworker *w, json_t *msg)
 	}
 	struct wq_cache_take *t = NULL;
 	char *why = NULL;
-	if (wq_msg_cache_take_parse(msg, true, &t, &why) < 0) {
+	if (wq_msg_cache_take_parse(msg, true, (w->caps & WQ_CAP_SHARED_DIRS) != 0, &t, &why) < 0) {
 		wq_conn_violation(w->c, "proto", "%s", why);
 		free(why);
 		return;

@@ -31,7 +31,8 @@
 #define SOFTWARE "htc 0.1.0"
 #define MASTER_CAPS                                                                                \
 	(WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT |                \
-	 WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE | WQ_CAP_IMAGES | WQ_CAP_GROW)
+	 WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE | WQ_CAP_IMAGES | WQ_CAP_GROW |                   \
+	 WQ_CAP_SHARED_DIRS)
 #define DISMISS_LINGER_MS 5000
 #define HS_DEADLINE_MS    10000 /* accept -> end of hello and password (protocol 2.4) */
 

@@ -416,8 +416,9 @@ unsigned wq_msg_caps_negotiate(unsigned offered, unsigned ours)
 
 /* ---- hello ----------------------------------------------------------------- */
 
-static const char *const cap_names[] = {"zlib",       "fetch",        "watch",  "queue", "dirout",
-                                        "containers", "shared_cache", "images", "grow",  NULL};
+static const char *const cap_names[] = {
+    "zlib",         "fetch",  "watch", "queue",       "dirout", "containers",
+    "shared_cache", "images", "grow",  "shared_dirs", NULL};
 static const char *const role_names[] = {"worker", "status", "master", NULL};
 
 static bool is_hex(const char *s, size_t n)

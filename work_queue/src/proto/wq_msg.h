@@ -213,9 +213,12 @@ char *wq_msg_encode(const json_t *msg, size_t *len);
 #define WQ_CAP_IMAGES 128u /* the worker reports its images and its engine (`images`, 5.2) */
 /* a `task` may carry `max_memory`; the worker sends `task_resized` and `grown` (5.6) */
 #define WQ_CAP_GROW 256u
+/* with `shared_cache`: directory objects (D-) enter the store too (`store_have`, `cache_take`) */
+#define WQ_CAP_SHARED_DIRS 512u
 #define WQ_CAPS_KNOWN                                                                              \
 	(WQ_CAPS_ALL | WQ_CAP_QUEUE | WQ_CAP_DIROUT | WQ_CAP_CONTAINERS | WQ_CAP_SHARED_CACHE |    \
-	 WQ_CAP_IMAGES | WQ_CAP_GROW) /* every capability this release knows */
+	 WQ_CAP_IMAGES | WQ_CAP_GROW |                                                             \
+	 WQ_CAP_SHARED_DIRS) /* every capability this release knows */
 
 /* Section 2.4: queued tasks one worker may hold (its `queue_max` is 1 .. this). */
 #define WQ_QUEUE_MAX 256
@@ -505,8 +508,10 @@ struct worker_cache_list {
 int wq_msg_cache_have_parse(const json_t *msg, struct worker_cache_list **out, char **why);
 int wq_msg_cache_drop_parse(const json_t *msg, struct worker_cache_list **out, char **why);
 void worker_cache_list_free(struct worker_cache_list *c);
-/* `store_have` (section 5.12): the form of `cache_have`, F- names only. */
-int wq_msg_store_have_parse(const json_t *msg, struct worker_cache_list **out, char **why);
+/* `store_have` (section 5.12): the form of `cache_have`, F- names only, and D- names too when
+ * DIRS (capability `shared_dirs`). */
+int wq_msg_store_have_parse(const json_t *msg, bool dirs, struct worker_cache_list **out,
+                            char **why);
 
 /* `cache_take` {object, size} and `cache_taken` {object, ok, size, text} (section 5.12). */
 struct wq_cache_take {
@@ -516,7 +521,9 @@ struct wq_cache_take {
 	const char *text; /* cache_taken, NULL if absent */
 	json_t *msg;
 };
-int wq_msg_cache_take_parse(const json_t *msg, bool taken, struct wq_cache_take **out, char **why);
+/* `cache_take`, or `cache_taken` when TAKEN: an F- object, or a D- one too when DIRS. */
+int wq_msg_cache_take_parse(const json_t *msg, bool taken, bool dirs, struct wq_cache_take **out,
+                            char **why);
 void wq_cache_take_free(struct wq_cache_take *t);
 
 /* `images` (section 5.2, capability `images`): the worker's engine answers (ENGINE), the images

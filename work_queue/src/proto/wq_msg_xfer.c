@@ -351,14 +351,17 @@ int wq_msg_cache_have_parse(const json_t *msg, struct worker_cache_list **out, c
 	return parse_cache_list(msg, true, "cache_have", out, why);
 }
 
-int wq_msg_store_have_parse(const json_t *msg, struct worker_cache_list **out, char **why)
+int wq_msg_store_have_parse(const json_t *msg, bool dirs, struct worker_cache_list **out,
+                            char **why)
 {
 	int r = parse_cache_list(msg, true, "store_have", out, why);
 	for (size_t i = 0; r == 0 && i < (*out)->n; i++) {
-		if ((*out)->names[i][0] != 'F') {
-			*why = xasprintf("message \"store_have\": key \"objects[%zu]\": expected a "
-			                 "file object (F-)",
-			                 i);
+		char k = (*out)->names[i][0];
+		if (k != 'F' && !(dirs && k == 'D')) {
+			*why = xasprintf(
+			    "message \"store_have\": key \"objects[%zu]\": expected a "
+			    "%s",
+			    i, dirs ? "file or directory object (F-, D-)" : "file object (F-)");
 			worker_cache_list_free(*out);
 			*out = NULL;
 			r = HTC_EPROTO;
@@ -367,15 +370,20 @@ int wq_msg_store_have_parse(const json_t *msg, struct worker_cache_list **out, c
 	return r;
 }
 
-int wq_msg_cache_take_parse(const json_t *msg, bool taken, struct wq_cache_take **out, char **why)
+int wq_msg_cache_take_parse(const json_t *msg, bool taken, bool dirs, struct wq_cache_take **out,
+                            char **why)
 {
 	struct wq_msg_v v = {.m = taken ? "cache_taken" : "cache_take"};
 	struct wq_cache_take *t = xcalloc(1, sizeof *t);
 	*out = NULL;
 	*why = NULL;
 	if (wq_msg_str(&v, msg, "object", WQ_REQ, 66, &t->object, NULL) == 0 &&
-	    (!wq_name_is_object(t->object) || t->object[0] != 'F'))
-		wq_msg_fail(&v, "object", "expected a file object name (F- and 64 hex digits)");
+	    (!wq_name_is_object(t->object) ||
+	     (t->object[0] != 'F' && !(dirs && t->object[0] == 'D'))))
+		wq_msg_fail(&v, "object",
+		            dirs ? "expected a file or directory object name (F- or D- and 64 hex "
+		                   "digits)"
+		                 : "expected a file object name (F- and 64 hex digits)");
 	wq_msg_int(&v, msg, "size", WQ_REQ, 0, WQ_MAX_ID, &t->size);
 	if (taken) {
 		wq_msg_bool(&v, msg, "ok", WQ_REQ, &t->ok);

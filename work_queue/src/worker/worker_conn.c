@@ -904,7 +904,7 @@ static void start_session(struct worker *w, uv_tcp_t *tcp)
 	    .caps =
 	        WQ_CAP_ZLIB | WQ_CAP_FETCH | WQ_CAP_WATCH | WQ_CAP_QUEUE | WQ_CAP_DIROUT |
 	        (w->docker ? WQ_CAP_CONTAINERS | WQ_CAP_IMAGES : 0) |
-	        (w->shared ? WQ_CAP_SHARED_CACHE : 0) |
+	        (w->shared ? WQ_CAP_SHARED_CACHE | WQ_CAP_SHARED_DIRS : 0) |
 	        (w->o->memory_grow || w->o->memory_throttle || w->o->cpu_grow ? WQ_CAP_GROW : 0),
 	};
 	char *err = NULL;

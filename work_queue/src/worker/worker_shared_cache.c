@@ -2,7 +2,8 @@
  * (doc/work-queue-shared-cache.md). Everything that several processes may race on is settled by
  * the file system itself: OFD locks (which die with their process; on NFS, lease files with a
  * heartbeat instead, worker_shared_lease.h), linkat(2) and renameat2(RENAME_NOREPLACE) (which
- * make an object appear whole or not at all). */
+ * make an object appear whole or not at all). A directory object is a read-only tree whose
+ * files are hard links shared with the workers' caches, built aside and renamed into place. */
 #include "worker_shared_cache.h"
 
 #include <dirent.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -24,6 +26,8 @@
 #include "sha256.h"
 #include "worker_cache.h"
 #include "worker_shared_lease.h"
+#include "beneath.h"
+#include "wq_listing.h"
 #include "vec.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -330,12 +334,282 @@ static int publish_copy(struct worker_shared_cache *s, int src_dirfd, const char
 	return r;
 }
 
+/* ---- directory objects (D-) ------------------------------------------------------------ */
+
+/* Copies file PATH of tree SRC into a new file PATH of tree DST, mode 0444 (0555 when EXEC). */
+static int copy_file_at(int src, int dst, const char *path, bool exec)
+{
+	int in = openat(src, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	int out = openat(dst, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0) {
+		int r = -errno;
+		close(in);
+		return r;
+	}
+	char *buf = xmalloc(COPY_CHUNK);
+	int r = 0;
+	for (;;) {
+		ssize_t n = read(in, buf, COPY_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = -errno;
+		if (n <= 0 || (r = full_write(out, buf, (size_t)n)) < 0)
+			break;
+	}
+	free(buf);
+	if (r == 0 && fchmod(out, exec ? 0555 : 0444) < 0)
+		r = -errno;
+	if (close(out) < 0 && r == 0)
+		r = -errno;
+	close(in);
+	return r;
+}
+
+/* Fills the empty directory DST with the tree of SRC that L lists: its directories made (mode
+ * 0700), its files hard-linked, or copied when SRC is on another file system (*COPIED). */
+static int fill_tree(int src, int dst, struct wq_listing *l, bool *copied)
+{
+	*copied = false;
+	for (size_t i = 0, n = wq_listing_count(l); i < n; i++) {
+		const struct wq_listing_entry *e = wq_listing_get(l, i);
+		if (e->is_dir) {
+			if (mkdirat(dst, e->path, 0700) < 0)
+				return -errno;
+			continue;
+		}
+		if (!*copied && linkat(src, e->path, dst, e->path, 0) == 0)
+			continue;
+		if (!*copied && errno != EXDEV)
+			return -errno;
+		*copied = true;
+		int r = copy_file_at(src, dst, e->path, e->exec);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Whether the tree FD hashes to NAME: 0, HTC_ECORRUPT or -errno. */
+static int check_tree(int fd, const char *name)
+{
+	struct wq_listing *l = NULL;
+	char *why = NULL;
+	char hex[SHA256_HEX_SIZE];
+	int r = wq_listing_walk(fd, name, 0, &l, &why);
+	if (r == 0)
+		r = wq_listing_hash(l, hex);
+	if (r == 0 && strcmp(hex, name + 2))
+		r = HTC_ECORRUPT;
+	if (why)
+		debug(D_WORKER, "shared cache: %s", why);
+	free(why);
+	wq_listing_delete(l);
+	return r;
+}
+
+/* Removes the tree NAME of DIR/.partial. */
+static void remove_partial(const struct worker_shared_cache *s, const char *name)
+{
+	char *p = xasprintf("%s/.partial/%s", s->dir, name);
+	int r = tree_remove(p);
+	if (r < 0 && r != -ENOENT)
+		warn("shared cache: cannot remove %s: %s", p, strerror(-r));
+	free(p);
+}
+
+/* A D- object: made as a tree in DIR/.partial (under its writer's flock, so that no sweep takes
+ * it), its files hard-linked from the worker's cache, or copied and the whole checked against
+ * the name; its directories made read-only, children first; then renamed into objects/ (a
+ * non-root owner can move a directory only while it may write it: the top is sealed after). */
+static int publish_dir(struct worker_shared_cache *s, int src_dirfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(s->objects_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		return 0; /* there already (content-addressed): no tree to build */
+	int src = openat(src_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (src < 0)
+		return -errno;
+	struct wq_listing *l = NULL;
+	char *why = NULL;
+	int r = wq_listing_walk(src, name, WQ_LISTING_NO_HASH, &l, &why);
+	if (r < 0) {
+		debug(D_WORKER, "shared cache: %s", why);
+		free(why);
+		close(src);
+		return r;
+	}
+	char tmp[WORKER_CACHE_NAME_LEN + 48];
+	snprintf(tmp, sizeof tmp, "%s.%ld.%llu", name, (long)getpid(),
+	         (unsigned long long)atomic_fetch_add(&s->seq, 1));
+	int fd = -1;
+	bool made = mkdirat(s->partial_fd, tmp, 0700) == 0;
+	if (!made)
+		r = -errno;
+	else if ((fd = openat(s->partial_fd, tmp,
+	                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		r = -errno;
+	else if (!s->leases && flock(fd, LOCK_EX | LOCK_NB) < 0)
+		r = -errno;
+	bool copied = false;
+	if (r == 0)
+		r = fill_tree(src, fd, l, &copied);
+	if (r == 0 && copied)
+		r = check_tree(fd, name);
+	for (size_t i = wq_listing_count(l); r == 0 && i-- > 0;) {
+		const struct wq_listing_entry *e = wq_listing_get(l, i);
+		if (e->is_dir && fchmodat(fd, e->path, 0555, AT_SYMLINK_NOFOLLOW) < 0)
+			r = -errno;
+	}
+	if (r == 0) {
+		if (renameat2(s->partial_fd, tmp, s->objects_fd, name, RENAME_NOREPLACE) == 0) {
+			r = 1;
+			fchmod(fd, 0555);
+		} else {
+			r = errno == EEXIST || errno == ENOTEMPTY ? 0 : -errno;
+		}
+	}
+	if (r <= 0 && made)
+		remove_partial(s, tmp);
+	if (fd >= 0)
+		close(fd); /* after the rename: the flock marks it live until then */
+	close(src);
+	wq_listing_delete(l);
+	return r;
+}
+
+int worker_shared_cache_take_dir(const struct worker_shared_cache *s, const char *name,
+                                 uint64_t size, int dst_dirfd, struct wq_listing **out)
+{
+	*out = NULL;
+	if (!worker_cache_name_valid(name) || name[0] != 'D')
+		return -EINVAL;
+	int src = openat(s->objects_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (src < 0)
+		return -errno;
+	struct wq_listing *l = NULL;
+	char *why = NULL;
+	int r = wq_listing_walk(src, name, 0, &l, &why);
+	if (r < 0)
+		debug(D_WORKER, "shared cache: %s", why);
+	else if (wq_listing_bytes(l) != size)
+		r = -EFBIG;
+	free(why);
+	bool copied = false;
+	if (r == 0)
+		r = fill_tree(src, dst_dirfd, l, &copied);
+	close(src);
+	if (r < 0)
+		wq_listing_delete(l);
+	else
+		*out = l;
+	return r;
+}
+
+/* Adds the bytes of the files of tree FD (closed here) to *BYTES, and raises *LINKS and
+ * *CHANGED_NS to their largest link count and latest ctime. */
+static int tree_stat(int fd, int depth, uint64_t *bytes, nlink_t *links, int64_t *changed_ns)
+{
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = -errno;
+		} else if (S_ISDIR(st.st_mode)) {
+			int sub = depth >= WQ_LISTING_MAX_DEPTH
+			              ? -ELOOP
+			              : openat(dirfd(d), de->d_name,
+			                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0)
+				r = sub == -ELOOP ? sub : -errno;
+			else
+				r = tree_stat(sub, depth + 1, bytes, links, changed_ns);
+		} else if (S_ISREG(st.st_mode)) {
+			int64_t ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+			*bytes += (uint64_t)st.st_size;
+			if (st.st_nlink > *links)
+				*links = st.st_nlink;
+			if (ns > *changed_ns)
+				*changed_ns = ns;
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+/* The figures of directory object NAME: its files' bytes, their largest link count (1 when it
+ * has no file: nobody can use it) and latest ctime (the directory's when it has no file). */
+static int dir_object_stat(const struct worker_shared_cache *s, const char *name, uint64_t *bytes,
+                           nlink_t *links, int64_t *changed_ns)
+{
+	*bytes = 0;
+	*links = 1;
+	struct stat st;
+	if (fstatat(s->objects_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	*changed_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	int fd = openat(s->objects_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return tree_stat(fd, 0, bytes, links, changed_ns);
+}
+
+/* Deletes directory object NAME (its lock held) when nobody links its files: it leaves
+ * objects/ in one rename into DIR/.partial, flock'ed so that no sweep races the removal.
+ * Returns 1 when deleted, 0 when in use, or -errno. */
+static int delete_dir_object(const struct worker_shared_cache *s, const char *name)
+{
+	uint64_t bytes;
+	nlink_t links;
+	int64_t changed;
+	int r = dir_object_stat(s, name, &bytes, &links, &changed);
+	if (r < 0 || links != 1)
+		return r < 0 ? r : 0;
+	int fd = openat(s->objects_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!s->leases && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	char tmp[WORKER_CACHE_NAME_LEN + 48];
+	/* unique while this process holds the object's lock */
+	snprintf(tmp, sizeof tmp, "%s.%ld.del", name, (long)getpid());
+	/* moving a directory needs write permission on it (its "..") */
+	fchmod(fd, 0755);
+	if (renameat(s->objects_fd, name, s->partial_fd, tmp) < 0) {
+		r = -errno;
+		fchmod(fd, 0555);
+		close(fd);
+		return r;
+	}
+	remove_partial(s, tmp);
+	close(fd);
+	return 1;
+}
+
 int worker_shared_cache_publish(struct worker_shared_cache *s, int src_dirfd, const char *name)
 {
-	if (!worker_cache_name_valid(name) || (name[0] != 'F' && name[0] != 'U'))
+	if (!worker_cache_name_valid(name))
 		return -EINVAL;
 	int r;
-	if (linkat(src_dirfd, name, s->objects_fd, name, 0) == 0)
+	if (name[0] == 'D')
+		r = publish_dir(s, src_dirfd, name);
+	else if (linkat(src_dirfd, name, s->objects_fd, name, 0) == 0)
 		r = 1;
 	else if (errno == EEXIST)
 		r = 0;
@@ -359,6 +633,8 @@ int worker_shared_cache_await(const struct worker_shared_cache *s, const char *n
 	int r = 0;
 	if (fstatat(s->objects_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		r = -errno;
+	else if (name[0] == 'D')
+		r = S_ISDIR(st.st_mode) ? 0 : -ENOENT; /* its size: worker_shared_cache_take_dir */
 	else if (!S_ISREG(st.st_mode))
 		r = -ENOENT;
 	else if ((uint64_t)st.st_size != size)
@@ -389,9 +665,27 @@ int worker_shared_cache_sweep(const struct worker_shared_cache *s)
 			struct stat st;
 			if (now.tv_sec > 0 &&
 			    fstatat(s->partial_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    now.tv_sec - st.st_mtim.tv_sec > LEASE_STALE_TEMP_S &&
-			    unlinkat(s->partial_fd, de->d_name, 0) == 0)
+			    now.tv_sec - st.st_mtim.tv_sec > LEASE_STALE_TEMP_S) {
+				if (S_ISDIR(st.st_mode))
+					remove_partial(s, de->d_name);
+				else if (unlinkat(s->partial_fd, de->d_name, 0) < 0)
+					continue;
 				n++;
+			}
+			continue;
+		}
+		struct stat st;
+		if (fstatat(s->partial_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			/* a directory object being made or deleted: flock'ed by its process */
+			int dfd = openat(s->partial_fd, de->d_name,
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (dfd >= 0 && flock(dfd, LOCK_EX | LOCK_NB) == 0) {
+				remove_partial(s, de->d_name);
+				n++;
+			}
+			if (dfd >= 0)
+				close(dfd);
 			continue;
 		}
 		int fd = openat(s->partial_fd, de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
@@ -410,6 +704,13 @@ int worker_shared_cache_sweep(const struct worker_shared_cache *s)
 
 int worker_shared_cache_users(const struct worker_shared_cache *s, const char *name)
 {
+	if (name[0] == 'D') {
+		uint64_t bytes;
+		nlink_t links;
+		int64_t changed;
+		int r = dir_object_stat(s, name, &bytes, &links, &changed);
+		return r < 0 ? r : (int)links - 1;
+	}
 	struct stat st;
 	if (fstatat(s->objects_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
@@ -440,16 +741,18 @@ static int list_objects(const struct worker_shared_cache *s, struct entry **out,
 	while ((de = readdir(d))) {
 		struct stat st;
 		if (!worker_cache_name_valid(de->d_name) ||
-		    fstatat(s->objects_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(st.st_mode))
+		    fstatat(s->objects_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
+		struct entry x = {.size = (uint64_t)st.st_size, .links = st.st_nlink};
+		x.changed_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+		if (de->d_name[0] == 'D'
+		        ? dir_object_stat(s, de->d_name, &x.size, &x.links, &x.changed_ns) < 0
+		        : !S_ISREG(st.st_mode))
+			continue;
+		memcpy(x.name, de->d_name, WORKER_CACHE_NAME_LEN + 1); /* a valid name: 66 chars */
 		VEC_RESERVE(v, cap, *count + 1);
-		struct entry *e = &v[(*count)++];
-		memcpy(e->name, de->d_name, WORKER_CACHE_NAME_LEN + 1); /* a valid name: 66 chars */
-		e->size = (uint64_t)st.st_size;
-		e->changed_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
-		e->links = st.st_nlink;
-		*total += e->size;
+		v[(*count)++] = x;
+		*total += x.size;
 	}
 	closedir(d);
 	*out = v;
@@ -479,8 +782,10 @@ int worker_shared_cache_trim(const struct worker_shared_cache *s, uint64_t limit
 		if (lock < 0)
 			continue; /* being taken or written: not now */
 		struct stat st;
-		if (fstatat(s->objects_fd, v[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    st.st_nlink == 1 && unlinkat(s->objects_fd, v[i].name, 0) == 0) {
+		if (v[i].name[0] == 'D'
+		        ? delete_dir_object(s, v[i].name) == 1
+		        : fstatat(s->objects_fd, v[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		              st.st_nlink == 1 && unlinkat(s->objects_fd, v[i].name, 0) == 0) {
 			total -= v[i].size;
 			deleted++;
 			debug(D_WORKER, "shared cache: %s deleted (unused; store over its limit)",

@@ -49,23 +49,38 @@ void worker_shared_cache_unlock(const struct worker_shared_cache *s, int fd);
 /* Puts object NAME (an F- or U- file object), complete and checked in directory SRC_DIRFD,
  * into the store: one linkat(2), or across file systems a copy into DIR/.partial (locked while
  * written), hashed, checked against NAME when it is an F- name (a U- name is not a content
- * hash) and renamed into place. Returns 1 when added, 0 when the
- * store already had it, or -errno (HTC_ECORRUPT: the copy does not match NAME). Then trims the
- * store to its limit. Blocking (a copy may be long): a thread. */
+ * hash) and renamed into place. A D- object (a directory tree) is made in DIR/.partial (under
+ * its writer's flock) from hard links of its files, or from copies checked against NAME
+ * across file systems, its directories made read-only, and renamed into place. Returns 1 when
+ * added, 0 when the store already had it, or -errno (HTC_ECORRUPT: the copy does not match
+ * NAME). Then trims the store to its limit. Blocking (a copy may be long): a thread. */
 int worker_shared_cache_publish(struct worker_shared_cache *s, int src_dirfd, const char *name);
 
 /* Waits for object NAME: takes its lock (blocking: a writer of the store holds it while it
  * receives the object) and looks for it. Returns the lock's fd (>= 0, the object is there with
  * SIZE bytes, and stays while the lock is held) or -ENOENT (not in the store), -EFBIG (there
- * with another size) or another -errno, the lock then released. Blocking: a thread. */
+ * with another size) or another -errno, the lock then released. For a D- object only its
+ * presence as a directory is checked here; its size, by worker_shared_cache_take_dir. Blocking:
+ * a thread. */
 int worker_shared_cache_await(const struct worker_shared_cache *s, const char *name, uint64_t size);
+
+struct wq_listing;
+/* With the lock of D- object NAME held (worker_shared_cache_await): walks the store's tree,
+ * hashing every file, and fills the empty directory DST_DIRFD with it: directories made (mode
+ * 0700), files hard-linked, or copied across file systems. *OUT gets the hashed listing
+ * (caller deletes), for the caller to check against NAME (worker_cache_partial_finish_dir).
+ * Returns 0, -EFBIG when its files do not add up to SIZE bytes, or -errno. Blocking: a
+ * thread. */
+int worker_shared_cache_take_dir(const struct worker_shared_cache *s, const char *name,
+                                 uint64_t size, int dst_dirfd, struct wq_listing **out);
 
 /* Deletes the temporaries of DIR/.partial that no process holds a lock on (their writer died).
  * Returns how many were deleted, or -errno. */
 int worker_shared_cache_sweep(const struct worker_shared_cache *s);
 
 /* The users of object NAME: its link count less the store's own link (each worker's cache and
- * each sandbox that links it on this file system). -errno when it is not there. */
+ * each sandbox that links it on this file system); for a D- object, the largest of its files'.
+ * -errno when it is not there. */
 int worker_shared_cache_users(const struct worker_shared_cache *s, const char *name);
 
 /* Deletes objects nobody uses (link count 1, lock free), the one whose links changed least

@@ -1,7 +1,8 @@
 /* worker_shared_session.c: a worker's use of its shared store during a session (protocol 5.12,
  * doc/work-queue-shared-cache.md). Objects the master sends are locked while they arrive and
  * published when they are in the worker's cache; objects the master says to take are awaited in
- * the store, linked (or copied and checked) into the cache, and reported with `cache_taken`. */
+ * the store, linked (or copied and checked) into the cache, and reported with `cache_taken`.
+ * Directory objects (capability `shared_dirs`) go the same way, as trees of linked files. */
 #include "worker_shared_session.h"
 
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include "worker_opts.h"
 #include "worker_session_internal.h"
 #include "worker_shared_cache.h"
+#include "wq_listing.h"
 #include "wq_conn.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -117,7 +119,7 @@ struct worker_shared_cache *worker_shared_store(const struct worker_shared *sh)
 void worker_shared_recv_begin(struct worker *w, const char *name)
 {
 	struct worker_shared *sh = worker_conn_shared(w);
-	if (!sh || name[0] != 'F')
+	if (!sh || (name[0] != 'F' && name[0] != 'D'))
 		return;
 	struct held *h = NULL;
 	HASH_FIND_STR(sh->held, name, h);
@@ -151,7 +153,8 @@ static void publish_done(uv_work_t *req, int status)
 	if (!ok)
 		warn("shared cache: %s not published: %s", j->name,
 		     status ? "cancelled" : htc_strerror(j->rc < 0 ? j->rc : -ENOENT));
-	if (s && s->active && !s->closing && (s->caps & WQ_CAP_SHARED_CACHE)) {
+	if (s && s->active && !s->closing && (s->caps & WQ_CAP_SHARED_CACHE) &&
+	    (j->name[0] == 'F' || (s->caps & WQ_CAP_SHARED_DIRS))) {
 		/* published, or not: then the master sends it to the workers of the store that
 		 * wait for it (protocol 5.12) */
 		json_t *m = ok ? json_pack("{s:s,s:[[s,I]],s:b}", "m", "store_have", "objects",
@@ -166,7 +169,7 @@ static void publish_done(uv_work_t *req, int status)
 void worker_shared_recv_end(struct worker *w, const char *name, bool ok)
 {
 	struct worker_shared *sh = worker_conn_shared(w);
-	if (!sh || name[0] != 'F')
+	if (!sh || (name[0] != 'F' && name[0] != 'D'))
 		return;
 	struct held *h = NULL;
 	HASH_FIND_STR(sh->held, name, h);
@@ -211,7 +214,7 @@ static void announce_flush(struct announce *a)
 static int announce_one(const char *name, uint64_t size, void *arg)
 {
 	struct announce *a = arg;
-	if (name[0] != 'F')
+	if (name[0] != 'F' && !(name[0] == 'D' && (a->s->caps & WQ_CAP_SHARED_DIRS)))
 		return 0;
 	json_array_append_new(a->objs, json_pack("[s,I]", name, (json_int_t)size));
 	a->total++;
@@ -259,6 +262,24 @@ static int copy_into(int objects_fd, const char *name, struct worker_cache_parti
 	return r < 0 ? r : worker_cache_partial_finish(p, name + 2);
 }
 
+/* Fills partial P with directory object NAME of the store (its lock held) and checks the tree
+ * against the name (P's finish_dir). */
+static int take_dir(const struct worker_shared_cache *store, const char *name, uint64_t size,
+                    struct worker_cache_partial *p)
+{
+	struct wq_listing *l = NULL;
+	int r = worker_shared_cache_take_dir(store, name, size, worker_cache_partial_dirfd(p), &l);
+	char hex[SHA256_HEX_SIZE];
+	if (r == 0)
+		r = wq_listing_hash(l, hex);
+	if (r == 0)
+		r = worker_cache_partial_finish_dir(p, l, wq_listing_count(l), hex);
+	else
+		worker_cache_partial_abort(p);
+	wq_listing_delete(l);
+	return r;
+}
+
 static void take_work(uv_work_t *req)
 {
 	struct job *j = req->data;
@@ -270,9 +291,13 @@ static void take_work(uv_work_t *req)
 		return;
 	}
 	int ofd = worker_shared_cache_objects_fd(sh->store);
-	j->rc = worker_cache_partial_link(j->p, ofd, j->name);
-	if (j->rc == -EXDEV)
-		j->rc = copy_into(ofd, j->name, j->p);
+	if (j->name[0] == 'D') {
+		j->rc = take_dir(sh->store, j->name, j->size, j->p);
+	} else {
+		j->rc = worker_cache_partial_link(j->p, ofd, j->name);
+		if (j->rc == -EXDEV)
+			j->rc = copy_into(ofd, j->name, j->p);
+	}
 	worker_shared_cache_unlock(sh->store, lock);
 }
 
@@ -321,7 +346,8 @@ void worker_shared_on_take(struct worker_session *s, json_t *msg)
 	}
 	struct wq_cache_take *t = NULL;
 	char *why = NULL;
-	if (wq_msg_cache_take_parse(msg, false, &t, &why) < 0) {
+	if (wq_msg_cache_take_parse(msg, false, (s->caps & WQ_CAP_SHARED_DIRS) != 0, &t, &why) <
+	    0) {
 		wq_conn_violation(s->conn, "proto", "%s", why);
 		free(why);
 		return;

@@ -27,7 +27,7 @@ const char *worker_shared_id(const struct worker_shared *sh);
 struct worker_shared_cache *worker_shared_store(const struct worker_shared *sh);
 
 /* The master began sending object NAME (accepted into the cache): its lock is taken when free,
- * so that workers told to take it wait for it. Nothing for a D- or U- object. */
+ * so that workers told to take it wait for it. Nothing for a U- object. */
 void worker_shared_recv_begin(struct worker *w, const char *name);
 /* The transfer of NAME ended (OK: it is in the worker's cache): it is published into the store
  * (in a thread), `store_have` follows on the session that is current then, and the lock is

@@ -224,6 +224,9 @@ static void fake_try_run(struct fake *f, struct fake_task *t)
 	json_array_foreach(inputs, i, in)
 	{
 		input_path(f, t, i, in, p, sizeof p);
+		struct stat st;
+		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			continue; /* a directory input adds nothing to the output */
 		char *txt = ts_read_file(p, NULL);
 		append_text(t, txt);
 		free(txt);
@@ -470,6 +473,7 @@ static void fake_connected(uv_connect_t *req, int status)
 	cfg.host = "fakehost";
 	cfg.caps = (f->queue_max > 0 ? WQ_CAP_QUEUE : 0) | (f->watch ? WQ_CAP_WATCH : 0) |
 	           (f->store[0] ? WQ_CAP_SHARED_CACHE : 0) |
+	           (f->store[0] && f->shared_dirs ? WQ_CAP_SHARED_DIRS : 0) |
 	           (f->containers ? WQ_CAP_CONTAINERS | WQ_CAP_IMAGES : 0);
 	char *err = NULL;
 	f->h = wq_handshake_start(f->loop, f->c, &cfg, fake_hs_done, f, &err);

@@ -98,6 +98,7 @@ struct fake {
 	int dismissed; /* a dismiss arrived, with this reason */
 	char dismiss_reason[64];
 	char store[40];     /* non-empty: offers `shared_cache` with this store (before the loop) */
+	int shared_dirs;    /* with STORE, offers `shared_dirs` too (before the loop) */
 	int takes;          /* cache_take messages received; the test answers them */
 	char last_take[80]; /* the object of the last one */
 };
