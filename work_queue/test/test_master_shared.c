@@ -201,22 +201,29 @@ static void finish(struct two *t)
 	fake_queue_delete(t->q);
 }
 
+/* The input reached one fake of T: it says it is in the store, the other is told to take it
+ * and does, and both tasks end with WANT; the input crossed once. */
+static void sent_once_then_taken(struct two *t, const char *want)
+{
+	struct fake *o = t->w[!t->sender];
+	store_have(t->w[t->sender], t->obj, false);
+	run_until(t, flag_set, &o->takes);
+	assert_int_equal(o->takes, 1);
+	assert_string_equal(o->last_take, t->obj);
+	answer_take(o, t->obj, true);
+	both_done_with(t, want);
+	assert_int_equal(t->w[0]->objects_received + t->w[1]->objects_received, 1);
+	struct work_queue_stats s;
+	work_queue_get_stats(t->q, &s);
+	assert_int_equal(s.objects_taken, 1);
+	finish(t);
+}
+
 static void test_sent_once_then_taken(void **state)
 {
 	struct two t;
 	start_two(*state, &t);
-	struct fake *o = t.w[!t.sender];
-	store_have(t.w[t.sender], t.obj, false);
-	run_until(&t, flag_set, &o->takes);
-	assert_int_equal(o->takes, 1);
-	assert_string_equal(o->last_take, t.obj);
-	answer_take(o, t.obj, true);
-	both_done(&t);
-	assert_int_equal(t.w[0]->objects_received + t.w[1]->objects_received, 1);
-	struct work_queue_stats s;
-	work_queue_get_stats(t.q, &s);
-	assert_int_equal(s.objects_taken, 1);
-	finish(&t);
+	sent_once_then_taken(&t, ">ref\nACGT\nBUF\n");
 }
 
 static void test_receiver_lost(void **state)
@@ -275,18 +282,7 @@ static void test_directory_sent_once_then_taken(void **state)
 {
 	struct two t;
 	start_two_of(*state, &t, true, true);
-	struct fake *o = t.w[!t.sender];
-	store_have(t.w[t.sender], t.obj, false);
-	run_until(&t, flag_set, &o->takes);
-	assert_int_equal(o->takes, 1);
-	assert_string_equal(o->last_take, t.obj);
-	answer_take(o, t.obj, true);
-	both_done_with(&t, "BUF\n");
-	assert_int_equal(t.w[0]->objects_received + t.w[1]->objects_received, 1);
-	struct work_queue_stats s;
-	work_queue_get_stats(t.q, &s);
-	assert_int_equal(s.objects_taken, 1);
-	finish(&t);
+	sent_once_then_taken(&t, "BUF\n"); /* the fake reads nothing of a directory */
 }
 
 static bool both_received(void *arg)
