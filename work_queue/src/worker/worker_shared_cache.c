@@ -336,35 +336,21 @@ static int publish_copy(struct worker_shared_cache *s, int src_dirfd, const char
 
 /* ---- directory objects (D-) ------------------------------------------------------------ */
 
-/* Copies file PATH of tree SRC into a new file PATH of tree DST, mode 0444 (0555 when EXEC). */
+/* Copies file PATH of tree SRC into a new file PATH of tree DST (copy_hashed; the tree is
+ * checked as a whole afterwards), mode 0444 (0555 when EXEC). */
 static int copy_file_at(int src, int dst, const char *path, bool exec)
 {
 	int in = openat(src, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
-	int out = openat(dst, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0) {
-		int r = -errno;
-		close(in);
-		return r;
-	}
-	char *buf = xmalloc(COPY_CHUNK);
-	int r = 0;
-	for (;;) {
-		ssize_t n = read(in, buf, COPY_CHUNK);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			r = -errno;
-		if (n <= 0 || (r = full_write(out, buf, (size_t)n)) < 0)
-			break;
-	}
-	free(buf);
+	int out = -1;
+	char hex[SHA256_HEX_SIZE];
+	int r = copy_hashed(in, dst, path, &out, hex);
+	close(in);
 	if (r == 0 && fchmod(out, exec ? 0555 : 0444) < 0)
 		r = -errno;
-	if (close(out) < 0 && r == 0)
+	if (out >= 0 && close(out) < 0 && r == 0)
 		r = -errno;
-	close(in);
 	return r;
 }
 
