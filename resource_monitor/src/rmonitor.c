@@ -326,6 +326,14 @@ static void on_wall(uv_timer_t *t)
 	struct rmonitor *m = t->data;
 	if (m->state == ST_DONE)
 		return;
+	/* The loop's clock may lag the one the summary's wall_time is measured on (it was read
+	 * before the task started): a timer due early is set again for what is left. */
+	double left_ms =
+	    m->limits[RM_WALL_TIME] * 1000.0 - (double)(time_now_us() - m->start_us) / 1e3;
+	if (left_ms > 0) {
+		uv_timer_start(&m->wall_timer, on_wall, (uint64_t)ceil(left_ms), 0);
+		return;
+	}
 	rmonitor_limit_kill(m, RM_WALL_TIME, m->limits[RM_WALL_TIME]);
 	check_child(m);
 }
