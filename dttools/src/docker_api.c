@@ -493,18 +493,51 @@ int docker_api_list(struct docker_api *d, const char *label, json_t **list, char
 	return e;
 }
 
-int docker_api_oom_killed(struct docker_api *d, const char *id, bool *oom, char **err)
+/* GET /containers/{id}/json: *STATE (new reference) is its State object (NULL without one). */
+static int inspect_state(struct docker_api *d, const char *id, json_t **state, char **err)
 {
-	*oom = false;
+	*state = NULL;
 	char *path = xasprintf("/containers/%s/json", id);
 	json_t *j = NULL;
 	int e = docker_api_call(d, "GET", path, NULL, NULL, &j, err);
 	free(path);
 	if (e < 0)
 		return e;
-	*oom = json_is_true(json_object_get(json_object_get(j, "State"), "OOMKilled"));
+	*state = json_incref(json_object_get(j, "State"));
 	json_decref(j);
 	return 0;
+}
+
+int docker_api_oom_killed(struct docker_api *d, const char *id, bool *oom, char **err)
+{
+	json_t *st;
+	int e = inspect_state(d, id, &st, err);
+	*oom = json_is_true(json_object_get(st, "OOMKilled"));
+	json_decref(st);
+	return e;
+}
+
+int docker_api_container_pid(struct docker_api *d, const char *id, long *pid, char **err)
+{
+	json_t *st;
+	int e = inspect_state(d, id, &st, err);
+	json_t *p = json_object_get(st, "Pid");
+	*pid = json_is_integer(p) && json_integer_value(p) > 0 ? (long)json_integer_value(p) : 0;
+	json_decref(st);
+	return e;
+}
+
+int docker_api_update_memory(struct docker_api *d, const char *id, int64_t bytes, char **err)
+{
+	char *path = xasprintf("/containers/%s/update", id);
+	json_t *body =
+	    json_pack("{s:I,s:I}", "Memory", (json_int_t)bytes, "MemorySwap", (json_int_t)bytes);
+	json_t *j = NULL;
+	int e = docker_api_call(d, "POST", path, body, NULL, &j, err);
+	json_decref(body);
+	json_decref(j);
+	free(path);
+	return e;
 }
 
 /* ---- the attach stream ---------------------------------------------------------------------- */

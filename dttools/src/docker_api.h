@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -55,6 +56,12 @@ int docker_api_list(struct docker_api *d, const char *label, json_t **list, char
 int docker_api_load(struct docker_api *d, const char *path, char **ref, char **err);
 /* GET /containers/{id}/json: *OOM = State.OOMKilled. */
 int docker_api_oom_killed(struct docker_api *d, const char *id, bool *oom, char **err);
+/* GET /containers/{id}/json: *PID = State.Pid, the container's first process as the engine's
+ * host sees it (0 while it is not running). */
+int docker_api_container_pid(struct docker_api *d, const char *id, long *pid, char **err);
+/* POST /containers/{id}/update with Memory and MemorySwap both BYTES (no swap beyond it): the
+ * engine changes the limit of the running container's cgroup. */
+int docker_api_update_memory(struct docker_api *d, const char *id, int64_t bytes, char **err);
 
 /* Demultiplexes Docker's attach stream: 8-byte headers (stream, 0, 0, 0, 32-bit big-endian
  * length) each followed by LENGTH bytes, stream 1 written to OUT_FD, 2 (and others) to ERR_FD.

@@ -13,79 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "htc_error.h"
 #include "docker_api.h"
+#include "ts_fake_engine.h"
 #include "ts_tmpdir.h"
 
 #include "banned.h"
-
-/* A fake engine: answers every connection on PATH with RESPONSE (N times), then exits.
- * With HOLD_S > 0 it keeps each connection open that long after answering. */
-static pid_t fake_engine_hold(const char *path, const char *response, int n, unsigned hold_s)
-{
-	int s = socket(AF_UNIX, SOCK_STREAM, 0);
-	assert_true(s >= 0);
-	struct sockaddr_un a;
-	memset(&a, 0, sizeof a);
-	a.sun_family = AF_UNIX;
-	snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-	unlink(path);
-	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-	assert_int_equal(listen(s, 4), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		alarm(10 + hold_s); /* never outlives a failed test that did not reap it */
-		for (int i = 0; i < n; i++) {
-			int c = accept(s, NULL, NULL);
-			if (c < 0)
-				_exit(1);
-			char buf[8192];
-			size_t got = 0;
-			while (got < sizeof buf - 1) { /* the request's headers */
-				ssize_t r = read(c, buf + got, sizeof buf - 1 - got);
-				if (r <= 0)
-					break;
-				got += (size_t)r;
-				buf[got] = 0;
-				if (strstr(buf, "\r\n\r\n"))
-					break;
-			}
-			/* the body too, so that closing never resets a request still being sent */
-			const char *end = strstr(buf, "\r\n\r\n");
-			const char *cl = strcasestr(buf, "Content-Length:");
-			if (end && cl && cl < end) {
-				size_t want = (size_t)strtoul(cl + 15, NULL, 10);
-				size_t have = got - (size_t)(end + 4 - buf);
-				while (have < want) {
-					ssize_t r = read(c, buf, sizeof buf);
-					if (r <= 0)
-						break;
-					have += (size_t)r;
-				}
-			}
-			if (write(c, response, strlen(response)) < 0)
-				_exit(1);
-			if (hold_s > 0)
-				sleep(hold_s); /* keep the connection open, the promised body unsent
-				                */
-			close(c);
-		}
-		_exit(0);
-	}
-	close(s);
-	return pid;
-}
-
-static pid_t fake_engine(const char *path, const char *response, int n)
-{
-	return fake_engine_hold(path, response, n, 0);
-}
 
 static void reap(pid_t pid)
 {
@@ -119,7 +55,7 @@ static void test_json_message(void **state)
 	const char *resp = "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
 	                   "Content-Length: 38\r\nConnection: close\r\n\r\n"
 	                   "{\"message\":\"No such image: nosuch:1\"}\n";
-	pid_t pid = fake_engine(sock, resp, 2);
+	pid_t pid = ts_fake_engine(sock, resp, 2);
 	char *err = NULL;
 	struct docker_api *d = docker_api_create(sock, &err);
 	int r = docker_api_image_exists(d, "nosuch:1", &err);
@@ -148,7 +84,7 @@ static void test_plain_error(void **state)
 	snprintf(sock, sizeof sock, "%s/s", path);
 	const char *resp = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 12\r\n"
 	                   "Connection: close\r\n\r\nengine down\n";
-	pid_t pid = fake_engine(sock, resp, 1);
+	pid_t pid = ts_fake_engine(sock, resp, 1);
 	char *err = NULL;
 	struct docker_api *d = docker_api_create(sock, &err);
 	int r = docker_api_ping(d, &err);
@@ -168,7 +104,7 @@ static void test_timeout(void **state)
 	snprintf(sock, sizeof sock, "%s/s", path);
 	/* headers that promise a body that never comes */
 	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{";
-	pid_t pid = fake_engine_hold(sock, resp, 1, 5);
+	pid_t pid = ts_fake_engine_hold(sock, resp, 1, 5);
 	char *err = NULL;
 	struct docker_api *d = docker_api_create(sock, &err);
 	docker_api_set_timeout(d, 300);

@@ -154,6 +154,12 @@ int rmon_cgroup_pool_size(void);
  * killed first). Returns the number of groups removed, or -errno. */
 int rmon_cgroup_cleanup_stale(const struct rmon_cgroup_opts *opts);
 
+/* The memory group directory of a process whose /proc/PID/cgroup reads TEXT, under ROOT (NULL
+ * = /sys/fs/cgroup) of version V: ROOT/PATH on V2 (the unified line), ROOT/memory/PATH on V1.
+ * Caller frees; NULL when TEXT has no such line. For a group another program made (a
+ * container's), which the monitor follows without owning it. */
+char *rmon_cgroup_memory_dir_of(const char *root, enum rmon_cg_version v, const char *text);
+
 /* Helpers shared with the tests: read a whole small file into BUF (NUL-terminated);
  * returns the length or -errno. */
 ssize_t rmon_read_file(const char *path, char *buf, size_t size);

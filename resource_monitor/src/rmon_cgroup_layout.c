@@ -175,6 +175,22 @@ static char *self_path(const char *text, const char *ctrl)
 	return NULL;
 }
 
+char *rmon_cgroup_memory_dir_of(const char *root, enum rmon_cg_version v, const char *text)
+{
+	if (!root)
+		root = RMON_CG_DEFAULT_ROOT;
+	if (v != RMON_CG_V1 && v != RMON_CG_V2)
+		return NULL;
+	char *own = self_path(text, v == RMON_CG_V1 ? "memory" : NULL);
+	if (!own)
+		return NULL;
+	char *top = v == RMON_CG_V1 ? path_join(root, "memory") : xstrdup(root);
+	char *dir = path_join(top, own);
+	free(top);
+	free(own);
+	return dir;
+}
+
 enum rmon_cg_version rmon_cgroup_detect(const char *root)
 {
 	if (!root)

@@ -765,6 +765,18 @@ int rmonitor_set_memory_limit(struct rmonitor *m, int64_t mb)
 	return 0;
 }
 
+void rmonitor_report_memory(struct rmonitor *m, double mb)
+{
+	if (m->state != ST_DONE && mb > 0)
+		rmonitor_set_peak(m, RM_MEMORY, mb);
+}
+
+void rmonitor_exhausted(struct rmonitor *m, int field, double limit)
+{
+	if (field >= 0 && field < RM_N_FIELDS)
+		rmonitor_limit_kill(m, field, limit);
+}
+
 double rmonitor_memory_now(const struct rmonitor *m)
 {
 	return m->mem_now > 0 ? m->mem_now : 0;

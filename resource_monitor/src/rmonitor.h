@@ -127,6 +127,13 @@ int rmonitor_set_memory_limit(struct rmonitor *m, int64_t mb);
 /* Changes the CPU quota of a running task whose cores are limited by its cgroup (CORES cores;
  * the limit the summary reports follows): 0, HTC_EUNSUP (no quota), -ESRCH, -errno. */
 int rmonitor_set_cores(struct rmonitor *m, double cores);
+/* Memory of the task measured by its owner outside the task's cgroup (its container, in a
+ * group the engine made), MB: the summary's peak takes it when it is larger. */
+void rmonitor_report_memory(struct rmonitor *m, double mb);
+/* Ends the task as having exhausted FIELD (an rmsummary field) at LIMIT, a limit its owner
+ * enforces where the monitor cannot (a container outside the task's cgroup): its summary says
+ * so, as for a limit of its own, and its tree is killed. The task still ends through DONE. */
+void rmonitor_exhausted(struct rmonitor *m, int field, double limit);
 /* Sends SIG to every process of the task. The task still ends through DONE. */
 int rmonitor_kill(struct rmonitor *m, int sig);
 

@@ -477,6 +477,23 @@ static void test_v1_fake_layout_cache(void **state)
 	ts_tmpdir_remove(root);
 }
 
+/* The memory group of another program's process, from its /proc/PID/cgroup text. */
+static void test_memory_dir_of(void **state)
+{
+	(void)state;
+	const char *text = "13:pids:/docker/abc\n12:cpu,memory:/docker/abc\n0::/system.slice/x\n";
+	char *d = rmon_cgroup_memory_dir_of("/r", RMON_CG_V1, text);
+	assert_string_equal(d, "/r/memory/docker/abc");
+	free(d);
+	d = rmon_cgroup_memory_dir_of(NULL, RMON_CG_V2, text);
+	assert_string_equal(d, "/sys/fs/cgroup/system.slice/x");
+	free(d);
+	/* a word that only begins with "memory" is another controller */
+	assert_null(rmon_cgroup_memory_dir_of("/r", RMON_CG_V1, "4:memoryx:/a\n"));
+	assert_null(rmon_cgroup_memory_dir_of("/r", RMON_CG_V2, "4:memory:/a\n"));
+	assert_null(rmon_cgroup_memory_dir_of("/r", RMON_CG_NONE, text));
+}
+
 static void test_v2_fake_refusals(void **state)
 {
 	(void)state;
@@ -879,6 +896,7 @@ int main(void)
 	    cmocka_unit_test(test_v2_fake_stats),
 	    cmocka_unit_test(test_v2_fake_reset),
 	    cmocka_unit_test(test_v2_fake_refusals),
+	    cmocka_unit_test(test_memory_dir_of),
 	    cmocka_unit_test(test_v2_fake_default_controllers),
 	    cmocka_unit_test(test_v1_fake_layout_cache),
 	    cmocka_unit_test(test_v2_fake_stale),

@@ -323,6 +323,38 @@ test_expect_success 'makeflow -T wq with --docker and --memory-grow: a rule over
 	grows_in_container --docker $IMG
 '
 
+test_expect_success 'makeflow -T wq with --docker, --memory-grow and --container-cgroups engine: a rule over its estimate grows through the engine' '
+	# its container is in the engine'"'"'s own cgroup: the worker reads its memory there and
+	# raises its limit with the engine'"'"'s update call
+	grows_in_container --docker $IMG --container-cgroups engine &&
+	grep -q "updated to [0-9]* MB through the engine" w.out
+'
+
+test_expect_success 'makeflow -T wq with --docker and --container-cgroups engine: a rule past its maximum is given up there, not left waiting, and run again without it' '
+	wf Makeflow <<-\EOF
+	CATEGORY=grow
+	a.txt:
+	    echo a > a.txt
+	b.txt: a.txt
+	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 300000000) s = s s; print length(s) }" > b.txt
+	EOF
+	start_master --allocation warmup Makeflow
+	"$WORKER" -t 30 --cores 1 --memory 300 --disk 4000 --memory-grow on --docker $IMG \
+		--container-cgroups engine localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	rc=0
+	wait $mf || rc=$?
+	kill -TERM $w
+	wait $w || true
+	cat mf.out w.out
+	# its container waited at 300 MB (its OOM killer off) until the worker gave it up
+	[ $rc = 0 ] && [ "$(cat b.txt)" -ge 300000000 ] &&
+		grep -q "task 2.1 reached its memory limit of 300 MB .*memory exhausted" w.out &&
+		grep -q "task 2 exceeded the memory the master chose" mf.out &&
+		test_wait_until 60 no_containers
+'
+
 # ahead_rules N SECONDS: N rules of one core each, in a container of their own (CONTAINER=),
 # each writing what it sees (PID 1 of its container, its hostname, the image's marker, its
 # cgroups) to cN.txt; all but the first two then sleep SECONDS (the first two end at once, so

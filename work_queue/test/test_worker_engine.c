@@ -13,11 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ts_fake_engine.h"
 #include "ts_loop.h"
 #include "ts_tmpdir.h"
 #include "worker_engine.h"
@@ -25,48 +24,6 @@
 #include "banned.h"
 
 #define PONG "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nOK"
-
-/* A fake engine on PATH: answers every request with PONG until killed. */
-static pid_t fake_engine(const char *path)
-{
-	int s = socket(AF_UNIX, SOCK_STREAM, 0);
-	assert_true(s >= 0);
-	struct sockaddr_un a;
-	memset(&a, 0, sizeof a);
-	a.sun_family = AF_UNIX;
-	size_t n = strlen(path);
-	assert_true(n < sizeof a.sun_path);
-	memcpy(a.sun_path, path, n + 1);
-	unlink(path);
-	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-	assert_int_equal(listen(s, 8), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		alarm(20); /* never outlives a failed test */
-		for (;;) {
-			int c = accept(s, NULL, NULL);
-			if (c < 0)
-				_exit(1);
-			char buf[4096];
-			size_t got = 0;
-			while (got < sizeof buf - 1) {
-				ssize_t r = read(c, buf + got, sizeof buf - 1 - got);
-				if (r <= 0)
-					break;
-				got += (size_t)r;
-				buf[got] = 0;
-				if (strstr(buf, "\r\n\r\n"))
-					break;
-			}
-			if (write(c, PONG, strlen(PONG)) < 0)
-				_exit(1);
-			close(c);
-		}
-	}
-	close(s);
-	return pid;
-}
 
 struct seen {
 	int calls;
@@ -124,7 +81,7 @@ static void test_down_then_up(void **state)
 	ts_run_for(&loop, 100);
 	assert_int_equal(s.calls, 1);
 	/* an engine that answers: up again */
-	pid_t pid = fake_engine(sock);
+	pid_t pid = ts_fake_engine(sock, PONG, 100000); /* every request until killed */
 	w.calls = 2;
 	assert_true(ts_run_until(&loop, called, &w, 10000));
 	assert_true(s.up);

@@ -311,6 +311,18 @@ static void test_elasticity(void **state)
 	assert_int_equal(parse(&o, "--shrink-cooldown", "soon", "h", "1", NULL), HTC_EPARSE);
 	assert_int_equal(parse(&o, "--memory-throttle-rate", "0", "h", "1", NULL), HTC_EPARSE);
 	assert_string_equal(err, "--memory-throttle-rate: \"0\" is not a rate in MB/s above 0");
+	/* where a task's own container's cgroup is */
+	assert_int_equal(parse(&o, "h", "1", NULL), CLI_DONE);
+	assert_false(o.container_cgroups_engine);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--container-cgroups", "engine", "h", "1", NULL), CLI_DONE);
+	assert_true(o.container_cgroups_engine);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--container-cgroups", "task", "h", "1", NULL), CLI_DONE);
+	assert_false(o.container_cgroups_engine);
+	worker_opts_clear(&o);
+	assert_int_equal(parse(&o, "--container-cgroups", "docker", "h", "1", NULL), HTC_EPARSE);
+	assert_string_equal(err, "--container-cgroups: \"docker\" is neither task nor engine");
 }
 
 static void test_command_line_errors(void **state)

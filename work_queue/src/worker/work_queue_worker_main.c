@@ -107,6 +107,7 @@ static int run(uv_loop_t *loop, const struct worker_opts *o, struct worker_docke
 		}
 		worker_docker_keep_images(*dk, o->keep_cache);
 		worker_docker_set_no_ahead(*dk, o->no_containers_ahead);
+		worker_docker_set_engine_cgroups(*dk, o->container_cgroups_engine);
 		worker_set_docker(w, *dk);
 	}
 	uv_signal_t sigterm, sigint;

@@ -338,6 +338,22 @@ void worker_docker_set_no_ahead(struct worker_docker *d, bool no)
 	d->no_ahead = no;
 }
 
+void worker_docker_set_engine_cgroups(struct worker_docker *d, bool engine)
+{
+	if (engine)
+		d->nest = false;
+}
+
+bool worker_docker_nests(const struct worker_docker *d)
+{
+	return d->nest;
+}
+
+struct docker_api *worker_docker_api(const struct worker_docker *d)
+{
+	return d->api;
+}
+
 char **worker_docker_ahead_argv(const struct worker_docker *d, char **v, pid_t maker,
                                 const char *dir, const char *sandbox_work_dir)
 {

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+struct docker_api;
+
 /* Exit statuses of the runner besides the command's own. */
 #define WORKER_DOCKER_EXIT_DOCKER 125 /* Docker refused or failed: message on stderr */
 #define WORKER_DOCKER_EXIT_OOM    250 /* Docker says OOMKilled: message on stderr */
@@ -58,6 +60,13 @@ char **worker_docker_argv(const struct worker_docker *d, const char *sandbox_wor
 bool worker_docker_can_make_ahead(const struct worker_docker *d);
 /* --no-containers-ahead: every task's own container is made when the task starts. */
 void worker_docker_set_no_ahead(struct worker_docker *d, bool no);
+/* ENGINE (--container-cgroups engine): the tasks' own containers stay in the engine's cgroups,
+ * never nested in the tasks' (where the engine cannot nest them, they are not anyway). */
+void worker_docker_set_engine_cgroups(struct worker_docker *d, bool engine);
+/* Whether the tasks' own containers are nested in the tasks' cgroups (cgroupfs on v1). */
+bool worker_docker_nests(const struct worker_docker *d);
+/* The engine's client (borrowed from D): blocking calls, a few ms each. */
+struct docker_api *worker_docker_api(const struct worker_docker *d);
 /* The worker's containers made ahead (worker_ahead.h); NULL before worker_docker_start. */
 struct worker_aheads *worker_docker_aheads(struct worker_docker *d);
 /* The argv of a task whose own container the process MAKER makes ahead, its agent in DIR: the

@@ -14,6 +14,7 @@
 #include "debug.h"
 #include "rmon_elastic.h"
 #include "rmon_proc.h"
+#include "worker_ctr_memory.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -28,6 +29,9 @@ struct worker_elastic_task {
 	struct rmonitor *m;
 	struct rmon_elastic_task st;
 	int throttles;
+	/* its own container outside its cgroup (worker_ctr_memory.h), or NULL; what it uses, MB */
+	struct worker_ctr_memory *ctr;
+	double ctr_mb;
 	/* --cpu-grow: its allocation, its quota now and at most, the CPU time (s) at the start of
 	 * the current window and when it began (ms), the cores it used over the last window (-1
 	 * before its first window: it counts as using its allocation) */
@@ -99,10 +103,23 @@ double worker_elastic_interval(const struct worker_elastic *e)
 	return EL_TICK_MS / 1000.0;
 }
 
-/* What the task uses now (not its peak: a shrink needs the present use). */
+/* What the task uses now (not its peak: a shrink needs the present use), its container
+ * outside its cgroup included. */
 static double usage_mb(const struct worker_elastic_task *t)
 {
-	return t->m ? rmonitor_memory_now(t->m) : 0;
+	return (t->m ? rmonitor_memory_now(t->m) : 0) + t->ctr_mb;
+}
+
+/* Sets T's memory limit: its container's through the engine, or its cgroup's. 0 or negative
+ * with *ERR (caller frees). */
+static int set_limit(struct worker_elastic_task *t, int64_t mb, char **err)
+{
+	if (t->ctr)
+		return worker_ctr_memory_set_limit(t->ctr, mb, err);
+	int r = t->m ? rmonitor_set_memory_limit(t->m, mb) : -ESRCH;
+	if (r < 0)
+		*err = xstrdup(htc_strerror(r));
+	return r;
 }
 
 /* The worker is short of memory: its tasks use more than 3/4 of its memory, or the machine has
@@ -167,10 +184,10 @@ static void charge(struct worker_elastic_task *t, int64_t limit_mb)
 		t->resized(t->arg, want);
 }
 
-int64_t worker_elastic_at_limit(struct rmonitor *m, int64_t limit_mb, void *arg)
+/* T reached its memory limit LIMIT_MB: the new limit (grown or released), -1 to hold it there,
+ * 0 to give it up (memory exhausted). */
+static int64_t decide(struct worker_elastic_task *t, int64_t limit_mb)
 {
-	(void)m;
-	struct worker_elastic_task *t = arg;
 	struct worker_elastic *e = t->e;
 	struct rmon_elastic_now n = figures(t, t->st.throttled ? memory_short(e) : 0);
 	int64_t to = 0;
@@ -198,18 +215,92 @@ int64_t worker_elastic_at_limit(struct rmonitor *m, int64_t limit_mb, void *arg)
 	return 0;
 }
 
+int64_t worker_elastic_at_limit(struct rmonitor *m, int64_t limit_mb, void *arg)
+{
+	(void)m;
+	return decide(arg, limit_mb);
+}
+
+/* T's container waits at its limit LIMIT_MB: its limit is raised through the engine, or it is
+ * held there, or the kernel is let end it and the task is given up for lack of memory. */
+static void container_at_limit(struct worker_elastic_task *t, int64_t limit_mb)
+{
+	int64_t to = decide(t, limit_mb);
+	if (to < 0)
+		return;
+	char *err = NULL;
+	if (to > limit_mb && worker_ctr_memory_set_limit(t->ctr, to, &err) == 0) {
+		notice("task %s: container %.12s updated to %" PRId64 " MB through the engine",
+		       t->name, worker_ctr_memory_id(t->ctr), to);
+		return;
+	}
+	if (err) {
+		warn("task %s: %s", t->name, err);
+		free(err);
+	}
+	worker_ctr_memory_let_kill(t->ctr);
+	if (t->m)
+		rmonitor_exhausted(t->m, RM_MEMORY, (double)limit_mb);
+}
+
+/* A container that cannot be followed would wait at its limit with nobody to raise it: it is
+ * given the most its task may hold, charged as such, once. */
+static void unfollowed(struct worker_elastic_task *t, const char *why)
+{
+	warn("task %s: %s; its container is given its maximum of %" PRId64 " MB", t->name, why,
+	     t->st.max_mb);
+	char *err = NULL;
+	if (t->st.max_mb > 0 && worker_ctr_memory_set_limit(t->ctr, t->st.max_mb, &err) == 0) {
+		charge(t, t->st.max_mb);
+		t->st.limit_mb = t->st.max_mb;
+		write_view(t);
+	} else if (err) {
+		warn("task %s: %s", t->name, err);
+		free(err);
+	}
+	worker_ctr_memory_delete(t->ctr);
+	t->ctr = NULL;
+	t->ctr_mb = 0;
+}
+
+/* Reads T's container: its use counts as the task's, and one waiting at its limit is decided
+ * on now. True when it was (nothing else is done to it at this tick). */
+static bool follow(struct worker_elastic_task *t)
+{
+	struct worker_ctr_memory_now now;
+	char *err = NULL;
+	int r = worker_ctr_memory_read(t->ctr, &now, &err);
+	if (r < 0) {
+		unfollowed(t, err ? err : "its container cannot be followed");
+		free(err);
+		return false;
+	}
+	if (r == 0)
+		return false;
+	t->ctr_mb = now.usage_mb;
+	if (t->m)
+		rmonitor_report_memory(t->m, usage_mb(t));
+	if (!now.at_limit)
+		return false;
+	container_at_limit(t, now.limit_mb);
+	return true;
+}
+
 static void watch(struct worker_elastic_task *t, int short_mem)
 {
+	if (t->ctr && follow(t))
+		return;
 	struct rmon_elastic_now n = figures(t, short_mem);
 	double rate = rmon_elastic_rate(&t->st, n.ms, n.usage_mb);
 	int64_t to = 0;
 	enum rmon_elastic_action a = rmon_elastic_tick(&t->e->cfg, &t->st, &n, &to);
 	if (a == RMON_ELASTIC_NONE || !t->m)
 		return;
-	int r = rmonitor_set_memory_limit(t->m, to);
-	if (r < 0) {
+	char *err = NULL;
+	if (set_limit(t, to, &err) < 0) {
 		debug(D_WORKER, "task %s: cannot set its memory limit to %" PRId64 " MB: %s",
-		      t->name, to, htc_strerror(r));
+		      t->name, to, err);
+		free(err);
 		return;
 	}
 	int64_t from = t->st.limit_mb;
@@ -371,6 +462,12 @@ void worker_elastic_task_bind(struct worker_elastic_task *t, struct rmonitor *m)
 	t->m = m;
 }
 
+void worker_elastic_task_container(struct worker_elastic_task *t, struct worker_ctr_memory *c)
+{
+	worker_ctr_memory_delete(t->ctr);
+	t->ctr = c;
+}
+
 json_t *worker_elastic_task_json(const struct worker_elastic_task *t)
 {
 	if (!t || (!t->st.raises && !t->throttles && !t->cpu_raises))
@@ -394,6 +491,7 @@ void worker_elastic_task_remove(struct worker_elastic_task *t)
 	DL_DELETE(e->tasks, t);
 	if (!e->tasks)
 		uv_timer_stop(e->tick);
+	worker_ctr_memory_delete(t->ctr);
 	free(t->name);
 	free(t->view);
 	free(t);

@@ -48,6 +48,7 @@ enum {
 	OPT_DOCKER_PRESERVE,
 	OPT_CONTAINERS,
 	OPT_NO_CONTAINERS_AHEAD,
+	OPT_CONTAINER_CGROUPS,
 	OPT_SECCOMP,
 	OPT_DEBUG_ROTATE_MAX,
 	OPT_SHARED_CACHE,
@@ -94,6 +95,7 @@ static const struct option longopts[] = {
     {"docker-preserve", required_argument, NULL, OPT_DOCKER_PRESERVE},
     {"containers", no_argument, NULL, OPT_CONTAINERS},
     {"no-containers-ahead", no_argument, NULL, OPT_NO_CONTAINERS_AHEAD},
+    {"container-cgroups", required_argument, NULL, OPT_CONTAINER_CGROUPS},
     {"seccomp", required_argument, NULL, OPT_SECCOMP},
     {"memory-grow", required_argument, NULL, OPT_MEMORY_GROW},
     {"grow-step-up", required_argument, NULL, OPT_GROW_STEP_UP},
@@ -175,6 +177,9 @@ static const char usage_text[] =
     "                            implied by --docker and --docker-preserve\n"
     "      --no-containers-ahead  make a task's own container when it starts, not while\n"
     "                            it waits in the queue\n"
+    "      --container-cgroups task|engine  where a task's own container's cgroup is: in\n"
+    "                            the task's (default, where the engine allows it) or in\n"
+    "                            the engine's own, grown through its update call\n"
     "      --seccomp PROFILE     system calls tasks may not make: default, strict, nonet, off\n"
     "                            (default: default; doc/seccomp.md)\n"
     "Elasticity (doc/elasticity.md):\n"
@@ -480,6 +485,12 @@ static int parse_one(int c, const char *arg, const char *name, struct worker_opt
 		break;
 	case OPT_CONTAINERS: o->containers = true; break;
 	case OPT_NO_CONTAINERS_AHEAD: o->no_containers_ahead = true; break;
+	case OPT_CONTAINER_CGROUPS:
+		if (strcmp(arg, "task") != 0 && strcmp(arg, "engine") != 0)
+			return cli_error(err, errlen, "%s: \"%s\" is neither task nor engine", name,
+			                 arg);
+		o->container_cgroups_engine = strcmp(arg, "engine") == 0;
+		break;
 	case OPT_SECCOMP:
 		if (rmon_seccomp_parse(arg, &o->seccomp) < 0)
 			return cli_error(

@@ -66,6 +66,7 @@ struct worker_opts {
 	bool docker_preserve;              /* one shared container rather than one per task */
 	bool containers;                   /* --containers: tasks may name their images */
 	bool no_containers_ahead;          /* --no-containers-ahead (worker_ahead.h) */
+	bool container_cgroups_engine;     /* --container-cgroups engine: never nested */
 	enum rmon_seccomp_profile seccomp; /* --seccomp; default RMON_SECCOMP_DEFAULT */
 	bool pin_cores;   /* --pin-cores: each task on whole cpus of its own (worker_cpus.h) */
 	bool proc_events; /* --proc-events: count every short-lived process of a task in a cgroup */

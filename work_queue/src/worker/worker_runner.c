@@ -13,10 +13,12 @@
 
 #include <jansson.h>
 
+#include "atomic_file.h"
 #include "debug.h"
 #include "docker_api.h"
 #include "stringtools.h"
 #include "timeutil.h"
+#include "worker_ctr_memory.h"
 #include "worker_docker.h"
 #include "worker_runner_agent.h"
 #include "worker_runner_ahead.h"
@@ -188,8 +190,10 @@ static int run_shared_image(struct docker_api *api, const struct worker_runner_o
 }
 
 /* The HostConfig of the task's own container: its binds, MEMORY and CORES of its environment,
- * and the cgroup CG to nest in (NULL: Docker's default). */
-static json_t *host_config(const struct worker_runner_opts *o, double mem_mb, const char *cg)
+ * and the cgroup CG to nest in (NULL: Docker's default). WAIT: at its memory limit it waits
+ * (the OOM killer off in its group, cgroup v1) for the worker to raise it. */
+static json_t *host_config(const struct worker_runner_opts *o, double mem_mb, const char *cg,
+                           bool wait)
 {
 	json_t *binds = json_array();
 	for (size_t i = 0; i < o->n_binds; i++)
@@ -200,6 +204,8 @@ static json_t *host_config(const struct worker_runner_opts *o, double mem_mb, co
 		json_int_t bytes = (json_int_t)(mem_mb * 1024 * 1024);
 		json_object_set_new(hc, "Memory", json_integer(bytes));
 		json_object_set_new(hc, "MemorySwap", json_integer(bytes));
+		if (wait)
+			json_object_set_new(hc, "OomKillDisable", json_true());
 	}
 	double cores = env_number("CORES");
 	if (cores > 0)
@@ -229,15 +235,24 @@ static int run_own(struct docker_api *api, const struct worker_runner_opts *o, c
 	double grow_mb = env_number(WORKER_TASK_CONTAINER_MAX_ENV);
 	if (cg && grow_mb > mem_mb)
 		mem_mb = grow_mb;
+	/* not nested, a task that may grow is followed by the worker, which raises the limit of its
+	 * container through the engine once it learns the container's id (worker_ctr_memory.h) */
+	const char *id_file = getenv(WORKER_CTR_ID_ENV);
+	bool followed = !cg && grow_mb > mem_mb && id_file && *id_file;
 	json_t *cfg = json_pack("{s:s,s:o,s:o,s:s,s:s,s:o,s:b,s:b,s:b,s:o}", "Image", image, "Cmd",
 	                        cmd, "Env", env, "WorkingDir", o->workdir, "User", user, "Labels",
 	                        worker_docker_labels(host), "AttachStdout", 1, "AttachStderr", 1,
-	                        "Tty", 0, "HostConfig", host_config(o, mem_mb, cg));
+	                        "Tty", 0, "HostConfig", host_config(o, mem_mb, cg, followed));
 	char *id = NULL;
 	double t0 = now_s();
 	int r = docker_api_create_container(api, NULL, cfg, &id, err);
 	json_decref(cfg);
 	json_object_set_new(rec, "create_s", json_real(now_s() - t0));
+	if (r == 0 && followed) {
+		int w = atomic_file_write(id_file, id, strlen(id), 0644);
+		if (w < 0)
+			debug(D_WORKER, "cannot write %s: %s", id_file, strerror(-w));
+	}
 	debug(D_WORKER, "container %.12s of %s%s%s", id ? id : "-", image, cg ? " in cgroup " : "",
 	      cg ? cg : "");
 	if (r == 0) {
@@ -326,7 +341,8 @@ int worker_runner_main(int argc, char **argv)
 		/* the task's own container, made before the task: not the task's process */
 		if (r == 0)
 			r = runner_ahead(api, &o, image,
-			                 host_config(&o, env_number("MEMORY"), NULL), rec, &err);
+			                 host_config(&o, env_number("MEMORY"), NULL, false), rec,
+			                 &err);
 		if (r < 0 && !runner_agent_stop)
 			fprintf(stderr, "work_queue_worker --container-run --ahead %s: %s\n",
 			        o.ahead, err);

@@ -26,6 +26,7 @@
 #include "worker_cpus.h"
 #include "worker_ahead.h"
 #include "worker_docker.h"
+#include "worker_ctr_memory.h"
 #include "worker_elastic.h"
 #include "xalloc.h"
 #include "vec.h"
@@ -424,6 +425,14 @@ static void on_monitor_done(struct rmonitor *m, const struct rmsummary *s, void 
 	case RM_EXIT_NORMAL:
 		r->outcome = WQ_OUTCOME_EXITED;
 		r->exit_status = s->exit_status;
+		/* its container killed by the kernel at the container's own limit (the runner says
+		 * so on stderr): the task's memory was exhausted, as at the limit of its cgroup */
+		if (t->container && s->exit_status == WORKER_DOCKER_EXIT_OOM) {
+			r->outcome = WQ_OUTCOME_EXHAUSTED;
+			r->signal = SIGKILL;
+			r->exhausted = xcalloc(2, sizeof *r->exhausted);
+			r->exhausted[r->nexhausted++] = xstrdup(rmsummary_field_name(RM_MEMORY));
+		}
 		break;
 	case RM_EXIT_SIGNAL:
 		r->outcome = WQ_OUTCOME_SIGNALED;
@@ -562,7 +571,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	char *view = p->elastic && p->charged
 	                 ? xasprintf("%s/" WORKER_TASK_VIEW_FILE, worker_sandbox_path(sb))
 	                 : NULL;
-	struct wq_env_var *envs = xcalloc(msg->nenv + 2, sizeof *envs);
+	struct wq_env_var *envs = xcalloc(msg->nenv + 3, sizeof *envs);
 	if (msg->nenv)
 		memcpy(envs, msg->env, msg->nenv * sizeof *envs);
 	size_t nenvs = msg->nenv;
@@ -572,9 +581,15 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	 * limit is what it may grow to, and the task's cgroup, which the container is nested in
 	 * and which the worker grows, holds it to its allocation meanwhile (worker_runner.c) */
 	char grow_max[32];
+	char *id_file = NULL;
 	if (view && p->docker && msg->max_memory > t->alloc.res.memory) {
 		snprintf(grow_max, sizeof grow_max, "%" PRId64, msg->max_memory);
 		envs[nenvs++] = (struct wq_env_var){WORKER_TASK_CONTAINER_MAX_ENV, grow_max};
+		/* not nested: the worker follows the container itself (worker_ctr_memory.h) */
+		if (!worker_docker_nests(p->docker)) {
+			id_file = xasprintf("%s/" WORKER_CTR_ID_FILE, worker_sandbox_path(sb));
+			envs[nenvs++] = (struct wq_env_var){WORKER_CTR_ID_ENV, id_file};
+		}
 	}
 	char **env =
 	    worker_task_env(p->base_env, &t->alloc, worker_sandbox_tmp_path(sb), envs, nenvs);
@@ -656,7 +671,12 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		double iv = worker_elastic_interval(p->elastic);
 		if (spec.interval_s <= 0 || spec.interval_s > iv)
 			spec.interval_s = iv;
+		if (own && id_file)
+			worker_elastic_task_container(
+			    t->el, worker_ctr_memory_create(worker_docker_api(p->docker), id_file,
+			                                    NULL, NULL));
 	}
+	free(id_file);
 
 	int err = 0;
 	t->t_started = time_now_us();

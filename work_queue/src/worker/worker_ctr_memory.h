@@ -1,0 +1,50 @@
+/* worker_ctr_memory.h: the memory of a task's own container whose cgroup is the engine's, not
+ * nested in the task's (--container-cgroups engine, the engine's systemd driver, cgroup v2;
+ * doc/elasticity.md, "Containers outside the task's cgroup"). The runner writes the container's
+ * id to a file of the task's sandbox once it is made; from then on the worker finds the
+ * container's memory group through its first process, reads it there, and changes its limit
+ * through the engine's update call. */
+#ifndef HTC_WORKER_CTR_MEMORY_H
+#define HTC_WORKER_CTR_MEMORY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct docker_api;
+struct worker_ctr_memory;
+
+/* The variable that names the file the runner writes the container's id to (worker_runner.c);
+ * set only for a task the worker may grow whose container is not nested in its cgroup. With it,
+ * the container waits at its memory limit (OomKillDisable, cgroup v1) instead of being killed,
+ * as a task in its own cgroup does. */
+#define WORKER_CTR_ID_ENV  "HTC_CONTAINER_ID_FILE"
+#define WORKER_CTR_ID_FILE "container.id"
+
+struct worker_ctr_memory_now {
+	double usage_mb;  /* charged to the container's group now */
+	int64_t limit_mb; /* its limit (-1: none) */
+	bool at_limit;    /* it waits at its limit (v1: under_oom, charged to within 2%) */
+};
+
+/* Follows the container whose id the runner writes to ID_FILE (copied), through API (borrowed,
+ * must outlive it). ROOT is the cgroup root (NULL: /sys/fs/cgroup) and PROC the process table
+ * (NULL: /proc): other values for the tests. */
+struct worker_ctr_memory *worker_ctr_memory_create(struct docker_api *api, const char *id_file,
+                                                   const char *root, const char *proc);
+void worker_ctr_memory_delete(struct worker_ctr_memory *c);
+
+/* Reads the container's group into *NOW: 1 when read; 0 while there is nothing to read yet (no
+ * id written, the container not started); negative with *ERR (caller frees) when it cannot be
+ * followed (its group is not found, or it is not the container's): the caller stops trying. */
+int worker_ctr_memory_read(struct worker_ctr_memory *c, struct worker_ctr_memory_now *now,
+                           char **err);
+/* Sets the container's memory limit to MB through the engine (POST /containers/{id}/update).
+ * 0, or negative with *ERR (caller frees). */
+int worker_ctr_memory_set_limit(struct worker_ctr_memory *c, int64_t mb, char **err);
+/* The container waits at its limit with the kernel's OOM killer off in its group: turns it back
+ * on, so the kernel ends the container (its task is given up for lack of memory). */
+void worker_ctr_memory_let_kill(struct worker_ctr_memory *c);
+/* The container's id, or NULL before it is known. */
+const char *worker_ctr_memory_id(const struct worker_ctr_memory *c);
+
+#endif
