@@ -342,14 +342,14 @@ static struct work_queue_task *make_task(struct wq_state *st, struct batch_job *
 			continue;
 		const char *remote = f->remote_name ? f->remote_name : f->local_name;
 		int flags = cache ? WORK_QUEUE_CACHE : WORK_QUEUE_NOCACHE;
-		/* A directory input means the directory and all of its contents (as in CCTools):
-		 * it goes as a directory transfer, never cached: a cached directory reaches the
-		 * sandbox as a symbolic link into the worker's cache, which `find DIR` and other
-		 * commands that do not follow a link given to them would not enter. */
+		/* A directory input means the directory and all of its contents (as in CCTools),
+		 * cached like a file: sent once per worker (once per store of workers that share
+		 * one), and placed in each sandbox as a tree of its own whose files are links to
+		 * the worker's cache. */
 		struct stat sb;
 		if (stat(f->local_name, &sb) == 0 && S_ISDIR(sb.st_mode))
-			r = work_queue_task_specify_directory(
-			    t, f->local_name, remote, WORK_QUEUE_INPUT, WORK_QUEUE_NOCACHE, 1);
+			r = work_queue_task_specify_directory(t, f->local_name, remote,
+			                                      WORK_QUEUE_INPUT, flags, 1);
 		else
 			r = work_queue_task_specify_input_file(t, f->local_name, remote, flags);
 	}

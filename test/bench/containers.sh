@@ -16,6 +16,9 @@
 # started and stopped by PID (test/lib/docker-lib.sh); the images are made from busybox and,
 # for the worker, by htc_worker_image; nothing is pulled.
 # Usage: containers.sh [BUILD]; CONT_TASKS (default 500), CONT_CPU (seconds, default 2).
+# CONT_ROUNDS=R: instead of the table, R interleaved rounds of the three -T wq ways (none, per
+# task, shared; each round in the reverse order of the one before, so that a drift of the machine
+# falls on every way alike), with each way's mean ratio to none and the spread of the ratios.
 set -u
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$SRCDIR/build}
@@ -113,6 +116,42 @@ wq() {
 workflow plain.mf ""
 workflow pertask.mf "CONTAINER=$IMG\n"
 workflow shared.mf "CONTAINER=$IMG\nCONTAINER_MODE=shared\n"
+
+ROUNDS=${CONT_ROUNDS:-0}
+if [ "$ROUNDS" -gt 0 ]; then
+	ways=(plain pertask shared)
+	: >rounds.txt
+	for r in $(seq 1 "$ROUNDS"); do
+		order=("${ways[@]}")
+		[ $((r % 2)) = 0 ] && order=(shared pertask plain)
+		for w in "${order[@]}"; do
+			case $w in
+			plain) wq plain no ;;
+			*) wq "$w" no --containers ;;
+			esac
+			echo "$r $w $T" >>rounds.txt
+		done
+	done
+	echo "containers: $ROUNDS interleaved rounds of $N rules of about $S s of CPU each, $CORES cores, -T wq"
+	python3 - "$N" "$CORES" rounds.txt <<'PY'
+import statistics, sys
+n, cores = int(sys.argv[1]), int(sys.argv[2])
+t = {}
+for line in open(sys.argv[3]):
+    r, w, v = line.split()
+    t.setdefault(int(r), {})[w] = float(v) if v != "failed" else None
+for w in ("plain", "pertask", "shared"):
+    ms = [t[r][w] for r in sorted(t) if t[r].get(w)]
+    ratios = [t[r][w] / t[r]["plain"] for r in sorted(t) if t[r].get(w) and t[r].get("plain")]
+    added = [(t[r][w] - t[r]["plain"]) * cores / n * 1000 for r in sorted(t)
+             if t[r].get(w) and t[r].get("plain")]
+    sd = statistics.stdev(ratios) if len(ratios) > 1 else 0
+    print(f"  {w:<8} makespans {' '.join(f'{m:.1f}' for m in ms)} s; ratio to none "
+          f"{statistics.mean(ratios):.3f} (sd {sd:.3f}, min {min(ratios):.3f}, max {max(ratios):.3f});"
+          f" added {statistics.mean(added):.0f} ms per task")
+PY
+	exit 0
+fi
 
 run plain -T local -j "$CORES"
 t_local=$T

@@ -113,4 +113,42 @@ test_expect_success 'several directory inputs and outputs in flight at once' '
 	[ "$(cat o1/x/sub/g)" = "d3 sub" ] && [ "$(cat o2/y/f)" = d3 ]
 '
 
+# ref_workflow: three rules reading the directory ref; the second adds a file to its copy.
+ref_workflow() {
+	mkdir -p ref/sub && printf "r1\n" >ref/a && printf "r2\n" >ref/sub/b
+	wf Makeflow <<-\EOF
+	l1: ref
+	    find ref -type f | sort > l1 && cat ref/sub/b >> l1
+	l2: ref
+	    find ref -type f | sort > l2 && cat ref/a >> l2 && touch ref/mine
+	l3: ref l2
+	    find ref -type f | sort > l3
+	EOF
+}
+
+test_expect_success 'a directory input several rules read is cached: one object on the worker, a tree in each sandbox' '
+	ref_workflow
+	start_master Makeflow
+	start_worker --cores 1 --keep-cache -s wd localhost $port
+	finish
+	kill -TERM $w
+	wait $w || true
+	[ "$(cat l1)" = "$(printf "ref/a\nref/sub/b\nr2\n")" ] &&
+		[ "$(cat l2)" = "$(printf "ref/a\nref/sub/b\nr1\n")" ] &&
+		# what a task added to its tree stays in its sandbox
+		[ "$(cat l3)" = "$(printf "ref/a\nref/sub/b\n")" ] &&
+		[ "$(ls wd/cache | grep -c "^D-")" = 1 ]
+'
+
+test_expect_success 'with --disable-cache a directory input is sent to each rule and never cached' '
+	ref_workflow
+	start_master --disable-cache Makeflow
+	start_worker --cores 1 --keep-cache -s wd localhost $port
+	finish
+	kill -TERM $w
+	wait $w || true
+	[ "$(cat l3)" = "$(printf "ref/a\nref/sub/b\n")" ] &&
+		[ -d wd/cache ] && [ "$(ls wd/cache | grep -c "^D-")" = 0 ]
+'
+
 test_done

@@ -45,6 +45,22 @@ static char *read_fd(int fd)
 	return xstrdup(buf);
 }
 
+/* NAME beneath work is a copy of the cache file placed across file systems: one link, mode
+ * 0555, content TEXT. */
+static void expect_copied(struct fixture *f, const char *name, const char *text)
+{
+	struct stat st;
+	assert_int_equal(fstatat(f->work, name, &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_nlink, 1);
+	assert_int_equal(st.st_mode & 07777, 0555);
+	int fd = open_beneath(f->work, name, O_RDONLY, 0, f->how);
+	assert_true(fd >= 0);
+	char *c = read_fd(fd);
+	assert_string_equal(c, text);
+	free(c);
+	close(fd);
+}
+
 static int setup_how(void **state, enum beneath_resolve how)
 {
 	struct fixture *f = xcalloc(1, sizeof(*f));
@@ -223,7 +239,7 @@ static void test_hostile_names(void **state)
 		assert_int_equal(create_beneath(f->work, bad[i], false), -EXDEV);
 		assert_int_equal(mkdir_beneath(f->work, bad[i], 0755), -EXDEV);
 		assert_true(worker_sandbox_tmp_commit(f->sb, 1, bad[i]) < 0);
-		assert_int_equal(worker_sandbox_link_dir(f->sb, "/cache", "D-x", bad[i]), -EXDEV);
+		assert_int_equal(worker_sandbox_link_dir(f->sb, -1, "D-x", bad[i]), -EXDEV);
 		char *m = NULL;
 		assert_true(worker_sandbox_check_output(f->sb, bad[i], false, NULL, &m) < 0);
 		assert_non_null(m);
@@ -356,16 +372,47 @@ static void test_link_objects(void **state)
 	free(c);
 	close(fd);
 
-	/* a directory object */
+	/* a directory object: a tree of the sandbox's own, its files the cache's */
 	char *dobj = path_join(cache, "D-obj");
-	assert_int_equal(mkdir(dobj, 0555), 0);
-	assert_int_equal(worker_sandbox_link_dir(f->sb, cache, "D-obj", "tree"), 0);
-	char target[4096];
-	ssize_t n = readlinkat(f->work, "tree", target, sizeof(target) - 1);
-	assert_true(n > 0);
-	target[n] = 0;
-	assert_string_equal(target, dobj);
-	assert_int_equal(worker_sandbox_link_dir(f->sb, "relative", "D-obj", "tree2"), -EINVAL);
+	assert_int_equal(mkdir(dobj, 0755), 0);
+	char *dsub = path_join(dobj, "sub");
+	assert_int_equal(mkdir(dsub, 0755), 0);
+	char *da = path_join(dobj, "a.txt"), *db = path_join(dsub, "b.sh");
+	ts_write_file(da, "aaa\n");
+	ts_write_file(db, "echo b\n");
+	chmod(da, 0444);
+	chmod(db, 0555);
+	chmod(dsub, 0555);
+	chmod(dobj, 0555);
+	assert_int_equal(worker_sandbox_link_dir(f->sb, cfd, "D-obj", "in/tree"), 0);
+	assert_int_equal(fstatat(f->work, "in/tree", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISDIR(st.st_mode)); /* not a link: find and cp -r enter it */
+	assert_int_equal(st.st_mode & 07777, 0755);
+	assert_int_equal(fstatat(f->work, "in/tree/sub", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	struct stat orig;
+	assert_int_equal(stat(db, &orig), 0);
+	assert_int_equal(fstatat(f->work, "in/tree/sub/b.sh", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(st.st_ino == orig.st_ino); /* linked, not copied */
+	assert_int_equal(st.st_nlink, 2);
+	fd = open_beneath(f->work, "in/tree/a.txt", O_RDONLY, 0, f->how);
+	assert_true(fd >= 0);
+	c = read_fd(fd);
+	assert_string_equal(c, "aaa\n");
+	free(c);
+	close(fd);
+	assert_int_equal(worker_sandbox_link_dir(f->sb, cfd, "D-obj", "in/tree"), -EEXIST);
+	assert_int_equal(worker_sandbox_link_dir(f->sb, cfd, "D-none", "in/none"), -ENOENT);
+	/* an object that is a file is no directory */
+	char *fobj = path_join(cache, "F-two");
+	ts_write_file(fobj, "two\n");
+	assert_int_equal(worker_sandbox_link_dir(f->sb, cfd, "F-two", "in/file"), -ENOTDIR);
+	free(fobj);
+	chmod(dobj, 0755);
+	chmod(dsub, 0755);
+	free(da);
+	free(db);
+	free(dsub);
 	free(dobj);
 
 	/* across file systems: /dev/shm is a tmpfs when present */
@@ -383,14 +430,17 @@ static void test_link_objects(void **state)
 	char *o2 = path_join(other, "F-far");
 	ts_write_file(o2, "far away\n");
 	assert_int_equal(worker_sandbox_link_file(f->sb, ofd, "F-far", "far"), 0);
-	assert_int_equal(fstatat(f->work, "far", &st, AT_SYMLINK_NOFOLLOW), 0);
-	assert_int_equal(st.st_nlink, 1);
-	assert_int_equal(st.st_mode & 07777, 0555);
-	fd = open_beneath(f->work, "far", O_RDONLY, 0, f->how);
-	c = read_fd(fd);
-	assert_string_equal(c, "far away\n");
-	free(c);
-	close(fd);
+	expect_copied(f, "far", "far away\n");
+	/* a directory object across file systems: its files copied, modes kept */
+	char *fd1 = path_join(other, "D-far");
+	assert_int_equal(mkdir(fd1, 0755), 0);
+	char *fd2 = path_join(fd1, "x.sh");
+	ts_write_file(fd2, "echo x\n");
+	chmod(fd2, 0555);
+	assert_int_equal(worker_sandbox_link_dir(f->sb, ofd, "D-far", "fartree"), 0);
+	expect_copied(f, "fartree/x.sh", "echo x\n");
+	free(fd2);
+	free(fd1);
 	/* a link in the far cache is not copied */
 	char *l2 = path_join(other, "F-lnk");
 	assert_int_equal(symlink("/etc/passwd", l2), 0);

@@ -19,6 +19,7 @@
 #include "beneath.h"
 #include "debug.h"
 #include "full_io.h"
+#include "htc_error.h"
 #include "dir_entries.h"
 #include "path.h"
 #include "wq_listing.h"
@@ -460,7 +461,24 @@ out:
 	return r;
 }
 
-int worker_sandbox_link_dir(struct worker_sandbox *sb, const char *cache_path, const char *object,
+/* A copy of file PATH of tree SRC as PATH of tree DST, mode 0555 (EXEC) or 0444. */
+static int copy_member(int src, int dst, const char *path, bool exec)
+{
+	int in = openat(src, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	mode_t mode = exec ? 0555 : 0444;
+	int out = openat(dst, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	int r = out < 0 ? -errno : copy_fd(in, out);
+	if (r == 0 && fchmod(out, mode) < 0)
+		r = -errno;
+	close(in);
+	if (out >= 0 && close(out) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+int worker_sandbox_link_dir(struct worker_sandbox *sb, int cache_dirfd, const char *object,
                             const char *name)
 {
 	int r = check_object(object);
@@ -468,18 +486,53 @@ int worker_sandbox_link_dir(struct worker_sandbox *sb, const char *cache_path, c
 		r = beneath_check_name(name, false);
 	if (r < 0)
 		return r;
-	if (!path_is_absolute(cache_path))
-		return -EINVAL;
+	int src = openat(cache_dirfd, object, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (src < 0)
+		return -errno;
+	struct wq_listing *l = NULL;
+	char *why = NULL;
+	r = wq_listing_walk(src, object, WQ_LISTING_NO_HASH, &l, &why);
+	if (r < 0) {
+		debug(D_WORKER, "cache object %s: %s", object, why ? why : htc_strerror(r));
+		free(why);
+		close(src);
+		return r;
+	}
 	char *parent;
 	const char *last = beneath_split_last(name, &parent);
 	int pfd = mkdir_beneath(sb->work_fd, parent, 0755);
 	free(parent);
+	int dst = -1;
 	if (pfd < 0)
-		return pfd;
-	char *target = path_join(cache_path, object);
-	r = symlinkat(target, pfd, last) < 0 ? -errno : 0;
-	free(target);
-	close(pfd);
+		r = pfd;
+	else if (mkdirat(pfd, last, 0755) < 0)
+		r = -errno;
+	else if ((dst = openat(pfd, last, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		r = -errno;
+	/* its directories the task's own (it may add to them), its files the cache's, linked,
+	 * or copied once linkat says the cache is on another file system */
+	bool copy = false;
+	for (size_t i = 0, n = wq_listing_count(l); r == 0 && i < n; i++) {
+		const struct wq_listing_entry *e = wq_listing_get(l, i);
+		if (e->is_dir)
+			r = mkdirat(dst, e->path, 0755) < 0 ? -errno : 0;
+		else if (!copy && linkat(src, e->path, dst, e->path, 0) == 0)
+			r = 0;
+		else if (!copy && errno != EXDEV)
+			r = -errno;
+		else {
+			copy = true;
+			r = copy_member(src, dst, e->path, e->exec);
+		}
+	}
+	if (copy)
+		debug(D_WORKER, "cache object %s: cross-device, copied into %s", object, sb->work);
+	if (dst >= 0)
+		close(dst);
+	if (pfd >= 0)
+		close(pfd);
+	close(src);
+	wq_listing_delete(l);
 	return r;
 }
 

@@ -70,9 +70,12 @@ int worker_sandbox_tmp_discard(struct worker_sandbox *sb, uint64_t xfer);
  * readable through the sandbox's hard link. Returns 0 or -errno (-EEXIST if NAME is taken). */
 int worker_sandbox_link_file(struct worker_sandbox *sb, int cache_dirfd, const char *object,
                              const char *name);
-/* Places the cache DIRECTORY object at NAME beneath work as a symbolic link, created by the
- * worker, to CACHE_PATH/OBJECT (CACHE_PATH absolute). Returns 0 or -errno. */
-int worker_sandbox_link_dir(struct worker_sandbox *sb, const char *cache_path, const char *object,
+/* Places the cache DIRECTORY object OBJECT (an entry of CACHE_DIRFD) at NAME beneath work as a
+ * tree of its own: its directories made (0755: the task may add to them), its files linked
+ * with linkat, or copied (0555 or 0444) when the cache is on another file system. A task sees
+ * a directory like any other (`find NAME`, `cp -r NAME` enter it); a dropped object stays
+ * readable through the links. Returns 0 or -errno (-EEXIST if NAME is taken). */
+int worker_sandbox_link_dir(struct worker_sandbox *sb, int cache_dirfd, const char *object,
                             const char *name);
 
 /* Checks output NAME beneath work. A regular file (a directory when WANT_DIR) gives 0 and

@@ -694,7 +694,7 @@ int ws_link_cache_input(struct wtask *t, size_t i)
 	if (err == 0) {
 		VEC_RESIZE(t->dir_refs, t->ndir_refs + 1);
 		t->dir_refs[t->ndir_refs++] = xstrdup(in->object);
-		err = worker_sandbox_link_dir(t->sb, worker_cache_path(worker_conn_cache(w)),
+		err = worker_sandbox_link_dir(t->sb, worker_cache_fd(worker_conn_cache(w)),
 		                              in->object, in->name);
 	}
 	return err;
