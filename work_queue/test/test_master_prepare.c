@@ -407,7 +407,8 @@ static void test_failures(void **state)
 	work_queue_delete(q);
 }
 
-/* A cached directory is named by a job too. */
+/* A cached directory is named by a job too; named again, its files are read only when the
+ * walk sees a change. */
 static void test_directory(void **state)
 {
 	(void)state;
@@ -427,6 +428,43 @@ static void test_directory(void **state)
 	struct mtask *m = master_queue_task_lookup(q, id);
 	assert_int_equal(strncmp(m->objects[0], "D-", 2), 0);
 	assert_int_equal(m->obj_size[0], 5);
+	char *first = xstrdup(m->objects[0]);
+	/* named again: the walk sees what it saw, the files are not read again */
+	struct master_prepare_counters c0, c1;
+	master_prepare_get_counters(q, &c0);
+	t = work_queue_task_create("ls d");
+	work_queue_task_specify_directory(t, dir, "d", WORK_QUEUE_INPUT, WORK_QUEUE_CACHE, 1);
+	id = work_queue_submit(q, t);
+	wait_named(q, id);
+	master_prepare_get_counters(q, &c1);
+	assert_int_equal(c1.dirs_reused - c0.dirs_reused, 1);
+	m = master_queue_task_lookup(q, id);
+	assert_string_equal(m->objects[0], first);
+	/* a file changed (same size, another mtime): hashed again, another name */
+	write_file(f, "54321");
+	struct timespec ts[2] = {{0, UTIME_OMIT}, {12345, 0}};
+	assert_int_equal(utimensat(AT_FDCWD, f, ts, 0), 0);
+	t = work_queue_task_create("ls d");
+	work_queue_task_specify_directory(t, dir, "d", WORK_QUEUE_INPUT, WORK_QUEUE_CACHE, 1);
+	id = work_queue_submit(q, t);
+	wait_named(q, id);
+	master_prepare_get_counters(q, &c0);
+	assert_int_equal(c0.dirs_reused, c1.dirs_reused);
+	m = master_queue_task_lookup(q, id);
+	assert_int_equal(strncmp(m->objects[0], "D-", 2), 0);
+	assert_string_not_equal(m->objects[0], first);
+	/* a file added: another name too */
+	snprintf(f, sizeof f, "%s/b.txt", dir);
+	write_file(f, "more");
+	t = work_queue_task_create("ls d");
+	work_queue_task_specify_directory(t, dir, "d", WORK_QUEUE_INPUT, WORK_QUEUE_CACHE, 1);
+	id = work_queue_submit(q, t);
+	wait_named(q, id);
+	m = master_queue_task_lookup(q, id);
+	assert_int_equal(m->obj_size[0], 9);
+	master_prepare_get_counters(q, &c1);
+	assert_int_equal(c1.dirs_reused, c0.dirs_reused);
+	free(first);
 	work_queue_delete(q);
 }
 

@@ -2,7 +2,8 @@
  * Hashing a cached file (unless the memo knows it), walking and hashing an input directory, and
  * the HEAD request of a URL input run as jobs in libuv's thread pool, at most
  * MASTER_PREPARE_MAX_JOBS at once per queue; one job per path or URL serves every task waiting
- * for it, and the memo of file hashes is only read and written on the loop thread. The state is
+ * for it. The memo of file hashes, and that of directory names (reused when a stat-only walk
+ * sees what the hashing walk saw), are only read and written on the loop thread. The state is
  * the queue's (struct master_prepare, q->prep). */
 #include "master_prepare.h"
 
@@ -29,6 +30,17 @@
 #include "banned.h"
 
 #define READ_CHUNK (256 * 1024)
+
+/* A cached directory's name already computed, by path, with the signature of what its walk saw
+ * then (every entry's path, kind, size, mtime, inode and device): a later walk that sees the
+ * same signature reuses the name without reading the files again. */
+struct dir_memo {
+	char *path;
+	char sig[SHA256_HEX_SIZE];
+	char hex[SHA256_HEX_SIZE];
+	int64_t size;
+	UT_hash_handle hh;
+};
 
 /* Hashes of local files already computed, by path (content names of cached inputs). */
 struct hash_memo {
@@ -71,6 +83,11 @@ struct job {
 	dev_t dev;
 	ino_t ino;
 	int64_t mtime_ns;
+	/* JOB_DIR: the signature its walk saw, and the memo's (loop thread's copy) */
+	char sig[SHA256_HEX_SIZE];
+	bool has_memo, reused;
+	char memo_sig[SHA256_HEX_SIZE], memo_hex[SHA256_HEX_SIZE];
+	int64_t memo_size;
 	struct job *next; /* FIFO of jobs not started */
 	UT_hash_handle hh;
 };
@@ -79,6 +96,7 @@ struct job {
  * until the last of its detached jobs is handed back. */
 struct master_prepare {
 	struct hash_memo *memo;
+	struct dir_memo *dir_memo;
 	struct job *jobs;      /* by key: queued and running jobs */
 	struct job *fifo_head; /* not started yet */
 	int64_t preparing;     /* tasks in MTASK_PREPARING */
@@ -126,6 +144,20 @@ static void memo_put(struct master_prepare *p, const struct job *j)
 	h->size = j->size;
 	h->mtime_ns = j->mtime_ns;
 	memcpy(h->hex, j->hex, SHA256_HEX_SIZE);
+}
+
+static void dir_memo_put(struct master_prepare *p, const struct job *j)
+{
+	struct dir_memo *h = NULL;
+	HASH_FIND_STR(p->dir_memo, j->what, h);
+	if (!h) {
+		h = xcalloc(1, sizeof *h);
+		h->path = xstrdup(j->what);
+		HASH_ADD_KEYPTR(hh, p->dir_memo, h->path, strlen(h->path), h);
+	}
+	memcpy(h->sig, j->sig, SHA256_HEX_SIZE);
+	memcpy(h->hex, j->hex, SHA256_HEX_SIZE);
+	h->size = j->size;
 }
 
 /* ---- the work (pool threads) --------------------------------------------------------------- */
@@ -203,6 +235,58 @@ out:
 	return rc;
 }
 
+/* The signature of the tree FD that L lists (stat-only): every entry's path, kind, size,
+ * mtime, inode and device, hashed. 0 or -errno. */
+static int dir_signature(int fd, struct wq_listing *l, char out[SHA256_HEX_SIZE])
+{
+	struct sha256_ctx *ctx = sha256_ctx_create();
+	if (!ctx)
+		return -ENOMEM;
+	int rc = 0;
+	for (size_t i = 0, n = wq_listing_count(l); rc == 0 && i < n; i++) {
+		const struct wq_listing_entry *e = wq_listing_get(l, i);
+		struct stat st;
+		if (fstatat(fd, e->path, &st, 0) < 0) {
+			rc = -errno;
+			break;
+		}
+		char line[WQ_LISTING_MAX_PATH + 128];
+		int k = snprintf(line, sizeof line, "%s %d %lld %lld %llu %llu\n", e->path,
+		                 e->is_dir, (long long)st.st_size, (long long)mtime_of(&st),
+		                 (unsigned long long)st.st_ino, (unsigned long long)st.st_dev);
+		rc = sha256_ctx_update(ctx, line, (size_t)k);
+	}
+	if (rc == 0)
+		rc = sha256_ctx_final(ctx, out);
+	sha256_ctx_delete(ctx);
+	return rc;
+}
+
+/* A directory its memo knows: walked without reading its files; when the walk's signature is
+ * the memo's, its name is reused (J->reused). 0 when reused; otherwise 1 (J->sig set when it
+ * could be made), and the directory is hashed. */
+static int dir_from_memo(struct job *j, int fd)
+{
+	struct wq_listing *l = NULL;
+	char *why = NULL;
+	int rc =
+	    wq_listing_walk(fd, j->what, WQ_LISTING_FOLLOW_LINKS | WQ_LISTING_NO_HASH, &l, &why);
+	free(why);
+	if (rc == 0)
+		rc = dir_signature(fd, l, j->sig);
+	wq_listing_delete(l);
+	if (rc < 0) {
+		j->sig[0] = 0;
+		return 1;
+	}
+	if (!j->has_memo || strcmp(j->sig, j->memo_sig) != 0)
+		return 1;
+	memcpy(j->hex, j->memo_hex, SHA256_HEX_SIZE);
+	j->size = j->memo_size;
+	j->reused = true;
+	return 0;
+}
+
 static int work_dir(struct job *j)
 {
 	int fd = open(j->what, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -210,6 +294,12 @@ static int work_dir(struct job *j)
 		int rc = -errno;
 		j->why = xasprintf("cannot be opened any more: %s", strerror(-rc));
 		return rc;
+	}
+	/* the signature is taken before the files are read: a file changed meanwhile changes
+	 * the next signature, so its new content is hashed then */
+	if (j->kind == JOB_DIR && dir_from_memo(j, fd) == 0) {
+		close(fd);
+		return 0;
 	}
 	struct wq_listing *l = NULL;
 	char *why = NULL;
@@ -375,6 +465,12 @@ static void job_after(uv_work_t *req, int status)
 		HASH_DEL(p->jobs, j);
 	if (j->kind == JOB_FILE && j->rc == 0 && !p->ended)
 		memo_put(p, j);
+	if (j->kind == JOB_DIR && j->rc == 0 && !p->ended) {
+		if (j->reused)
+			p->counters.dirs_reused++;
+		else if (j->sig[0])
+			dir_memo_put(p, j);
+	}
 	for (struct waiter *w = j->waiters; w && q; w = w->next) {
 		struct mtask *m = master_queue_task_lookup(q, w->taskid);
 		if (!m || m->state != MTASK_PREPARING)
@@ -433,6 +529,15 @@ static void need(struct work_queue *q, struct mtask *m, int i, enum job_kind kin
 		j->key = key;
 		j->what = xstrdup(what);
 		atomic_init(&j->stop, 0);
+		struct dir_memo *dm = NULL;
+		if (kind == JOB_DIR)
+			HASH_FIND_STR(p->dir_memo, what, dm);
+		if (dm) {
+			j->has_memo = true;
+			memcpy(j->memo_sig, dm->sig, SHA256_HEX_SIZE);
+			memcpy(j->memo_hex, dm->hex, SHA256_HEX_SIZE);
+			j->memo_size = dm->size;
+		}
 		HASH_ADD_KEYPTR(hh, p->jobs, j->key, strlen(j->key), j);
 		LL_APPEND(p->fifo_head, j);
 		p->counters.queued++;
@@ -547,6 +652,13 @@ static void prepare_free(struct master_prepare *p)
 		HASH_DEL(p->memo, h);
 		free(h->path);
 		free(h);
+	}
+	struct dir_memo *d, *dtmp;
+	HASH_ITER(hh, p->dir_memo, d, dtmp)
+	{
+		HASH_DEL(p->dir_memo, d);
+		free(d->path);
+		free(d);
 	}
 	free(p);
 }

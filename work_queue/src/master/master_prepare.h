@@ -48,6 +48,7 @@ struct master_prepare_counters {
 	int64_t max_in_flight; /* most jobs in the pool at once */
 	int64_t in_flight;
 	int64_t queued;
+	int64_t dirs_reused; /* cached directories named again without reading their files */
 };
 void master_prepare_get_counters(const struct work_queue *q, struct master_prepare_counters *c);
 /* FN(PATH_OR_URL, ARG) is called in the pool thread as each job of Q begins (NULL: none). */
