@@ -3,7 +3,7 @@
  * root and a fake process table: nothing before the runner writes the id or while the container
  * has no process, its group's figures once found, at its limit only when it waits there charged
  * to its limit, a group that is not the container's refused, the update call and its error, and
- * the OOM killer turned back on. */
+ * the OOM killer turned back on; and a cgroup v2 tree. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -236,6 +236,40 @@ static void test_update_and_let_kill(void **state)
 	free(p);
 }
 
+/* cgroup v2: the unified line names the group; memory.current and memory.max are read; a v2
+ * group never waits at its limit (there is no OOM killer to turn off), so never at_limit. */
+static void test_v2(void **state)
+{
+	struct fx *f = *state;
+	char *v2 = joined(f->dir, "cg2");
+	char *grp = joined(v2, "system.slice/docker-" ID ".scope");
+	mkdirs(grp);
+	put(v2, "cgroup.controllers", "cpuset cpu io memory pids\n");
+	put(grp, "memory.current", "209715200\n");
+	put(grp, "memory.max", "max\n");
+	char *pd = joined(f->proc, "4242");
+	put(pd, "cgroup", "0::/system.slice/docker-" ID ".scope\n");
+	free(pd);
+	struct worker_ctr_memory *c = worker_ctr_memory_create(f->api, f->id_file, v2, f->proc);
+	ts_write_file(f->id_file, ID);
+	engine(f, RUNNING, 1);
+	struct worker_ctr_memory_now now;
+	char *err = NULL;
+	assert_int_equal(worker_ctr_memory_read(c, &now, &err), 1);
+	assert_true(now.usage_mb > 199.9 && now.usage_mb < 200.1);
+	assert_int_equal(now.limit_mb, -1);
+	assert_false(now.at_limit);
+	put(grp, "memory.max", "209715200\n");
+	assert_int_equal(worker_ctr_memory_read(c, &now, &err), 1);
+	assert_int_equal(now.limit_mb, 200);
+	assert_false(now.at_limit);
+	/* nothing to turn back on */
+	worker_ctr_memory_let_kill(c);
+	worker_ctr_memory_delete(c);
+	free(grp);
+	free(v2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +277,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_not_its_group, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_id_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_update_and_let_kill, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_v2, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
