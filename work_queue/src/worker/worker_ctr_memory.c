@@ -166,6 +166,13 @@ int worker_ctr_memory_set_limit(struct worker_ctr_memory *c, int64_t mb, char **
 	return docker_api_update_memory(c->api, c->id, mb * (int64_t)(1 << 20), err);
 }
 
+int worker_ctr_memory_remove(struct worker_ctr_memory *c, char **err)
+{
+	if (!c->id)
+		return 0;
+	return docker_api_remove(c->api, c->id, err);
+}
+
 void worker_ctr_memory_let_kill(struct worker_ctr_memory *c)
 {
 	if (!c->dir || c->v != RMON_CG_V1)

@@ -44,6 +44,10 @@ int worker_ctr_memory_set_limit(struct worker_ctr_memory *c, int64_t mb, char **
 /* The container waits at its limit with the kernel's OOM killer off in its group: turns it back
  * on, so the kernel ends the container (its task is given up for lack of memory). */
 void worker_ctr_memory_let_kill(struct worker_ctr_memory *c);
+/* Removes the container (forced: killed first) through the engine, once its task was given up:
+ * its runner is gone with the task, and nothing else would remove it before the worker ends.
+ * 0, or negative with *ERR (caller frees). */
+int worker_ctr_memory_remove(struct worker_ctr_memory *c, char **err);
 /* The container's id, or NULL before it is known. */
 const char *worker_ctr_memory_id(const struct worker_ctr_memory *c);
 

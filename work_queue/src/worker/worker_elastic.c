@@ -241,6 +241,12 @@ static void container_at_limit(struct worker_elastic_task *t, int64_t limit_mb)
 	worker_ctr_memory_let_kill(t->ctr);
 	if (t->m)
 		rmonitor_exhausted(t->m, RM_MEMORY, (double)limit_mb);
+	/* its runner is killed with the task: the container is removed here, not left stopped
+	 * until the worker ends */
+	if (worker_ctr_memory_remove(t->ctr, &err) < 0) {
+		warn("task %s: %s", t->name, err);
+		free(err);
+	}
 }
 
 /* A container that cannot be followed would wait at its limit with nobody to raise it: it is
