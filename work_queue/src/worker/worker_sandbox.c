@@ -411,8 +411,39 @@ static int copy_fd(int src, int dst)
 	return r;
 }
 
-int worker_sandbox_link_file(struct worker_sandbox *sb, int cache_dirfd, const char *object,
-                             const char *name)
+/* Copies the regular file FROM of directory SRC to a new file TO of directory DST with MODE; a
+ * partial copy is removed. 0 or -errno (-EINVAL: not a regular file). */
+static int copy_in(int src, const char *from, int dst, const char *to, mode_t mode)
+{
+	int in = openat(src, from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(in);
+		return -EINVAL;
+	}
+	int out = openat(dst, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (out < 0) {
+		int r = -errno;
+		close(in);
+		return r;
+	}
+	int r = copy_fd(in, out);
+	if (r == 0 && fchmod(out, mode) < 0)
+		r = -errno;
+	close(in);
+	if (close(out) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(dst, to, 0);
+	return r;
+}
+
+/* Checks OBJECT and NAME and makes NAME's parent beneath work: its fd (caller closes), *LAST
+ * pointing at NAME's last component; or -errno. */
+static int place_parent(struct worker_sandbox *sb, const char *object, const char *name,
+                        const char **last)
 {
 	int r = check_object(object);
 	if (r == 0)
@@ -420,94 +451,52 @@ int worker_sandbox_link_file(struct worker_sandbox *sb, int cache_dirfd, const c
 	if (r < 0)
 		return r;
 	char *parent;
-	const char *last = beneath_split_last(name, &parent);
+	*last = beneath_split_last(name, &parent);
 	int pfd = mkdir_beneath(sb->work_fd, parent, 0755);
 	free(parent);
-	if (pfd < 0)
-		return pfd;
-	if (linkat(cache_dirfd, object, pfd, last, 0) == 0)
-		goto out;
-	r = -errno;
-	if (r != -EXDEV)
-		goto out;
-	debug(D_WORKER, "linkat %s: cross-device, copying into %s", object, sb->work);
-	int src = openat(cache_dirfd, object, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (src < 0) {
-		r = -errno;
-		goto out;
-	}
-	struct stat st;
-	if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode)) {
-		r = -EINVAL;
-		close(src);
-		goto out;
-	}
-	int dst = openat(pfd, last, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0555);
-	if (dst < 0) {
-		r = -errno;
-		close(src);
-		goto out;
-	}
-	r = copy_fd(src, dst);
-	if (r == 0 && fchmod(dst, 0555) < 0)
-		r = -errno;
-	close(src);
-	if (close(dst) < 0 && r == 0)
-		r = -errno;
-	if (r < 0)
-		unlinkat(pfd, last, 0);
-out:
-	close(pfd);
-	return r;
+	return pfd;
 }
 
-/* A copy of file PATH of tree SRC as PATH of tree DST, mode 0555 (EXEC) or 0444. */
-static int copy_member(int src, int dst, const char *path, bool exec)
+int worker_sandbox_link_file(struct worker_sandbox *sb, int cache_dirfd, const char *object,
+                             const char *name)
 {
-	int in = openat(src, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
-	mode_t mode = exec ? 0555 : 0444;
-	int out = openat(dst, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	int r = out < 0 ? -errno : copy_fd(in, out);
-	if (r == 0 && fchmod(out, mode) < 0)
-		r = -errno;
-	close(in);
-	if (out >= 0 && close(out) < 0 && r == 0)
-		r = -errno;
+	const char *last;
+	int pfd = place_parent(sb, object, name, &last);
+	if (pfd < 0)
+		return pfd;
+	int r = linkat(cache_dirfd, object, pfd, last, 0) == 0 ? 0 : -errno;
+	if (r == -EXDEV) {
+		debug(D_WORKER, "linkat %s: cross-device, copying into %s", object, sb->work);
+		r = copy_in(cache_dirfd, object, pfd, last, 0555);
+	}
+	close(pfd);
 	return r;
 }
 
 int worker_sandbox_link_dir(struct worker_sandbox *sb, int cache_dirfd, const char *object,
                             const char *name)
 {
-	int r = check_object(object);
-	if (r == 0)
-		r = beneath_check_name(name, false);
-	if (r < 0)
-		return r;
+	const char *last;
+	int pfd = place_parent(sb, object, name, &last);
+	if (pfd < 0)
+		return pfd;
 	int src = openat(cache_dirfd, object, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (src < 0)
-		return -errno;
-	struct wq_listing *l = NULL;
-	char *why = NULL;
-	r = wq_listing_walk(src, object, WQ_LISTING_NO_HASH, &l, &why);
-	if (r < 0) {
-		debug(D_WORKER, "cache object %s: %s", object, why ? why : htc_strerror(r));
-		free(why);
-		close(src);
+	if (src < 0) {
+		int r = -errno;
+		close(pfd);
 		return r;
 	}
-	char *parent;
-	const char *last = beneath_split_last(name, &parent);
-	int pfd = mkdir_beneath(sb->work_fd, parent, 0755);
-	free(parent);
+	struct wq_listing *l = NULL;
+	char *why = NULL;
+	int r = wq_listing_walk(src, object, WQ_LISTING_NO_HASH, &l, &why);
+	if (r < 0)
+		debug(D_WORKER, "cache object %s: %s", object, why ? why : htc_strerror(r));
+	free(why);
 	int dst = -1;
-	if (pfd < 0)
-		r = pfd;
-	else if (mkdirat(pfd, last, 0755) < 0)
+	if (r == 0 && mkdirat(pfd, last, 0755) < 0)
 		r = -errno;
-	else if ((dst = openat(pfd, last, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	if (r == 0 &&
+	    (dst = openat(pfd, last, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		r = -errno;
 	/* its directories the task's own (it may add to them), its files the cache's, linked,
 	 * or copied once linkat says the cache is on another file system */
@@ -522,15 +511,14 @@ int worker_sandbox_link_dir(struct worker_sandbox *sb, int cache_dirfd, const ch
 			r = -errno;
 		else {
 			copy = true;
-			r = copy_member(src, dst, e->path, e->exec);
+			r = copy_in(src, e->path, dst, e->path, e->exec ? 0555 : 0444);
 		}
 	}
 	if (copy)
 		debug(D_WORKER, "cache object %s: cross-device, copied into %s", object, sb->work);
 	if (dst >= 0)
 		close(dst);
-	if (pfd >= 0)
-		close(pfd);
+	close(pfd);
 	close(src);
 	wq_listing_delete(l);
 	return r;
