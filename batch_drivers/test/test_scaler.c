@@ -1,8 +1,9 @@
 /* test_scaler.c: unit tests of work_queue_factory's scaler policies (scaler.h) on hand-made
  * inputs: the --scaler names, the queue rule, the HPA formula with its tolerance and
- * scale-down window, HTA's warm-up, scale-up when tasks would still wait after one latency, no
- * action when they fit, draining of idle workers when nothing waits, the gap of one latency
- * between actions, the limits, the status document read into an input, and the hook's answers. */
+ * scale-down window, HTA's warm-up, scale-up when tasks would still wait after one latency, the
+ * run time of a category not measured yet, no action when they fit, draining of idle workers when
+ * nothing waits, the gap of one latency between actions, the limits, the status document read into
+ * an input, and the hook's answers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -282,6 +283,59 @@ static void test_hta_waves_within_latency(void **state)
 	scaler_input_clear(&in);
 }
 
+/* A category that declares its size and has not finished a task: its run time is taken to be
+ * twice its running tasks' mean age (at least one period). */
+static void test_hta_unmeasured_run_time(void **state)
+{
+	(void)state;
+	struct scaler_input in;
+	base(&in);
+	in.latency = 5;
+	in.per_cycle = 100;
+	in.max_workers = 20;
+	/* 41 tasks of 1 core arrive on five full 4-core workers: 20 run, 21 wait */
+	struct scaler_category *c = add_cat(&in, "s3", 21, 20, 1, 0, 0);
+	c->declared = true;
+	for (int i = 0; i < 5; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "w%d", i);
+		add_worker(&in, id, 0, 4, 0, true);
+	}
+	struct scaler_decision d;
+	/* just started (0.2 s): taken as one period, so the waves end well within L */
+	c->running_mean_age = 0.2;
+	decide("hta", &in, &d);
+	assert_int_equal(d.start, 0);
+	scaler_decision_clear(&d);
+	/* 2 s old: taken as 4 s; the 20 end at 2 s, 20 more start then and end at 6 s, after L:
+	 * one task still waits, one worker */
+	c->running_mean_age = 2;
+	decide("hta", &in, &d);
+	assert_int_equal(d.start, 1);
+	scaler_decision_clear(&d);
+	/* 6 s old: taken as 12 s; nothing ends within L, all 21 wait: 6 workers */
+	c->running_mean_age = 6;
+	decide("hta", &in, &d);
+	assert_int_equal(d.start, 6);
+	scaler_decision_clear(&d);
+	/* none running yet: nothing to go by, the tasks hold their cores through L; 20 fit on the
+	 * idle workers, one more worker for the 21st */
+	scaler_input_clear(&in);
+	base(&in);
+	in.latency = 5;
+	c = add_cat(&in, "s3", 21, 0, 1, 0, 0);
+	c->declared = true;
+	for (int i = 0; i < 5; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "w%d", i);
+		add_worker(&in, id, 4, 0, 0, true);
+	}
+	decide("hta", &in, &d);
+	assert_int_equal(d.start, 1);
+	scaler_decision_clear(&d);
+	scaler_input_clear(&in);
+}
+
 static void test_hta_drain_and_gap(void **state)
 {
 	(void)state;
@@ -487,6 +541,7 @@ int main(void)
 	    cmocka_unit_test(test_hta_warm_up),
 	    cmocka_unit_test(test_hta_scale_up_and_fit),
 	    cmocka_unit_test(test_hta_waves_within_latency),
+	    cmocka_unit_test(test_hta_unmeasured_run_time),
 	    cmocka_unit_test(test_hta_drain_and_gap),
 	    cmocka_unit_test(test_status_input),
 	    cmocka_unit_test(test_hook_answers),

@@ -7,9 +7,11 @@
  * workers (packed into workers of the factory's size); when nothing waits, idle workers are
  * drained. Warm-up: a category with no measured run yet, whose tasks
  * do not declare their cores, counts as one task the size of a whole worker; one that declares
- * them counts in full, its running tasks held for the whole latency (their run time is not
- * known yet). A start comes at least one latency after the previous start or drain, a drain at
- * least one after the previous start; drains in a row are not held. */
+ * them counts in full. Until one of its tasks ends, such a category's run time is taken to be
+ * twice the mean age of its running tasks (they are taken to be half done), at least one
+ * period; with none running, its tasks hold their resources through the latency. A start comes
+ * at least one latency after the previous start or drain, a drain at least one after the
+ * previous start; drains in a row are not held. */
 #include "scaler.h"
 
 #include <math.h>
@@ -148,6 +150,18 @@ static void sim_run(struct sim *s)
 	}
 }
 
+/* The run time used for category C: the measured mean; for a category that declares its size
+ * and has not finished a task yet, twice the mean age of its running tasks (at least PERIOD,
+ * the next look); -1 (unknown) otherwise. */
+static double run_time(const struct scaler_category *c, bool warm, double period)
+{
+	if (c->rt_mean >= 0)
+		return c->rt_mean;
+	if (warm || c->running <= 0)
+		return -1;
+	return fmax(2 * c->running_mean_age, period > 0 ? period : 1);
+}
+
 void scaler_hta_decide(const struct scaler_input *in, struct scaler_decision *d)
 {
 	double L = in->latency > 0 ? in->latency : 1;
@@ -175,11 +189,12 @@ void scaler_hta_decide(const struct scaler_input *in, struct scaler_decision *d)
 		sc[i].waiting = warm && c->running > 0 ? 0
 		                : warm                 ? (c->waiting > 0 ? 1 : 0)
 		                                       : c->waiting;
-		sc[i].rt = warm ? -1 : c->rt_mean;
+		double rt = run_time(c, warm, in->period);
+		sc[i].rt = warm ? -1 : rt;
 		waiting0 += c->waiting;
-		/* the running tasks end at their mean run time, less what they have run; unknown:
-		 * held through the horizon */
-		double end = c->rt_mean >= 0 ? fmax(0, c->rt_mean - c->running_mean_age) : 2 * L;
+		/* the running tasks end at their run time, less what they have run; unknown: held
+		 * through the horizon */
+		double end = rt >= 0 ? fmax(0, rt - c->running_mean_age) : 2 * L;
 		sim_add_end(&sim, end, i, SIZE_MAX, c->running);
 	}
 	sim_run(&sim);
