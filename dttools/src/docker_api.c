@@ -540,6 +540,18 @@ int docker_api_update_memory(struct docker_api *d, const char *id, int64_t bytes
 	return e;
 }
 
+int docker_api_update_cores(struct docker_api *d, const char *id, double cores, char **err)
+{
+	char *path = xasprintf("/containers/%s/update", id);
+	json_t *body = json_pack("{s:I}", "NanoCpus", (json_int_t)(cores * 1e9 + 0.5));
+	json_t *j = NULL;
+	int e = docker_api_call(d, "POST", path, body, NULL, &j, err);
+	json_decref(body);
+	json_decref(j);
+	free(path);
+	return e;
+}
+
 /* ---- the attach stream ---------------------------------------------------------------------- */
 
 void docker_api_demux_init(struct docker_api_demux *x, int out_fd, int err_fd)

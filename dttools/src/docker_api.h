@@ -62,6 +62,10 @@ int docker_api_container_pid(struct docker_api *d, const char *id, long *pid, ch
 /* POST /containers/{id}/update with Memory and MemorySwap both BYTES (no swap beyond it): the
  * engine changes the limit of the running container's cgroup. */
 int docker_api_update_memory(struct docker_api *d, const char *id, int64_t bytes, char **err);
+/* POST /containers/{id}/update with NanoCpus CORES x 1e9: the engine changes the CPU quota of
+ * the running container's cgroup (the container must have been made with NanoCpus, not
+ * CpuQuota, which the engine refuses to mix). */
+int docker_api_update_cores(struct docker_api *d, const char *id, double cores, char **err);
 
 /* Demultiplexes Docker's attach stream: 8-byte headers (stream, 0, 0, 0, 32-bit big-endian
  * length) each followed by LENGTH bytes, stream 1 written to OUT_FD, 2 (and others) to ERR_FD.

@@ -159,6 +159,10 @@ int rmon_cgroup_cleanup_stale(const struct rmon_cgroup_opts *opts);
  * Caller frees; NULL when TEXT has no such line. For a group another program made (a
  * container's), which the monitor follows without owning it. */
 char *rmon_cgroup_memory_dir_of(const char *root, enum rmon_cg_version v, const char *text);
+/* The same for its CPU accounting group: ROOT/cpuacct/PATH on V1 (the cpuacct line; where
+ * cpu and cpuacct share a hierarchy, ROOT/cpuacct is the distribution's link to it), the
+ * unified group on V2. */
+char *rmon_cgroup_cpu_dir_of(const char *root, enum rmon_cg_version v, const char *text);
 
 /* Helpers shared with the tests: read a whole small file into BUF (NUL-terminated);
  * returns the length or -errno. */

@@ -175,20 +175,31 @@ static char *self_path(const char *text, const char *ctrl)
 	return NULL;
 }
 
-char *rmon_cgroup_memory_dir_of(const char *root, enum rmon_cg_version v, const char *text)
+/* The directory of CTRL's group (V1) or of the unified group (V2) of TEXT, under ROOT. */
+static char *dir_of(const char *root, enum rmon_cg_version v, const char *text, const char *ctrl)
 {
 	if (!root)
 		root = RMON_CG_DEFAULT_ROOT;
 	if (v != RMON_CG_V1 && v != RMON_CG_V2)
 		return NULL;
-	char *own = self_path(text, v == RMON_CG_V1 ? "memory" : NULL);
+	char *own = self_path(text, v == RMON_CG_V1 ? ctrl : NULL);
 	if (!own)
 		return NULL;
-	char *top = v == RMON_CG_V1 ? path_join(root, "memory") : xstrdup(root);
+	char *top = v == RMON_CG_V1 ? path_join(root, ctrl) : xstrdup(root);
 	char *dir = path_join(top, own);
 	free(top);
 	free(own);
 	return dir;
+}
+
+char *rmon_cgroup_memory_dir_of(const char *root, enum rmon_cg_version v, const char *text)
+{
+	return dir_of(root, v, text, "memory");
+}
+
+char *rmon_cgroup_cpu_dir_of(const char *root, enum rmon_cg_version v, const char *text)
+{
+	return dir_of(root, v, text, "cpuacct");
 }
 
 enum rmon_cg_version rmon_cgroup_detect(const char *root)

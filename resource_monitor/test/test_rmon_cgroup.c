@@ -492,6 +492,14 @@ static void test_memory_dir_of(void **state)
 	assert_null(rmon_cgroup_memory_dir_of("/r", RMON_CG_V1, "4:memoryx:/a\n"));
 	assert_null(rmon_cgroup_memory_dir_of("/r", RMON_CG_V2, "4:memory:/a\n"));
 	assert_null(rmon_cgroup_memory_dir_of("/r", RMON_CG_NONE, text));
+	/* the CPU accounting group: the cpuacct word of a shared line, under ROOT/cpuacct */
+	d = rmon_cgroup_cpu_dir_of("/r", RMON_CG_V1, "12:memory:/m\n3:cpu,cpuacct:/docker/abc\n");
+	assert_string_equal(d, "/r/cpuacct/docker/abc");
+	free(d);
+	d = rmon_cgroup_cpu_dir_of("/r", RMON_CG_V2, text);
+	assert_string_equal(d, "/r/system.slice/x");
+	free(d);
+	assert_null(rmon_cgroup_cpu_dir_of("/r", RMON_CG_V1, "12:cpu,memory:/docker/abc\n"));
 }
 
 static void test_v2_fake_refusals(void **state)

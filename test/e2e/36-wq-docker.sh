@@ -357,6 +357,66 @@ test_expect_success 'makeflow -T wq with --docker and --container-cgroups engine
 		test_wait_until 60 no_containers
 '
 
+# lent_in_container DOCKER-OPTION...: a one-core rule whose container keeps two cores busy on
+# a two-core --cpu-grow worker with the options given: the worker lends it the idle core (the
+# task's view says two cores), and the container's own CPU quota (read inside it) is then two
+# cores, changed through the engine, nested in the task's cgroup or not.
+lent_in_container() {
+	test -w /sys/fs/cgroup/cpu || {
+		say "no cpu controller"
+		return 1
+	}
+	cat >burn.sh <<-\EOF
+	q=/sys/fs/cgroup/cpu/cpu.cfs_quota_us
+	burn() { while :; do :; done; }
+	burn &
+	a=$!
+	burn &
+	b=$!
+	echo "start $(cat $q)" > q.txt
+	# the task's view (the worker's file in its sandbox, bound into the container)
+	v=$HTC_ALLOCATION_FILE
+	i=0
+	while ! grep -q "^CORES=2$" "$v" && [ $i -lt 400 ]; do sleep 0.1; i=$((i + 1)); done
+	echo "then $(cat $q) $(grep CORES= "$v")" >> q.txt
+	kill $a $b
+	EOF
+	wf Makeflow <<-\EOF
+	CATEGORY=burn
+	CORES=1
+	MEMORY=200
+	DISK=100
+	q.txt: burn.sh
+	    /bin/sh burn.sh
+	EOF
+	start_master Makeflow
+	"$WORKER" -t 30 --cores 2 --memory 2000 --disk 4000 --cpu-grow on "$@" \
+		localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	wait $mf || { cat mf.out w.out >&2; return 1; }
+	kill -TERM $w
+	wait $w || true
+	cat q.txt w.out
+	grep -q "CPU quota raised to 2 cores" w.out &&
+		grep -q "^then 200000 CORES=2$" q.txt &&
+		test_wait_until 60 no_containers
+}
+
+test_expect_success 'makeflow -T wq with --docker and --cpu-grow: a busy rule in its container is lent the idle core' '
+	# nested in the task'"'"'s memory group (here the worker'"'"'s CPU group is elsewhere), the
+	# container starts at its one core; its quota is raised through the engine with the task'"'"'s
+	lent_in_container --docker $IMG &&
+	grep -q "^start 100000$" q.txt
+'
+
+test_expect_success 'makeflow -T wq with --docker, --cpu-grow and --container-cgroups engine: the idle core is lent through the engine' '
+	# in the engine'"'"'s own cgroup, the container starts at its one core; the worker counts its
+	# CPU time there and raises its quota with the engine'"'"'s update call
+	lent_in_container --docker $IMG --container-cgroups engine &&
+	grep -q "^start 100000$" q.txt
+'
+
 # ahead_rules N SECONDS: N rules of one core each, in a container of their own (CONTAINER=),
 # each writing what it sees (PID 1 of its container, its hostname, the image's marker, its
 # cgroups) to cN.txt; all but the first two then sleep SECONDS (the first two end at once, so

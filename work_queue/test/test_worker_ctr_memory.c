@@ -2,8 +2,9 @@
  * task's cgroup (worker_ctr_memory.h), on a fake engine (ts_fake_engine.h), a fake cgroup v1
  * root and a fake process table: nothing before the runner writes the id or while the container
  * has no process, its group's figures once found, at its limit only when it waits there charged
- * to its limit, a group that is not the container's refused, the update call and its error, and
- * the OOM killer turned back on; and a cgroup v2 tree. */
+ * to its limit, a group that is not the container's refused, its CPU time (none when its
+ * accounting group is not found), the update calls (memory, cores) and their errors, and the OOM
+ * killer turned back on; and a cgroup v2 tree. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,7 +35,7 @@
 	"Content-Length: " #body "\r\n\r\n"
 
 struct fx {
-	char *dir, *sock, *root, *proc, *id_file, *group;
+	char *dir, *sock, *root, *proc, *id_file, *group, *cpu_group;
 	struct docker_api *api;
 	struct worker_ctr_memory *c;
 	pid_t engine;
@@ -97,10 +98,15 @@ static int setup(void **state)
 	f->id_file = joined(f->dir, WORKER_CTR_ID_FILE);
 	f->group = joined(f->root, "memory/docker/" ID);
 	mkdirs(f->group);
+	f->cpu_group = joined(f->root, "cpuacct/docker/" ID);
+	mkdirs(f->cpu_group);
+	put(f->cpu_group, "cpuacct.usage", "2500000000\n");
 	mkdirs(f->proc);
 	char *pd = joined(f->proc, "4242");
 	mkdirs(pd);
-	put(pd, "cgroup", "13:pids:/docker/" ID "\n12:memory:/docker/" ID "\n0::/\n");
+	put(pd, "cgroup",
+	    "13:pids:/docker/" ID "\n12:memory:/docker/" ID "\n3:cpu,cpuacct:/docker/" ID
+	    "\n0::/\n");
 	free(pd);
 	char *top = joined(f->root, "memory");
 	put(top, "memory.limit_in_bytes", "9223372036854771712\n");
@@ -130,6 +136,7 @@ static int teardown(void **state)
 	free(f->proc);
 	free(f->id_file);
 	free(f->group);
+	free(f->cpu_group);
 	free(f);
 	return 0;
 }
@@ -156,6 +163,7 @@ static void test_found_and_read(void **state)
 	assert_true(now.usage_mb > 99.9 && now.usage_mb < 100.1);
 	assert_int_equal(now.limit_mb, 200);
 	assert_false(now.at_limit);
+	assert_true(now.cpu_s > 2.49 && now.cpu_s < 2.51);
 	/* found once: no more requests (the fake engine has none left to answer) */
 	group(f, 199, 200, 1);
 	assert_int_equal(worker_ctr_memory_read(f->c, &now, &err), 1);
@@ -165,6 +173,12 @@ static void test_found_and_read(void **state)
 	assert_int_equal(worker_ctr_memory_read(f->c, &now, &err), 1);
 	assert_false(now.at_limit);
 	assert_int_equal(now.limit_mb, 456);
+	/* its CPU time unreadable: unknown, the memory still read */
+	char *cu = joined(f->cpu_group, "cpuacct.usage");
+	unlink(cu);
+	free(cu);
+	assert_int_equal(worker_ctr_memory_read(f->c, &now, &err), 1);
+	assert_true(now.cpu_s < 0);
 	/* its group gone (the container ended): nothing to read, no error */
 	char *u = joined(f->group, "memory.usage_in_bytes");
 	unlink(u);
@@ -212,12 +226,18 @@ static void test_update_and_let_kill(void **state)
 	assert_true(worker_ctr_memory_set_limit(f->c, 456, &err) < 0);
 	free(err);
 	err = NULL;
+	assert_true(worker_ctr_memory_set_cores(f->c, 1.5, &err) < 0);
+	free(err);
+	err = NULL;
 	ts_write_file(f->id_file, ID);
 	engine(f, RUNNING, 1);
 	struct worker_ctr_memory_now now;
 	assert_int_equal(worker_ctr_memory_read(f->c, &now, &err), 1);
 	engine(f, OK_JSON(15) "{\"Warnings\":[]}", 1);
 	assert_int_equal(worker_ctr_memory_set_limit(f->c, 456, &err), 0);
+	assert_null(err);
+	engine(f, OK_JSON(15) "{\"Warnings\":[]}", 1);
+	assert_int_equal(worker_ctr_memory_set_cores(f->c, 1.5, &err), 0);
 	assert_null(err);
 	engine(f,
 	       "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n"
@@ -247,6 +267,7 @@ static void test_v2(void **state)
 	put(v2, "cgroup.controllers", "cpuset cpu io memory pids\n");
 	put(grp, "memory.current", "209715200\n");
 	put(grp, "memory.max", "max\n");
+	put(grp, "cpu.stat", "usage_usec 1250000\nuser_usec 1000000\nsystem_usec 250000\n");
 	char *pd = joined(f->proc, "4242");
 	put(pd, "cgroup", "0::/system.slice/docker-" ID ".scope\n");
 	free(pd);
@@ -259,6 +280,7 @@ static void test_v2(void **state)
 	assert_true(now.usage_mb > 199.9 && now.usage_mb < 200.1);
 	assert_int_equal(now.limit_mb, -1);
 	assert_false(now.at_limit);
+	assert_true(now.cpu_s > 1.249 && now.cpu_s < 1.251);
 	put(grp, "memory.max", "209715200\n");
 	assert_int_equal(worker_ctr_memory_read(c, &now, &err), 1);
 	assert_int_equal(now.limit_mb, 200);

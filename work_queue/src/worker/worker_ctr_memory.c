@@ -1,6 +1,7 @@
-/* worker_ctr_memory.c: a task's container outside the task's cgroup, followed by the worker
- * (worker_ctr_memory.h): its id from the runner's file, its first process from the engine, its
- * memory group from that process's /proc entry, its limit through the engine's update call. */
+/* worker_ctr_memory.c: a task's own container followed by the worker (worker_ctr_memory.h):
+ * its id from the runner's file, its first process from the engine, its memory and CPU
+ * accounting groups from that process's /proc entry, its memory limit and CPU quota through the
+ * engine's update call. */
 #include "worker_ctr_memory.h"
 
 #include <errno.h>
@@ -20,7 +21,8 @@ struct worker_ctr_memory {
 	struct docker_api *api;
 	char *id_file, *root, *proc;
 	char *id;
-	char *dir; /* its memory group, once found */
+	char *dir;     /* its memory group, once found */
+	char *cpu_dir; /* its CPU accounting group, or NULL (its CPU time unknown) */
 	enum rmon_cg_version v;
 };
 
@@ -44,6 +46,7 @@ void worker_ctr_memory_delete(struct worker_ctr_memory *c)
 	free(c->proc);
 	free(c->id);
 	free(c->dir);
+	free(c->cpu_dir);
 	free(c);
 }
 
@@ -96,6 +99,11 @@ static int find_group(struct worker_ctr_memory *c, char **err)
 		return -ENOENT;
 	}
 	c->dir = dir;
+	char *cpu = rmon_cgroup_cpu_dir_of(c->root, c->v, text);
+	if (cpu && strstr(cpu, c->id))
+		c->cpu_dir = cpu;
+	else
+		free(cpu);
 	return 1;
 }
 
@@ -151,6 +159,13 @@ int worker_ctr_memory_read(struct worker_ctr_memory *c, struct worker_ctr_memory
 	/* v1 "no limit" is a page-rounded LONG_MAX */
 	now->limit_mb = limit >= (INT64_MAX >> 1) ? -1 : limit >> 20;
 	now->at_limit = false;
+	now->cpu_s = -1;
+	if (c->cpu_dir) {
+		int64_t t = v1 ? read_int(c->cpu_dir, "cpuacct.usage")
+		               : keyed(c->cpu_dir, "cpu.stat", "usage_usec");
+		if (t >= 0)
+			now->cpu_s = (double)t / (v1 ? 1e9 : 1e6);
+	}
 	if (v1 && now->limit_mb > 0)
 		now->at_limit = keyed(c->dir, "memory.oom_control", "under_oom") > 0 &&
 		                usage >= limit - limit / 50;
@@ -164,6 +179,15 @@ int worker_ctr_memory_set_limit(struct worker_ctr_memory *c, int64_t mb, char **
 		return -ENOENT;
 	}
 	return docker_api_update_memory(c->api, c->id, mb * (int64_t)(1 << 20), err);
+}
+
+int worker_ctr_memory_set_cores(struct worker_ctr_memory *c, double cores, char **err)
+{
+	if (!c->id) {
+		*err = xstrdup("the container is not known yet");
+		return -ENOENT;
+	}
+	return docker_api_update_cores(c->api, c->id, cores, err);
 }
 
 int worker_ctr_memory_remove(struct worker_ctr_memory *c, char **err)

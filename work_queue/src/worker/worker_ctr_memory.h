@@ -1,9 +1,10 @@
-/* worker_ctr_memory.h: the memory of a task's own container whose cgroup is the engine's, not
- * nested in the task's (--container-cgroups engine, the engine's systemd driver, cgroup v2;
- * doc/elasticity.md, "Containers outside the task's cgroup"). The runner writes the container's
- * id to a file of the task's sandbox once it is made; from then on the worker finds the
- * container's memory group through its first process, reads it there, and changes its limit
- * through the engine's update call. */
+/* worker_ctr_memory.h: a task's own container followed by the worker: its memory when its
+ * cgroup is the engine's, not nested in the task's (--container-cgroups engine, the engine's
+ * systemd driver, cgroup v2; doc/elasticity.md, "Containers outside the task's cgroup"), and its
+ * CPU when the worker lends cores (--cpu-grow), nested or not. The runner writes the
+ * container's id to a file of the task's sandbox once it is made; from then on the worker finds
+ * the container's memory and CPU accounting groups through its first process, reads them
+ * there, and changes its memory limit and CPU quota through the engine's update call. */
 #ifndef HTC_WORKER_CTR_MEMORY_H
 #define HTC_WORKER_CTR_MEMORY_H
 
@@ -14,9 +15,10 @@ struct docker_api;
 struct worker_ctr_memory;
 
 /* The variable that names the file the runner writes the container's id to (worker_runner.c);
- * set only for a task the worker may grow whose container is not nested in its cgroup. With it,
- * the container waits at its memory limit (OomKillDisable, cgroup v1) instead of being killed,
- * as a task in its own cgroup does. */
+ * set only for a task whose container is not nested in its cgroup and which the worker may grow
+ * (memory) or lend cores to (--cpu-grow). A task that may grow memory waits at its container's
+ * memory limit (OomKillDisable, cgroup v1) instead of being killed, as a task in its own cgroup
+ * does. */
 #define WORKER_CTR_ID_ENV  "HTC_CONTAINER_ID_FILE"
 #define WORKER_CTR_ID_FILE "container.id"
 
@@ -24,6 +26,7 @@ struct worker_ctr_memory_now {
 	double usage_mb;  /* charged to the container's group now */
 	int64_t limit_mb; /* its limit (-1: none) */
 	bool at_limit;    /* it waits at its limit (v1: under_oom, charged to within 2%) */
+	double cpu_s;     /* the CPU time of its processes, s; -1 unknown */
 };
 
 /* Follows the container whose id the runner writes to ID_FILE (copied), through API (borrowed,
@@ -41,6 +44,9 @@ int worker_ctr_memory_read(struct worker_ctr_memory *c, struct worker_ctr_memory
 /* Sets the container's memory limit to MB through the engine (POST /containers/{id}/update).
  * 0, or negative with *ERR (caller frees). */
 int worker_ctr_memory_set_limit(struct worker_ctr_memory *c, int64_t mb, char **err);
+/* Sets the container's CPU quota to CORES through the engine (NanoCpus; the runner makes a
+ * followed container with NanoCpus). 0, or negative with *ERR (caller frees). */
+int worker_ctr_memory_set_cores(struct worker_ctr_memory *c, double cores, char **err);
 /* The container waits at its limit with the kernel's OOM killer off in its group: turns it back
  * on, so the kernel ends the container (its task is given up for lack of memory). */
 void worker_ctr_memory_let_kill(struct worker_ctr_memory *c);

@@ -29,9 +29,12 @@ struct worker_elastic_task {
 	struct rmonitor *m;
 	struct rmon_elastic_task st;
 	int throttles;
-	/* its own container outside its cgroup (worker_ctr_memory.h), or NULL; what it uses, MB */
+	/* its own container followed by the worker (worker_ctr_memory.h), or NULL; CTR_MEMORY: its
+	 * memory too (outside the task's cgroup; nested, the cgroup holds it); what it uses, MB,
+	 * and its CPU time, s (-1 unknown) */
 	struct worker_ctr_memory *ctr;
-	double ctr_mb;
+	bool ctr_memory;
+	double ctr_mb, ctr_cpu_s;
 	/* --cpu-grow: its allocation, its quota now and at most, the CPU time (s) at the start of
 	 * the current window and when it began (ms), the cores it used over the last window (-1
 	 * before its first window: it counts as using its allocation) */
@@ -114,7 +117,7 @@ static double usage_mb(const struct worker_elastic_task *t)
  * with *ERR (caller frees). */
 static int set_limit(struct worker_elastic_task *t, int64_t mb, char **err)
 {
-	if (t->ctr)
+	if (t->ctr && t->ctr_memory)
 		return worker_ctr_memory_set_limit(t->ctr, mb, err);
 	int r = t->m ? rmonitor_set_memory_limit(t->m, mb) : -ESRCH;
 	if (r < 0)
@@ -276,12 +279,19 @@ static bool follow(struct worker_elastic_task *t)
 	struct worker_ctr_memory_now now;
 	char *err = NULL;
 	int r = worker_ctr_memory_read(t->ctr, &now, &err);
-	if (r < 0) {
+	if (r < 0 && !t->ctr_memory) {
+		warn("task %s: %s; it is not lent cores", t->name,
+		     err ? err : "its container cannot be followed");
+		worker_ctr_memory_delete(t->ctr);
+		t->ctr = NULL;
+	} else if (r < 0) {
 		unfollowed(t, err ? err : "its container cannot be followed");
-		free(err);
-		return false;
 	}
-	if (r == 0)
+	free(err);
+	if (r <= 0)
+		return false;
+	t->ctr_cpu_s = now.cpu_s;
+	if (!t->ctr_memory)
 		return false;
 	t->ctr_mb = now.usage_mb;
 	if (t->m)
@@ -337,10 +347,23 @@ static void watch(struct worker_elastic_task *t, int short_mem)
 /* Windows of at least this long (ms) measure the cores a task uses. */
 #define CPU_WINDOW_MS 1000
 
-/* Sets T's CPU quota to Q cores and its view; false when the monitor refuses. */
+/* Sets T's CPU quota to Q cores (its followed container's through the engine) and its view;
+ * false when the engine or the monitor refuses. */
 static bool set_quota(struct worker_elastic_task *t, double q)
 {
-	if (!t->m || rmonitor_set_cores(t->m, q) != 0)
+	if (!t->m)
+		return false;
+	if (t->ctr) {
+		char *err = NULL;
+		if (worker_ctr_memory_set_cores(t->ctr, q, &err) < 0) {
+			debug(D_WORKER,
+			      "task %s: cannot set its container's CPU quota to %g cores: %s",
+			      t->name, q, err);
+			free(err);
+			return false;
+		}
+	}
+	if (rmonitor_set_cores(t->m, q) != 0)
 		return false;
 	t->quota = q;
 	write_view(t);
@@ -365,6 +388,11 @@ static void watch_cpu(struct worker_elastic *e)
 	{
 		const struct rmsummary *s = t->m ? rmonitor_current(t->m) : NULL;
 		double cpu = s && s->v[RM_CPU_TIME] >= 0 ? s->v[RM_CPU_TIME] : -1;
+		/* a followed container's processes may not be in the task's CPU group (not nested,
+		 * or nested in its memory group only): the larger of the two (the runner itself
+		 * uses next to nothing, and a container truly nested is counted in both) */
+		if (t->ctr && t->ctr_cpu_s > cpu)
+			cpu = t->ctr_cpu_s;
 		if (cpu >= 0 && t->cpu_ms == 0) {
 			t->cpu_ms = now;
 			t->cpu_at = cpu;
@@ -454,6 +482,7 @@ struct worker_elastic_task *worker_elastic_task_add(struct worker_elastic *e, co
 	rmon_elastic_start(&t->st, uv_now(e->loop));
 	t->base_cores = t->quota = t->quota_peak = a->res.cores;
 	t->used_cores = -1;
+	t->ctr_cpu_s = -1;
 	write_view(t);
 	DL_APPEND(e->tasks, t);
 	if (e->cpu_grow)
@@ -463,15 +492,26 @@ struct worker_elastic_task *worker_elastic_task_add(struct worker_elastic *e, co
 	return t;
 }
 
+double worker_elastic_lends_cores(const struct worker_elastic *e)
+{
+	if (!e || !e->cpu_grow)
+		return 0;
+	struct worker_total cores;
+	worker_ledger_totals(e->ledger, &cores, NULL, NULL, NULL);
+	return cores.total;
+}
+
 void worker_elastic_task_bind(struct worker_elastic_task *t, struct rmonitor *m)
 {
 	t->m = m;
 }
 
-void worker_elastic_task_container(struct worker_elastic_task *t, struct worker_ctr_memory *c)
+void worker_elastic_task_container(struct worker_elastic_task *t, struct worker_ctr_memory *c,
+                                   bool memory)
 {
 	worker_ctr_memory_delete(t->ctr);
 	t->ctr = c;
+	t->ctr_memory = memory;
 }
 
 json_t *worker_elastic_task_json(const struct worker_elastic_task *t)

@@ -43,13 +43,18 @@ struct worker_elastic_task *worker_elastic_task_add(struct worker_elastic *e, co
                                                     const char *view,
                                                     worker_elastic_resized_fn resized, void *arg);
 void worker_elastic_task_bind(struct worker_elastic_task *t, struct rmonitor *m);
-/* T runs in a container of its own outside its cgroup, followed through C (taken; see
- * worker_ctr_memory.h): its use is read there, and its limit grown, shrunk and held through the
- * engine. */
+/* T runs in a container of its own, followed through C (taken; see worker_ctr_memory.h): its
+ * CPU time is read there and its CPU quota changed through the engine (--cpu-grow); with
+ * MEMORY (a container outside the task's cgroup) also its memory use, and its limit grown,
+ * shrunk and held through the engine. */
 struct worker_ctr_memory;
-void worker_elastic_task_container(struct worker_elastic_task *t, struct worker_ctr_memory *c);
+void worker_elastic_task_container(struct worker_elastic_task *t, struct worker_ctr_memory *c,
+                                   bool memory);
 /* The monitor's at_memory_limit for a task (its argument is the task). */
 int64_t worker_elastic_at_limit(struct rmonitor *m, int64_t limit_mb, void *arg);
+/* --cpu-grow: the most cores a task may be lent (the worker's cores); 0 when E is NULL or does
+ * not lend. */
+double worker_elastic_lends_cores(const struct worker_elastic *e);
 /* The sampling interval its monitor needs (fresh readings for the growth rate), s. */
 double worker_elastic_interval(const struct worker_elastic *e);
 /* Whether memory changes are worth reporting: the `grown` object of `task_done` {memory_mb:

@@ -235,14 +235,17 @@ static int run_own(struct docker_api *api, const struct worker_runner_opts *o, c
 	double grow_mb = env_number(WORKER_TASK_CONTAINER_MAX_ENV);
 	if (cg && grow_mb > mem_mb)
 		mem_mb = grow_mb;
-	/* not nested, a task that may grow is followed by the worker, which raises the limit of its
-	 * container through the engine once it learns the container's id (worker_ctr_memory.h) */
+	/* a task followed by the worker (not nested and may grow, or lent cores): the worker
+	 * changes its container's limits through the engine once it learns the container's id
+	 * (worker_ctr_memory.h); not nested, one that may grow waits at its memory limit
+	 * meanwhile */
 	const char *id_file = getenv(WORKER_CTR_ID_ENV);
-	bool followed = !cg && grow_mb > mem_mb && id_file && *id_file;
+	bool followed = id_file && *id_file;
+	bool waits = followed && !cg && grow_mb > mem_mb;
 	json_t *cfg = json_pack("{s:s,s:o,s:o,s:s,s:s,s:o,s:b,s:b,s:b,s:o}", "Image", image, "Cmd",
 	                        cmd, "Env", env, "WorkingDir", o->workdir, "User", user, "Labels",
 	                        worker_docker_labels(host), "AttachStdout", 1, "AttachStderr", 1,
-	                        "Tty", 0, "HostConfig", host_config(o, mem_mb, cg, followed));
+	                        "Tty", 0, "HostConfig", host_config(o, mem_mb, cg, waits));
 	char *id = NULL;
 	double t0 = now_s();
 	int r = docker_api_create_container(api, NULL, cfg, &id, err);

@@ -579,17 +579,22 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		envs[nenvs++] = (struct wq_env_var){"HTC_ALLOCATION_FILE", view};
 	/* A task that may grow and runs in a container of its own: the container's own memory
 	 * limit is what it may grow to, and the task's cgroup, which the container is nested in
-	 * and which the worker grows, holds it to its allocation meanwhile (worker_runner.c) */
+	 * and which the worker grows, holds it to its allocation meanwhile (worker_runner.c). Not
+	 * nested, or lent cores (--cpu-grow), the worker follows the container itself: its CPU
+	 * quota (and, not nested, its memory) through the engine (worker_ctr_memory.h). */
 	char grow_max[32];
 	char *id_file = NULL;
-	if (view && p->docker && msg->max_memory > t->alloc.res.memory) {
+	bool grows = view && p->docker && msg->max_memory > t->alloc.res.memory;
+	bool lends =
+	    view && p->docker && worker_elastic_lends_cores(p->elastic) > t->alloc.res.cores;
+	bool nests = p->docker && worker_docker_nests(p->docker);
+	if (grows) {
 		snprintf(grow_max, sizeof grow_max, "%" PRId64, msg->max_memory);
 		envs[nenvs++] = (struct wq_env_var){WORKER_TASK_CONTAINER_MAX_ENV, grow_max};
-		/* not nested: the worker follows the container itself (worker_ctr_memory.h) */
-		if (!worker_docker_nests(p->docker)) {
-			id_file = xasprintf("%s/" WORKER_CTR_ID_FILE, worker_sandbox_path(sb));
-			envs[nenvs++] = (struct wq_env_var){WORKER_CTR_ID_ENV, id_file};
-		}
+	}
+	if (lends || (grows && !nests)) {
+		id_file = xasprintf("%s/" WORKER_CTR_ID_FILE, worker_sandbox_path(sb));
+		envs[nenvs++] = (struct wq_env_var){WORKER_CTR_ID_ENV, id_file};
 	}
 	char **env =
 	    worker_task_env(p->base_env, &t->alloc, worker_sandbox_tmp_path(sb), envs, nenvs);
@@ -673,8 +678,10 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 			spec.interval_s = iv;
 		if (own && id_file)
 			worker_elastic_task_container(
-			    t->el, worker_ctr_memory_create(worker_docker_api(p->docker), id_file,
-			                                    NULL, NULL));
+			    t->el,
+			    worker_ctr_memory_create(worker_docker_api(p->docker), id_file, NULL,
+			                             NULL),
+			    !nests);
 	}
 	free(id_file);
 
