@@ -281,12 +281,15 @@ exhausted_in_container() {
 }
 
 test_expect_success 'makeflow -T wq with --docker: a rule over its MEMORY is memory exhausted' '
-	exhausted_in_container --docker $IMG
-	# the monitor killed the runner with the task: its stopped container goes when the
-	# worker ends
-	kill -TERM $w
-	wait $w || true
-	test_wait_until 60 no_containers
+	exhausted_in_container --docker $IMG &&
+	# the monitor killed the runner with the task; the worker removed the container the
+	# runner left before it sent the result: none is left while the worker still runs, and
+	# none is found when it ends
+	no_containers &&
+	{ kill -TERM $w 2>/dev/null || true; } && # it may have left with the master already
+	{ wait $w || true; } &&
+	cat w.out &&
+	not grep -q "removed container .* left by pid" w.out
 '
 
 # grows_in_container DOCKER-OPTION...: a warm-up category whose first rule (a) is measured at a
@@ -404,8 +407,10 @@ lent_in_container() {
 }
 
 test_expect_success 'makeflow -T wq with --docker and --cpu-grow: a busy rule in its container is lent the idle core' '
-	# nested in the task'"'"'s memory group (here the worker'"'"'s CPU group is elsewhere), the
+	# nested under the task'"'"'s memory group (the worker'"'"'s CPU group is at another path on
+	# this machine: the container'"'"'s CPU group is a copy there, outside the task'"'"'s), the
 	# container starts at its one core; its quota is raised through the engine with the task'"'"'s
+	# quota
 	lent_in_container --docker $IMG &&
 	grep -q "^start 100000$" q.txt
 '

@@ -4,7 +4,7 @@
  * has no process, its group's figures once found, at its limit only when it waits there charged
  * to its limit, a group that is not the container's refused, its CPU time (none when its
  * accounting group is not found), the update calls (memory, cores) and their errors, and the OOM
- * killer turned back on; and a cgroup v2 tree. */
+ * killer turned back on, the removal of a killed runner's container; and a cgroup v2 tree. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -256,6 +256,33 @@ static void test_update_and_let_kill(void **state)
 	free(p);
 }
 
+/* The container of a killed runner: nothing without an id, removed when one was written (the
+ * engine's 404 for one already gone is no error), the engine's refusal reported. */
+static void test_remove_left(void **state)
+{
+	struct fx *f = *state;
+	char *err = NULL;
+	assert_int_equal(worker_ctr_memory_remove_left(f->api, f->id_file, &err), 0);
+	ts_write_file(f->id_file, ID);
+	engine(f, "HTTP/1.1 204 No Content\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 1);
+	assert_int_equal(worker_ctr_memory_remove_left(f->api, f->id_file, &err), 1);
+	assert_null(err);
+	engine(f,
+	       "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n"
+	       "Content-Length: 31\r\n\r\n{\"message\":\"No such container\"}",
+	       1);
+	assert_int_equal(worker_ctr_memory_remove_left(f->api, f->id_file, &err), 1);
+	assert_null(err);
+	engine(f,
+	       "HTTP/1.1 500 Server Error\r\nContent-Type: application/json\r\nConnection: "
+	       "close\r\nContent-Length: 20\r\n\r\n{\"message\":\"broken\"}",
+	       1);
+	assert_true(worker_ctr_memory_remove_left(f->api, f->id_file, &err) < 0);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "broken"));
+	free(err);
+}
+
 /* cgroup v2: the unified line names the group; memory.current and memory.max are read; a v2
  * group never waits at its limit (there is no OOM killer to turn off), so never at_limit. */
 static void test_v2(void **state)
@@ -299,6 +326,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_not_its_group, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_id_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_update_and_let_kill, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_remove_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_v2, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,11 +14,12 @@
 struct docker_api;
 struct worker_ctr_memory;
 
-/* The variable that names the file the runner writes the container's id to (worker_runner.c);
- * set only for a task whose container is not nested in its cgroup and which the worker may grow
- * (memory) or lend cores to (--cpu-grow). A task that may grow memory waits at its container's
- * memory limit (OomKillDisable, cgroup v1) instead of being killed, as a task in its own cgroup
- * does. */
+/* The variable that names the file the runner writes the container's id to (worker_runner.c),
+ * set for every task of a worker with containers. The worker follows the container of a task
+ * not nested in its cgroup that it may grow (memory), or that it may lend cores to (--cpu-grow),
+ * and removes the container of a task whose runner was killed with it. A task not nested that
+ * may grow memory waits at its container's memory limit (OomKillDisable, cgroup v1) instead of
+ * being killed, as a task in its own cgroup does. */
 #define WORKER_CTR_ID_ENV  "HTC_CONTAINER_ID_FILE"
 #define WORKER_CTR_ID_FILE "container.id"
 
@@ -54,6 +55,11 @@ void worker_ctr_memory_let_kill(struct worker_ctr_memory *c);
  * its runner is gone with the task, and nothing else would remove it before the worker ends.
  * 0, or negative with *ERR (caller frees). */
 int worker_ctr_memory_remove(struct worker_ctr_memory *c, char **err);
+/* Removes (forced) the container whose id the runner wrote to ID_FILE, if any: for a task whose
+ * runner was killed with it (a limit, a cancel), which could not remove its container itself.
+ * 1 when an id was written (the container removed, or already gone), 0 when none was, or
+ * negative with *ERR (caller frees). */
+int worker_ctr_memory_remove_left(struct docker_api *api, const char *id_file, char **err);
 /* The container's id, or NULL before it is known. */
 const char *worker_ctr_memory_id(const struct worker_ctr_memory *c);
 

@@ -235,10 +235,10 @@ static int run_own(struct docker_api *api, const struct worker_runner_opts *o, c
 	double grow_mb = env_number(WORKER_TASK_CONTAINER_MAX_ENV);
 	if (cg && grow_mb > mem_mb)
 		mem_mb = grow_mb;
-	/* a task followed by the worker (not nested and may grow, or lent cores): the worker
-	 * changes its container's limits through the engine once it learns the container's id
-	 * (worker_ctr_memory.h); not nested, one that may grow waits at its memory limit
-	 * meanwhile */
+	/* the container's id goes to the worker's file (worker_ctr_memory.h): the worker changes
+	 * the limits of a container it follows (not nested and may grow, or lent cores) through
+	 * the engine, and removes one whose runner was killed with its task; not nested, one that
+	 * may grow waits at its memory limit for the worker meanwhile */
 	const char *id_file = getenv(WORKER_CTR_ID_ENV);
 	bool followed = id_file && *id_file;
 	bool waits = followed && !cg && grow_mb > mem_mb;

@@ -172,6 +172,10 @@ struct worker_task {
 	enum task_state state;
 	bool cancelled, deleted, keep_sandbox, sandbox_removed, work_busy;
 	bool container; /* run by the container runner: its record is read at the end */
+	/* its own container: the engine, and the file the runner writes its id to (so that a
+	 * container whose runner was killed with the task is removed at once), or NULL */
+	struct docker_api *ctr_api;
+	char *ctr_id_file;
 	enum work_kind work_kind;
 	uv_work_t work;
 	uv_timer_t *timer; /* defers DONE of a task that could not start */
@@ -209,6 +213,7 @@ static void task_free(struct worker_task *t)
 	rmsummary_clear(&r->summary);
 	worker_sandbox_delete(t->sb);
 	free(t->stdout_path);
+	free(t->ctr_id_file);
 	free(t->outs);
 	json_decref(t->msg);
 	free(t);
@@ -414,6 +419,24 @@ static void queue_work(struct worker_task *t, enum work_kind kind)
 	}
 }
 
+/* A task killed (a limit, a cancel) took its runner with it: its own container, stopped by
+ * the same kill when nested in the task's cgroup, is removed now rather than when the worker
+ * ends. */
+static void remove_left_container(struct worker_task *t)
+{
+	if (!t->ctr_id_file)
+		return;
+	char *err = NULL;
+	int r = worker_ctr_memory_remove_left(t->ctr_api, t->ctr_id_file, &err);
+	if (r < 0) {
+		warn("task %" PRId64 ".%" PRId64 ": %s", t->id, t->try_, err);
+		free(err);
+	} else if (r > 0) {
+		debug(D_WORKER, "task %" PRId64 ".%" PRId64 ": its container removed", t->id,
+		      t->try_);
+	}
+}
+
 static void on_monitor_done(struct rmonitor *m, const struct rmsummary *s, void *arg)
 {
 	struct worker_task *t = arg;
@@ -454,6 +477,8 @@ static void on_monitor_done(struct rmonitor *m, const struct rmsummary *s, void 
 	}
 	rmonitor_delete(m);
 	t->m = NULL;
+	if (s->exit_type != RM_EXIT_NORMAL)
+		remove_left_container(t);
 	if (t->el) {
 		if (t->report_grown)
 			r->grown = worker_elastic_task_json(t->el);
@@ -592,7 +617,10 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		snprintf(grow_max, sizeof grow_max, "%" PRId64, msg->max_memory);
 		envs[nenvs++] = (struct wq_env_var){WORKER_TASK_CONTAINER_MAX_ENV, grow_max};
 	}
-	if (lends || (grows && !nests)) {
+	bool follows = lends || (grows && !nests);
+	/* every container of its own tells its id, so that one left by a killed runner is
+	 * removed at once */
+	if (p->docker) {
 		id_file = xasprintf("%s/" WORKER_CTR_ID_FILE, worker_sandbox_path(sb));
 		envs[nenvs++] = (struct wq_env_var){WORKER_CTR_ID_ENV, id_file};
 	}
@@ -625,6 +653,10 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		dargv = worker_docker_ahead_argv(p->docker, dargv, worker_ahead_pid(p->ahead),
 		                                 worker_ahead_dir(p->ahead),
 		                                 worker_sandbox_work_path(sb));
+	if (dargv && own && id_file) {
+		t->ctr_api = worker_docker_api(p->docker);
+		t->ctr_id_file = xstrdup(id_file);
+	}
 	if (dargv) {
 		t->container = true;
 		argv = (const char *const *)dargv;
@@ -676,7 +708,7 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		double iv = worker_elastic_interval(p->elastic);
 		if (spec.interval_s <= 0 || spec.interval_s > iv)
 			spec.interval_s = iv;
-		if (own && id_file)
+		if (own && follows)
 			worker_elastic_task_container(
 			    t->el,
 			    worker_ctr_memory_create(worker_docker_api(p->docker), id_file, NULL,
