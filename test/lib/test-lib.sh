@@ -156,6 +156,8 @@ __run_case() {
 		# been reused), then the whole group. Killing after the leader is
 		# gone could hit an unrelated process that reused the number.
 		trap 'echo $? >"$TEST_CASE_DIR/.rc"; __kill_pidfile "$TEST_PIDS" fast; kill -KILL -- -$BASHPID 2>/dev/null' EXIT
+		# the command that ends the case, in its output
+		trap 'echo "test-lib: this failed (status $?): $BASH_COMMAND"' ERR
 		set -e
 		eval "$body"
 	) >"$log" 2>&1 </dev/null &

@@ -158,7 +158,7 @@ int work_queue_clean_partials(const char *dir)
 			notice("wq: removed %s/%s, a partial output of a master that is gone", dir,
 			       e->d_name);
 		} else {
-			debug(D_WQ, "wq: cannot remove %s/%s: %s", dir, e->d_name, strerror(errno));
+			debug(D_WQ, "cannot remove %s/%s: %s", dir, e->d_name, strerror(errno));
 		}
 	}
 	closedir(d);
@@ -250,7 +250,7 @@ static void sweep_after(uv_work_t *req, int status)
 {
 	struct sweep *s = req->data;
 	if (status == 0 && s->rc < 0 && s->rc != -ENOENT)
-		debug(D_WQ, "wq: cannot look for partial outputs in %s: %s", s->dir,
+		debug(D_WQ, "cannot look for partial outputs in %s: %s", s->dir,
 		      htc_strerror(s->rc));
 	free(s->dir);
 	free(s);

@@ -381,7 +381,7 @@ static void start_jobs(struct master_prepare *p)
 			wanted = m && m->state == MTASK_PREPARING;
 		}
 		if (!wanted) {
-			debug(D_WQ, "wq: no task needs %s any more", j->what);
+			debug(D_WQ, "no task needs %s any more", j->what);
 			HASH_DEL(p->jobs, j);
 			job_free(j);
 			continue;
@@ -446,7 +446,7 @@ static void task_named(struct work_queue *q, struct mtask *m)
 		return;
 	}
 	m->state = MTASK_READY;
-	debug(D_WQ, "wq: task %d: inputs named, ready", m->id);
+	debug(D_WQ, "task %d: inputs named, ready", m->id);
 	master_queue_request_pass(q);
 }
 
@@ -624,7 +624,7 @@ void master_prepare_start(struct work_queue *q, struct mtask *m)
 		case WORK_QUEUE_FILE_BUFFER: break;
 		}
 	}
-	debug(D_WQ, "wq: task %d: %d input(s) being prepared", m->id, m->prep_pending);
+	debug(D_WQ, "task %d: %d input(s) being prepared", m->id, m->prep_pending);
 	start_jobs(q->prep);
 }
 

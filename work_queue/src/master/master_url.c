@@ -118,7 +118,7 @@ int master_url_head(const char *url, long timeout_ms, const atomic_int *stop, ch
 	curl_easy_cleanup(c);
 	if (code == 405 || code == 501) {
 		/* The server does not answer HEAD: no validator, the worker's GET decides. */
-		debug(D_WQ, "wq: HEAD %s: HTTP %ld, no validator", url, code);
+		debug(D_WQ, "HEAD %s: HTTP %ld, no validator", url, code);
 		*validator = xstrdup("");
 		return 0;
 	}
@@ -144,7 +144,7 @@ int master_url_head(const char *url, long timeout_ms, const atomic_int *stop, ch
 		v = xasprintf("lm:%s;", h.lm);
 	else
 		v = xstrdup("");
-	debug(D_WQ, "wq: HEAD %s: validator \"%s\"", url, v);
+	debug(D_WQ, "HEAD %s: validator \"%s\"", url, v);
 	*validator = v;
 	return 0;
 }
@@ -154,7 +154,7 @@ char *master_url_validator(const char *url, long timeout_ms)
 	curl_init_once();
 	char *v = NULL, *why = NULL;
 	if (master_url_head(url, timeout_ms, NULL, &v, &why) < 0) {
-		debug(D_WQ, "wq: HEAD %s: %s: no validator", url ? url : "(null)", why);
+		debug(D_WQ, "HEAD %s: %s: no validator", url ? url : "(null)", why);
 		free(why);
 		return xstrdup("");
 	}

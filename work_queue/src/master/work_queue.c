@@ -160,8 +160,7 @@ static void on_sched_idle(uv_idle_t *h)
 			uv_idle_stop(h);
 			return;
 		}
-		debug(D_WQ, "wq: %d workers connected: dispatching starts",
-		      q->stats.workers_connected);
+		debug(D_WQ, "%d workers connected: dispatching starts", q->stats.workers_connected);
 		q->wait_for_workers = 0;
 	}
 	struct master_sched_pass_opts o;
@@ -226,7 +225,7 @@ static void on_catalog_sent(void *arg, int failed, int n, const char *detail)
 	struct work_queue *q = arg;
 	q->catalog_busy = false;
 	if (failed)
-		debug(D_WQ, "wq: catalog update: %d of %d failed: %s", failed, n, detail);
+		debug(D_WQ, "catalog update: %d of %d failed: %s", failed, n, detail);
 }
 
 static void on_tick(uv_timer_t *h)
@@ -477,7 +476,7 @@ struct work_queue *work_queue_create_opts(const struct work_queue_opts *o)
 		warn("wq: no catalog updates for project %s", o->project);
 	if (q->txlog)
 		master_txlog_master_start(q->txlog, q->port, q->project);
-	debug(D_WQ, "wq: listening on port %d", q->port);
+	debug(D_WQ, "listening on port %d", q->port);
 	return q;
 fail:
 	queue_free(q);
