@@ -273,7 +273,7 @@ void master_dispatch_object_done(struct mworker *w, struct mobject *o, int how, 
 			/* no room for the object: no task here until the next capacity, which
 			 * the objects dropped now bring (the worker reports a change of its free
 			 * disk) */
-			debug(D_WQ, "%s: no room for %s", w->label, o->name);
+			debug(D_WQ, "%s: no room for %s", MW_NAME(w), o->name);
 			if (w->sw)
 				master_sched_worker_set_flags(q->sched, w->sw,
 				                              master_sched_worker_flags(w->sw) |
@@ -313,7 +313,7 @@ static void on_sent(struct wq_xfer_out *out, const struct wq_xfer_sent *r, void 
 		bool ok = r->outcome == WQ_XFER_SENT ||
 		          (r->outcome == WQ_XFER_REFUSED && r->code == WQ_XERR_HAVE);
 		if (!ok)
-			debug(D_WQ, "%s: object %s not sent: %s", w->label, x->object, r->text);
+			debug(D_WQ, "%s: object %s not sent: %s", MW_NAME(w), x->object, r->text);
 		if (o && !ok)
 			master_shared_send_failed(w, x->object);
 		if (o)
@@ -353,7 +353,7 @@ static void on_peer_error(struct wq_xfer_out *out, uint32_t id, enum wq_xfer_err
 {
 	(void)out;
 	struct mworker *w = user;
-	debug(D_WQ, "%s: transfer %u refused after its end (%d): %s", w->label, id, (int)code,
+	debug(D_WQ, "%s: transfer %u refused after its end (%d): %s", MW_NAME(w), id, (int)code,
 	      text);
 }
 
@@ -517,7 +517,7 @@ static int watch_begin(struct mworker *w, struct mtask *m, struct work_queue_fil
 	slot->ok = false;
 	slot->finished = false;
 	slot->is_dir = false;
-	debug(D_WQ, "%s: task %d output %s: %lld bytes at %lld", w->label, m->id, f->remote,
+	debug(D_WQ, "%s: task %d output %s: %lld bytes at %lld", MW_NAME(w), m->id, f->remote,
 	      (long long)in->size, (long long)tg->offset);
 	struct rtag *rt = xcalloc(1, sizeof *rt);
 	rt->task = m->id;
@@ -542,8 +542,8 @@ static void watch_end(struct mworker *w, struct mtask *m, const struct rtag *rt,
 		slot->watch_done += in->size;
 	} else {
 		slot->watch_broken = true;
-		debug(D_WQ, "%s: part of output %d of task %d not stored: %s", w->label, rt->index,
-		      m->id, text ? text : htc_strerror(status));
+		debug(D_WQ, "%s: part of output %d of task %d not stored: %s", MW_NAME(w),
+		      rt->index, m->id, text ? text : htc_strerror(status));
 	}
 	if (slot->xfer == in->id) {
 		slot->ok = status == 0;
@@ -655,8 +655,8 @@ static void recv_end(struct wq_xfer_in *i, const struct wq_xfer_incoming *in, in
 			slot->ok = status == 0;
 			slot->finished = true;
 			if (status != 0) {
-				debug(D_WQ, "%s: output of task %d not stored: %s", w->label, m->id,
-				      text ? text : htc_strerror(status));
+				debug(D_WQ, "%s: output of task %d not stored: %s", MW_NAME(w),
+				      m->id, text ? text : htc_strerror(status));
 				free(slot->tmp);
 				slot->tmp = NULL;
 			}

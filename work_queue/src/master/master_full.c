@@ -43,7 +43,7 @@ static void drop_batch(struct mworker *w, struct mobject **objs, size_t n)
 	int rc = msg ? wq_conn_send_msg(w->c, msg) : -ENOMEM;
 	json_decref(msg);
 	if (rc < 0) {
-		debug(D_WQ, "%s: cache_drop: %s", w->label, htc_strerror(rc));
+		debug(D_WQ, "%s: cache_drop: %s", MW_NAME(w), htc_strerror(rc));
 		return; /* the view stays as it is: nothing was dropped */
 	}
 	for (size_t i = 0; i < n; i++)

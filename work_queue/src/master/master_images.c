@@ -107,7 +107,7 @@ void master_images_on_message(struct mworker *w, json_t *msg)
 	set_fill(&im->archives, r->archives, r->narchives);
 	bool was_down = im->engine_down;
 	im->engine_down = !r->engine;
-	debug(D_WQ, "%s: images: %zu named, %zu archives loaded, engine %s", w->label, r->nnames,
+	debug(D_WQ, "%s: images: %zu named, %zu archives loaded, engine %s", MW_NAME(w), r->nnames,
 	      r->narchives, r->engine ? "up" : "down");
 	if (was_down != im->engine_down) {
 		if (im->engine_down)

@@ -124,14 +124,19 @@ enum mworker_state {
 	MW_CLOSING,
 };
 
+/* A worker's name in debug lines, which carry the wq subsystem already: its label without the
+ * "wq: " it always begins with (set_label, master_worker.c). */
+#define MW_LABEL_PREFIX "wq: "
+#define MW_NAME(w)      ((w)->label + sizeof MW_LABEL_PREFIX - 1)
+
 struct mworker {
 	struct work_queue *q;
 	struct wq_conn *c;
 	struct wq_handshake *h;
 	enum mworker_state state;
 	char addr[64];
-	char label[160];
-	char id[80]; /* worker_id#serial: unique among the scheduler's workers */
+	char label[160]; /* "wq: " MW_NAME, for warnings and notices */
+	char id[80];     /* worker_id#serial: unique among the scheduler's workers */
 	char *host;
 	unsigned caps;
 	bool have_identity, have_capacity;

@@ -51,7 +51,7 @@ void master_shared_join(struct mworker *w, const char *id)
 	}
 	st->nworkers++;
 	w->store = st;
-	debug(D_WQ, "%s: shares store %s (%d workers)", w->label, id, st->nworkers);
+	debug(D_WQ, "%s: shares store %s (%d workers)", MW_NAME(w), id, st->nworkers);
 }
 
 static struct sobj *sobj_get(struct mstore *st, const char *name)
@@ -77,7 +77,7 @@ static void send_take(struct mworker *w, struct mobject *o, const char *source, 
 	                        (json_int_t)o->size);
 	wq_conn_send_msg(w->c, msg);
 	json_decref(msg);
-	debug(D_WQ, "%s: take %s from store %s", w->label, o->name, w->store->id);
+	debug(D_WQ, "%s: take %s from store %s", MW_NAME(w), o->name, w->store->id);
 }
 
 /* Sends O to W itself; W becomes the store's sender of it. */
@@ -109,8 +109,8 @@ bool master_shared_route(struct mworker *w, struct mobject *o, const char *sourc
 	if (so->sender && so->sender != w) {
 		struct swaiter sw = {w, xstrdup(source), is_dir, task};
 		VEC_PUSH(so->waiters, so->nwaiters, so->cap, sw);
-		debug(D_WQ, "%s: %s waits for its transfer to %s (same store)", w->label, o->name,
-		      so->sender->label);
+		debug(D_WQ, "%s: %s waits for its transfer to %s (same store)", MW_NAME(w), o->name,
+		      MW_NAME(so->sender));
 		return true; /* not sent now: it comes after the other transfer */
 	}
 	so->sender = w;
@@ -168,8 +168,8 @@ void master_shared_worker_lost(struct mworker *w)
 		so->nwaiters = k;
 		if (so->sender == w) {
 			so->sender = NULL;
-			debug(D_WQ, "%s: lost while receiving %s for store %s", w->label, so->name,
-			      st->id);
+			debug(D_WQ, "%s: lost while receiving %s for store %s", MW_NAME(w),
+			      so->name, st->id);
 			if (!w->q->ending)
 				hand_over(so);
 		}
@@ -239,7 +239,7 @@ void master_shared_on_taken(struct mworker *w, json_t *msg)
 	struct mobject *o = master_worker_object_find(w, t->object);
 	if (!o || !o->take_source) {
 		/* dropped from the view meanwhile (master_full.c): nothing waits for it */
-		debug(D_WQ, "%s: cache_taken for %s, no longer expected", w->label, t->object);
+		debug(D_WQ, "%s: cache_taken for %s, no longer expected", MW_NAME(w), t->object);
 		wq_cache_take_free(t);
 		return;
 	}
@@ -250,8 +250,8 @@ void master_shared_on_taken(struct mworker *w, json_t *msg)
 		o->size = t->size;
 		master_dispatch_object_done(w, o, 1, false);
 	} else {
-		debug(D_WQ, "%s: %s not taken from store %s: %s", w->label, t->object, w->store->id,
-		      t->text ? t->text : "missing");
+		debug(D_WQ, "%s: %s not taken from store %s: %s", MW_NAME(w), t->object,
+		      w->store->id, t->text ? t->text : "missing");
 		struct sobj *so = sobj_get(w->store, t->object);
 		so->published = false;
 		if (so->sender && so->sender != w) {

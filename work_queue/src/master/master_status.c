@@ -346,7 +346,7 @@ void master_status_query(struct mworker *w, json_t *msg)
 		int rc = wq_conn_send_msg(w->c, reply);
 		json_decref(reply);
 		if (rc < 0) {
-			debug(D_WQ, "%s: query reply not sent: %s", w->label, htc_strerror(rc));
+			debug(D_WQ, "%s: query reply not sent: %s", MW_NAME(w), htc_strerror(rc));
 			break;
 		}
 	} while (i < n);

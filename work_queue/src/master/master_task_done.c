@@ -152,8 +152,8 @@ static bool commit_outputs(struct mworker *w, struct mtask *m, const struct wq_t
 		if (o->kind == WQ_DONE_SKIPPED)
 			continue;
 		if (o->kind == WQ_DONE_MISSING) {
-			debug(D_WQ, "%s: task %d output %s missing: %s", w->label, m->id, f->remote,
-			      o->text ? o->text : "");
+			debug(D_WQ, "%s: task %d output %s missing: %s", MW_NAME(w), m->id,
+			      f->remote, o->text ? o->text : "");
 			ok = false;
 			continue;
 		}
@@ -313,7 +313,7 @@ static void own_failure(struct mworker *w, struct mtask *m, enum work_queue_resu
 		master_worker_detach(w, m);
 	}
 	master_worker_clear_recv(m);
-	debug(D_WQ, "%s: task %d failed (%s): try %d of %d", w->label, m->id,
+	debug(D_WQ, "%s: task %d failed (%s): try %d of %d", MW_NAME(w), m->id,
 	      work_queue_result_str(result), m->try_ + 1, t->max_retries + 1);
 	m->try_++;
 	if (w->q->txlog)
@@ -345,7 +345,7 @@ static void drop_per_task_urls(struct mworker *w, struct mtask *m)
 	int rc = msg ? wq_conn_send_msg(w->c, msg) : -ENOMEM;
 	json_decref(msg);
 	if (rc < 0)
-		debug(D_WQ, "%s: cache_drop: %s", w->label, htc_strerror(rc));
+		debug(D_WQ, "%s: cache_drop: %s", MW_NAME(w), htc_strerror(rc));
 }
 
 void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struct wq_task_done *d)
@@ -367,7 +367,7 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 		}
 		char err[128];
 		if (text && rmsummary_from_json(text, t->resources_measured, err, sizeof err) < 0)
-			debug(D_WQ, "%s: task %d: bad summary: %s", w->label, m->id, err);
+			debug(D_WQ, "%s: task %d: bad summary: %s", MW_NAME(w), m->id, err);
 		free(text);
 	}
 	if (d->container) {
@@ -400,7 +400,7 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 			t->cores_grown = json_number_value(cores);
 			debug(D_WQ,
 			      "%s: task %d was lent idle cores: its CPU quota reached %g cores",
-			      w->label, m->id, t->cores_grown);
+			      MW_NAME(w), m->id, t->cores_grown);
 		}
 		t->memory_grow_steps = json_is_integer(steps) && json_integer_value(steps) > 0 &&
 		                               json_integer_value(steps) < 1000000

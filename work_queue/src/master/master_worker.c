@@ -201,10 +201,10 @@ void master_worker_finish(struct mworker *w, struct mtask *m, enum work_queue_re
 static void set_label(struct mworker *w)
 {
 	if (w->host)
-		snprintf(w->label, sizeof w->label, "wq: %s (%s, id %.8s)", w->addr, w->host,
-		         w->id);
+		snprintf(w->label, sizeof w->label, MW_LABEL_PREFIX "%s (%s, id %.8s)", w->addr,
+		         w->host, w->id);
 	else
-		snprintf(w->label, sizeof w->label, "wq: %s", w->addr);
+		snprintf(w->label, sizeof w->label, MW_LABEL_PREFIX "%s", w->addr);
 	wq_conn_set_label(w->c, w->label);
 }
 /* ---- messages ----------------------------------------------------------------------------- */
@@ -287,8 +287,8 @@ static void activate(struct mworker *w)
 		r.v[RM_GPUS] = (double)w->total.gpus;
 		master_txlog_worker_resources(q->txlog, w->id, &r);
 	}
-	debug(D_WQ, "%s: active (%g cores, %lld MB memory, %lld MB disk)", w->label, w->total.cores,
-	      (long long)w->total.memory, (long long)w->total.disk);
+	debug(D_WQ, "%s: active (%g cores, %lld MB memory, %lld MB disk)", MW_NAME(w),
+	      w->total.cores, (long long)w->total.memory, (long long)w->total.disk);
 	if (w->disk_full) /* full from the start: its cache_have is complete now */
 		master_full_capacity(w, true);
 	master_queue_request_pass(q);
@@ -457,7 +457,7 @@ static void on_task_refused(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 		free(v.why);
 		return;
 	}
-	debug(D_WQ, "%s: task %d refused: %s %s", w->label, m->id, codes[code], text);
+	debug(D_WQ, "%s: task %d refused: %s %s", MW_NAME(w), m->id, codes[code], text);
 	if (m->queued && (code == 1 || code == 5) && w->sw &&
 	    master_sched_worker_queue_max(w->sw) > 0) {
 		/* The worker's FIFO disagrees with ours: no more prefetch there, rather than a
@@ -563,7 +563,7 @@ static void on_task_resized(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 		return;
 	int64_t mb = json_integer_value(mem);
 	if (master_sched_task_resize_memory(w->q->sched, m->st, mb) == 0)
-		debug(D_WQ, "%s: task %d now holds %lld MB of memory", w->label, m->id,
+		debug(D_WQ, "%s: task %d now holds %lld MB of memory", MW_NAME(w), m->id,
 		      (long long)mb);
 }
 
@@ -674,7 +674,7 @@ static void on_query(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 static void on_ping_pong(struct mworker *w, json_t *msg, enum wq_msg_id mid)
 {
 	(void)msg;
-	debug(D_WQ, "%s: %s ignored", w->label, wq_msg_name(mid));
+	debug(D_WQ, "%s: %s ignored", MW_NAME(w), wq_msg_name(mid));
 }
 
 static void on_images(struct mworker *w, json_t *msg, enum wq_msg_id mid)
@@ -861,7 +861,7 @@ static void on_closed(struct wq_conn *c, enum wq_conn_end why, const char *text,
 	struct mworker *w = user;
 	if (w->h && !wq_handshake_finished(w->h))
 		wq_handshake_closed(w->h, why, text);
-	debug(D_WQ, "%s: closed (%s): %s", w->label, wq_conn_end_name(why), text);
+	debug(D_WQ, "%s: closed (%s): %s", MW_NAME(w), wq_conn_end_name(why), text);
 	enum master_txlog_leave lw = MASTER_TXLOG_LEAVE_LOST;
 	if (why == WQ_CONN_END_VIOLATION || why == WQ_CONN_END_REFUSED)
 		lw = MASTER_TXLOG_LEAVE_FAILURE;
@@ -892,7 +892,7 @@ static void hs_done(struct wq_handshake *h, const struct wq_hs_result *r, void *
 	(void)h;
 	master_admit_release(w);
 	if (r->outcome != WQ_HS_OK) {
-		debug(D_WQ, "%s: handshake failed: %s %s", w->label, r->code, r->text);
+		debug(D_WQ, "%s: handshake failed: %s %s", MW_NAME(w), r->code, r->text);
 		w->state = MW_CLOSING;
 		q->stats.workers_init--;
 		w->init_counted = false;
@@ -955,7 +955,7 @@ void master_worker_accept(struct work_queue *q, uv_tcp_t *tcp)
 	w->idle_since = master_queue_now();
 	snprintf(w->ip, sizeof w->ip, "%s", ip);
 	snprintf(w->addr, sizeof w->addr, "%s:%d", ip, port);
-	snprintf(w->label, sizeof w->label, "wq: %s", w->addr);
+	snprintf(w->label, sizeof w->label, MW_LABEL_PREFIX "%s", w->addr);
 	w->c = wq_conn_create(tcp, w->label, &conn_cb, w);
 	if (!w->c) {
 		free(w);

@@ -703,7 +703,7 @@ static void fatal_close(struct wq_conn *c, enum wq_conn_end why, const char *cod
 	if (c->state != ST_OPEN)
 		return;
 	if (c->quiet)
-		debug(D_WQ, "%s: %s", c->label, log_text);
+		debug(D_WQ, "%s: %s", wq_conn_name(c), log_text);
 	else
 		wq_conn_warn_limited(c->clock, c->label, log_text);
 	set_why(c, why, peer_text);
@@ -1120,6 +1120,11 @@ void wq_conn_set_label(struct wq_conn *c, const char *label)
 const char *wq_conn_label(const struct wq_conn *c)
 {
 	return c->label;
+}
+
+const char *wq_conn_name(const struct wq_conn *c)
+{
+	return c->label + (strncmp(c->label, "wq: ", 4) ? 0 : 4);
 }
 
 int wq_conn_set_msg_limit(struct wq_conn *c, size_t limit)

@@ -79,6 +79,9 @@ void wq_conn_delete(struct wq_conn *c);
 /* Replaces the log label (e.g. once the worker's identity is known). */
 void wq_conn_set_label(struct wq_conn *c, const char *label);
 const char *wq_conn_label(const struct wq_conn *c);
+/* The label without the "wq: " a master's labels begin with: for debug lines, which carry the
+ * wq subsystem already. */
+const char *wq_conn_name(const struct wq_conn *c);
 
 /* Sets the MSG payload limit for both directions (WQ_MAX_MSG after authentication). Returns 0 or
  * -EINVAL outside WQ_MIN_MSG .. WQ_MAX_MSG. */

@@ -84,7 +84,7 @@ static void finish(struct wq_handshake *h, enum wq_hs_outcome o, const char *cod
 	h->res.by_peer = by_peer;
 	h->res.tls = h->tls != NULL;
 	h->res.elapsed_ms = uv_now(h->loop) - h->started;
-	debug(h->cfg.master ? D_WQ : D_WORKER, "%s: handshake %s%s%s%s", label(h),
+	debug(h->cfg.master ? D_WQ : D_WORKER, "%s: handshake %s%s%s%s", wq_conn_name(h->c),
 	      wq_hs_outcome_name(o), *h->code ? " (" : "", h->code, *h->code ? ")" : "");
 	if (!h->deleted && h->done)
 		h->done(h, &h->res, h->user);

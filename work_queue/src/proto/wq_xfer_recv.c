@@ -56,7 +56,7 @@ void wq_xr_send_xfer_error(struct wq_xfer_in *i, uint32_t id, enum wq_xfer_error
 	if (m)
 		wq_conn_send_msg(i->c, m);
 	json_decref(m);
-	debug(D_WQ, "%s: transfer %u: xfer_error %s: %s", wq_conn_label(i->c), id, code_name(code),
+	debug(D_WQ, "%s: transfer %u: xfer_error %s: %s", wq_conn_name(i->c), id, code_name(code),
 	      text);
 }
 
@@ -589,7 +589,7 @@ static void on_xfer_begin(struct wq_xfer_in *i, json_t *msg)
 		x->result_seen = true;
 		x_cleanup(x); /* blocking, but only on this rare path */
 	}
-	debug(D_WQ, "%s: receiving transfer %u: %lld bytes%s", wq_conn_label(i->c), x->id,
+	debug(D_WQ, "%s: receiving transfer %u: %lld bytes%s", wq_conn_name(i->c), x->id,
 	      (long long)b->size, b->enc == WQ_ENC_ZLIB ? ", zlib" : "");
 	return;
 fail:

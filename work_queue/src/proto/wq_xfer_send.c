@@ -227,7 +227,7 @@ static int send_msg(struct wq_xfer_out *o, json_t *msg)
 	int r = o->dead ? -ENOTCONN : wq_conn_send_msg(o->c, msg);
 	json_decref(msg);
 	if (r < 0 && !o->dead) {
-		debug(D_WQ, "%s: transfer sender stops: %s", wq_conn_label(o->c), htc_strerror(r));
+		debug(D_WQ, "%s: transfer sender stops: %s", wq_conn_name(o->c), htc_strerror(r));
 		o->dead = true;
 	}
 	return r;
@@ -683,7 +683,7 @@ static void send_out(struct wq_xfer_out *o, struct item *it, const uint8_t *data
 		size_t n = len > WQ_MAX_DATA ? WQ_MAX_DATA : len;
 		int r = wq_conn_send_data(o->c, it->id, data, n);
 		if (r < 0) {
-			debug(D_WQ, "%s: transfer sender stops: %s", wq_conn_label(o->c),
+			debug(D_WQ, "%s: transfer sender stops: %s", wq_conn_name(o->c),
 			      htc_strerror(r));
 			o->dead = true;
 			return;
@@ -705,7 +705,7 @@ static void send_bufs(struct wq_xfer_out *o, struct item *it, uint8_t **bufs, co
 		}
 		int r = wq_conn_send_data_buffer(o->c, it->id, bufs[k], lens[k]);
 		if (r < 0) {
-			debug(D_WQ, "%s: transfer sender stops: %s", wq_conn_label(o->c),
+			debug(D_WQ, "%s: transfer sender stops: %s", wq_conn_name(o->c),
 			      htc_strerror(r));
 			o->dead = true;
 			continue;
@@ -892,7 +892,7 @@ static void begin_file(struct wq_xfer_out *o, struct item *it)
 	send_msg(o, json_pack("{s:s, s:I, s:O, s:I, s:s, s:b}", "m", "xfer_begin", "xfer",
 	                      (json_int_t)it->id, "target", target, "size", (json_int_t)it->size,
 	                      "enc", it->zlib ? "zlib" : "none", "exec", it->exec));
-	debug(D_WQ, "%s: transfer %u begins: %lld bytes%s", wq_conn_label(o->c), it->id,
+	debug(D_WQ, "%s: transfer %u begins: %lld bytes%s", wq_conn_name(o->c), it->id,
 	      (long long)it->size, it->zlib ? ", zlib" : "");
 	if (it->out_len || it->offset == (uint64_t)it->size)
 		after_chunk(o, it, NULL, 0); /* the first block read by prep, or size 0 */
@@ -1132,7 +1132,7 @@ int wq_xfer_out_message(struct wq_xfer_out *o, json_t *msg, const char *name)
 		wq_xfer_error_free(e);
 		return 0;
 	}
-	debug(D_WQ, "%s: transfer %u refused by the peer: %s", wq_conn_label(o->c), id, e->text);
+	debug(D_WQ, "%s: transfer %u refused by the peer: %s", wq_conn_name(o->c), id, e->text);
 	hold(o);
 	if (it->kind == ITEM_DIR) {
 		it->refuse_code = e->code;
