@@ -527,11 +527,10 @@ int docker_api_container_pid(struct docker_api *d, const char *id, long *pid, ch
 	return e;
 }
 
-int docker_api_update_memory(struct docker_api *d, const char *id, int64_t bytes, char **err)
+/* POST /containers/{id}/update with BODY (taken). */
+static int update(struct docker_api *d, const char *id, json_t *body, char **err)
 {
 	char *path = xasprintf("/containers/%s/update", id);
-	json_t *body =
-	    json_pack("{s:I,s:I}", "Memory", (json_int_t)bytes, "MemorySwap", (json_int_t)bytes);
 	json_t *j = NULL;
 	int e = docker_api_call(d, "POST", path, body, NULL, &j, err);
 	json_decref(body);
@@ -540,16 +539,17 @@ int docker_api_update_memory(struct docker_api *d, const char *id, int64_t bytes
 	return e;
 }
 
+int docker_api_update_memory(struct docker_api *d, const char *id, int64_t bytes, char **err)
+{
+	return update(
+	    d, id,
+	    json_pack("{s:I,s:I}", "Memory", (json_int_t)bytes, "MemorySwap", (json_int_t)bytes),
+	    err);
+}
+
 int docker_api_update_cores(struct docker_api *d, const char *id, double cores, char **err)
 {
-	char *path = xasprintf("/containers/%s/update", id);
-	json_t *body = json_pack("{s:I}", "NanoCpus", (json_int_t)(cores * 1e9 + 0.5));
-	json_t *j = NULL;
-	int e = docker_api_call(d, "POST", path, body, NULL, &j, err);
-	json_decref(body);
-	json_decref(j);
-	free(path);
-	return e;
+	return update(d, id, json_pack("{s:I}", "NanoCpus", (json_int_t)(cores * 1e9 + 0.5)), err);
 }
 
 /* ---- the attach stream ---------------------------------------------------------------------- */
