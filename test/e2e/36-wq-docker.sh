@@ -292,6 +292,17 @@ test_expect_success 'makeflow -T wq with --docker: a rule over its MEMORY is mem
 	not grep -q "removed container .* left by pid" w.out
 '
 
+# serve WORKER-OPTION...: a worker with the options given serves the master started last until
+# makeflow ends (both outputs shown when makeflow fails), then is stopped; its output is in w.out.
+serve() {
+	"$WORKER" -t 30 "$@" localhost $port >w.out 2>&1 &
+	w=$!
+	test_track_pid $w
+	wait $mf || { cat mf.out w.out >&2; return 1; }
+	kill -TERM $w 2>/dev/null || true # it may have left with the master already
+	wait $w || true
+}
+
 # grows_in_container DOCKER-OPTION...: a warm-up category whose first rule (a) is measured at a
 # few tens of MB and whose second (b) needs several times that, on a --memory-grow worker with
 # the options given: b is grown, not killed and run again.
@@ -304,13 +315,7 @@ grows_in_container() {
 	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 64000000) s = s s; print length(s) }" > b.txt
 	EOF
 	start_master --allocation warmup -d alloc -o mf.dbg Makeflow
-	"$WORKER" -t 30 --cores 2 --memory 4000 --disk 4000 --memory-grow on "$@" \
-		localhost $port >w.out 2>&1 &
-	w=$!
-	test_track_pid $w
-	wait $mf || { cat mf.out w.out >&2; return 1; }
-	kill -TERM $w
-	wait $w || true
+	serve --cores 2 --memory 4000 --disk 4000 --memory-grow on "$@" || return 1
 	cat w.out
 	[ "$(cat b.txt)" -ge 64000000 ] &&
 		grep -q "memory limit grown from" w.out &&
@@ -342,17 +347,11 @@ test_expect_success 'makeflow -T wq with --docker and --container-cgroups engine
 	    /bin/busybox awk "BEGIN { s = \"x\"; while (length(s) < 300000000) s = s s; print length(s) }" > b.txt
 	EOF
 	start_master --allocation warmup Makeflow
-	"$WORKER" -t 30 --cores 1 --memory 300 --disk 4000 --memory-grow on --docker $IMG \
-		--container-cgroups engine localhost $port >w.out 2>&1 &
-	w=$!
-	test_track_pid $w
-	rc=0
-	wait $mf || rc=$?
-	kill -TERM $w 2>/dev/null || true # it may have left with the master already
-	wait $w || true
+	serve --cores 1 --memory 300 --disk 4000 --memory-grow on --docker $IMG \
+		--container-cgroups engine
 	cat mf.out w.out
 	# its container waited at 300 MB (its OOM killer off) until the worker gave it up
-	[ $rc = 0 ] && [ "$(cat b.txt)" -ge 300000000 ] &&
+	[ "$(cat b.txt)" -ge 300000000 ] &&
 		grep -q "task 2.1 reached its memory limit of 300 MB .*memory exhausted" w.out &&
 		grep -q "task 2 exceeded the memory the master chose" mf.out &&
 		# the given-up container was removed then, not found stopped when the worker ended
@@ -393,13 +392,7 @@ lent_in_container() {
 	    /bin/sh burn.sh
 	EOF
 	start_master Makeflow
-	"$WORKER" -t 30 --cores 2 --memory 2000 --disk 4000 --cpu-grow on "$@" \
-		localhost $port >w.out 2>&1 &
-	w=$!
-	test_track_pid $w
-	wait $mf || { cat mf.out w.out >&2; return 1; }
-	kill -TERM $w
-	wait $w || true
+	serve --cores 2 --memory 2000 --disk 4000 --cpu-grow on "$@" || return 1
 	cat q.txt w.out
 	grep -q "CPU quota raised to 2 cores" w.out &&
 		grep -q "^then 200000 CORES=2$" q.txt &&

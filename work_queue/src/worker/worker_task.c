@@ -172,10 +172,11 @@ struct worker_task {
 	enum task_state state;
 	bool cancelled, deleted, keep_sandbox, sandbox_removed, work_busy;
 	bool container; /* run by the container runner: its record is read at the end */
-	/* its own container: the engine, and the file the runner writes its id to (so that a
-	 * container whose runner was killed with the task is removed at once), or NULL */
-	struct docker_api *ctr_api;
+	/* the file the runner writes its container's id to (NULL without containers), and for a
+	 * container of its own the engine, so that one whose runner was killed with the task is
+	 * removed at once (NULL otherwise) */
 	char *ctr_id_file;
+	struct docker_api *ctr_api;
 	enum work_kind work_kind;
 	uv_work_t work;
 	uv_timer_t *timer; /* defers DONE of a task that could not start */
@@ -424,7 +425,7 @@ static void queue_work(struct worker_task *t, enum work_kind kind)
  * ends. */
 static void remove_left_container(struct worker_task *t)
 {
-	if (!t->ctr_id_file)
+	if (!t->ctr_api)
 		return;
 	char *err = NULL;
 	int r = worker_ctr_memory_remove_left(t->ctr_api, t->ctr_id_file, &err);
@@ -608,7 +609,6 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	 * nested, or lent cores (--cpu-grow), the worker follows the container itself: its CPU
 	 * quota (and, not nested, its memory) through the engine (worker_ctr_memory.h). */
 	char grow_max[32];
-	char *id_file = NULL;
 	bool grows = view && p->docker && msg->max_memory > t->alloc.res.memory;
 	bool lends =
 	    view && p->docker && worker_elastic_lends_cores(p->elastic) > t->alloc.res.cores;
@@ -621,8 +621,8 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 	/* every container of its own tells its id, so that one left by a killed runner is
 	 * removed at once */
 	if (p->docker) {
-		id_file = xasprintf("%s/" WORKER_CTR_ID_FILE, worker_sandbox_path(sb));
-		envs[nenvs++] = (struct wq_env_var){WORKER_CTR_ID_ENV, id_file};
+		t->ctr_id_file = xasprintf("%s/" WORKER_CTR_ID_FILE, worker_sandbox_path(sb));
+		envs[nenvs++] = (struct wq_env_var){WORKER_CTR_ID_ENV, t->ctr_id_file};
 	}
 	char **env =
 	    worker_task_env(p->base_env, &t->alloc, worker_sandbox_tmp_path(sb), envs, nenvs);
@@ -653,10 +653,8 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		dargv = worker_docker_ahead_argv(p->docker, dargv, worker_ahead_pid(p->ahead),
 		                                 worker_ahead_dir(p->ahead),
 		                                 worker_sandbox_work_path(sb));
-	if (dargv && own && id_file) {
+	if (dargv && own)
 		t->ctr_api = worker_docker_api(p->docker);
-		t->ctr_id_file = xstrdup(id_file);
-	}
 	if (dargv) {
 		t->container = true;
 		argv = (const char *const *)dargv;
@@ -711,11 +709,10 @@ struct worker_task *worker_task_start(const struct worker_task_params *p,
 		if (own && follows)
 			worker_elastic_task_container(
 			    t->el,
-			    worker_ctr_memory_create(worker_docker_api(p->docker), id_file, NULL,
-			                             NULL),
+			    worker_ctr_memory_create(worker_docker_api(p->docker), t->ctr_id_file,
+			                             NULL, NULL),
 			    !nests);
 	}
-	free(id_file);
 
 	int err = 0;
 	t->t_started = time_now_us();
