@@ -511,6 +511,7 @@ static void fill_result(struct batch_job *job, const struct work_queue_task *t)
 	}
 	r->limit_raises = t->memory_grow_steps; /* grown on the worker instead of a kill */
 	r->memory_held_mb = t->memory_held_avg > 0 ? t->memory_held_avg : 0;
+	r->cores_held = t->cores_held_avg > 0 ? t->cores_held_avg : 0; /* lent idle cores */
 	const struct rmsummary *a = t->resources_allocated;
 	if (job->spec.driver_sizes && a) {
 		r->allocated.cores = a->v[RM_CORES] >= 0 ? (int64_t)(a->v[RM_CORES] + 0.999) : -1;

@@ -99,6 +99,9 @@ struct batch_result {
 	 * time-average of the memory it held, MB, so that its allocated memory-time is this times
 	 * its wall time; 0 otherwise. */
 	double memory_held_mb;
+	/* Likewise when the driver lent the job cores beyond its allocation while it ran: the
+	 * time-average of its CPU quota, cores; 0 otherwise. */
+	double cores_held;
 	double cpu_time_s; /* CPU time of the job's processes, s, where measured; else -1 */
 	/* The calls the job's seccomp profile refused (option seccomp, doc/seccomp.md), joined
 	 * with ", ", or NULL when none was. */

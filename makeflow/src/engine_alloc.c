@@ -552,6 +552,15 @@ void engine_alloc_record(struct engine *e, struct dag_node *n, const struct batc
 		      n->id, n->category->name, eff->memory_held_mb, alloc.v[RM_MEMORY]);
 		alloc.v[RM_MEMORY] = eff->memory_held_mb;
 	}
+	/* cores lent to it while it ran count as allocated too, for as long as they were lent */
+	if (eff->cores_held > 0 && alloc.v[RM_CORES] >= 0) {
+		debug(
+		    D_ALLOC,
+		    "rule %d (%s): it was lent cores while it ran: %.3g cores held on average (%g "
+		    "allocated at its start)",
+		    n->id, n->category->name, eff->cores_held, alloc.v[RM_CORES]);
+		alloc.v[RM_CORES] = eff->cores_held;
+	}
 	double wall = measured->v[RM_WALL_TIME] >= 0 ? measured->v[RM_WALL_TIME] : 0;
 	int driver_retries = x->driver_sized && eff->driver_retries > 0 ? eff->driver_retries : 0;
 	for (int i = 0; i < driver_retries; i++) {

@@ -244,7 +244,7 @@ test_expect_success 'with --cpu-grow on: a busy task is lent the idle core, keep
 		false
 	} &&
 	cpu_workflow >Makeflow &&
-	start_master -d wq -o mf.dbg Makeflow &&
+	start_master -d wq,alloc -o mf.dbg Makeflow &&
 	start_worker --cores 2 --memory 2000 --disk 4000 --cpu-grow on -d worker localhost $port &&
 	finish &&
 	cat a &&
@@ -254,7 +254,15 @@ test_expect_success 'with --cpu-grow on: a busy task is lent the idle core, keep
 	grep -q "claims the cores it was lent: CPU quota back to 1 cores" workers.out &&
 	# while its neighbour idled, a was never put back by its own use of the loan
 	! grep -q "the worker.s cores are busy" workers.out &&
-	grep -q "task [0-9]* was lent idle cores: its CPU quota reached 2 cores" mf.dbg
+	grep -q "task [0-9]* was lent idle cores: its CPU quota reached 2 cores" mf.dbg &&
+	# held on average: more than its one core (lent for a while), less than two (not from
+	# its start, and taken back before its end)
+	avg=$(sed -n "s/.*its CPU quota reached 2 cores, \([0-9.]*\) on average.*/\1/p" mf.dbg) &&
+	echo "quota held on average: $avg cores" &&
+	awk -v a="$avg" "BEGIN { exit !(a > 1 && a < 2) }" &&
+	# and makeflow counts that average as the allocated cores of the rule
+	grep -q "(burn): it was lent cores while it ran: $avg cores held on average (1 allocated" \
+		mf.dbg
 '
 
 test_done

@@ -127,6 +127,7 @@ def test_categories_and_resources(workers):
     assert a.memory_grown == -1 and a.memory_grow_steps == 0 and b.memory_grown == -1
     assert a.cores_grown == -1 and b.cores_grown == -1
     assert a.memory_held_avg == -1 and b.memory_held_avg == -1
+    assert a.cores_held_avg == -1 and b.cores_held_avg == -1
     # at the category's maximum, and at declared values: neither is a computed allocation
     assert a.allocation_computed is False and b.allocation_computed is False
     assert q.stats.objects_taken == 0

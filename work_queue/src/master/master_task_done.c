@@ -385,6 +385,7 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 	t->memory_grown = -1;
 	t->memory_grow_steps = 0;
 	t->cores_grown = -1;
+	t->cores_held_avg = -1;
 	t->memory_held_avg = -1;
 	if (d->grown) {
 		json_t *mb = json_object_get(d->grown, "memory_mb");
@@ -398,9 +399,15 @@ void master_dispatch_handle_done(struct mworker *w, struct mtask *m, const struc
 		if (json_is_number(cores) && json_number_value(cores) > 0 &&
 		    json_number_value(cores) < 1e6) {
 			t->cores_grown = json_number_value(cores);
-			debug(D_WQ,
-			      "%s: task %d was lent idle cores: its CPU quota reached %g cores",
-			      MW_NAME(w), m->id, t->cores_grown);
+			json_t *avg = json_object_get(d->grown, "cores_avg");
+			if (json_is_number(avg) && json_number_value(avg) > 0 &&
+			    json_number_value(avg) <= t->cores_grown)
+				t->cores_held_avg = json_number_value(avg);
+			debug(
+			    D_WQ,
+			    "%s: task %d was lent idle cores: its CPU quota reached %g cores, %.3g "
+			    "on average",
+			    MW_NAME(w), m->id, t->cores_grown, t->cores_held_avg);
 		}
 		t->memory_grow_steps = json_is_integer(steps) && json_integer_value(steps) > 0 &&
 		                               json_integer_value(steps) < 1000000

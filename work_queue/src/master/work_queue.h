@@ -121,6 +121,9 @@ struct work_queue_task {
 	/* The largest CPU quota (cores) a worker lent its last try beyond its allocation
 	 * (work_queue_worker --cpu-grow on; doc/elasticity.md); -1: never lent. */
 	double cores_grown;
+	/* The time-average of the CPU quota (cores) its last try held on a worker that lent it
+	 * cores (its allocated core-time over its run time); -1: never lent. */
+	double cores_held_avg;
 	/* 1 when its last try ran at its category's computed allocation (the master chose its
 	 * memory from the category's measurements), 0 when at a declared value, the ceiling or a
 	 * whole worker (doc/allocation.md). */

@@ -70,6 +70,7 @@ struct work_queue_task *work_queue_task_create(const char *command)
 	t->memory_max = -1;
 	t->memory_grown = -1;
 	t->cores_grown = -1;
+	t->cores_held_avg = -1;
 	t->memory_held_avg = -1;
 	return t;
 }

@@ -37,9 +37,10 @@ struct worker_elastic_task {
 	double ctr_mb, ctr_cpu_s;
 	/* --cpu-grow: its allocation, its quota now and at most, the CPU time (s) at the start of
 	 * the current window and when it began (ms), the cores it used over the last window (-1
-	 * before its first window: it counts as using its allocation) */
-	double base_cores, quota, quota_peak, cpu_at, used_cores;
-	uint64_t cpu_ms;
+	 * before its first window: it counts as using its allocation); the quota's integral over
+	 * its life: core-ms up to the last change (ms), and its start (ms) */
+	double base_cores, quota, quota_peak, cpu_at, used_cores, quota_core_ms;
+	uint64_t cpu_ms, quota_ms, start_ms;
 	int cpu_raises;
 	worker_elastic_resized_fn resized;
 	void *arg;
@@ -365,6 +366,9 @@ static bool set_quota(struct worker_elastic_task *t, double q)
 	}
 	if (rmonitor_set_cores(t->m, q) != 0)
 		return false;
+	uint64_t now = uv_now(t->e->loop);
+	t->quota_core_ms += t->quota * (double)(now - t->quota_ms);
+	t->quota_ms = now;
 	t->quota = q;
 	write_view(t);
 	if (q > t->quota_peak)
@@ -481,6 +485,8 @@ struct worker_elastic_task *worker_elastic_task_add(struct worker_elastic *e, co
 	rmon_elastic_task_init(&t->st, limit, limit > 0 && max_mb > limit ? max_mb : -1);
 	rmon_elastic_start(&t->st, uv_now(e->loop));
 	t->base_cores = t->quota = t->quota_peak = a->res.cores;
+	t->quota_core_ms = 0;
+	t->quota_ms = t->start_ms = uv_now(e->loop);
 	t->used_cores = -1;
 	t->ctr_cpu_s = -1;
 	write_view(t);
@@ -524,8 +530,17 @@ json_t *worker_elastic_task_json(const struct worker_elastic_task *t)
 	double held = rmon_elastic_mean_held(&t->st, uv_now(t->e->loop));
 	if (o && held > 0 && (t->st.raises || t->st.shrinks))
 		json_object_set_new(o, "memory_avg_mb", json_real(held));
-	if (o && t->cpu_raises)
+	if (o && t->cpu_raises) {
 		json_object_set_new(o, "cores", json_real(t->quota_peak));
+		/* the cores it was allocated and lent, as a time-average: its allocated core-time
+		 * over its run time */
+		uint64_t now = uv_now(t->e->loop);
+		if (now > t->start_ms)
+			json_object_set_new(
+			    o, "cores_avg",
+			    json_real((t->quota_core_ms + t->quota * (double)(now - t->quota_ms)) /
+			              (double)(now - t->start_ms)));
+	}
 	return o;
 }
 

@@ -379,6 +379,7 @@ enum task_attr {
 	A_MEMORY_GROWN,
 	A_CORES_GROWN,
 	A_MEMORY_HELD_AVG,
+	A_CORES_HELD_AVG,
 	A_MEMORY_GROW_STEPS,
 	A_ALLOCATION_COMPUTED,
 };
@@ -420,6 +421,7 @@ static PyObject *Task_get(TaskObject *self, void *closure)
 	case A_MEMORY_GROWN: return PyLong_FromLongLong(t->memory_grown);
 	case A_CORES_GROWN: return PyFloat_FromDouble(t->cores_grown);
 	case A_MEMORY_HELD_AVG: return PyFloat_FromDouble(t->memory_held_avg);
+	case A_CORES_HELD_AVG: return PyFloat_FromDouble(t->cores_held_avg);
 	case A_MEMORY_GROW_STEPS: return PyLong_FromLong(t->memory_grow_steps);
 	case A_ALLOCATION_COMPUTED: return PyBool_FromLong(t->allocation_computed);
 	}
@@ -467,6 +469,8 @@ static PyGetSetDef Task_getset[] = {
     GET("cores_grown", A_CORES_GROWN, "largest CPU quota (cores) a worker lent it, -1 never"),
     GET("memory_held_avg", A_MEMORY_HELD_AVG,
         "time-average memory (MB) held while a worker grew or shrank it, -1 never"),
+    GET("cores_held_avg", A_CORES_HELD_AVG,
+        "time-average CPU quota (cores) held while a worker lent it cores, -1 never"),
     GET("allocation_computed", A_ALLOCATION_COMPUTED,
         "the last try ran at its category's computed allocation"),
     {NULL, NULL, NULL, NULL, NULL},
