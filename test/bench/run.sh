@@ -220,6 +220,8 @@ bench_rmonitor() {
 bench_alloc() {
 	say ""
 	ALLOC_TASKS=$(scaled 100) bash "$SRCDIR/test/bench/alloc.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
+	# what an allocation following each rule's CPU use could reach on the same rules
+	bash "$SRCDIR/test/bench/alloc_bound.sh" "$BUILD" 2>&1 | tee -a "$RESULTS"
 }
 
 # ---- 6b. growth and throttling on the worker ---------------------------------------------
