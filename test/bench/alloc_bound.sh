@@ -20,7 +20,11 @@ cd "$WORK"
 
 # mon NAME COMMAND: run COMMAND under the monitor, its series in NAME.series
 mon() {
-	"$BUILD/bin/resource_monitor" -i 0.02 --with-time-series -O "$1" --sh "$2" >/dev/null
+	"$BUILD/bin/resource_monitor" -i 0.02 --with-time-series -O "$1" --sh "$2" >/dev/null ||
+		{
+			echo "alloc_bound: $1 failed under the monitor; left out" >&2
+			rm -f "$1.series"
+		}
 	rm -f "$1.summary"
 }
 for i in $(seq 1 "$K"); do
