@@ -226,7 +226,8 @@ static int req_outcome(struct req *r, CURLcode cr, long *status, json_t **reply,
 			*err = xasprintf("docker %s %s: cannot reach the Docker Engine at %s: %s",
 			                 r->method, r->path, r->d->socket,
 			                 r->errbuf[0] ? r->errbuf : curl_easy_strerror(cr));
-			return e;
+			/* a socket that is not there: not the engine's "no such object" */
+			return e == -ENOENT ? -ECONNREFUSED : e;
 		}
 		*err = xasprintf("docker %s %s: %s", r->method, r->path,
 		                 r->errbuf[0] ? r->errbuf : curl_easy_strerror(cr));

@@ -29,8 +29,9 @@ void docker_api_set_timeout(struct docker_api *d, long ms);
  * JSON. *STATUS gets the HTTP status, *REPLY (when not NULL) the parsed JSON answer or NULL
  * when it is not JSON. Returns 0 when the status is 2xx; otherwise a negative code with *ERR
  * (caller frees): "docker METHOD PATH: STATUS: MESSAGE" (MESSAGE = Docker's `message`), or
- * "docker METHOD PATH: cannot reach SOCKET: ..." (-ECONNREFUSED, -ENOENT, -ETIMEDOUT...).
- * An HTTP 404 gives -ENOENT, 409 -EEXIST, other statuses -EIO. */
+ * "docker METHOD PATH: cannot reach SOCKET: ..." (-ECONNREFUSED, also for a socket that is
+ * not there, -ETIMEDOUT...). An HTTP 404 gives -ENOENT, and only it (callers take it for "no
+ * such object"), 409 -EEXIST, other statuses -EIO. */
 int docker_api_call(struct docker_api *d, const char *method, const char *path, json_t *body,
                     long *status, json_t **reply, char **err);
 

@@ -43,6 +43,11 @@ static void test_missing_socket(void **state)
 	assert_non_null(
 	    strstr(err, "cannot reach the Docker Engine at /nonexistent/dir/docker.sock"));
 	free(err);
+	/* not "no such container": the removal of a container fails when the engine is not there */
+	err = NULL;
+	assert_int_equal(docker_api_remove(d, "0123abcd", &err), -ECONNREFUSED);
+	assert_non_null(err);
+	free(err);
 	docker_api_delete(d);
 }
 

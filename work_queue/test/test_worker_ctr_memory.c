@@ -258,6 +258,69 @@ static void test_update_and_let_kill(void **state)
 
 /* The container of a killed runner: nothing without an id, removed when one was written (the
  * engine's 404 for one already gone is no error), the engine's refusal reported. */
+struct left_seen {
+	int calls, outcome;
+	char *err;
+};
+
+static void left_seen(int outcome, const char *err, void *arg)
+{
+	struct left_seen *s = arg;
+	s->calls++;
+	s->outcome = outcome;
+	free(s->err);
+	s->err = err ? xstrdup(err) : NULL;
+}
+
+/* The same in the thread pool: nothing queued without an id; the outcome, on the loop, once the
+ * engine answered; the engine's refusal and an engine not there reported to the callback. */
+static void test_remove_left_async(void **state)
+{
+	struct fx *f = *state;
+	uv_loop_t loop;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	struct left_seen seen = {0};
+	char *err = NULL;
+	assert_int_equal(
+	    worker_ctr_memory_remove_left_async(&loop, f->sock, f->id_file, left_seen, &seen, &err),
+	    0);
+	assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+	assert_int_equal(seen.calls, 0);
+	ts_write_file(f->id_file, ID);
+	engine(f, "HTTP/1.1 204 No Content\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 1);
+	assert_int_equal(
+	    worker_ctr_memory_remove_left_async(&loop, f->sock, f->id_file, left_seen, &seen, &err),
+	    1);
+	assert_int_equal(seen.calls, 0); /* not before the loop runs */
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(seen.calls, 1);
+	assert_int_equal(seen.outcome, 1);
+	assert_null(seen.err);
+	engine(f,
+	       "HTTP/1.1 500 Server Error\r\nContent-Type: application/json\r\nConnection: "
+	       "close\r\nContent-Length: 20\r\n\r\n{\"message\":\"broken\"}",
+	       1);
+	assert_int_equal(
+	    worker_ctr_memory_remove_left_async(&loop, f->sock, f->id_file, left_seen, &seen, &err),
+	    1);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(seen.calls, 2);
+	assert_true(seen.outcome < 0);
+	assert_non_null(seen.err);
+	assert_non_null(strstr(seen.err, "broken"));
+	char *gone = joined(f->dir, "no-engine.sock");
+	assert_int_equal(
+	    worker_ctr_memory_remove_left_async(&loop, gone, f->id_file, left_seen, &seen, &err),
+	    1);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(seen.calls, 3);
+	assert_true(seen.outcome < 0);
+	assert_non_null(seen.err);
+	free(gone);
+	free(seen.err);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 static void test_remove_left(void **state)
 {
 	struct fx *f = *state;
@@ -327,6 +390,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_id_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_update_and_let_kill, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_remove_left, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_remove_left_async, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_v2, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

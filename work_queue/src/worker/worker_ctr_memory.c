@@ -207,6 +207,66 @@ int worker_ctr_memory_remove_left(struct docker_api *api, const char *id_file, c
 	return r < 0 ? r : 1;
 }
 
+struct left {
+	uv_work_t req;
+	char *socket, *id, *err;
+	int outcome;
+	worker_ctr_left_fn done;
+	void *arg;
+};
+
+/* In the thread pool: nothing here touches the loop or logs. */
+static void left_work(uv_work_t *w)
+{
+	struct left *l = w->data;
+	struct docker_api *api = docker_api_create(l->socket, &l->err);
+	if (!api) {
+		l->outcome = -1;
+		return;
+	}
+	l->outcome = docker_api_remove(api, l->id, &l->err) < 0 ? -1 : 1;
+	docker_api_delete(api);
+}
+
+static void left_after(uv_work_t *w, int status)
+{
+	struct left *l = w->data;
+	if (status < 0 && l->outcome == 0) {
+		l->outcome = -1;
+		l->err = xasprintf("its removal was cancelled: %s", uv_strerror(status));
+	}
+	if (l->done)
+		l->done(l->outcome, l->err, l->arg);
+	free(l->socket);
+	free(l->id);
+	free(l->err);
+	free(l);
+}
+
+int worker_ctr_memory_remove_left_async(uv_loop_t *loop, const char *socket, const char *id_file,
+                                        worker_ctr_left_fn done, void *arg, char **err)
+{
+	char *id = read_id(id_file);
+	if (!id)
+		return 0;
+	struct left *l = xcalloc(1, sizeof *l);
+	l->socket = socket ? xstrdup(socket) : NULL;
+	l->id = id;
+	l->done = done;
+	l->arg = arg;
+	l->req.data = l;
+	int r = uv_queue_work(loop, &l->req, left_work, left_after);
+	if (r < 0) {
+		*err =
+		    xasprintf("cannot queue the removal of container %s: %s", id, uv_strerror(r));
+		free(l->socket);
+		free(l->id);
+		free(l);
+		return -1;
+	}
+	return 1;
+}
+
 void worker_ctr_memory_let_kill(struct worker_ctr_memory *c)
 {
 	if (!c->dir || c->v != RMON_CG_V1)

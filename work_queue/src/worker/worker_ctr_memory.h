@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <uv.h>
+
 struct docker_api;
 struct worker_ctr_memory;
 
@@ -60,6 +62,14 @@ int worker_ctr_memory_remove(struct worker_ctr_memory *c, char **err);
  * 1 when an id was written (the container removed, or already gone), 0 when none was, or
  * negative with *ERR (caller frees). */
 int worker_ctr_memory_remove_left(struct docker_api *api, const char *id_file, char **err);
+/* The same without holding LOOP: reads the id now, and removes the container in LOOP's thread
+ * pool through its own client of the engine at SOCKET; then DONE (may be NULL) is called on the
+ * loop with ARG, the outcome as above and the error (freed after DONE returns). 1 when the
+ * removal was queued, 0 when no id was written (DONE is not called), negative with *ERR when
+ * it could not be queued (caller frees). The loop runs until the removal is done. */
+typedef void (*worker_ctr_left_fn)(int outcome, const char *err, void *arg);
+int worker_ctr_memory_remove_left_async(uv_loop_t *loop, const char *socket, const char *id_file,
+                                        worker_ctr_left_fn done, void *arg, char **err);
 /* The container's id, or NULL before it is known. */
 const char *worker_ctr_memory_id(const struct worker_ctr_memory *c);
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "debug.h"
+#include "docker_api.h"
 #include "full_io.h"
 #include "htc_error.h"
 #include "path.h"
@@ -420,22 +421,34 @@ static void queue_work(struct worker_task *t, enum work_kind kind)
 	}
 }
 
+static void left_removed(int outcome, const char *err, void *arg)
+{
+	char *label = arg;
+	if (outcome < 0)
+		warn("%s: cannot remove its container: %s", label, err ? err : "unknown error");
+	else
+		debug(D_WORKER, "%s: its container removed", label);
+	free(label);
+}
+
 /* A task killed (a limit, a cancel) took its runner with it: its own container, stopped by
  * the same kill when nested in the task's cgroup, is removed now rather than when the worker
- * ends. */
+ * ends, in the thread pool (the engine may be slow to answer; the task's result does not wait
+ * for it, and the worker does not end before it is done). */
 static void remove_left_container(struct worker_task *t)
 {
 	if (!t->ctr_api)
 		return;
+	char *label = xasprintf("task %" PRId64 ".%" PRId64, t->id, t->try_);
 	char *err = NULL;
-	int r = worker_ctr_memory_remove_left(t->ctr_api, t->ctr_id_file, &err);
+	int r = worker_ctr_memory_remove_left_async(t->loop, docker_api_socket(t->ctr_api),
+	                                            t->ctr_id_file, left_removed, label, &err);
 	if (r < 0) {
-		warn("task %" PRId64 ".%" PRId64 ": %s", t->id, t->try_, err);
+		warn("%s: %s", label, err);
 		free(err);
-	} else if (r > 0) {
-		debug(D_WORKER, "task %" PRId64 ".%" PRId64 ": its container removed", t->id,
-		      t->try_);
 	}
+	if (r <= 0)
+		free(label);
 }
 
 static void on_monitor_done(struct rmonitor *m, const struct rmsummary *s, void *arg)
