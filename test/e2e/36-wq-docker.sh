@@ -277,10 +277,10 @@ exhausted_in_container() {
 
 test_expect_success 'makeflow -T wq with --docker: a rule over its MEMORY is memory exhausted' '
 	exhausted_in_container --docker $IMG &&
-	# the monitor killed the runner with the task; the worker removed the container the
-	# runner left before it sent the result: none is left while the worker still runs, and
-	# none is found when it ends
-	no_containers &&
+	# the monitor killed the runner with the task; the worker removes the container the
+	# runner left, in its thread pool beside the result: none is left while the worker still
+	# runs, and none is found when it ends
+	test_wait_until 40 no_containers &&
 	{ kill -TERM $w 2>/dev/null || true; } && # it may have left with the master already
 	{ wait $w || true; } &&
 	cat w.out &&
