@@ -256,8 +256,6 @@ static void test_update_and_let_kill(void **state)
 	free(p);
 }
 
-/* The container of a killed runner: nothing without an id, removed when one was written (the
- * engine's 404 for one already gone is no error), the engine's refusal reported. */
 struct left_seen {
 	int calls, outcome;
 	char *err;
@@ -272,8 +270,9 @@ static void left_seen(int outcome, const char *err, void *arg)
 	s->err = err ? xstrdup(err) : NULL;
 }
 
-/* The same in the thread pool: nothing queued without an id; the outcome, on the loop, once the
- * engine answered; the engine's refusal and an engine not there reported to the callback. */
+/* The container of a killed runner, removed in the thread pool: nothing queued without an id;
+ * the outcome, on the loop, once the engine answered; the engine's 404 for one already gone is
+ * no error; the engine's refusal and an engine not there reported to the callback. */
 static void test_remove_left_async(void **state)
 {
 	struct fx *f = *state;
@@ -297,6 +296,17 @@ static void test_remove_left_async(void **state)
 	assert_int_equal(seen.outcome, 1);
 	assert_null(seen.err);
 	engine(f,
+	       "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n"
+	       "Content-Length: 31\r\n\r\n{\"message\":\"No such container\"}",
+	       1);
+	assert_int_equal(
+	    worker_ctr_memory_remove_left_async(&loop, f->sock, f->id_file, left_seen, &seen, &err),
+	    1);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(seen.calls, 2);
+	assert_int_equal(seen.outcome, 1);
+	assert_null(seen.err);
+	engine(f,
 	       "HTTP/1.1 500 Server Error\r\nContent-Type: application/json\r\nConnection: "
 	       "close\r\nContent-Length: 20\r\n\r\n{\"message\":\"broken\"}",
 	       1);
@@ -304,7 +314,7 @@ static void test_remove_left_async(void **state)
 	    worker_ctr_memory_remove_left_async(&loop, f->sock, f->id_file, left_seen, &seen, &err),
 	    1);
 	uv_run(&loop, UV_RUN_DEFAULT);
-	assert_int_equal(seen.calls, 2);
+	assert_int_equal(seen.calls, 3);
 	assert_true(seen.outcome < 0);
 	assert_non_null(seen.err);
 	assert_non_null(strstr(seen.err, "broken"));
@@ -313,37 +323,13 @@ static void test_remove_left_async(void **state)
 	    worker_ctr_memory_remove_left_async(&loop, gone, f->id_file, left_seen, &seen, &err),
 	    1);
 	uv_run(&loop, UV_RUN_DEFAULT);
-	assert_int_equal(seen.calls, 3);
+	assert_int_equal(seen.calls, 4);
 	assert_true(seen.outcome < 0);
 	assert_non_null(seen.err);
+	assert_non_null(strstr(seen.err, "cannot reach the Docker Engine"));
 	free(gone);
 	free(seen.err);
 	assert_int_equal(uv_loop_close(&loop), 0);
-}
-
-static void test_remove_left(void **state)
-{
-	struct fx *f = *state;
-	char *err = NULL;
-	assert_int_equal(worker_ctr_memory_remove_left(f->api, f->id_file, &err), 0);
-	ts_write_file(f->id_file, ID);
-	engine(f, "HTTP/1.1 204 No Content\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 1);
-	assert_int_equal(worker_ctr_memory_remove_left(f->api, f->id_file, &err), 1);
-	assert_null(err);
-	engine(f,
-	       "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n"
-	       "Content-Length: 31\r\n\r\n{\"message\":\"No such container\"}",
-	       1);
-	assert_int_equal(worker_ctr_memory_remove_left(f->api, f->id_file, &err), 1);
-	assert_null(err);
-	engine(f,
-	       "HTTP/1.1 500 Server Error\r\nContent-Type: application/json\r\nConnection: "
-	       "close\r\nContent-Length: 20\r\n\r\n{\"message\":\"broken\"}",
-	       1);
-	assert_true(worker_ctr_memory_remove_left(f->api, f->id_file, &err) < 0);
-	assert_non_null(err);
-	assert_non_null(strstr(err, "broken"));
-	free(err);
 }
 
 /* cgroup v2: the unified line names the group; memory.current and memory.max are read; a v2
@@ -389,7 +375,6 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_not_its_group, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_id_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_update_and_let_kill, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_remove_left, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_remove_left_async, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_v2, setup, teardown),
 	};

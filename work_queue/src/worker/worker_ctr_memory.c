@@ -197,16 +197,6 @@ int worker_ctr_memory_remove(struct worker_ctr_memory *c, char **err)
 	return docker_api_remove(c->api, c->id, err);
 }
 
-int worker_ctr_memory_remove_left(struct docker_api *api, const char *id_file, char **err)
-{
-	char *id = read_id(id_file);
-	if (!id)
-		return 0;
-	int r = docker_api_remove(api, id, err);
-	free(id);
-	return r < 0 ? r : 1;
-}
-
 struct left {
 	uv_work_t req;
 	char *socket, *id, *err;

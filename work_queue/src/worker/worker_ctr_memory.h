@@ -59,14 +59,12 @@ void worker_ctr_memory_let_kill(struct worker_ctr_memory *c);
 int worker_ctr_memory_remove(struct worker_ctr_memory *c, char **err);
 /* Removes (forced) the container whose id the runner wrote to ID_FILE, if any: for a task whose
  * runner was killed with it (a limit, a cancel), which could not remove its container itself.
- * 1 when an id was written (the container removed, or already gone), 0 when none was, or
- * negative with *ERR (caller frees). */
-int worker_ctr_memory_remove_left(struct docker_api *api, const char *id_file, char **err);
-/* The same without holding LOOP: reads the id now, and removes the container in LOOP's thread
- * pool through its own client of the engine at SOCKET; then DONE (may be NULL) is called on the
- * loop with ARG, the outcome as above and the error (freed after DONE returns). 1 when the
- * removal was queued, 0 when no id was written (DONE is not called), negative with *ERR when
- * it could not be queued (caller frees). The loop runs until the removal is done. */
+ * Without holding LOOP: reads the id now, and removes the container in LOOP's thread pool
+ * through its own client of the engine at SOCKET (NULL: the default); then DONE (may be NULL)
+ * is called on the loop with ARG, the outcome (1: removed, or already gone; negative: not) and
+ * the engine's error (freed after DONE returns). Returns 1 when the removal was queued, 0 when
+ * no id was written (DONE is not called), negative with *ERR when it could not be queued
+ * (caller frees). The loop runs until the removal is done. */
 typedef void (*worker_ctr_left_fn)(int outcome, const char *err, void *arg);
 int worker_ctr_memory_remove_left_async(uv_loop_t *loop, const char *socket, const char *id_file,
                                         worker_ctr_left_fn done, void *arg, char **err);
