@@ -25,12 +25,17 @@ names = {"c": "cpu", "m": "mem", "w": "io"}
 def series(path):
     """(seconds since the first sample, CPU seconds) rows; the rule starts at (0, 0)."""
     rows = []
+    if not os.path.exists(path):
+        return rows
     with open(path) as f:
         for line in f:
             if line.startswith("#") or not line.strip():
                 continue
             p = line.split()
-            rows.append((int(p[0]) / 1e6, float(p[1])))
+            try:
+                rows.append((int(p[0]) / 1e6, float(p[1])))
+            except (IndexError, ValueError):
+                sys.exit("alloc_bound: %s: not a resource_monitor time series: %r" % (path, line))
     if len(rows) < 2:
         return []
     step = rows[1][0] - rows[0][0]
@@ -74,6 +79,8 @@ for f in files:
     rows = series(f)
     if rows:
         by.setdefault(names.get(os.path.basename(f)[0], "?"), []).append(rows)
+if not by:
+    sys.exit("alloc_bound: no time series with two samples or more among the %d files" % len(files))
 for p in windows:
     tot_used = tot_follow = tot_fixed = 0.0
     parts = []
